@@ -1,0 +1,3 @@
+from grpofit.cli import main
+
+main()

@@ -1,0 +1,169 @@
+"""Which column plays which role (reward, eval reward, entropy, ...), by the names real runs use.
+
+The patterns come from shared/docs/formats.md. Each role is a list of regular expressions tried
+in order against every column; the first pattern that matches any column wins, and within one
+pattern the first column (in the file's order) wins. ``--metric`` / ``--eval-metric`` override.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Mapping, Sequence
+
+ROLES = (
+    "reward",
+    "eval_reward",
+    "reward_std",
+    "zero_std_frac",
+    "entropy",
+    "kl",
+    "grad_norm",
+    "clip_ratio",
+    "is_ratio",
+    "response_length",
+)
+
+_VAL = r"(?:val-core|val-aux)/.+/(?:reward|acc|score|[^/]+)/mean@\d+"
+
+PATTERNS: dict[str, tuple[str, ...]] = {
+    "reward": (
+        r"reward",
+        r"train/reward",
+        r"train_reward",
+        r"rewards?/mean",
+        r"critic/score/mean",
+        r"critic/rewards/mean",
+        r"train/rewards?/mean",
+        r"train/rewards/[^/]+/mean",
+        r"rewards/[^/]+/mean",
+        r"train/rewards?/[^/]+",
+        r"train/score",
+        r"score",
+        r"episode_reward",
+        r"train/episode_reward",
+        r"mean_reward",
+    ),
+    "eval_reward": (
+        r"eval_reward",
+        r"eval/reward",
+        r"eval_rewards?/mean",
+        r"eval/rewards?/mean",
+        r"eval_rewards/[^/]+/mean",
+        r"eval/rewards/[^/]+/mean",
+        r"val-core/.+/reward/mean@1",
+        r"val-core/.+/mean@\d+",
+        r"val/test_score/.+",
+        r"val/reward",
+        r"val-aux/.+/reward/mean@1",
+        r"eval/.+_pass@?1",
+        r"eval/.+_acc(?:uracy)?",
+        r"eval/accuracy",
+        r"eval_accuracy",
+        r"eval/score",
+    ),
+    "reward_std": (
+        r"reward_std",
+        r"rewards?/std",
+        r"train/reward_std",
+        r"group_reward_std",
+        r"rewards/[^/]+/std",
+        r"train/rewards/[^/]+/std",
+        r"critic/score/std",
+    ),
+    "zero_std_frac": (
+        r"frac_reward_zero_std",
+        r"train/frac_reward_zero_std",
+        r"zero_std_ratio",
+        r".*/zero_std_ratio",
+        r".*frac_reward_zero_std",
+        r".*zero_adv(?:antage)?_ratio",
+    ),
+    "entropy": (
+        r"entropy",
+        r"actor/entropy",
+        r"train/entropy",
+        r"actor/entropy_loss",
+        r"policy/entropy",
+        r".*/entropy(?:_loss)?",
+    ),
+    "kl": (
+        r"kl",
+        r"train/kl",
+        r"actor/kl_loss",
+        r"actor/ppo_kl",
+        r"critic/kl",
+        r"objective/kl",
+        r".*/kl(?:_loss)?",
+    ),
+    "grad_norm": (
+        r"grad_norm",
+        r"actor/grad_norm",
+        r"train/grad_norm",
+        r"actor_grad_norm",
+        r".*/grad_norm",
+    ),
+    "clip_ratio": (
+        r"clip_ratio/region_mean",
+        r"clip_ratio",
+        r"train/clip_ratio/region_mean",
+        r"actor/pg_clipfrac",
+        r"ppo_clip_ratio",
+        r"clip_ratio/high_max",
+        r".*clip_ratio.*",
+        r".*clipfrac.*",
+    ),
+    "is_ratio": (
+        r"sampling/importance_sampling_ratio/max",
+        r".*importance_sampling_ratio/max",
+        r".*importance_sampling_ratio.*",
+        r".*is_ratio.*",
+    ),
+    "response_length": (
+        r"completions/mean_length",
+        r"completion_length",
+        r"response_length/mean",
+        r"train/completions/mean_length",
+        r".*response_length/mean",
+        r".*mean_length",
+    ),
+}
+
+_COMPILED = {role: tuple(re.compile(p + r"\Z") for p in pats) for role, pats in PATTERNS.items()}
+
+# columns that look like a role by name but are not the quantity (bounds, timing, std of reward)
+_EXCLUDE = re.compile(r".*(__MIN|__MAX|_min|_max|/min|/max|timing|_runtime|_timestamp)\Z")
+
+
+def find_role(role: str, columns: Sequence[str]) -> str | None:
+    """The column that fills ``role``, or None."""
+    for pattern in _COMPILED[role]:
+        for col in columns:
+            if role not in ("clip_ratio", "is_ratio") and _EXCLUDE.match(col):
+                continue
+            if pattern.match(col):
+                return col
+    return None
+
+
+def detect_roles(
+    columns: Iterable[str],
+    overrides: Mapping[str, str | None] | None = None,
+) -> dict[str, str | None]:
+    """Map every role to a column (or None). ``overrides`` (role -> column) win when given.
+
+    One column never fills two roles: the reward column is taken first, then the others in
+    :data:`ROLES` order among the remaining columns.
+    """
+    columns = list(columns)
+    overrides = {k: v for k, v in (overrides or {}).items() if v}
+    taken = set(overrides.values())
+    out: dict[str, str | None] = {}
+    for role in ROLES:
+        if role in overrides:
+            out[role] = overrides[role]
+            continue
+        col = find_role(role, [c for c in columns if c not in taken])
+        out[role] = col
+        if col is not None:
+            taken.add(col)
+    return out

@@ -1,0 +1,200 @@
+"""The in-memory form of one training run, shared by every reader and every command.
+
+A reader turns a container (CSV, JSONL, event file, ...) into raw columns; :func:`make_run`
+normalises them into a :class:`Run`: one float step axis, sorted and unique, with every metric
+aligned to it (NaN where a row has no value). Recoveries (duplicated steps after a resume,
+unsorted steps, infinite values) are applied here, once, and recorded in ``Run.warnings``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+#: step column names, in order of preference (formats.md); ``train/global_step`` beats ``_step``
+STEP_NAMES = (
+    "step",
+    "train/global_step",
+    "training/global_step",
+    "global_step",
+    "trainer/global_step",
+    "Step",
+    "_step",
+    "iteration",
+    "iter",
+)
+
+ROW_INDEX = "(row index)"
+
+
+@dataclass
+class Run:
+    """One run: a step axis and named metric columns aligned to it."""
+
+    name: str  #: display name: the path, or ``path::run name`` for a file holding several runs
+    source: str  #: the file or folder it was read from
+    format: str  #: the container, e.g. ``csv``, ``jsonl``, ``tensorboard``, ``wandb-export``
+    steps: np.ndarray  #: float64, strictly increasing
+    step_column: str  #: the column the steps came from, or ``(row index)``
+    metrics: dict[str, np.ndarray]  #: each float64, ``len(steps)`` long, NaN where absent
+    config: dict[str, Any] = field(default_factory=dict)  #: hyperparameters, flattened keys
+    config_source: str | None = None  #: where ``config`` came from
+    warnings: list[str] = field(default_factory=list)  #: recoveries made while reading
+    stats: dict[str, int] = field(default_factory=dict)  #: rows read, duplicates, dropped...
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.metrics)
+
+    def numeric_columns(self) -> list[str]:
+        """Columns with at least one finite value."""
+        return [k for k, v in self.metrics.items() if np.isfinite(v).any()]
+
+    def series(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(steps, values)`` of one column, finite points only."""
+        values = self.metrics[column]
+        keep = np.isfinite(values)
+        return self.steps[keep], values[keep]
+
+
+def to_float_array(values: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """Convert a column to float64; anything that is not a number becomes NaN."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "fiub":
+        return values.astype(np.float64, copy=False)
+    out = np.full(len(values), np.nan)
+    for i, v in enumerate(values):
+        out[i] = _to_float(v)
+    return out
+
+
+def _to_float(v: Any) -> float:
+    if v is None:
+        return np.nan
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return float(v)
+    if isinstance(v, str):
+        s = v.strip().strip('"').strip("'")
+        if not s:
+            return np.nan
+        try:
+            return float(s)
+        except ValueError:
+            low = s.lower()
+            if low in ("true", "false"):
+                return float(low == "true")
+            return np.nan
+    return np.nan
+
+
+def pick_step_column(columns: Sequence[str], preferred: str | None = None) -> str | None:
+    """The step column by formats.md's order of preference, or ``preferred`` when given."""
+    if preferred is not None:
+        return preferred if preferred in columns else None
+    present = set(columns)
+    for name in STEP_NAMES:
+        if name in present:
+            return name
+    return None
+
+
+def make_run(
+    name: str,
+    source: str,
+    fmt: str,
+    table: Mapping[str, Sequence[Any] | np.ndarray],
+    *,
+    step: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    config_source: str | None = None,
+    warnings: list[str] | None = None,
+) -> Run:
+    """Normalise raw equal-length columns into a :class:`Run`.
+
+    ``step`` names the step column (``--step``); otherwise the first of :data:`STEP_NAMES`
+    present is used, and failing that the row index. Rows without a finite step are dropped.
+    Steps are sorted (stable), duplicated steps keep the *last* row (a resumed run re-logs
+    them) and infinite metric values become NaN; each recovery adds a warning.
+    """
+    from grpofit.errors import MetricNotFound
+
+    warnings = list(warnings or [])
+    cols = {k: to_float_array(v) for k, v in table.items()}
+    n = len(next(iter(cols.values()))) if cols else 0
+    step_col = pick_step_column(list(cols), step)
+    if step is not None and step_col is None:
+        raise MetricNotFound(
+            f"no step column {step!r}",
+            path=source,
+            columns=[k for k, v in cols.items() if np.isfinite(v).any()],
+            fix="pass --step with one of: " + ", ".join(sorted(cols)[:20]),
+        )
+    if step_col is None:
+        steps = np.arange(n, dtype=np.float64)
+        step_label = ROW_INDEX
+    else:
+        steps = cols[step_col]
+        step_label = step_col
+    stats = {"rows": n}
+    keep = np.isfinite(steps)
+    if not keep.all():
+        stats["rows_without_step"] = int((~keep).sum())
+        steps = steps[keep]
+        cols = {k: v[keep] for k, v in cols.items()}
+    if steps.size > 1 and np.any(np.diff(steps) < 0):
+        order = np.argsort(steps, kind="stable")
+        steps = steps[order]
+        cols = {k: v[order] for k, v in cols.items()}
+        warnings.append("steps were not in order; sorted them")
+        stats["unsorted"] = 1
+    if steps.size > 1:
+        last = np.ones(steps.size, dtype=bool)
+        last[:-1] = steps[1:] != steps[:-1]
+        ndup = int((~last).sum())
+        if ndup:
+            # within a block of equal steps, keep the last finite value of each column
+            steps, cols = _merge_duplicates(steps, cols)
+            warnings.append(f"{ndup} duplicated step(s), e.g. after a resume; kept the last value of each")
+            stats["duplicates"] = ndup
+    ninf = 0
+    metrics: dict[str, np.ndarray] = {}
+    for k, v in cols.items():
+        if k == step_col:
+            continue
+        bad = np.isinf(v)
+        if bad.any():
+            ninf += int(bad.sum())
+            v = np.where(bad, np.nan, v)
+        metrics[k] = v
+    if ninf:
+        warnings.append(f"{ninf} infinite value(s) dropped")
+        stats["infinite"] = ninf
+    return Run(
+        name=name,
+        source=source,
+        format=fmt,
+        steps=steps,
+        step_column=step_label,
+        metrics=metrics,
+        config=dict(config or {}),
+        config_source=config_source,
+        warnings=warnings,
+        stats=stats,
+    )
+
+
+def _merge_duplicates(steps: np.ndarray, cols: dict[str, np.ndarray]):
+    """Collapse equal consecutive steps; per column the last finite value wins."""
+    uniq, start = np.unique(steps, return_index=True)
+    # group id of every row
+    group = np.searchsorted(uniq, steps)
+    out = {}
+    for k, v in cols.items():
+        merged = np.full(uniq.size, np.nan)
+        finite = np.isfinite(v) | np.isinf(v)
+        idx = np.nonzero(finite)[0]
+        # later rows overwrite earlier ones: assignment order is ascending
+        merged[group[idx]] = v[idx]
+        out[k] = merged
+    return uniq, out
