@@ -1,0 +1,573 @@
+"""W&B local run folders and their binary ``run-<id>.wandb`` files, read without ``wandb``.
+
+A ``.wandb`` file is a 7-byte header (``b":W&B"``, uint16 0xBEE1 little-endian, version byte 0)
+followed by LevelDB log framing: the file is cut into 32768-byte blocks (the header counts
+towards the first); each chunk is ``<uint32 crc, uint16 length, uint8 type>`` + data, with type
+FULL=1, or FIRST=2, MIDDLE=3..., LAST=4 for a record split across blocks; a block's last < 7
+bytes are zero padding. The W&B writer's crc is ``zlib.crc32(type byte + data)`` (LevelDB's own
+masked CRC-32C is accepted too). Chunks never cross a block boundary, so a bad chunk is skipped
+by resuming at the next block.
+
+Each record is a protobuf ``wandb_internal.Record`` (field numbers from wandb's
+``wandb_internal.proto``): ``history=2: HistoryRecord{item=1: HistoryItem{key=1, nested_key=2,
+value_json=16}, step=2: HistoryStep{num=1}}``, ``config=5: ConfigRecord{update=1: ConfigItem{key=1,
+nested_key=2, value_json=16}}``, ``run=17: RunRecord{config=4, display_name=8,
+starting_step=14}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+import zlib
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+import numpy as np
+
+from grpofit.errors import ReadError
+from grpofit.readers import protobuf as pb
+from grpofit.readers.tensorboard import masked_crc32c
+
+if TYPE_CHECKING:
+    from grpofit.runs import Run
+
+__all__ = [
+    "looks_like_wandb",
+    "iter_wandb_records",
+    "parse_wandb",
+    "read_wandb_file",
+    "write_wandb_file",
+    "frame_records",
+    "read_wandb_run_dir",
+    "is_wandb_run_dir",
+    "read_history_jsonl",
+    "read_config_yaml",
+]
+
+IDENT = b":W&B"
+MAGIC = 0xBEE1
+VERSION = 0
+HEADER = struct.Struct("<4sHB")
+CHUNK = struct.Struct("<IHB")
+BLOCK = 32768
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+
+FIX = "pass a run-<id>.wandb file or its wandb/run-YYYYMMDD_HHMMSS-<id>/ folder"
+# record types as zlib.crc32 seeds: crc32(type byte + data) == crc32(data, crc32(type byte))
+_TYPE_SEED = {t: zlib.crc32(bytes([t])) for t in (FULL, FIRST, MIDDLE, LAST)}
+
+
+def looks_like_wandb(head: bytes) -> bool:
+    """True when ``head`` starts with the ``.wandb`` header ``:W&B`` + 0xBEE1."""
+    return len(head) >= 6 and head[:4] == IDENT and struct.unpack_from("<H", head, 4)[0] == MAGIC
+
+
+# --- framing -------------------------------------------------------------------------------
+
+
+def _chunk_ok(crc: int, kind: int, data: bytes) -> bool:
+    seed = _TYPE_SEED.get(kind)
+    if seed is None:
+        return False
+    if zlib.crc32(data, seed) == crc:
+        return True
+    return masked_crc32c(bytes([kind]) + data) == crc  # LevelDB's own checksum
+
+
+def iter_wandb_records(
+    buf: bytes, name: str = "<stream>", warnings: list[str] | None = None
+) -> Iterator[bytes]:
+    """Yield every complete record payload of a ``.wandb`` byte string.
+
+    Raises ReadError when the header is not a ``.wandb`` header. A torn tail (a run still
+    writing) ends the scan with a warning; a chunk with a bad checksum, type or length is
+    skipped up to the next block boundary, also with a warning. Lengths are 16-bit and checked
+    against the block, so nothing large is ever allocated from a corrupted field.
+    """
+    warnings = warnings if warnings is not None else []
+    if not looks_like_wandb(buf[: HEADER.size]):
+        raise ReadError("not a W&B .wandb file (no ':W&B' header)", path=name, fix=FIX)
+    if len(buf) < HEADER.size:
+        raise ReadError("the .wandb file is shorter than its 7-byte header", path=name, fix=FIX)
+    if buf[6] != VERSION:
+        warnings.append(f"{_base(name)}: unknown .wandb format version {buf[6]}; read it as version 0")
+    n = len(buf)
+    pos = HEADER.size
+    pending: list[bytes] | None = None  # parts of a FIRST..LAST record
+    count = corrupt = orphans = 0
+    torn = False
+    while pos < n:
+        left_in_block = BLOCK - pos % BLOCK
+        if left_in_block < CHUNK.size:  # trailer: zero padding
+            pos += left_in_block
+            continue
+        if n - pos < CHUNK.size:
+            torn = any(buf[pos:])
+            break
+        crc, length, kind = CHUNK.unpack_from(buf, pos)
+        if crc == 0 and length == 0 and kind == 0:  # zero-filled (preallocated) space
+            pos += left_in_block
+            continue
+        if length > left_in_block - CHUNK.size:
+            corrupt += 1
+            pending = None
+            pos += left_in_block
+            continue
+        end = pos + CHUNK.size + length
+        if end > n:
+            torn = True
+            break
+        data = buf[pos + CHUNK.size : end]
+        if not _chunk_ok(crc, kind, data):
+            corrupt += 1
+            pending = None
+            pos += left_in_block
+            continue
+        pos = end
+        if kind == FULL:
+            if pending is not None:
+                orphans += 1
+            pending = None
+            count += 1
+            yield data
+        elif kind == FIRST:
+            if pending is not None:
+                orphans += 1
+            pending = [data]
+        elif pending is None:  # MIDDLE or LAST without its FIRST
+            orphans += 1
+        elif kind == MIDDLE:
+            pending.append(data)
+        else:  # LAST
+            pending.append(data)
+            count += 1
+            yield b"".join(pending)
+            pending = None
+    if pending is not None:
+        torn = True
+    if corrupt:
+        warnings.append(
+            f"{_base(name)}: skipped {corrupt} corrupt chunk(s) (bad checksum, type or length), "
+            "resuming at the next block"
+        )
+    if orphans:
+        warnings.append(f"{_base(name)}: dropped {orphans} incomplete split record(s)")
+    if torn:
+        warnings.append(
+            f"{_base(name)}: ends in a partial record (run still being written?); "
+            f"kept {count} complete record(s)"
+        )
+
+
+def frame_records(payloads: Iterable[bytes], *, version: int = VERSION) -> bytes:
+    """The ``.wandb`` bytes of ``payloads``: header, then LevelDB log chunks in 32 KiB blocks.
+
+    A payload that does not fit in the current block is split into FIRST, MIDDLE..., LAST
+    chunks; a block's last < 7 bytes are zero padding (a chunk header never straddles a block).
+    """
+    out = bytearray(HEADER.pack(IDENT, MAGIC, version))
+    for data in payloads:
+        data = bytes(data)
+        left = BLOCK - len(out) % BLOCK
+        if left < CHUNK.size:
+            out += b"\0" * left
+            left = BLOCK
+        if len(data) + CHUNK.size <= left:
+            _append_chunk(out, FULL, data)
+            continue
+        room = left - CHUNK.size
+        _append_chunk(out, FIRST, data[:room])
+        used = room
+        while len(data) - used > BLOCK - CHUNK.size:
+            _append_chunk(out, MIDDLE, data[used : used + BLOCK - CHUNK.size])
+            used += BLOCK - CHUNK.size
+        _append_chunk(out, LAST, data[used:])
+    return bytes(out)
+
+
+def _append_chunk(out: bytearray, kind: int, data: bytes) -> None:
+    out += CHUNK.pack(zlib.crc32(data, _TYPE_SEED[kind]), len(data), kind)
+    out += data
+
+
+# --- records -------------------------------------------------------------------------------
+
+
+def _item_key(item: bytes) -> tuple[str, str | None]:
+    """``(key, value_json)`` of a HistoryItem/ConfigItem; nested keys are joined with ``/``."""
+    key = ""
+    nested: list[str] = []
+    value_json = None
+    for number, wire, value in pb.iter_fields(item):
+        if wire != pb.LENGTH:
+            continue
+        if number == 1:
+            key = pb.as_str(wire, value)
+        elif number == 2:
+            nested.append(pb.as_str(wire, value))
+        elif number == 16:
+            value_json = pb.as_str(wire, value)
+    return ("/".join(nested) if nested else key), value_json
+
+
+def _history_row(record: bytes) -> dict[str, float] | None:
+    """A HistoryRecord as ``{key: float}`` with ``_step`` from HistoryStep when present."""
+    row: dict[str, float] = {}
+    step = None
+    for number, wire, value in pb.iter_fields(record):
+        if number == 1 and wire == pb.LENGTH:
+            key, value_json = _item_key(value)
+            if key and value_json is not None:
+                _put(row, key, _decode_json(value_json))
+        elif number == 2 and wire == pb.LENGTH:
+            step = 0  # proto3: an empty HistoryStep means step 0
+            for n2, w2, v2 in pb.iter_fields(value):
+                if n2 == 1 and w2 == pb.VARINT:
+                    step = pb.to_signed64(v2)
+    if step is not None:
+        row["_step"] = float(step)
+    return row
+
+
+def _decode_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _put(row: dict[str, float], key: str, value: Any, depth: int = 0) -> None:
+    """Store a history value as a float: numbers and bools as such, ``"NaN"``/``"Infinity"``
+    strings parsed, plain nested dicts flattened to ``key.sub``; media (``_type``), lists and
+    other strings are skipped."""
+    if isinstance(value, bool):
+        row[key] = float(value)
+    elif isinstance(value, (int, float)):
+        try:
+            row[key] = float(value)
+        except OverflowError:  # an int beyond float range
+            row[key] = math.inf if value > 0 else -math.inf
+    elif value is None:
+        row[key] = math.nan
+    elif isinstance(value, str):
+        try:
+            row[key] = float(value)
+        except ValueError:
+            pass
+    elif isinstance(value, dict) and "_type" not in value and depth < 4:
+        for sub, v in value.items():
+            _put(row, f"{key}.{sub}", v, depth + 1)
+
+
+def _config_items(message: bytes, config: dict[str, Any]) -> None:
+    """ConfigRecord{update=1: ConfigItem} into ``config`` (values JSON-decoded)."""
+    for number, wire, value in pb.iter_fields(message):
+        if number == 1 and wire == pb.LENGTH:
+            key, value_json = _item_key(value)
+            if key and value_json is not None:
+                config[key] = _decode_json(value_json)
+
+
+def _decode_records(
+    records: Iterable[bytes], name: str, warnings: list[str]
+) -> tuple[list[dict[str, float]], dict[str, Any]]:
+    """History rows and raw config (``{key: {"value": ...}}``-style items) of a record stream."""
+    rows: list[dict[str, float]] = []
+    config: dict[str, Any] = {}
+    bad = 0
+    for record in records:
+        try:
+            for number, wire, value in pb.iter_fields(record):
+                if wire != pb.LENGTH:
+                    continue
+                if number == 2:
+                    row = _history_row(value)
+                    if row:
+                        rows.append(row)
+                elif number == 5:
+                    _config_items(value, config)
+                elif number == 17:  # RunRecord{config=4}
+                    for n2, w2, v2 in pb.iter_fields(value):
+                        if n2 == 4 and w2 == pb.LENGTH:
+                            _config_items(v2, config)
+        except (pb.DecodeError, UnicodeDecodeError, struct.error):
+            bad += 1
+    if bad:
+        warnings.append(f"{_base(name)}: skipped {bad} record(s) that are not valid W&B records")
+    return rows, config
+
+
+def _rows_to_table(rows: list[dict[str, float]]) -> dict[str, np.ndarray]:
+    """Equal-length float columns in first-seen key order, ``_step`` first (row index if absent)."""
+    keys: dict[str, None] = {"_step": None}
+    for row in rows:
+        keys.update(dict.fromkeys(row))
+    table = {k: np.full(len(rows), np.nan) for k in keys}
+    for i, row in enumerate(rows):
+        for k, v in row.items():
+            table[k][i] = v
+    steps = table["_step"]
+    missing = np.isnan(steps)
+    if missing.any():  # no HistoryStep and no _step item: number the rows
+        steps[missing] = np.nonzero(missing)[0]
+    return table
+
+
+def parse_wandb(
+    data: bytes, name: str = "<stream>"
+) -> tuple[dict[str, np.ndarray], list[str], dict[str, Any]]:
+    """``(table, warnings, config)`` of ``.wandb`` bytes; see :func:`read_wandb_file`."""
+    warnings: list[str] = []
+    rows, config = _decode_records(iter_wandb_records(bytes(data), name, warnings), name, warnings)
+    if not rows:
+        raise ReadError(
+            "the .wandb file holds no history rows",
+            path=name,
+            fix="the run may not have logged yet; wait for wandb.log() or pass another run",
+        )
+    return _rows_to_table(rows), warnings, config
+
+
+def read_wandb_file(path: str) -> tuple[dict[str, np.ndarray], list[str]]:
+    """History of a ``run-<id>.wandb`` file as ``(table, warnings)``.
+
+    The table has ``_step`` and one float64 column per history key (``train/global_step``
+    included when logged), one row per ``wandb.log`` commit, NaN where a row lacks a key.
+    Raises ReadError for a file that is not ``.wandb`` or holds no history.
+    """
+    table, warnings, _ = parse_wandb(_read_bytes(path, FIX), path)
+    return table, warnings
+
+
+def _read_bytes(path: str, fix: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise ReadError(f"cannot read: {exc.strerror or exc}", path=path, fix=fix) from None
+
+
+def _base(name: str) -> str:
+    return os.path.basename(str(name).rstrip("/\\")) or str(name)
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def _json(value: Any) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()
+    return json.dumps(value, allow_nan=True, default=str)
+
+
+def encode_history(row: dict[str, Any], step: int) -> bytes:
+    """A serialized ``Record{history=2}`` for one logged row (keys with ``/`` kept whole)."""
+    items = b"".join(
+        pb.field_bytes(1, pb.field_bytes(1, str(k)) + pb.field_bytes(16, _json(v)))
+        for k, v in row.items()
+    )
+    history = items + pb.field_bytes(2, pb.field_varint(1, step))
+    return pb.field_bytes(2, history)
+
+
+def encode_config(config: dict[str, Any]) -> bytes:
+    """A serialized ``Record{config=5}`` with one ConfigItem per key."""
+    items = b"".join(
+        pb.field_bytes(1, pb.field_bytes(1, str(k)) + pb.field_bytes(16, _json(v)))
+        for k, v in config.items()
+    )
+    return pb.field_bytes(5, items)
+
+
+def write_wandb_file(path: str, rows: list[dict[str, Any]], *, config: dict[str, Any] | None = None) -> None:
+    """Write a ``.wandb`` file with one history record per row (and a config record if given).
+
+    ``_step`` is taken from each row or numbered 0, 1, ...; it goes both in HistoryStep and as
+    a ``_step`` item, as the W&B client does. Framing, block boundaries and CRCs follow the
+    format, so the reader here (and in principle wandb's own) accepts the file.
+    """
+    payloads = []
+    num = 1
+    if config:
+        payloads.append(pb.field_varint(1, num) + encode_config(config))
+        num += 1
+    for i, row in enumerate(rows):
+        step = int(row.get("_step", i))
+        full = dict(row)
+        full["_step"] = step
+        payloads.append(pb.field_varint(1, num) + encode_history(full, step))
+        num += 1
+    with open(path, "wb") as fh:
+        fh.write(frame_records(payloads))
+
+
+# --- run folders ---------------------------------------------------------------------------
+
+
+def is_wandb_run_dir(path: str) -> bool:
+    """True for a W&B run folder: it holds a ``*.wandb`` file or ``files/wandb-history.jsonl``."""
+    if not os.path.isdir(path):
+        return False
+    return bool(_wandb_files(path)) or os.path.isfile(os.path.join(path, "files", "wandb-history.jsonl"))
+
+
+def _wandb_files(path: str) -> list[str]:
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        return []
+    paths = [os.path.join(path, f) for f in names if f.endswith(".wandb")]
+    return [p for p in paths if os.path.isfile(p)]
+
+
+def read_history_jsonl(path: str) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Old clients' ``files/wandb-history.jsonl``: one flat JSON row per line (with ``_step``).
+
+    A torn last line (run still writing) is dropped with a warning; other bad lines are
+    skipped and counted.
+    """
+    warnings: list[str] = []
+    rows: list[dict[str, float]] = []
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError as exc:
+        raise ReadError(f"cannot read: {exc.strerror or exc}", path=path, fix=FIX) from None
+    bad = 0
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        value = _decode_json(line)
+        if not isinstance(value, dict):
+            if i == len(lines) - 1:
+                warnings.append(f"{_base(path)}: dropped a torn last line (run still being written?)")
+            else:
+                bad += 1
+            continue
+        row: dict[str, float] = {}
+        for k, v in value.items():
+            _put(row, str(k), v)
+        if row:
+            rows.append(row)
+    if bad:
+        warnings.append(f"{_base(path)}: skipped {bad} line(s) that are not JSON objects")
+    if not rows:
+        raise ReadError("wandb-history.jsonl holds no history rows", path=path, fix=FIX)
+    return _rows_to_table(rows), warnings
+
+
+def read_config_yaml(path: str) -> dict[str, Any]:
+    """``files/config.yaml`` (``{key: {value: ...}}``) flattened to dotted keys, ``_wandb`` dropped.
+
+    Raises ReadError when the YAML cannot be parsed.
+    """
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            raw = yaml.safe_load(fh)
+    except (OSError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ReadError(
+            f"cannot read config.yaml: {first}", path=path, fix="fix or remove the file"
+        ) from None
+    return _flatten_config(raw if isinstance(raw, dict) else {})
+
+
+def _flatten_config(raw: dict[str, Any]) -> dict[str, Any]:
+    """``{key: {"value": v}}`` (or ``{key: v}``) -> ``{"key": v}``, nested dicts as ``a.b.c``."""
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(f"{prefix}.{k}", v)
+        else:
+            out[prefix] = value
+
+    for key, entry in raw.items():
+        key = str(key)
+        if key == "_wandb" or key.startswith("_wandb"):
+            continue
+        value = entry["value"] if isinstance(entry, dict) and "value" in entry else entry
+        walk(key, value)
+    return out
+
+
+def read_wandb_run_dir(path: str, *, step: str | None = None) -> list[Run]:
+    """One :class:`~grpofit.runs.Run` for a ``wandb/run-*/`` (or ``offline-run-*``) folder.
+
+    History comes from ``run-<id>.wandb`` (the largest when there are several), falling back to
+    old clients' ``files/wandb-history.jsonl``; hyperparameters from ``files/config.yaml``
+    (flattened, ``_wandb`` dropped), else from the config records inside the ``.wandb`` file.
+    A ``wandb/`` folder holding several run folders gives one Run each.
+    """
+    from grpofit.runs import make_run
+
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        raise ReadError("not a folder", path=path, fix=FIX)
+    if not is_wandb_run_dir(path):
+        subruns = [
+            os.path.join(path, d)
+            for d in sorted(_listdir(path))
+            if (d.startswith("run-") or d.startswith("offline-run-"))
+            and is_wandb_run_dir(os.path.join(path, d))
+        ]
+        if subruns:
+            return [run for sub in subruns for run in read_wandb_run_dir(sub, step=step)]
+        raise ReadError(
+            "no run-<id>.wandb file and no files/wandb-history.jsonl in this folder", path=path, fix=FIX
+        )
+    warnings: list[str] = []
+    config: dict[str, Any] = {}
+    config_source = None
+    table = None
+    binaries = _wandb_files(path)
+    if binaries:
+        binary = max(binaries, key=lambda f: (os.path.getsize(f), f))
+        if len(binaries) > 1:
+            warnings.append(f"{len(binaries)} .wandb files in the folder; read the largest, {_base(binary)}")
+        try:
+            table, file_warnings, raw_config = parse_wandb(_read_bytes(binary, FIX), binary)
+            warnings += file_warnings
+            if raw_config:
+                config, config_source = _flatten_config(raw_config), binary
+        except ReadError as exc:
+            warnings.append(f"{_base(binary)}: {exc.message}")
+    history = os.path.join(path, "files", "wandb-history.jsonl")
+    if table is None and os.path.isfile(history):
+        table, file_warnings = read_history_jsonl(history)
+        warnings += file_warnings
+    if table is None:
+        raise ReadError(
+            "the run folder has no readable history", path=path,
+            fix="the run may not have logged yet; " + FIX,
+        )
+    config_yaml = os.path.join(path, "files", "config.yaml")
+    if os.path.isfile(config_yaml):
+        try:
+            config, config_source = read_config_yaml(config_yaml), config_yaml
+        except ReadError as exc:
+            warnings.append(exc.one_line())
+    return [
+        make_run(
+            name=path,
+            source=path,
+            fmt="wandb-run",
+            table=table,
+            step=step,
+            config=config,
+            config_source=config_source,
+            warnings=warnings,
+        )
+    ]
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
