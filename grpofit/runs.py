@@ -198,3 +198,36 @@ def _merge_duplicates(steps: np.ndarray, cols: dict[str, np.ndarray]):
         merged[group[idx]] = v[idx]
         out[k] = merged
     return uniq, out
+
+
+def merge_runs(runs: list[Run]) -> Run:
+    """Join several files of one run (e.g. one W&B panel export per metric) on the step axis.
+
+    The first run names the result; a column present in several runs keeps the first's values.
+    """
+    first = runs[0]
+    steps = np.unique(np.concatenate([r.steps for r in runs]))
+    metrics: dict[str, np.ndarray] = {}
+    for r in runs:
+        idx = np.searchsorted(steps, r.steps)
+        for k, v in r.metrics.items():
+            if k in metrics:
+                continue
+            col = np.full(steps.size, np.nan)
+            col[idx] = v
+            metrics[k] = col
+    config: dict[str, Any] = {}
+    for r in reversed(runs):
+        config.update(r.config)
+    return Run(
+        name=first.name,
+        source=first.source,
+        format=first.format,
+        steps=steps,
+        step_column=first.step_column,
+        metrics=metrics,
+        config=config,
+        config_source=first.config_source or next((r.config_source for r in runs if r.config_source), None),
+        warnings=[w for r in runs for w in r.warnings],
+        stats={"rows": sum(r.stats.get("rows", 0) for r in runs), "files": len(runs)},
+    )

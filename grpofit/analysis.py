@@ -1,0 +1,91 @@
+"""From a :class:`~grpofit.runs.Run` to a fit: choose the metric column, cut a collapse, fit.
+
+This is the one place where ``grpofit fit`` and ``grpofit diagnose`` turn a run into a
+:class:`~grpofit.fitting.FitResult`, so both commands report the same fit for the same run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from grpofit.errors import MetricNotFound, TooFewPoints
+from grpofit.roles import detect_roles
+
+if TYPE_CHECKING:
+    from grpofit.fitting import FitResult
+    from grpofit.runs import Run
+
+
+def resolve_column(run: "Run", role: str, name: str | None = None) -> str:
+    """The column that plays ``role`` in ``run``; ``name`` (a ``--metric``-style override) wins.
+
+    Raises :class:`MetricNotFound` listing the run's numeric columns when there is none.
+    """
+    numeric = run.numeric_columns()
+    if name is not None:
+        if name in run.metrics and name in numeric:
+            return name
+        what = "has no values" if name in run.metrics else "is not a column"
+        raise MetricNotFound(
+            f"{name!r} {what} in run {run.name}",
+            path=run.source,
+            columns=numeric,
+            fix="choose one of the numeric columns: " + _listing(numeric),
+        )
+    column = detect_roles(numeric).get(role)
+    if column is None:
+        label = role.replace("_", " ")
+        raise MetricNotFound(
+            f"no {label} column found in run {run.name}",
+            path=run.source,
+            columns=numeric,
+            fix="pass --metric NAME with one of the numeric columns: " + _listing(numeric),
+        )
+    return column
+
+
+def _listing(columns: list[str], limit: int = 25) -> str:
+    if not columns:
+        return "(none: the file holds no numeric column)"
+    shown = ", ".join(columns[:limit])
+    return shown + (f", ... ({len(columns) - limit} more)" if len(columns) > limit else "")
+
+
+def fit_run(run: "Run", *, metric: str | None = None, seed: int = 0, cut_collapse: bool = True) -> "FitResult":
+    """Fit both laws to the run's reward (or ``metric``).
+
+    When the reward collapses (a sustained fall from its plateau, see :mod:`grpofit.collapse`)
+    only the part before the break is fitted, and the collapse is attached to the result as
+    ``result.collapse`` so the plateau is never smeared by the fall.
+    """
+    from grpofit.collapse import find_collapse
+    from grpofit.fitting import MIN_POINTS, fit_series
+
+    column = resolve_column(run, "reward", metric)
+    steps, values = run.series(column)
+    if steps.size < MIN_POINTS:
+        raise TooFewPoints(
+            f"{column!r} has {steps.size} finite point(s) in run {run.name}; a fit needs at least {MIN_POINTS}",
+            path=run.source,
+            n=int(steps.size),
+            minimum=MIN_POINTS,
+            fix="log more steps, or choose another column with --metric",
+        )
+    collapse = find_collapse(steps, values) if cut_collapse else None
+    if collapse is not None:
+        keep = steps < collapse.step
+        if keep.sum() >= MIN_POINTS:
+            steps, values = steps[keep], values[keep]
+        else:
+            collapse = None
+    result = fit_series(steps, values, run=run.name, metric=column, step_column=run.step_column, seed=seed)
+    result.collapse = collapse
+    return result
+
+
+def fit_summary(result: "FitResult") -> dict:
+    """The contract's fit entry for one run, plus the collapse it was cut at (if any)."""
+    doc = result.summary()
+    collapse = getattr(result, "collapse", None)
+    doc["collapse"] = collapse.summary() if collapse is not None else None
+    return doc

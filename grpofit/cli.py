@@ -1,0 +1,363 @@
+"""The ``grpofit`` command line: parse, call the library, render, pick an exit code.
+
+No fitting maths here. Every command body reads inputs through :mod:`grpofit.readers`, calls one
+library function, and hands plain dicts to :mod:`grpofit.render`. Errors a user can cause are
+:class:`~grpofit.errors.GrpofitError`; :func:`main` turns them into one line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from grpofit import __version__
+from grpofit.errors import ExitCode, GrpofitError, UsageError
+
+app = typer.Typer(
+    name="grpofit",
+    help="Fit, forecast and diagnose GRPO training runs from their logs.\n\n"
+    "Examples:\n\n"
+    "  grpofit fit run.csv\n\n"
+    "  grpofit diagnose logdir/ --format markdown\n\n"
+    "  grpofit predict --lr 1e-6 --momentum 0.9 --refresh-interval 4 --curvature 2000",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+simulate_app = typer.Typer(help="Simulate GRPO where the paper's reduction is exact.", no_args_is_help=True)
+app.add_typer(simulate_app, name="simulate")
+
+
+class TableOrJson(str, Enum):
+    table = "table"
+    json = "json"
+
+
+class DiagnoseFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"grpofit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    debug: bool = typer.Option(False, "--debug", help="Show a traceback on errors."),
+) -> None:
+    """Fit, forecast and diagnose GRPO training runs from their logs."""
+
+
+METRIC = typer.Option(None, "--metric", help="Reward column (auto-detected from common names).")
+STEP = typer.Option(None, "--step", help="Step column (auto-detected: step, train/global_step, _step, ...).")
+DEBUG = typer.Option(False, "--debug", help="Show a traceback on errors.")
+
+
+def _warn(lines) -> None:
+    for line in lines:
+        typer.echo(f"warning: {line}", err=True)
+
+
+def _print_json(doc: dict) -> None:
+    from grpofit.jsonout import dumps
+
+    typer.echo(dumps(doc))
+
+
+# --------------------------------------------------------------------------- fit
+
+
+@app.command()
+def fit(
+    runs: List[str] = typer.Argument(..., help="Log files or run folders ('-' reads standard input)."),
+    metric: Optional[str] = METRIC,
+    step: Optional[str] = STEP,
+    format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a figure: data, both fits, residuals (.png/.svg/.pdf)."),
+    debug: bool = DEBUG,
+) -> int:
+    """Fit the single-exponential law and the damped oscillator to each run's reward.
+
+    Example: grpofit fit run.csv --format json
+    """
+    from grpofit.analysis import fit_summary
+    from grpofit.pipeline import fit_paths
+
+    done = fit_paths(runs, metric=metric, step=step)
+    _warn(done.warnings)
+    doc = {"schema": "grpofit.fit/1", "runs": [fit_summary(r) for r in done.results]}
+    if done.errors:
+        doc["errors"] = [e.summary() for e in done.errors]
+    if format is TableOrJson.json:
+        _print_json(doc)
+    else:
+        from grpofit import render
+
+        render.print_tables(render.fit_tables(doc["runs"]))
+        for line in render.fit_notes(doc["runs"]):
+            typer.echo(line)
+    if plot is not None and done.results:
+        from grpofit.plotting import save_fit_figure
+
+        save_fit_figure(done.results, plot)
+    for e in done.errors:
+        typer.echo(f"error: {e.error}", err=True)
+    return ExitCode.BAD_INPUT if done.errors else ExitCode.OK
+
+
+# --------------------------------------------------------------------------- diagnose
+
+
+@app.command()
+def diagnose(
+    paths: List[str] = typer.Argument(..., help="Files, run folders or log directories ('-' reads standard input)."),
+    metric: Optional[str] = METRIC,
+    step: Optional[str] = STEP,
+    eval_metric: Optional[str] = typer.Option(None, "--eval-metric", help="Eval column (auto-detected: eval_*, val-core/*, val/*)."),
+    min_r2: Optional[float] = typer.Option(None, "--min-r2", help="Fail a run whose preferred fit has R² below this."),
+    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Modes that gate, comma-separated (default: every mode)."),
+    group_size: Optional[int] = typer.Option(None, "--group-size", help="Group size G for every run (else from config or run name)."),
+    threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (see README)."),
+    format: DiagnoseFormat = typer.Option(DiagnoseFormat.table, "--format", help="table, json or markdown."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Also write a JUnit XML report (a test case per run and mode)."),
+    plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write one figure per run into this folder."),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="Judge runs in N parallel processes."),
+    debug: bool = DEBUG,
+) -> int:
+    """Judge every run under PATHS for the four failure modes; exit 1 when a run fails (a CI gate).
+
+    Example: grpofit diagnose outputs/ --fail-on dynamical_instability --junit grpofit.xml
+    """
+    from grpofit.pipeline import diagnose_paths
+
+    report = diagnose_paths(
+        paths,
+        metric=metric,
+        step=step,
+        eval_metric=eval_metric,
+        min_r2=min_r2,
+        fail_on=_split_modes(fail_on),
+        group_size=group_size,
+        thresholds=_parse_thresholds(threshold),
+        jobs=jobs,
+    )
+    _warn(report.warnings)
+    doc = report.document
+    from grpofit import render
+
+    if format is DiagnoseFormat.json:
+        _print_json(doc)
+    elif format is DiagnoseFormat.markdown:
+        typer.echo(render.diagnose_markdown(doc), nl=False)
+    else:
+        render.print_tables([render.diagnose_table(doc)])
+        for line in render.diagnose_evidence(doc):
+            typer.echo(line)
+    if junit is not None:
+        _write_text(junit, render.diagnose_junit(doc))
+    if plot_dir is not None:
+        from grpofit.plotting import save_diagnosis_figures
+
+        save_diagnosis_figures(report.diagnoses, plot_dir)
+    for e in doc.get("errors", []):
+        typer.echo(f"error: {e['error']}", err=True)
+    if doc.get("errors"):
+        return ExitCode.BAD_INPUT
+    return ExitCode.OK if doc["gate"]["passed"] else ExitCode.GATE_FAILED
+
+
+def _split_modes(text: str | None):
+    if not text:
+        return None
+    from grpofit.render import MODES
+
+    modes = [m.strip().replace("-", "_") for m in text.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        raise UsageError(f"unknown mode(s) in --fail-on: {', '.join(bad)}", fix="use any of: " + ", ".join(MODES))
+    return tuple(modes)
+
+
+def _parse_thresholds(items: list[str]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise UsageError(f"--threshold {item!r} is not NAME=NUMBER", fix="e.g. --threshold grad_norm_factor=5") from None
+    return out
+
+
+def _write_text(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}", path=str(path), fix="choose a writable path") from None
+
+
+# --------------------------------------------------------------------------- inspect
+
+
+@app.command()
+def inspect(
+    run: str = typer.Argument(..., help="A log file or run folder ('-' reads standard input)."),
+    step: Optional[str] = STEP,
+    format: TableOrJson = typer.Option(TableOrJson.table, "--format"),
+    debug: bool = DEBUG,
+) -> int:
+    """Show what was detected: format, runs, step column, which column plays which role, gaps.
+
+    Example: grpofit inspect wandb/run-20260101_120000-abc123
+    """
+    from grpofit.readers import read_path
+    from grpofit.readers.inspect import inspect_run
+
+    runs = read_path(run, step=step)
+    infos = [inspect_run(r) for r in runs]
+    for r in runs:
+        _warn(f"{r.name}: {w}" for w in r.warnings)
+    if format is TableOrJson.json:
+        _print_json({"schema": "grpofit.inspect/1", "runs": infos})
+        return ExitCode.OK
+    from grpofit import render
+
+    render.print_tables(render.inspect_tables(infos))
+    return ExitCode.OK
+
+
+# --------------------------------------------------------------------------- predict
+
+
+@app.command()
+def predict(
+    lr: Optional[float] = typer.Option(None, "--lr", help="Learning rate eta (Adam: see --adam)."),
+    momentum: Optional[float] = typer.Option(None, "--momentum", help="Heavy-ball momentum mu (Adam: beta1)."),
+    refresh_interval: Optional[float] = typer.Option(None, "--refresh-interval", help="Steps between policy refreshes K_ref."),
+    curvature: Optional[float] = typer.Option(None, "--curvature", help="Curvature K of the effective potential."),
+    group_size: Optional[int] = typer.Option(None, "--group-size", help="Group size G (adds the 1/G fluctuation)."),
+    noise: Optional[float] = typer.Option(None, "--noise", help="Noise strength D (default p*(1-p*) for binary rewards)."),
+    adam: bool = typer.Option(False, "--adam", help="Treat --lr/--momentum as Adam's lr/beta1 (eta_eff = lr (1 - beta1))."),
+    from_run: Optional[str] = typer.Option(None, "--from-run", help="Measure K from this run's fitted timescale."),
+    metric: Optional[str] = METRIC,
+    what_if_lr: Optional[float] = typer.Option(None, "--what-if-lr", help="Predict the trajectory at this learning rate."),
+    what_if_momentum: Optional[float] = typer.Option(None, "--what-if-momentum", help="... at this momentum."),
+    what_if_refresh_interval: Optional[float] = typer.Option(None, "--what-if-refresh-interval", help="... at this refresh interval."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Figure of the run, its fit and the what-if trajectory."),
+    format: TableOrJson = typer.Option(TableOrJson.table, "--format"),
+    debug: bool = DEBUG,
+) -> int:
+    """Closed-form mass, damping, stiffness, regime and stability from optimizer hyperparameters.
+
+    Examples: grpofit predict --lr 1e-6 --momentum 0.9 --refresh-interval 4 --curvature 2000;
+    grpofit predict --from-run run.csv --lr 1e-6 --momentum 0.9 --refresh-interval 2 --what-if-refresh-interval 8
+    """
+    from grpofit.predicting import run_predict
+
+    doc, figure_data = run_predict(
+        lr=lr, momentum=momentum, refresh_interval=refresh_interval, curvature=curvature,
+        group_size=group_size, noise=noise, adam=adam, from_run=from_run, metric=metric,
+        what_if={"lr": what_if_lr, "momentum": what_if_momentum, "refresh_interval": what_if_refresh_interval},
+    )
+    if format is TableOrJson.json:
+        _print_json(doc)
+    else:
+        from grpofit import render
+
+        render.print_tables(render.predict_tables(doc))
+    if plot is not None:
+        from grpofit.plotting import save_what_if_figure
+
+        save_what_if_figure(figure_data, plot)
+    return ExitCode.OK
+
+
+# --------------------------------------------------------------------------- simulate
+
+
+@simulate_app.command("bandit")
+def simulate_bandit(
+    out: Path = typer.Option(..., "--out", help="Log to write: .csv or .jsonl (p* and K go to FILE.meta.json)."),
+    arms: int = typer.Option(8, "--arms", min=2),
+    correct: int = typer.Option(1, "--correct", min=1),
+    lr: float = typer.Option(0.1, "--lr"),
+    momentum: float = typer.Option(0.0, "--momentum"),
+    refresh_interval: int = typer.Option(1, "--refresh-interval", min=1),
+    group_size: int = typer.Option(16, "--group-size", min=0, help="Samples per group; 0 = exact mean-field gradient."),
+    groups: int = typer.Option(16, "--groups", min=1, help="Groups (prompts) per step."),
+    beta: float = typer.Option(1.0, "--beta", min=0.0, help="KL weight to the uniform reference policy."),
+    steps: int = typer.Option(500, "--steps", min=1),
+    seed: int = typer.Option(0, "--seed"),
+    importance_ratio: bool = typer.Option(False, "--importance-ratio/--no-importance-ratio", help="Reweight stale samples by pi/pi_old."),
+    format: TableOrJson = typer.Option(TableOrJson.table, "--format"),
+    debug: bool = DEBUG,
+) -> int:
+    """Exact GRPO on a softmax bandit, written as a GRPO log.
+
+    Example: grpofit simulate bandit --arms 8 --correct 1 --lr 0.5 --momentum 0.9 --refresh-interval 4 --group-size 16 --beta 1 --steps 600 --seed 0 --out bandit.csv
+    """
+    from grpofit.simulation import run_simulation
+
+    doc = run_simulation(
+        out=out, arms=arms, correct=correct, lr=lr, momentum=momentum, refresh_interval=refresh_interval,
+        group_size=group_size, groups=groups, beta=beta, steps=steps, seed=seed, importance_ratio=importance_ratio,
+    )
+    if format is TableOrJson.json:
+        _print_json(doc)
+    else:
+        from grpofit import render
+
+        render.print_tables([render.key_value_table(f"simulated bandit -> {out}", render.flat_items(doc))])
+    return ExitCode.OK
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: one line and exit 2 for user errors, a traceback only with --debug."""
+    import click
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        code = app(args=args, prog_name="grpofit", standalone_mode=False)
+    except GrpofitError as e:
+        if debug:
+            raise
+        typer.echo(f"error: {e.one_line()}", err=True)
+        code = ExitCode.BAD_INPUT
+    except click.exceptions.Exit as e:
+        code = e.exit_code
+    except click.exceptions.Abort:
+        typer.echo("aborted", err=True)
+        code = ExitCode.BAD_INPUT
+    except click.exceptions.ClickException as e:
+        if debug:
+            raise
+        e.show()
+        code = ExitCode.BAD_INPUT
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        code = 130
+    except BrokenPipeError:
+        code = ExitCode.OK
+    except Exception as e:  # a bug: still one line, never a traceback without --debug
+        if debug:
+            raise
+        typer.echo(f"error: internal error ({type(e).__name__}: {e}); rerun with --debug and report it", err=True)
+        code = ExitCode.BAD_INPUT
+    sys.exit(int(code or 0))

@@ -1,0 +1,311 @@
+"""Turn results (their JSON-safe ``summary()`` dicts) into tables, markdown and JUnit XML.
+
+Every command hands this module plain dicts; nothing here computes a number. Rich renders the
+tables (colour only on a terminal); markdown and JUnit are plain strings.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+MODES = ("train_eval_decoupling", "advantage_degeneracy", "policy_concentration", "dynamical_instability")
+MODE_TITLES = {
+    "train_eval_decoupling": "train-eval",
+    "advantage_degeneracy": "advantage",
+    "policy_concentration": "concentration",
+    "dynamical_instability": "instability",
+}
+STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim"}
+PARAM_TITLES = {
+    "plateau": "plateau p*",
+    "initial": "initial p0",
+    "timescale": "timescale 1/K_eff",
+    "inertia": "inertia M/C",
+    "damping_ratio": "damping ratio",
+}
+
+
+def num(x: Any, digits: int = 3) -> str:
+    """A compact number with ``digits`` significant digits; ``-`` for None or non-finite."""
+    if x is None:
+        return "-"
+    if isinstance(x, bool):
+        return str(x).lower()
+    if isinstance(x, int):
+        return str(x)
+    x = float(x)
+    if x != x or x in (float("inf"), float("-inf")):
+        return "-"
+    ax = abs(x)
+    if ax == 0:
+        return "0"
+    if ax >= 1e6 or ax < 1e-3:
+        return f"{x:.{digits - 1}e}"
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(ax))))
+    return f"{x:.{decimals}f}"
+
+
+def estimate_text(p: dict | None) -> str:
+    """``value ± stderr [lo, hi]`` from a contract parameter dict."""
+    if not p or p.get("value") is None:
+        return "-"
+    text = num(p["value"])
+    if p.get("stderr") is not None:
+        text += f" ± {num(p['stderr'], 2)}"
+    if p.get("ci95"):
+        lo, hi = p["ci95"]
+        text += f" [{num(lo)}, {num(hi)}]"
+    elif p.get("note"):
+        text += f" ({p['note']})"
+    return text
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def print_tables(tables: Iterable[Any]) -> None:
+    console = _console()
+    for t in tables:
+        console.print(t)
+
+
+# --------------------------------------------------------------------------- fit
+
+
+def fit_tables(runs: list[dict]) -> list[Any]:
+    """One rich table per fitted run: a row per model, a column per reported quantity."""
+    from rich.table import Table
+
+    out = []
+    for r in runs:
+        steps = r.get("steps") or [None, None]
+        noise = r.get("noise") or {}
+        caption = [f"{r.get('n_points')} points, steps {num(steps[0])}-{num(steps[1])} ({r.get('step_column')})"]
+        if noise.get("noise_sd") is not None:
+            ceiling = noise.get("r2_ceiling")
+            caption.append(
+                f"noise floor sd {num(noise['noise_sd'])}"
+                + (f", best reachable R² {num(ceiling)}" if ceiling is not None else "")
+            )
+        if r.get("collapse"):
+            c = r["collapse"]
+            caption.append(f"reward collapses at step {num(c.get('step'))}: fitted the part before it")
+        caption.append(f"preferred: {r.get('preferred') or '-'}")
+        table = Table(title=f"{r.get('run')}  [{r.get('metric')}]", caption="; ".join(caption), title_justify="left")
+        table.add_column("model")
+        table.add_column("R²", justify="right")
+        table.add_column("BIC", justify="right")
+        for key in PARAM_TITLES:
+            table.add_column(PARAM_TITLES[key])
+        table.add_column("regime")
+        for name, m in (r.get("models") or {}).items():
+            params = m.get("params") or {}
+            mark = " *" if name == r.get("preferred") else ""
+            table.add_row(
+                name + mark,
+                num(m.get("r2")),
+                num(m.get("bic"), 5),
+                *[estimate_text(params.get(k)) if k in params else "" for k in PARAM_TITLES],
+                m.get("regime") or "",
+            )
+        out.append(table)
+    return out
+
+
+def fit_notes(runs: list[dict]) -> list[str]:
+    """Why an uncertainty or regime is missing, one line each (shown under the tables)."""
+    lines = []
+    for r in runs:
+        for name, m in (r.get("models") or {}).items():
+            if m.get("message") and not m.get("ok", True):
+                lines.append(f"{r['run']}: {name} fit failed: {m['message']}")
+            for pname, p in (m.get("params") or {}).items():
+                if p.get("ci95") is None and p.get("note"):
+                    lines.append(f"{r['run']}: {name} {pname}: no interval ({p['note']})")
+            if m.get("regime_reason") and m.get("regime") == "indeterminate":
+                lines.append(f"{r['run']}: regime indeterminate: {m['regime_reason']}")
+    return lines
+
+
+# --------------------------------------------------------------------------- diagnose
+
+
+def _fit_cells(fit: dict | None) -> list[str]:
+    if not fit:
+        return ["-"] * 5
+    models = fit.get("models") or {}
+    pref = models.get(fit.get("preferred") or "") or models.get("oscillator") or {}
+    osc = models.get("oscillator") or {}
+    params = pref.get("params") or {}
+    oparams = osc.get("params") or {}
+
+    def val(p):
+        return num((p or {}).get("value"))
+
+    return [
+        num(pref.get("r2")),
+        val(params.get("plateau")),
+        val(params.get("timescale")),
+        val(oparams.get("inertia")),
+        osc.get("regime") or "-",
+    ]
+
+
+def diagnose_table(doc: dict, *, color: bool = True) -> Any:
+    from rich.table import Table
+
+    table = Table(title="grpofit diagnose", title_justify="left")
+    for col in ("run", "R²", "p*", "1/K_eff", "inertia", "regime"):
+        table.add_column(col, justify="right" if col not in ("run", "regime") else "left")
+    for m in MODES:
+        table.add_column(MODE_TITLES[m])
+    table.add_column("verdict")
+    for r in doc.get("runs", []):
+        diags = r.get("diagnostics") or {}
+        cells = [_status_cell(diags.get(m, {}).get("status", "unknown")) for m in MODES]
+        table.add_row(r.get("run"), *_fit_cells(r.get("fit")), *cells, _status_cell(r.get("verdict", "unknown")))
+    for e in doc.get("errors", []):
+        table.add_row(e.get("run"), *["-"] * 5, *["-"] * len(MODES), "[bold red]error[/]")
+    return table
+
+
+def _status_cell(status: str) -> str:
+    style = STATUS_STYLE.get(status, "")
+    return f"[{style}]{status}[/]" if style else status
+
+
+def diagnose_evidence(doc: dict) -> list[str]:
+    """One line per non-pass verdict, and one per unreadable run."""
+    lines = []
+    for r in doc.get("runs", []):
+        for m in MODES:
+            d = (r.get("diagnostics") or {}).get(m) or {}
+            if d.get("status") in ("warn", "fail"):
+                lines.append(f"{r['run']}: {m} {d['status']}: {d.get('evidence', '')}")
+    for e in doc.get("errors", []):
+        lines.append(f"{e['run']}: error: {e['error']}")
+    gs = doc.get("group_size")
+    if gs and gs.get("summary"):
+        lines.append(f"group size: {gs['summary']}")
+    return lines
+
+
+def diagnose_markdown(doc: dict) -> str:
+    """A GitHub-flavoured table for a CI step summary, followed by the evidence."""
+    icons = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "unknown": "❔ unknown"}
+    head = ["run", "R²", "p*", "1/K_eff", "inertia", "regime", *[MODE_TITLES[m] for m in MODES], "verdict"]
+    lines = ["## grpofit diagnose", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in doc.get("runs", []):
+        diags = r.get("diagnostics") or {}
+        cells = [icons.get(diags.get(m, {}).get("status", "unknown"), "") for m in MODES]
+        row = [_md(r.get("run", "")), *_fit_cells(r.get("fit")), *cells, icons.get(r.get("verdict"), "")]
+        lines.append("| " + " | ".join(row) + " |")
+    for e in doc.get("errors", []):
+        lines.append("| " + " | ".join([_md(e["run"]), *["-"] * (len(head) - 2), "❌ error"]) + " |")
+    gate = doc.get("gate") or {}
+    lines += ["", f"**Gate: {'passed' if gate.get('passed') else 'failed'}**"]
+    evidence = diagnose_evidence(doc)
+    if evidence:
+        lines += ["", *[f"- {_md(x)}" for x in evidence]]
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def diagnose_junit(doc: dict) -> str:
+    """JUnit XML: a test suite per run, a test case per failure mode (fail -> failure, unknown -> skipped)."""
+    from xml.etree import ElementTree as ET
+
+    suites = ET.Element("testsuites", name="grpofit diagnose")
+    for r in doc.get("runs", []):
+        suite = ET.SubElement(suites, "testsuite", name=str(r.get("run")))
+        counts = {"tests": 0, "failures": 0, "skipped": 0}
+        for m in MODES:
+            d = (r.get("diagnostics") or {}).get(m) or {"status": "unknown", "evidence": "not judged"}
+            case = ET.SubElement(suite, "testcase", classname=str(r.get("run")), name=m)
+            counts["tests"] += 1
+            if d["status"] == "fail":
+                counts["failures"] += 1
+                ET.SubElement(case, "failure", message=d.get("evidence", ""), type="fail").text = d.get("evidence", "")
+            elif d["status"] == "unknown":
+                counts["skipped"] += 1
+                ET.SubElement(case, "skipped", message=d.get("evidence", ""))
+            else:
+                ET.SubElement(case, "system-out").text = f"{d['status']}: {d.get('evidence', '')}"
+        for k, v in counts.items():
+            suite.set(k, str(v))
+    for e in doc.get("errors", []):
+        suite = ET.SubElement(suites, "testsuite", name=str(e["run"]), tests="1", errors="1")
+        case = ET.SubElement(suite, "testcase", classname=str(e["run"]), name="read")
+        ET.SubElement(case, "error", message=e["error"], type="input").text = e["error"]
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+# --------------------------------------------------------------------------- inspect / predict
+
+
+def key_value_table(title: str, rows: Iterable[tuple[str, Any]]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column("key", style="bold")
+    table.add_column("value")
+    for k, v in rows:
+        table.add_row(str(k), v if isinstance(v, str) else num(v) if isinstance(v, (int, float)) or v is None else str(v))
+    return table
+
+
+def flat_items(doc: dict, prefix: str = "") -> list[tuple[str, Any]]:
+    """``(dotted key, value)`` rows of a nested dict, lists of numbers joined."""
+    rows: list[tuple[str, Any]] = []
+    for k, v in doc.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            rows.extend(flat_items(v, key + "."))
+        elif isinstance(v, (list, tuple)) and all(isinstance(x, (int, float)) or x is None for x in v):
+            rows.append((key, ", ".join(num(x) for x in v)))
+        else:
+            rows.append((key, v))
+    return rows
+
+
+def inspect_tables(infos: list[dict]) -> list[Any]:
+    """One key/value table per run found, then its role -> column mapping."""
+    from rich.table import Table
+
+    out = []
+    for info in infos:
+        roles = info.get("roles") or {}
+        rows = [(k, v) for k, v in info.items() if k not in ("roles", "numeric_columns", "warnings", "gaps")]
+        gaps = info.get("gaps") or []
+        rows.append(("gaps", "none" if not gaps else "; ".join(f"{num(a)}->{num(b)}" for a, b in gaps)))
+        cols = info.get("numeric_columns") or []
+        rows.append(("numeric columns", f"{len(cols)}: " + ", ".join(cols[:12]) + (" ..." if len(cols) > 12 else "")))
+        out.append(key_value_table(str(info.get("run")), rows))
+        table = Table(title="roles", title_justify="left")
+        table.add_column("role")
+        table.add_column("column")
+        table.add_column("points", justify="right")
+        for role, entry in roles.items():
+            entry = entry or {}
+            table.add_row(role, entry.get("column") or "-", num(entry.get("points")))
+        out.append(table)
+    return out
+
+
+def predict_tables(doc: dict) -> list[Any]:
+    """The closed form, then each exact lag model, then the run check and what-if (if any)."""
+    out = []
+    sections = {k: v for k, v in doc.items() if isinstance(v, dict)}
+    top = [(k, v) for k, v in doc.items() if not isinstance(v, (dict, list)) and k != "schema"]
+    out.append(key_value_table("closed form (second-order, lag = refresh interval)", top))
+    for name, section in sections.items():
+        out.append(key_value_table(name.replace("_", " "), flat_items(section)))
+    return out
