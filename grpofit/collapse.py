@@ -1,0 +1,300 @@
+"""Change points in a training curve: a reward *collapse* and a sustained metric *rise*.
+
+Both work on a robust level, the centred rolling median over ``w`` points
+(``w = clip(round(0.03 n), 7, 51)``, odd, so it scales with the run's length and step grid),
+and on the point noise ``sd = 1.4826 * median(|diff(values)|) / sqrt(2)`` (robust to trends
+and to the break itself).
+
+Collapse: with ``peak(i) = max(level[:i+1])`` and ``start = median(values[:w])``, the reward
+has collapsed at ``i`` when
+
+    peak(i) - level(i) >= max(min_drop * (peak(i) - start), noise_k * sd)
+
+and the level stays below ``peak(i) - threshold / 2`` for ``min_duration * span`` steps or until
+the end of the run (at least ``w`` points). A single dip moves no median; noise is below
+``noise_k * sd``; an underdamped overshoot falls back by less than half the gain.
+
+Rise (gradient norm, importance ratios, clip fractions): with ``baseline = median`` of the first
+``max(w, baseline_fraction * n)`` points, the metric has risen at ``i`` when
+``level(i) >= factor * baseline`` and stays above ``(1 + factor) / 2 * baseline`` for
+``min_duration * span`` steps or until the end. The *precursor* is the first point that
+exceeds ``spike_factor * baseline`` in the ``lookback * span`` steps before the rise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MIN_WINDOW = 7
+MAX_WINDOW = 51
+
+
+def default_window(n: int, *, fraction: float = 0.03) -> int:
+    """Odd rolling-window length in points: ``clip(round(fraction * n), 7, 51)``."""
+    w = int(round(fraction * n))
+    w = min(max(w, MIN_WINDOW), MAX_WINDOW)
+    return w if w % 2 else w + 1
+
+
+def rolling_median(values: np.ndarray, window: int) -> np.ndarray:
+    """Centred rolling median over ``window`` points; the window shrinks at both edges."""
+    v = np.asarray(values, dtype=float)
+    n = v.size
+    if n == 0:
+        return v.copy()
+    h = window // 2
+    if n <= window:
+        return np.array([np.median(v[max(0, i - h) : i + h + 1]) for i in range(n)])
+    out = np.empty(n)
+    windows = np.lib.stride_tricks.sliding_window_view(v, 2 * h + 1)
+    out[h : n - h] = np.median(windows, axis=1)
+    if h:
+        pad = np.full(h, np.nan)
+        head = np.lib.stride_tricks.sliding_window_view(np.concatenate([pad, v[: 2 * h]]), 2 * h + 1)
+        tail = np.lib.stride_tricks.sliding_window_view(np.concatenate([v[n - 2 * h :], pad]), 2 * h + 1)
+        out[:h] = _nan_row_median(head)
+        out[n - h :] = _nan_row_median(tail)
+    return out
+
+
+def _nan_row_median(rows: np.ndarray) -> np.ndarray:
+    """Median of each row ignoring NaN (every row has a value); np.sort puts NaN last."""
+    srt = np.sort(rows, axis=1)
+    cnt = np.isfinite(rows).sum(axis=1)
+    r = np.arange(rows.shape[0])
+    return 0.5 * (srt[r, (cnt - 1) // 2] + srt[r, cnt // 2])
+
+
+def noise_sd(values: np.ndarray) -> float:
+    """Point noise ``1.4826 * median(|diff|) / sqrt(2)``; the plain sd of diffs when that is 0."""
+    v = np.asarray(values, dtype=float)
+    if v.size < 3:
+        return 0.0
+    d = np.diff(v)
+    sd = 1.4826 * float(np.median(np.abs(d))) / np.sqrt(2.0)
+    if sd <= 0.0:
+        sd = float(np.std(d)) / np.sqrt(2.0)
+    return sd
+
+
+def _r(x: float | None, digits: int = 4) -> float | None:
+    return None if x is None or not np.isfinite(x) else round(float(x), digits)
+
+
+@dataclass
+class Collapse:
+    """A sustained fall of the reward from its running peak."""
+
+    step: float  #: onset: the last step the level was still within the plateau band
+    detected_step: float  #: first step where the drop exceeded the threshold
+    peak_step: float  #: step of the running peak (the plateau) before the fall
+    level_before: float  #: median reward over the window before the onset
+    level_after: float  #: median reward while collapsed
+    start_level: float  #: median reward over the first window of the run
+    drop: float  #: ``level_before - level_after``
+    relative_drop: float | None  #: ``drop / |level_before|``
+    gain_fraction: float | None  #: ``drop / (level_before - start_level)``: share of the gain lost
+    duration: float  #: steps the level stayed collapsed
+    recovered: bool  #: the level climbed back into the plateau band before the end
+    threshold: float  #: the drop threshold that was used
+    noise_sd: float  #: point noise of the reward
+
+    def summary(self) -> dict:
+        return {
+            "step": _r(self.step, 6),
+            "detected_step": _r(self.detected_step, 6),
+            "peak_step": _r(self.peak_step, 6),
+            "level_before": _r(self.level_before),
+            "level_after": _r(self.level_after),
+            "drop": _r(self.drop),
+            "relative_drop": _r(self.relative_drop),
+            "gain_fraction": _r(self.gain_fraction),
+            "duration": _r(self.duration, 6),
+            "recovered": bool(self.recovered),
+            "threshold": _r(self.threshold),
+            "noise_sd": _r(self.noise_sd),
+        }
+
+    def describe(self) -> str:
+        rel = f", -{100 * self.relative_drop:.0f}%" if self.relative_drop is not None else ""
+        return (
+            f"reward collapses at step {self.step:g} "
+            f"({self.level_before:.3g} -> {self.level_after:.3g}{rel})"
+        )
+
+
+@dataclass
+class Rise:
+    """A sustained rise of a positive metric (e.g. the gradient norm) above its early baseline."""
+
+    step: float  #: first step where the level reached ``factor * baseline`` (and stayed)
+    baseline: float  #: median of the early part of the run
+    level: float  #: median of the raw values from ``step`` to the end of the rise
+    ratio: float  #: ``level / baseline``
+    duration: float  #: steps the level stayed raised
+    to_end: bool  #: the rise lasts until the end of the run
+    precursor_step: float | None  #: first spike above ``spike_factor * baseline`` before ``step``
+    precursor_ratio: float | None  #: that spike over the baseline
+
+    @property
+    def first_step(self) -> float:
+        """The earliest sign: the precursor spike when there is one, else the rise."""
+        return self.precursor_step if self.precursor_step is not None else self.step
+
+    def summary(self) -> dict:
+        return {
+            "step": _r(self.step, 6),
+            "baseline": _r(self.baseline, 6),
+            "level": _r(self.level, 6),
+            "ratio": _r(self.ratio, 3),
+            "duration": _r(self.duration, 6),
+            "to_end": bool(self.to_end),
+            "precursor_step": _r(self.precursor_step, 6),
+            "precursor_ratio": _r(self.precursor_ratio, 3),
+        }
+
+
+def _runs_of(mask: np.ndarray, start: int = 0):
+    """Yield ``(i, j)`` for each maximal run ``mask[i:j]`` of True at or after ``start``."""
+    n = mask.size
+    i = start
+    while i < n:
+        nxt = np.flatnonzero(mask[i:])
+        if nxt.size == 0:
+            return
+        i += int(nxt[0])
+        rest = np.flatnonzero(~mask[i:])
+        j = n if rest.size == 0 else i + int(rest[0])
+        yield i, j
+        i = j
+
+
+def find_collapse(
+    steps: np.ndarray,
+    values: np.ndarray,
+    *,
+    min_drop: float = 0.5,
+    noise_k: float = 4.0,
+    min_duration: float = 0.1,
+    window: int | None = None,
+) -> Collapse | None:
+    """The first sustained fall of ``values`` from its running peak, or None (module docstring).
+
+    ``min_drop``: fraction of the gain (peak minus start level) the level must lose;
+    ``noise_k``: the drop must also exceed ``noise_k`` point-noise sds; ``min_duration``:
+    fraction of the run's step span the fall must last (or last until the end of the run).
+    """
+    s = np.asarray(steps, dtype=float)
+    v = np.asarray(values, dtype=float)
+    keep = np.isfinite(s) & np.isfinite(v)
+    s, v = s[keep], v[keep]
+    n = v.size
+    w = window or default_window(n)
+    if n < 3 * w:
+        return None
+    level = rolling_median(v, w)
+    sd = noise_sd(v)
+    peak = np.maximum.accumulate(level)
+    start = float(np.median(v[:w]))
+    thr = np.maximum(min_drop * (peak - start), noise_k * sd)
+    thr = np.maximum(thr, 1e-12)
+    below = (peak - level) >= thr
+    below[:w] = False
+    span = float(s[-1] - s[0])
+    for i, _ in _runs_of(below, w):
+        p, t = float(peak[i]), float(thr[i])
+        band = p - 0.5 * t
+        out = level[i:] >= band
+        rest = np.flatnonzero(out)
+        j = n if rest.size == 0 else i + int(rest[0])
+        duration = float(s[j - 1] - s[i])
+        to_end = j == n and n - i >= w
+        if not (to_end or duration >= min_duration * span):
+            continue
+        # onset: the last point before i still inside the plateau band
+        inside = np.flatnonzero(level[:i] >= band)
+        k = int(inside[-1]) if inside.size else i
+        onset = min(k + 1, i)
+        peak_idx = int(np.flatnonzero(level[: i + 1] >= p)[0])
+        lo = max(0, onset - max(w, n // 10))
+        before = float(np.median(v[lo:onset])) if onset > lo else float(level[onset])
+        after = float(np.median(v[i:j]))
+        drop = before - after
+        gain = before - start
+        return Collapse(
+            step=float(s[onset]),
+            detected_step=float(s[i]),
+            peak_step=float(s[peak_idx]),
+            level_before=before,
+            level_after=after,
+            start_level=start,
+            drop=drop,
+            relative_drop=drop / abs(before) if before != 0 else None,
+            gain_fraction=drop / gain if gain > 0 else None,
+            duration=float(s[j - 1] - s[onset]),
+            recovered=j < n,
+            threshold=t,
+            noise_sd=sd,
+        )
+    return None
+
+
+def find_rise(
+    steps: np.ndarray,
+    values: np.ndarray,
+    *,
+    factor: float = 3.0,
+    min_duration: float = 0.05,
+    baseline_fraction: float = 0.2,
+    spike_factor: float = 4.0,
+    lookback: float = 0.2,
+    window: int | None = None,
+) -> Rise | None:
+    """The first sustained rise of ``level`` to ``factor * baseline``, or None (module docstring).
+
+    Meant for positive metrics (gradient norm, importance ratios, clip fractions); returns None
+    when the baseline is not positive.
+    """
+    s = np.asarray(steps, dtype=float)
+    v = np.asarray(values, dtype=float)
+    keep = np.isfinite(s) & np.isfinite(v)
+    s, v = s[keep], v[keep]
+    n = v.size
+    w = window or default_window(n)
+    if n < 3 * w:
+        return None
+    nb = max(w, int(baseline_fraction * n))
+    baseline = float(np.median(v[:nb]))
+    if not baseline > 0:
+        return None
+    level = rolling_median(v, w)
+    ratio = level / baseline
+    span = float(s[-1] - s[0])
+    hold = 0.5 * (1.0 + factor)
+    for i, _ in _runs_of(ratio >= factor, 0):
+        rest = np.flatnonzero(ratio[i:] < hold)
+        j = n if rest.size == 0 else i + int(rest[0])
+        duration = float(s[j - 1] - s[i])
+        to_end = j == n and n - i >= w
+        if not (to_end or duration >= min_duration * span):
+            continue
+        lvl = float(np.median(v[i:j]))
+        t0 = s[i] - lookback * span
+        window_idx = np.flatnonzero((s >= t0) & (s < s[i]) & (v >= spike_factor * baseline))
+        pre_step = pre_ratio = None
+        if window_idx.size:
+            m = int(window_idx[0])
+            pre_step, pre_ratio = float(s[m]), float(v[m] / baseline)
+        return Rise(
+            step=float(s[i]),
+            baseline=baseline,
+            level=lvl,
+            ratio=lvl / baseline,
+            duration=duration,
+            to_end=j == n,
+            precursor_step=pre_step,
+            precursor_ratio=pre_ratio,
+        )
+    return None

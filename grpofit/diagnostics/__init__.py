@@ -1,0 +1,12 @@
+"""The four failure modes of a GRPO run, judged from its logs (theory.md section 4).
+
+One module per mode (``decoupling``, ``degeneracy``, ``concentration``, ``instability``), each a
+``check(ctx) -> Verdict`` whose docstring states its rules; :mod:`.thresholds` holds every
+threshold; :mod:`.run` ties them together (:func:`diagnose_run`, :func:`gate`).
+"""
+
+from grpofit.diagnostics.base import MODES, STATUSES, Verdict, worst
+from grpofit.diagnostics.run import RunDiagnosis, diagnose_run, gate
+from grpofit.diagnostics.thresholds import Thresholds
+
+__all__ = ["MODES", "STATUSES", "Verdict", "worst", "RunDiagnosis", "diagnose_run", "gate", "Thresholds"]

@@ -1,0 +1,215 @@
+"""What the four checks share: the verdict type, the per-run context and cheap helpers.
+
+The checks never refit the reward with bootstrap; the entropy and eval curves get one
+:func:`quick_exponential` (a grid over the timescale with the two linear parameters solved in
+closed form), which costs about a millisecond for a thousand points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from grpofit.collapse import Collapse, default_window, noise_sd, rolling_median
+
+MODES = ("train_eval_decoupling", "advantage_degeneracy", "policy_concentration", "dynamical_instability")
+STATUSES = ("pass", "warn", "fail", "unknown")
+_RANK = {"unknown": 0, "pass": 1, "warn": 2, "fail": 3}
+
+
+@dataclass
+class Verdict:
+    """One diagnostic's answer: a status and one sentence of evidence."""
+
+    status: str  #: pass | warn | fail | unknown
+    evidence: str  #: one sentence with the numbers and the step where the problem starts
+    start_step: float | None = None  #: where the problem starts (warn/fail), when known
+    details: dict[str, Any] = field(default_factory=dict)  #: numbers behind the evidence
+
+    def summary(self) -> dict:
+        from grpofit.jsonout import jsonable
+
+        out: dict[str, Any] = {"status": self.status, "evidence": self.evidence}
+        if self.start_step is not None:
+            out["start_step"] = float(self.start_step)
+        if self.details:
+            out["details"] = jsonable(self.details)
+        return out
+
+
+def worst(statuses) -> str:
+    """``fail > warn > pass``; ``unknown`` only when nothing else was judged."""
+    best = "unknown"
+    for s in statuses:
+        if _RANK[s] > _RANK[best]:
+            best = s
+    return best
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    """A short number for evidence sentences."""
+    if x is None or not np.isfinite(x):
+        return "n/a"
+    return f"{x:.{digits}g}"
+
+
+def late(values: np.ndarray, fraction: float, window: int) -> np.ndarray:
+    """The last ``fraction`` of the points, at least ``window`` of them."""
+    k = max(int(round(fraction * values.size)), window, 1)
+    return values[-k:]
+
+
+def onset_to_end(steps: np.ndarray, mask: np.ndarray) -> float | None:
+    """First step of the stretch of ``mask`` that lasts to the end; else of the first True."""
+    if not mask.any():
+        return None
+    if mask[-1]:
+        off = np.flatnonzero(~mask)
+        return float(steps[off[-1] + 1]) if off.size else float(steps[0])
+    return float(steps[np.flatnonzero(mask)[0]])
+
+
+@dataclass
+class QuickFit:
+    """``y = plateau - (plateau - initial) exp(-(t - t0) / timescale)`` by grid + linear solve."""
+
+    plateau: float
+    initial: float
+    timescale: float
+    r2: float
+    gain: float  #: fitted change over the observed range (end minus start)
+    at_bound: bool  #: the timescale sits at the edge of the grid (a step or a straight line)
+
+
+def quick_exponential(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 48) -> QuickFit | None:
+    """Least-squares single exponential without bootstrap; None below 4 points.
+
+    For each ``T`` on a log grid from half the step spacing to 5x the span the model
+    ``a + b exp(-t/T)`` is linear in ``(a, b)``; the ``T`` with the least squared error wins.
+    """
+    t = np.asarray(steps, float)
+    y = np.asarray(values, float)
+    if t.size < 4:
+        return None
+    t = t - t[0]
+    span = float(t[-1])
+    if span <= 0:
+        return None
+    dt = float(np.median(np.diff(t)))
+    grid = np.geomspace(max(0.5 * dt, span / 2000.0), 5.0 * span, n_grid)
+    e = np.exp(-t[:, None] / grid[None, :])
+    em = e.mean(axis=0)
+    ym = y.mean()
+    ec = e - em
+    yc = y - ym
+    cov = yc @ ec
+    var = np.einsum("ij,ij->j", ec, ec)
+    var = np.where(var > 0, var, np.inf)
+    sst = float(yc @ yc)
+    sse = sst - cov**2 / var
+    k = int(np.argmin(sse))
+    b = float(cov[k] / var[k]) if np.isfinite(var[k]) else 0.0
+    a = float(ym - b * em[k])
+    T = float(grid[k])
+    r2 = 1.0 - float(sse[k]) / sst if sst > 0 else 0.0
+    gain = -b * (1.0 - np.exp(-span / T))
+    return QuickFit(plateau=a, initial=a + b, timescale=T, r2=r2, gain=float(gain), at_bound=k in (0, n_grid - 1))
+
+
+def model_param(fit: Any, model: str, name: str) -> float | None:
+    """``fit.models[model].params[name].value`` or None."""
+    try:
+        m = fit.models[model]
+        if not getattr(m, "ok", True):
+            return None
+        v = m.params[name].value
+    except (AttributeError, KeyError, TypeError):
+        return None
+    return float(v) if v is not None and np.isfinite(v) else None
+
+
+@dataclass
+class Context:
+    """One run, ready to be judged: its roles, the reward (full and before any collapse), the fit."""
+
+    run: Any  #: grpofit.runs.Run
+    roles: dict[str, str | None]
+    reward_column: str
+    steps: np.ndarray  #: reward steps, whole run
+    values: np.ndarray  #: reward values, whole run
+    collapse: Collapse | None
+    fit: Any  #: grpofit.fitting.FitResult of the part before the collapse
+    group_size: int | None
+    th: Any  #: Thresholds
+
+    @cached_property
+    def window(self) -> int:
+        return default_window(self.steps.size)
+
+    @cached_property
+    def level(self) -> np.ndarray:
+        """Rolling median of the reward over the whole run."""
+        return rolling_median(self.values, self.window)
+
+    @cached_property
+    def noise(self) -> float:
+        return noise_sd(self.values)
+
+    @property
+    def end_step(self) -> float:
+        """Last step of the healthy part (before the collapse)."""
+        return float(self.collapse.step) if self.collapse is not None else float(self.steps[-1])
+
+    def series(self, role: str, *, before_collapse: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+        """Finite ``(steps, values)`` of the column playing ``role``; None when absent (< 3 points)."""
+        col = self.roles.get(role)
+        if col is None or col not in self.run.metrics:
+            return None
+        s, v = self.run.series(col)
+        if before_collapse and self.collapse is not None:
+            keep = s < self.collapse.step
+            if keep.sum() >= 3:
+                s, v = s[keep], v[keep]
+        return (s, v) if s.size >= 3 else None
+
+    @cached_property
+    def pre(self) -> tuple[np.ndarray, np.ndarray]:
+        """Reward before the collapse (the fitted part)."""
+        if self.collapse is None:
+            return self.steps, self.values
+        keep = self.steps < self.collapse.step
+        return self.steps[keep], self.values[keep]
+
+    @cached_property
+    def reward_gain(self) -> tuple[float, float, bool]:
+        """``(start level, end level, significant)`` of the reward before the collapse."""
+        s, v = self.pre
+        w = min(self.window, max(3, v.size // 4))
+        start = float(np.median(v[:w]))
+        end = float(np.median(v[-w:]))
+        sd = self.noise * 1.25 / np.sqrt(w)
+        return start, end, abs(end - start) > 4.0 * sd * np.sqrt(2.0)
+
+    @cached_property
+    def reward_timescale(self) -> float | None:
+        """Exponential timescale of the reward (the fit's, else a quick fit)."""
+        T = model_param(self.fit, "exponential", "timescale")
+        if T is not None and T > 0:
+            return T
+        q = quick_exponential(*self.pre)
+        return q.timescale if q is not None and not q.at_bound else None
+
+    @cached_property
+    def reward_half_step(self) -> float | None:
+        """First step where the reward level reaches half its gain; None without a real gain."""
+        start, end, significant = self.reward_gain
+        if not significant:
+            return None
+        s, _ = self.pre
+        lev = self.level[: s.size]
+        half = start + 0.5 * (end - start)
+        hit = np.flatnonzero(lev >= half) if end > start else np.flatnonzero(lev <= half)
+        return float(s[hit[0]]) if hit.size else None

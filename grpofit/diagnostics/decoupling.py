@@ -1,0 +1,104 @@
+"""Train-eval decoupling (reward hacking): the train reward keeps rising, the eval does not.
+
+The eval metric is sparse (every ``test_freq`` steps); the train reward's rolling median is read
+at the eval steps, both before any reward collapse. With ``n`` eval points (``< eval_min_points``
+-> unknown), eval levels are medians of ``max(3, n // 4)`` points (start, middle, end) and the
+eval peak is the maximum of the eval's rolling median; ``sd`` are the sds of those medians.
+
+- **fail**, eval falls: ``peak - end >= max(eval_drop * eval gain, eval_noise_k * sd)`` while
+  the train reward over the same steps does not fall (by more than ``eval_noise_k`` sds);
+- **warn**, eval stalls: the train still makes ``>= eval_stall_share`` of its gain in the second
+  half (significantly), and the eval's second-half gain is below a quarter of what the same share
+  of its first-half gain would give (by more than ``eval_noise_k`` sds);
+- **warn**, eval saturates early: with ``>= eval_fit_points`` eval points, quick exponential fits
+  of both curves give train timescale / eval timescale ``>= eval_timescale_ratio``;
+- otherwise pass, with the timescales and gains as evidence.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grpofit.collapse import noise_sd, rolling_median
+from grpofit.diagnostics.base import Context, Verdict, fmt, quick_exponential
+
+
+def check(ctx: Context) -> Verdict:
+    """Judge train-eval decoupling (module docstring)."""
+    th = ctx.th
+    es = ctx.series("eval_reward", before_collapse=True)
+    if es is None:
+        col = ctx.roles.get("eval_reward")
+        n = 0 if col is None else int(np.isfinite(ctx.run.metrics[col]).sum())
+        return Verdict("unknown", "no eval metric" if col is None else f"{col} has only {n} point(s)")
+    s, e = es
+    col = ctx.roles["eval_reward"]
+    inside = s <= ctx.end_step  # an eval before the first train step is the baseline
+    s, e = s[inside], e[inside]
+    n = s.size
+    if n < th.eval_min_points:
+        return Verdict("unknown", f"{col} has only {n} point(s) within the train reward's steps")
+    k = max(3, n // 4)
+    m = n // 2
+    sd_e = max(noise_sd(e), 1e-9) * 1.25 / np.sqrt(k)
+    e0, e_end = float(np.median(e[:k])), float(np.median(e[-k:]))
+    e_mid = float(np.median(e[max(0, m - k // 2) : m - k // 2 + k]))
+    lev_e = rolling_median(e, min(k, 5) | 1)
+    pk = int(np.argmax(lev_e))
+    e_peak = float(max(lev_e[pk], e0))
+
+    tr = np.interp(s, ctx.steps, ctx.level)
+    sd_t = max(ctx.noise, 1e-9) * 1.25 / np.sqrt(ctx.window)
+    t0, t_mid, t_end = float(tr[0]), float(tr[m]), float(tr[-1])
+    t_gain = t_end - t0
+    e_gain = e_end - e0
+    details = {"eval_points": n, "eval_gain": e_gain, "train_gain": t_gain}
+
+    # eval falls from its peak while train does not fall
+    fall = e_peak - e_end
+    fall_thr = max(th.eval_drop * max(e_peak - e0, 0.0), th.eval_noise_k * sd_e * np.sqrt(2.0))
+    train_after = t_end - float(tr[pk])
+    if pk < n - 1 and fall >= fall_thr and train_after >= -th.eval_noise_k * sd_t:
+        return Verdict(
+            "fail",
+            f"{col} falls from {fmt(e_peak)} at step {s[pk]:g} to {fmt(e_end)} at step {s[-1]:g} "
+            f"while the train reward goes {fmt(float(tr[pk]))} -> {fmt(t_end)}",
+            start_step=float(s[pk]), details=details,
+        )
+
+    # eval stalls in the second half while train keeps rising
+    t2 = t_end - t_mid
+    share = t2 / t_gain if t_gain > 0 else 0.0
+    e1 = e_mid - e0
+    coupled = max(e1, 0.0) * share / max(1.0 - share, 1e-6) if share < 1 else max(e1, 0.0)
+    e2 = e_end - e_mid
+    if (
+        share >= th.eval_stall_share
+        and t2 > th.eval_noise_k * sd_t
+        and e2 < 0.25 * coupled
+        and coupled - e2 > th.eval_noise_k * sd_e * np.sqrt(2.0)
+    ):
+        return Verdict(
+            "warn",
+            f"{col} stalls from step {s[m]:g} ({fmt(e_mid)} -> {fmt(e_end)}) while the train reward still gains "
+            f"{fmt(t2)} ({100 * share:.0f}% of its gain)",
+            start_step=float(s[m]), details=details,
+        )
+
+    text = f"{col} gain {fmt(e_gain)} vs train {fmt(t_gain)} over steps {s[0]:g}-{s[-1]:g}"
+    if n >= th.eval_fit_points:
+        qe = quick_exponential(s, e)
+        qt = quick_exponential(*ctx.pre)
+        if qe is not None and qt is not None:
+            details.update(eval_timescale=qe.timescale, train_timescale=qt.timescale,
+                           eval_fitted_gain=qe.gain, train_fitted_gain=qt.gain)
+            good = qe.gain > 0 and qt.gain > 0 and qe.r2 > 0.5 and qt.r2 > 0.5 and not qe.at_bound and not qt.at_bound
+            text = (f"eval timescale {fmt(qe.timescale)} vs train {fmt(qt.timescale)} steps; "
+                    f"fitted eval gain {fmt(qe.gain)} vs train {fmt(qt.gain)} ({col}, {n} points)")
+            if good and qt.timescale / qe.timescale >= th.eval_timescale_ratio:
+                return Verdict(
+                    "warn",
+                    f"{col} saturates early: " + text,
+                    start_step=float(s[0] + 3 * qe.timescale), details=details,
+                )
+    return Verdict("pass", text, details=details)

@@ -1,0 +1,113 @@
+"""Dynamical instability: runaway gradients or importance ratios, oscillation, reward collapse.
+
+Rules (thresholds in :class:`~grpofit.diagnostics.thresholds.Thresholds`):
+
+- reward collapse (:func:`grpofit.collapse.find_collapse`) -> fail, with the break step;
+- ``grad_norm``, importance-sampling ratio, clip fraction: a sustained rise of the rolling
+  median to ``rise_fail`` x the early median -> fail, to ``rise_warn`` x -> warn
+  (:func:`grpofit.collapse.find_rise`); the first precursor spike (``spike_factor`` x) before the
+  rise is reported too; a clip fraction must also reach ``clip_min_level``;
+- an isolated point ``spike_warn`` x above the baseline, without a sustained rise -> warn;
+- the oscillator fit preferred with a *decided* underdamped regime -> warn, and fail when the
+  damping ratio is at or below ``oscillation_fail_zeta``.
+
+Never unknown: the reward itself is always checked for collapse and oscillation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grpofit.collapse import default_window, find_rise
+from grpofit.diagnostics.base import Context, Verdict, fmt, model_param, worst
+
+_METRICS = (("grad_norm", "grad_norm"), ("is_ratio", "importance ratio"), ("clip_ratio", "clip fraction"))
+
+
+def _rise_check(ctx: Context, role: str):
+    """(status, sentence, start step) for one positive metric, or None when absent/quiet."""
+    th = ctx.th
+    series = ctx.series(role)
+    if series is None:
+        return None
+    s, v = series
+    col = ctx.roles[role]
+    rise = find_rise(
+        s, v,
+        factor=th.rise_warn,
+        min_duration=th.rise_min_duration,
+        baseline_fraction=th.baseline_fraction,
+        spike_factor=th.spike_factor,
+        lookback=th.precursor_lookback,
+    )
+    if rise is not None and role == "clip_ratio" and rise.level < th.clip_min_level:
+        rise = None
+    if rise is not None:
+        status = "fail" if rise.ratio >= th.rise_fail else "warn"
+        text = f"{col} x{rise.ratio:.1f} above its early median {fmt(rise.baseline)} from step {rise.step:g}"
+        if rise.precursor_step is not None:
+            text += f" (first spike x{rise.precursor_ratio:.1f} at step {rise.precursor_step:g})"
+        return status, text, rise.first_step, {"rise": rise.summary()}
+    n = v.size
+    nb = max(default_window(n), int(th.baseline_fraction * n))
+    base = float(np.median(v[:nb]))
+    if base > 0 and n >= 3:
+        i = int(np.argmax(v))
+        r = float(v[i] / base)
+        if r >= th.spike_warn and (role != "clip_ratio" or v[i] >= th.clip_min_level):
+            count = int((v >= th.spike_warn * base).sum())
+            text = f"isolated {col} spike x{r:.0f} above its early median at step {s[i]:g} ({count} point(s), no sustained rise)"
+            first = float(s[np.flatnonzero(v >= th.spike_warn * base)[0]])
+            return "warn", text, first, {"spike_ratio": r}
+        if role == "clip_ratio":
+            return "pass", f"{col} at most {fmt(float(v[i]))}", None, {}
+        return "pass", f"{col} peaks at x{r:.1f} its early median", None, {}
+    return "pass", f"{col} has no positive early baseline (median {fmt(base)})", None, {}
+
+
+def _oscillation(ctx: Context):
+    fit = ctx.fit
+    osc = getattr(fit, "models", {}).get("oscillator") if fit is not None else None
+    if osc is None or getattr(fit, "preferred", None) != "oscillator":
+        return None
+    if getattr(osc, "regime", None) != "underdamped":
+        return None
+    zeta = model_param(fit, "oscillator", "damping_ratio")
+    if zeta is None:
+        return None
+    status = "fail" if zeta <= ctx.th.oscillation_fail_zeta else "warn"
+    return status, f"reward oscillates (underdamped, damping ratio {zeta:.2f})", float(ctx.steps[0]), {"damping_ratio": zeta}
+
+
+def check(ctx: Context) -> Verdict:
+    """Judge dynamical instability (module docstring)."""
+    found = []  # (status, text, start, details)
+    for role, _ in _METRICS:
+        r = _rise_check(ctx, role)
+        if r is not None:
+            found.append(r)
+    osc = _oscillation(ctx)
+    if osc is not None:
+        found.append(osc)
+    if ctx.collapse is not None:
+        c = ctx.collapse
+        found.append(("fail", c.describe() + f", detected at step {c.detected_step:g}", c.step, {"collapse": c.summary()}))
+    bad = [f for f in found if f[0] in ("warn", "fail")]
+    if bad:
+        status = worst(f[0] for f in bad)
+        start = min(f[2] for f in bad if f[2] is not None)
+        details = {}
+        for f in bad:
+            details.update(f[3])
+        return Verdict(status, "; ".join(f[1] for f in bad), start_step=start, details=details)
+    checked = [f[1] for f in found]
+    absent = [label for role, label in _METRICS if ctx.series(role) is None]
+    regime = getattr(getattr(ctx.fit, "models", {}).get("oscillator"), "regime", None) if ctx.fit else None
+    text = "no reward collapse"
+    if regime:
+        text += f", oscillator regime {regime}"
+    if checked:
+        text += "; " + "; ".join(checked)
+    if absent:
+        text += "; not logged: " + ", ".join(absent)
+    return Verdict("pass", text)

@@ -1,0 +1,163 @@
+"""One run end to end: roles, collapse, fit of the part before it, the four checks; the CI gate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from grpofit.diagnostics import concentration, decoupling, degeneracy, instability
+from grpofit.diagnostics.base import MODES, Context, Verdict, worst
+from grpofit.diagnostics.thresholds import Thresholds
+
+CHECKS = {
+    "train_eval_decoupling": decoupling.check,
+    "advantage_degeneracy": degeneracy.check,
+    "policy_concentration": concentration.check,
+    "dynamical_instability": instability.check,
+}
+
+
+@dataclass
+class RunDiagnosis:
+    """The diagnosis of one run; ``summary()`` is one entry of the contract's ``runs`` list."""
+
+    name: str
+    fit: Any  #: grpofit.fitting.FitResult of the reward before any collapse
+    diagnostics: dict[str, Verdict]
+    collapse: Any = None  #: grpofit.collapse.Collapse or None
+    group_size: Any = None  #: grpofit.groupsize.GroupSize
+    roles: dict[str, str | None] = field(default_factory=dict)
+    late_variance: float | None = None  #: variance of the fit residuals over the last third of the fitted part
+    reward_steps: np.ndarray | None = None  #: whole reward series (for plots of the collapse)
+    reward_values: np.ndarray | None = None
+
+    @property
+    def verdict(self) -> str:
+        """Worst status: fail > warn > pass; ``unknown`` only when every mode is unknown."""
+        return worst(v.status for v in self.diagnostics.values())
+
+    @property
+    def preferred_model(self) -> Any:
+        pref = getattr(self.fit, "preferred", None)
+        return self.fit.models.get(pref) if pref else None
+
+    @property
+    def r2(self) -> float | None:
+        m = self.preferred_model
+        r2 = getattr(m, "r2", None)
+        return float(r2) if r2 is not None and np.isfinite(r2) else None
+
+    @property
+    def regime(self) -> str | None:
+        osc = getattr(self.fit, "models", {}).get("oscillator")
+        return getattr(osc, "regime", None)
+
+    def summary(self) -> dict:
+        from grpofit.jsonout import jsonable
+
+        return jsonable({
+            "run": self.name,
+            "fit": self.fit.summary() if self.fit is not None else None,
+            "diagnostics": {m: self.diagnostics[m].summary() for m in MODES},
+            "verdict": self.verdict,
+            "collapse": self.collapse.summary() if self.collapse is not None else None,
+            "group_size": self.group_size.summary() if self.group_size is not None else None,
+            "roles": self.roles,
+            "late_variance": self.late_variance,
+        })
+
+
+def _late_variance(fit: Any) -> float | None:
+    model = getattr(fit, "models", {}).get(getattr(fit, "preferred", None) or "")
+    if model is None or not getattr(model, "ok", True):
+        return None
+    s, v = np.asarray(fit.steps, float), np.asarray(fit.values, float)
+    k = s.size // 3
+    if k < 5:
+        return None
+    try:
+        resid = v[-k:] - np.asarray(model.predict(s[-k:]), float)
+    except Exception:  # a model that cannot predict gives no variance, not a crash
+        return None
+    var = float(np.var(resid, ddof=1))
+    return var if np.isfinite(var) else None
+
+
+def diagnose_run(
+    run: Any,
+    *,
+    metric: str | None = None,
+    eval_metric: str | None = None,
+    thresholds: Thresholds | None = None,
+    group_size: int | None = None,
+    fit_seed: int = 0,
+) -> RunDiagnosis:
+    """Fit the reward (before any collapse) and judge the four failure modes of ``run``.
+
+    Raises MetricNotFound (no reward column, or ``eval_metric`` absent) and TooFewPoints.
+    """
+    from grpofit.analysis import resolve_column
+    from grpofit.collapse import find_collapse
+    from grpofit.errors import TooFewPoints
+    from grpofit.fitting import MIN_POINTS, fit_series
+    from grpofit.groupsize import group_size_of
+    from grpofit.roles import detect_roles
+
+    th = thresholds or Thresholds()
+    reward = resolve_column(run, "reward", metric)
+    overrides = {"reward": reward}
+    if eval_metric is not None:
+        overrides["eval_reward"] = resolve_column(run, "eval_reward", eval_metric)
+    roles = detect_roles(run.numeric_columns(), overrides)
+    steps, values = run.series(reward)
+    if steps.size < MIN_POINTS:
+        raise TooFewPoints(
+            f"{reward!r} has {steps.size} finite point(s) in run {run.name}; a fit needs at least {MIN_POINTS}",
+            path=run.source, n=int(steps.size), minimum=MIN_POINTS,
+            fix="log more steps, or choose another column with --metric",
+        )
+    collapse = find_collapse(
+        steps, values,
+        min_drop=th.collapse_min_drop, noise_k=th.collapse_noise_k, min_duration=th.collapse_min_duration,
+    )
+    fs, fv = steps, values
+    if collapse is not None:
+        keep = steps < collapse.step
+        if keep.sum() >= MIN_POINTS:
+            fs, fv = steps[keep], values[keep]
+    fit = fit_series(fs, fv, run=run.name, metric=reward, step_column=run.step_column, seed=fit_seed)
+    try:
+        fit.collapse = collapse
+    except AttributeError:
+        pass
+    gs = group_size_of(run, group_size)
+    ctx = Context(run=run, roles=roles, reward_column=reward, steps=steps, values=values,
+                  collapse=collapse, fit=fit, group_size=gs.value, th=th)
+    diagnostics = {mode: CHECKS[mode](ctx) for mode in MODES}
+    return RunDiagnosis(
+        name=run.name, fit=fit, diagnostics=diagnostics, collapse=collapse, group_size=gs, roles=roles,
+        late_variance=_late_variance(fit), reward_steps=steps, reward_values=values,
+    )
+
+
+def gate(diagnoses: Iterable[RunDiagnosis], *, fail_on: Iterable[str] = MODES, min_r2: float | None = None) -> dict:
+    """``{"passed", "failed_runs"}``: a run fails when a ``fail_on`` mode fails or its R2 < ``min_r2``.
+
+    A run without an R2 (no usable fit) fails a ``min_r2`` gate.
+    """
+    fail_on = tuple(fail_on)
+    unknown = sorted(set(fail_on) - set(MODES))
+    if unknown:
+        from grpofit.errors import UsageError
+
+        raise UsageError(f"unknown mode(s) in --fail-on: {', '.join(unknown)}", fix="use: " + ",".join(MODES))
+    failed = []
+    for d in diagnoses:
+        bad = any(d.diagnostics[m].status == "fail" for m in fail_on if m in d.diagnostics)
+        if min_r2 is not None and (d.r2 is None or d.r2 < min_r2):
+            bad = True
+        if bad:
+            failed.append(d.name)
+    return {"passed": not failed, "failed_runs": failed}

@@ -1,0 +1,236 @@
+"""Group size ``G`` per run, and the paper's group-size predictions across runs.
+
+``G`` comes from, in order: an explicit argument (``--group-size``), the run's config (TRL
+``num_generations``, verl ``actor_rollout_ref.rollout.n``, OpenRLHF ``n_samples_per_prompt``,
+``group_size``; flattened dotted keys, ``/`` or ``.`` separated, an optional ``.value`` suffix), or
+the run's name (``G8``, ``g_16``, ``num_generations8``, ``group_size=4``, ``n16``).
+
+Predictions tested by :func:`group_size_analysis` (theory.md section 3):
+
+- group-size invariance: the fitted plateau and timescale do not depend on ``G``. Per distinct
+  ``G`` the runs' values are combined (inverse-variance mean); then a chi-square consistency test
+  over all runs, ``chi2 = sum((x_i - xbar_w)^2 / se_i^2)`` with ``k - 1`` dof, and pairwise
+  ``z = (x_a - x_b) / sqrt(se_a^2 + se_b^2)`` between the ``G`` groups;
+- the late-run fluctuation variance scales like ``1/G``: least squares of ``log var`` on
+  ``log G`` over runs, slope with its 95% t-interval; ``-1`` is expected.
+
+Uses the exponential law's parameters for every run (always fitted, same definitions).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+CONFIG_KEYS = (
+    "num_generations",
+    "actor_rollout_ref.rollout.n",
+    "rollout.n",
+    "n_samples_per_prompt",
+    "rollout.n_samples_per_prompt",
+    "num_samples_per_prompt",
+    "group_size",
+)
+
+_NAME = re.compile(
+    r"(?:^|[^a-z0-9])(?:num_generations|group_size|n_samples|g|n)[_=-]?(\d{1,4})(?![0-9a-z.])",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class GroupSize:
+    """``G`` and where it came from (``argument``, ``config:<key>``, ``name:<match>``), or None."""
+
+    value: int | None
+    source: str | None
+
+    def summary(self) -> dict:
+        return {"value": self.value, "source": self.source}
+
+
+def _as_int(v: Any) -> int | None:
+    if isinstance(v, Mapping) and "value" in v:
+        v = v["value"]
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return int(f) if f.is_integer() and f >= 1 else None
+
+
+def from_config(config: Mapping[str, Any]) -> GroupSize:
+    """``G`` from flattened config keys (module docstring); the most specific key wins."""
+    norm = {}
+    for key, val in (config or {}).items():
+        k = str(key).replace("/", ".")
+        if k.endswith(".value"):
+            k = k[: -len(".value")]
+        norm[k] = (key, val)
+    for want in CONFIG_KEYS:
+        for k, (orig, val) in norm.items():
+            if k == want or k.endswith("." + want):
+                g = _as_int(val)
+                if g is not None:
+                    return GroupSize(g, f"config:{orig}")
+    return GroupSize(None, None)
+
+
+def from_name(name: str) -> GroupSize:
+    """``G`` from a run name such as ``grpo_G8_seed1`` or ``num_generations16``."""
+    m = _NAME.search(name or "")
+    if not m:
+        return GroupSize(None, None)
+    g = int(m.group(1))
+    return GroupSize(g, f"name:{m.group(0).strip('_-/ .')}") if g >= 2 else GroupSize(None, None)
+
+
+def group_size_of(run: Any, explicit: int | None = None) -> GroupSize:
+    """``G`` for a run: explicit argument, then config, then name."""
+    if explicit is not None:
+        return GroupSize(int(explicit), "argument")
+    gs = from_config(getattr(run, "config", None) or {})
+    if gs.value is not None:
+        return gs
+    return from_name(getattr(run, "name", ""))
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def _estimate(fit: Any, name: str) -> tuple[float | None, float | None]:
+    try:
+        p = fit.models["exponential"].params[name]
+    except (AttributeError, KeyError, TypeError):
+        return None, None
+    v, se = p.value, p.stderr
+    ok = lambda x: x is not None and np.isfinite(x)  # noqa: E731
+    return (float(v) if ok(v) else None), (float(se) if ok(se) and se > 0 else None)
+
+
+def _unpack(item: Any) -> tuple[str, Any, int | None, float | None]:
+    if isinstance(item, tuple):
+        obj, g, var = (list(item) + [None, None])[:3]
+    else:
+        obj, g, var = item, None, None
+    fit = getattr(obj, "fit", None) if hasattr(obj, "diagnostics") else obj
+    if g is None:
+        gs = getattr(obj, "group_size", None)
+        g = gs.value if isinstance(gs, GroupSize) else gs
+    if var is None:
+        var = getattr(obj, "late_variance", None)
+    name = getattr(obj, "name", None) or getattr(fit, "run", "") or ""
+    return str(name), fit, g, var
+
+
+def _consistency(rows: list[tuple[int, float, float]]) -> dict:
+    """Chi-square and pairwise agreement of one parameter across runs (rows: G, value, se)."""
+    from scipy import stats
+
+    x = np.array([r[1] for r in rows])
+    se = np.array([r[2] for r in rows])
+    wts = 1.0 / se**2
+    mean = float((wts * x).sum() / wts.sum())
+    chi2 = float(((x - mean) ** 2 * wts).sum())
+    dof = len(rows) - 1
+    p = float(stats.chi2.sf(chi2, dof)) if dof > 0 else None
+    by_g: dict[int, tuple[float, float]] = {}
+    for g in sorted({r[0] for r in rows}):
+        sel = [i for i, r in enumerate(rows) if r[0] == g]
+        wg = wts[sel]
+        by_g[g] = (float((wg * x[sel]).sum() / wg.sum()), float(1.0 / math.sqrt(wg.sum())))
+    pairs = []
+    gs = sorted(by_g)
+    for i, a in enumerate(gs):
+        for b in gs[i + 1 :]:
+            (xa, sa), (xb, sb) = by_g[a], by_g[b]
+            z = (xa - xb) / math.sqrt(sa**2 + sb**2)
+            pairs.append({"G": [a, b], "difference": xa - xb, "z": z, "agree": abs(z) < 1.96})
+    rel = float(np.median(se / np.maximum(np.abs(x), 1e-12)))
+    return {
+        "by_group_size": {str(g): {"value": v, "stderr": s} for g, (v, s) in by_g.items()},
+        "weighted_mean": mean,
+        "chi2": chi2,
+        "dof": dof,
+        "p_value": p,
+        "consistent": (p is None or p >= 0.05),
+        "median_relative_stderr": rel,
+        "pairs": pairs,
+    }
+
+
+def _slope(gv: list[tuple[int, float]]) -> dict:
+    from scipy import stats
+
+    lg = np.log([g for g, _ in gv])
+    lv = np.log([v for _, v in gv])
+    n = lg.size
+    res = stats.linregress(lg, lv)
+    out: dict[str, Any] = {"n_runs": n, "slope": float(res.slope), "expected": -1.0, "ci95": None}
+    if n >= 3:
+        half = float(stats.t.ppf(0.975, n - 2) * res.stderr)
+        lo, hi = res.slope - half, res.slope + half
+        out["ci95"] = [lo, hi]
+        out["consistent_with_1_over_G"] = bool(lo <= -1.0 <= hi)
+        out["consistent_with_no_dependence"] = bool(lo <= 0.0 <= hi)
+        out["decided"] = out["consistent_with_1_over_G"] != out["consistent_with_no_dependence"]
+    else:
+        out["decided"] = False
+    return out
+
+
+def group_size_analysis(items: list) -> dict:
+    """Test group-size invariance and the ``1/G`` fluctuation law across runs (module docstring).
+
+    ``items``: RunDiagnosis objects (``.fit``, ``.group_size``, ``.late_variance``) or tuples
+    ``(RunDiagnosis | FitResult, G, late variance)``. Always returns a dict with ``testable``,
+    ``summary`` (one sentence, says plainly when the data cannot tell) and the tests when possible.
+    """
+    rows = [_unpack(it) for it in items]
+    with_g = [r for r in rows if r[2] is not None]
+    distinct = sorted({r[2] for r in with_g})
+    out: dict[str, Any] = {"runs": len(rows), "runs_with_group_size": len(with_g), "group_sizes": distinct}
+    if len(distinct) < 2:
+        why = "no run has a known group size" if not distinct else f"every run has G={distinct[0]}"
+        out.update(testable=False, summary=f"group-size predictions not testable: {why} (need at least 2 distinct G)")
+        return out
+    out["testable"] = True
+    sentences = []
+    for pname in ("plateau", "timescale"):
+        pr = []
+        for _, fit, g, _ in with_g:
+            v, se = _estimate(fit, pname)
+            if v is not None and se is not None:
+                pr.append((int(g), v, se))
+        if len({r[0] for r in pr}) < 2:
+            out[pname] = {"testable": False}
+            sentences.append(f"{pname}: too few runs with an interval")
+            continue
+        c = _consistency(pr)
+        c["testable"] = True
+        if c["median_relative_stderr"] > 0.5:
+            c["verdict"] = "intervals too wide to tell"
+        else:
+            c["verdict"] = "invariant across G" if c["consistent"] else "depends on G"
+        out[pname] = c
+        pv = c["p_value"]
+        sentences.append(f"{pname} {c['verdict']}" + (f" (chi2 p={pv:.2g})" if pv is not None else ""))
+    gv = [(int(g), float(v)) for _, _, g, v in with_g if v is not None and np.isfinite(v) and v > 0]
+    if len({g for g, _ in gv}) >= 2:
+        sl = _slope(gv)
+        out["variance_scaling"] = sl
+        if sl["ci95"] is None:
+            sentences.append(f"variance slope {sl['slope']:.2f} vs -1 expected (too few runs for an interval)")
+        else:
+            lo, hi = sl["ci95"]
+            tell = "cannot tell" if not sl["decided"] else ("consistent with 1/G" if sl["consistent_with_1_over_G"] else "not 1/G")
+            sentences.append(f"variance slope {sl['slope']:.2f} [{lo:.2f}, {hi:.2f}] vs -1 expected: {tell}")
+    else:
+        out["variance_scaling"] = {"testable": False}
+        sentences.append("variance scaling: no late-run variances")
+    out["summary"] = "; ".join(sentences)
+    return out

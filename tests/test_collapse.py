@@ -1,0 +1,166 @@
+"""Reward collapse and metric-rise detection (grpofit.collapse)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grpofit.collapse import default_window, find_collapse, find_rise, noise_sd, rolling_median
+
+REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
+WANDB = "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_"
+
+
+def binary_batch(p: np.ndarray, rng, batch: int = 16) -> np.ndarray:
+    """Batch mean of ``batch`` binary rewards per step (the noisiest realistic logging)."""
+    return rng.binomial(batch, np.clip(p, 0, 1)) / batch
+
+
+def rise_plateau(n: int, T: float, p0: float = 0.2, p1: float = 0.7) -> np.ndarray:
+    t = np.arange(n, dtype=float)
+    return p1 - (p1 - p0) * np.exp(-t / T)
+
+
+def wandb_series(kind: str, run: str, key: str):
+    pd = pytest.importorskip("pandas")
+    path = REAL / f"{WANDB}{kind}.csv"
+    if not path.exists():
+        pytest.skip(f"{path} absent")
+    df = pd.read_csv(path)
+    col = f"[paper]{run}_online - {key}"
+    s = df[["train/global_step", col]].dropna()
+    return s["train/global_step"].to_numpy(float), s[col].to_numpy(float)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def test_window_is_odd_and_bounded():
+    for n in (1, 10, 100, 333, 1000, 100000):
+        w = default_window(n)
+        assert w % 2 == 1 and 7 <= w <= 51
+
+
+def test_rolling_median_constant_and_edges():
+    v = np.array([1.0, 1.0, 5.0, 1.0, 1.0, 1.0, 9.0, 1.0, 1.0])
+    out = rolling_median(v, 3)
+    assert out.shape == v.shape
+    assert np.all(out == 1.0)  # single outliers vanish, edges use the shrunken window
+    assert rolling_median(np.array([2.0, 4.0]), 7).tolist() == [3.0, 3.0]
+
+
+def test_noise_sd_recovers_white_noise_under_a_trend():
+    rng = np.random.default_rng(0)
+    v = np.linspace(0, 5, 4000) + rng.normal(0, 0.2, 4000)
+    assert noise_sd(v) == pytest.approx(0.2, rel=0.08)
+
+
+# --------------------------------------------------------------------------- collapse
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_planted_collapse_found_at_the_break(seed):
+    rng = np.random.default_rng(seed)
+    n = 600
+    p = rise_plateau(n, 60)
+    p[400:] = 0.35
+    steps = np.arange(n) * 2.0 + 10  # a step grid of 2 starting at 10
+    c = find_collapse(steps, binary_batch(p, rng, 64))
+    assert c is not None
+    assert abs(c.step - steps[400]) <= 20
+    assert c.level_before == pytest.approx(0.7, abs=0.05)
+    assert c.level_after == pytest.approx(0.35, abs=0.05)
+    assert c.relative_drop == pytest.approx(0.5, abs=0.1)
+    assert c.peak_step < c.step <= c.detected_step
+    assert not c.recovered and c.duration > 300
+    assert set(c.summary()) >= {"step", "peak_step", "level_before", "level_after", "relative_drop", "duration"}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_healthy_noisy_runs_are_not_collapses(seed):
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(80, 1200))
+    p = rise_plateau(n, n * rng.uniform(0.05, 0.3), rng.uniform(0.0, 0.3), rng.uniform(0.5, 0.95))
+    assert find_collapse(np.arange(n, dtype=float), binary_batch(p, rng, 16)) is None
+
+
+def test_single_dip_and_short_dip_are_not_collapses():
+    rng = np.random.default_rng(1)
+    p = rise_plateau(500, 40)
+    v = binary_batch(p, rng, 64)
+    v[300] = 0.0  # one bad batch
+    assert find_collapse(np.arange(500.0), v) is None
+    v[300:304] = 0.1  # four bad batches
+    assert find_collapse(np.arange(500.0), v) is None
+
+
+def test_underdamped_overshoot_is_not_a_collapse():
+    t = np.arange(400.0)
+    zeta, w0 = 0.35, 2 * np.pi / 120
+    a, wd = zeta * w0, w0 * np.sqrt(1 - zeta**2)
+    p = 0.7 - 0.5 * np.exp(-a * t) * (np.cos(wd * t) + a / wd * np.sin(wd * t))
+    rng = np.random.default_rng(2)
+    assert find_collapse(t, binary_batch(p, rng, 64)) is None
+
+
+def test_collapse_at_the_end_counts_when_it_lasts_to_the_end():
+    rng = np.random.default_rng(3)
+    p = rise_plateau(1000, 80)
+    p[930:] = 0.3
+    c = find_collapse(np.arange(1000.0), binary_batch(p, rng, 64))
+    assert c is not None and 900 <= c.step <= 940
+
+
+def test_too_short_series_gives_none():
+    assert find_collapse(np.arange(10.0), np.ones(10)) is None
+
+
+# --------------------------------------------------------------------------- rise
+
+
+def test_rise_with_precursor_spike():
+    rng = np.random.default_rng(4)
+    g = 0.1 * np.exp(rng.normal(0, 0.2, 1000))
+    g[600:] *= 8
+    g[470] = 0.9
+    r = find_rise(np.arange(1000.0), g)
+    assert r is not None
+    assert 595 <= r.step <= 605
+    assert r.ratio == pytest.approx(8, rel=0.15)
+    assert r.precursor_step == 470 and r.first_step == 470
+    assert r.to_end
+
+
+def test_isolated_spikes_are_not_a_rise():
+    rng = np.random.default_rng(5)
+    g = 0.1 * np.exp(rng.normal(0, 0.3, 800))
+    g[[100, 300, 301, 500]] = 5.0
+    assert find_rise(np.arange(800.0), g) is None
+
+
+# --------------------------------------------------------------------------- real logs
+
+
+def test_real_grpo_collapses_near_900_and_grad_norm_rises_from_749():
+    s, v = wandb_series("TrainReward", "GRPO", "train/reward")
+    c = find_collapse(s, v)
+    assert c is not None
+    assert 850 <= c.step <= 950 and 850 <= c.detected_step <= 950
+    assert c.relative_drop == pytest.approx(0.5, abs=0.1)  # "falls by about half"
+    gs, g = wandb_series("GradNorm", "GRPO", "train/grad_norm")
+    r = find_rise(gs, g)
+    assert r is not None and 850 <= r.step <= 950
+    assert 700 <= r.first_step <= 800
+    assert r.precursor_step == 749  # the first point above 0.5
+
+
+def test_real_gspo_collapses_near_1200_and_gepo_stays_healthy():
+    s, v = wandb_series("TrainReward", "GSPO", "train/reward")
+    c = find_collapse(s, v)
+    assert c is not None and 1150 <= c.step <= 1250
+    s, v = wandb_series("TrainReward", "GEPO", "train/reward")
+    assert find_collapse(s, v) is None
+    gs, g = wandb_series("GradNorm", "GEPO", "train/grad_norm")
+    assert find_rise(gs, g) is None

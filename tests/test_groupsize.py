@@ -1,0 +1,131 @@
+"""Group size per run and the group-size predictions across runs (grpofit.groupsize)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from grpofit.diagnostics.degeneracy import expected_zero_std
+from grpofit.groupsize import from_config, from_name, group_size_analysis, group_size_of
+from grpofit.runs import make_run
+
+
+@pytest.mark.parametrize(
+    "config, value, key",
+    [
+        ({"num_generations": 8, "learning_rate": 1e-6}, 8, "num_generations"),
+        ({"actor_rollout_ref.rollout.n": "16"}, 16, "actor_rollout_ref.rollout.n"),
+        ({"actor_rollout_ref/rollout/n": 5.0}, 5, "actor_rollout_ref/rollout/n"),
+        ({"n_samples_per_prompt.value": 4}, 4, "n_samples_per_prompt.value"),
+        ({"trainer.group_size": {"value": 12}}, 12, "trainer.group_size"),
+        ({"num_generations": "auto"}, None, None),
+        ({"lr": 3}, None, None),
+    ],
+)
+def test_group_size_from_config(config, value, key):
+    gs = from_config(config)
+    assert gs.value == value
+    assert gs.source == (f"config:{key}" if key else None)
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("grpo_G8_seed1", 8),
+        ("runs/qwen-g16/log.csv", 16),
+        ("num_generations4", 4),
+        ("exp_group_size=32", 32),
+        ("sweep_n16_lr1e-6", 16),
+        ("Qwen2.5-7B-gsm8k", None),
+        ("[paper]GRPO_online", None),
+        ("gpt2_lr3e-6", None),
+    ],
+)
+def test_group_size_from_name(name, value):
+    assert from_name(name).value == value
+
+
+def test_precedence_argument_then_config_then_name():
+    run = make_run("grpo_G4", "x", "csv", {"step": [1, 2], "reward": [0.1, 0.2]}, config={"num_generations": 8})
+    assert group_size_of(run, 16).summary() == {"value": 16, "source": "argument"}
+    assert group_size_of(run).summary() == {"value": 8, "source": "config:num_generations"}
+    run.config = {}
+    assert group_size_of(run).summary() == {"value": 4, "source": "name:G4"}
+
+
+def test_mean_field_zero_variance_fraction():
+    assert expected_zero_std(0.5, 2) == pytest.approx(0.5)
+    assert expected_zero_std(0.0, 8) == 1.0 and expected_zero_std(1.0, 8) == 1.0
+    assert expected_zero_std(0.9, 8) == pytest.approx(0.9**8 + 0.1**8)
+
+
+# ------------------------------------------------------------------ analysis over fake fits
+
+
+@dataclass
+class Est:
+    value: float
+    stderr: float
+
+
+@dataclass
+class Model:
+    params: dict
+
+
+@dataclass
+class Fit:
+    run: str
+    models: dict
+
+
+def fake_fit(name, plateau, timescale, se=0.01, tse=2.0):
+    return Fit(name, {"exponential": Model({"plateau": Est(plateau, se), "timescale": Est(timescale, tse)})})
+
+
+def test_invariance_and_one_over_g_are_confirmed_when_true():
+    rng = np.random.default_rng(0)
+    items = []
+    for g in (4, 8, 16):
+        for i in range(3):
+            fit = fake_fit(f"G{g}_{i}", 0.7 + rng.normal(0, 0.01), 50 + rng.normal(0, 2))
+            var = 0.004 / g * np.exp(rng.normal(0, 0.1))
+            items.append((fit, g, var))
+    out = group_size_analysis(items)
+    assert out["testable"] and out["group_sizes"] == [4, 8, 16]
+    assert out["plateau"]["consistent"] and out["timescale"]["consistent"]
+    assert len(out["plateau"]["pairs"]) == 3 and {tuple(p["G"]) for p in out["plateau"]["pairs"]} == {(4, 8), (4, 16), (8, 16)}
+    vs = out["variance_scaling"]
+    assert vs["slope"] == pytest.approx(-1, abs=0.15)
+    lo, hi = vs["ci95"]
+    assert lo <= -1 <= hi and vs["decided"] and vs["consistent_with_1_over_G"]
+    assert "consistent with 1/G" in out["summary"]
+
+
+def test_plateau_depending_on_g_is_reported():
+    items = [(fake_fit(f"G{g}", 0.5 + 0.02 * g, 50), g, 0.001) for g in (4, 8, 16)]
+    out = group_size_analysis(items)
+    assert out["plateau"]["verdict"] == "depends on G"
+    assert not out["plateau"]["consistent"]
+    assert out["variance_scaling"]["ci95"] is not None
+
+
+def test_single_group_size_is_not_testable():
+    items = [(fake_fit("a", 0.7, 50), 8, 0.001), (fake_fit("b", 0.7, 50), 8, 0.002), (fake_fit("c", 0.7, 50), None, None)]
+    out = group_size_analysis(items)
+    assert out["testable"] is False and "G=8" in out["summary"]
+    assert group_size_analysis([])["testable"] is False
+
+
+def test_two_runs_say_they_cannot_give_an_interval():
+    out = group_size_analysis([(fake_fit("a", 0.7, 50), 4, 0.002), (fake_fit("b", 0.7, 50), 16, 0.0005)])
+    assert out["variance_scaling"]["ci95"] is None and not out["variance_scaling"]["decided"]
+    assert "too few runs" in out["summary"]
+
+
+def test_wide_intervals_say_so():
+    items = [(fake_fit(f"G{g}", 0.7, 50, se=1.0, tse=100), g, 0.001) for g in (4, 8)]
+    out = group_size_analysis(items)
+    assert out["plateau"]["verdict"] == "intervals too wide to tell"
