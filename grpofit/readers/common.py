@@ -1,0 +1,52 @@
+"""What every text reader does last: attach hyperparameters, call ``make_run``, check it."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from grpofit.errors import ReadError
+from grpofit.readers.source import SUPPORTED_HINT, Source
+from grpofit.runs import Run, make_run
+
+
+def build_run(
+    src: Source,
+    fmt: str,
+    table: Mapping[str, Sequence[Any] | np.ndarray],
+    *,
+    step: str | None,
+    warnings: list[str] | None = None,
+    stats: Mapping[str, int] | None = None,
+    name: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    config_source: str | None = None,
+) -> Run:
+    """``make_run`` plus the run's hyperparameters (found next to the file) and reader stats.
+
+    Raises :class:`ReadError` when no column holds a single number.
+    """
+    if config is None and src.path is not None:
+        from grpofit.readers.config import config_near
+
+        config, config_source = config_near(src.path)
+    run = make_run(
+        name or src.name,
+        src.name,
+        fmt,
+        table,
+        step=step,
+        config=config,
+        config_source=config_source,
+        warnings=warnings,
+    )
+    if stats:
+        run.stats.update({k: int(v) for k, v in stats.items() if v})
+    if not run.numeric_columns():
+        raise ReadError(
+            "holds no numeric metric values",
+            path=src.name,
+            fix=f"check that this is a training log ({SUPPORTED_HINT})",
+        )
+    return run

@@ -1,0 +1,133 @@
+"""Console logs: verl's ``step:N - key:value - ...`` lines and TRL's printed metric dicts.
+
+Nothing from a log is ever executed: values are parsed with ``float`` and dict lines with
+``ast.literal_eval`` (literals only).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from grpofit.errors import ReadError
+from grpofit.readers.common import build_run
+from grpofit.readers.sniff import ANSI
+from grpofit.readers.source import Source
+from grpofit.runs import Run
+
+_VERL_STEP = re.compile(r"(?:^|[\s)>\]|])step:\s*(\d+)\s+-\s+(.*)$")
+_PREFIX = re.compile(r"^\s*\([^()]*pid=\d+[^()]*\)\s*")
+_WRAPPED = re.compile(r"^[A-Za-z_][\w.]*\((.*)\)$")
+_TRL_DICT = re.compile(r"\{'[^{}\n]*\}")
+_MAX_DUMP = 2_000_000
+
+
+def parse_value(text: str) -> float | None:
+    """``0.1``, ``np.float64(0.1)``, ``tensor(0.1, device='cuda:0')``, ``nan``, ``True`` -> float."""
+    s = text.strip().strip("'\"")
+    m = _WRAPPED.match(s)
+    if m:
+        s = m.group(1).split(",", 1)[0].strip().strip("'\"")
+    if s.startswith("[") and s.endswith("]") and "," not in s:
+        s = s[1:-1]  # a one-element list, e.g. actor/lr:[1e-06]
+    try:
+        return float(s)
+    except ValueError:
+        low = s.lower()
+        if low in ("true", "false"):
+            return float(low == "true")
+        return None
+
+
+def parse_verl_line(line: str) -> dict[str, float | None] | None:
+    """One metric line as ``{"step": N, key: value, ...}``, or None if it is not one."""
+    m = _VERL_STEP.search(line)
+    if not m:
+        return None
+    row: dict[str, float | None] = {"step": float(m.group(1))}
+    for part in m.group(2).split(" - "):
+        key, sep, value = part.partition(":")
+        key = key.strip()
+        if sep and key:
+            row[key] = parse_value(value)
+    return row
+
+
+def read_verl_console(src: Source, fmt: str = "verl-console", *, step: str | None = None) -> list[Run]:
+    """Metric lines of a verl console log (ANSI codes and Ray ``(TaskRunner pid=...)`` prefixes
+    stripped); the config dump printed before training becomes the run's config."""
+    rows: list[dict] = []
+    dump: list[str] = []
+    depth = size = 0
+    dump_done = False
+    config: dict | None = None
+    for raw in src.read_text().splitlines():
+        line = _PREFIX.sub("", ANSI.sub("", raw)).rstrip("\r")
+        row = parse_verl_line(line)
+        if row is not None:
+            rows.append(row)
+            continue
+        if not dump_done and (depth or line.startswith("{'")):
+            dump.append(line)
+            size += len(line)
+            depth += line.count("{") - line.count("}")
+            if depth <= 0 or size > _MAX_DUMP:
+                config = _literal_config("\n".join(dump)) if size <= _MAX_DUMP else None
+                dump_done = config is not None
+                dump, depth, size = [], 0, 0
+    if not rows:
+        raise ReadError("has no verl metric lines (step:N - key:value)", path=src.name, fix="point at the training stdout log")
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(r))
+    table = {k: [r.get(k) for r in rows] for k in keys}
+    cfg, cfg_src = None, None
+    if config:
+        from grpofit.readers.config import flatten
+
+        cfg, cfg_src = flatten(config), f"{src.name} (config dump)"
+    return [build_run(src, "verl-console", table, step=step, config=cfg, config_source=cfg_src, stats={"metric_lines": len(rows)})]
+
+
+def _literal_config(text: str) -> dict | None:
+    try:
+        obj = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def read_trl_console(src: Source, fmt: str = "trl-console", *, step: str | None = None) -> list[Run]:
+    """Metric dicts printed by the HF Trainer (values often quoted strings; tqdm ``\\r``
+    redraws on the same line). Eval dicts merge into the preceding training row; the final
+    summary dict (``train_runtime``) is dropped."""
+    rows: list[dict] = []
+    bad = 0
+    text = ANSI.sub("", src.read_text())
+    for m in _TRL_DICT.finditer(text):
+        try:
+            obj = ast.literal_eval(m.group(0))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            bad += 1
+            continue
+        if not isinstance(obj, dict) or "train_runtime" in obj:
+            continue
+        row = {str(k): parse_value(str(v)) for k, v in obj.items() if not isinstance(v, (dict, list))}
+        if not any(v is not None for v in row.values()):
+            continue
+        if rows and all(k.startswith("eval_") or k in ("epoch", "step") for k in row):
+            rows[-1].update({k: v for k, v in row.items() if k != "epoch"})
+        else:
+            rows.append(row)
+    if not rows:
+        raise ReadError("has no metric dict lines ({'loss': ...})", path=src.name, fix="point at the training stdout log")
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(r))
+    table = {k: [r.get(k) for r in rows] for k in keys}
+    warnings = []
+    if "step" not in keys and step is None:
+        warnings.append("console dicts carry no step; steps are the log row numbers (times logging_steps)")
+    if bad:
+        warnings.append(f"{bad} dict-like line(s) could not be parsed and were skipped")
+    return [build_run(src, "trl-console", table, step=step, warnings=warnings, stats={"metric_lines": len(rows)})]

@@ -1,0 +1,178 @@
+"""CSV and TSV logs: wide tables, long ``step,key,value`` tables, W&B panel exports and W&B API
+history dumps. Parsing is pandas' C engine (hundreds of MB/s); everything after it is numpy.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from grpofit.errors import ReadError
+from grpofit.readers.common import build_run
+from grpofit.readers.sniff import sniff_delimiter
+from grpofit.readers.source import Source, decode
+from grpofit.runs import Run
+
+_BOUND = re.compile(r"__(MIN|MAX)\Z")
+_UNNAMED = re.compile(r"Unnamed: \d+\Z")
+
+
+def read_delimited(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
+    """Read a delimited log sniffed as ``fmt`` (csv, tsv, csv-long, wandb-export, wandb-history)."""
+    delim = sniff_delimiter(decode(src.head(64 * 1024)))
+    df = _read_frame(src, delim)
+    if len(df) == 0:
+        raise ReadError(
+            "has a header but no data rows",
+            path=src.name,
+            fix="wait until the run logs its first step, or check the export",
+        )
+    if fmt == "csv-long":
+        return [_long(src, df, step)]
+    if fmt == "wandb-export":
+        return _wandb_export(src, df, step)
+    table, warnings, dropped = numeric_table(df)
+    return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"dropped_columns": dropped})]
+
+
+def _read_frame(src: Source, delim: str):
+    import pandas as pd
+
+    target = src.path if src.path is not None else src.open()
+    try:
+        return pd.read_csv(
+            target,
+            sep=delim,
+            engine="c",
+            encoding="utf-8-sig",
+            encoding_errors="replace",
+            skip_blank_lines=True,
+        )
+    except pd.errors.EmptyDataError as exc:
+        raise ReadError("the file is empty", path=src.name, fix="point at a log that has rows") from exc
+    except pd.errors.ParserError as exc:
+        detail = " ".join(str(exc).split())
+        raise ReadError(
+            f"is not a well-formed {'TSV' if delim == chr(9) else 'CSV'} table ({detail})",
+            path=src.name,
+            fix="every row needs as many cells as the header; repair or remove the bad row",
+        ) from exc
+
+
+def numeric_table(df) -> tuple[dict[str, np.ndarray], list[str], int]:
+    """Columns as float64 arrays; text columns dropped, stray text cells made NaN (warned)."""
+    import pandas as pd
+
+    table: dict[str, np.ndarray] = {}
+    warnings: list[str] = []
+    dropped: list[str] = []
+    n = len(df)
+    for col in df.columns:
+        name = str(col)
+        s = df[col]
+        if s.dtype.kind in "fiub":
+            values = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            values = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+            present = int(s.notna().sum())
+            bad = present - int(np.isfinite(values).sum() + np.isinf(values).sum())
+            if present and bad == present:
+                dropped.append(name)
+                continue
+            if bad:
+                warnings.append(f"column {name!r}: {bad} non-numeric value(s) treated as missing")
+        if _UNNAMED.match(name) and n and np.array_equal(values, np.arange(n)):
+            continue  # a pandas index written by to_csv()
+        table[name] = values
+    if dropped:
+        shown = ", ".join(dropped[:5]) + (" ..." if len(dropped) > 5 else "")
+        warnings.append(f"{len(dropped)} text column(s) ignored: {shown}")
+    return table, warnings, len(dropped)
+
+
+def _long(src: Source, df, step: str | None) -> Run:
+    """``step,key,value`` rows pivoted wide; a repeated (step, key) keeps its last value."""
+    import pandas as pd
+
+    low = {str(c).lower(): c for c in df.columns}
+    step_col = next(low[h] for h in ("step", "global_step", "train/global_step", "_step", "steps", "iteration", "iter") if h in low)
+    key_col = next(low[h] for h in ("key", "metric", "tag", "name", "metric_name", "series") if h in low)
+    val_col = next(low[h] for h in ("value", "val", "metric_value", "y") if h in low)
+    steps = pd.to_numeric(df[step_col], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    values = pd.to_numeric(df[val_col], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    keys = df[key_col].astype(str).to_numpy()
+    keep = np.isfinite(steps) & ~np.isnan(values)
+    stats = {"rows": len(df), "rows_without_step": int((~np.isfinite(steps)).sum())}
+    frame = pd.DataFrame({"s": steps[keep], "k": keys[keep], "v": values[keep]})
+    before = len(frame)
+    frame = frame.drop_duplicates(subset=["s", "k"], keep="last")
+    warnings = []
+    if before != len(frame):
+        warnings.append(f"{before - len(frame)} repeated (step, key) pair(s); kept the last value of each")
+        stats["duplicates"] = before - len(frame)
+    key_codes, key_names = pd.factorize(frame["k"], sort=False)
+    step_codes, uniq = pd.factorize(frame["s"], sort=False)
+    grid = np.full((len(uniq), len(key_names)), np.nan)
+    grid[step_codes, key_codes] = frame["v"].to_numpy()
+    step_name = str(step_col) if step is None else step
+    table = {str(step_col): np.asarray(uniq, dtype=np.float64)}
+    for j, k in enumerate(key_names):
+        if str(k) != str(step_col):
+            table[str(k)] = grid[:, j]
+    run = build_run(src, "csv-long", table, step=step_name, warnings=warnings)
+    run.stats.update({k: v for k, v in stats.items() if v})
+    return run
+
+
+def split_export_header(header: str) -> tuple[str, str] | None:
+    """``"<run name> - <key>"`` split on the FIRST ``" - "``; None for ``__MIN``/``__MAX`` bounds."""
+    if " - " not in header or _BOUND.search(header):
+        return None
+    run, key = header.split(" - ", 1)
+    return run, key
+
+
+def _wandb_export(src: Source, df, step: str | None) -> list[Run]:
+    """One Run per W&B run in a panel export; the first column is the panel's x axis."""
+    table, warnings, _ = numeric_table(df)
+    xname = str(df.columns[0])
+    if xname not in table:
+        raise ReadError(
+            f"the x axis column {xname!r} of this W&B export is not numeric",
+            path=src.name,
+            fix="export the panel with a step axis (train/global_step or Step)",
+        )
+    x = table[xname]
+    groups: dict[str, dict[str, np.ndarray]] = {}
+    for col in df.columns[1:]:
+        split = split_export_header(str(col))
+        if split is None or str(col) not in table:
+            continue
+        run_name, key = split
+        if key != xname:
+            groups.setdefault(run_name, {})[key] = table[str(col)]
+    if not groups:
+        raise ReadError("holds no run columns", path=src.name, fix='expect headers like "<run name> - <key>"')
+    runs: list[Run] = []
+    for run_name, cols in groups.items():
+        has = np.zeros(len(x), dtype=bool)
+        for v in cols.values():
+            has |= ~np.isnan(v)
+        if not has.any():
+            warnings.append(f"run {run_name!r} has no values in this export; skipped it")
+            continue
+        run_table = {xname: x[has], **{k: v[has] for k, v in cols.items()}}
+        run = build_run(
+            src,
+            "wandb-export",
+            run_table,
+            step=step or xname,
+            warnings=list(warnings),
+            name=f"{src.name}::{run_name}",
+            stats={"rows_without_data": int((~has).sum())},
+        )
+        runs.append(run)
+    if not runs:
+        raise ReadError("holds no values for any run", path=src.name, fix="re-export the panel with data")
+    return runs

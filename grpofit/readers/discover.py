@@ -1,0 +1,230 @@
+"""Find every run under the paths given to ``grpofit diagnose``.
+
+One run container is one :class:`RunSource`: a log file, a W&B run folder
+(``wandb/run-*/`` or ``offline-run-*/`` holding ``run-<id>.wandb`` or
+``files/wandb-history.jsonl``), a ``checkpoint-N/`` folder (only the newest of an HF output
+dir), or a TensorBoard log dir (a folder holding ``events.out.tfevents.*``). Files that are
+clearly not logs (model weights, tokenizer files, READMEs, configs, images) are ignored.
+Directories are tracked by real path, so symlink loops and ``latest-run`` links cannot hang or
+duplicate the walk.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from grpofit.errors import ReadError
+
+#: suffixes of candidate log files
+LOG_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".log", ".txt", ".tfevents", ".wandb", ".ndjson")
+#: candidate suffixes whose content is peeked at before they count as logs
+PEEK_SUFFIXES = (".json", ".log", ".txt")
+#: file names that are never logs even with a log's suffix
+IGNORE_NAMES = frozenset(
+    {
+        "config.json",
+        "generation_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "added_tokens.json",
+        "vocab.json",
+        "vocab.txt",
+        "merges.txt",
+        "adapter_config.json",
+        "preprocessor_config.json",
+        "chat_template.json",
+        "model.safetensors.index.json",
+        "pytorch_model.bin.index.json",
+        "training_args.json",
+        "args.json",
+        "wandb-metadata.json",
+        "wandb-summary.json",
+        "requirements.txt",
+        "package.json",
+        "package-lock.json",
+        "debug.log",
+        "debug-internal.log",
+        "latest_checkpointed_iteration.txt",
+    }
+)
+_IGNORE_PREFIX = re.compile(r"^(readme|license|licence|notice|changelog|copying)", re.IGNORECASE)
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+_WANDB_RUN = re.compile(r"^(?:offline-)?run-")
+_WANDB_FILE = re.compile(r"^run-.*\.wandb$")
+TFEVENTS_PREFIX = "events.out.tfevents."
+
+
+@dataclass(frozen=True, order=True)
+class RunSource:
+    """One run container: ``kind`` is ``file``, ``wandb-run``, ``checkpoint``, ``tensorboard``
+    or ``stdin``."""
+
+    path: str
+    kind: str
+
+
+def dir_kind(path: str) -> str | None:
+    """What a folder is as a run container: ``wandb-run``, ``checkpoint``, ``hf-output`` (holds
+    checkpoint-N folders), ``tensorboard``, or None for a plain folder."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return None
+    return _kind(path, names)
+
+
+def _kind(path: str, names: list[str]) -> str | None:
+    base = os.path.basename(os.path.normpath(path))
+    if _WANDB_RUN.match(base) and (
+        any(_WANDB_FILE.match(n) for n in names) or os.path.isfile(os.path.join(path, "files", "wandb-history.jsonl"))
+    ):
+        return "wandb-run"
+    if _CHECKPOINT.match(base) and "trainer_state.json" in names:
+        return "checkpoint"
+    if any(n.startswith(TFEVENTS_PREFIX) for n in names):
+        return "tensorboard"
+    if newest_checkpoint(path, names) is not None:
+        return "hf-output"
+    return None
+
+
+def newest_checkpoint(folder: str, names: list[str] | None = None) -> str | None:
+    """The ``checkpoint-N`` folder with the largest N that holds a trainer_state.json."""
+    if names is None:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return None
+    best: tuple[int, str] | None = None
+    for n in names:
+        m = _CHECKPOINT.match(n)
+        if m and os.path.isfile(os.path.join(folder, n, "trainer_state.json")):
+            if best is None or int(m.group(1)) > best[0]:
+                best = (int(m.group(1)), n)
+    return os.path.join(folder, best[1]) if best else None
+
+
+def is_candidate_file(name: str) -> bool:
+    """By name alone: could this file be a training log?"""
+    low = name.lower()
+    if low in IGNORE_NAMES or _IGNORE_PREFIX.match(low):
+        return False
+    return low.endswith(LOG_SUFFIXES) or low.startswith(TFEVENTS_PREFIX)
+
+
+def looks_like_log(path: str) -> bool:
+    """Peek at a .json/.log/.txt file: does its content look like a supported log?"""
+    from grpofit.readers.sniff import sniff
+    from grpofit.readers.source import Source
+
+    src = Source(path, path=path)
+    try:
+        head = src.head(64 * 1024)
+        if path.lower().endswith(".json"):
+            text = head.lstrip()
+            if text.startswith(b"["):
+                return True
+            if not text.startswith(b"{"):
+                return False
+            return b'"log_history"' in head or _first_line_is_object(text)
+        sniff(head, path, src.tail(64 * 1024))
+    except (OSError, ReadError):
+        return False
+    return True
+
+
+def _first_line_is_object(text: bytes) -> bool:
+    import json
+
+    try:
+        return isinstance(json.loads(text.split(b"\n", 1)[0]), dict)
+    except ValueError:
+        return False
+
+
+def discover(paths: list[str]) -> list[RunSource]:
+    """Every run under ``paths``: files given explicitly always count; folders are walked.
+
+    Results are sorted by path within each argument (arguments keep their order) and each
+    real file or folder appears once. Raises :class:`ReadError` for a missing path or a
+    folder without any log.
+    """
+    out: list[RunSource] = []
+    seen: set[str] = set()
+    for p in paths:
+        if p == "-":
+            out.append(RunSource("-", "stdin"))
+            continue
+        if not os.path.exists(p):
+            raise ReadError("no such file or directory", path=p, fix="check the path")
+        if os.path.isdir(p):
+            found = _walk(p)
+            if not found:
+                raise ReadError(
+                    "holds no training logs",
+                    path=p,
+                    fix="point at a log file (.csv, .jsonl, trainer_state.json, events.out.tfevents.*) "
+                    "or a folder that contains one",
+                )
+        else:
+            found = [RunSource(p, "file")]
+        for src in sorted(found):
+            real = os.path.realpath(src.path)
+            if real not in seen:
+                seen.add(real)
+                out.append(src)
+    return out
+
+
+def _walk(root: str) -> list[RunSource]:
+    found: list[RunSource] = []
+    visited: set[str] = set()
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        real = os.path.realpath(folder)
+        if real in visited:
+            continue
+        visited.add(real)
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: (e.is_symlink(), e.name))
+        except OSError:
+            continue
+        names = [e.name for e in entries]
+        kind = _kind(folder, names)
+        if kind in ("wandb-run", "checkpoint"):
+            found.append(RunSource(folder, kind))
+            continue
+        if kind == "tensorboard":
+            found.append(RunSource(folder, "tensorboard"))
+        has_state = "trainer_state.json" in names
+        newest = None if has_state else newest_checkpoint(folder, names)
+        subdirs = []
+        for e in entries:
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                continue
+            if is_dir:
+                if e.name.startswith(".") or e.name in _SKIP_DIRS:
+                    continue
+                if _CHECKPOINT.match(e.name) and os.path.isfile(os.path.join(e.path, "trainer_state.json")):
+                    # only the newest checkpoint stands for the run (none if the output dir has
+                    # its own final trainer_state.json)
+                    if newest is not None and e.path == newest:
+                        found.append(RunSource(e.path, "checkpoint"))
+                    continue
+                subdirs.append(e.path)
+            elif kind == "tensorboard" and e.name.startswith(TFEVENTS_PREFIX):
+                continue
+            elif is_candidate_file(e.name):
+                if e.name.lower().endswith(PEEK_SUFFIXES) and not looks_like_log(e.path):
+                    continue
+                found.append(RunSource(e.path, "file"))
+        stack.extend(reversed(subdirs))
+    return found

@@ -1,0 +1,80 @@
+"""Where a log's bytes come from: a file on disk or bytes already in memory (stdin).
+
+Readers take a :class:`Source` so that one code path serves ``read_path`` and ``read_bytes``;
+large files are streamed from disk and never read twice into memory.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from typing import BinaryIO
+
+#: how much of a file the sniffer looks at, from each end
+PEEK = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Source:
+    """A log container: ``path`` on disk, or ``data`` in memory (then ``path`` is None)."""
+
+    name: str  #: what the user called it (the path as given, or ``-``)
+    path: str | None = None
+    data: bytes | None = None
+
+    def open(self) -> BinaryIO:
+        """A binary file object positioned at the start."""
+        if self.data is not None:
+            return io.BytesIO(self.data)
+        return open(self.path, "rb")  # noqa: SIM115 - the caller closes it
+
+    def size(self) -> int:
+        if self.data is not None:
+            return len(self.data)
+        return os.path.getsize(self.path)
+
+    def head(self, n: int = PEEK) -> bytes:
+        if self.data is not None:
+            return self.data[:n]
+        with open(self.path, "rb") as f:
+            return f.read(n)
+
+    def tail(self, n: int = PEEK) -> bytes:
+        """The last ``n`` bytes (empty when the head already covers the whole content)."""
+        size = self.size()
+        if size <= n:
+            return b""
+        if self.data is not None:
+            return self.data[-n:]
+        with open(self.path, "rb") as f:
+            f.seek(size - n)
+            return f.read(n)
+
+    def read_bytes(self) -> bytes:
+        if self.data is not None:
+            return self.data
+        with open(self.path, "rb") as f:
+            return f.read()
+
+    def read_text(self) -> str:
+        """The whole content as text (UTF-8, a BOM dropped, bad bytes replaced)."""
+        return decode(self.read_bytes())
+
+    @property
+    def folder(self) -> str | None:
+        """The folder holding the file, where hyperparameters may live next to it."""
+        return os.path.dirname(os.path.abspath(self.path)) if self.path else None
+
+
+def decode(raw: bytes) -> str:
+    """UTF-8 text without a BOM; undecodable bytes become U+FFFD."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    return raw.decode("utf-8", errors="replace")
+
+#: short list of what grpofit reads, for error messages
+SUPPORTED_HINT = (
+    "CSV/TSV, JSONL, trainer_state.json, W&B exports or run folders, "
+    "events.out.tfevents.*, verl/TRL console logs"
+)
