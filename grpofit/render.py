@@ -61,10 +61,35 @@ def estimate_text(p: dict | None) -> str:
     return text
 
 
+def esc(text: Any) -> str:
+    """Text from a log, safe for rich (run names like ``[paper]GRPO`` are not markup)."""
+    from rich.markup import escape
+
+    return escape(str(text))
+
+
 def _console(stderr: bool = False):
+    import os
+    import sys
+
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    stream = sys.stderr if stderr else sys.stdout
+    # a log file or CI console is wider than rich's 80-column default for non-terminals
+    width = None if stream.isatty() or os.environ.get("COLUMNS") else 140
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
+
+
+def short_names(names: list[str]) -> list[str]:
+    """Run names without the directory prefix they all share (for tables; JSON keeps full names)."""
+    import os
+
+    paths = [n.split("::", 1)[0] for n in names]
+    dirs = [os.path.dirname(p) for p in paths]
+    common = os.path.commonpath(dirs) if dirs and all(d.startswith("/") == dirs[0].startswith("/") for d in dirs) else ""
+    if not common or common == "/":
+        return list(names)
+    return [n[len(common):].lstrip("/") or n for n in names]
 
 
 def print_tables(tables: Iterable[Any]) -> None:
@@ -77,43 +102,38 @@ def print_tables(tables: Iterable[Any]) -> None:
 
 
 def fit_tables(runs: list[dict]) -> list[Any]:
-    """One rich table per fitted run: a row per model, a column per reported quantity."""
+    """One rich table per fitted run: a row per reported quantity, a column per model."""
     from rich.table import Table
 
     out = []
     for r in runs:
-        steps = r.get("steps") or [None, None]
-        noise = r.get("noise") or {}
-        caption = [f"{r.get('n_points')} points, steps {num(steps[0])}-{num(steps[1])} ({r.get('step_column')})"]
-        if noise.get("noise_sd") is not None:
-            ceiling = noise.get("r2_ceiling")
-            caption.append(
-                f"noise floor sd {num(noise['noise_sd'])}"
-                + (f", best reachable R² {num(ceiling)}" if ceiling is not None else "")
-            )
-        if r.get("collapse"):
-            c = r["collapse"]
-            caption.append(f"reward collapses at step {num(c.get('step'))}: fitted the part before it")
-        caption.append(f"preferred: {r.get('preferred') or '-'}")
-        table = Table(title=f"{r.get('run')}  [{r.get('metric')}]", caption="; ".join(caption), title_justify="left")
-        table.add_column("model")
-        table.add_column("R²", justify="right")
-        table.add_column("BIC", justify="right")
-        for key in PARAM_TITLES:
-            table.add_column(PARAM_TITLES[key])
-        table.add_column("regime")
-        for name, m in (r.get("models") or {}).items():
-            params = m.get("params") or {}
-            mark = " *" if name == r.get("preferred") else ""
-            table.add_row(
-                name + mark,
-                num(m.get("r2")),
-                num(m.get("bic"), 5),
-                *[estimate_text(params.get(k)) if k in params else "" for k in PARAM_TITLES],
-                m.get("regime") or "",
-            )
+        models = r.get("models") or {}
+        table = Table(title=esc(f"{r.get('run')}  [{r.get('metric')}]"), caption=esc(_fit_caption(r)), title_justify="left")
+        table.add_column("quantity")
+        for name in models:
+            table.add_column(name + (" (preferred)" if name == r.get("preferred") else ""))
+        for key, title in (("r2", "R²"), ("aic", "AIC"), ("bic", "BIC")):
+            table.add_row(title, *[num(m.get(key), 5 if key != "r2" else 3) for m in models.values()])
+        for key, title in PARAM_TITLES.items():
+            table.add_row(title, *[estimate_text((m.get("params") or {}).get(key)) if key in (m.get("params") or {}) else "" for m in models.values()])
+        table.add_row("regime", *[m.get("regime") or "" for m in models.values()])
         out.append(table)
     return out
+
+
+def _fit_caption(r: dict) -> str:
+    steps = r.get("steps") or [None, None]
+    noise = r.get("noise") or {}
+    parts = [f"{r.get('n_points')} points, steps {num(steps[0])}-{num(steps[1])} ({r.get('step_column')})"]
+    if noise.get("noise_sd") is not None:
+        ceiling = noise.get("r2_ceiling")
+        parts.append(
+            f"noise floor sd {num(noise['noise_sd'])}" + (f", best reachable R² {num(ceiling)}" if ceiling is not None else "")
+        )
+    if r.get("collapse"):
+        parts.append(f"reward collapses at step {num(r['collapse'].get('step'))}: fitted the part before it")
+    parts.append("value ± stderr [95% interval]")
+    return "; ".join(parts)
 
 
 def fit_notes(runs: list[dict]) -> list[str]:
@@ -159,17 +179,20 @@ def diagnose_table(doc: dict, *, color: bool = True) -> Any:
     from rich.table import Table
 
     table = Table(title="grpofit diagnose", title_justify="left")
-    for col in ("run", "R²", "p*", "1/K_eff", "inertia", "regime"):
-        table.add_column(col, justify="right" if col not in ("run", "regime") else "left")
+    table.add_column("run", overflow="fold", ratio=1)
+    for col in ("R²", "p*", "1/K_eff", "inertia", "regime"):
+        table.add_column(col, justify="left" if col == "regime" else "right", no_wrap=True)
     for m in MODES:
-        table.add_column(MODE_TITLES[m])
-    table.add_column("verdict")
-    for r in doc.get("runs", []):
+        table.add_column(MODE_TITLES[m], no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    runs, errors = doc.get("runs", []), doc.get("errors", [])
+    names = short_names([r.get("run", "") for r in runs] + [e.get("run", "") for e in errors])
+    for name, r in zip(names, runs):
         diags = r.get("diagnostics") or {}
         cells = [_status_cell(diags.get(m, {}).get("status", "unknown")) for m in MODES]
-        table.add_row(r.get("run"), *_fit_cells(r.get("fit")), *cells, _status_cell(r.get("verdict", "unknown")))
-    for e in doc.get("errors", []):
-        table.add_row(e.get("run"), *["-"] * 5, *["-"] * len(MODES), "[bold red]error[/]")
+        table.add_row(esc(name), *_fit_cells(r.get("fit")), *cells, _status_cell(r.get("verdict", "unknown")))
+    for name in names[len(runs):]:
+        table.add_row(esc(name), *["-"] * 5, *["-"] * len(MODES), "[bold red]error[/]")
     return table
 
 
@@ -254,11 +277,12 @@ def diagnose_junit(doc: dict) -> str:
 def key_value_table(title: str, rows: Iterable[tuple[str, Any]]) -> Any:
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left", show_header=False)
+    table = Table(title=esc(title), title_justify="left", show_header=False)
     table.add_column("key", style="bold")
     table.add_column("value")
     for k, v in rows:
-        table.add_row(str(k), v if isinstance(v, str) else num(v) if isinstance(v, (int, float)) or v is None else str(v))
+        text = num(v) if isinstance(v, (int, float)) or v is None else str(v)
+        table.add_row(esc(k), esc(text))
     return table
 
 
@@ -283,7 +307,8 @@ def inspect_tables(infos: list[dict]) -> list[Any]:
     out = []
     for info in infos:
         roles = info.get("roles") or {}
-        rows = [(k, v) for k, v in info.items() if k not in ("roles", "numeric_columns", "warnings", "gaps")]
+        skip = ("roles", "numeric_columns", "warnings", "gaps", "stats")
+        rows = [(k, v) for k, v in info.items() if k not in skip and v not in ({}, [], None)]
         gaps = info.get("gaps") or []
         rows.append(("gaps", "none" if not gaps else "; ".join(f"{num(a)}->{num(b)}" for a, b in gaps)))
         cols = info.get("numeric_columns") or []
@@ -295,7 +320,7 @@ def inspect_tables(infos: list[dict]) -> list[Any]:
         table.add_column("points", justify="right")
         for role, entry in roles.items():
             entry = entry or {}
-            table.add_row(role, entry.get("column") or "-", num(entry.get("points")))
+            table.add_row(role, esc(entry.get("column") or "-"), num(entry.get("points")))
         out.append(table)
     return out
 
