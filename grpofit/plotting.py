@@ -97,3 +97,17 @@ def fit_figure(results: list, *, collapses: list | None = None):
 def save_fit_figure(results: list, path: Path) -> None:
     check_suffix(path)
     _save(fit_figure(results), path)
+
+
+def save_what_if_figure(figure_data: Any, path: Path) -> None:
+    """The run, its baseline trajectory and the what-if trajectory (``predict --plot``)."""
+    check_suffix(path)
+    if figure_data is None:
+        raise UsageError(
+            "--plot needs a trajectory to draw", path=str(path), fix="add --from-run RUN and a --what-if-* option"
+        )
+    from grpofit.dynamics import plot_what_if
+
+    _pyplot()
+    result, observed = figure_data
+    _save(plot_what_if(result, observed=observed), path)
