@@ -1,0 +1,171 @@
+"""Seeded recovery harness for grpofit's fitter (shared by tests/test_fitting.py).
+
+``python -m tests.recovery [N] [SEED]`` fits N synthetic runs (grpofit.synthetic.recovery_set)
+and prints the accuracy, interval coverage, regime calls and timing, next to a baseline: a
+plain ``scipy.optimize.curve_fit`` loop of the oscillator with one start on the same data.
+Not collected by pytest (its name does not start with ``test_``).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from grpofit.fitting import fit_series
+from grpofit.models import guess_exponential, oscillator
+from grpofit.synthetic import recovery_set
+
+PLATEAU_TOL = 0.03
+TIMESCALE_TOL = 0.25
+
+
+def _inside(ci, value) -> bool:
+    if ci is None:
+        return True  # no interval claimed: not "confidently wrong"
+    lo = -math.inf if ci[0] is None else float(ci[0])
+    hi = math.inf if ci[1] is None else float(ci[1])
+    return bool(lo <= value <= hi)
+
+
+def evaluate(truth: dict, result) -> dict:
+    """Per-run scores of the oscillator fit against the truth."""
+    osc = result.models["oscillator"]
+    p = osc.params
+    pv, tv = p["plateau"].value, p["timescale"].value
+    p_ok = pv is not None and abs(pv - truth["plateau"]) <= PLATEAU_TOL
+    t_ok = tv is not None and abs(tv / truth["timescale"] - 1) <= TIMESCALE_TOL
+    p_cover = p["plateau"].ci95 is not None and _inside(p["plateau"].ci95, truth["plateau"])
+    confident_wrong = (not (p_ok and t_ok)) and (
+        (not p_ok and not _inside(p["plateau"].ci95, truth["plateau"]))
+        or (not t_ok and not _inside(p["timescale"].ci95, truth["timescale"]))
+    )
+    zeta = truth["damping_ratio"]
+    clear = zeta < 0.7 or zeta > 1.5
+    true_regime = "overdamped" if zeta > 1 else "underdamped"
+    return {
+        "recovered": p_ok and t_ok,
+        "plateau_ok": p_ok,
+        "timescale_ok": t_ok,
+        "plateau_covered": p_cover,
+        "confident_wrong": confident_wrong,
+        "clear": clear,
+        "regime": osc.regime,
+        "regime_wrong": clear and osc.regime not in ("indeterminate", true_regime),
+        "regime_indeterminate": clear and osc.regime == "indeterminate",
+        "zeta_covered": _inside(p["damping_ratio"].ci95, zeta) if p["damping_ratio"].ci95 else None,
+        "preferred": result.preferred,
+    }
+
+
+def baseline_fit(table: dict):
+    """Plain ``curve_fit`` of the oscillator, one start (tail/head/half-rise guess)."""
+    from scipy.optimize import curve_fit
+
+    t = table["step"] - table["step"][0]
+    y = table["reward"]
+    g = guess_exponential(t, y)
+    p0 = [g["plateau"], g["initial"], g["timescale"], 0.1 * g["timescale"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            popt, pcov = curve_fit(oscillator, t, y, p0=p0)
+        except Exception:
+            return None, None
+    return popt, pcov
+
+
+def run_recovery(n: int = 120, seed: int = 0, *, baseline: bool = True) -> dict:
+    """Fit ``n`` seeded runs; return the rates, timings and the per-run rows."""
+    runs = recovery_set(n, seed=seed)
+    fit_series(runs[0][1]["step"], runs[0][1]["reward"])  # warm imports
+    rows, times, btimes, brec, bcov = [], [], [], [], []
+    for truth, table in runs:  # interleaved, so load changes hit both timings alike
+        t0 = time.perf_counter()
+        res = fit_series(table["step"], table["reward"])
+        times.append(time.perf_counter() - t0)
+        row = evaluate(truth, res)
+        row["truth"] = truth
+        row["result"] = res
+        rows.append(row)
+        if baseline:
+            t0 = time.perf_counter()
+            popt, pcov = baseline_fit(table)
+            btimes.append(time.perf_counter() - t0)
+            ok = popt is not None and abs(popt[0] - truth["plateau"]) <= PLATEAU_TOL and abs(
+                popt[2] / truth["timescale"] - 1) <= TIMESCALE_TOL
+            brec.append(bool(ok))
+            se = 0.0
+            if popt is not None and np.isfinite(pcov[0, 0]) and pcov[0, 0] >= 0:
+                se = math.sqrt(pcov[0, 0])
+            bcov.append(popt is not None and abs(popt[0] - truth["plateau"]) <= 1.96 * se)
+    out = {"n": n, "rows": rows, "time_total": float(np.sum(times)),
+           "time_median": float(np.median(times))}
+    m = lambda key: float(np.mean([r[key] for r in rows]))
+    out["recovered"] = m("recovered")
+    out["plateau_ok"] = m("plateau_ok")
+    out["timescale_ok"] = m("timescale_ok")
+    out["plateau_coverage"] = m("plateau_covered")
+    out["confident_wrong"] = m("confident_wrong")
+    clear = [r for r in rows if r["clear"]]
+    out["n_clear"] = len(clear)
+    out["regime_wrong"] = float(np.mean([r["regime_wrong"] for r in clear])) if clear else 0.0
+    out["regime_indeterminate"] = (
+        float(np.mean([r["regime_indeterminate"] for r in clear])) if clear else 0.0
+    )
+    zc = [r["zeta_covered"] for r in rows if r["zeta_covered"] is not None]
+    out["zeta_coverage"] = float(np.mean(zc)) if zc else None
+    if baseline:
+        out["baseline_time_total"] = float(np.sum(btimes))
+        out["baseline_time_median"] = float(np.median(btimes))
+        out["baseline_recovered"] = float(np.mean(brec))
+        out["baseline_plateau_coverage"] = float(np.mean(bcov))
+        out["time_ratio"] = out["time_total"] / out["baseline_time_total"]
+    return out
+
+
+def report(out: dict) -> str:
+    """The summary printed by ``python -m tests.recovery``."""
+    lines = [
+        f"runs: {out['n']}",
+        f"recovered (plateau within {PLATEAU_TOL}, timescale within {TIMESCALE_TOL:.0%}): "
+        f"{out['recovered']:.1%}  (plateau {out['plateau_ok']:.1%}, timescale {out['timescale_ok']:.1%})",
+        f"off and confidently wrong: {out['confident_wrong']:.1%}",
+        f"plateau 95% interval coverage: {out['plateau_coverage']:.1%}",
+        f"clear regimes (zeta < 0.7 or > 1.5): {out['n_clear']}; wrong confident regime "
+        f"{out['regime_wrong']:.1%}, indeterminate {out['regime_indeterminate']:.1%}",
+        f"damping-ratio interval coverage: {out['zeta_coverage']:.1%}" if out["zeta_coverage"] is not None else "",
+        f"time: total {out['time_total']:.2f} s, median {out['time_median'] * 1e3:.1f} ms per run",
+    ]
+    if "baseline_time_total" in out:
+        lines += [
+            f"baseline curve_fit (oscillator, one start): recovered {out['baseline_recovered']:.1%}, "
+            f"stderr coverage {out['baseline_plateau_coverage']:.1%}, total {out['baseline_time_total']:.2f} s, "
+            f"median {out['baseline_time_median'] * 1e3:.1f} ms",
+            f"time ratio grpofit / baseline: {out['time_ratio']:.2f}",
+        ]
+    return "\n".join(x for x in lines if x)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    n = int(argv[0]) if argv else 120
+    seed = int(argv[1]) if len(argv) > 1 else 0
+    out = run_recovery(n, seed)
+    print(report(out))
+    bad = [r for r in out["rows"] if not r["recovered"] or r["regime_wrong"] or not r["plateau_covered"]]
+    for r in bad:
+        tr = r["truth"]
+        o = r["result"].models["oscillator"].params
+        print(
+            f"  #{tr['index']}: zeta {tr['damping_ratio']:.2f} Ts {tr['timescale']:.0f} p* {tr['plateau']:.3f}"
+            f" len {tr['length']} stride {tr['stride']} | fit p* {o['plateau'].value:.3f} {o['plateau'].ci95}"
+            f" Ts {o['timescale'].value:.0f} zeta-ci {o['damping_ratio'].ci95} {r['regime']}"
+        )
+
+
+if __name__ == "__main__":
+    main()
