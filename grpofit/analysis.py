@@ -51,12 +51,21 @@ def _listing(columns: list[str], limit: int = 25) -> str:
     return shown + (f", ... ({len(columns) - limit} more)" if len(columns) > limit else "")
 
 
-def fit_run(run: "Run", *, metric: str | None = None, seed: int = 0, cut_collapse: bool = True) -> "FitResult":
+def fit_run(
+    run: "Run",
+    *,
+    metric: str | None = None,
+    seed: int = 0,
+    cut_collapse: bool = True,
+    collapse_options: dict | None = None,
+) -> "FitResult":
     """Fit both laws to the run's reward (or ``metric``).
 
-    When the reward collapses (a sustained fall from its plateau, see :mod:`grpofit.collapse`)
-    only the part before the break is fitted, and the collapse is attached to the result as
-    ``result.collapse`` so the plateau is never smeared by the fall.
+    When the reward collapses (a sustained fall from its plateau, see :mod:`grpofit.collapse`;
+    ``collapse_options`` are passed to :func:`~grpofit.collapse.find_collapse`) only the part
+    before the break is fitted, and the collapse is attached as ``result.collapse`` so the
+    plateau is never smeared by the fall. ``result.column_steps/column_values`` keep the whole
+    series for plots.
     """
     from grpofit.collapse import find_collapse
     from grpofit.fitting import MIN_POINTS, fit_series
@@ -71,15 +80,15 @@ def fit_run(run: "Run", *, metric: str | None = None, seed: int = 0, cut_collaps
             minimum=MIN_POINTS,
             fix="log more steps, or choose another column with --metric",
         )
-    collapse = find_collapse(steps, values) if cut_collapse else None
+    collapse = find_collapse(steps, values, **(collapse_options or {})) if cut_collapse else None
+    fit_steps, fit_values = steps, values
     if collapse is not None:
         keep = steps < collapse.step
         if keep.sum() >= MIN_POINTS:
-            steps, values = steps[keep], values[keep]
-        else:
-            collapse = None
-    result = fit_series(steps, values, run=run.name, metric=column, step_column=run.step_column, seed=seed)
+            fit_steps, fit_values = steps[keep], values[keep]
+    result = fit_series(fit_steps, fit_values, run=run.name, metric=column, step_column=run.step_column, seed=seed)
     result.collapse = collapse
+    result.column_steps, result.column_values = steps, values
     return result
 
 

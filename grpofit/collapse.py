@@ -10,9 +10,12 @@ has collapsed at ``i`` when
 
     peak(i) - level(i) >= max(min_drop * (peak(i) - start), noise_k * sd)
 
-and the level stays below ``peak(i) - threshold / 2`` for ``min_duration * span`` steps or until
-the end of the run (at least ``w`` points). A single dip moves no median; noise is below
-``noise_k * sd``; an underdamped overshoot falls back by less than half the gain.
+and the level then stays below ``peak(i) - threshold / 2`` until the end of the run, for at
+least ``w`` points. A single dip moves no median; noise is below ``noise_k * sd``; a fall that
+climbs back into the plateau band (an underdamped oscillation, a temporary dip) is not a
+collapse, and neither is a fall whose median from detection to the end is less than the
+threshold below the peak (an overshoot settling at its plateau): oscillation is judged by the
+fit's damping ratio instead.
 
 Rise (gradient norm, importance ratios, clip fractions): with ``baseline = median`` of the first
 ``max(w, baseline_fraction * n)`` points, the metric has risen at ``i`` when
@@ -177,14 +180,13 @@ def find_collapse(
     *,
     min_drop: float = 0.5,
     noise_k: float = 4.0,
-    min_duration: float = 0.1,
     window: int | None = None,
 ) -> Collapse | None:
     """The first sustained fall of ``values`` from its running peak, or None (module docstring).
 
     ``min_drop``: fraction of the gain (peak minus start level) the level must lose;
-    ``noise_k``: the drop must also exceed ``noise_k`` point-noise sds; ``min_duration``:
-    fraction of the run's step span the fall must last (or last until the end of the run).
+    ``noise_k``: the drop must also exceed ``noise_k`` point-noise sds. The fall must last until
+    the end of the run (at least ``w`` points).
     """
     s = np.asarray(steps, dtype=float)
     v = np.asarray(values, dtype=float)
@@ -209,10 +211,10 @@ def find_collapse(
         out = level[i:] >= band
         rest = np.flatnonzero(out)
         j = n if rest.size == 0 else i + int(rest[0])
-        duration = float(s[j - 1] - s[i])
-        to_end = j == n and n - i >= w
-        if not (to_end or duration >= min_duration * span):
-            continue
+        if j < n or n - i < w:
+            continue  # climbed back (oscillation, dip) or too close to the end to tell
+        if p - float(np.median(v[i:])) < t:
+            continue  # settled (e.g. after an overshoot) less than the threshold below the peak
         # onset: the last point before i still inside the plateau band
         inside = np.flatnonzero(level[:i] >= band)
         k = int(inside[-1]) if inside.size else i

@@ -55,8 +55,13 @@ def make_planted_run(
     eval_every: int = 10,
     eval_size: int = 200,
     kind: str = "collapse",
+    curve=None,
 ) -> dict[str, np.ndarray]:
-    """Columns of one synthetic run (module docstring); ``mode=None`` is a healthy control."""
+    """Columns of one synthetic run (module docstring); ``mode=None`` is a healthy control.
+
+    ``curve``, a function of ``t = 0, 1, ...`` giving the mean reward, replaces the healthy
+    exponential (e.g. an overdamped oscillator with a slow start); eval follows it at 90%.
+    """
     if mode is not None and mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; use one of {MODES} or None")
     rng = np.random.default_rng(seed)
@@ -72,6 +77,9 @@ def make_planted_run(
     clip = 0.005 * np.exp(rng.normal(0, 0.3, n_steps))
     e0, e_star = p0 * 0.8, p_star * 0.9
     p_eval = _saturating(t, e0, e_star, T)
+    if curve is not None:
+        p = np.asarray(curve(t), dtype=float)
+        p_eval = 0.9 * p
 
     if mode == "train_eval_decoupling":
         T = n * 0.4

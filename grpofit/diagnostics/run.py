@@ -98,10 +98,7 @@ def diagnose_run(
 
     Raises MetricNotFound (no reward column, or ``eval_metric`` absent) and TooFewPoints.
     """
-    from grpofit.analysis import resolve_column
-    from grpofit.collapse import find_collapse
-    from grpofit.errors import TooFewPoints
-    from grpofit.fitting import MIN_POINTS, fit_series
+    from grpofit.analysis import fit_run, resolve_column
     from grpofit.groupsize import group_size_of
     from grpofit.roles import detect_roles
 
@@ -111,27 +108,11 @@ def diagnose_run(
     if eval_metric is not None:
         overrides["eval_reward"] = resolve_column(run, "eval_reward", eval_metric)
     roles = detect_roles(run.numeric_columns(), overrides)
-    steps, values = run.series(reward)
-    if steps.size < MIN_POINTS:
-        raise TooFewPoints(
-            f"{reward!r} has {steps.size} finite point(s) in run {run.name}; a fit needs at least {MIN_POINTS}",
-            path=run.source, n=int(steps.size), minimum=MIN_POINTS,
-            fix="log more steps, or choose another column with --metric",
-        )
-    collapse = find_collapse(
-        steps, values,
-        min_drop=th.collapse_min_drop, noise_k=th.collapse_noise_k, min_duration=th.collapse_min_duration,
+    fit = fit_run(
+        run, metric=reward, seed=fit_seed,
+        collapse_options={"min_drop": th.collapse_min_drop, "noise_k": th.collapse_noise_k},
     )
-    fs, fv = steps, values
-    if collapse is not None:
-        keep = steps < collapse.step
-        if keep.sum() >= MIN_POINTS:
-            fs, fv = steps[keep], values[keep]
-    fit = fit_series(fs, fv, run=run.name, metric=reward, step_column=run.step_column, seed=fit_seed)
-    try:
-        fit.collapse = collapse
-    except AttributeError:
-        pass
+    collapse, steps, values = fit.collapse, fit.column_steps, fit.column_values
     gs = group_size_of(run, group_size)
     ctx = Context(run=run, roles=roles, reward_column=reward, steps=steps, values=values,
                   collapse=collapse, fit=fit, group_size=gs.value, th=th)

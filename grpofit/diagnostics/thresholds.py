@@ -24,7 +24,6 @@ class Thresholds:
     # reward collapse (grpofit.collapse.find_collapse)
     collapse_min_drop: float = _t(0.5, "a collapse loses at least this fraction of the reward's gain (running peak minus start level)")
     collapse_noise_k: float = _t(4.0, "... and at least this many point-noise sds of the reward")
-    collapse_min_duration: float = _t(0.1, "... and lasts this fraction of the run's step span, or until the end of the run (at least one rolling window)")
     # shared
     late_fraction: float = _t(0.25, "the 'late run' is the last fraction of the points (at least one rolling window)")
     baseline_fraction: float = _t(0.2, "a metric's baseline is the median over the first fraction of its points")
