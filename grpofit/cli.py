@@ -168,7 +168,7 @@ def diagnose(
     if plot_dir is not None:
         from grpofit.plotting import save_diagnosis_figures
 
-        save_diagnosis_figures(report.diagnoses, plot_dir)
+        save_diagnosis_figures(report.diagnoses, report.runs, plot_dir, report.thresholds)
     for e in doc.get("errors", []):
         typer.echo(f"error: {e['error']}", err=True)
     if doc.get("errors"):

@@ -48,6 +48,9 @@ def collect_runs(paths: list[str], *, step: str | None = None) -> Collected:
         except GrpofitError as e:
             out.errors.append(RunError(src.path, e.one_line()))
             continue
+        except Exception as e:  # noqa: BLE001 - a reader bug on one file must not hide the others
+            out.errors.append(RunError(src.path, internal_error("reading", e)))
+            continue
         for run in runs:
             out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
         out.runs.extend(runs)
@@ -115,8 +118,16 @@ def judge_runs(
             if progress:
                 progress(1)
     else:
-        _judge_parallel(runs, options, jobs, results, errors, progress)
+        indexed: list[tuple[int, RunError]] = []
+        _judge_parallel(runs, options, jobs, results, indexed, progress)
+        errors.extend(e for _, e in sorted(indexed, key=lambda pair: pair[0]))  # input order
     return [r for r in results if r is not None], errors
+
+
+def internal_error(what: str, exc: BaseException) -> str:
+    """The one-line reason for a bug hit while ``what`` one run (the others still go on)."""
+    detail = " ".join(str(exc).split())[:200]
+    return f"internal error while {what} this run ({type(exc).__name__}: {detail}); please report it"
 
 
 def _judge_safely(run, options, errors):
@@ -124,6 +135,8 @@ def _judge_safely(run, options, errors):
         return _judge(run, options)
     except GrpofitError as e:
         errors.append(RunError(run.name, e.one_line()))
+    except Exception as e:  # noqa: BLE001 - a bug on one run must not hide the others
+        errors.append(RunError(run.name, internal_error("judging", e)))
     return None
 
 
@@ -133,6 +146,8 @@ def _worker(args):
         return _judge(run, options), None
     except GrpofitError as e:
         return None, e.one_line()
+    except Exception as e:  # noqa: BLE001 - reported like a GrpofitError, the pool lives on
+        return None, internal_error("judging", e)
 
 
 def _judge_parallel(runs, options, jobs, results, errors, progress):
@@ -152,8 +167,10 @@ def _judge_parallel(runs, options, jobs, results, errors, progress):
                 except BrokenProcessPool:
                     suspects.append(i)
                     continue
+                except Exception as e:  # noqa: BLE001 - e.g. a result that cannot be sent back
+                    result, err = None, internal_error("judging", e)
                 if err:
-                    errors.append(RunError(runs[i].name, err))
+                    errors.append((i, RunError(runs[i].name, err)))
                 results[i] = result
                 if progress:
                     progress(1)
@@ -165,8 +182,10 @@ def _judge_parallel(runs, options, jobs, results, errors, progress):
                     result, err = pool.submit(_worker, (runs[i], options)).result()
                 except BrokenProcessPool:
                     result, err = None, "the worker judging this run died (out of memory or killed)"
+                except Exception as e:  # noqa: BLE001
+                    result, err = None, internal_error("judging", e)
             if err:
-                errors.append(RunError(runs[i].name, err))
+                errors.append((i, RunError(runs[i].name, err)))
             results[i] = result
             if progress:
                 progress(1)
@@ -211,6 +230,8 @@ class DiagnoseReport:
     document: dict
     diagnoses: list
     warnings: list[str]
+    runs: dict  #: run name -> Run (for figures)
+    thresholds: Any
 
 
 def diagnose_paths(
@@ -254,7 +275,13 @@ def diagnose_paths(
     gs = group_size_analysis(diagnoses)
     if gs:
         doc["group_size"] = gs
-    return DiagnoseReport(document=doc, diagnoses=diagnoses, warnings=collected.warnings)
+    return DiagnoseReport(
+        document=doc,
+        diagnoses=diagnoses,
+        warnings=collected.warnings,
+        runs={r.name: r for r in collected.runs},
+        thresholds=options["thresholds"],
+    )
 
 
 class _progress:

@@ -111,3 +111,89 @@ def save_what_if_figure(figure_data: Any, path: Path) -> None:
     _pyplot()
     result, observed = figure_data
     _save(plot_what_if(result, observed=observed), path)
+
+
+# --------------------------------------------------------------------------- diagnose
+
+#: role -> (panel title, how its thresholds are drawn)
+DIAGNOSTIC_PANELS = (
+    ("eval_reward", "eval reward"),
+    ("zero_std_frac", "zero-variance groups"),
+    ("reward_std", "within-group reward std"),
+    ("entropy", "entropy"),
+    ("grad_norm", "gradient norm"),
+    ("is_ratio", "importance ratio"),
+    ("clip_ratio", "clip fraction"),
+)
+
+
+def _threshold_lines(role: str, values, th) -> list[tuple[float, str, str]]:
+    """``(level, label, colour)`` of the rule thresholds drawn on a diagnostic panel."""
+    import numpy as np
+
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        return []
+    base = float(np.median(v[: max(1, int(th.baseline_fraction * v.size))]))
+    if role == "zero_std_frac":
+        return [(th.zero_std_warn, "warn", "orange"), (th.zero_std_fail, "fail", "red")]
+    if role == "entropy":
+        return [(th.entropy_half_warn * base, "warn at half gain", "orange"), (th.entropy_half_fail * base, "fail at half gain", "red")]
+    if role in ("grad_norm", "is_ratio", "clip_ratio") and base > 0:
+        return [(base, "baseline", "0.5"), (th.rise_warn * base, f"x{th.rise_warn:g} warn", "orange"), (th.rise_fail * base, f"x{th.rise_fail:g} fail", "red")]
+    return []
+
+
+def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any):
+    """Reward with both fits and the collapse mark, then one panel per diagnostic metric."""
+    import numpy as np
+
+    plt = _pyplot()
+    roles = diagnosis.roles or {}
+    panels = [(role, title, roles.get(role)) for role, title in DIAGNOSTIC_PANELS if roles.get(role)]
+    fig, axes = plt.subplots(2 + len(panels), 1, figsize=(8, 3.2 + 2.0 * (1 + len(panels))), sharex=True,
+                             gridspec_kw={"height_ratios": [3, 1] + [1.4] * len(panels)})
+    fit = diagnosis.fit
+    after = None
+    if diagnosis.collapse is not None and diagnosis.reward_steps is not None:
+        keep = diagnosis.reward_steps >= diagnosis.collapse.step
+        after = (diagnosis.reward_steps[keep], diagnosis.reward_values[keep])
+    draw_fit(fit, axes[0], axes[1], collapse_values=after)
+    axes[1].set_xlabel("")
+    statuses = ", ".join(f"{m.split('_')[0]}: {v.status}" for m, v in diagnosis.diagnostics.items())
+    axes[0].set_title(f"{diagnosis.name}\nverdict {diagnosis.verdict} ({statuses})", fontsize=8)
+    for ax, (role, title, column) in zip(axes[2:], panels):
+        steps, values = run.series(column)
+        ax.plot(steps, values, ".-" if role == "eval_reward" else "-", lw=0.9, ms=3, color="tab:purple")
+        for level, label, colour in _threshold_lines(role, values, thresholds):
+            ax.axhline(level, color=colour, ls="--", lw=0.9, label=label)
+        if role in ("grad_norm", "is_ratio") and np.nanmin(values) > 0:
+            ax.set_yscale("log")
+        if diagnosis.collapse is not None:
+            ax.axvline(diagnosis.collapse.step, color="k", ls=":", lw=1.0)
+        ax.set_ylabel(title, fontsize=8)
+        ax.set_title(column, fontsize=7, loc="left")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6, loc="best")
+    axes[-1].set_xlabel(f"step ({run.step_column})")
+    fig.tight_layout()
+    return fig
+
+
+def figure_name(run_name: str, suffix: str = ".png") -> str:
+    """A file name for a run's figure: path separators and odd characters become ``_``."""
+    import re
+
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", run_name).strip("._") or "run"
+    return stem[-150:] + suffix
+
+
+def save_diagnosis_figures(diagnoses: list, runs: dict, plot_dir: Path, thresholds: Any, suffix: str = ".png") -> list[Path]:
+    """One figure per judged run in ``plot_dir`` (created); returns the paths written."""
+    plot_dir = Path(plot_dir)
+    written = []
+    for d in diagnoses:
+        path = plot_dir / figure_name(d.name, suffix)
+        _save(diagnosis_figure(d, runs[d.name], thresholds), path)
+        written.append(path)
+    return written

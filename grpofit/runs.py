@@ -142,7 +142,7 @@ def make_run(
         stats["rows_without_step"] = int((~keep).sum())
         steps = steps[keep]
         cols = {k: v[keep] for k, v in cols.items()}
-    if steps.size > 1 and np.any(np.diff(steps) < 0):
+    if steps.size > 1 and np.any(steps[1:] < steps[:-1]):  # no np.diff: it overflows at +-1e308
         order = np.argsort(steps, kind="stable")
         steps = steps[order]
         cols = {k: v[order] for k, v in cols.items()}

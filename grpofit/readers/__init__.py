@@ -129,13 +129,28 @@ def _materialise(src: Source) -> tuple[str, Callable[[], None]]:
     return tmp, lambda: os.unlink(tmp)
 
 
+def _named(src: Source, path: str, fn: Callable) -> tuple:
+    """``fn(path)`` with a temporary file's name replaced by what the user called the input
+    (``-`` for stdin) in its error and warnings."""
+    if src.path is not None:
+        return fn(path)
+    tmp = os.path.basename(path)
+    try:
+        table, warnings = fn(path)
+    except ReadError as exc:
+        exc.path = src.name
+        exc.message = exc.message.replace(path, src.name).replace(tmp, src.name)
+        raise
+    return table, [w.replace(path, src.name).replace(tmp, src.name) for w in warnings]
+
+
 def _read_tensorboard(src: Source, fmt: str, *, step: str | None = None) -> list:
     from grpofit.readers.common import build_run
     from grpofit.readers.tensorboard import read_tfevents
 
     path, cleanup = _materialise(src)
     try:
-        table, warnings = read_tfevents(path)
+        table, warnings = _named(src, path, read_tfevents)
     finally:
         cleanup()
     return [build_run(src, "tensorboard", table, step=step, warnings=list(warnings))]
@@ -147,7 +162,7 @@ def _read_wandb_binary(src: Source, fmt: str, *, step: str | None = None) -> lis
 
     path, cleanup = _materialise(src)
     try:
-        table, warnings = read_wandb_file(path)
+        table, warnings = _named(src, path, read_wandb_file)
     finally:
         cleanup()
     return [build_run(src, "wandb-binary", table, step=step, warnings=list(warnings))]

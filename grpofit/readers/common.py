@@ -43,6 +43,12 @@ def build_run(
     )
     if stats:
         run.stats.update({k: int(v) for k, v in stats.items() if v})
+    if not run.steps.size and run.stats.get("rows_without_step"):
+        raise ReadError(
+            f"no row has a number in the step column {run.step_column!r}",
+            path=src.name,
+            fix="pass --step with a numeric column, or check that this is a training log",
+        )
     if not run.numeric_columns():
         raise ReadError(
             "holds no numeric metric values",

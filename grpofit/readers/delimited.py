@@ -22,6 +22,9 @@ def read_delimited(src: Source, fmt: str, *, step: str | None = None) -> list[Ru
     """Read a delimited log sniffed as ``fmt`` (csv, tsv, csv-long, wandb-export, wandb-history)."""
     delim = sniff_delimiter(decode(src.head(64 * 1024)))
     df = _read_frame(src, delim)
+    torn = _torn_last_line(src, delim, len(df.columns)) if len(df) else None
+    if torn is not None:
+        df = df.iloc[:-1]
     if len(df) == 0:
         raise ReadError(
             "has a header but no data rows",
@@ -33,7 +36,31 @@ def read_delimited(src: Source, fmt: str, *, step: str | None = None) -> list[Ru
     if fmt == "wandb-export":
         return _wandb_export(src, df, step)
     table, warnings, dropped = numeric_table(df)
+    if torn is not None:
+        warnings.insert(0, torn)
     return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"dropped_columns": dropped})]
+
+
+def _torn_last_line(src: Source, delim: str, ncols: int) -> str | None:
+    """A warning when the last line is a half-written row of a log still being written: no
+    line break at the end and fewer cells than the header (pandas would fill them with NaN
+    and read a cut-off step like ``7`` for ``70``). None when the last row is complete."""
+    import csv
+
+    tail = src.tail(64 * 1024) or src.head(64 * 1024)
+    if not tail or tail.endswith((b"\n", b"\r")):
+        return None
+    last = decode(tail.rsplit(b"\n", 1)[-1])
+    try:
+        cells = next(csv.reader([last], delimiter=delim), [])
+    except csv.Error:
+        return None
+    if len(cells) >= ncols:
+        return None
+    return (
+        f"last line is incomplete ({len(cells)} of {ncols} cells, no line break), probably a run "
+        "still being written; skipped it"
+    )
 
 
 def _read_frame(src: Source, delim: str):

@@ -142,7 +142,7 @@ def _first_line_is_object(text: bytes) -> bool:
 
     try:
         return isinstance(json.loads(text.split(b"\n", 1)[0]), dict)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 

@@ -36,9 +36,10 @@ def read_hf(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
     """Read a trainer_state.json (object with ``log_history``) or a bare log_history array."""
     try:
         doc = json.loads(src.read_text())
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise ReadError(
-            f"is not valid JSON ({exc})",
+            f"is not valid JSON ({reason})",
             path=src.name,
             fix="the file may be truncated; use the copy in the newest complete checkpoint-N/",
         ) from None

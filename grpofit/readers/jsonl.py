@@ -137,7 +137,7 @@ def _split_torn_tail(body: bytes) -> tuple[bytes, bytes | None]:
         return body, None
     try:
         json.loads(last)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: an unclosed deep nest
         return stripped[:start], last
     return body, None
 
@@ -150,9 +150,12 @@ def _slow_block(body: bytes, name: str, line_offset: int) -> tuple[dict[str, np.
             continue
         try:
             obj = loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
+            reason = getattr(exc, "msg", None) or (
+                "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            )
             raise ReadError(
-                f"line {line_offset + i + 1} is not valid JSON ({exc.msg})",
+                f"line {line_offset + i + 1} is not valid JSON ({reason})",
                 path=name,
                 fix="repair or remove that line; only a torn last line is skipped",
             ) from None
@@ -200,7 +203,7 @@ class _Plan:
         first = body.lstrip().split(b"\n", 1)[0]
         try:
             obj = json.loads(first)
-        except ValueError:
+        except (ValueError, RecursionError):
             return cls([], None, False)  # the slow path reports the line
         if not isinstance(obj, dict):
             return cls([], None, False)

@@ -65,6 +65,12 @@ def sniff(head: bytes, name: str = "", tail: bytes = b"") -> str:
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
     if head.startswith(WANDB_MAGIC):
         return "wandb-binary"
+    if base.lower().endswith(".wandb"):
+        raise UnknownFormat(
+            "is not a W&B .wandb file (it does not start with the ':W&B' header)",
+            path=name,
+            fix="pass the run's run-<id>.wandb as the W&B client wrote it, or its run folder",
+        )
     if "tfevents" in base or (b"\x00" in head[:16] and looks_like_tfevents(head)):
         return "tensorboard"
     if head.startswith(PARQUET_MAGIC):
@@ -97,7 +103,7 @@ def _sniff_json_object(text: str, name: str) -> str:
     first = text.split("\n", 1)[0].strip()
     try:
         obj = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         obj = None
     if isinstance(obj, dict):
         if "log_history" in obj:
@@ -151,6 +157,8 @@ def _is_number(cell: str) -> bool:
 def _sniff_delimited(text: str, name: str) -> str:
     delim = sniff_delimiter(text)
     lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:  # only characters that str treats as whitespace or line breaks (\x1c, \x85, ...)
+        raise ReadError("holds no text but blanks and control characters", path=name, fix="point at a log that has rows")
     header = split_header(lines[0], delim)
     complete = lines[1:-1] if len(lines) > 2 else lines[1:]  # the head may cut the last line
     if not lines[1:]:
