@@ -30,7 +30,7 @@ def resolve_column(run: "Run", role: str, name: str | None = None) -> str:
             f"{name!r} {what} in run {run.name}",
             path=run.source,
             columns=numeric,
-            fix="choose one of the numeric columns: " + _listing(numeric),
+            fix="pass --metric with one of the numeric columns: " + _listing(numeric),
         )
     column = detect_roles(numeric).get(role)
     if column is None:

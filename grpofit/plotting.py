@@ -164,6 +164,8 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any):
     axes[0].set_title(f"{diagnosis.name}\nverdict {diagnosis.verdict} ({statuses})", fontsize=8)
     for ax, (role, title, column) in zip(axes[2:], panels):
         steps, values = run.series(column)
+        if role == "eval_reward":
+            ax.plot(fit.steps, fit.values, ".", ms=1.5, color="0.8", label=f"train ({fit.metric})")
         ax.plot(steps, values, ".-" if role == "eval_reward" else "-", lw=0.9, ms=3, color="tab:purple")
         for level, label, colour in _threshold_lines(role, values, thresholds):
             ax.axhline(level, color=colour, ls="--", lw=0.9, label=label)

@@ -31,10 +31,12 @@ def read_delimited(src: Source, fmt: str, *, step: str | None = None) -> list[Ru
             path=src.name,
             fix="wait until the run logs its first step, or check the export",
         )
-    if fmt == "csv-long":
-        return [_long(src, df, step)]
-    if fmt == "wandb-export":
-        return _wandb_export(src, df, step)
+    if fmt in ("csv-long", "wandb-export"):
+        runs = [_long(src, df, step)] if fmt == "csv-long" else _wandb_export(src, df, step)
+        if torn is not None:
+            for run in runs:
+                run.warnings.insert(0, torn)
+        return runs
     table, warnings, dropped = numeric_table(df)
     if torn is not None:
         warnings.insert(0, torn)
