@@ -140,7 +140,7 @@ def diagnose(
     """
     from grpofit.pipeline import diagnose_paths
 
-    report = diagnose_paths(
+    doc, warnings = diagnose_paths(
         paths,
         metric=metric,
         step=step,
@@ -150,9 +150,9 @@ def diagnose(
         group_size=group_size,
         thresholds=_parse_thresholds(threshold),
         jobs=jobs,
+        plot_dir=plot_dir,
     )
-    _warn(report.warnings)
-    doc = report.document
+    _warn(warnings)
     from grpofit import render
 
     if format is DiagnoseFormat.json:
@@ -165,10 +165,6 @@ def diagnose(
             typer.echo(line)
     if junit is not None:
         _write_text(junit, render.diagnose_junit(doc))
-    if plot_dir is not None:
-        from grpofit.plotting import save_diagnosis_figures
-
-        save_diagnosis_figures(report.diagnoses, report.runs, plot_dir, report.thresholds)
     for e in doc.get("errors", []):
         typer.echo(f"error: {e['error']}", err=True)
     if doc.get("errors"):
@@ -329,10 +325,19 @@ def simulate_bandit(
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one line and exit 2 for user errors, a traceback only with --debug."""
-    import click
+    try:  # recent typer vendors its own click: its exceptions are not ``click``'s
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover - typer on top of an installed click
+        from click.exceptions import ClickException
 
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
+    if not debug:
+        import warnings
+
+        # numpy's overflow/invalid-value notes on extreme logs are not for users: results carry
+        # their own notes, and stderr keeps its one line per problem (--debug shows them)
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
     try:
         code = app(args=args, prog_name="grpofit", standalone_mode=False)
     except GrpofitError as e:
@@ -340,15 +345,18 @@ def main(argv: list[str] | None = None) -> None:
             raise
         typer.echo(f"error: {e.one_line()}", err=True)
         code = ExitCode.BAD_INPUT
-    except click.exceptions.Exit as e:
+    except typer.Exit as e:
         code = e.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         typer.echo("aborted", err=True)
         code = ExitCode.BAD_INPUT
-    except click.exceptions.ClickException as e:
+    except ClickException as e:
         if debug:
             raise
-        e.show()
+        if type(e).__name__ == "NoArgsIsHelpError":  # bare `grpofit` / `grpofit simulate`
+            e.show()
+        else:
+            typer.echo(f"error: {_click_line(e)}", err=True)
         code = ExitCode.BAD_INPUT
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
@@ -361,3 +369,11 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(f"error: internal error ({type(e).__name__}: {e}); rerun with --debug and report it", err=True)
         code = ExitCode.BAD_INPUT
     sys.exit(int(code or 0))
+
+
+def _click_line(e) -> str:
+    """A usage error as one line: what is wrong and where to look (``grpofit fit --help``)."""
+    text = " ".join(e.format_message().split()).rstrip(".")
+    ctx = getattr(e, "ctx", None)
+    command = getattr(ctx, "command_path", None) or "grpofit"
+    return f"{text}; see '{command} --help'"

@@ -1,7 +1,10 @@
-"""``diagnose`` end to end: find runs under paths, read and join them, judge them (in parallel).
+"""``fit`` and ``diagnose`` end to end: find runs under paths, read, fit or judge, collect.
 
-One unreadable run never hides the others: reading and judging errors are collected per run
-and returned beside the results. A worker process that dies takes only its own run with it.
+One unreadable run never hides the others: reading and judging errors are collected per run and
+returned beside the results. ``diagnose --jobs N`` hands each worker process a *path* (it reads,
+judges and plots that run itself, so nothing large crosses process boundaries); only W&B panel
+exports, whose runs may be joined across files by run name, are read up front. A worker that
+dies takes only its own run with it.
 """
 
 from __future__ import annotations
@@ -25,37 +28,45 @@ class RunError:
 
 
 @dataclass
-class Collected:
-    runs: list = field(default_factory=list)
+class Outcome:
+    """What one unit of work produced: results, errors and reading warnings."""
+
+    results: list = field(default_factory=list)
     errors: list[RunError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
+    def extend(self, other: "Outcome") -> None:
+        self.results.extend(other.results)
+        self.errors.extend(other.errors)
+        self.warnings.extend(other.warnings)
 
-def collect_runs(paths: list[str], *, step: str | None = None) -> Collected:
-    """Read every run under ``paths``; W&B panel exports of the same runs are joined by run name."""
-    from grpofit.readers import discover, read_path
 
-    out = Collected()
-    sources = []
+# --------------------------------------------------------------------------- fit
+
+
+def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None = None) -> Outcome:
+    """Read and fit every run of every path; a bad path is recorded, the others still fitted.
+
+    A single path that fails raises (the plain ``fit one.csv`` case gets the error itself).
+    """
+    from grpofit.analysis import fit_run
+    from grpofit.readers import read_path
+
+    out = Outcome()
     for path in paths:
         try:
-            sources.extend(discover([path]))
+            runs = read_path(path, step=step)
+            for run in runs:
+                out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
+                out.results.append(fit_run(run, metric=metric))
         except GrpofitError as e:
+            if len(paths) == 1:
+                raise
             out.errors.append(RunError(path, e.one_line()))
-    for src in sources:
-        try:
-            runs = read_path(src.path, step=step)
-        except GrpofitError as e:
-            out.errors.append(RunError(src.path, e.one_line()))
-            continue
-        except Exception as e:  # noqa: BLE001 - a reader bug on one file must not hide the others
-            out.errors.append(RunError(src.path, internal_error("reading", e)))
-            continue
-        for run in runs:
-            out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
-        out.runs.extend(runs)
-    out.runs = join_by_run_name(out.runs)
     return out
+
+
+# --------------------------------------------------------------------------- finding runs
 
 
 def run_key(run) -> str | None:
@@ -87,151 +98,172 @@ def join_by_run_name(runs: list) -> list:
             out.append(item)
             continue
         members = groups[item]
-        if len(members) == 1:
-            out.append(members[0])
-            continue
         # the file holding the reward names the joined run
         members.sort(key=lambda r: find_role("reward", r.numeric_columns()) is None)
-        out.append(merge_runs(members))
+        out.append(members[0] if len(members) == 1 else merge_runs(members))
     return out
 
 
-def _judge(run, options: dict) -> Any:
+def _is_panel_export(path: str) -> bool:
+    """Whether a file is a W&B panel export (its runs may continue in another file)."""
+    from grpofit.readers import sniff
+
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+        return sniff(head, path) == "wandb-export"
+    except (OSError, GrpofitError):
+        return False
+
+
+def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outcome]:
+    """Work items for ``diagnose``: run container paths, and already joined panel-export runs.
+
+    Returns ``(items, outcome)``: each item is a path (``str``) or a :class:`~grpofit.runs.Run`;
+    the outcome holds discovery and reading errors and the reading warnings of joined runs.
+    """
+    from grpofit.readers import discover, read_path
+
+    out = Outcome()
+    sources = []
+    for path in paths:
+        try:
+            sources.extend(discover([path]))
+        except GrpofitError as e:
+            out.errors.append(RunError(path, e.one_line()))
+    items: list = []
+    exports: list = []
+    for src in sources:
+        if src.kind == "file" and _is_panel_export(src.path):
+            try:
+                runs = read_path(src.path, step=step)
+            except GrpofitError as e:
+                out.errors.append(RunError(src.path, e.one_line()))
+                continue
+            exports.extend(runs)
+            items.append(None)  # placeholder: joined runs keep the position of their first file
+        else:
+            items.append(src.path)
+    joined = join_by_run_name(exports)
+    for run in joined:
+        out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
+    first = items.index(None) if None in items else len(items)
+    items = [i for i in items[:first] if i is not None] + joined + [i for i in items[first:] if i is not None]
+    return items, out
+
+
+# --------------------------------------------------------------------------- judging
+
+
+@dataclass
+class JudgeOptions:
+    """Everything a worker needs to judge (and draw) a run."""
+
+    diagnose: dict  #: keyword arguments of :func:`grpofit.diagnostics.diagnose_run`
+    step: str | None = None
+    plot_dir: str | None = None
+
+
+def judge_item(item: Any, options: JudgeOptions) -> Outcome:
+    """Read (when ``item`` is a path), judge and optionally draw every run of one work item."""
     from grpofit.diagnostics import diagnose_run
+    from grpofit.readers import read_path
 
-    return diagnose_run(run, **options)
+    out = Outcome()
+    label = item if isinstance(item, str) else item.name
+    try:
+        runs = read_path(item, step=options.step) if isinstance(item, str) else [item]
+    except GrpofitError as e:
+        out.errors.append(RunError(label, e.one_line()))
+        return out
+    for run in runs:
+        if isinstance(item, str):
+            out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
+        try:
+            diagnosis = diagnose_run(run, **options.diagnose)
+        except GrpofitError as e:
+            out.errors.append(RunError(run.name, e.one_line()))
+            continue
+        if options.plot_dir is not None:
+            from grpofit.plotting import save_diagnosis_figure
+
+            save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose["thresholds"])
+        out.results.append(diagnosis)
+    return out
 
 
-def judge_runs(
-    runs: list,
-    options: dict,
+def judge_items(
+    items: list,
+    options: JudgeOptions,
     *,
     jobs: int = 1,
     progress: Callable[[int], None] | None = None,
-) -> tuple[list, list[RunError]]:
-    """Diagnose every run, in ``jobs`` processes; returns (diagnoses in input order, errors)."""
-    results: list = [None] * len(runs)
-    errors: list[RunError] = []
-    if jobs <= 1 or len(runs) <= 1:
-        for i, run in enumerate(runs):
-            results[i] = _judge_safely(run, options, errors)
+) -> Outcome:
+    """Judge every work item in ``jobs`` processes; results keep the items' order."""
+    parts: list[Outcome | None] = [None] * len(items)
+    if jobs <= 1 or len(items) <= 1:
+        for i, item in enumerate(items):
+            parts[i] = judge_item(item, options)
             if progress:
                 progress(1)
     else:
-        indexed: list[tuple[int, RunError]] = []
-        _judge_parallel(runs, options, jobs, results, indexed, progress)
-        errors.extend(e for _, e in sorted(indexed, key=lambda pair: pair[0]))  # input order
-    return [r for r in results if r is not None], errors
-
-
-def internal_error(what: str, exc: BaseException) -> str:
-    """The one-line reason for a bug hit while ``what`` one run (the others still go on)."""
-    detail = " ".join(str(exc).split())[:200]
-    return f"internal error while {what} this run ({type(exc).__name__}: {detail}); please report it"
-
-
-def _judge_safely(run, options, errors):
-    try:
-        return _judge(run, options)
-    except GrpofitError as e:
-        errors.append(RunError(run.name, e.one_line()))
-    except Exception as e:  # noqa: BLE001 - a bug on one run must not hide the others
-        errors.append(RunError(run.name, internal_error("judging", e)))
-    return None
-
-
-def _worker(args):
-    run, options = args
-    try:
-        return _judge(run, options), None
-    except GrpofitError as e:
-        return None, e.one_line()
-    except Exception as e:  # noqa: BLE001 - reported like a GrpofitError, the pool lives on
-        return None, internal_error("judging", e)
-
-
-def _judge_parallel(runs, options, jobs, results, errors, progress):
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
-
-    pending = list(range(len(runs)))
-    suspects: list[int] = []
-    while pending:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(_worker, (runs[i], options)): i for i in pending}
-            pending = []
-            for fut in as_completed(futures):
-                i = futures[fut]
-                try:
-                    result, err = fut.result()
-                except BrokenProcessPool:
-                    suspects.append(i)
-                    continue
-                except Exception as e:  # noqa: BLE001 - e.g. a result that cannot be sent back
-                    result, err = None, internal_error("judging", e)
-                if err:
-                    errors.append((i, RunError(runs[i].name, err)))
-                results[i] = result
-                if progress:
-                    progress(1)
-        # a dead worker breaks the whole pool: retry the unfinished runs one by one in a
-        # process of their own, so only a run that kills its worker again is lost
-        for i in suspects:
-            with ProcessPoolExecutor(max_workers=1) as pool:
-                try:
-                    result, err = pool.submit(_worker, (runs[i], options)).result()
-                except BrokenProcessPool:
-                    result, err = None, "the worker judging this run died (out of memory or killed)"
-                except Exception as e:  # noqa: BLE001
-                    result, err = None, internal_error("judging", e)
-            if err:
-                errors.append((i, RunError(runs[i].name, err)))
-            results[i] = result
-            if progress:
-                progress(1)
-        suspects = []
-
-
-def default_jobs() -> int:
-    return max(1, min(os.cpu_count() or 1, 8))
-
-
-@dataclass
-class Fitted:
-    results: list = field(default_factory=list)
-    errors: list[RunError] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-
-def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None = None) -> Fitted:
-    """Read and fit every run of every path; a bad path is recorded, the others still fitted.
-
-    A single path that fails raises (the plain ``fit one.csv`` case gets the error itself).
-    """
-    from grpofit.analysis import fit_run
-    from grpofit.readers import read_path
-
-    out = Fitted()
-    for path in paths:
-        try:
-            runs = read_path(path, step=step)
-            for run in runs:
-                out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
-                out.results.append(fit_run(run, metric=metric))
-        except GrpofitError as e:
-            if len(paths) == 1:
-                raise
-            out.errors.append(RunError(path, e.one_line()))
+        _judge_parallel(items, options, jobs, parts, progress)
+    out = Outcome()
+    for part in parts:
+        out.extend(part)
     return out
 
 
-@dataclass
-class DiagnoseReport:
-    document: dict
-    diagnoses: list
-    warnings: list[str]
-    runs: dict  #: run name -> Run (for figures)
-    thresholds: Any
+def _preload(options: JudgeOptions) -> None:
+    """Import the heavy modules once in the parent: forked workers inherit them."""
+    import grpofit.analysis  # noqa: F401
+    import grpofit.diagnostics  # noqa: F401
+    import grpofit.fitting  # noqa: F401
+    import grpofit.readers.delimited  # noqa: F401
+
+    if options.plot_dir is not None:
+        import grpofit.plotting
+
+        grpofit.plotting._pyplot()
+
+
+def _judge_parallel(items, options, jobs, parts, progress):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    _preload(options)
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    pending = list(range(len(items)))
+    suspects: list[int] = []
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = {pool.submit(judge_item, items[i], options): i for i in pending}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            try:
+                parts[i] = fut.result()
+            except BrokenProcessPool:
+                suspects.append(i)
+                continue
+            if progress:
+                progress(1)
+    # a dead worker breaks the whole pool: retry the unfinished items one by one in a process
+    # of their own, so only an item that kills its worker again is lost
+    for i in sorted(suspects):
+        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+            try:
+                parts[i] = pool.submit(judge_item, items[i], options).result()
+            except BrokenProcessPool:
+                label = items[i] if isinstance(items[i], str) else items[i].name
+                parts[i] = Outcome(errors=[RunError(label, "the worker judging this run died (out of memory or killed)")])
+        if progress:
+            progress(1)
+
+
+# --------------------------------------------------------------------------- diagnose
 
 
 def diagnose_paths(
@@ -245,51 +277,50 @@ def diagnose_paths(
     group_size: int | None = None,
     thresholds: dict[str, float] | None = None,
     jobs: int = 1,
-) -> DiagnoseReport:
-    """Find, read, judge and gate every run under ``paths``; the contract's diagnose document."""
+    plot_dir: str | None = None,
+) -> tuple[dict, list[str]]:
+    """Find, read, judge and gate every run under ``paths``.
+
+    Returns the contract's diagnose document and the reading warnings.
+    """
     from grpofit.diagnostics import MODES, Thresholds, gate
     from grpofit.groupsize import group_size_analysis
 
-    collected = collect_runs(paths, step=step)
-    if not collected.runs and len(collected.errors) == 1 and len(paths) == 1:
-        # nothing readable at all: the single reason is the whole answer
-        raise GrpofitError(collected.errors[0].error)
-    options = {
-        "metric": metric,
-        "eval_metric": eval_metric,
-        "thresholds": Thresholds.from_overrides(thresholds or {}),
-        "group_size": group_size,
-    }
-    with _progress(len(collected.runs)) as advance:
-        diagnoses, errors = judge_runs(collected.runs, options, jobs=jobs, progress=advance)
-    errors = collected.errors + errors
-    gate_doc = gate(diagnoses, fail_on=fail_on or MODES, min_r2=min_r2)
+    th = Thresholds.from_overrides(thresholds or {})
+    options = JudgeOptions(
+        diagnose={"metric": metric, "eval_metric": eval_metric, "thresholds": th, "group_size": group_size},
+        step=step,
+        plot_dir=None if plot_dir is None else str(plot_dir),
+    )
+    items, found = plan_work(paths, step=step)
+    if not items and len(found.errors) == 1 and len(paths) == 1:
+        raise GrpofitError(found.errors[0].error)  # nothing readable at all: the reason is the answer
+    with _progress(len(items)) as advance:
+        judged = judge_items(items, options, jobs=jobs, progress=advance)
+    found.extend(judged)
+    diagnoses = found.results
     doc: dict[str, Any] = {
         "schema": "grpofit.diagnose/1",
         "runs": [d.summary() for d in diagnoses],
-        "gate": gate_doc,
+        "gate": gate(diagnoses, fail_on=fail_on or MODES, min_r2=min_r2),
     }
-    if errors:
-        doc["errors"] = [e.summary() for e in errors]
+    if found.errors:
+        doc["errors"] = [e.summary() for e in found.errors]
         doc["gate"]["passed"] = False
     gs = group_size_analysis(diagnoses)
     if gs:
         doc["group_size"] = gs
-    return DiagnoseReport(
-        document=doc,
-        diagnoses=diagnoses,
-        warnings=collected.warnings,
-        runs={r.name: r for r in collected.runs},
-        thresholds=options["thresholds"],
-    )
+    return doc, found.warnings
 
 
 class _progress:
     """A rich progress bar on stderr when there are many runs and stderr is a terminal."""
 
     def __init__(self, total: int, minimum: int = 8):
+        import sys
+
         self.total = total
-        self.enabled = total >= minimum and _stderr_is_terminal()
+        self.enabled = total >= minimum and sys.stderr.isatty()
         self.bar = None
 
     def __enter__(self):
@@ -309,7 +340,5 @@ class _progress:
         return False
 
 
-def _stderr_is_terminal() -> bool:
-    import sys
-
-    return sys.stderr.isatty()
+def default_jobs() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))

@@ -190,12 +190,8 @@ def figure_name(run_name: str, suffix: str = ".png") -> str:
     return stem[-150:] + suffix
 
 
-def save_diagnosis_figures(diagnoses: list, runs: dict, plot_dir: Path, thresholds: Any, suffix: str = ".png") -> list[Path]:
-    """One figure per judged run in ``plot_dir`` (created); returns the paths written."""
-    plot_dir = Path(plot_dir)
-    written = []
-    for d in diagnoses:
-        path = plot_dir / figure_name(d.name, suffix)
-        _save(diagnosis_figure(d, runs[d.name], thresholds), path)
-        written.append(path)
-    return written
+def save_diagnosis_figure(diagnosis: Any, run: Any, plot_dir: Path, thresholds: Any, suffix: str = ".png") -> Path:
+    """Write one judged run's figure into ``plot_dir`` (created); returns its path."""
+    path = Path(plot_dir) / figure_name(diagnosis.name, suffix)
+    _save(diagnosis_figure(diagnosis, run, thresholds), path)
+    return path
