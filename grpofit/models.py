@@ -24,6 +24,7 @@ __all__ = [
     "exponential_jacobian",
     "relaxation",
     "relaxation_derivatives",
+    "relaxation_shape",
     "oscillator",
     "oscillator_jacobian",
     "damping_ratio",
@@ -247,6 +248,48 @@ def _nc_closed(t, a, beta, z, ts, derivatives):
         es = np.where(pos, 0.5 * (ep - em), e * np.sin(x)) / x
     esp = (ec - es) / (2.0 * z) if derivatives else None
     return _nc_finish(t, a, ts, ec, es, esp, derivatives)
+
+
+def relaxation_shape(x, zeta):
+    """:func:`relaxation` in units of the timescale, ``g(x; zeta)`` with ``x = t / Ts``.
+
+    With ``inertia = Ts / (4 zeta^2)`` the response depends on ``t`` only through ``x``:
+
+    - ``zeta > 1``: ``(T1 exp(-x/T1) - T2 exp(-x/T2)) / u`` with ``u = sqrt(1 - 1/zeta^2)``,
+      ``T1 = (1 + u)/2``, ``T2 = 1 / (2 zeta^2 (1 + u))`` (no cancellation);
+    - ``zeta < 1``: ``exp(-a x) (cos(w x) + (a/w) sin(w x))``, ``a = 2 zeta^2``,
+      ``w = 2 zeta sqrt(1 - zeta^2)``;
+    - ``zeta = inf`` (inertia 0): ``exp(-x)``.
+
+    ``zeta`` within ``1e-7`` of one is moved to ``1 -+ 1e-7`` (the curve changes by ``< 1e-7``
+    of the gain; the cancellation error stays ``< 1e-12``). ``zeta`` has one value per leading row of ``x``: shapes ``(R,)`` and
+    ``(R, ...)``. Vectorised over the whole array (the fitter's grid and profile use it).
+    """
+    x = np.asarray(x, dtype=float)
+    zeta = np.asarray(zeta, dtype=float).reshape(-1)
+    out = np.empty(x.shape)
+    z = np.where(np.abs(zeta - 1.0) < 1e-7, np.where(zeta < 1.0, 1.0 - 1e-7, 1.0 + 1e-7), zeta)
+    extra = (1,) * (x.ndim - 1)
+    inf = np.isinf(z)
+    under = z < 1.0
+    over = ~under & ~inf
+    if inf.any():
+        out[inf] = np.exp(-x[inf])
+    if under.any():
+        zu = z[under].reshape(-1, *extra)
+        a = 2.0 * zu * zu
+        w = 2.0 * zu * np.sqrt(1.0 - zu * zu)
+        xu = x[under]
+        wx = w * xu
+        out[under] = np.exp(-a * xu) * (np.cos(wx) + (a / w) * np.sin(wx))
+    if over.any():
+        zo = z[over].reshape(-1, *extra)
+        u = np.sqrt(1.0 - 1.0 / (zo * zo))
+        t1 = 0.5 * (1.0 + u)
+        t2 = 1.0 / (2.0 * zo * zo * (1.0 + u))
+        xo = x[over]
+        out[over] = (t1 * np.exp(-xo / t1) - t2 * np.exp(-xo / t2)) / u
+    return out
 
 
 def oscillator(t, plateau, initial, timescale, inertia):

@@ -149,3 +149,15 @@ def test_registry_contents():
     assert EXPONENTIAL.param_names == ("plateau", "initial", "timescale")
     assert OSCILLATOR.param_names == ("plateau", "initial", "timescale", "inertia")
     assert OSCILLATOR.derived({"timescale": 40.0, "inertia": 10.0})["damping_ratio"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("zeta", [0.15, 0.5, 0.9, 1.0 - 1e-9, 1.0, 1.0 + 1e-9, 1.05, 3.0, 12.0, np.inf])
+def test_relaxation_shape_matches_relaxation(zeta):
+    from grpofit.models import relaxation_shape
+
+    ts = 37.0
+    ti = 0.0 if np.isinf(zeta) else ts / (4.0 * zeta * zeta)
+    x = (T / ts)[None, :]
+    got = relaxation_shape(x, np.array([zeta]))[0]
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, relaxation(T, ts, ti), atol=1e-7)

@@ -1,0 +1,99 @@
+"""Fit the two laws to one series, with honest uncertainties.
+
+``fit_series(steps, values)`` fits the single exponential and the damped oscillator
+(:mod:`grpofit.models`) through lmfit and returns a :class:`FitResult` whose ``summary()`` is
+one entry of the contract's ``fit`` runs list.
+
+Modules: :mod:`.results` (the result objects), :mod:`.profile` (binning, variable projection,
+profile), :mod:`.solve` (the lmfit call), :mod:`.hac` (noise floor, HAC), :mod:`.intervals`
+(delta-method and profile intervals), :mod:`.regime` (regime, signal and turn-over tests),
+:mod:`.assemble` (solution -> ModelFit), :mod:`.driver` (:func:`fit_series`).
+
+Method (documented here once; the README links to it):
+
+- **Time origin**: ``t = step - step[0]``; steps are used as logged.
+- **Data reduction**: points after ``10 dt`` are pooled in log-spaced bins 12% of their time
+  wide and the fits are weighted least squares on the bin means (exact up to ``3e-4`` of the
+  gain for a relaxation curve of any timescale); SSR, R^2, AIC/BIC and all uncertainties
+  are then computed on every point.
+- **Starts and profile** (:mod:`.profile`): for a fixed damping ratio and timescale the law
+  is linear in its two levels, solved in closed form (variable projection), vectorised over a
+  fixed grid of 19 damping ratios (0.15 .. 12, plus infinity = inertia 0) x 9 timescales
+  (x0.2 .. x5 around the data-driven guess :func:`grpofit.models.guess_exponential`), then two
+  parabolic steps in ``log Ts`` per row. The grid's best rows start the final fits; the same
+  rows are the damping ratio's profile likelihood.
+- **Solver** (:mod:`.solve`): one lmfit ``Minimizer.leastsq`` call (MINPACK
+  Levenberg-Marquardt, lmfit ``Parameters`` carry the bounds) for both models at once
+  (residuals stacked, Jacobian block-diagonal), with the analytic Jacobians, on the binned
+  data; it typically converges in ~4 evaluations from the grid's start. Restarts only for a
+  poor fit (the oscillator, which nests the exponential, fitting worse than it).
+- **Bounds**: ``timescale`` in ``[dt/10, 10 spans]``, ``inertia`` in ``[0, 10 spans]``,
+  ``plateau`` and ``initial`` within one data range of the observed range
+  (:data:`grpofit.models.LEVEL_MARGIN`): a plateau is never extrapolated further. Intervals
+  that reach a bound are clipped to it and say so in ``note`` (not pinned down by the data).
+- **Uncertainties** (:mod:`.hac`): training-curve residuals are autocorrelated and
+  heteroscedastic, so the textbook covariance is far too narrow. grpofit uses the HAC
+  (Newey-West, Bartlett kernel) sandwich ``B^-1 Omega B^-1`` from the Jacobian and residuals on
+  every point (``B = J'J``, ``Omega = sum_j w_j sum_t s_t s_{t-j}'``, ``s_t = J_t r_t``, computed
+  exactly as ``(1/L) sum_m S_m S_m'`` over sliding window sums). Bandwidth: the larger of
+  Andrews' plug-in for a "white + AR(1)" fit of the residual autocorrelation and
+  :data:`MIN_BANDWIDTH_FRACTION` of the series; the 95% critical value is the fixed-b one for
+  Bartlett (Kiefer-Vogelsang 2005: ``1.96 + 2.9694 b + 0.4160 b^2 - 0.5324 b^3``, ``b = L/n``).
+  Timescale and inertia intervals are widened by half the logging interval on each side.
+  The timescale interval also covers its own profile likelihood on the grid (its likelihood
+  is skewed towards long times when the gain is small against the noise).
+- **Damping ratio and inertia**: inertia sits at its bound 0 in overdamped runs, where the
+  Jacobian is singular and delta-method intervals fail. Their 95% intervals come from the
+  profile likelihood over the grid of damping ratios (:data:`ZETA_GRID`, 0.15 .. 12, plus
+  infinity = inertia 0) and the fit itself: ``zeta`` is inside when
+  ``dSSR(zeta) <= PROFILE_CALIBRATION * cv^2 * LRV(v r) / sum(v^2)`` (a sandwich-adjusted
+  likelihood ratio; ``v`` is the constrained minus the best curve, ``LRV`` its HAC long-run
+  variance, floored at the uncorrelated value). The ends are interpolated, then refined
+  once by profiling at them. ``ci95`` of the damping ratio is ``[lo, None]`` when infinity
+  (inertia 0) is inside. The levels' and timescale's intervals also cover the curves the
+  profile accepts.
+- **Signal** (:func:`.regime.signal_test`): a rise (or fall) is detected when the better law
+  beats a constant by more than :data:`PREFER_DELTA_BIC` in BIC *and* the gain
+  ``plateau - initial`` is outside ``cv`` HAC standard errors of 0. Without one (a dead run,
+  pure noise) timescale, inertia and damping ratio get no interval ("not identifiable"), the
+  regime is ``indeterminate`` ("no significant rise: the data cannot tell the dynamics") and
+  the exponential is preferred. ``FitResult.signal`` / ``summary()["signal"]`` say why.
+- **Regime** (:func:`regime_rule`): ``critical`` if the damping-ratio interval lies inside
+  :data:`CRITICAL_BAND` ``[0.9, 1.1]``; ``overdamped`` if its lower end exceeds 1;
+  ``underdamped`` if its upper end is below 1 *and the turn-over is in the data*
+  (:func:`.regime.reversal_test`: the best curve of the law with no turning point inside the
+  observed window, i.e. ``zeta >= 1`` or a first peak ``pi/w_d`` at or after the last step, is
+  rejected by the same sandwich likelihood-ratio threshold); otherwise ``indeterminate``
+  (straddles one, flat profile, no signal, turn-over not observed, or the fit failed). When
+  the turn-over is not observed, the plateau, timescale and damping-ratio intervals are
+  widened to cover the accepted no-turn-over curves and the best overdamped/critical one.
+- **Preferred model**: the oscillator when its BIC is lower than the exponential's by more
+  than :data:`PREFER_DELTA_BIC` (= 2) and a signal is detected, else the exponential (the
+  simpler law wins ties). ``AIC = n ln(SSR/n) + 2k``, ``BIC = n ln(SSR/n) + k ln n``.
+- **Noise floor** (``FitResult.noise``): ``noise_sd = 1.4826 MAD(diff(y)) / sqrt(2)``,
+  ``residual_sd`` of the preferred model, ``r2_ceiling = 1 - noise_sd^2 / var(y)`` (the best
+  R^2 any smooth model can reach), ``fit_vs_noise = residual_sd / noise_sd`` and the HAC
+  bandwidth used.
+"""
+
+from grpofit.fitting.driver import MIN_POINTS, fit_series
+from grpofit.fitting.hac import MIN_BANDWIDTH_FRACTION, noise_floor
+from grpofit.fitting.intervals import PROFILE_CALIBRATION
+from grpofit.fitting.profile import ZETA_GRID
+from grpofit.fitting.regime import CRITICAL_BAND, PREFER_DELTA_BIC, regime_rule
+from grpofit.fitting.results import Estimate, FitResult, ModelFit
+
+__all__ = [
+    "MIN_POINTS",
+    "PREFER_DELTA_BIC",
+    "CRITICAL_BAND",
+    "ZETA_GRID",
+    "PROFILE_CALIBRATION",
+    "MIN_BANDWIDTH_FRACTION",
+    "Estimate",
+    "ModelFit",
+    "FitResult",
+    "fit_series",
+    "regime_rule",
+    "noise_floor",
+]

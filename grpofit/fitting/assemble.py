@@ -1,0 +1,181 @@
+"""From a least-squares solution to a :class:`~grpofit.fitting.results.ModelFit`: fit
+statistics on every point, HAC intervals, the damping-ratio profile and the regime."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from grpofit.fitting.hac import hac_meat, sandwich
+from grpofit.fitting.intervals import Ctx, estimates, extend, profile_intervals, widen_to_grid
+from grpofit.fitting.profile import Binned, Profile
+from grpofit.fitting.regime import Signal, information_criteria, regime_rule, reversal_test
+from grpofit.fitting.results import Estimate, ModelFit, num
+from grpofit.fitting.solve import Solution
+from grpofit.models import EXPONENTIAL, OSCILLATOR, CurveModel, damping_ratio
+
+__all__ = ["exponential_fit", "oscillator_fit", "failed", "degenerate", "gain_stat"]
+
+_AT_ZERO = 1e-4  # inertia / timescale below this counts as "at its bound 0"
+
+
+def failed(model: CurveModel, message: str, step0: float, n: int) -> ModelFit:
+    params = {k: Estimate(None, None, None, "fit failed") for k in model.param_names}
+    if model is OSCILLATOR:
+        params["damping_ratio"] = Estimate(None, None, None, "fit failed")
+    return ModelFit(
+        model.name, None, None, None, params,
+        regime="indeterminate" if model is OSCILLATOR else None,
+        regime_reason="the fit failed" if model is OSCILLATOR else None,
+        ok=False, message=message, step0=step0, n_points=n,
+    )
+
+
+def gain_stat(x, cov) -> tuple[float, float | None]:
+    """``(plateau - initial, its stderr)`` (``None`` without a covariance)."""
+    gain = float(x[0] - x[1])
+    if cov is None or not np.all(np.isfinite(cov[:2, :2])):
+        return gain, None
+    var = cov[0, 0] + cov[1, 1] - 2 * cov[0, 1]
+    return gain, math.sqrt(max(var, 0.0))
+
+
+def _stats(fit_ssr: float, ctx: Ctx, k: int):
+    aic, bic = information_criteria(fit_ssr, ctx.n, k)
+    r2 = 1.0 - fit_ssr / ctx.sst if ctx.sst > 0 else None
+    return r2, aic, bic
+
+
+def exponential_fit(sol: Solution, ctx: Ctx, step0: float):
+    """``(ModelFit, covariance)`` of the exponential (HAC sandwich on every point)."""
+    if not sol.ok:
+        return failed(EXPONENTIAL, sol.message or "fit failed", step0, ctx.n), None
+    t, y, x = ctx.t, ctx.y, sol.x
+    r = EXPONENTIAL.func(t, *x) - y
+    jac = EXPONENTIAL.jacobian(t, *x)
+    cov = sandwich(jac, r, ctx.bw)
+    if cov is None:  # gain 0: timescale column vanishes; levels still have errors
+        cov2 = sandwich(jac[:, :2], r, ctx.bw)
+        cov = np.full((3, 3), np.nan)
+        if cov2 is not None:
+            cov[:2, :2] = cov2
+    params = estimates(EXPONENTIAL.param_names, x, cov, ctx)
+    widen_to_grid(params, ("timescale",), ctx)
+    ssr = float(r @ r)
+    r2, aic, bic = _stats(ssr, ctx, 3)
+    fit = ModelFit("exponential", r2, aic, bic, params, ok=True, message=sol.message,
+                   step0=step0, ssr=ssr, n_points=ctx.n)
+    return fit, cov
+
+
+def no_signal(fit: ModelFit, signal: Signal) -> None:
+    """Strip the dynamics of a fit to a series without a significant rise."""
+    why = f"not identifiable: {signal.reason}"
+    for name in ("timescale", "inertia", "damping_ratio"):
+        if name in fit.params:
+            fit.params[name] = Estimate(fit.params[name].value, None, None, why)
+    if fit.model == "oscillator":
+        fit.regime, fit.regime_reason = "indeterminate", signal.reason
+
+
+def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, step0: float,
+                   signal: Signal | None = None) -> ModelFit:
+    """The oscillator's ModelFit: HAC intervals, the damping-ratio profile, the regime."""
+    if not sol.ok:
+        return failed(OSCILLATOR, sol.message or "fit failed", step0, ctx.n)
+    t, y, x = ctx.t, ctx.y, sol.x
+    p, p0, ts, ti = x
+    r = OSCILLATOR.func(t, *x) - y
+    jac = OSCILLATOR.jacobian(t, *x)
+    at_zero = ti <= _AT_ZERO * ts
+    meat = hac_meat(jac * r[:, None], ctx.bw)
+    cov_full = None if at_zero else sandwich(jac, r, ctx.bw, meat)
+    cov_red = sandwich(jac[:, :3], r, ctx.bw, meat[:3, :3])
+    zeta = damping_ratio(ts, ti)
+    names = OSCILLATOR.param_names
+    ssr = float(r @ r)
+    r2, aic, bic = _stats(ssr, ctx, 4)
+    fit = ModelFit("oscillator", r2, aic, bic, {}, ok=True, message=sol.message,
+                   step0=step0, ssr=ssr, n_points=ctx.n)
+    cov_lv = cov_full if cov_full is not None else cov_red
+    if (signal is not None and not signal.detected) or prof is None:
+        params = estimates(names, x, cov_lv, ctx) if cov_lv is not None and cov_lv.shape[0] == 4 \
+            else {**estimates(names[:3], x[:3], cov_lv, ctx), "inertia": Estimate(float(ti))}
+        params["damping_ratio"] = Estimate(num(zeta))
+        fit.params = params
+        if prof is None:
+            fit.regime, fit.regime_reason = "indeterminate", "profile likelihood not available"
+        else:
+            no_signal(fit, signal)
+        return fit
+
+    f_hat = OSCILLATOR.func(b.t, *x)
+    pi = profile_intervals(prof, x, r, b, ctx, f_hat)
+    inertia_zero_inside = pi.zeta[1] is None
+    if cov_full is not None and not inertia_zero_inside:
+        params = estimates(names, x, cov_full, ctx)
+        params["inertia"].ci95 = pi.inertia
+        params["inertia"].note = "95% interval from the profile likelihood"
+    else:
+        params = estimates(names[:3], x[:3], cov_red, ctx)
+        note = "at its bound 0" if at_zero else "consistent with 0"
+        params["inertia"] = Estimate(float(ti), None, pi.inertia,
+                                     f"{note}; 95% interval from the profile likelihood")
+    # the levels and the timescale along the accepted profile belong in their intervals too
+    for name, rng in (("plateau", pi.plateau), ("initial", pi.initial), ("timescale", pi.timescale)):
+        extend(params[name], rng[0], rng[1], ctx.bounds[name], name)
+    # the timescale's own profile likelihood (its likelihood is skewed towards long times when
+    # the gain is small against the noise; the delta method is symmetric)
+    ts_rng = prof.timescale_range(prof.best_ssr, pi.threshold) if math.isfinite(pi.threshold) else None
+    if ts_rng is not None:
+        extend(params["timescale"], ts_rng[0], ts_rng[1], ctx.bounds["timescale"], "timescale")
+    widen_to_grid(params, ("timescale", "inertia"), ctx)
+    zeta_se = None
+    if cov_full is not None and ti > 0:
+        gvec = np.array([0.5 * zeta / ts, -0.5 * zeta / ti])
+        var = gvec @ cov_full[2:, 2:] @ gvec
+        zeta_se = math.sqrt(var) if var >= 0 else None
+    note = "95% interval from the profile likelihood"
+    if inertia_zero_inside:
+        note += "; no upper end (inertia consistent with 0)"
+    zeta_ci = pi.zeta
+    fit.regime, fit.regime_reason = regime_rule(zeta_ci)
+    if pi.flat:
+        fit.regime, fit.regime_reason = "indeterminate", "inertia not identifiable (flat profile)"
+    elif fit.regime == "underdamped":
+        rev = reversal_test(prof, float(zeta), float(ts), b, ctx, f_hat, r)
+        if not rev.shown:
+            fit.regime, fit.regime_reason = "indeterminate", rev.reason
+            why = "widened to the curves without a turn-over in the window (not observed)"
+            extend(params["plateau"], *rev.plateau, ctx.bounds["plateau"], "plateau", why)
+            extend(params["timescale"], *rev.timescale, ctx.bounds["timescale"], "timescale", why)
+            hi = None if math.isinf(rev.zeta_hi) else max(zeta_ci[1], rev.zeta_hi)
+            zeta_ci = (zeta_ci[0], hi)
+            note += "; widened: the turn-over is not observed"
+    params["damping_ratio"] = Estimate(num(zeta), zeta_se, zeta_ci, note)
+    fit.params = {k: params[k] for k in (*names, "damping_ratio")}
+    return fit
+
+
+def degenerate(y, ctx: Ctx, step0: float) -> dict[str, ModelFit]:
+    """Constant values (or a single step): levels only, nothing else identifiable."""
+    c = float(np.mean(y))
+    why = "constant series: no rise, not identifiable" if ctx.sst <= 0 else "all points at one step"
+    lv = Estimate(c, 0.0 if ctx.sst <= 0 else None, (c, c) if ctx.sst <= 0 else None,
+                  "constant series" if ctx.sst <= 0 else why)
+    out = {}
+    for model in (EXPONENTIAL, OSCILLATOR):
+        params = {"plateau": lv, "initial": lv, "timescale": Estimate(None, None, None, why)}
+        if model is OSCILLATOR:
+            params["inertia"] = Estimate(None, None, None, why)
+            params["damping_ratio"] = Estimate(None, None, None, why)
+        ssr = float(np.sum((y - c) ** 2))
+        aic, bic = information_criteria(ssr, ctx.n, len(model.param_names))
+        out[model.name] = ModelFit(
+            model.name, None, aic, bic, params,
+            regime="indeterminate" if model is OSCILLATOR else None,
+            regime_reason=why if model is OSCILLATOR else None,
+            ok=True, message=why, step0=step0, ssr=ssr, n_points=ctx.n,
+        )
+    return out

@@ -1,0 +1,171 @@
+"""``fit_series``: the fit of both laws to one series, start to finish."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from grpofit.errors import TooFewPoints
+from grpofit.fitting.assemble import (
+    degenerate,
+    exponential_fit,
+    gain_stat,
+    no_signal,
+    oscillator_fit,
+)
+from grpofit.fitting.hac import bandwidth, critical_value, noise_floor
+from grpofit.fitting.intervals import Ctx
+from grpofit.fitting.profile import log_bins, profile
+from grpofit.fitting.regime import PREFER_DELTA_BIC, signal_test
+from grpofit.fitting.results import FitResult, ModelFit
+from grpofit.fitting.solve import better, binned_ssr, solve, solve_many
+from grpofit.models import EXPONENTIAL, OSCILLATOR
+
+__all__ = ["fit_series", "MIN_POINTS"]
+
+#: fewer finite points than this raise :class:`grpofit.errors.TooFewPoints`
+MIN_POINTS = 8
+
+
+def _clean(steps, values, run: str, metric: str):
+    steps = np.asarray(steps, dtype=float).ravel()
+    values = np.asarray(values, dtype=float).ravel()
+    keep = np.isfinite(steps) & np.isfinite(values)
+    steps, values = steps[keep], values[keep]
+    if steps.size < MIN_POINTS:
+        raise TooFewPoints(
+            f"{steps.size} finite points of {metric or 'the metric'}; a fit needs at least {MIN_POINTS}",
+            path=run or None,
+            fix="log the metric more often, pick another one with --metric, or pass a longer run",
+            n=int(steps.size),
+            minimum=MIN_POINTS,
+        )
+    if np.any(np.diff(steps) < 0):
+        order = np.argsort(steps, kind="stable")
+        steps, values = steps[order], values[order]
+    return steps, values
+
+
+def fit_series(steps, values, *, run: str = "", metric: str = "", step_column: str = "",
+               seed: int = 0) -> FitResult:
+    """Fit both laws to ``values`` against ``steps`` (non-finite points are dropped).
+
+    Raises :class:`grpofit.errors.TooFewPoints` below :data:`MIN_POINTS` finite points. A
+    model that cannot be fitted comes back as ``ModelFit(ok=False, message=...)``. The method
+    (see :mod:`grpofit.fitting`) is deterministic; ``seed`` is accepted for interface
+    stability and unused.
+    """
+    steps, values = _clean(steps, values, run, metric)
+    with np.errstate(all="ignore"):  # every non-finite intermediate is handled explicitly
+        return _fit(steps, values, run, metric, step_column)
+
+
+def _fit(steps, values, run, metric, step_column) -> FitResult:
+    step0 = float(steps[0])
+    t = steps - step0
+    y = values
+    n = y.size
+    ctx = Ctx(t, y, n, float(np.sum((y - y.mean()) ** 2)), OSCILLATOR.bounds(t, y),
+              dt=float(np.median(np.diff(t))))
+    noise_sd = noise_floor(y)
+    if t[-1] <= 0 or ctx.sst <= 0:
+        models = degenerate(y, ctx, step0)
+        return _result(run, metric, step_column, steps, values, models, noise_sd, ctx, None)
+
+    bounds, lv, tb = ctx.bounds, ctx.bounds["plateau"], ctx.bounds["timescale"]
+    binned = log_bins(t, y)
+    g_exp = EXPONENTIAL.guess(t, y)
+    # the grid over (damping ratio, timescale), centred on the data-driven guess, levels solved
+    # in closed form: the starting points and the damping ratio's profile likelihood at once
+    prof = profile(binned, g_exp["timescale"], lv, tb)
+    k = int(np.argmin(prof.ssr))
+    last = prof.zeta.size - 1
+    if np.isfinite(prof.ssr[k]):
+        osc_start = prof.row(k)
+    else:
+        osc_start = {**g_exp, "inertia": 0.0}
+    if np.isfinite(prof.ssr[last]):
+        exp_start = prof.row(last, exponential=True)
+    else:
+        exp_start = g_exp
+    exp, osc = solve_many((EXPONENTIAL, OSCILLATOR), binned, [exp_start, osc_start], bounds)
+    # poor fits: the oscillator nests the exponential (inertia 0), so it must not fit worse
+    if exp.ok and (not osc.ok or osc.ssr > exp.ssr * (1 + 1e-9)):
+        p, p0, ts = exp.x
+        start = {"plateau": p, "initial": p0, "timescale": ts, "inertia": 0.02 * ts}
+        osc = better(osc, solve(OSCILLATOR, binned, start, bounds))
+    if osc.ok and not exp.ok:
+        p, p0, ts, ti = osc.x
+        exp = solve(EXPONENTIAL, binned, {"plateau": p, "initial": p0, "timescale": ts + ti},
+                    bounds)
+    if osc.ok:
+        if not (prof.center / 3.0 <= osc.x[2] <= prof.center * 3.0):
+            prof = profile(binned, osc.x[2], lv, tb)
+        prof.best_ssr = min(osc.ssr, float(np.min(prof.ssr)))
+        ctx.bw = bandwidth(OSCILLATOR.func(t, *osc.x) - y)
+        ctx.cv = critical_value(ctx.bw / n)
+    elif exp.ok:
+        ctx.bw = bandwidth(EXPONENTIAL.func(t, *exp.x) - y)
+        ctx.cv = critical_value(ctx.bw / n)
+
+    exp_fit, exp_cov = exponential_fit(exp, ctx, step0)
+    gain, gain_se = gain_stat(exp.x, exp_cov) if exp.ok else (None, None)
+    signal = signal_test(ctx.sst, n, [(exp_fit.ssr, 3), (_osc_ssr(osc, t, y), 4)],
+                         gain, gain_se, ctx.cv)
+    if not signal.detected and exp_fit.ok:
+        no_signal(exp_fit, signal)
+    models = {
+        "exponential": exp_fit,
+        "oscillator": oscillator_fit(osc, prof if osc.ok else None, binned, ctx, step0, signal),
+    }
+    return _result(run, metric, step_column, steps, values, models, noise_sd, ctx, signal)
+
+
+def _osc_ssr(sol, t, y) -> float | None:
+    if not sol.ok:
+        return None
+    r = OSCILLATOR.func(t, *sol.x) - y
+    return float(r @ r)
+
+
+def _result(run, metric, step_column, steps, values, models, noise_sd, ctx: Ctx,
+            signal) -> FitResult:
+    exp_fit, osc_fit = models["exponential"], models["oscillator"]
+    preferred, reason = _prefer(exp_fit, osc_fit, signal)
+    best = models.get(preferred) if preferred else None
+    var_y = ctx.sst / ctx.n if ctx.n else 0.0
+    resid_sd = None
+    if best is not None and best.ssr is not None:
+        k = 4 if best.model == "oscillator" else 3
+        resid_sd = math.sqrt(best.ssr / max(ctx.n - k, 1))
+    noise = {
+        "noise_sd": noise_sd,
+        "residual_sd": resid_sd,
+        "r2_ceiling": (1.0 - noise_sd**2 / var_y) if var_y > 0 else None,
+        "fit_vs_noise": (resid_sd / noise_sd) if (resid_sd is not None and noise_sd > 0) else None,
+        "hac_bandwidth": ctx.bw,
+    }
+    if signal is None:
+        sig = {"detected": False, "reason": "constant series" if ctx.sst <= 0 else "one step"}
+    else:
+        sig = signal.summary()
+    return FitResult(run, metric, step_column, steps, values, int(ctx.n), models, preferred,
+                     noise, reason, sig)
+
+
+def _prefer(exp_fit: ModelFit, osc_fit: ModelFit, signal) -> tuple[str | None, str]:
+    """The oscillator when its BIC is lower by more than :data:`PREFER_DELTA_BIC` and the
+    series shows a significant rise; else the exponential (the simpler law wins ties)."""
+    if exp_fit.ok and osc_fit.ok and exp_fit.bic is not None and osc_fit.bic is not None:
+        if signal is not None and not signal.detected:
+            return "exponential", f"{signal.reason}: the simpler law"
+        delta = exp_fit.bic - osc_fit.bic
+        if delta > PREFER_DELTA_BIC:
+            return "oscillator", f"BIC lower by {delta:.1f} > {PREFER_DELTA_BIC:g}"
+        return "exponential", f"BIC of the oscillator not lower by more than {PREFER_DELTA_BIC:g}"
+    if exp_fit.ok:
+        return "exponential", "only fit that succeeded"
+    if osc_fit.ok:
+        return "oscillator", "only fit that succeeded"
+    return None, "no model could be fitted"

@@ -1,0 +1,274 @@
+"""95% intervals: HAC delta-method intervals and the profile likelihood of the damping ratio.
+
+A constrained curve (a profile row) is *accepted* when its excess SSR over the best fit is
+within a sandwich-adjusted likelihood-ratio threshold,
+
+    dSSR <= PROFILE_CALIBRATION * cv^2 * LRV(v r) / sum(v^2)
+
+(``v`` = constrained minus best curve, ``r`` = residuals, ``LRV`` their HAC long-run variance,
+floored at the uncorrelated value, ``cv`` the fixed-b critical value). The damping-ratio
+interval is the hull of the accepted rows, its ends interpolated and refined once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from grpofit.fitting.hac import hac_scalar
+from grpofit.fitting.profile import ZETA_GRID, Binned, Profile, profile
+from grpofit.fitting.results import Estimate
+from grpofit.models import OSCILLATOR, damping_ratio, relaxation_shape
+
+__all__ = ["Ctx", "estimates", "clip_interval", "widen_to_grid", "thresholds",
+           "profile_intervals", "ProfileIntervals", "PROFILE_CALIBRATION"]
+
+#: profile-likelihood thresholds are ``PROFILE_CALIBRATION * cv^2 * HAC(v r)/sum(v^2)``: with
+#: the plain cut (1.0) the damping-ratio interval covered the truth in 82-87% of the synthetic
+#: recovery runs (misses just outside the ends); 1.3 gives ~90% at 10-20% indeterminate
+#: regimes among clearly damped runs
+PROFILE_CALIBRATION = 1.3
+#: re-profile at the interpolated ends of the damping-ratio interval and interpolate again
+REFINE_ENDS = True
+
+
+@dataclass
+class Ctx:
+    """The series being fitted and what the intervals need from it."""
+
+    t: np.ndarray
+    y: np.ndarray
+    n: int
+    sst: float
+    bounds: dict
+    bw: int = 1
+    cv: float = 1.959964
+    dt: float = 1.0  #: median step spacing
+    _interp: tuple | None = None
+    _blocks: tuple | None = None
+
+    def blocks(self, r: np.ndarray) -> "_Blocks":
+        """Residual sums over blocks of ``max(1, bw // 8)`` points (cached per bandwidth)."""
+        key = (self.bw, id(r))
+        if self._blocks is None or self._blocks[0] != key:
+            q = max(1, self.bw // 8)
+            starts = np.arange(0, self.n, q)
+            count = np.diff(np.append(starts, self.n)).astype(float)
+            blk = _Blocks(
+                t=np.add.reduceat(self.t, starts) / count,
+                r=np.add.reduceat(r, starts),
+                r2=np.add.reduceat(r * r, starts),
+                count=count,
+                bw=max(1, int(round(self.bw / q))),
+            )
+            self._blocks = (key, blk)
+            self._interp = None
+        return self._blocks[1]
+
+    def to_blocks(self, b: Binned, rows: np.ndarray) -> np.ndarray:
+        """Rows of values at the bin times, linearly interpolated to the block times."""
+        tq = self._blocks[1].t
+        if self._interp is None:
+            i = np.clip(np.searchsorted(b.t, tq, side="right") - 1, 0, max(b.t.size - 2, 0))
+            if b.t.size > 1:
+                f = np.clip((tq - b.t[i]) / (b.t[i + 1] - b.t[i]), 0.0, 1.0)
+            else:
+                f = np.zeros(tq.size)
+            self._interp = (i, np.minimum(i + 1, b.t.size - 1), f)
+        i0, i1, f = self._interp
+        return rows[:, i0] * (1.0 - f) + rows[:, i1] * f
+
+
+@dataclass
+class _Blocks:
+    t: np.ndarray
+    r: np.ndarray
+    r2: np.ndarray
+    count: np.ndarray
+    bw: int
+
+
+def clip_interval(lo, hi, bounds, name) -> tuple[tuple[float, float], str | None]:
+    blo, bhi = bounds
+    note = None
+    if lo < blo or hi > bhi:
+        note = f"{name} not pinned down by the data: interval clipped to the fit bounds"
+    return (max(lo, blo), min(hi, bhi)), note
+
+
+def estimates(names, x, cov, ctx: Ctx) -> dict[str, Estimate]:
+    """``value +- cv * stderr`` from a covariance (``None`` + note where it is singular)."""
+    out = {}
+    for i, name in enumerate(names):
+        if cov is None or not (cov[i, i] >= 0) or not math.isfinite(cov[i, i]):
+            out[name] = Estimate(float(x[i]), None, None, "covariance not computable (singular)")
+            continue
+        se = math.sqrt(cov[i, i])
+        ci, note = clip_interval(x[i] - ctx.cv * se, x[i] + ctx.cv * se, ctx.bounds[name], name)
+        out[name] = Estimate(float(x[i]), se, ci, note)
+    return out
+
+
+def widen_to_grid(params: dict[str, Estimate], names, ctx: Ctx) -> None:
+    """Times are resolved only to the logging interval: widen their intervals by half the
+    median step spacing on each side (it matters only when a rise spans a few points)."""
+    half = 0.5 * ctx.dt
+    for name in names:
+        e = params.get(name)
+        if e is not None and e.ci95 is not None and e.ci95[0] is not None and e.ci95[1] is not None:
+            lo, hi = ctx.bounds[name]
+            e.ci95 = (max(lo if name != "inertia" else 0.0, e.ci95[0] - half),
+                      min(hi, e.ci95[1] + half))
+
+
+def extend(e: Estimate, lo: float, hi: float, bounds, name: str, note: str | None = None) -> None:
+    """Widen ``e.ci95`` to cover ``[lo, hi]`` (clipped to the bounds)."""
+    if e.ci95 is None or e.ci95[0] is None or e.ci95[1] is None:
+        return
+    (a, b), clip_note = clip_interval(min(e.ci95[0], lo), max(e.ci95[1], hi), bounds, name)
+    if (a, b) != e.ci95:
+        e.ci95 = (a, b)
+        e.note = clip_note or note or e.note
+
+
+def thresholds(zeta, ts, plat, init, f_hat, r, b: Binned, ctx: Ctx, scale: float) -> np.ndarray:
+    """``PROFILE_CALIBRATION * cv^2 * LRV(v r) / sum(v^2)`` per row (``v`` = the row's curve
+    minus the fitted curve; LRV never below the uncorrelated value ``sum v^2 r^2``:
+    training-curve residuals are positively correlated, a smaller HAC value is noise).
+
+    ``v`` is smooth, so the sums run over blocks of ``q = max(1, L // 8)`` consecutive points
+    (``L`` = HAC bandwidth) with ``v`` at the block's mean time: ``sum_t v_t r_t`` within a
+    block is ``v_B R_B`` and the Bartlett weights between blocks are those of bandwidth
+    ``L / q`` (the weight inside a block is off by at most ``q / L = 1/8``)."""
+    zeta = np.asarray(zeta, dtype=float)
+    if zeta.size == 0:
+        return np.empty(0)
+    blocks = ctx.blocks(r)
+    g = relaxation_shape(b.t[None, :] / np.asarray(ts)[:, None], zeta)
+    vb = plat[:, None] + (init - plat)[:, None] * g - f_hat[None, :]
+    v = ctx.to_blocks(b, vb)
+    vv = (v * v) @ blocks.count
+    u = v * blocks.r[None, :]
+    lrv = np.maximum(hac_scalar(u, blocks.bw), (v * v) @ blocks.r2)
+    infl = np.where(vv > 0, lrv / np.where(vv > 0, vv, 1.0), scale)
+    return PROFILE_CALIBRATION * ctx.cv**2 * np.maximum(infl, 1e-300)
+
+
+def _rows_thresholds(rows: dict, idx: np.ndarray, f_hat, r, b, ctx, scale) -> np.ndarray:
+    """Thresholds for rows ``idx``; rows far outside (``dSSR > 40 cv^2 s^2``) get the median
+    of the others (they are rejected anyway, the value only shapes the interpolation)."""
+    d = rows["ssr"] - float(np.min(rows["ssr"]))
+    thr = np.full(idx.size, np.nan)
+    near = d[idx] <= ctx.cv**2 * 40.0 * scale
+    if near.any():
+        c = idx[near]
+        thr[near] = thresholds(rows["zeta"][c], rows["ts"][c], rows["plat"][c], rows["init"][c],
+                               f_hat, r, b, ctx, scale)
+    known = thr[np.isfinite(thr)]
+    if "thr" in rows:
+        known = np.concatenate([known, rows["thr"][np.isfinite(rows["thr"])]])
+    base = float(np.median(known)) if known.size else PROFILE_CALIBRATION * ctx.cv**2 * scale
+    return np.where(np.isfinite(thr), thr, base)
+
+
+@dataclass
+class ProfileIntervals:
+    flat: bool  #: every row accepted: inertia not identifiable
+    zeta: tuple[float, float | None]  #: ``(lo, hi)``; ``hi = None``: inertia 0 inside
+    inertia: tuple[float, float]
+    timescale: tuple[float, float]
+    plateau: tuple[float, float]
+    initial: tuple[float, float]
+    threshold: float = math.nan  #: median threshold of the rows near the fit
+
+
+def profile_intervals(prof: Profile, x, r, b: Binned, ctx: Ctx, f_hat) -> ProfileIntervals:
+    """Intervals from the profile likelihood over the damping ratio (module docstring).
+
+    The rows are the grid plus the fit itself, ordered by ``1/zeta`` (0 = inertia 0); the
+    interval is the hull of the accepted rows, its ends interpolated towards the first rejected
+    neighbour (quadratically from the fit itself, linearly in ``dSSR - threshold`` otherwise),
+    then refined once by profiling at the interpolated ends."""
+    p_fit, p0_fit, ts_fit, ti_fit = (float(v) for v in x)
+    scale = float(r @ r) / max(ctx.n - 4, 1)
+    finite = np.isfinite(prof.ssr)
+    rows = {
+        "zeta": np.append(prof.zeta[finite], damping_ratio(ts_fit, ti_fit)),
+        "ssr": np.append(prof.ssr[finite], prof.best_ssr),
+        "ts": np.append(prof.ts[finite], ts_fit),
+        "plat": np.append(prof.plateau[finite], p_fit),
+        "init": np.append(prof.initial[finite], p0_fit),
+    }
+    m = rows["zeta"].size
+    thr = _rows_thresholds(rows, np.arange(m - 1), f_hat, r, b, ctx, scale)
+    rows["thr"] = np.append(thr, math.inf)
+    fit_zeta = rows["zeta"][-1]
+    out, ends = _hull(rows, fit_zeta, ctx)
+    new = [z for z in ends if z is not None and np.isfinite(z) and z > 0] if REFINE_ENDS else []
+    if new:
+        extra = profile(b, ts_fit, ctx.bounds["plateau"], ctx.bounds["timescale"],
+                        zetas=np.array(new, dtype=float))
+        keep = np.isfinite(extra.ssr)
+        if keep.any():
+            add = {"zeta": extra.zeta[keep], "ssr": extra.ssr[keep], "ts": extra.ts[keep],
+                   "plat": extra.plateau[keep], "init": extra.initial[keep]}
+            n0 = rows["zeta"].size
+            for key, val in add.items():
+                rows[key] = np.append(rows[key], val)
+            idx = np.arange(n0, rows["zeta"].size)
+            rows["thr"] = np.append(rows["thr"],
+                                    _rows_thresholds(rows, idx, f_hat, r, b, ctx, scale))
+            out, _ = _hull(rows, fit_zeta, ctx)
+    thr = rows["thr"][np.isfinite(rows["thr"])]
+    out.threshold = float(np.median(thr)) if thr.size else math.nan
+    return out
+
+
+def _hull(rows: dict, fit_zeta: float, ctx: Ctx):
+    """Hull of the accepted rows and the interpolated ends to refine (``zeta`` values)."""
+    zeta = rows["zeta"]
+    inf = np.isinf(zeta)
+    xs = np.where(inf, 0.0, 1.0 / np.where(inf, 1.0, zeta))  # 1/zeta
+    ti = np.where(inf, 0.0, rows["ts"] / (4.0 * np.where(inf, 1.0, zeta) ** 2))
+    d = np.maximum(rows["ssr"] - float(np.min(rows["ssr"])), 0.0)
+    d[zeta == fit_zeta] = 0.0
+    order = np.argsort(xs, kind="stable")
+    xs, d, thr, ti = xs[order], d[order], rows["thr"][order], ti[order]
+    ts, plat, init = rows["ts"][order], rows["plat"][order], rows["init"][order]
+    acc = d <= thr
+    idx = np.flatnonzero(acc)
+    i_lo, i_hi = int(idx.min()), int(idx.max())
+
+    def frac(i_in: int, i_out: int) -> float:
+        if d[i_in] == 0.0 and d[i_out] > 0:  # quadratic from the minimum
+            return float(np.sqrt(min(thr[i_out] / d[i_out], 1.0)))
+        a_, b_ = d[i_in] - thr[i_in], d[i_out] - thr[i_out]
+        return float(np.clip(a_ / (a_ - b_), 0.0, 1.0)) if a_ != b_ else 0.0
+
+    edges_ti = list(ti[idx])
+    ends = [None, None]
+    if i_lo == 0:  # 1/zeta = 0, i.e. inertia 0, is inside
+        x_lo = 0.0
+    else:
+        f = frac(i_lo, i_lo - 1)
+        x_lo = xs[i_lo] + f * (xs[i_lo - 1] - xs[i_lo])
+        edges_ti.append(ti[i_lo] + f * (ti[i_lo - 1] - ti[i_lo]))
+        if 0.0 < f < 1.0 and x_lo > 0:
+            ends[0] = 1.0 / x_lo
+    if i_hi == xs.size - 1 or xs[i_hi] >= 1.0 / ZETA_GRID[0]:
+        x_hi = math.inf  # the smallest damping ratio of the grid is inside
+    else:
+        f = frac(i_hi, i_hi + 1)
+        x_hi = xs[i_hi] + f * (xs[i_hi + 1] - xs[i_hi])
+        edges_ti.append(ti[i_hi] + f * (ti[i_hi + 1] - ti[i_hi]))
+        if 0.0 < f < 1.0:
+            ends[1] = 1.0 / x_hi
+    zeta_ci = (0.0 if math.isinf(x_hi) else 1.0 / x_hi, None if x_lo <= 0 else 1.0 / x_lo)
+    ti_lo = 0.0 if i_lo == 0 else float(min(edges_ti))
+    ti_hi = ctx.bounds["inertia"][1] if math.isinf(x_hi) else float(max(edges_ti))
+    span = lambda arr: (float(np.min(arr[idx])), float(np.max(arr[idx])))
+    out = ProfileIntervals(bool(acc.all()), zeta_ci, (ti_lo, ti_hi), span(ts), span(plat),
+                           span(init))
+    return out, ends

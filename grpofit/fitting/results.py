@@ -1,0 +1,152 @@
+"""The result objects of a fit: :class:`Estimate`, :class:`ModelFit`, :class:`FitResult`.
+
+They render (``summary()`` -> JSON-safe dict, NaN and infinity as ``None``) and never print.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from grpofit.models import MODELS
+
+__all__ = ["Estimate", "ModelFit", "FitResult", "num"]
+
+
+def num(x: Any) -> float | None:
+    """A JSON-safe float: ``None`` for ``None``, NaN and infinity."""
+    if x is None:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _step(x) -> int | float | None:
+    v = num(x)
+    if v is not None and v.is_integer():
+        return int(v)
+    return v
+
+
+@dataclass
+class Estimate:
+    """A parameter value with its standard error and 95% interval (``None`` + ``note`` why)."""
+
+    value: float | None
+    stderr: float | None = None
+    ci95: tuple[float | None, float | None] | None = None
+    note: str | None = None
+
+    def __post_init__(self):
+        self.value = num(self.value)
+        self.stderr = num(self.stderr)
+        if self.ci95 is not None:
+            self.ci95 = (num(self.ci95[0]), num(self.ci95[1]))
+
+    def summary(self) -> dict:
+        """``{"value", "stderr", "ci95"}`` (+ ``"note"`` when there is one); JSON-safe.
+
+        ``ci95`` is ``[lo, hi]``; an end is ``None`` when it is unbounded (a damping ratio with
+        inertia consistent with 0 has no upper end)."""
+        ci = None
+        if self.ci95 is not None:
+            lo, hi = num(self.ci95[0]), num(self.ci95[1])
+            ci = None if lo is None and hi is None else [lo, hi]
+        out = {"value": num(self.value), "stderr": num(self.stderr), "ci95": ci}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass
+class ModelFit:
+    """One model fitted to one series."""
+
+    model: str
+    r2: float | None
+    aic: float | None
+    bic: float | None
+    params: dict[str, Estimate]
+    regime: str | None = None
+    regime_reason: str | None = None
+    ok: bool = True
+    message: str = ""
+    step0: float = 0.0  #: the step that is ``t = 0``
+    ssr: float | None = None
+    n_points: int = 0
+
+    def values(self) -> dict[str, float | None]:
+        return {k: e.value for k, e in self.params.items()}
+
+    def predict(self, steps) -> np.ndarray:
+        """The fitted curve at absolute run steps (NaN when the fit failed)."""
+        steps = np.asarray(steps, dtype=float)
+        model = MODELS[self.model]
+        vals = self.values()
+        if not self.ok or any(vals.get(k) is None for k in model.param_names):
+            return np.full(steps.shape, np.nan)
+        return model(steps - self.step0, vals)
+
+    def summary(self) -> dict:
+        """``{"r2", "aic", "bic", "params"}`` (+ ``"regime"`` for the oscillator), JSON-safe."""
+        out: dict[str, Any] = {
+            "r2": num(self.r2),
+            "aic": num(self.aic),
+            "bic": num(self.bic),
+            "params": {k: e.summary() for k, e in self.params.items()},
+        }
+        if self.model == "oscillator":
+            out["regime"] = self.regime or "indeterminate"
+            if self.regime_reason:
+                out["regime_reason"] = self.regime_reason
+        if not self.ok:
+            out["ok"] = False
+            out["message"] = self.message
+        return out
+
+
+@dataclass
+class FitResult:
+    """Both models fitted to one series of one run.
+
+    ``signal`` says whether the series shows a significant rise or fall at all (see
+    :func:`grpofit.fitting.regime.signal_test`); without one, the dynamics are not identifiable.
+    """
+
+    run: str
+    metric: str
+    step_column: str
+    steps: np.ndarray
+    values: np.ndarray
+    n_points: int
+    models: dict[str, ModelFit]
+    preferred: str | None
+    noise: dict[str, float | None] = field(default_factory=dict)
+    preferred_reason: str = ""
+    signal: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        """One entry of the contract's ``fit`` runs list (additive keys: ``noise``,
+        ``preferred_reason``, ``signal``)."""
+        first, last = (self.steps[0], self.steps[-1]) if self.steps.size else (None, None)
+        out = {
+            "run": self.run,
+            "metric": self.metric,
+            "step_column": self.step_column,
+            "n_points": int(self.n_points),
+            "steps": [_step(first), _step(last)],
+            "models": {k: m.summary() for k, m in self.models.items()},
+            "preferred": self.preferred,
+            "preferred_reason": self.preferred_reason,
+            "noise": {k: num(v) for k, v in self.noise.items()},
+        }
+        if self.signal:
+            out["signal"] = {k: (num(v) if isinstance(v, float) else v)
+                             for k, v in self.signal.items()}
+        return out
