@@ -35,6 +35,14 @@ def resolve_column(run: "Run", role: str, name: str | None = None) -> str:
     column = detect_roles(numeric).get(role)
     if column is None:
         label = role.replace("_", " ")
+        empty = detect_roles(list(run.metrics)).get(role)
+        if empty is not None:  # the column is there, but holds no finite value
+            raise MetricNotFound(
+                f"the {label} column {empty!r} has no finite values (all missing, NaN or infinite) in run {run.name}",
+                path=run.source,
+                columns=numeric,
+                fix="check the logger, or pass --metric NAME with one of the numeric columns: " + _listing(numeric),
+            )
         raise MetricNotFound(
             f"no {label} column found in run {run.name}",
             path=run.source,

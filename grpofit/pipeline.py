@@ -166,6 +166,12 @@ class JudgeOptions:
     plot_dir: str | None = None
 
 
+def internal_error(what: str, exc: BaseException) -> str:
+    """The one-line reason for a bug hit while ``what`` one run (the other runs go on)."""
+    detail = " ".join(str(exc).split())[:200]
+    return f"internal error while {what} this run ({type(exc).__name__}: {detail}); please report it"
+
+
 def judge_item(item: Any, options: JudgeOptions) -> Outcome:
     """Read (when ``item`` is a path), judge and optionally draw every run of one work item."""
     from grpofit.diagnostics import diagnose_run
@@ -178,6 +184,9 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
     except GrpofitError as e:
         out.errors.append(RunError(label, e.one_line()))
         return out
+    except Exception as e:  # noqa: BLE001 - a reader bug on one file must not hide the others
+        out.errors.append(RunError(label, internal_error("reading", e)))
+        return out
     for run in runs:
         if isinstance(item, str):
             out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
@@ -185,6 +194,9 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
             diagnosis = diagnose_run(run, **options.diagnose)
         except GrpofitError as e:
             out.errors.append(RunError(run.name, e.one_line()))
+            continue
+        except Exception as e:  # noqa: BLE001 - a bug on one run must not hide the others
+            out.errors.append(RunError(run.name, internal_error("judging", e)))
             continue
         if options.plot_dir is not None:
             from grpofit.plotting import save_diagnosis_figure

@@ -51,7 +51,7 @@ def build_run(
         )
     if not run.numeric_columns():
         raise ReadError(
-            "holds no numeric metric values",
+            "holds no numeric metric values (every cell is empty, text, NaN or infinite)",
             path=src.name,
             fix=f"check that this is a training log ({SUPPORTED_HINT})",
         )

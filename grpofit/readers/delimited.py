@@ -45,8 +45,9 @@ def read_delimited(src: Source, fmt: str, *, step: str | None = None) -> list[Ru
 
 def _torn_last_line(src: Source, delim: str, ncols: int) -> str | None:
     """A warning when the last line is a half-written row of a log still being written: no
-    line break at the end and fewer cells than the header (pandas would fill them with NaN
-    and read a cut-off step like ``7`` for ``70``). None when the last row is complete."""
+    line break at the end and fewer cells than the header or an empty last cell (pandas would
+    fill them with NaN and read a cut-off step like ``7`` for ``70``). None when the last row
+    looks complete (a cut inside the last number cannot be seen)."""
     import csv
 
     tail = src.tail(64 * 1024) or src.head(64 * 1024)
@@ -57,7 +58,7 @@ def _torn_last_line(src: Source, delim: str, ncols: int) -> str | None:
         cells = next(csv.reader([last], delimiter=delim), [])
     except csv.Error:
         return None
-    if len(cells) >= ncols:
+    if len(cells) >= ncols and not last.endswith(delim):  # a cut right after a delimiter
         return None
     return (
         f"last line is incomplete ({len(cells)} of {ncols} cells, no line break), probably a run "

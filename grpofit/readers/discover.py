@@ -138,10 +138,21 @@ def looks_like_log(path: str) -> bool:
 
 
 def _first_line_is_object(text: bytes) -> bool:
+    """A ``.json`` file that is JSON Lines: a first line holding a row object with a step (or
+    verl's ``data``), or two lines of objects. A one-line object without a step is a config
+    or a results file (``all_results.json``, ``{"hidden_size": 8}``), not a run."""
     import json
 
+    from grpofit.runs import STEP_NAMES
+
+    lines = [ln for ln in text.split(b"\n", 2)[:2] if ln.strip()]
     try:
-        return isinstance(json.loads(text.split(b"\n", 1)[0]), dict)
+        first = json.loads(lines[0]) if lines else None
+        if not isinstance(first, dict):
+            return False
+        if "data" in first or any(k in first for k in STEP_NAMES):
+            return True
+        return len(lines) > 1 and isinstance(json.loads(lines[1]), dict)
     except (ValueError, RecursionError):
         return False
 
@@ -222,7 +233,7 @@ def _walk(root: str) -> list[RunSource]:
                 subdirs.append(e.path)
             elif kind == "tensorboard" and e.name.startswith(TFEVENTS_PREFIX):
                 continue
-            elif is_candidate_file(e.name):
+            elif not e.name.startswith(".") and is_candidate_file(e.name):  # hidden files are never runs
                 if e.name.lower().endswith(PEEK_SUFFIXES) and not looks_like_log(e.path):
                     continue
                 found.append(RunSource(e.path, "file"))

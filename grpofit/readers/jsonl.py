@@ -21,7 +21,7 @@ from grpofit.readers.common import build_run
 from grpofit.readers.source import Source
 from grpofit.runs import Run, to_float_array
 
-BLOCK = 16 * 1024 * 1024
+BLOCK = 4 * 1024 * 1024
 _TRANSLATE = bytes.maketrans(b":", b",")
 _DELETE = b"{} \t\r"
 _DATA_KEY = (b'"data": ', b'"data":')
@@ -246,6 +246,11 @@ class _Plan:
                 keep_default_na=False,
             )
         except (ValueError, pd.errors.ParserError):
+            return None
+        # braces are dropped before parsing, so check them here: a row cut short in the middle
+        # of the file ('{"step": 2, "reward": 0.' then a new row) must not read as reward 0.0
+        depth = 2 if self.wrapper else 1
+        if body.count(b"{") != depth * len(df) or body.count(b"}") != depth * len(df):
             return None
         arrays = [df[j].to_numpy(dtype=np.float64) for j in range(2 * k)]
         if not all(np.isnan(a).all() for a in arrays[0::2]):
