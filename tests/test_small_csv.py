@@ -1,0 +1,59 @@
+"""The pandas-free reader of small CSV files gives exactly what the pandas path gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grpofit.readers import delimited, read_path
+
+CASES = {
+    "plain": "step,reward\n1,0.1\n2,0.2\n3,0.3\n",
+    "quoted": '"step","reward"\n"1","0.1"\n"2","0.25"\n',
+    "missing": "step,reward,eval_reward\n1,0.1,\n2,,0.5\n3,0.3,\n",
+    "na_strings": "step,reward,kl\n1,0.1,NA\n2,null,0.01\n3,0.3,nan\n",
+    "text_column": "step,reward,note\n1,0.1,hello\n2,0.2,world\n",
+    "stray_text": "step,reward\n1,0.1\n2,oops\n3,0.3\n",
+    "bools": "step,reward,done\n1,0.1,True\n2,0.2,False\n",
+    "bom": "\ufeffstep,reward\n1,0.1\n2,0.2\n",
+    "short_rows": "step,reward,kl\n1,0.1\n2,0.2,0.01\n",
+    "inf": "step,reward\n1,0.1\n2,inf\n3,0.3\n",
+    "tsv": "step\treward\n1\t0.1\n2\t0.2\n",
+    "crlf": "step,reward\r\n1,0.1\r\n2,0.2\r\n",
+    "scientific": "step,reward\n1,1e-3\n2,2.5E-2\n",
+    "unsorted_dupes": "step,reward\n2,0.2\n1,0.1\n2,0.25\n",
+}
+
+
+def _read(path, small: bool):
+    old = delimited.SMALL_FILE
+    delimited.SMALL_FILE = old if small else -1
+    try:
+        return read_path(str(path))
+    finally:
+        delimited.SMALL_FILE = old
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_small_path_equals_pandas_path(tmp_path, name):
+    path = tmp_path / (name + (".tsv" if name == "tsv" else ".csv"))
+    path.write_bytes(CASES[name].encode("utf-8"))
+    (fast,) = _read(path, small=True)
+    (slow,) = _read(path, small=False)
+    assert fast.step_column == slow.step_column
+    assert np.array_equal(fast.steps, slow.steps)
+    assert list(fast.metrics) == list(slow.metrics)
+    for key in fast.metrics:
+        assert np.array_equal(fast.metrics[key], slow.metrics[key], equal_nan=True), key
+    assert fast.warnings == slow.warnings
+
+
+def test_small_file_does_not_import_pandas(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "run.csv"
+    path.write_text(CASES["missing"])
+    code = f"import sys; from grpofit.readers import read_path; read_path({str(path)!r}); print('pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
