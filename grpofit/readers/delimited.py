@@ -8,6 +8,7 @@ so both paths give the same table.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -29,6 +30,8 @@ def read_delimited(src: Source, fmt: str, *, step: str | None = None) -> list[Ru
         if quick is not None:
             table, warnings, dropped = quick
             return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"dropped_columns": dropped})]
+    if fmt in ("csv", "tsv", "wandb-history") and src.size() > CHUNKED_FILE and src.path is not None:
+        return [_read_large(src, fmt, delim, step)]
     df = _read_frame(src, delim)
     torn = _torn_last_line(src, delim, len(df.columns)) if len(df) else None
     if torn is not None:
@@ -53,6 +56,9 @@ def read_delimited(src: Source, fmt: str, *, step: str | None = None) -> list[Ru
 
 #: files up to this size may take the pandas-free path
 SMALL_FILE = 2 * 1024 * 1024
+#: wide tables larger than this are parsed in chunks of CHUNK_ROWS rows (bounded peak memory)
+CHUNKED_FILE = 32 * 1024 * 1024
+CHUNK_ROWS = 100_000
 #: cells pandas reads as missing by default
 _NA = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
        "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
@@ -123,6 +129,18 @@ def _to_numbers(cells: tuple[str, ...]) -> tuple[np.ndarray, int, int]:
     return values, bad, present
 
 
+def _read_large(src: Source, fmt: str, delim: str, step: str | None) -> Run:
+    table, warnings, dropped, rows = _chunked_table(src, delim)
+    torn = _torn_last_line(src, delim, len(table) + dropped) if rows else None
+    if torn is not None:
+        table = {k: v[:-1] for k, v in table.items()}
+        warnings.insert(0, torn)
+        rows -= 1
+    if rows <= 0:
+        raise ReadError("has a header but no data rows", path=src.name, fix="wait until the run logs its first step")
+    return build_run(src, fmt, table, step=step, warnings=warnings, stats={"dropped_columns": dropped})
+
+
 def _torn_last_line(src: Source, delim: str, ncols: int) -> str | None:
     """A warning when the last line is a half-written row of a log still being written: no
     line break at the end and fewer cells than the header or an empty last cell (pandas would
@@ -146,19 +164,43 @@ def _torn_last_line(src: Source, delim: str, ncols: int) -> str | None:
     )
 
 
-def _read_frame(src: Source, delim: str):
+def _read_frame(src: Source, delim: str, chunksize: int | None = None):
+    """A DataFrame, or with ``chunksize`` a generator of DataFrames; parse errors -> ReadError."""
+    if chunksize is None:
+        with _parse_errors(src, delim):
+            return _pandas_read(src, delim, None)
+    return _chunks(src, delim, chunksize)
+
+
+def _chunks(src: Source, delim: str, chunksize: int):
+    with _parse_errors(src, delim):
+        yield from _pandas_read(src, delim, chunksize)
+
+
+def _pandas_read(src: Source, delim: str, chunksize: int | None):
+    import warnings
+
     import pandas as pd
 
-    target = src.path if src.path is not None else src.open()
+    warnings.simplefilter("ignore", pd.errors.DtypeWarning)  # mixed columns are handled below
+    return pd.read_csv(
+        src.path if src.path is not None else src.open(),
+        sep=delim,
+        engine="c",
+        encoding="utf-8-sig",
+        encoding_errors="replace",
+        skip_blank_lines=True,
+        chunksize=chunksize,
+    )
+
+
+@contextmanager
+def _parse_errors(src: Source, delim: str):
+    """Turn pandas' parse errors into one-line :class:`ReadError` naming the file and the fix."""
+    import pandas as pd
+
     try:
-        return pd.read_csv(
-            target,
-            sep=delim,
-            engine="c",
-            encoding="utf-8-sig",
-            encoding_errors="replace",
-            skip_blank_lines=True,
-        )
+        yield
     except pd.errors.EmptyDataError as exc:
         raise ReadError("the file is empty", path=src.name, fix="point at a log that has rows") from exc
     except pd.errors.ParserError as exc:
@@ -170,28 +212,29 @@ def _read_frame(src: Source, delim: str):
         ) from exc
 
 
-def numeric_table(df) -> tuple[dict[str, np.ndarray], list[str], int]:
-    """Columns as float64 arrays; text columns dropped, stray text cells made NaN (warned)."""
+def _column_values(s) -> tuple[np.ndarray, int, int]:
+    """Float64 values of one pandas column, its count of non-numeric and of present cells."""
     import pandas as pd
 
+    if s.dtype.kind in "fiub":
+        return s.to_numpy(dtype=np.float64, na_value=np.nan), 0, int(s.notna().sum())
+    values = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    present = int(s.notna().sum())
+    bad = present - int(np.isfinite(values).sum() + np.isinf(values).sum())
+    return values, bad, present
+
+
+def _assemble(columns: dict[str, tuple[np.ndarray, int, int]], n: int) -> tuple[dict[str, np.ndarray], list[str], int]:
+    """Drop text columns and a written-out pandas index; warn about stray text cells."""
     table: dict[str, np.ndarray] = {}
     warnings: list[str] = []
     dropped: list[str] = []
-    n = len(df)
-    for col in df.columns:
-        name = str(col)
-        s = df[col]
-        if s.dtype.kind in "fiub":
-            values = s.to_numpy(dtype=np.float64, na_value=np.nan)
-        else:
-            values = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-            present = int(s.notna().sum())
-            bad = present - int(np.isfinite(values).sum() + np.isinf(values).sum())
-            if present and bad == present:
-                dropped.append(name)
-                continue
-            if bad:
-                warnings.append(f"column {name!r}: {bad} non-numeric value(s) treated as missing")
+    for name, (values, bad, present) in columns.items():
+        if present and bad == present:
+            dropped.append(name)
+            continue
+        if bad:
+            warnings.append(f"column {name!r}: {bad} non-numeric value(s) treated as missing")
         if _UNNAMED.match(name) and n and np.array_equal(values, np.arange(n)):
             continue  # a pandas index written by to_csv()
         table[name] = values
@@ -199,6 +242,36 @@ def numeric_table(df) -> tuple[dict[str, np.ndarray], list[str], int]:
         shown = ", ".join(dropped[:5]) + (" ..." if len(dropped) > 5 else "")
         warnings.append(f"{len(dropped)} text column(s) ignored: {shown}")
     return table, warnings, len(dropped)
+
+
+def numeric_table(df) -> tuple[dict[str, np.ndarray], list[str], int]:
+    """Columns as float64 arrays; text columns dropped, stray text cells made NaN (warned)."""
+    return _assemble({str(col): _column_values(df[col]) for col in df.columns}, len(df))
+
+
+def _chunked_table(src: Source, delim: str) -> tuple[dict[str, np.ndarray], list[str], int, int]:
+    """A large wide table read in row chunks, so pandas never holds the whole file as objects.
+
+    Returns ``(table, warnings, dropped, rows)``; peak memory stays near the float64 result.
+    """
+    parts: dict[str, list] = {}
+    bad: dict[str, int] = {}
+    present: dict[str, int] = {}
+    rows = 0
+    for chunk in _read_frame(src, delim, chunksize=CHUNK_ROWS):
+        rows += len(chunk)
+        for col in chunk.columns:
+            name = str(col)
+            values, b, p = _column_values(chunk[col])
+            parts.setdefault(name, []).append(values)
+            bad[name] = bad.get(name, 0) + b
+            present[name] = present.get(name, 0) + p
+    columns = {}
+    for name in list(parts):
+        values = np.concatenate(parts.pop(name)) if parts[name] else np.empty(0)
+        columns[name] = (values, bad[name], present[name])
+    table, warnings, dropped = _assemble(columns, rows)
+    return table, warnings, dropped, rows
 
 
 def _long(src: Source, df, step: str | None) -> Run:

@@ -57,3 +57,27 @@ def test_small_file_does_not_import_pandas(tmp_path):
     code = f"import sys; from grpofit.readers import read_path; read_path({str(path)!r}); print('pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_chunked_path_equals_whole_path(tmp_path, monkeypatch):
+    """Large wide tables are parsed in row chunks; the table, warnings and torn-line handling match."""
+    rng = np.random.default_rng(7)
+    rows = ["step,reward,kl,note"]
+    for i in range(2500):
+        reward = "oops" if i == 1234 else f"{rng.random():.6f}"
+        rows.append(f"{i},{reward},{'' if i % 7 == 0 else rng.random()},text{i}")
+    path = tmp_path / "big.csv"
+    path.write_text("\n".join(rows) + "\n2500,0.5")  # a torn last line
+    monkeypatch.setattr(delimited, "SMALL_FILE", -1)
+    monkeypatch.setattr(delimited, "CHUNK_ROWS", 300)
+    monkeypatch.setattr(delimited, "CHUNKED_FILE", 1)
+    (chunked,) = read_path(str(path))
+    monkeypatch.setattr(delimited, "CHUNKED_FILE", 10**12)
+    (whole,) = read_path(str(path))
+    assert chunked.steps.size == whole.steps.size == 2500
+    assert list(chunked.metrics) == list(whole.metrics) == ["reward", "kl"]
+    for key in whole.metrics:
+        assert np.array_equal(chunked.metrics[key], whole.metrics[key], equal_nan=True)
+    assert chunked.warnings == whole.warnings
+    assert any("incomplete" in w for w in chunked.warnings)
+    assert any("non-numeric" in w for w in chunked.warnings)
