@@ -159,6 +159,19 @@ class Rise:
         }
 
 
+def _prepare(steps, values, window: int | None):
+    """Finite ``(steps, values, n, window)``, or None when the series is under three windows."""
+    s = np.asarray(steps, dtype=float)
+    v = np.asarray(values, dtype=float)
+    keep = np.isfinite(s) & np.isfinite(v)
+    s, v = s[keep], v[keep]
+    n = v.size
+    w = window or default_window(n)
+    if n < 3 * w:
+        return None
+    return s, v, n, w
+
+
 def _runs_of(mask: np.ndarray, start: int = 0):
     """Yield ``(i, j)`` for each maximal run ``mask[i:j]`` of True at or after ``start``."""
     n = mask.size
@@ -188,14 +201,10 @@ def find_collapse(
     ``noise_k``: the drop must also exceed ``noise_k`` point-noise sds. The fall must last until
     the end of the run (at least ``w`` points).
     """
-    s = np.asarray(steps, dtype=float)
-    v = np.asarray(values, dtype=float)
-    keep = np.isfinite(s) & np.isfinite(v)
-    s, v = s[keep], v[keep]
-    n = v.size
-    w = window or default_window(n)
-    if n < 3 * w:
+    prepared = _prepare(steps, values, window)
+    if prepared is None:
         return None
+    s, v, n, w = prepared
     level = rolling_median(v, w)
     sd = noise_sd(v)
     peak = np.maximum.accumulate(level)
@@ -259,14 +268,10 @@ def find_rise(
     Meant for positive metrics (gradient norm, importance ratios, clip fractions); returns None
     when the baseline is not positive.
     """
-    s = np.asarray(steps, dtype=float)
-    v = np.asarray(values, dtype=float)
-    keep = np.isfinite(s) & np.isfinite(v)
-    s, v = s[keep], v[keep]
-    n = v.size
-    w = window or default_window(n)
-    if n < 3 * w:
+    prepared = _prepare(steps, values, window)
+    if prepared is None:
         return None
+    s, v, n, w = prepared
     nb = max(w, int(baseline_fraction * n))
     baseline = float(np.median(v[:nb]))
     if not baseline > 0:

@@ -75,17 +75,20 @@ def _to_float(v: Any) -> float:
     if isinstance(v, (int, float, np.integer, np.floating)):
         return float(v)
     if isinstance(v, str):
-        s = v.strip().strip('"').strip("'")
-        if not s:
-            return np.nan
-        try:
-            return float(s)
-        except ValueError:
-            low = s.lower()
-            if low in ("true", "false"):
-                return float(low == "true")
-            return np.nan
+        parsed = parse_number(v.strip().strip('"').strip("'"))
+        return np.nan if parsed is None else parsed
     return np.nan
+
+
+def parse_number(text: str) -> float | None:
+    """A number from log text: ``0.1``, ``1e-3``, ``nan``, ``inf``, ``True``/``False``; else None."""
+    try:
+        return float(text)
+    except ValueError:
+        low = text.lower()
+        if low in ("true", "false"):
+            return float(low == "true")
+        return None
 
 
 def pick_step_column(columns: Sequence[str], preferred: str | None = None) -> str | None:

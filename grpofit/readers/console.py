@@ -13,7 +13,7 @@ from grpofit.errors import ReadError
 from grpofit.readers.common import build_run
 from grpofit.readers.sniff import ANSI
 from grpofit.readers.source import Source
-from grpofit.runs import Run
+from grpofit.runs import Run, parse_number
 
 _VERL_STEP = re.compile(r"(?:^|[\s)>\]|])step:\s*(\d+)\s+-\s+(.*)$")
 _PREFIX = re.compile(r"^\s*\([^()]*pid=\d+[^()]*\)\s*")
@@ -30,13 +30,7 @@ def parse_value(text: str) -> float | None:
         s = m.group(1).split(",", 1)[0].strip().strip("'\"")
     if s.startswith("[") and s.endswith("]") and "," not in s:
         s = s[1:-1]  # a one-element list, e.g. actor/lr:[1e-06]
-    try:
-        return float(s)
-    except ValueError:
-        low = s.lower()
-        if low in ("true", "false"):
-            return float(low == "true")
-        return None
+    return parse_number(s)
 
 
 def parse_verl_line(line: str) -> dict[str, float | None] | None:
