@@ -10,6 +10,11 @@ steps used as logged: every 5, every 10, resumed at 101 ...).
 Both come with analytic Jacobians with respect to their parameters (used by the fitter).
 Each model is described once in :data:`MODELS` (parameter names, bounds, deterministic
 data-driven ``guess`` and derived quantities); adding a law is one function and one entry.
+
+For lmfit users, :func:`lmfit_model` wraps a law as an ``lmfit.Model`` (same function,
+bounds as parameter hints, the data-driven guess as ``Model.guess``) for lmfit's reports,
+constraints and confidence intervals. grpofit's own fitter calls MINPACK directly and imports
+lmfit only as a fallback (see :mod:`grpofit.fitting.solve`); both reach the same optimum.
 """
 
 from __future__ import annotations
@@ -33,7 +38,15 @@ __all__ = [
     "MODELS",
     "EXPONENTIAL",
     "OSCILLATOR",
+    "lmfit_model",
+    "median",
 ]
+
+#: extreme but legitimate inputs (values or steps near 1e300, timescales near 1e-300) may
+#: overflow to inf or give NaN in intermediate products: the fitter treats non-finite curves
+#: as failed evaluations, so the model functions do not warn about them
+def _huge_ok():
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
 
 # ---------------------------------------------------------------------------------------------
 # exponential
@@ -46,7 +59,8 @@ def exponential(t, plateau, initial, timescale):
     ``T = timescale`` (steps, > 0).
     """
     t = np.asarray(t, dtype=float)
-    return plateau - (plateau - initial) * np.exp(-t / timescale)
+    with _huge_ok():
+        return plateau - (plateau - initial) * np.exp(-t / timescale)
 
 
 def exponential_jacobian(t, plateau, initial, timescale):
@@ -55,11 +69,13 @@ def exponential_jacobian(t, plateau, initial, timescale):
     ``dR/dp* = 1 - E``, ``dR/dp0 = E``, ``dR/dT = -(p* - p0) E t / T^2`` with ``E = exp(-t/T)``.
     """
     t = np.asarray(t, dtype=float)
-    e = np.exp(-t / timescale)
-    jac = np.empty((t.size, 3))
-    jac[:, 0] = 1.0 - e
-    jac[:, 1] = e
-    jac[:, 2] = -(plateau - initial) * e * t / (timescale * timescale)
+    with _huge_ok():
+        x = t / timescale
+        e = np.exp(-x)
+        jac = np.empty((t.size, 3))
+        jac[:, 0] = 1.0 - e
+        jac[:, 1] = e
+        jac[:, 2] = -(plateau - initial) * e * x / timescale
     return jac
 
 
@@ -84,6 +100,8 @@ _C_COEF = np.array([1.0 / _factorial(2 * k) for k in range(_N_SERIES)])
 _S_COEF = np.array([1.0 / _factorial(2 * k + 1) for k in range(_N_SERIES)])
 _SP_COEF = np.array([(k + 1) / _factorial(2 * k + 3) for k in range(_N_SERIES)])
 _SERIES = np.stack([_C_COEF, _S_COEF, _SP_COEF])
+_SERIES_T = np.ascontiguousarray(_SERIES.T)
+_POWERS = np.arange(_N_SERIES, dtype=float)
 
 
 def relaxation(t, timescale, inertia):
@@ -210,17 +228,16 @@ def _nc_finish(t, a, ts, ec, es, esp, derivatives):
     dg_da = t * (es - g)
     dg_db2 = t * t * (0.5 * es + a * t * esp)
     d_ti = dg_da * (-2.0 * a * a) + dg_db2 * (4.0 * a * a * (1.0 / ts - a))
-    d_ts = dg_db2 * (2.0 * a / (ts * ts))
+    d_ts = dg_db2 * (2.0 * a / ts / ts)
     return g, d_ts, d_ti
 
 
 def _nc_series(t, a, z, ts, derivatives):
-    # C, S, S' at once: Horner on a (3, m) stack
-    acc = np.multiply.outer(_SERIES[:, -1], np.ones_like(z))
-    for k in range(_N_SERIES - 2, -1, -1):
-        acc = acc * z + _SERIES[:, k : k + 1]
+    # C, S, S' at once: powers of z (|z| < _Z_SERIES) times the coefficient table
+    acc = np.power.outer(z, _POWERS) @ _SERIES_T
     e = np.exp(-a * t)
-    return _nc_finish(t, a, ts, e * acc[0], e * acc[1], e * acc[2] if derivatives else None, derivatives)
+    return _nc_finish(t, a, ts, e * acc[..., 0], e * acc[..., 1],
+                      e * acc[..., 2] if derivatives else None, derivatives)
 
 
 def _nc_closed(t, a, beta, z, ts, derivatives):
@@ -270,25 +287,40 @@ def relaxation_shape(x, zeta):
     out = np.empty(x.shape)
     z = np.where(np.abs(zeta - 1.0) < 1e-7, np.where(zeta < 1.0, 1.0 - 1e-7, 1.0 + 1e-7), zeta)
     extra = (1,) * (x.ndim - 1)
-    inf = np.isinf(z)
-    under = z < 1.0
-    over = ~under & ~inf
-    if inf.any():
-        out[inf] = np.exp(-x[inf])
-    if under.any():
-        zu = z[under].reshape(-1, *extra)
-        a = 2.0 * zu * zu
-        w = 2.0 * zu * np.sqrt(1.0 - zu * zu)
-        xu = x[under]
-        wx = w * xu
-        out[under] = np.exp(-a * xu) * (np.cos(wx) + (a / w) * np.sin(wx))
-    if over.any():
-        zo = z[over].reshape(-1, *extra)
-        u = np.sqrt(1.0 - 1.0 / (zo * zo))
-        t1 = 0.5 * (1.0 + u)
-        t2 = 1.0 / (2.0 * zo * zo * (1.0 + u))
-        xo = x[over]
-        out[over] = (t1 * np.exp(-xo / t1) - t2 * np.exp(-xo / t2)) / u
+    kind = np.where(np.isinf(z), 2, np.where(z < 1.0, 0, 1))
+    # runs of rows of one kind (the grid is sorted: three runs) are sliced, not masked
+    cuts = np.flatnonzero(kind[1:] != kind[:-1]) + 1
+    edges = [0, *cuts.tolist(), z.size]
+    with np.errstate(under="ignore"):
+        for i0, i1 in zip(edges[:-1], edges[1:]):
+            xs, os_ = x[i0:i1], out[i0:i1]
+            k = kind[i0]
+            if k == 2:
+                np.exp(-xs, out=os_)
+                continue
+            zs = z[i0:i1].reshape(-1, *extra)
+            if k == 0:
+                a = 2.0 * zs * zs
+                w = 2.0 * zs * np.sqrt(1.0 - zs * zs)
+                wx = w * xs
+                c = np.cos(wx)
+                sn = np.sin(wx, out=wx)
+                sn *= a / w
+                c += sn
+                e = np.multiply(-a, xs)
+                np.exp(e, out=e)
+                np.multiply(e, c, out=os_)
+            else:
+                u = np.sqrt(1.0 - 1.0 / (zs * zs))
+                t1 = 0.5 * (1.0 + u)
+                t2 = 1.0 / (2.0 * zs * zs * (1.0 + u))
+                e1 = np.multiply(xs, -1.0 / t1)
+                np.exp(e1, out=e1)
+                e1 *= t1 / u
+                e2 = np.multiply(xs, -1.0 / t2)
+                np.exp(e2, out=e2)
+                e2 *= t2 / u
+                np.subtract(e1, e2, out=os_)
     return out
 
 
@@ -301,7 +333,8 @@ def oscillator(t, plateau, initial, timescale, inertia):
     ``w0^2 = 1/(Ti Ts)``, ``damping_ratio = 0.5 sqrt(Ts/Ti)``). ``inertia = 0`` is exactly the
     exponential with ``T = Ts``.
     """
-    return plateau + (initial - plateau) * relaxation(t, timescale, inertia)
+    with _huge_ok():
+        return plateau + (initial - plateau) * relaxation(t, timescale, inertia)
 
 
 def oscillator_jacobian(t, plateau, initial, timescale, inertia):
@@ -311,12 +344,13 @@ def oscillator_jacobian(t, plateau, initial, timescale, inertia):
     ``dR/dTi = (p0 - p*) dg/dTi`` (see :func:`relaxation_derivatives`).
     """
     t = np.asarray(t, dtype=float)
-    g, d_ts, d_ti = relaxation_derivatives(t, timescale, inertia)
-    jac = np.empty((t.size, 4))
-    jac[:, 0] = 1.0 - g
-    jac[:, 1] = g
-    jac[:, 2] = (initial - plateau) * d_ts
-    jac[:, 3] = (initial - plateau) * d_ti
+    with _huge_ok():
+        g, d_ts, d_ti = relaxation_derivatives(t, timescale, inertia)
+        jac = np.empty((t.size, 4))
+        jac[:, 0] = 1.0 - g
+        jac[:, 1] = g
+        jac[:, 2] = (initial - plateau) * d_ts
+        jac[:, 3] = (initial - plateau) * d_ti
     return jac
 
 
@@ -342,6 +376,24 @@ def regime_of(zeta: float) -> str:
 # data-driven guesses
 
 
+def median(a) -> float:
+    """``np.median`` of a 1-D array of finite values, through ``np.partition`` (several times
+    cheaper for the small arrays of a fit; constant arrays, e.g. a fixed logging interval,
+    return at once). NaN for an empty array."""
+    a = np.asarray(a, dtype=float).ravel()
+    n = a.size
+    if n == 0:
+        return float("nan")
+    lo, hi = a.min(), a.max()
+    if lo == hi:
+        return float(lo)
+    k = n // 2
+    if n % 2:
+        return float(np.partition(a, k)[k])
+    p = np.partition(a, (k - 1, k))
+    return 0.5 * float(p[k - 1]) + 0.5 * float(p[k])  # no overflow near the double limit
+
+
 def _smooth(y: np.ndarray) -> np.ndarray:
     """Centered running mean over ``max(1, n // 25)`` points on each side (edges shrink)."""
     n = y.size
@@ -358,7 +410,7 @@ def _level_ends(y: np.ndarray) -> tuple[float, float]:
     n = y.size
     k_head = min(n, max(3, n // 30))
     k_tail = min(n, max(3, n // 5))
-    return float(np.median(y[:k_head])), float(np.mean(y[-k_tail:]))
+    return median(y[:k_head]), float(np.mean(y[-k_tail:]))
 
 
 def _crossing(t: np.ndarray, ys: np.ndarray, level: float, rising: bool) -> float | None:
@@ -449,7 +501,7 @@ def level_bounds(y: np.ndarray) -> tuple[float, float]:
 def time_bounds(t: np.ndarray) -> tuple[float, float]:
     """``(min, max)`` for the timescale: a tenth of the median spacing .. ``TIME_MARGIN`` spans."""
     span = max(_span(t), 1e-12)
-    dt = float(np.median(np.diff(t))) if t.size > 1 else 1.0
+    dt = median(np.diff(t)) if t.size > 1 else 1.0
     return max(0.1 * dt, 1e-9 * span), TIME_MARGIN * span
 
 
@@ -508,3 +560,48 @@ OSCILLATOR = CurveModel(
 
 #: every model grpofit fits, by name (drives the fitter, the docs table and the tests)
 MODELS: dict[str, CurveModel] = {m.name: m for m in (EXPONENTIAL, OSCILLATOR)}
+
+
+def lmfit_model(name: str, t=None, y=None):
+    """The law ``name`` (``"exponential"`` or ``"oscillator"``) as an ``lmfit.Model``.
+
+    The independent variable is ``t`` = steps from the first logged step (``step - step[0]``).
+    ``Model.guess(data, t=t)`` returns ``Parameters`` set to grpofit's deterministic
+    data-driven guess with grpofit's bounds (:func:`level_bounds`, :func:`time_bounds`).
+    Parameter hints: ``timescale > 0``, ``inertia >= 0`` and, when ``t`` and ``y`` are given,
+    the bounds and guess for that series, so ``make_params()`` is ready to fit::
+
+        model = lmfit_model("oscillator", t, y)
+        result = model.fit(y, model.make_params(), t=t)
+        print(result.fit_report())
+
+    lmfit is imported here, not at module import (``import grpofit.models`` stays light).
+    """
+    import lmfit
+
+    spec = MODELS[name]
+
+    class GrpofitModel(lmfit.Model):
+        def guess(self, data, t, **kws):  # noqa: D401 - lmfit's hook
+            data = np.asarray(data, dtype=float)
+            t = np.asarray(t, dtype=float)
+            start, bounds = spec.guess(t, data), spec.bounds(t, data)
+            params = self.make_params()
+            for key in spec.param_names:
+                lo, hi = bounds[key]
+                params[self.prefix + key].set(value=float(np.clip(start[key], lo, hi)),
+                                              min=lo, max=hi)
+            return lmfit.models.update_param_vals(params, self.prefix, **kws)
+
+    model = GrpofitModel(spec.func, independent_vars=["t"], name=name)
+    model.set_param_hint("timescale", min=0.0, value=1.0)
+    if "inertia" in spec.param_names:
+        model.set_param_hint("inertia", min=0.0, value=0.0)
+    if t is not None and y is not None:
+        t = np.asarray(t, dtype=float)
+        y = np.asarray(y, dtype=float)
+        start, bounds = spec.guess(t, y), spec.bounds(t, y)
+        for key in spec.param_names:
+            lo, hi = bounds[key]
+            model.set_param_hint(key, value=float(np.clip(start[key], lo, hi)), min=lo, max=hi)
+    return model

@@ -37,7 +37,26 @@ def run(cmd: str) -> str:
     return "\n".join(lines) + f"\n(exit code {proc.returncode})\n"
 
 
+FIGURES = (
+    "grpofit fit sample_logs/healthy_slow_start.csv --plot docs/fit_healthy.png",
+    "grpofit diagnose ../shared/real_logs/heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv "
+    "../shared/real_logs/heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv --plot-dir /tmp/grpofit_readme_figs",
+)
+
+
+def figures() -> None:
+    """Redraw the README's figures (the real-log one only when ../shared/real_logs is there)."""
+    import shutil
+
+    for cmd in FIGURES:
+        run(cmd)
+    grpo = Path("/tmp/grpofit_readme_figs")
+    for fig in grpo.glob("*GRPO_online.png"):
+        shutil.copy(fig, ROOT / "docs" / "diagnose_grpo_collapse.png")
+
+
 def main() -> None:
+    figures()
     path = ROOT / "README.md"
     text = path.read_text()
     new = BLOCK.sub(lambda m: m.group(1) + run(m.group("cmd")) + m.group(4), text)

@@ -323,3 +323,143 @@ def test_hac_meat_is_the_bartlett_sum():
             direct = direct + (1 - j / bw) * (g + g.T)
         assert np.allclose(hac_meat(s, bw), direct)
         assert np.allclose(hac_scalar(s.T, bw), np.diag(direct))
+
+
+# ---------------------------------------------------------------------------------------------
+# the direct MINPACK solve: lmfit-equivalent, lmfit-free, overflow-safe
+
+
+def test_direct_solve_reaches_lmfit_optimum():
+    """On 20 seeded recovery runs the direct MINPACK solve (the hot path) and lmfit fitting
+    :func:`grpofit.models.lmfit_model` from the same start, with the same bounds and weights,
+    reach the same optimum: the evidence that the fits are lmfit-equivalent."""
+    pytest.importorskip("lmfit")
+    from grpofit.fitting.profile import log_bins, profile
+    from grpofit.fitting.solve import solve
+    from grpofit.models import EXPONENTIAL, OSCILLATOR, lmfit_model
+
+    worst = 0.0
+    for truth, table in recovery_set(20, seed=3):
+        t = table["step"] - table["step"][0]
+        y = table["reward"]
+        b = log_bins(t, y)
+        bounds = OSCILLATOR.bounds(t, y)
+        prof = profile(b, EXPONENTIAL.guess(t, y)["timescale"], bounds["plateau"],
+                       bounds["timescale"])
+        starts = {"exponential": prof.row(prof.zeta.size - 1, exponential=True),
+                  "oscillator": prof.row(int(np.argmin(prof.ssr)))}
+        for spec in (EXPONENTIAL, OSCILLATOR):
+            direct = solve(spec, b, starts[spec.name], bounds)
+            assert direct.ok and direct.method == "leastsq"
+            model = lmfit_model(spec.name)
+            params = model.make_params()
+            for k in spec.param_names:
+                lo, hi = bounds[k]
+                params[k].set(value=float(np.clip(starts[spec.name][k], lo, hi)), min=lo, max=hi)
+            ref = model.fit(b.y, params, t=b.t, weights=np.sqrt(b.w), method="leastsq")
+            x = {k: ref.params[k].value for k in spec.param_names}
+            rel = abs(direct.ssr - ref.chisqr) / ref.chisqr
+            worst = max(worst, rel)
+            assert rel <= 1e-6, (spec.name, direct.x, x)
+            assert direct.x[0] == pytest.approx(x["plateau"], abs=1e-3)
+            assert direct.x[2] == pytest.approx(x["timescale"], rel=0.01)
+    assert worst <= 1e-6
+
+
+def test_lmfit_model_guess_and_bounds():
+    pytest.importorskip("lmfit")
+    from grpofit.models import OSCILLATOR, lmfit_model
+
+    t = np.arange(0, 400.0, 2)
+    y = oscillator(t, 0.7, 0.1, 50.0, 20.0) + np.random.default_rng(0).normal(0, 0.01, t.size)
+    model = lmfit_model("oscillator", t, y)
+    params = model.make_params()
+    bounds = OSCILLATOR.bounds(t, y)
+    for k in OSCILLATOR.param_names:
+        assert (params[k].min, params[k].max) == bounds[k]
+    assert model.guess(y, t=t)["plateau"].value == pytest.approx(params["plateau"].value)
+    fit = model.fit(y, params, t=t)
+    assert fit.params["plateau"].value == pytest.approx(0.7, abs=0.01)
+    assert fit.params["timescale"].value == pytest.approx(50.0, rel=0.1)
+
+
+def test_fit_path_does_not_import_lmfit():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from grpofit.fitting import fit_series\n"
+            "t = np.arange(200.0)\n"
+            "fit_series(t, 1 - np.exp(-t / 30) + 0.01 * np.sin(t))\n"
+            "print('lmfit' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bound_hit_is_refitted_to_the_bounded_optimum(seed):
+    # still rising at the end: the plateau wants to go beyond one data range above the data;
+    # the direct solve holds it at its bound and reaches lmfit's bounded optimum
+    pytest.importorskip("lmfit")
+    from grpofit.fitting.profile import log_bins
+    from grpofit.fitting.solve import solve, solve_lmfit
+    from grpofit.models import EXPONENTIAL, OSCILLATOR
+
+    t = np.arange(0, 200.0)
+    y = 0.1 + 0.002 * t + np.random.default_rng(seed).normal(0, 0.02, t.size)
+    b = log_bins(t, y)
+    start = {"plateau": 0.5, "initial": 0.1, "timescale": 100.0, "inertia": 5.0}
+    for spec in (EXPONENTIAL, OSCILLATOR):
+        bounds = spec.bounds(t, y)
+        sol = solve(spec, b, start, bounds)
+        ref = solve_lmfit(spec, b, start, bounds)
+        assert sol.ok and sol.method == "leastsq+fixed"
+        for k, v in zip(spec.param_names, sol.x):
+            lo, hi = bounds[k]
+            assert lo - 1e-9 <= v <= hi + 1e-9
+        assert sol.x[0] == pytest.approx(bounds["plateau"][1])
+        assert sol.ssr <= ref.ssr * (1 + 1e-6)
+        assert sol.ssr == pytest.approx(ref.ssr, rel=1e-6)
+
+
+@pytest.mark.parametrize("case", ["big_values", "big_steps", "tiny_values", "tiny_steps",
+                                  "huge_constant", "near_double_max"])
+def test_extreme_magnitudes_give_clean_verdicts(case):
+    import warnings
+
+    t = np.arange(100.0)
+    y0 = 0.2 + 0.6 * (1 - np.exp(-t / 20)) + 0.01 * np.sin(1.3 * t)
+    steps, values = {
+        "big_values": (t, 1e300 * y0),
+        "big_steps": (t * 1e300, y0),
+        "tiny_values": (t, 1e-300 * y0),
+        "tiny_steps": (t * 1e-300, y0),
+        "huge_constant": (t, np.full(t.size, 1.7e308)),
+        "near_double_max": (t * 1e300, -1.7e308 * (y0 - 0.5)),
+    }[case]
+    ref = fit_series(t, y0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning (overflow) may escape
+        res = fit_series(steps, values)
+        out = _check_clean(res)
+    osc = out["models"]["oscillator"]
+    if case == "huge_constant":
+        assert osc["params"]["plateau"]["value"] == 1.7e308
+        assert osc["params"]["timescale"]["value"] is None
+        return
+    # the method is affine-invariant: same verdict as the ordinary series, in the new units
+    assert out["preferred"] == ref.preferred
+    assert osc["regime"] == ref.models["oscillator"].regime
+    assert osc["r2"] == pytest.approx(ref.models["oscillator"].r2, rel=1e-6)
+    s = (values[-1] - values[0]) / (y0[-1] - y0[0])
+    c = values[0] - s * y0[0]
+    tau = (steps[-1] - steps[0]) / (t[-1] - t[0])
+    p_ref = ref.models["oscillator"].params
+    assert osc["params"]["plateau"]["value"] == pytest.approx(c + s * p_ref["plateau"].value,
+                                                              rel=1e-5, abs=abs(s) * 1e-5)
+    assert osc["params"]["timescale"]["value"] == pytest.approx(tau * p_ref["timescale"].value,
+                                                                rel=1e-4)
+    with np.errstate(all="raise"):
+        curve = res.models["oscillator"].predict(steps[[0, -1]])
+    assert np.all(np.isfinite(curve))

@@ -1,13 +1,15 @@
 """Fit the two laws to one series, with honest uncertainties.
 
 ``fit_series(steps, values)`` fits the single exponential and the damped oscillator
-(:mod:`grpofit.models`) through lmfit and returns a :class:`FitResult` whose ``summary()`` is
-one entry of the contract's ``fit`` runs list.
+(:mod:`grpofit.models`) with MINPACK Levenberg-Marquardt (the code lmfit's ``leastsq`` wraps,
+called directly; lmfit only as a fallback) and returns a :class:`FitResult` whose
+``summary()`` is one entry of the contract's ``fit`` runs list.
 
 Modules: :mod:`.results` (the result objects), :mod:`.profile` (binning, variable projection,
-profile), :mod:`.solve` (the lmfit call), :mod:`.hac` (noise floor, HAC), :mod:`.intervals`
-(delta-method and profile intervals), :mod:`.regime` (regime, signal and turn-over tests),
-:mod:`.assemble` (solution -> ModelFit), :mod:`.driver` (:func:`fit_series`).
+profile), :mod:`.solve` (the least-squares solve), :mod:`.hac` (noise floor, HAC),
+:mod:`.intervals` (delta-method and profile intervals), :mod:`.regime` (regime, signal and
+turn-over tests), :mod:`.assemble` (solution -> ModelFit), :mod:`.scaling` (values or steps
+near the double limits), :mod:`.driver` (:func:`fit_series`).
 
 Method (documented here once; the README links to it):
 
@@ -22,11 +24,16 @@ Method (documented here once; the README links to it):
   (x0.2 .. x5 around the data-driven guess :func:`grpofit.models.guess_exponential`), then two
   parabolic steps in ``log Ts`` per row. The grid's best rows start the final fits; the same
   rows are the damping ratio's profile likelihood.
-- **Solver** (:mod:`.solve`): one lmfit ``Minimizer.leastsq`` call (MINPACK
-  Levenberg-Marquardt, lmfit ``Parameters`` carry the bounds) for both models at once
-  (residuals stacked, Jacobian block-diagonal), with the analytic Jacobians, on the binned
-  data; it typically converges in ~4 evaluations from the grid's start. Restarts only for a
-  poor fit (the oscillator, which nests the exponential, fitting worse than it).
+- **Solver** (:mod:`.solve`): one ``scipy.optimize.leastsq`` call per model (MINPACK
+  ``lmder``, the Levenberg-Marquardt code lmfit's ``leastsq`` method wraps) with the
+  analytic Jacobian, on the binned data; it typically converges in ~4 evaluations from the
+  grid's start. Bounds the cheap way: internal coordinates ``log timescale`` and
+  ``sqrt inertia`` (inertia reaches its bound 0 as under lmfit's bound transform); a solution
+  outside the bounds is re-solved with the offending parameters held at their bounds (levels
+  first) and checked for optimality there (KKT); only if that fails, lmfit's bounded
+  ``Minimizer.leastsq`` (imported lazily). ``tests/test_fitting.py`` checks that the direct
+  solve and lmfit (:func:`grpofit.models.lmfit_model`) reach the same optimum. Restarts only
+  for a poor fit (the oscillator, which nests the exponential, fitting worse than it).
 - **Bounds**: ``timescale`` in ``[dt/10, 10 spans]``, ``inertia`` in ``[0, 10 spans]``,
   ``plateau`` and ``initial`` within one data range of the observed range
   (:data:`grpofit.models.LEVEL_MARGIN`): a plateau is never extrapolated further. Intervals
@@ -70,6 +77,9 @@ Method (documented here once; the README links to it):
 - **Preferred model**: the oscillator when its BIC is lower than the exponential's by more
   than :data:`PREFER_DELTA_BIC` (= 2) and a signal is detected, else the exponential (the
   simpler law wins ties). ``AIC = n ln(SSR/n) + 2k``, ``BIC = n ln(SSR/n) + k ln n``.
+- **Extreme magnitudes** (:mod:`.scaling`): values or steps whose spread is beyond
+  ``1e100`` or below ``1e-100`` are fitted rescaled and mapped back exactly (the method is
+  affine-invariant); numbers that do not fit in a double come back ``None`` with a note.
 - **Noise floor** (``FitResult.noise``): ``noise_sd = 1.4826 MAD(diff(y)) / sqrt(2)``,
   ``residual_sd`` of the preferred model, ``r2_ceiling = 1 - noise_sd^2 / var(y)`` (the best
   R^2 any smooth model can reach), ``fit_vs_noise = residual_sd / noise_sd`` and the HAC

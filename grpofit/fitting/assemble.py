@@ -47,13 +47,20 @@ def _stats(fit_ssr: float, ctx: Ctx, k: int):
     return r2, aic, bic
 
 
-def exponential_fit(sol: Solution, ctx: Ctx, step0: float):
-    """``(ModelFit, covariance)`` of the exponential (HAC sandwich on every point)."""
+def _full(model: CurveModel, x, ctx: Ctx, full):
+    """``(Jacobian, residuals)`` on every point (``full`` if the caller has them)."""
+    if full is not None:
+        return full
+    return model.jacobian(ctx.t, *x), model.func(ctx.t, *x) - ctx.y
+
+
+def exponential_fit(sol: Solution, ctx: Ctx, step0: float, full=None):
+    """``(ModelFit, covariance)`` of the exponential (HAC sandwich on every point);
+    ``full = (jacobian, residuals)`` on every point when the caller has them."""
     if not sol.ok:
         return failed(EXPONENTIAL, sol.message or "fit failed", step0, ctx.n), None
-    t, y, x = ctx.t, ctx.y, sol.x
-    r = EXPONENTIAL.func(t, *x) - y
-    jac = EXPONENTIAL.jacobian(t, *x)
+    x = sol.x
+    jac, r = _full(EXPONENTIAL, x, ctx, full)
     cov = sandwich(jac, r, ctx.bw)
     if cov is None:  # gain 0: timescale column vanishes; levels still have errors
         cov2 = sandwich(jac[:, :2], r, ctx.bw)
@@ -80,14 +87,14 @@ def no_signal(fit: ModelFit, signal: Signal) -> None:
 
 
 def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, step0: float,
-                   signal: Signal | None = None) -> ModelFit:
-    """The oscillator's ModelFit: HAC intervals, the damping-ratio profile, the regime."""
+                   signal: Signal | None = None, full=None) -> ModelFit:
+    """The oscillator's ModelFit: HAC intervals, the damping-ratio profile, the regime
+    (``full`` as in :func:`exponential_fit`)."""
     if not sol.ok:
         return failed(OSCILLATOR, sol.message or "fit failed", step0, ctx.n)
-    t, y, x = ctx.t, ctx.y, sol.x
+    x = sol.x
     p, p0, ts, ti = x
-    r = OSCILLATOR.func(t, *x) - y
-    jac = OSCILLATOR.jacobian(t, *x)
+    jac, r = _full(OSCILLATOR, x, ctx, full)
     at_zero = ti <= _AT_ZERO * ts
     meat = hac_meat(jac * r[:, None], ctx.bw)
     cov_full = None if at_zero else sandwich(jac, r, ctx.bw, meat)

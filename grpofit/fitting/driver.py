@@ -19,8 +19,9 @@ from grpofit.fitting.intervals import Ctx
 from grpofit.fitting.profile import log_bins, profile
 from grpofit.fitting.regime import PREFER_DELTA_BIC, signal_test
 from grpofit.fitting.results import FitResult, ModelFit
-from grpofit.fitting.solve import better, binned_ssr, solve, solve_many
-from grpofit.models import EXPONENTIAL, OSCILLATOR
+from grpofit.fitting.scaling import scaled, scales, unscale
+from grpofit.fitting.solve import better, solve, solve_many
+from grpofit.models import EXPONENTIAL, OSCILLATOR, median
 
 __all__ = ["fit_series", "MIN_POINTS"]
 
@@ -58,7 +59,12 @@ def fit_series(steps, values, *, run: str = "", metric: str = "", step_column: s
     """
     steps, values = _clean(steps, values, run, metric)
     with np.errstate(all="ignore"):  # every non-finite intermediate is handled explicitly
-        return _fit(steps, values, run, metric, step_column)
+        step0, tau, c, s = scales(steps, values)
+        if tau == 1.0 and s == 1.0 and c == 0.0:
+            return _fit(steps, values, run, metric, step_column)
+        # values or steps near the limits of double precision: fit the rescaled series
+        res = _fit(scaled(steps, step0, tau), scaled(values, c, s), run, metric, step_column)
+        return unscale(res, steps, values, step0, tau, c, s)
 
 
 def _fit(steps, values, run, metric, step_column) -> FitResult:
@@ -67,7 +73,7 @@ def _fit(steps, values, run, metric, step_column) -> FitResult:
     y = values
     n = y.size
     ctx = Ctx(t, y, n, float(np.sum((y - y.mean()) ** 2)), OSCILLATOR.bounds(t, y),
-              dt=float(np.median(np.diff(t))))
+              dt=median(np.diff(t)))
     noise_sd = noise_floor(y)
     if t[-1] <= 0 or ctx.sst <= 0:
         models = degenerate(y, ctx, step0)
@@ -99,34 +105,42 @@ def _fit(steps, values, run, metric, step_column) -> FitResult:
         p, p0, ts, ti = osc.x
         exp = solve(EXPONENTIAL, binned, {"plateau": p, "initial": p0, "timescale": ts + ti},
                     bounds)
+    # every statistic on every point needs the curve and its Jacobian there: one evaluation
+    # per model (the curve is ``plateau + (initial - plateau) * g`` and ``g`` is the
+    # Jacobian's ``initial`` column)
+    exp_full = _on_points(EXPONENTIAL, exp, t, y)
+    osc_full = _on_points(OSCILLATOR, osc, t, y)
     if osc.ok:
         if not (prof.center / 3.0 <= osc.x[2] <= prof.center * 3.0):
             prof = profile(binned, osc.x[2], lv, tb)
         prof.best_ssr = min(osc.ssr, float(np.min(prof.ssr)))
-        ctx.bw = bandwidth(OSCILLATOR.func(t, *osc.x) - y)
+        ctx.bw = bandwidth(osc_full[1])
         ctx.cv = critical_value(ctx.bw / n)
     elif exp.ok:
-        ctx.bw = bandwidth(EXPONENTIAL.func(t, *exp.x) - y)
+        ctx.bw = bandwidth(exp_full[1])
         ctx.cv = critical_value(ctx.bw / n)
 
-    exp_fit, exp_cov = exponential_fit(exp, ctx, step0)
+    exp_fit, exp_cov = exponential_fit(exp, ctx, step0, full=exp_full)
     gain, gain_se = gain_stat(exp.x, exp_cov) if exp.ok else (None, None)
-    signal = signal_test(ctx.sst, n, [(exp_fit.ssr, 3), (_osc_ssr(osc, t, y), 4)],
-                         gain, gain_se, ctx.cv)
+    osc_ssr = float(osc_full[1] @ osc_full[1]) if osc.ok else None
+    signal = signal_test(ctx.sst, n, [(exp_fit.ssr, 3), (osc_ssr, 4)], gain, gain_se, ctx.cv)
     if not signal.detected and exp_fit.ok:
         no_signal(exp_fit, signal)
     models = {
         "exponential": exp_fit,
-        "oscillator": oscillator_fit(osc, prof if osc.ok else None, binned, ctx, step0, signal),
+        "oscillator": oscillator_fit(osc, prof if osc.ok else None, binned, ctx, step0, signal,
+                                     full=osc_full),
     }
     return _result(run, metric, step_column, steps, values, models, noise_sd, ctx, signal)
 
 
-def _osc_ssr(sol, t, y) -> float | None:
+def _on_points(model, sol, t, y):
+    """``(Jacobian, residuals)`` of a solution on every point (``None`` if it failed)."""
     if not sol.ok:
         return None
-    r = OSCILLATOR.func(t, *sol.x) - y
-    return float(r @ r)
+    jac = model.jacobian(t, *sol.x)
+    p, p0 = sol.x[0], sol.x[1]
+    return jac, p + (p0 - p) * jac[:, 1] - y
 
 
 def _result(run, metric, step_column, steps, values, models, noise_sd, ctx: Ctx,

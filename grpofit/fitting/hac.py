@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from grpofit.models import median
+
 __all__ = ["noise_floor", "bandwidth", "critical_value", "hac_meat", "hac_scalar", "sandwich",
            "MIN_BANDWIDTH_FRACTION"]
 
@@ -26,7 +28,7 @@ def noise_floor(y: np.ndarray) -> float:
     d = np.diff(np.asarray(y, dtype=float))
     if d.size == 0:
         return 0.0
-    mad = np.median(np.abs(d - np.median(d)))
+    mad = median(np.abs(d - median(d)))
     return float(1.4826 * mad / math.sqrt(2.0))
 
 
@@ -60,7 +62,7 @@ def bandwidth(r: np.ndarray) -> int:
     j = np.arange(1, m + 1, dtype=float)
     taus = np.exp(math.log(0.5) + _TAU_FRACTIONS * math.log(max(1.0, n / 2.0) / 0.5))
     phis = np.exp(-1.0 / taus)[:, None]
-    basis = phis**j[None, :]
+    basis = np.cumprod(np.broadcast_to(phis, (phis.shape[0], m)), axis=1)  # phi^j, j = 1..m
     bb = np.einsum("ij,ij->i", basis, basis)
     c = np.clip((basis @ rho) / bb, 0.0, 1.0)
     # sum (rho - c b)^2 = rho.rho - 2 c b.rho + c^2 b.b
@@ -88,10 +90,13 @@ def _window_sums(s: np.ndarray, bw: int, axis: int) -> np.ndarray:
     windows sliding past both ends (``n + bw - 1`` of them; zero padding)."""
     s = np.moveaxis(s, axis, 0)
     n = s.shape[0]
-    c = np.zeros((n + 1, *s.shape[1:]))
-    np.cumsum(s, axis=0, out=c[1:])
-    m = np.arange(n + bw - 1)
-    out = c[np.minimum(m + 1, n)] - c[np.maximum(m + 1 - bw, 0)]
+    # ext[i] = cumsum up to point i - bw (0 before the start, the total after the end):
+    # window m is ext[m + bw] - ext[m]
+    ext = np.empty((n + 2 * bw - 1, *s.shape[1:]))
+    ext[:bw] = 0.0
+    np.cumsum(s, axis=0, out=ext[bw:bw + n])
+    ext[bw + n:] = ext[bw + n - 1]
+    out = ext[bw:] - ext[:n + bw - 1]
     return np.moveaxis(out, 0, axis)
 
 
@@ -115,9 +120,12 @@ def sandwich(jac: np.ndarray, r: np.ndarray, bw: int, meat: np.ndarray | None = 
              ) -> np.ndarray | None:
     """HAC covariance ``B^-1 Omega B^-1`` (``None`` if ``J'J`` is singular)."""
     bread = jac.T @ jac
+    if not np.all(np.isfinite(bread)):
+        return None
     try:
-        cond = np.linalg.cond(bread)
-        if not np.isfinite(cond) or cond > 1e14:
+        # 2-norm condition number of the symmetric bread from its eigenvalues
+        ev = np.linalg.eigvalsh(bread)
+        if not (np.all(np.isfinite(ev)) and ev[0] > 0 and ev[-1] <= 1e14 * ev[0]):
             return None
         binv = np.linalg.inv(bread)
     except np.linalg.LinAlgError:

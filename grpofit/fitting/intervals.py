@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpofit.fitting.hac import hac_scalar
-from grpofit.fitting.profile import ZETA_GRID, Binned, Profile, profile
+from grpofit.fitting.profile import ZETA_GRID, Binned, Profile, refine
 from grpofit.fitting.results import Estimate
-from grpofit.models import OSCILLATOR, damping_ratio, relaxation_shape
+from grpofit.models import OSCILLATOR, damping_ratio, median, relaxation_shape
 
 __all__ = ["Ctx", "estimates", "clip_interval", "widen_to_grid", "thresholds",
            "profile_intervals", "ProfileIntervals", "PROFILE_CALIBRATION"]
@@ -169,7 +169,7 @@ def _rows_thresholds(rows: dict, idx: np.ndarray, f_hat, r, b, ctx, scale) -> np
     known = thr[np.isfinite(thr)]
     if "thr" in rows:
         known = np.concatenate([known, rows["thr"][np.isfinite(rows["thr"])]])
-    base = float(np.median(known)) if known.size else PROFILE_CALIBRATION * ctx.cv**2 * scale
+    base = median(known) if known.size else PROFILE_CALIBRATION * ctx.cv**2 * scale
     return np.where(np.isfinite(thr), thr, base)
 
 
@@ -206,10 +206,10 @@ def profile_intervals(prof: Profile, x, r, b: Binned, ctx: Ctx, f_hat) -> Profil
     rows["thr"] = np.append(thr, math.inf)
     fit_zeta = rows["zeta"][-1]
     out, ends = _hull(rows, fit_zeta, ctx)
-    new = [z for z in ends if z is not None and np.isfinite(z) and z > 0] if REFINE_ENDS else []
+    new = [e for e in ends if e is not None and np.isfinite(e[0]) and e[0] > 0] if REFINE_ENDS else []
     if new:
-        extra = profile(b, ts_fit, ctx.bounds["plateau"], ctx.bounds["timescale"],
-                        zetas=np.array(new, dtype=float))
+        extra = refine(b, np.array([e[0] for e in new]), np.array([e[1] for e in new]),
+                       ctx.bounds["plateau"], ctx.bounds["timescale"])
         keep = np.isfinite(extra.ssr)
         if keep.any():
             add = {"zeta": extra.zeta[keep], "ssr": extra.ssr[keep], "ts": extra.ts[keep],
@@ -222,12 +222,17 @@ def profile_intervals(prof: Profile, x, r, b: Binned, ctx: Ctx, f_hat) -> Profil
                                     _rows_thresholds(rows, idx, f_hat, r, b, ctx, scale))
             out, _ = _hull(rows, fit_zeta, ctx)
     thr = rows["thr"][np.isfinite(rows["thr"])]
-    out.threshold = float(np.median(thr)) if thr.size else math.nan
+    out.threshold = median(thr) if thr.size else math.nan
     return out
 
 
+def _log_interp(a: float, b: float, f: float) -> float:
+    return float(math.exp(math.log(a) + f * (math.log(b) - math.log(a))))
+
+
 def _hull(rows: dict, fit_zeta: float, ctx: Ctx):
-    """Hull of the accepted rows and the interpolated ends to refine (``zeta`` values)."""
+    """Hull of the accepted rows and the interpolated ends to refine (``(zeta, timescale)``
+    pairs, the timescale interpolated between the two rows the end lies between)."""
     zeta = rows["zeta"]
     inf = np.isinf(zeta)
     xs = np.where(inf, 0.0, 1.0 / np.where(inf, 1.0, zeta))  # 1/zeta
@@ -256,7 +261,7 @@ def _hull(rows: dict, fit_zeta: float, ctx: Ctx):
         x_lo = xs[i_lo] + f * (xs[i_lo - 1] - xs[i_lo])
         edges_ti.append(ti[i_lo] + f * (ti[i_lo - 1] - ti[i_lo]))
         if 0.0 < f < 1.0 and x_lo > 0:
-            ends[0] = 1.0 / x_lo
+            ends[0] = (1.0 / x_lo, _log_interp(ts[i_lo], ts[i_lo - 1], f))
     if i_hi == xs.size - 1 or xs[i_hi] >= 1.0 / ZETA_GRID[0]:
         x_hi = math.inf  # the smallest damping ratio of the grid is inside
     else:
@@ -264,7 +269,7 @@ def _hull(rows: dict, fit_zeta: float, ctx: Ctx):
         x_hi = xs[i_hi] + f * (xs[i_hi + 1] - xs[i_hi])
         edges_ti.append(ti[i_hi] + f * (ti[i_hi + 1] - ti[i_hi]))
         if 0.0 < f < 1.0:
-            ends[1] = 1.0 / x_hi
+            ends[1] = (1.0 / x_hi, _log_interp(ts[i_hi], ts[i_hi + 1], f))
     zeta_ci = (0.0 if math.isinf(x_hi) else 1.0 / x_hi, None if x_lo <= 0 else 1.0 / x_lo)
     ti_lo = 0.0 if i_lo == 0 else float(min(edges_ti))
     ti_hi = ctx.bounds["inertia"][1] if math.isinf(x_hi) else float(max(edges_ti))

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.models import relaxation_shape
+from grpofit.models import median, relaxation_shape
 
-__all__ = ["Binned", "log_bins", "linear_levels", "Profile", "profile", "ZETA_GRID"]
+__all__ = ["Binned", "log_bins", "linear_levels", "Profile", "profile", "refine", "at_timescales",
+           "ZETA_GRID"]
 
 #: damping ratios of the profile grid (plus infinity = inertia 0)
 ZETA_GRID = np.geomspace(0.15, 12.0, 19)
@@ -44,7 +45,7 @@ def log_bins(t: np.ndarray, y: np.ndarray) -> Binned:
     ``O((0.12 t/T)^2 e^{-t/T} / 24) <= 3e-4`` of its gain, so least squares on the bin means
     weighted by the counts is the full least squares up to that (and 20-60x cheaper)."""
     n = t.size
-    dt = float(np.median(np.diff(t))) if n > 1 else 1.0
+    dt = median(np.diff(t)) if n > 1 else 1.0
     t_ind = 10.0 * dt
     ids = np.arange(n, dtype=np.int64)
     late = t >= t_ind
@@ -189,6 +190,31 @@ def profile(b: Binned, center: float, lv: tuple[float, float], tb: tuple[float, 
     return Profile(zeta=zetas, ssr=cand_f[rows, j], ts=np.exp(cand_s[rows, j]),
                    plateau=cand_p[rows, j], initial=cand_i[rows, j], center=float(center),
                    grid_ts=np.exp(s_grid), grid_ssr=ssr)
+
+
+def refine(b: Binned, zetas: np.ndarray, ts_guess: np.ndarray, lv: tuple[float, float],
+           tb: tuple[float, float]) -> Profile:
+    """Rows at new damping ratios whose best timescale is known to be near ``ts_guess`` (the
+    interval ends between two profiled rows, ``ts_guess`` interpolated between theirs): the
+    second stage of :func:`profile` only (three timescales a third of a grid step apart,
+    their parabola's vertex, the best of the four)."""
+    zetas = np.asarray(zetas, dtype=float)
+    lo_s, hi_s = math.log(tb[0]), math.log(tb[1])
+    h3 = (_LOG_TS[1] - _LOG_TS[0]) / 3.0
+    v = np.clip(np.log(np.asarray(ts_guess, dtype=float)), lo_s, hi_s)
+    trio = np.stack([v - h3, v, v + h3], axis=1).clip(lo_s, hi_s)
+    f3, p3, i3 = _evaluate(b, zetas, np.exp(trio), lv)
+    v2 = np.clip(np.clip(_parabola_vertex(trio.T, f3.T), v - h3, v + h3), lo_s, hi_s)
+    f4, p4, i4 = _evaluate(b, zetas, np.exp(v2)[:, None], lv)
+    rows = np.arange(zetas.size)
+    cand_s = np.column_stack([trio, v2])
+    cand_f = np.column_stack([f3, f4[:, 0]])
+    cand_p = np.column_stack([p3, p4[:, 0]])
+    cand_i = np.column_stack([i3, i4[:, 0]])
+    j = np.argmin(cand_f, axis=1)
+    return Profile(zeta=zetas, ssr=cand_f[rows, j], ts=np.exp(cand_s[rows, j]),
+                   plateau=cand_p[rows, j], initial=cand_i[rows, j],
+                   center=float(np.exp(np.mean(v))) if v.size else 1.0)
 
 
 def at_timescales(b: Binned, zetas: np.ndarray, ts: np.ndarray, lv) -> Profile:

@@ -1,16 +1,25 @@
-"""The final least-squares fit of each model: one lmfit ``Minimizer.leastsq`` call per series.
+"""The final least-squares fit of each model: MINPACK Levenberg-Marquardt, called directly.
 
-Both models are fitted in the same call (residuals stacked, Jacobian block-diagonal, so each
-block is its own least squares) on the log-binned data weighted by the bin counts, with the
-analytic Jacobians, lmfit ``Parameters`` carrying the bounds. The exploration that finds the
-starting points (grid, profile) is done with vectorised numpy in :mod:`.profile`, so this call
-usually converges in a few iterations.
+Each model is fitted by one ``scipy.optimize.leastsq`` call (MINPACK ``lmder``, the same
+Levenberg-Marquardt code lmfit's ``leastsq`` method wraps) with the analytic Jacobian, on the
+log-binned data weighted by the bin counts, from the starting point the vectorised grid of
+:mod:`.profile` found (it usually converges in a few iterations).
+
+Bounds, the cheap way: the solver works in internal coordinates ``(plateau, initial,
+log timescale, sqrt inertia)``, so the timescale stays positive and the inertia reaches its
+bound 0 smoothly (``inertia = u^2``, the way lmfit's bound transform reaches a bound: the
+gradient vanishes there). A solution that ends outside the model's bounds (a plateau
+extrapolated beyond :data:`grpofit.models.LEVEL_MARGIN`, a timescale beyond the run) is
+re-solved with the offending parameters fixed at their bounds; if that does not give a
+solution inside the bounds either, by lmfit's bounded ``Minimizer.leastsq`` (imported only
+then): lmfit's machinery where it adds value. The result is the same optimum lmfit reaches
+(``tests/test_fitting.py`` checks it against :func:`grpofit.models.lmfit_model`).
 """
 
 from __future__ import annotations
 
 import math
-import threading
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,80 +27,27 @@ import numpy as np
 from grpofit.fitting.profile import Binned
 from grpofit.models import CurveModel
 
-__all__ = ["Solution", "solve", "solve_many", "better", "binned_ssr", "METHOD"]
+__all__ = ["Solution", "solve", "solve_many", "better", "binned_ssr", "solve_lmfit", "TOL"]
 
-#: lmfit method: "leastsq" (MINPACK Levenberg-Marquardt, lmfit maps the bounds) is several
-#: times cheaper per iteration than "least_squares" (scipy TRF, native bounds); both use the
-#: analytic Jacobian
-METHOD = "leastsq"
 _MAX_NFEV = 300
 #: relative tolerance of the solver on the SSR and the parameters (the binned data are exact
 #: only to ~3e-4 of the gain, tighter is wasted work)
 TOL = 1e-6
-_LOCAL = threading.local()
-
-
-def _lmfit_classes():
-    """lmfit's ``Minimizer`` without its textbook covariance (grpofit replaces it by HAC), and
-    ``Parameters`` whose copy shares the parent's expression interpreter.
-
-    lmfit copies the ``Parameters`` at the start of every fit, and a fresh copy builds a new
-    asteval interpreter (about half of lmfit's fixed cost per call). grpofit's parameters
-    have no constraint expressions, so the copy can share the interpreter safely."""
-    classes = getattr(_LOCAL, "classes", None)
-    if classes is None:
-        import lmfit
-
-        class _Minimizer(lmfit.Minimizer):
-            def _calculate_uncertainties_correlations(self):  # noqa: D401 - lmfit hook
-                self.result.errorbars = False
-
-        class _Parameters(lmfit.Parameters):
-            def __init__(self, usersyms=None, *, _share=None):
-                if _share is None:
-                    super().__init__(usersyms=usersyms)
-                    return
-                dict.__init__(self)
-                self._asteval = _share._asteval
-                self._ast_msgs = _share._ast_msgs
-
-            def __deepcopy__(self, memo):
-                new = _Parameters(_share=self)
-                for key, par in self.items():
-                    p = lmfit.Parameter(name=par.name, value=float(par.value), min=par.min,
-                                        max=par.max, vary=par.vary)
-                    p.init_value = par.init_value
-                    dict.__setitem__(new, key, p)
-                    p._expr_eval = new._asteval
-                return new
-
-        classes = _LOCAL.classes = (_Minimizer, _Parameters)
-    return classes
-
-
-def _parameters(models: tuple[CurveModel, ...], starts: list[dict], bounds: dict):
-    """A (per-thread, reused) lmfit ``Parameters`` named ``<model>_<param>``, set to the
-    starts within the bounds."""
-    _, params_cls = _lmfit_classes()
-    cache = getattr(_LOCAL, "params", None)
-    if cache is None:
-        cache = _LOCAL.params = {}
-    key = tuple(m.name for m in models)
-    params = cache.get(key)
-    if params is None:
-        params = params_cls()
-        for model in models:
-            for name in model.param_names:
-                params.add(f"{model.name}_{name}", value=0.0)
-        cache[key] = params
-    for model, start in zip(models, starts):
-        for name in model.param_names:
-            lo, hi = bounds[name]
-            par = params[f"{model.name}_{name}"]
-            par.min, par.max = -np.inf, np.inf
-            par.value = float(np.clip(start[name], lo, hi))
-            par.min, par.max = lo, hi
-    return params
+#: relative slack when checking a solution against its bounds (round-off at a bound)
+_BOUND_SLACK = 1e-9
+_LEVELS = ("plateau", "initial")
+_LOG_TIMES = ("timescale",)
+#: MINPACK ``lmder`` exit codes (``info``)
+_MESSAGES = {
+    1: "converged: relative reduction of the sum of squares below ftol",
+    2: "converged: relative change of the parameters below xtol",
+    3: "converged: sum of squares and parameters within ftol and xtol",
+    4: "converged: residuals orthogonal to the Jacobian columns",
+    5: f"did not converge in {_MAX_NFEV} evaluations",
+    6: "ftol too small: no further reduction of the sum of squares possible",
+    7: "xtol too small: no further improvement of the parameters possible",
+}
+_SQRT_TIMES = ("inertia",)
 
 
 @dataclass
@@ -101,6 +57,7 @@ class Solution:
     ssr: float  # weighted (binned) sum of squares at x
     ok: bool
     message: str
+    method: str = "leastsq"  #: "leastsq" (direct MINPACK), "leastsq+fixed" or "lmfit"
 
 
 def binned_ssr(b: Binned, model: CurveModel, x) -> float:
@@ -109,59 +66,221 @@ def binned_ssr(b: Binned, model: CurveModel, x) -> float:
     return float(np.sum(b.w * r * r))
 
 
+def _failed(model: CurveModel, message: str) -> Solution:
+    return Solution(model, np.full(len(model.param_names), np.nan), math.inf, False, message)
+
+
+def _start_vector(model: CurveModel, start: dict, bounds: dict) -> np.ndarray:
+    x = np.empty(len(model.param_names))
+    for i, name in enumerate(model.param_names):
+        lo, hi = bounds[name]
+        v = float(start[name])
+        x[i] = min(max(v, lo), hi) if math.isfinite(v) else 0.5 * (lo + hi)
+    return x
+
+
+class _Problem:
+    """Residuals and Jacobian of one model in internal coordinates, some parameters fixed."""
+
+    def __init__(self, model: CurveModel, b: Binned, x_full: np.ndarray, free: np.ndarray):
+        self.model, self.b = model, b
+        self.sw = np.sqrt(b.w)
+        self.x_full = x_full.copy()
+        self.free = free
+        names = model.param_names
+        self.log_idx = [i for i, n in enumerate(names) if n in _LOG_TIMES]
+        self.sqrt_idx = [i for i, n in enumerate(names) if n in _SQRT_TIMES]
+
+    def to_internal(self, x: np.ndarray) -> np.ndarray:
+        q = x.copy()
+        for i in self.log_idx:
+            q[i] = math.log(x[i])
+        for i in self.sqrt_idx:
+            # a start at exactly 0 would stay there (zero gradient): start just inside
+            q[i] = math.sqrt(max(x[i], 1e-6 * x[self.log_idx[0]] if self.log_idx else 1e-12))
+        return q[self.free]
+
+    def to_external(self, q: np.ndarray) -> np.ndarray:
+        x = self.x_full.copy()
+        x[self.free] = q
+        for i in self.log_idx:
+            x[i] = math.exp(min(x[i], 700.0)) if self.free[i] else x[i]
+        for i in self.sqrt_idx:
+            if self.free[i]:
+                x[i] = x[i] * x[i]
+        return x
+
+    _last_r = _last_j = (None, None)
+
+    def residual(self, q):
+        # scipy's leastsq evaluates the start once more to check shapes: serve it from here
+        if self._last_r[0] is not None and np.array_equal(q, self._last_r[0]):
+            return self._last_r[1]
+        x = self.to_external(q)
+        r = self.sw * (self.model.func(self.b.t, *x) - self.b.y)
+        self._last_r = (np.array(q, copy=True), r)
+        return r
+
+    def jacobian(self, q):
+        """``d residual / d q`` as rows = parameters (``col_deriv=1``: no transpose)."""
+        if self._last_j[0] is not None and np.array_equal(q, self._last_j[0]):
+            return self._last_j[1].copy()
+        out = self._jacobian(q)
+        self._last_j = (np.array(q, copy=True), out)
+        return out.copy()
+
+    def _jacobian(self, q):
+        x = self.to_external(q)
+        jac = self.model.jacobian(self.b.t, *x).T  # (k, n) view
+        out = jac[self.free] * self.sw
+        # chain rule: d/d log T = T d/dT, d/du = 2u d/dTi
+        rows = np.cumsum(self.free) - 1
+        for i in self.log_idx:
+            if self.free[i]:
+                out[rows[i]] *= x[i]
+        for i in self.sqrt_idx:
+            if self.free[i]:
+                out[rows[i]] *= 2.0 * q[rows[i]]
+        return out
+
+
+def _violations(model: CurveModel, x: np.ndarray, bounds: dict) -> dict[int, float]:
+    """``{index: bound}`` of the parameters outside their bounds (slack for round-off)."""
+    out = {}
+    for i, name in enumerate(model.param_names):
+        lo, hi = bounds[name]
+        tol = _BOUND_SLACK * max(abs(lo), abs(hi), 1.0)
+        if not math.isfinite(x[i]):
+            continue
+        if x[i] < lo - tol:
+            out[i] = lo
+        elif x[i] > hi + tol:
+            out[i] = hi
+    return out
+
+
+def _leastsq(problem: _Problem, x0: np.ndarray):
+    from scipy.optimize import leastsq
+
+    q0 = problem.to_internal(x0)
+    # full_output=False: MINPACK's covariance is not wanted (grpofit computes HAC ones)
+    with warnings.catch_warnings():  # ier 5 (maxfev) warns; it is reported in the message
+        warnings.simplefilter("ignore", RuntimeWarning)
+        q, ier = leastsq(problem.residual, q0, Dfun=problem.jacobian, col_deriv=1,
+                         full_output=False, ftol=TOL, xtol=TOL, gtol=0.0, maxfev=_MAX_NFEV)
+    x = problem.to_external(np.atleast_1d(q))
+    return x, _MESSAGES.get(int(ier), f"MINPACK lmder returned {ier}")
+
+
+def _snap_to_zero(problem: _Problem, x: np.ndarray, ssr: float):
+    """``inertia = u^2`` approaches its bound 0 only asymptotically: when the fit ends within
+    ``1e-4`` timescales of it and the curve at exactly 0 fits no worse, the optimum is on the
+    bound (as lmfit's bound transform would put it)."""
+    for i in problem.sqrt_idx:
+        scale = x[problem.log_idx[0]] if problem.log_idx else 1.0
+        if 0.0 < x[i] <= 1e-4 * scale:
+            x0 = x.copy()
+            x0[i] = 0.0
+            s0 = binned_ssr(problem.b, problem.model, x0)
+            if s0 <= ssr:
+                x, ssr = x0, s0
+    return x, ssr
+
+
+def _kkt(problem: _Problem, x: np.ndarray, fixed: dict[int, float], bounds: dict) -> bool:
+    """Is the solution with parameters held at their bounds a bounded optimum? (the SSR
+    must not decrease by moving any of them back inside: its gradient points outwards)"""
+    model, b = problem.model, problem.b
+    r = model.func(b.t, *x) - b.y
+    grad = model.jacobian(b.t, *x).T @ (b.w * r)  # half the SSR gradient
+    ssr = float(b.w @ (r * r))
+    for i, v in fixed.items():
+        lo, hi = bounds[model.param_names[i]]
+        inward = -grad[i] if v >= hi else grad[i]  # SSR change per unit step inside, negated
+        if inward * (hi - lo) < -1e-6 * max(ssr, 1e-300):
+            return False
+    return True
+
+
 def solve(model: CurveModel, b: Binned, start: dict, bounds: dict) -> Solution:
-    """One model fitted alone (see :func:`solve_many`)."""
-    return solve_many((model,), b, [start], bounds)[0]
+    """One model fitted by MINPACK ``lmder`` (``scipy.optimize.leastsq``) with its analytic
+    Jacobian on the binned data weighted by the counts; bounds as in the module docstring.
+
+    Never raises: a failure comes back as ``Solution(ok=False, message=...)``."""
+    x0 = _start_vector(model, start, bounds)
+    k = x0.size
+    try:
+        with np.errstate(all="ignore"):
+            problem = _Problem(model, b, x0, np.ones(k, dtype=bool))
+            x, msg = _leastsq(problem, x0)
+            method = "leastsq"
+            fixed: dict[int, float] = {}
+            for _ in range(k + 1):
+                bad = _violations(model, x, bounds)
+                if not bad:
+                    break
+                # levels first: a plateau extrapolated past its bound drags the timescale out
+                # with it, and comes back inside once the plateau is held
+                levels = {i: v for i, v in bad.items() if model.param_names[i] in _LEVELS}
+                fixed.update(levels or bad)
+                if len(fixed) >= k:
+                    return solve_lmfit(model, b, start, bounds)
+                held = x0.copy()
+                free = np.ones(k, dtype=bool)
+                for i, v in fixed.items():
+                    held[i], free[i] = v, False
+                problem = _Problem(model, b, held, free)
+                x, msg = _leastsq(problem, held)
+                method = "leastsq+fixed"
+            else:
+                return solve_lmfit(model, b, start, bounds)
+            if fixed and not _kkt(problem, x, fixed, bounds):
+                return solve_lmfit(model, b, start, bounds)
+            ssr = binned_ssr(b, model, x)
+            x, ssr = _snap_to_zero(problem, x, ssr)
+    except Exception as exc:  # scipy failure: report, never raise
+        return _failed(model, f"fit failed: {exc}")
+    ok = bool(np.all(np.isfinite(x)) and math.isfinite(ssr))
+    return Solution(model, x, ssr if ok else math.inf, ok, msg, method)
 
 
 def solve_many(models: tuple[CurveModel, ...], b: Binned, starts: list[dict],
                bounds: dict) -> list[Solution]:
-    """Fit several models in one lmfit ``leastsq`` call (their residuals stacked, the
-    Jacobian block-diagonal, so each block is that model's own least squares) on the
-    log-binned data weighted by the bin counts, with the analytic Jacobians."""
+    """:func:`solve` for each model with its start."""
+    return [solve(m, b, s, bounds) for m, s in zip(models, starts)]
+
+
+def solve_lmfit(model: CurveModel, b: Binned, start: dict, bounds: dict) -> Solution:
+    """The fallback: lmfit's ``Minimizer.leastsq`` with ``Parameters`` carrying the bounds
+    (lmfit maps them to unbounded internal coordinates), analytic Jacobian, binned data."""
+    try:
+        import lmfit
+    except ImportError as exc:  # pragma: no cover - lmfit is a dependency
+        return _failed(model, f"fit failed: {exc}")
+    names = model.param_names
+    x0 = _start_vector(model, start, bounds)
+    params = lmfit.Parameters()
+    for name, v in zip(names, x0):
+        lo, hi = bounds[name]
+        params.add(name, value=float(v), min=lo, max=hi)
     sw = np.sqrt(b.w)
-    tb, yb = b.t, b.y
-    keys = [[f"{m.name}_{nm}" for nm in m.param_names] for m in models]
-    sizes = [len(k) for k in keys]
-    nb = tb.size
-    jac = np.zeros((nb * len(models), sum(sizes)))
 
     def residual(p):
-        return np.concatenate([
-            sw * (m.func(tb, *[p[k].value for k in ks]) - yb) for m, ks in zip(models, keys)
-        ])
+        return sw * (model.func(b.t, *[p[n].value for n in names]) - b.y)
 
     def jacobian(p):
-        col = 0
-        for i, (m, ks) in enumerate(zip(models, keys)):
-            jac[i * nb:(i + 1) * nb, col:col + len(ks)] = (
-                m.jacobian(tb, *[p[k].value for k in ks]) * sw[:, None])
-            col += len(ks)
-        return jac
+        return model.jacobian(b.t, *[p[n].value for n in names]) * sw[:, None]
 
     try:
-        params = _parameters(models, starts, bounds)
-        minimizer_cls, _ = _lmfit_classes()
         with np.errstate(all="ignore"):
-            mini = minimizer_cls(residual, params)
-            if METHOD == "least_squares":
-                res = mini.least_squares(jac=jacobian, x_scale="jac", max_nfev=_MAX_NFEV,
-                                         ftol=1e-7, xtol=1e-7, gtol=1e-8)
-            else:
-                res = mini.leastsq(Dfun=jacobian, max_nfev=_MAX_NFEV, ftol=TOL, xtol=TOL)
-            msg = str(getattr(res, "message", "") or "")
-            if getattr(res, "aborted", False):
-                msg = f"did not converge in {_MAX_NFEV} evaluations"
-            out = []
-            for m, ks in zip(models, keys):
-                x = np.array([res.params[k].value for k in ks], dtype=float)
-                ssr = binned_ssr(b, m, x)
-                ok = bool(np.all(np.isfinite(x)) and math.isfinite(ssr))
-                out.append(Solution(m, x, ssr if ok else math.inf, ok, msg))
-        return out
+            res = lmfit.Minimizer(residual, params, calc_covar=False).leastsq(
+                Dfun=jacobian, max_nfev=_MAX_NFEV, ftol=TOL, xtol=TOL)
+            x = np.array([res.params[n].value for n in names], dtype=float)
+            ssr = binned_ssr(b, model, x)
     except Exception as exc:  # lmfit/scipy failure: report, never raise
-        return [Solution(m, np.full(len(m.param_names), np.nan), math.inf, False,
-                         f"fit failed: {exc}") for m in models]
+        return _failed(model, f"fit failed: {exc}")
+    ok = bool(np.all(np.isfinite(x)) and math.isfinite(ssr))
+    return Solution(model, x, ssr if ok else math.inf, ok, str(res.message or ""), "lmfit")
 
 
 def better(a: Solution | None, b: Solution | None) -> Solution | None:
