@@ -60,8 +60,10 @@ SMALL_FILE = 2 * 1024 * 1024
 CHUNKED_FILE = 32 * 1024 * 1024
 CHUNK_ROWS = 100_000
 #: cells pandas reads as missing by default
-_NA = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
-       "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+_NA = {
+    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
+    "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+}
 
 
 def _read_small(src: Source, delim: str):
@@ -93,39 +95,29 @@ def _read_small(src: Source, delim: str):
         return None
     if any(len(r) < width for r in body):
         body = [r + [""] * (width - len(r)) for r in body]
-    table: dict[str, np.ndarray] = {}
-    warnings: list[str] = []
-    dropped: list[str] = []
-    for name, cells in zip(header, zip(*body)):
-        values, bad, present = _to_numbers(cells)
-        if present and bad == present:
-            dropped.append(name)
-            continue
-        if bad:
-            warnings.append(f"column {name!r}: {bad} non-numeric value(s) treated as missing")
-        table[name] = values
-    if dropped:
-        shown = ", ".join(dropped[:5]) + (" ..." if len(dropped) > 5 else "")
-        warnings.append(f"{len(dropped)} text column(s) ignored: {shown}")
-    return table, warnings, len(dropped)
+    columns = {name: _to_numbers(cells) for name, cells in zip(header, zip(*body))}
+    return _assemble(columns, len(body))
 
 
 def _to_numbers(cells: tuple[str, ...]) -> tuple[np.ndarray, int, int]:
-    """Float64 values of one column, the count of non-numeric cells and of present cells."""
-    arr = np.array([c.strip() for c in cells], dtype=object)
-    missing = np.array([c in _NA for c in arr], dtype=bool)
-    present = int((~missing).sum())
-    arr[missing] = "nan"
+    """Float64 values of one column of strings, its count of non-numeric and of present cells."""
     try:
-        return arr.astype(np.float64), 0, present
-    except (ValueError, TypeError):
+        return np.array(cells, dtype=np.float64), 0, len(cells)
+    except ValueError:
         pass
-    from grpofit.runs import to_float_array
+    from grpofit.runs import parse_number
 
-    values = to_float_array(list(arr))
-    present_cells = arr[~missing]
-    literal_nan = np.array([c.lower().lstrip("+-") == "nan" for c in present_cells], dtype=bool)
-    bad = int((np.isnan(values[~missing]) & ~literal_nan).sum())
+    values = np.full(len(cells), np.nan)
+    bad = present = 0
+    for i, cell in enumerate(cells):
+        if cell in _NA:
+            continue
+        present += 1
+        number = parse_number(cell.strip())
+        if number is None:
+            bad += 1
+        else:
+            values[i] = number
     return values, bad, present
 
 
