@@ -42,6 +42,10 @@ _NAME = re.compile(
 )
 
 
+#: a log file's suffix, removed before the name is searched (``run_G4.csv`` -> ``run_G4``)
+_LOG_SUFFIX = re.compile(r"\.(csv|tsv|jsonl|json|log|txt|wandb|tfevents)\b", re.IGNORECASE)
+
+
 @dataclass
 class GroupSize:
     """``G`` and where it came from (``argument``, ``config:<key>``, ``name:<match>``), or None."""
@@ -81,8 +85,8 @@ def from_config(config: Mapping[str, Any]) -> GroupSize:
 
 
 def from_name(name: str) -> GroupSize:
-    """``G`` from a run name such as ``grpo_G8_seed1`` or ``num_generations16``."""
-    m = _NAME.search(name or "")
+    """``G`` from a run name such as ``grpo_G8_seed1``, ``num_generations16`` or ``bandit_G4.csv``."""
+    m = _NAME.search(_LOG_SUFFIX.sub("", name or ""))
     if not m:
         return GroupSize(None, None)
     g = int(m.group(1))
@@ -234,3 +238,42 @@ def group_size_analysis(items: list) -> dict:
         sentences.append("variance scaling: no late-run variances")
     out["summary"] = "; ".join(sentences)
     return out
+
+
+def experiment_of(run_name: str) -> str:
+    """The experiment a run belongs to: the folder of its log (runs of one panel export share it)."""
+    import os
+
+    return os.path.dirname(run_name.split("::", 1)[0]) or "."
+
+
+def group_size_by_experiment(diagnoses: list) -> dict:
+    """:func:`group_size_analysis` within each experiment (folder), never across unrelated runs.
+
+    Runs in different folders are different experiments (other models, data, hyperparameters),
+    so their plateaus say nothing about ``G``. With one testable folder its analysis is returned
+    (with ``experiment``); with several, ``experiments`` maps folder -> analysis.
+    """
+    groups: dict[str, list] = {}
+    for d in diagnoses:
+        groups.setdefault(experiment_of(d.name), []).append(d)
+    analyses = {folder: group_size_analysis(items) for folder, items in groups.items()}
+    testable = {folder: a for folder, a in analyses.items() if a.get("testable")}
+    if not testable:
+        out = group_size_analysis(diagnoses)
+        if out.get("testable"):  # distinct G exist, but only across folders
+            out = {k: v for k, v in out.items() if k in ("runs", "runs_with_group_size", "group_sizes")}
+            out.update(
+                testable=False,
+                summary="group-size predictions not testable: runs with different G are in different "
+                "folders (different experiments); put the runs of one G sweep in one folder",
+            )
+        return out
+    if len(testable) == 1:
+        folder, analysis = next(iter(testable.items()))
+        return {"experiment": folder, **analysis, "summary": f"{folder}: {analysis['summary']}"}
+    return {
+        "testable": True,
+        "experiments": testable,
+        "summary": "; ".join(f"{folder}: {a['summary']}" for folder, a in testable.items()),
+    }

@@ -296,7 +296,7 @@ def diagnose_paths(
     Returns the contract's diagnose document and the reading warnings.
     """
     from grpofit.diagnostics import MODES, Thresholds, gate
-    from grpofit.groupsize import group_size_analysis
+    from grpofit.groupsize import group_size_by_experiment
 
     th = Thresholds.from_overrides(thresholds or {})
     options = JudgeOptions(
@@ -319,7 +319,7 @@ def diagnose_paths(
     if found.errors:
         doc["errors"] = [e.summary() for e in found.errors]
         doc["gate"]["passed"] = False
-    gs = group_size_analysis(diagnoses)
+    gs = group_size_by_experiment(diagnoses)
     if gs:
         doc["group_size"] = gs
     return doc, found.warnings

@@ -164,6 +164,10 @@ def test_diagnose_sample_logs_catches_each_planted_failure(capsys):
         assert set(r["fit"]["models"]) == {"exponential", "oscillator"}
     assert doc["gate"]["passed"] is False
     assert set(doc["gate"]["failed_runs"]) == {r["run"] for r in doc["runs"] if r["verdict"] == "fail"}
+    gs = doc["group_size"]  # the bandit at G = 4, 16, 32: its plateau moves with G (see the README)
+    assert gs["testable"] and gs["experiment"].endswith("group_sweep")
+    assert gs["plateau"]["verdict"] == "depends on G"
+    assert gs["variance_scaling"]["consistent_with_1_over_G"]
 
 
 def test_diagnose_gate_codes(capsys, healthy_csv):
@@ -199,11 +203,14 @@ def test_diagnose_markdown_and_junit(capsys, tmp_path):
     assert code == 1
     assert out.startswith("## grpofit diagnose")
     assert "| run | R² |" in out and "❌ fail" in out and "**Gate: failed**" in out
+    _, doc, _ = _diagnose_json(capsys, SAMPLES)
+    n_runs = len(doc["runs"])
+    assert out.count("\n| ") == n_runs + 1  # header and one row per run
     root = ET.parse(junit).getroot()
     suites = root.findall("testsuite")
-    assert len(suites) == 6
+    assert len(suites) == n_runs
     cases = root.findall(".//testcase")
-    assert len(cases) == 6 * 4
+    assert len(cases) == n_runs * 4
     failures = root.findall(".//failure")
     assert any("dead run" in f.get("message", "") for f in failures)
     assert sum(int(s.get("failures")) for s in suites) == len(failures)

@@ -129,3 +129,22 @@ def test_wide_intervals_say_so():
     items = [(fake_fit(f"G{g}", 0.7, 50, se=1.0, tse=100), g, 0.001) for g in (4, 8)]
     out = group_size_analysis(items)
     assert out["plateau"]["verdict"] == "intervals too wide to tell"
+
+
+def test_group_size_is_compared_within_one_folder_only():
+    """Runs in different folders are different experiments: their G are never compared."""
+    from grpofit.diagnostics import diagnose_run
+    from grpofit.groupsize import group_size_by_experiment
+    from grpofit.planted import planted_run
+
+    def judged(name, seed, G):
+        run = planted_run(None, seed=seed, name=name)
+        return diagnose_run(run, group_size=G)
+
+    a = [judged("sweepA/run_1.csv", 1, 4), judged("sweepB/run_2.csv", 2, 16)]
+    out = group_size_by_experiment(a)
+    assert out["testable"] is False and "different folders" in out["summary"]
+    b = a + [judged("sweepB/run_3.csv", 3, 4), judged("sweepB/run_4.csv", 4, 16)]
+    out = group_size_by_experiment(b)
+    assert out["testable"] is True and out["experiment"] == "sweepB"
+    assert out["runs"] == 3
