@@ -246,3 +246,15 @@ def test_what_if_and_plot(tmp_path):
     assert len(fig.axes[0].lines) >= 4
     fig.savefig(tmp_path / "w.png")
     assert (tmp_path / "w.png").stat().st_size > 1000
+
+
+def test_long_delay_threshold_search_does_not_overflow():
+    """Small eta K puts the fixed-delay threshold beyond a delay of 1000: the root search on
+    circles |z| = r < 1 must not overflow z^(-L) (it used to crash with NaN)."""
+    from grpofit.dynamics import predict
+
+    for mu in (0.0, 0.5):
+        s = predict(0.1, mu, 4, 0.0075).summary()
+        crit = s["exact_fixed_delay"]["critical_refresh_interval"]
+        theory = 3.14159 / 2 * (1 - mu) / (0.1 * 0.0075)
+        assert crit is None or abs(crit - theory) / theory < 0.05

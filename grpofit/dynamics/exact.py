@@ -168,7 +168,7 @@ def _fixed_radius(lr, momentum, L, k_lag, k_now) -> tuple[complex, float]:
                     eigs[i] = z
         return _dominant(eigs)
     hi = 1.0 + abs(a) + momentum + b  # Cauchy bound: every root inside
-    lo = 0.5
+    lo = max(0.5, 10.0 ** (-250.0 / L))  # z^(-L) must stay finite on the inner circle
     if _winding(a, momentum, b, L, lo)[0] == 1:  # everything inside r = 0.5: rare, use the eigensolver
         return _dominant(np.linalg.eigvals(_fixed_companion(a, momentum, b, L)))
     for _ in range(48):
