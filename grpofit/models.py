@@ -13,8 +13,9 @@ data-driven ``guess`` and derived quantities); adding a law is one function and 
 
 For lmfit users, :func:`lmfit_model` wraps a law as an ``lmfit.Model`` (same function,
 bounds as parameter hints, the data-driven guess as ``Model.guess``) for lmfit's reports,
-constraints and confidence intervals. grpofit's own fitter calls MINPACK directly and imports
-lmfit only as a fallback (see :mod:`grpofit.fitting.solve`); both reach the same optimum.
+constraints and confidence intervals. grpofit's own fitter uses its numpy Levenberg-Marquardt
+(:mod:`grpofit.fitting.lm`, MINPACK's rules) and imports scipy/lmfit only as fallbacks (see
+:mod:`grpofit.fitting.solve`); all reach the same optimum.
 """
 
 from __future__ import annotations

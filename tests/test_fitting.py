@@ -350,7 +350,7 @@ def test_direct_solve_reaches_lmfit_optimum():
                   "oscillator": prof.row(int(np.argmin(prof.ssr)))}
         for spec in (EXPONENTIAL, OSCILLATOR):
             direct = solve(spec, b, starts[spec.name], bounds)
-            assert direct.ok and direct.method == "leastsq"
+            assert direct.ok and direct.method == "lm"
             model = lmfit_model(spec.name)
             params = model.make_params()
             for k in spec.param_names:
@@ -358,9 +358,11 @@ def test_direct_solve_reaches_lmfit_optimum():
                 params[k].set(value=float(np.clip(starts[spec.name][k], lo, hi)), min=lo, max=hi)
             ref = model.fit(b.y, params, t=b.t, weights=np.sqrt(b.w), method="leastsq")
             x = {k: ref.params[k].value for k in spec.param_names}
-            rel = abs(direct.ssr - ref.chisqr) / ref.chisqr
+            # never worse than lmfit; it may be slightly better when the optimum is on the
+            # inertia bound 0 (lmfit's bound transform stalls just short of it: seed 3 run 5)
+            rel = (direct.ssr - ref.chisqr) / ref.chisqr
             worst = max(worst, rel)
-            assert rel <= 1e-6, (spec.name, direct.x, x)
+            assert -1e-4 <= rel <= 1e-6, (spec.name, direct.x, x)
             assert direct.x[0] == pytest.approx(x["plateau"], abs=1e-3)
             assert direct.x[2] == pytest.approx(x["timescale"], rel=0.01)
     assert worst <= 1e-6
@@ -383,18 +385,19 @@ def test_lmfit_model_guess_and_bounds():
     assert fit.params["timescale"].value == pytest.approx(50.0, rel=0.1)
 
 
-def test_fit_path_does_not_import_lmfit():
+def test_fit_path_does_not_import_lmfit_or_scipy():
     import subprocess
     import sys
 
     code = ("import sys, numpy as np\n"
             "from grpofit.fitting import fit_series\n"
-            "t = np.arange(200.0)\n"
+            "t = np.arange(300.0)\n"
             "fit_series(t, 1 - np.exp(-t / 30) + 0.01 * np.sin(t))\n"
-            "print('lmfit' in sys.modules)\n")
+            "fit_series(t, 0.7 - 0.6 * np.exp(-t / 40) + 0.01 * np.sin(t))\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('lmfit', 'scipy')))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1], check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -414,7 +417,7 @@ def test_bound_hit_is_refitted_to_the_bounded_optimum(seed):
         bounds = spec.bounds(t, y)
         sol = solve(spec, b, start, bounds)
         ref = solve_lmfit(spec, b, start, bounds)
-        assert sol.ok and sol.method == "leastsq+fixed"
+        assert sol.ok and sol.method == "lm+fixed"
         for k, v in zip(spec.param_names, sol.x):
             lo, hi = bounds[k]
             assert lo - 1e-9 <= v <= hi + 1e-9
@@ -463,3 +466,130 @@ def test_extreme_magnitudes_give_clean_verdicts(case):
     with np.errstate(all="raise"):
         curve = res.models["oscillator"].predict(steps[[0, -1]])
     assert np.all(np.isfinite(curve))
+
+
+# ---------------------------------------------------------------------------------------------
+# the numpy Levenberg-Marquardt solver (grpofit.fitting.lm): MINPACK's optimum without scipy
+
+
+def _solve_both(spec, b, start, bounds, monkeypatch):
+    """:func:`solve` with grpofit's LM and the same call forced through MINPACK."""
+    from grpofit.fitting import solve as S
+
+    ours = S.solve(spec, b, start, bounds)
+    with monkeypatch.context() as m:
+        m.setattr(S, "_leastsq", lambda problem, x0: (*S._minpack(problem, x0), True))
+        ref = S.solve(spec, b, start, bounds)
+    return ours, ref
+
+
+@pytest.mark.parametrize("tol", [None, 1e-10])
+def test_lm_reaches_minpack_optimum(tol, monkeypatch):
+    """On 40 seeded recovery runs (both laws) grpofit's numpy LM and MINPACK ``lmder``
+    (``scipy.optimize.leastsq``) from the same start reach the same optimum: at the production
+    tolerance the SSRs agree to 1e-6 relative (both stop once the relative reduction is below
+    it); at 1e-10 to 1e-9 and the parameters to 1e-4 relative."""
+    pytest.importorskip("scipy")
+    from grpofit.fitting import solve as S
+    from grpofit.fitting.profile import log_bins, profile
+    from grpofit.models import EXPONENTIAL, OSCILLATOR
+
+    if tol is not None:
+        monkeypatch.setattr(S, "TOL", tol)
+    worst_ssr = worst_x = 0.0
+    for truth, table in recovery_set(40, seed=11):
+        t = table["step"] - table["step"][0]
+        y = table["reward"]
+        b = log_bins(t, y)
+        bounds = OSCILLATOR.bounds(t, y)
+        prof = profile(b, EXPONENTIAL.guess(t, y)["timescale"], bounds["plateau"],
+                       bounds["timescale"])
+        starts = {"exponential": prof.row(prof.zeta.size - 1, exponential=True),
+                  "oscillator": prof.row(int(np.argmin(prof.ssr)))}
+        for spec in (EXPONENTIAL, OSCILLATOR):
+            ours, ref = _solve_both(spec, b, starts[spec.name], bounds, monkeypatch)
+            assert ours.ok and ref.ok
+            if tol is None:
+                assert ours.method == "lm"
+            rel = (ours.ssr - ref.ssr) / ref.ssr
+            worst_ssr = max(worst_ssr, abs(rel))
+            # levels and timescale relative to the data range / the timescale; inertia
+            # relative to the timescale (it is 0 .. Ts-sized and weakly determined)
+            span = float(np.ptp(y)) or 1.0
+            scale = np.array([span, span] + [ref.x[2]] * (ref.x.size - 2))
+            worst_x = max(worst_x, float(np.max(np.abs(ours.x - ref.x) / scale)))
+    if tol is None:
+        assert worst_ssr <= 1e-6
+        assert worst_x <= 2e-2
+    else:
+        assert worst_ssr <= 1e-9
+        assert worst_x <= 1e-4
+
+
+def test_lm_rosenbrock_and_exact_fit():
+    from grpofit.fitting.lm import levenberg_marquardt
+
+    res = levenberg_marquardt(lambda x: np.array([10 * (x[1] - x[0] ** 2), 1 - x[0]]),
+                              lambda x: np.array([[-20 * x[0], 10.0], [-1.0, 0.0]]),
+                              [-1.2, 1.0], ftol=1e-12, xtol=1e-12)
+    assert res.ok, res.message
+    assert res.x == pytest.approx([1.0, 1.0], abs=1e-8)
+    assert res.ssr <= 1e-20
+
+    t = np.linspace(0, 200, 80)
+    y = 0.8 - 0.5 * np.exp(-t / 35.0)
+
+    def fun(x):
+        return x[0] + (x[1] - x[0]) * np.exp(-t / x[2]) - y
+
+    def jac(x):
+        e = np.exp(-t / x[2])
+        return np.column_stack([1 - e, e, (x[1] - x[0]) * e * t / x[2] ** 2])
+
+    res = levenberg_marquardt(fun, jac, [0.5, 0.5, 10.0])
+    assert res.ok and res.info in (1, 2, 3, 4, 6, 7)
+    assert res.x == pytest.approx([0.8, 0.3, 35.0], rel=1e-6)
+
+
+def test_lm_rank_deficient_and_failures():
+    from grpofit.fitting.lm import levenberg_marquardt
+
+    # two parameters that only enter as their sum: a singular J'J, still a minimum
+    t = np.linspace(0, 1, 30)
+    y = 2.0 + 3.0 * t
+    res = levenberg_marquardt(lambda x: x[0] + x[1] + x[2] * t - y,
+                              lambda x: np.column_stack([np.ones_like(t), np.ones_like(t), t]),
+                              [0.0, 0.0, 0.0])
+    assert res.ok
+    assert res.x[0] + res.x[1] == pytest.approx(2.0, abs=1e-6)
+    assert res.x[2] == pytest.approx(3.0, abs=1e-6)
+    # non-finite at the start: failure, no exception
+    res = levenberg_marquardt(lambda x: np.array([np.nan, 1.0]), lambda x: np.eye(2), [0.0, 0.0])
+    assert not res.ok and res.info == 0
+    # evaluation cap: failure (code 5), best point so far returned
+    res = levenberg_marquardt(lambda x: np.array([10 * (x[1] - x[0] ** 2), 1 - x[0]]),
+                              lambda x: np.array([[-20 * x[0], 10.0], [-1.0, 0.0]]),
+                              [-1.2, 1.0], ftol=1e-15, xtol=1e-15, max_nfev=3)
+    assert not res.ok and res.info == 5 and res.nfev == 3
+    assert res.ssr <= 4 * 24.2  # never worse than the start (S(-1.2, 1) = 24.2)
+
+
+def test_lm_failure_falls_back_to_minpack(monkeypatch):
+    pytest.importorskip("scipy")
+    from grpofit.fitting import solve as S
+    from grpofit.fitting.lm import LMResult
+    from grpofit.fitting.profile import log_bins
+    from grpofit.models import OSCILLATOR
+
+    t = np.arange(0, 300.0)
+    y = oscillator(t, 0.7, 0.1, 40.0, 30.0) + np.random.default_rng(0).normal(0, 0.01, t.size)
+    b = log_bins(t, y)
+    bounds = OSCILLATOR.bounds(t, y)
+    start = {"plateau": 0.65, "initial": 0.1, "timescale": 50.0, "inertia": 10.0}
+    ours = S.solve(OSCILLATOR, b, start, bounds)
+    monkeypatch.setattr(S, "levenberg_marquardt",
+                        lambda fun, jac, x0, **kw: LMResult(np.asarray(x0), np.inf, 5, 1, 0))
+    fallback = S.solve(OSCILLATOR, b, start, bounds)
+    assert ours.method == "lm" and fallback.method == "leastsq"
+    assert fallback.ok and "MINPACK" in fallback.message
+    assert fallback.ssr == pytest.approx(ours.ssr, rel=1e-6)

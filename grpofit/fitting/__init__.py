@@ -1,12 +1,13 @@
 """Fit the two laws to one series, with honest uncertainties.
 
 ``fit_series(steps, values)`` fits the single exponential and the damped oscillator
-(:mod:`grpofit.models`) with MINPACK Levenberg-Marquardt (the code lmfit's ``leastsq`` wraps,
-called directly; lmfit only as a fallback) and returns a :class:`FitResult` whose
-``summary()`` is one entry of the contract's ``fit`` runs list.
+(:mod:`grpofit.models`) with a numpy Levenberg-Marquardt solver (:mod:`.lm`: MINPACK
+``lmder``'s scaling and stopping rules; the fit path imports no scipy) and returns a
+:class:`FitResult` whose ``summary()`` is one entry of the contract's ``fit`` runs list.
 
 Modules: :mod:`.results` (the result objects), :mod:`.profile` (binning, variable projection,
-profile), :mod:`.solve` (the least-squares solve), :mod:`.hac` (noise floor, HAC),
+profile), :mod:`.lm` (the Levenberg-Marquardt solver), :mod:`.solve` (the least-squares
+solve with bounds), :mod:`.hac` (noise floor, HAC),
 :mod:`.intervals` (delta-method and profile intervals), :mod:`.regime` (regime, signal and
 turn-over tests), :mod:`.assemble` (solution -> ModelFit), :mod:`.scaling` (values or steps
 near the double limits), :mod:`.driver` (:func:`fit_series`).
@@ -24,16 +25,20 @@ Method (documented here once; the README links to it):
   (x0.2 .. x5 around the data-driven guess :func:`grpofit.models.guess_exponential`), then two
   parabolic steps in ``log Ts`` per row. The grid's best rows start the final fits; the same
   rows are the damping ratio's profile likelihood.
-- **Solver** (:mod:`.solve`): one ``scipy.optimize.leastsq`` call per model (MINPACK
-  ``lmder``, the Levenberg-Marquardt code lmfit's ``leastsq`` method wraps) with the
-  analytic Jacobian, on the binned data; it typically converges in ~4 evaluations from the
-  grid's start. Bounds the cheap way: internal coordinates ``log timescale`` and
-  ``sqrt inertia`` (inertia reaches its bound 0 as under lmfit's bound transform); a solution
-  outside the bounds is re-solved with the offending parameters held at their bounds (levels
-  first) and checked for optimality there (KKT); only if that fails, lmfit's bounded
-  ``Minimizer.leastsq`` (imported lazily). ``tests/test_fitting.py`` checks that the direct
-  solve and lmfit (:func:`grpofit.models.lmfit_model`) reach the same optimum. Restarts only
-  for a poor fit (the oscillator, which nests the exponential, fitting worse than it).
+- **Solver** (:mod:`.solve`, :mod:`.lm`): one Levenberg-Marquardt solve per model with the
+  analytic Jacobian, on the binned data: numpy, MINPACK ``lmder``'s Marquardt scaling and
+  ftol/xtol/gtol tests, steps from an SVD of the scaled Jacobian (the augmented least-squares
+  system, no normal equations); it typically converges in ~4 evaluations from the grid's
+  start. ``tests/test_fitting.py`` checks it reaches MINPACK's optimum
+  (``scipy.optimize.leastsq``, which stays the fallback, imported lazily, when the numpy solver
+  reports failure). Bounds the cheap way: internal coordinates ``log timescale`` and
+  ``sqrt inertia`` (inertia reaches its bound 0 as under lmfit's bound transform; a fit ending
+  within ``1e-4`` timescales of 0 is re-solved with inertia held at 0); a solution outside the
+  bounds is re-solved with the offending parameters held at their bounds (levels first) and
+  checked for optimality there (KKT); only if that fails, lmfit's bounded
+  ``Minimizer.leastsq`` (imported lazily). ``tests/test_fitting.py`` also checks that the
+  direct solve and lmfit (:func:`grpofit.models.lmfit_model`) reach the same optimum. Restarts
+  only for a poor fit (the oscillator, which nests the exponential, fitting worse than it).
 - **Bounds**: ``timescale`` in ``[dt/10, 10 spans]``, ``inertia`` in ``[0, 10 spans]``,
   ``plateau`` and ``initial`` within one data range of the observed range
   (:data:`grpofit.models.LEVEL_MARGIN`): a plateau is never extrapolated further. Intervals

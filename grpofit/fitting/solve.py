@@ -1,9 +1,12 @@
-"""The final least-squares fit of each model: MINPACK Levenberg-Marquardt, called directly.
+"""The final least-squares fit of each model: Levenberg-Marquardt in numpy, MINPACK as fallback.
 
-Each model is fitted by one ``scipy.optimize.leastsq`` call (MINPACK ``lmder``, the same
-Levenberg-Marquardt code lmfit's ``leastsq`` method wraps) with the analytic Jacobian, on the
-log-binned data weighted by the bin counts, from the starting point the vectorised grid of
-:mod:`.profile` found (it usually converges in a few iterations).
+Each model is fitted by :func:`grpofit.fitting.lm.levenberg_marquardt` (MINPACK ``lmder``'s
+scaling and stopping rules, no scipy import) with the analytic Jacobian, on the log-binned
+data weighted by the bin counts, from the starting point the vectorised grid of
+:mod:`.profile` found (it usually converges in a few iterations). Only when it reports
+failure (evaluation cap, non-finite start) is the same problem handed to MINPACK itself
+(``scipy.optimize.leastsq``, imported then). ``Solution.method`` says which: ``"lm"`` or
+``"leastsq"`` (``+fixed`` when parameters were held at bounds), or ``"lmfit"``.
 
 Bounds, the cheap way: the solver works in internal coordinates ``(plateau, initial,
 log timescale, sqrt inertia)``, so the timescale stays positive and the inertia reaches its
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpofit.fitting.lm import levenberg_marquardt
 from grpofit.fitting.profile import Binned
 from grpofit.models import CurveModel
 
@@ -57,7 +61,7 @@ class Solution:
     ssr: float  # weighted (binned) sum of squares at x
     ok: bool
     message: str
-    method: str = "leastsq"  #: "leastsq" (direct MINPACK), "leastsq+fixed" or "lmfit"
+    method: str = "lm"  #: "lm" (numpy LM), "leastsq" (MINPACK fallback), "+fixed", "lmfit"
 
 
 def binned_ssr(b: Binned, model: CurveModel, x) -> float:
@@ -129,6 +133,10 @@ class _Problem:
         self._last_j = (np.array(q, copy=True), out)
         return out.copy()
 
+    def jacobian_rows(self, q):
+        """``d residual / d q`` as ``(n, k)`` (rows = residuals), for :mod:`.lm`."""
+        return self._jacobian(q).T
+
     def _jacobian(self, q):
         x = self.to_external(q)
         jac = self.model.jacobian(self.b.t, *x).T  # (k, n) view
@@ -159,7 +167,8 @@ def _violations(model: CurveModel, x: np.ndarray, bounds: dict) -> dict[int, flo
     return out
 
 
-def _leastsq(problem: _Problem, x0: np.ndarray):
+def _minpack(problem: _Problem, x0: np.ndarray):
+    """The fallback: MINPACK ``lmder`` via ``scipy.optimize.leastsq`` (imported only here)."""
     from scipy.optimize import leastsq
 
     q0 = problem.to_internal(x0)
@@ -169,21 +178,44 @@ def _leastsq(problem: _Problem, x0: np.ndarray):
         q, ier = leastsq(problem.residual, q0, Dfun=problem.jacobian, col_deriv=1,
                          full_output=False, ftol=TOL, xtol=TOL, gtol=0.0, maxfev=_MAX_NFEV)
     x = problem.to_external(np.atleast_1d(q))
-    return x, _MESSAGES.get(int(ier), f"MINPACK lmder returned {ier}")
+    return x, "MINPACK " + _MESSAGES.get(int(ier), f"lmder returned {ier}")
 
 
-def _snap_to_zero(problem: _Problem, x: np.ndarray, ssr: float):
-    """``inertia = u^2`` approaches its bound 0 only asymptotically: when the fit ends within
-    ``1e-4`` timescales of it and the curve at exactly 0 fits no worse, the optimum is on the
-    bound (as lmfit's bound transform would put it)."""
+def _leastsq(problem: _Problem, x0: np.ndarray):
+    """grpofit's numpy Levenberg-Marquardt (:mod:`.lm`, MINPACK's scaling and stopping rules);
+    MINPACK itself only when it reports failure. Returns ``(x, message, used_minpack)``."""
+    q0 = problem.to_internal(x0)
+    res = levenberg_marquardt(problem.residual, problem.jacobian_rows, q0, ftol=TOL, xtol=TOL,
+                              gtol=0.0, max_nfev=_MAX_NFEV)
+    if res.ok:
+        return problem.to_external(res.x), res.message, False
+    x, msg = _minpack(problem, x0)
+    return x, msg, True
+
+
+def _snap_to_zero(problem: _Problem, x: np.ndarray, ssr: float, bounds: dict):
+    """``inertia = u^2`` approaches its bound 0 only asymptotically (and slowly: the Jacobian
+    column of ``u`` vanishes with it, so the other parameters can stall short of their
+    optimum): when the fit ends within ``1e-4`` timescales of 0, the others are re-solved
+    with the inertia held at exactly 0 and that solution is taken when it fits no worse (the
+    optimum on the bound, as lmfit's bound transform would put it)."""
     for i in problem.sqrt_idx:
         scale = x[problem.log_idx[0]] if problem.log_idx else 1.0
         if 0.0 < x[i] <= 1e-4 * scale:
-            x0 = x.copy()
-            x0[i] = 0.0
-            s0 = binned_ssr(problem.b, problem.model, x0)
-            if s0 <= ssr:
-                x, ssr = x0, s0
+            held = x.copy()
+            held[i] = 0.0
+            free = problem.free.copy()
+            free[i] = False
+            candidates = [held]
+            if free.any():
+                x2, _, _ = _leastsq(_Problem(problem.model, problem.b, held, free), held)
+                if np.all(np.isfinite(x2)) and not _violations(problem.model, x2, bounds):
+                    candidates.insert(0, x2)
+            for cand in candidates:
+                s0 = binned_ssr(problem.b, problem.model, cand)
+                if s0 <= ssr:
+                    x, ssr = cand, s0
+                    break
     return x, ssr
 
 
@@ -203,7 +235,7 @@ def _kkt(problem: _Problem, x: np.ndarray, fixed: dict[int, float], bounds: dict
 
 
 def solve(model: CurveModel, b: Binned, start: dict, bounds: dict) -> Solution:
-    """One model fitted by MINPACK ``lmder`` (``scipy.optimize.leastsq``) with its analytic
+    """One model fitted by Levenberg-Marquardt (:mod:`.lm`; MINPACK on failure) with its analytic
     Jacobian on the binned data weighted by the counts; bounds as in the module docstring.
 
     Never raises: a failure comes back as ``Solution(ok=False, message=...)``."""
@@ -212,8 +244,8 @@ def solve(model: CurveModel, b: Binned, start: dict, bounds: dict) -> Solution:
     try:
         with np.errstate(all="ignore"):
             problem = _Problem(model, b, x0, np.ones(k, dtype=bool))
-            x, msg = _leastsq(problem, x0)
-            method = "leastsq"
+            x, msg, minpack = _leastsq(problem, x0)
+            method = "leastsq" if minpack else "lm"
             fixed: dict[int, float] = {}
             for _ in range(k + 1):
                 bad = _violations(model, x, bounds)
@@ -230,14 +262,14 @@ def solve(model: CurveModel, b: Binned, start: dict, bounds: dict) -> Solution:
                 for i, v in fixed.items():
                     held[i], free[i] = v, False
                 problem = _Problem(model, b, held, free)
-                x, msg = _leastsq(problem, held)
-                method = "leastsq+fixed"
+                x, msg, minpack = _leastsq(problem, held)
+                method = ("leastsq" if minpack else "lm") + "+fixed"
             else:
                 return solve_lmfit(model, b, start, bounds)
             if fixed and not _kkt(problem, x, fixed, bounds):
                 return solve_lmfit(model, b, start, bounds)
             ssr = binned_ssr(b, model, x)
-            x, ssr = _snap_to_zero(problem, x, ssr)
+            x, ssr = _snap_to_zero(problem, x, ssr, bounds)
     except Exception as exc:  # scipy failure: report, never raise
         return _failed(model, f"fit failed: {exc}")
     ok = bool(np.all(np.isfinite(x)) and math.isfinite(ssr))
