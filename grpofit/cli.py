@@ -160,7 +160,7 @@ def diagnose(
     elif format is DiagnoseFormat.markdown:
         typer.echo(render.diagnose_markdown(doc), nl=False)
     else:
-        render.print_tables([render.diagnose_table(doc)])
+        render.print_diagnose(doc)
         for line in render.diagnose_evidence(doc):
             typer.echo(line)
     if junit is not None:

@@ -13,8 +13,14 @@ MODES = ("train_eval_decoupling", "advantage_degeneracy", "policy_concentration"
 MODE_TITLES = {
     "train_eval_decoupling": "train-eval",
     "advantage_degeneracy": "advantage",
-    "policy_concentration": "concentration",
-    "dynamical_instability": "instability",
+    "policy_concentration": "entropy",
+    "dynamical_instability": "dynamics",
+}
+SHORT_TITLES = {
+    "train_eval_decoupling": "T-E",
+    "advantage_degeneracy": "adv",
+    "policy_concentration": "ent",
+    "dynamical_instability": "dyn",
 }
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim"}
 PARAM_TITLES = {
@@ -175,30 +181,50 @@ def _fit_cells(fit: dict | None) -> list[str]:
     ]
 
 
-def diagnose_table(doc: dict, *, color: bool = True) -> Any:
+#: narrower consoles get the compact verdict table (no timescale/inertia, short headers)
+FULL_TABLE_WIDTH = 130
+SHORT_REGIME = {"overdamped": "over", "underdamped": "under", "critical": "crit", "indeterminate": "indet"}
+SHORT_STATUS = {"pass": "pass", "warn": "warn", "fail": "FAIL", "unknown": "?"}
+
+
+def diagnose_table(doc: dict, *, width: int = 200) -> Any:
+    """One row per run: fit numbers, the four modes and the verdict (compact below
+    :data:`FULL_TABLE_WIDTH` columns; the JSON output has everything)."""
     from rich.table import Table
 
+    full = width >= FULL_TABLE_WIDTH
     table = Table(title="grpofit diagnose", title_justify="left")
-    table.add_column("run", overflow="fold", ratio=1)
-    for col in ("R²", "p*", "1/K_eff", "inertia", "regime"):
+    table.add_column("run", overflow="fold")
+    fit_columns = ("R²", "p*", "1/K_eff", "inertia", "regime") if full else ("R²", "p*", "regime")
+    for col in fit_columns:
         table.add_column(col, justify="left" if col == "regime" else "right", no_wrap=True)
     for m in MODES:
-        table.add_column(MODE_TITLES[m], no_wrap=True)
+        table.add_column(MODE_TITLES[m] if full else SHORT_TITLES[m], no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     runs, errors = doc.get("runs", []), doc.get("errors", [])
     names = short_names([r.get("run", "") for r in runs] + [e.get("run", "") for e in errors])
     for name, r in zip(names, runs):
         diags = r.get("diagnostics") or {}
-        cells = [_status_cell(diags.get(m, {}).get("status", "unknown")) for m in MODES]
-        table.add_row(esc(name), *_fit_cells(r.get("fit")), *cells, _status_cell(r.get("verdict", "unknown")))
+        fit = _fit_cells(r.get("fit"))
+        if not full:
+            fit = [fit[0], fit[1], SHORT_REGIME.get(fit[4], fit[4])]
+        cells = [_status_cell(diags.get(m, {}).get("status", "unknown"), full) for m in MODES]
+        table.add_row(esc(name), *fit, *cells, _status_cell(r.get("verdict", "unknown"), full))
     for name in names[len(runs):]:
-        table.add_row(esc(name), *["-"] * 5, *["-"] * len(MODES), "[bold red]error[/]")
+        table.add_row(esc(name), *["-"] * len(fit_columns), *["-"] * len(MODES), "[bold red]error[/]")
     return table
 
 
-def _status_cell(status: str) -> str:
+def print_diagnose(doc: dict) -> None:
+    """The verdict table, laid out for the console's width."""
+    console = _console()
+    console.print(diagnose_table(doc, width=console.width))
+
+
+def _status_cell(status: str, full: bool = True) -> str:
     style = STATUS_STYLE.get(status, "")
-    return f"[{style}]{status}[/]" if style else status
+    text = status if full else SHORT_STATUS.get(status, status)
+    return f"[{style}]{text}[/]" if style else text
 
 
 def diagnose_evidence(doc: dict) -> list[str]:

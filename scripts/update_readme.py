@@ -25,7 +25,7 @@ BLOCK = re.compile(r"(<!-- run: (?P<cmd>.+?) -->\n```text\n)(?P<body>.*?)(```)",
 
 
 def run(cmd: str) -> str:
-    env = dict(os.environ, COLUMNS="110", NO_COLOR="1", TERM="dumb")
+    env = dict(os.environ, COLUMNS="140", NO_COLOR="1", TERM="dumb")
     args = shlex.split(cmd)
     if args[0] == "grpofit":
         args = [sys.executable, "-m", "grpofit", *args[1:]]
