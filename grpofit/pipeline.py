@@ -351,6 +351,3 @@ class _progress:
             self.bar.stop()
         return False
 
-
-def default_jobs() -> int:
-    return max(1, min(os.cpu_count() or 1, 8))

@@ -45,6 +45,15 @@ def _save(fig, path: Path) -> None:
         _pyplot().close(fig)
 
 
+def short_title(run_name: str) -> str:
+    """A panel title: the file's name, and the run's name on a second line for multi-run files."""
+    import os
+
+    path, _, run = run_name.partition("::")
+    base = os.path.basename(path.rstrip("/")) or path
+    return f"{base}\n{run}" if run else base
+
+
 def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None) -> None:
     """Data, both fitted curves and the plateau with its 95% interval; residuals below."""
     import numpy as np
@@ -74,24 +83,34 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None) -> No
         ax_data.axvline(collapse.step, color="k", ls=":", lw=1.2, label=f"collapse at step {collapse.step:g}")
     ax_data.set_ylabel(result.metric)
     ax_data.legend(fontsize=7, loc="best")
-    ax_data.set_title(str(result.run), fontsize=9)
+    ax_data.set_title(short_title(str(result.run)), fontsize=9)
     if ax_resid is not None:
         ax_resid.axhline(0, color="k", lw=0.8)
         ax_resid.set_ylabel("residual")
         ax_resid.set_xlabel(f"step ({result.step_column})")
 
 
-def fit_figure(results: list, *, collapses: list | None = None):
-    """One column of (data, residual) panels per run."""
+def fit_figure(results: list):
+    """One column of (data, residual) panels per run; points after a collapse drawn apart."""
     plt = _pyplot()
     n = len(results)
     fig, axes = plt.subplots(
         2, n, figsize=(6 * n, 5.5), squeeze=False, sharex="col", gridspec_kw={"height_ratios": [3, 1]}
     )
     for i, result in enumerate(results):
-        draw_fit(result, axes[0, i], axes[1, i], collapse_values=(collapses or [None] * n)[i])
+        draw_fit(result, axes[0, i], axes[1, i], collapse_values=_after_collapse(result))
     fig.tight_layout()
     return fig
+
+
+def _after_collapse(result: Any):
+    """``(steps, values)`` of the series from the collapse on, or None."""
+    collapse = getattr(result, "collapse", None)
+    steps = getattr(result, "column_steps", None)
+    if collapse is None or steps is None:
+        return None
+    keep = steps >= collapse.step
+    return steps[keep], result.column_values[keep]
 
 
 def save_fit_figure(results: list, path: Path) -> None:
@@ -154,11 +173,7 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any):
     fig, axes = plt.subplots(2 + len(panels), 1, figsize=(8, 3.2 + 2.0 * (1 + len(panels))), sharex=True,
                              gridspec_kw={"height_ratios": [3, 1] + [1.4] * len(panels)})
     fit = diagnosis.fit
-    after = None
-    if diagnosis.collapse is not None and diagnosis.reward_steps is not None:
-        keep = diagnosis.reward_steps >= diagnosis.collapse.step
-        after = (diagnosis.reward_steps[keep], diagnosis.reward_values[keep])
-    draw_fit(fit, axes[0], axes[1], collapse_values=after)
+    draw_fit(fit, axes[0], axes[1], collapse_values=_after_collapse(fit))
     axes[1].set_xlabel("")
     statuses = ", ".join(f"{m.split('_')[0]}: {v.status}" for m, v in diagnosis.diagnostics.items())
     axes[0].set_title(f"{diagnosis.name}\nverdict {diagnosis.verdict} ({statuses})", fontsize=8)
