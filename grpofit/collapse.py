@@ -213,7 +213,6 @@ def find_collapse(
     thr = np.maximum(thr, 1e-12)
     below = (peak - level) >= thr
     below[:w] = False
-    span = float(s[-1] - s[0])
     for i, _ in _runs_of(below, w):
         p, t = float(peak[i]), float(thr[i])
         band = p - 0.5 * t

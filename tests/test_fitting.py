@@ -334,20 +334,12 @@ def test_direct_solve_reaches_lmfit_optimum():
     :func:`grpofit.models.lmfit_model` from the same start, with the same bounds and weights,
     reach the same optimum: the evidence that the fits are lmfit-equivalent."""
     pytest.importorskip("lmfit")
-    from grpofit.fitting.profile import log_bins, profile
     from grpofit.fitting.solve import solve
     from grpofit.models import EXPONENTIAL, OSCILLATOR, lmfit_model
 
     worst = 0.0
     for truth, table in recovery_set(20, seed=3):
-        t = table["step"] - table["step"][0]
-        y = table["reward"]
-        b = log_bins(t, y)
-        bounds = OSCILLATOR.bounds(t, y)
-        prof = profile(b, EXPONENTIAL.guess(t, y)["timescale"], bounds["plateau"],
-                       bounds["timescale"])
-        starts = {"exponential": prof.row(prof.zeta.size - 1, exponential=True),
-                  "oscillator": prof.row(int(np.argmin(prof.ssr)))}
+        b, bounds, starts = _problem(table)
         for spec in (EXPONENTIAL, OSCILLATOR):
             direct = solve(spec, b, starts[spec.name], bounds)
             assert direct.ok and direct.method == "lm"
@@ -491,21 +483,13 @@ def test_lm_reaches_minpack_optimum(tol, monkeypatch):
     it); at 1e-10 to 1e-9 and the parameters to 1e-4 relative."""
     pytest.importorskip("scipy")
     from grpofit.fitting import solve as S
-    from grpofit.fitting.profile import log_bins, profile
     from grpofit.models import EXPONENTIAL, OSCILLATOR
 
     if tol is not None:
         monkeypatch.setattr(S, "TOL", tol)
     worst_ssr = worst_x = 0.0
     for truth, table in recovery_set(40, seed=11):
-        t = table["step"] - table["step"][0]
-        y = table["reward"]
-        b = log_bins(t, y)
-        bounds = OSCILLATOR.bounds(t, y)
-        prof = profile(b, EXPONENTIAL.guess(t, y)["timescale"], bounds["plateau"],
-                       bounds["timescale"])
-        starts = {"exponential": prof.row(prof.zeta.size - 1, exponential=True),
-                  "oscillator": prof.row(int(np.argmin(prof.ssr)))}
+        b, bounds, starts = _problem(table)
         for spec in (EXPONENTIAL, OSCILLATOR):
             ours, ref = _solve_both(spec, b, starts[spec.name], bounds, monkeypatch)
             assert ours.ok and ref.ok
@@ -515,7 +499,7 @@ def test_lm_reaches_minpack_optimum(tol, monkeypatch):
             worst_ssr = max(worst_ssr, abs(rel))
             # levels and timescale relative to the data range / the timescale; inertia
             # relative to the timescale (it is 0 .. Ts-sized and weakly determined)
-            span = float(np.ptp(y)) or 1.0
+            span = float(np.ptp(table["reward"])) or 1.0
             scale = np.array([span, span] + [ref.x[2]] * (ref.x.size - 2))
             worst_x = max(worst_x, float(np.max(np.abs(ours.x - ref.x) / scale)))
     if tol is None:
@@ -593,3 +577,18 @@ def test_lm_failure_falls_back_to_minpack(monkeypatch):
     assert ours.method == "lm" and fallback.method == "leastsq"
     assert fallback.ok and "MINPACK" in fallback.message
     assert fallback.ssr == pytest.approx(ours.ssr, rel=1e-6)
+
+
+def _problem(table):
+    """Binned data, bounds and the grid's starting points of one run, as the fit driver builds them."""
+    from grpofit.fitting.profile import log_bins, profile
+    from grpofit.models import EXPONENTIAL, OSCILLATOR
+
+    t = table["step"] - table["step"][0]
+    y = table["reward"]
+    b = log_bins(t, y)
+    bounds = OSCILLATOR.bounds(t, y)
+    prof = profile(b, EXPONENTIAL.guess(t, y)["timescale"], bounds["plateau"], bounds["timescale"])
+    starts = {"exponential": prof.row(prof.zeta.size - 1, exponential=True),
+              "oscillator": prof.row(int(np.argmin(prof.ssr)))}
+    return b, bounds, starts

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from grpofit.cli import main
-from grpofit.readers import protobuf as pb
 from grpofit.readers import tensorboard as tb
 from grpofit.readers import wandb_binary as wb
 

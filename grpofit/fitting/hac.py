@@ -59,7 +59,6 @@ def bandwidth(r: np.ndarray) -> int:
         return lo
     m = max(4, min(n // 3, 400))
     rho = _acf(r, m + 1)[1:]
-    j = np.arange(1, m + 1, dtype=float)
     taus = np.exp(math.log(0.5) + _TAU_FRACTIONS * math.log(max(1.0, n / 2.0) / 0.5))
     phis = np.exp(-1.0 / taus)[:, None]
     basis = np.cumprod(np.broadcast_to(phis, (phis.shape[0], m)), axis=1)  # phi^j, j = 1..m

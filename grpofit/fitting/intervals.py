@@ -20,7 +20,7 @@ import numpy as np
 from grpofit.fitting.hac import hac_scalar
 from grpofit.fitting.profile import ZETA_GRID, Binned, Profile, refine
 from grpofit.fitting.results import Estimate
-from grpofit.models import OSCILLATOR, damping_ratio, median, relaxation_shape
+from grpofit.models import damping_ratio, median, relaxation_shape
 
 __all__ = ["Ctx", "estimates", "clip_interval", "widen_to_grid", "thresholds",
            "profile_intervals", "ProfileIntervals", "PROFILE_CALIBRATION"]
