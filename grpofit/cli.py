@@ -245,7 +245,10 @@ def predict(
     refresh_interval: Optional[float] = typer.Option(None, "--refresh-interval", help="Steps between policy refreshes K_ref."),
     curvature: Optional[float] = typer.Option(None, "--curvature", help="Curvature K of the effective potential."),
     group_size: Optional[int] = typer.Option(None, "--group-size", help="Group size G (adds the 1/G fluctuation)."),
-    noise: Optional[float] = typer.Option(None, "--noise", help="Noise strength D (default p*(1-p*) for binary rewards)."),
+    noise: Optional[float] = typer.Option(None, "--noise", help="Noise strength D of the forcing (for the stationary fluctuation)."),
+    beta: Optional[float] = typer.Option(None, "--beta", help="With --group-size: KL weight of the softmax bandit whose finite-G plateau to report."),
+    arms: int = typer.Option(8, "--arms", help="... its number of arms."),
+    correct: int = typer.Option(1, "--correct", help="... its number of correct arms."),
     adam: bool = typer.Option(False, "--adam", help="Treat --lr/--momentum as Adam's lr/beta1 (eta_eff = lr (1 - beta1))."),
     from_run: Optional[str] = typer.Option(None, "--from-run", help="Measure K from this run's fitted timescale."),
     metric: Optional[str] = METRIC,
@@ -267,6 +270,7 @@ def predict(
         lr=lr, momentum=momentum, refresh_interval=refresh_interval, curvature=curvature,
         group_size=group_size, noise=noise, adam=adam, from_run=from_run, metric=metric,
         what_if={"lr": what_if_lr, "momentum": what_if_momentum, "refresh_interval": what_if_refresh_interval},
+        bandit=None if beta is None else {"beta": beta, "arms": arms, "correct": correct},
     )
     if format is TableOrJson.json:
         _print_json(doc)

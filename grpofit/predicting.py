@@ -34,6 +34,7 @@ def run_predict(
     from_run: str | None = None,
     metric: str | None = None,
     what_if: dict[str, float | None] | None = None,
+    bandit: dict[str, float] | None = None,
 ) -> tuple[dict, Any]:
     """The ``grpofit.predict/1`` document and, for ``--plot``, ``(WhatIf, observed)`` or None."""
     from grpofit import dynamics
@@ -50,7 +51,14 @@ def run_predict(
         _require(curvature=curvature)
         if changes:
             raise UsageError("--what-if-* options need --from-run RUN", fix="add --from-run RUN (its fit gives the plateau and start)")
-        doc = dynamics.predict(lr, momentum, refresh_interval, curvature, group_size=group_size, noise=noise).summary()
+        plateau = None
+        if bandit is not None:
+            from grpofit.simulation import plateau_at_group_size
+
+            plateau = plateau_at_group_size(group_size=0, **bandit)
+        doc = dynamics.predict(
+            lr, momentum, refresh_interval, curvature, group_size=group_size, noise=noise, plateau=plateau, bandit=bandit
+        ).summary()
         if inputs_note:
             doc["notes"].insert(0, inputs_note)
         return doc, None

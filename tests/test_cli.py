@@ -292,6 +292,17 @@ def test_predict_json_contract_keys(capsys):
     assert doc["critical_refresh_interval"] == pytest.approx(0.1 / 2e-3)
 
 
+def test_predict_reports_the_finite_group_plateau_of_the_bandit(capsys):
+    code, out, _ = run_cli(capsys, "predict", "--lr", "0.1", "--momentum", "0.5", "--refresh-interval", "1",
+                           "--curvature", "0.278", "--group-size", "4", "--beta", "1", "--format", "json")
+    assert code == 0
+    group = json.loads(out)["group"]
+    # std-normalised advantages at G = 4 weaken the reward pull: the fixed point moves down
+    assert group["plateau_exact"] == pytest.approx(0.5136, abs=1e-3)
+    assert group["plateau_at_group_size"] == pytest.approx(0.4189, abs=1e-3)
+    assert group["noise_temperature"] == pytest.approx(0.25)
+
+
 def test_predict_missing_options_is_a_usage_error(capsys):
     code, _, err = run_cli(capsys, "predict", "--lr", "1e-6")
     assert code == 2 and "--momentum" in err and "--curvature" in err

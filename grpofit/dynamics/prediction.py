@@ -171,7 +171,7 @@ def predict(
     integer ``refresh_interval`` and ``delta = 1`` (step units).
 
     Group size ``G`` (when given): noise temperature ``1/G`` and ``Var(e) = D / (2 G C K_eff)``
-    with ``D = noise``, or ``D = p*(1 - p*)`` when only ``plateau`` is given (binary rewards).
+    with ``D = noise`` (the fluctuation is not reported without it).
     With a ``plateau`` (the infinite-G ``p*``) it also reports the finite-G signal factor
     ``s_G(p*) = E_k[s_k^2/(s_k + eps)] / sqrt(p*(1-p*))`` (``k ~ Binomial(G, p*)``, ``s_k`` the
     population std of the group) and the zero-std fraction ``p*^G + (1-p*)^G``; with ``bandit``
@@ -196,13 +196,11 @@ def predict(
     if group_size is not None:
         if group_size < 0:
             raise UsageError(f"group size must be >= 0, got {group_size}", fix="pass --group-size G with G >= 1")
-        if noise is not None:
-            noise_source = "given"
-        elif plateau is not None and 0 < plateau < 1:
-            noise = plateau * (1 - plateau)
-            noise_source = "p*(1-p*) (binary rewards; an order of magnitude)"
-        else:
-            noise_source = "unknown: pass noise D or a plateau"
+        # D is the strength of the forcing in p-space per step; it is not p*(1-p*) (the variance
+        # of one binary reward), which would overstate the fluctuation by orders of magnitude
+        noise_source = "given" if noise is not None else (
+            "not given: pass --noise D (e.g. noise_D from grpofit simulate bandit's .meta.json)"
+        )
         group = _group_section(group_size, plateau, bandit)
     return Prediction(
         lr=lr, momentum=momentum, refresh_interval=refresh_interval, curvature=curvature, delta=delta,
