@@ -352,11 +352,26 @@ def inspect_tables(infos: list[dict]) -> list[Any]:
 
 
 def predict_tables(doc: dict) -> list[Any]:
-    """The closed form, then each exact lag model, then the run check and what-if (if any)."""
-    out = []
-    sections = {k: v for k, v in doc.items() if isinstance(v, dict)}
-    top = [(k, v) for k, v in doc.items() if not isinstance(v, (dict, list)) and k != "schema"]
-    out.append(key_value_table("closed form (second-order, lag = refresh interval)", top))
-    for name, section in sections.items():
-        out.append(key_value_table(name.replace("_", " "), flat_items(section)))
+    """The closed-form coefficients, stability under each lag model, then the optional sections."""
+    from rich.table import Table
+
+    keys = ("mass", "damping", "stiffness", "damping_ratio", "regime", "stable", "timescale", "inertia", "critical_lr")
+    out = [key_value_table("closed form (step units)",
+                           [(k.replace("_", " "), doc.get(k)) for k in keys])]
+    table = Table(title="stability by lag model", title_justify="left")
+    for col in ("lag model", "growth per step", "stable", "regime", "critical refresh interval"):
+        table.add_column(col, justify="left" if col in ("lag model", "regime") else "right")
+    table.add_row("closed form (paper)", "-", num(doc.get("stable")), doc.get("regime") or "-",
+                  num(doc.get("critical_refresh_interval")))
+    for key, label in (("exact_fixed_delay", "exact, fixed delay"), ("exact_sawtooth", "exact, sawtooth (frozen gradient)")):
+        ex = doc.get(key)
+        if ex:
+            table.add_row(label, num(ex.get("spectral_radius"), 4), num(ex.get("stable")), ex.get("regime") or "-",
+                          num(ex.get("critical_refresh_interval")))
+    out.append(table)
+    for key in ("group", "from_run", "what_if"):
+        if doc.get(key):
+            out.append(key_value_table(key.replace("_", " "), flat_items(doc[key])))
+    for note in doc.get("notes") or []:
+        out.append(esc(f"note: {note}"))
     return out
