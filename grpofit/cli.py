@@ -320,7 +320,7 @@ def simulate_bandit(
     else:
         from grpofit import render
 
-        render.print_tables([render.key_value_table(f"simulated bandit -> {out}", render.flat_items(doc))])
+        render.print_tables(render.simulate_tables(doc, str(out)))
     return ExitCode.OK
 
 

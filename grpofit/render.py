@@ -375,3 +375,26 @@ def predict_tables(doc: dict) -> list[Any]:
     for note in doc.get("notes") or []:
         out.append(esc(f"note: {note}"))
     return out
+
+
+def simulate_tables(doc: dict, out: str) -> list[Any]:
+    """What a simulated bandit run wrote and what it measured (everything is in ``FILE.meta.json``)."""
+    pred = doc.get("predicted") or {}
+    saw = pred.get("exact_sawtooth") or {}
+    traj = doc.get("trajectory") or {}
+    rows = [
+        ("log", out),
+        ("sidecar", out + ".meta.json"),
+        ("rows", doc.get("n_rows")),
+        ("fixed point p* (this G)", doc.get("fixed_point")),
+        ("plateau, exact mean field", doc.get("plateau_exact")),
+        ("curvature K (Jacobian at p*)", doc.get("curvature")),
+        ("noise strength D (measured)", doc.get("noise_D")),
+        ("trajectory", traj.get("label")),
+        ("late mean / variance of p", f"{num(doc.get('late_mean'))} / {num(doc.get('late_variance'))}"),
+        ("predicted regime (closed form)", pred.get("regime")),
+        ("predicted damping ratio", pred.get("damping_ratio")),
+        ("critical refresh interval: closed form / sawtooth", f"{num(pred.get('critical_refresh_interval'))} / {num(saw.get('critical_refresh_interval'))}"),
+        ("diverged at step", doc.get("diverged_at_step")),
+    ]
+    return [key_value_table("simulated GRPO on a softmax bandit", rows)]
