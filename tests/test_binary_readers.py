@@ -6,7 +6,6 @@ import json
 import math
 import os
 import struct
-import time
 import tracemalloc
 import zlib
 from pathlib import Path
@@ -269,12 +268,10 @@ def test_tfevents_corrupt_length_does_not_allocate(tmp_path):
     third = _record_ends(bytes(data))[1]  # start of the third record (step 1)
     data[third : third + 8] = struct.pack("<Q", 2**40)
     tracemalloc.start()
-    t0 = time.perf_counter()
     table, warnings = tb.parse_tfevents(bytes(data), "bad")
-    elapsed = time.perf_counter() - t0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert elapsed < 1.0 and peak < 5_000_000
+    assert peak < 5_000_000
     assert table["step"].tolist() == [0]
     assert any("corrupt record header" in w for w in warnings)
     # even with a length CRC that matches, a length beyond the file is a torn record
@@ -324,9 +321,7 @@ def test_real_verl_7b_tfevents():
     assert not os.path.basename(path).startswith("events.out.tfevents")
     with open(path, "rb") as fh:
         assert tb.looks_like_tfevents(fh.read(64))
-    t0 = time.perf_counter()
     table, warnings = tb.read_tfevents(path)
-    assert time.perf_counter() - t0 < 0.2
     assert warnings == []
     assert len(table) - 1 == 63  # tags besides "step"
     for tag in ("critic/score/mean", "actor/entropy", "actor/grad_norm", "val-core/openai/gsm8k/reward/mean@1"):
