@@ -51,14 +51,19 @@ def rolling_median(values: np.ndarray, window: int) -> np.ndarray:
     if n <= window:
         return np.array([np.median(v[max(0, i - h) : i + h + 1]) for i in range(n)])
     out = np.empty(n)
-    windows = np.lib.stride_tricks.sliding_window_view(v, 2 * h + 1)
-    out[h : n - h] = np.median(windows, axis=1)
+    # one padded sliding view: rows h..n-h-1 are the full windows, the h rows at either end
+    # the shrunken edge windows (padding NaN, ignored there)
+    pad = np.full(h, np.nan)
+    rows = np.lib.stride_tricks.sliding_window_view(np.concatenate([pad, v, pad]), 2 * h + 1)
+    windows = rows[h : n - h]
+    if np.isnan(v).any():
+        out[h : n - h] = np.median(windows, axis=1)
+    else:  # odd window: the median is the middle order statistic (np.median without its overhead)
+        out[h : n - h] = np.partition(windows, h, axis=1)[:, h]
     if h:
-        pad = np.full(h, np.nan)
-        head = np.lib.stride_tricks.sliding_window_view(np.concatenate([pad, v[: 2 * h]]), 2 * h + 1)
-        tail = np.lib.stride_tricks.sliding_window_view(np.concatenate([v[n - 2 * h :], pad]), 2 * h + 1)
-        out[:h] = _nan_row_median(head)
-        out[n - h :] = _nan_row_median(tail)
+        edges = _nan_row_median(np.concatenate([rows[:h], rows[n - h :]]))
+        out[:h] = edges[:h]
+        out[n - h :] = edges[h:]
     return out
 
 

@@ -286,43 +286,73 @@ def relaxation_shape(x, zeta):
     x = np.asarray(x, dtype=float)
     zeta = np.asarray(zeta, dtype=float).reshape(-1)
     out = np.empty(x.shape)
-    z = np.where(np.abs(zeta - 1.0) < 1e-7, np.where(zeta < 1.0, 1.0 - 1e-7, 1.0 + 1e-7), zeta)
-    extra = (1,) * (x.ndim - 1)
-    kind = np.where(np.isinf(z), 2, np.where(z < 1.0, 0, 1))
-    # runs of rows of one kind (the grid is sorted: three runs) are sliced, not masked
-    cuts = np.flatnonzero(kind[1:] != kind[:-1]) + 1
-    edges = [0, *cuts.tolist(), z.size]
     with np.errstate(under="ignore"):
-        for i0, i1 in zip(edges[:-1], edges[1:]):
+        for i0, i1, k, coef in _shape_plan(zeta, x.ndim):
             xs, os_ = x[i0:i1], out[i0:i1]
-            k = kind[i0]
             if k == 2:
                 np.exp(-xs, out=os_)
+            elif k == 0:
+                w, aw, neg_a = coef
+                wx = w * xs
+                c = np.cos(wx)
+                sn = np.sin(wx, out=wx)
+                sn *= aw
+                c += sn
+                e = np.multiply(neg_a, xs)
+                np.exp(e, out=e)
+                np.multiply(e, c, out=os_)
+            else:
+                c1, g1, c2, g2 = coef
+                e1 = np.multiply(xs, c1)
+                np.exp(e1, out=e1)
+                e1 *= g1
+                e2 = np.multiply(xs, c2)
+                np.exp(e2, out=e2)
+                e2 *= g2
+                np.subtract(e1, e2, out=os_)
+    return out
+
+
+#: per-row coefficients of :func:`relaxation_shape` by damping-ratio vector (the profile grid
+#: repeats the same one several times per fit); bounded, cleared when full
+_PLANS: dict = {}
+_PLANS_MAX = 64
+
+
+def _shape_plan(zeta: np.ndarray, ndim: int) -> list:
+    """``[(i0, i1, kind, coefficients)]``: runs of rows of one kind (0 underdamped, 1
+    overdamped, 2 inertia 0; the grid is sorted: three runs) with the coefficients of
+    :func:`relaxation_shape` shaped ``(rows, 1, ...)`` to broadcast against ``x[i0:i1]``."""
+    key = (zeta.tobytes(), ndim)
+    plan = _PLANS.get(key)
+    if plan is not None:
+        return plan
+    z = np.where(np.abs(zeta - 1.0) < 1e-7, np.where(zeta < 1.0, 1.0 - 1e-7, 1.0 + 1e-7), zeta)
+    extra = (1,) * (ndim - 1)
+    kind = np.where(np.isinf(z), 2, np.where(z < 1.0, 0, 1))
+    cuts = np.flatnonzero(kind[1:] != kind[:-1]) + 1
+    edges = [0, *cuts.tolist(), z.size]
+    plan = []
+    with np.errstate(under="ignore"):
+        for i0, i1 in zip(edges[:-1], edges[1:]):
+            k = int(kind[i0])
+            if k == 2:
+                plan.append((i0, i1, k, None))
                 continue
             zs = z[i0:i1].reshape(-1, *extra)
             if k == 0:
                 a = 2.0 * zs * zs
                 w = 2.0 * zs * np.sqrt(1.0 - zs * zs)
-                wx = w * xs
-                c = np.cos(wx)
-                sn = np.sin(wx, out=wx)
-                sn *= a / w
-                c += sn
-                e = np.multiply(-a, xs)
-                np.exp(e, out=e)
-                np.multiply(e, c, out=os_)
+                plan.append((i0, i1, k, (w, a / w, -a)))
             else:
                 u = np.sqrt(1.0 - 1.0 / (zs * zs))
                 t1 = 0.5 * (1.0 + u)
                 t2 = 1.0 / (2.0 * zs * zs * (1.0 + u))
-                e1 = np.multiply(xs, -1.0 / t1)
-                np.exp(e1, out=e1)
-                e1 *= t1 / u
-                e2 = np.multiply(xs, -1.0 / t2)
-                np.exp(e2, out=e2)
-                e2 *= t2 / u
-                np.subtract(e1, e2, out=os_)
-    return out
+                plan.append((i0, i1, k, (-1.0 / t1, t1 / u, -1.0 / t2, t2 / u)))
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
 
 
 def oscillator(t, plateau, initial, timescale, inertia):

@@ -59,10 +59,7 @@ def bandwidth(r: np.ndarray) -> int:
         return lo
     m = max(4, min(n // 3, 400))
     rho = _acf(r, m + 1)[1:]
-    taus = np.exp(math.log(0.5) + _TAU_FRACTIONS * math.log(max(1.0, n / 2.0) / 0.5))
-    phis = np.exp(-1.0 / taus)[:, None]
-    basis = np.cumprod(np.broadcast_to(phis, (phis.shape[0], m)), axis=1)  # phi^j, j = 1..m
-    bb = np.einsum("ij,ij->i", basis, basis)
+    phis, basis, bb = _ar1_basis(n, m)
     c = np.clip((basis @ rho) / bb, 0.0, 1.0)
     # sum (rho - c b)^2 = rho.rho - 2 c b.rho + c^2 b.b
     sse = float(rho @ rho) - 2.0 * c * (basis @ rho) + c * c * bb
@@ -75,6 +72,28 @@ def bandwidth(r: np.ndarray) -> int:
     alpha = (2.0 * f1 / f0) ** 2
     bw = 1.1447 * (alpha * n) ** (1.0 / 3.0)
     return int(np.clip(math.ceil(bw), lo, max(lo, n // 2)))
+
+
+_BASES: dict = {}
+
+
+def _ar1_basis(n: int, m: int):
+    """``(phis, phi^j for j = 1..m, sum_j phi^2j)`` on the grid of correlation times of a
+    series of ``n`` points (depends on ``n`` and ``m`` only: cached, read-only arrays)."""
+    key = (n, m)
+    hit = _BASES.get(key)
+    if hit is not None:
+        return hit
+    taus = np.exp(math.log(0.5) + _TAU_FRACTIONS * math.log(max(1.0, n / 2.0) / 0.5))
+    phis = np.exp(-1.0 / taus)[:, None]
+    basis = np.cumprod(np.broadcast_to(phis, (phis.shape[0], m)), axis=1)  # phi^j, j = 1..m
+    bb = np.einsum("ij,ij->i", basis, basis)
+    for a in (phis, basis, bb):
+        a.setflags(write=False)
+    if len(_BASES) >= 32:
+        _BASES.clear()
+    _BASES[key] = hit = (phis, basis, bb)
+    return hit
 
 
 def critical_value(b: float) -> float:

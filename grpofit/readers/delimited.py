@@ -91,9 +91,10 @@ def _read_small(src: Source, delim: str):
     if len(set(header)) != width or any(not h.strip() for h in header):
         return None
     body = rows[1:]
-    if any(len(r) > width for r in body):
+    lengths = set(map(len, body))
+    if max(lengths) > width:
         return None
-    if any(len(r) < width for r in body):
+    if min(lengths) < width:
         body = [r + [""] * (width - len(r)) for r in body]
     columns = {name: _to_numbers(cells) for name, cells in zip(header, zip(*body))}
     return _assemble(columns, len(body))
