@@ -398,19 +398,24 @@ def _collect(buf: bytes, name: str, series: dict[str, dict[int, float]], warning
     return overwritten
 
 
+def _finish(series, overwritten, warnings: list[str], where: str, what: str):
+    """The table of collected scalars (an error when there are none) and the warnings."""
+    if not series:
+        raise ReadError(
+            f"the TensorBoard {what} holds no scalar summaries",
+            path=where,
+            fix=f"log scalars (add_scalar / tf.summary.scalar), or pass another {what}",
+        )
+    _note_overwritten(overwritten, warnings)
+    return _to_table(series), warnings
+
+
 def parse_tfevents(data: bytes, name: str = "<stream>") -> tuple[dict[str, np.ndarray], list[str]]:
     """Scalars of one event file given as bytes (e.g. from stdin); see :func:`read_tfevents`."""
     warnings: list[str] = []
     series: dict[str, dict[int, float]] = {}
     overwritten = _collect(bytes(data), name, series, warnings)
-    if not series:
-        raise ReadError(
-            "the TensorBoard event file holds no scalar summaries",
-            path=name,
-            fix="log scalars (add_scalar / tf.summary.scalar), or pass another event file",
-        )
-    _note_overwritten(overwritten, warnings)
-    return _to_table(series), warnings
+    return _finish(series, overwritten, warnings, name, "event file")
 
 
 def event_files(directory: str) -> list[tuple[str, str]]:
@@ -495,14 +500,7 @@ def _read_directory(path: str) -> tuple[dict[str, np.ndarray], list[str]]:
         for tag, column in series.items():
             clash = len(owners[tag]) > 1 and sub != ""
             merged[f"{sub}/{tag}" if clash else tag] = column
-    if not merged:
-        raise ReadError(
-            "the TensorBoard event files hold no scalar summaries",
-            path=path,
-            fix="log scalars (add_scalar / tf.summary.scalar), or pass another log directory",
-        )
-    _note_overwritten(overwritten, warnings)
-    return _to_table(merged), warnings
+    return _finish(merged, overwritten, warnings, path, "log directory")
 
 
 def _note_overwritten(count: int, warnings: list[str]) -> None:
