@@ -145,27 +145,27 @@ def _named(src: Source, path: str, fn: Callable) -> tuple:
 
 
 def _read_tensorboard(src: Source, fmt: str, *, step: str | None = None) -> list:
-    from grpofit.readers.common import build_run
     from grpofit.readers.tensorboard import read_tfevents
 
-    path, cleanup = _materialise(src)
-    try:
-        table, warnings = _named(src, path, read_tfevents)
-    finally:
-        cleanup()
-    return [build_run(src, "tensorboard", table, step=step, warnings=list(warnings))]
+    return _read_binary(src, "tensorboard", read_tfevents, step)
 
 
 def _read_wandb_binary(src: Source, fmt: str, *, step: str | None = None) -> list:
-    from grpofit.readers.common import build_run
     from grpofit.readers.wandb_binary import read_wandb_file
+
+    return _read_binary(src, "wandb-binary", read_wandb_file, step)
+
+
+def _read_binary(src: Source, fmt: str, read_file: Callable, step: str | None) -> list:
+    """A binary container read by ``read_file(path) -> (table, warnings)`` (stdin via a temp file)."""
+    from grpofit.readers.common import build_run
 
     path, cleanup = _materialise(src)
     try:
-        table, warnings = _named(src, path, read_wandb_file)
+        table, warnings = _named(src, path, read_file)
     finally:
         cleanup()
-    return [build_run(src, "wandb-binary", table, step=step, warnings=list(warnings))]
+    return [build_run(src, fmt, table, step=step, warnings=list(warnings))]
 
 
 def _read_parquet(src: Source, fmt: str, *, step: str | None = None) -> list:

@@ -11,6 +11,19 @@ from grpofit.readers.source import SUPPORTED_HINT, Source
 from grpofit.runs import Run, make_run
 
 
+def rows_to_columns(rows: Sequence[Mapping[str, Any]], convert=None) -> dict[str, list]:
+    """Row dicts as equal-length columns, keys in first-seen order (a missing cell is None).
+
+    ``convert`` is applied to every present cell (e.g. unwrapping a one-element list).
+    """
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(r))
+    if convert is None:
+        return {k: [r.get(k) for r in rows] for k in keys}
+    return {k: [convert(r.get(k)) for r in rows] for k in keys}
+
+
 def build_run(
     src: Source,
     fmt: str,

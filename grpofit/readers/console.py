@@ -10,7 +10,7 @@ import ast
 import re
 
 from grpofit.errors import ReadError
-from grpofit.readers.common import build_run
+from grpofit.readers.common import build_run, rows_to_columns
 from grpofit.readers.sniff import ANSI
 from grpofit.readers.source import Source
 from grpofit.runs import Run, parse_number
@@ -71,10 +71,7 @@ def read_verl_console(src: Source, fmt: str = "verl-console", *, step: str | Non
                 dump, depth, size = [], 0, 0
     if not rows:
         raise ReadError("has no verl metric lines (step:N - key:value)", path=src.name, fix="point at the training stdout log")
-    keys: dict[str, None] = {}
-    for r in rows:
-        keys.update(dict.fromkeys(r))
-    table = {k: [r.get(k) for r in rows] for k in keys}
+    table = rows_to_columns(rows)
     cfg, cfg_src = None, None
     if config:
         from grpofit.readers.config import flatten
@@ -115,12 +112,9 @@ def read_trl_console(src: Source, fmt: str = "trl-console", *, step: str | None 
             rows.append(row)
     if not rows:
         raise ReadError("has no metric dict lines ({'loss': ...})", path=src.name, fix="point at the training stdout log")
-    keys: dict[str, None] = {}
-    for r in rows:
-        keys.update(dict.fromkeys(r))
-    table = {k: [r.get(k) for r in rows] for k in keys}
+    table = rows_to_columns(rows)
     warnings = []
-    if "step" not in keys and step is None:
+    if "step" not in table and step is None:
         warnings.append("console dicts carry no step; steps are the log row numbers (times logging_steps)")
     if bad:
         warnings.append(f"{bad} dict-like line(s) could not be parsed and were skipped")

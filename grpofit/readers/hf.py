@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from grpofit.errors import ReadError, UnknownFormat
-from grpofit.readers.common import build_run
+from grpofit.readers.common import build_run, rows_to_columns
 from grpofit.readers.jsonl import flatten_row
 from grpofit.readers.source import SUPPORTED_HINT, Source
 from grpofit.runs import Run
@@ -100,10 +100,7 @@ def merge_rows(rows: list[dict]) -> tuple[dict[str, list], dict[str, int]]:
             merged[s] = dict(row)
             order.append(s)
     out_rows = [merged[s] for s in order] + no_step
-    keys: dict[str, None] = {}
-    for r in out_rows:
-        keys.update(dict.fromkeys(r))
-    table = {k: [_scalar(r.get(k)) for r in out_rows] for k in keys}
+    table = rows_to_columns(out_rows, _scalar)
     stats = {
         "log_rows": len(rows),
         "merged_rows": len(rows) - summary - len(out_rows),

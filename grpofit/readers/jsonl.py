@@ -17,7 +17,7 @@ import json
 import numpy as np
 
 from grpofit.errors import ReadError
-from grpofit.readers.common import build_run
+from grpofit.readers.common import build_run, rows_to_columns
 from grpofit.readers.source import Source
 from grpofit.runs import Run, to_float_array
 
@@ -166,13 +166,7 @@ def _slow_block(body: bytes, name: str, line_offset: int) -> tuple[dict[str, np.
                 fix="each line must be one object of metrics, e.g. {\"step\": 1, \"reward\": 0.5}",
             )
         rows.append(flatten_row(obj))
-    keys: dict[str, None] = {}
-    for r in rows:
-        keys.update(dict.fromkeys(r))
-    cols = {}
-    for k in keys:
-        vals = [_scalar(r.get(k)) for r in rows]
-        cols[k] = to_float_array(vals)
+    cols = {k: to_float_array(v) for k, v in rows_to_columns(rows, _scalar).items()}
     return cols, len(rows)
 
 
