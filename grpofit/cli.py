@@ -219,19 +219,17 @@ def inspect(
 
     Example: grpofit inspect wandb/run-20260101_120000-abc123
     """
-    from grpofit.readers import read_path
-    from grpofit.readers.inspect import inspect_run
+    from grpofit.readers.inspect import inspect_path
 
-    runs = read_path(run, step=step)
-    infos = [inspect_run(r) for r in runs]
-    for r in runs:
-        _warn(f"{r.name}: {w}" for w in r.warnings)
+    doc = {"schema": "grpofit.inspect/1", **inspect_path(run, step=step)}
+    for info in doc["runs"]:
+        _warn(f"{info['run']}: {w}" for w in info["warnings"])
     if format is TableOrJson.json:
-        _print_json({"schema": "grpofit.inspect/1", "runs": infos})
+        _print_json(doc)
         return ExitCode.OK
     from grpofit import render
 
-    render.print_tables(render.inspect_tables(infos))
+    render.print_tables(render.inspect_tables(doc["runs"]))
     return ExitCode.OK
 
 

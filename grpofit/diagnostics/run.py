@@ -30,8 +30,6 @@ class RunDiagnosis:
     group_size: Any = None  #: grpofit.groupsize.GroupSize
     roles: dict[str, str | None] = field(default_factory=dict)
     late_variance: float | None = None  #: variance of the fit residuals over the last third of the fitted part
-    reward_steps: np.ndarray | None = None  #: whole reward series (for plots of the collapse)
-    reward_values: np.ndarray | None = None
 
     @property
     def verdict(self) -> str:
@@ -119,7 +117,7 @@ def diagnose_run(
     diagnostics = {mode: CHECKS[mode](ctx) for mode in MODES}
     return RunDiagnosis(
         name=run.name, fit=fit, diagnostics=diagnostics, collapse=collapse, group_size=gs, roles=roles,
-        late_variance=_late_variance(fit), reward_steps=steps, reward_values=values,
+        late_variance=_late_variance(fit),
     )
 
 
