@@ -75,19 +75,23 @@ def _step(u: np.ndarray, sv: np.ndarray, vt: np.ndarray, utr: np.ndarray, d: np.
     return -(vt.T @ (sv / (sv * sv + lam) * utr)) / d
 
 
-def levenberg_marquardt(fun: Callable[[np.ndarray], np.ndarray],
-                        jac: Callable[[np.ndarray], np.ndarray], x0, *, ftol: float = 1.49012e-8,
-                        xtol: float = 1.49012e-8, gtol: float = 0.0, max_nfev: int | None = None,
-                        lam0: float = 1e-3) -> LMResult:
+def levenberg_marquardt(fun: Callable, jac: Callable[[np.ndarray], np.ndarray] | None, x0, *,
+                        ftol: float = 1.49012e-8, xtol: float = 1.49012e-8, gtol: float = 0.0,
+                        max_nfev: int | None = None, lam0: float = 1e-3) -> LMResult:
     """Minimise ``||fun(x)||^2`` from ``x0``; ``jac(x)`` is ``d fun / dx`` as an ``(n, k)`` array.
 
-    Defaults as MINPACK's ``lmder`` (``ftol = xtol = 1.49012e-8``, ``gtol = 0``,
-    ``max_nfev = 100 (k + 1)``). Never raises on non-finite numbers: see :class:`LMResult`."""
+    With ``jac=None``, ``fun(x)`` returns ``(r, J)`` at once: the Jacobian of a trial point is
+    then ready when the step is taken (cheaper when both share most of their work, as the
+    laws' curves and Jacobians do). Defaults as MINPACK's ``lmder`` (``ftol = xtol =
+    1.49012e-8``, ``gtol = 0``, ``max_nfev = 100 (k + 1)``). Never raises on non-finite
+    numbers: see :class:`LMResult`."""
     x = np.array(x0, dtype=float).ravel()
     k = x.size
     max_nfev = 100 * (k + 1) if max_nfev is None else int(max_nfev)
+    evaluate = fun if jac is None else (lambda q: (fun(q), None))
     with np.errstate(all="ignore"):
-        r = np.asarray(fun(x), dtype=float).ravel()
+        r, J_next = evaluate(x)
+        r = np.asarray(r, dtype=float).ravel()
         nfev, njev = 1, 0
         ssr = float(r @ r)
         if not math.isfinite(ssr):
@@ -97,14 +101,14 @@ def levenberg_marquardt(fun: Callable[[np.ndarray], np.ndarray],
         while True:
             if ssr == 0.0:
                 return LMResult(x, ssr, 4, nfev, njev)
-            J = np.asarray(jac(x), dtype=float).reshape(r.size, k)
+            J = np.asarray(jac(x) if J_next is None else J_next, dtype=float).reshape(r.size, k)
             njev += 1
-            if not np.all(np.isfinite(J)):
+            if not np.isfinite(J).all():
                 return LMResult(x, ssr, 0 if njev == 1 else 5, nfev, njev)
             norms = np.sqrt(np.einsum("ij,ij->j", J, J))
             d = np.maximum(d, norms)
             d[d == 0.0] = 1.0
-            g = J.T @ r
+            g = r @ J
             if gtol > 0.0:  # gradient test: cosine between r and each column of J
                 cos = np.abs(g) / (np.where(norms > 0.0, norms, np.inf) * math.sqrt(ssr))
                 if float(np.max(cos)) <= gtol:
@@ -112,16 +116,17 @@ def levenberg_marquardt(fun: Callable[[np.ndarray], np.ndarray],
             elif not g.any():
                 return LMResult(x, ssr, 4, nfev, njev)
             u, sv, vt = np.linalg.svd(J / d, full_matrices=False)
-            utr = u.T @ r
+            utr = r @ u
             sv2 = sv * sv
             dx = d * x
             xnorm = math.sqrt(float(dx @ dx))
             while True:  # inner loop: increase lam until a step reduces S
                 # z = D p solves [J D^-1; sqrt(lam) I] z = [-r; 0] (see _step)
-                z = -(vt.T @ (sv / (sv2 + lam) * utr))
+                z = -((sv / (sv2 + lam) * utr) @ vt)
                 pnorm = math.sqrt(float(z @ z))
                 x_new = x + z / d
-                r_new = np.asarray(fun(x_new), dtype=float).ravel()
+                r_new, J_new = evaluate(x_new)
+                r_new = np.asarray(r_new, dtype=float).ravel()
                 nfev += 1
                 ssr_new = float(r_new @ r_new)
                 jp = sv * (vt @ z)  # ||J p|| = ||S V' z||
@@ -131,7 +136,7 @@ def levenberg_marquardt(fun: Callable[[np.ndarray], np.ndarray],
                 if rho > 1e-4:
                     lam *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
                     nu = 2.0
-                    x, r, ssr = x_new, r_new, ssr_new
+                    x, r, ssr, J_next = x_new, r_new, ssr_new, J_new
                     dx = d * x
                     xnorm = math.sqrt(float(dx @ dx))
                     accepted = True

@@ -91,9 +91,13 @@ class _Problem:
         self.sw = np.sqrt(b.w)
         self.x_full = x_full.copy()
         self.free = free
+        self.all_free = bool(free.all())
         names = model.param_names
         self.log_idx = [i for i, n in enumerate(names) if n in _LOG_TIMES]
         self.sqrt_idx = [i for i, n in enumerate(names) if n in _SQRT_TIMES]
+        rows = np.cumsum(free) - 1  # parameter index -> row among the free ones
+        self.log_rows = [(i, int(rows[i])) for i in self.log_idx if free[i]]
+        self.sqrt_rows = [int(rows[i]) for i in self.sqrt_idx if free[i]]
 
     def to_internal(self, x: np.ndarray) -> np.ndarray:
         q = x.copy()
@@ -133,22 +137,27 @@ class _Problem:
         self._last_j = (np.array(q, copy=True), out)
         return out.copy()
 
-    def jacobian_rows(self, q):
-        """``d residual / d q`` as ``(n, k)`` (rows = residuals), for :mod:`.lm`."""
-        return self._jacobian(q).T
+    def evaluate(self, q):
+        """``(residuals, d residual / d q)`` at once, the Jacobian ``(n, k)`` (rows = residuals),
+        for :mod:`.lm`: one evaluation of the law's Jacobian gives both (its ``initial`` column
+        is the relaxation ``g``, the curve is ``plateau + (initial - plateau) g``)."""
+        x = self.to_external(q)
+        jac = self.model.jacobian(self.b.t, *x)
+        r = self.sw * (x[0] + (x[1] - x[0]) * jac[:, 1] - self.b.y)
+        return r, self._chain(jac.T, x, q).T
 
     def _jacobian(self, q):
         x = self.to_external(q)
-        jac = self.model.jacobian(self.b.t, *x).T  # (k, n) view
-        out = jac[self.free] * self.sw
+        return self._chain(self.model.jacobian(self.b.t, *x).T, x, q)
+
+    def _chain(self, jac, x, q):
+        """The law's Jacobian ``(k, n)`` to internal coordinates, weighted, free rows only."""
+        out = (jac if self.all_free else jac[self.free]) * self.sw
         # chain rule: d/d log T = T d/dT, d/du = 2u d/dTi
-        rows = np.cumsum(self.free) - 1
-        for i in self.log_idx:
-            if self.free[i]:
-                out[rows[i]] *= x[i]
-        for i in self.sqrt_idx:
-            if self.free[i]:
-                out[rows[i]] *= 2.0 * q[rows[i]]
+        for i, row in self.log_rows:
+            out[row] *= x[i]
+        for row in self.sqrt_rows:
+            out[row] *= 2.0 * q[row]
         return out
 
 
@@ -185,8 +194,8 @@ def _leastsq(problem: _Problem, x0: np.ndarray):
     """grpofit's numpy Levenberg-Marquardt (:mod:`.lm`, MINPACK's scaling and stopping rules);
     MINPACK itself only when it reports failure. Returns ``(x, message, used_minpack)``."""
     q0 = problem.to_internal(x0)
-    res = levenberg_marquardt(problem.residual, problem.jacobian_rows, q0, ftol=TOL, xtol=TOL,
-                              gtol=0.0, max_nfev=_MAX_NFEV)
+    res = levenberg_marquardt(problem.evaluate, None, q0, ftol=TOL, xtol=TOL, gtol=0.0,
+                              max_nfev=_MAX_NFEV)
     if res.ok:
         return problem.to_external(res.x), res.message, False
     x, msg = _minpack(problem, x0)
