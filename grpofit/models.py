@@ -72,12 +72,12 @@ def exponential_jacobian(t, plateau, initial, timescale):
     t = np.asarray(t, dtype=float)
     with _huge_ok():
         x = t / timescale
-        e = np.exp(-x)
-        jac = np.empty((t.size, 3))
-        jac[:, 0] = 1.0 - e
-        jac[:, 1] = e
-        jac[:, 2] = -(plateau - initial) * e * x / timescale
-    return jac
+        jac = np.empty((3, t.size))  # filled by rows, returned as the (n, 3) view
+        e = np.exp(-x, out=jac[1])
+        np.subtract(1.0, e, out=jac[0])
+        np.multiply(e, x, out=jac[2])
+        jac[2] *= -(plateau - initial) / timescale
+    return jac.T
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,12 +377,13 @@ def oscillator_jacobian(t, plateau, initial, timescale, inertia):
     t = np.asarray(t, dtype=float)
     with _huge_ok():
         g, d_ts, d_ti = relaxation_derivatives(t, timescale, inertia)
-        jac = np.empty((t.size, 4))
-        jac[:, 0] = 1.0 - g
-        jac[:, 1] = g
-        jac[:, 2] = (initial - plateau) * d_ts
-        jac[:, 3] = (initial - plateau) * d_ti
-    return jac
+        gain = initial - plateau
+        jac = np.empty((4, t.size))  # filled by rows, returned as the (n, 4) view
+        np.subtract(1.0, g, out=jac[0])
+        jac[1] = g
+        np.multiply(d_ts, gain, out=jac[2])
+        np.multiply(d_ti, gain, out=jac[3])
+    return jac.T
 
 
 def damping_ratio(timescale, inertia):

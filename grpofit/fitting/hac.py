@@ -104,9 +104,10 @@ def critical_value(b: float) -> float:
 
 
 def _window_sums(s: np.ndarray, bw: int, axis: int) -> np.ndarray:
-    """Sums of ``s`` over every window of ``bw`` consecutive points along ``axis``, the
-    windows sliding past both ends (``n + bw - 1`` of them; zero padding)."""
-    s = np.moveaxis(s, axis, 0)
+    """Sums of ``s`` over every window of ``bw`` consecutive points along ``axis`` (0 or 1 of
+    a 2-D array), the windows sliding past both ends (``n + bw - 1`` of them; zero padding)."""
+    if axis == 1:
+        return _window_sums(s.T, bw, 0).T
     n = s.shape[0]
     # ext[i] = cumsum up to point i - bw (0 before the start, the total after the end):
     # window m is ext[m + bw] - ext[m]
@@ -114,8 +115,7 @@ def _window_sums(s: np.ndarray, bw: int, axis: int) -> np.ndarray:
     ext[:bw] = 0.0
     np.cumsum(s, axis=0, out=ext[bw:bw + n])
     ext[bw + n:] = ext[bw + n - 1]
-    out = ext[bw:] - ext[:n + bw - 1]
-    return np.moveaxis(out, 0, axis)
+    return ext[bw:] - ext[:n + bw - 1]
 
 
 def hac_meat(s: np.ndarray, bw: int) -> np.ndarray:
@@ -141,11 +141,12 @@ def sandwich(jac: np.ndarray, r: np.ndarray, bw: int, meat: np.ndarray | None = 
     if not np.all(np.isfinite(bread)):
         return None
     try:
-        # 2-norm condition number of the symmetric bread from its eigenvalues
-        ev = np.linalg.eigvalsh(bread)
+        # 2-norm condition number of the symmetric bread from its eigenvalues; the inverse
+        # from the same decomposition
+        ev, vec = np.linalg.eigh(bread)
         if not (np.all(np.isfinite(ev)) and ev[0] > 0 and ev[-1] <= 1e14 * ev[0]):
             return None
-        binv = np.linalg.inv(bread)
+        binv = (vec / ev) @ vec.T
     except np.linalg.LinAlgError:
         return None
     if meat is None:
