@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpofit.models import median
+
 MIN_WINDOW = 7
 MAX_WINDOW = 51
 
@@ -81,7 +83,7 @@ def noise_sd(values: np.ndarray) -> float:
     if v.size < 3:
         return 0.0
     d = np.diff(v)
-    sd = 1.4826 * float(np.median(np.abs(d))) / np.sqrt(2.0)
+    sd = 1.4826 * median(np.abs(d)) / np.sqrt(2.0)
     if sd <= 0.0:
         sd = float(np.std(d)) / np.sqrt(2.0)
     return sd
@@ -213,7 +215,7 @@ def find_collapse(
     level = rolling_median(v, w)
     sd = noise_sd(v)
     peak = np.maximum.accumulate(level)
-    start = float(np.median(v[:w]))
+    start = median(v[:w])
     thr = np.maximum(min_drop * (peak - start), noise_k * sd)
     thr = np.maximum(thr, 1e-12)
     below = (peak - level) >= thr
@@ -226,7 +228,7 @@ def find_collapse(
         j = n if rest.size == 0 else i + int(rest[0])
         if j < n or n - i < w:
             continue  # climbed back (oscillation, dip) or too close to the end to tell
-        if p - float(np.median(v[i:])) < t:
+        if p - median(v[i:]) < t:
             continue  # settled (e.g. after an overshoot) less than the threshold below the peak
         # onset: the last point before i still inside the plateau band
         inside = np.flatnonzero(level[:i] >= band)
@@ -234,8 +236,8 @@ def find_collapse(
         onset = min(k + 1, i)
         peak_idx = int(np.flatnonzero(level[: i + 1] >= p)[0])
         lo = max(0, onset - max(w, n // 10))
-        before = float(np.median(v[lo:onset])) if onset > lo else float(level[onset])
-        after = float(np.median(v[i:j]))
+        before = median(v[lo:onset]) if onset > lo else float(level[onset])
+        after = median(v[i:j])
         drop = before - after
         gain = before - start
         return Collapse(
@@ -277,7 +279,7 @@ def find_rise(
         return None
     s, v, n, w = prepared
     nb = max(w, int(baseline_fraction * n))
-    baseline = float(np.median(v[:nb]))
+    baseline = median(v[:nb])
     if not baseline > 0:
         return None
     level = rolling_median(v, w)
@@ -291,7 +293,7 @@ def find_rise(
         to_end = j == n and n - i >= w
         if not (to_end or duration >= min_duration * span):
             continue
-        lvl = float(np.median(v[i:j]))
+        lvl = median(v[i:j])
         t0 = s[i] - lookback * span
         window_idx = np.flatnonzero((s >= t0) & (s < s[i]) & (v >= spike_factor * baseline))
         pre_step = pre_ratio = None

@@ -221,4 +221,4 @@ def at_timescales(b: Binned, zetas: np.ndarray, ts: np.ndarray, lv) -> Profile:
     """Rows at given ``(zeta, ts)`` pairs (levels solved linearly)."""
     ssr, plat, init = _evaluate(b, zetas, np.asarray(ts, dtype=float)[:, None], lv)
     return Profile(zetas, ssr[:, 0], np.asarray(ts, dtype=float), plat[:, 0], init[:, 0],
-                   float(np.median(ts)) if len(ts) else 1.0)
+                   median(ts) if len(ts) else 1.0)
