@@ -470,7 +470,7 @@ def _solve_both(spec, b, start, bounds, monkeypatch):
 
     ours = S.solve(spec, b, start, bounds)
     with monkeypatch.context() as m:
-        m.setattr(S, "_leastsq", lambda problem, x0: (*S._minpack(problem, x0), True))
+        m.setattr(S, "_leastsq", lambda problem, x0: (*S._minpack(problem, x0), True, None))
         ref = S.solve(spec, b, start, bounds)
     return ours, ref
 

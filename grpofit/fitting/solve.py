@@ -192,14 +192,15 @@ def _minpack(problem: _Problem, x0: np.ndarray):
 
 def _leastsq(problem: _Problem, x0: np.ndarray):
     """grpofit's numpy Levenberg-Marquardt (:mod:`.lm`, MINPACK's scaling and stopping rules);
-    MINPACK itself only when it reports failure. Returns ``(x, message, used_minpack)``."""
+    MINPACK itself only when it reports failure. Returns ``(x, message, used_minpack, ssr)``
+    (``ssr`` is None after MINPACK: its caller computes it)."""
     q0 = problem.to_internal(x0)
     res = levenberg_marquardt(problem.evaluate, None, q0, ftol=TOL, xtol=TOL, gtol=0.0,
                               max_nfev=_MAX_NFEV)
     if res.ok:
-        return problem.to_external(res.x), res.message, False
+        return problem.to_external(res.x), res.message, False, res.ssr
     x, msg = _minpack(problem, x0)
-    return x, msg, True
+    return x, msg, True, None
 
 
 def _snap_to_zero(problem: _Problem, x: np.ndarray, ssr: float, bounds: dict):
@@ -217,7 +218,7 @@ def _snap_to_zero(problem: _Problem, x: np.ndarray, ssr: float, bounds: dict):
             free[i] = False
             candidates = [held]
             if free.any():
-                x2, _, _ = _leastsq(_Problem(problem.model, problem.b, held, free), held)
+                x2, _, _, _ = _leastsq(_Problem(problem.model, problem.b, held, free), held)
                 if np.all(np.isfinite(x2)) and not _violations(problem.model, x2, bounds):
                     candidates.insert(0, x2)
             for cand in candidates:
@@ -253,7 +254,7 @@ def solve(model: CurveModel, b: Binned, start: dict, bounds: dict) -> Solution:
     try:
         with np.errstate(all="ignore"):
             problem = _Problem(model, b, x0, np.ones(k, dtype=bool))
-            x, msg, minpack = _leastsq(problem, x0)
+            x, msg, minpack, ssr = _leastsq(problem, x0)
             method = "leastsq" if minpack else "lm"
             fixed: dict[int, float] = {}
             for _ in range(k + 1):
@@ -271,13 +272,14 @@ def solve(model: CurveModel, b: Binned, start: dict, bounds: dict) -> Solution:
                 for i, v in fixed.items():
                     held[i], free[i] = v, False
                 problem = _Problem(model, b, held, free)
-                x, msg, minpack = _leastsq(problem, held)
+                x, msg, minpack, ssr = _leastsq(problem, held)
                 method = ("leastsq" if minpack else "lm") + "+fixed"
             else:
                 return solve_lmfit(model, b, start, bounds)
             if fixed and not _kkt(problem, x, fixed, bounds):
                 return solve_lmfit(model, b, start, bounds)
-            ssr = binned_ssr(b, model, x)
+            if ssr is None:
+                ssr = binned_ssr(b, model, x)
             x, ssr = _snap_to_zero(problem, x, ssr, bounds)
     except Exception as exc:  # scipy failure: report, never raise
         return _failed(model, f"fit failed: {exc}")
