@@ -81,3 +81,43 @@ def test_chunked_path_equals_whole_path(tmp_path, monkeypatch):
     assert chunked.warnings == whole.warnings
     assert any("incomplete" in w for w in chunked.warnings)
     assert any("non-numeric" in w for w in chunked.warnings)
+
+
+UNQUOTED_CASES = {
+    **CASES,
+    "quoted_cell": 'step,reward\n1,"0.1"\n2,0.2\n',
+    "quoted_header": '"step","reward"\n1,0.1\n2,0.2\n',
+    "ragged_long": "step,reward\n1,0.1,9\n2,0.2\n",
+    "empty_cells": "step,reward,kl\n1,,0.1\n2,0.2,\n",
+    "whitespace": "step,reward\n 1 , 0.1\n2,\t0.2 \n",
+    "trailing_delimiter": "step,reward,\n1,0.1,\n2,0.2,\n",
+    "blank_lines_cr": "step,reward\r\r1,0.1\r\r2,0.2\r",
+    "semicolon_comma_decimal": "step;reward\n1;0,5\n2;0.6\n",
+    "underscores_hex": "step,reward\n1_0,0.1\n0x2,0.2\n",
+    "index_column": ",step,reward\n0,1,0.1\n1,2,0.2\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNQUOTED_CASES))
+def test_unquoted_fast_path_equals_csv_path(tmp_path, monkeypatch, name):
+    """The str.split fast path of _read_small gives exactly what its csv.reader path gives."""
+    path = tmp_path / (name + (".tsv" if name == "tsv" else ".csv"))
+    path.write_bytes(UNQUOTED_CASES[name].encode("utf-8"))
+    (fast,) = read_path(str(path))
+    monkeypatch.setattr(delimited, "_read_unquoted", lambda text, delim: None)
+    (careful,) = read_path(str(path))
+    assert (fast.step_column, fast.warnings, fast.stats) == (careful.step_column, careful.warnings, careful.stats)
+    assert fast.steps.tobytes() == careful.steps.tobytes()
+    assert list(fast.metrics) == list(careful.metrics)
+    for key in fast.metrics:
+        assert fast.metrics[key].tobytes() == careful.metrics[key].tobytes(), key
+
+
+def test_unquoted_fast_path_takes_only_clean_tables():
+    take = delimited._read_unquoted
+    table, warnings, dropped = take("step,reward\r\n\r\n1, 0.5\r\n2,1e-3\r\n", ",")
+    assert list(table) == ["step", "reward"] and warnings == [] and dropped == 0
+    assert table["reward"].tolist() == [0.5, 1e-3] and table["reward"].flags.c_contiguous
+    for text in ('step,reward\n1,"0.5"\n', "step,reward\n1,0.5,\n", "step,reward\n1\n", "step,reward\n1,\n",
+                 "step,reward\n1,x\n", "step,step\n1,2\n", "step,reward\n"):
+        assert take(text, ",") is None, text

@@ -69,6 +69,7 @@ def read_source(source: RunSource, *, step: str | None = None) -> list[Run]:
 
 def _read(src: Source, step: str | None) -> list:
     try:
+        src = src.small_in_memory(PEEK)
         head = src.head(PEEK)
         tail = src.tail(PEEK)
     except OSError as exc:

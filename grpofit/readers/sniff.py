@@ -137,10 +137,22 @@ def sniff_delimiter(text: str) -> str:
 
 
 def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line
-    return ""
+    lines = _first_lines(text, 1)
+    return lines[0] if lines else ""
+
+
+def _first_lines(text: str, n: int) -> list[str]:
+    """The first ``n`` non-blank lines of ``text`` (all of them when it has fewer), exactly as
+    ``text.splitlines()`` gives them; only as much of a long text is split as they need."""
+    size = 1024
+    while True:
+        lines = text[:size].splitlines()
+        if size < len(text):
+            lines.pop()  # may be cut at the end of the prefix
+        lines = [ln for ln in lines if ln.strip()]
+        if len(lines) >= n or size >= len(text):
+            return lines[:n]
+        size *= 4
 
 
 def _is_number(cell: str) -> bool:
@@ -156,7 +168,7 @@ def _is_number(cell: str) -> bool:
 
 def _sniff_delimited(text: str, name: str) -> str:
     delim = sniff_delimiter(text)
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    lines = _first_lines(text, 52)  # the header, 50 complete rows and one the head may cut
     if not lines:  # only characters that str treats as whitespace or line breaks (\x1c, \x85, ...)
         raise ReadError("holds no text but blanks and control characters", path=name, fix="point at a log that has rows")
     header = split_header(lines[0], delim)

@@ -1,7 +1,8 @@
 """Where a log's bytes come from: a file on disk or bytes already in memory (stdin).
 
 Readers take a :class:`Source` so that one code path serves ``read_path`` and ``read_bytes``;
-large files are streamed from disk and never read twice into memory.
+large files are streamed from disk and never read twice into memory, and a small file is
+read once.
 """
 
 from __future__ import annotations
@@ -17,11 +18,21 @@ PEEK = 256 * 1024
 
 @dataclass(frozen=True)
 class Source:
-    """A log container: ``path`` on disk, or ``data`` in memory (then ``path`` is None)."""
+    """A log container: ``path`` on disk, ``data`` in memory (then ``path`` is None), or both:
+    a small file read once (see :meth:`small_in_memory`)."""
 
     name: str  #: what the user called it (the path as given, or ``-``)
     path: str | None = None
     data: bytes | None = None
+
+    def small_in_memory(self, limit: int = PEEK) -> Source:
+        """This source with the file's content in ``data`` when it holds at most ``limit`` bytes,
+        so that the sniffer and the reader share one read of a small file; else unchanged."""
+        if self.data is not None or self.size() > limit:
+            return self
+        with open(self.path, "rb") as f:
+            data = f.read(limit + 1)
+        return self if len(data) > limit else Source(self.name, self.path, data)
 
     def open(self) -> BinaryIO:
         """A binary file object positioned at the start."""
