@@ -325,6 +325,16 @@ def simulate_bandit(
 # --------------------------------------------------------------------------- entry point
 
 
+def _single_threaded_blas() -> None:
+    """One BLAS thread unless the user chose otherwise (set before numpy loads its BLAS): the
+    fits multiply matrices of a few hundred by four, where BLAS threads cost more than they
+    give, and ``diagnose --jobs N`` already runs one process per core."""
+    import os
+
+    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one line and exit 2 for user errors, a traceback only with --debug."""
     try:  # recent typer vendors its own click: its exceptions are not ``click``'s
@@ -332,6 +342,7 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError:  # pragma: no cover - typer on top of an installed click
         from click.exceptions import ClickException
 
+    _single_threaded_blas()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if not debug:

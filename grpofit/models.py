@@ -172,7 +172,7 @@ def _overdamped(t, ts, ti, disc, derivatives):
     x1 = t / t1
     e1 = np.exp(-x1)
     with np.errstate(over="ignore"):
-        x2 = np.minimum(t / np.maximum(t2, 1e-300), 745.0)  # exp(-745) underflows to 0
+        x2 = np.minimum(t / np.maximum(t2, 1e-300), -_EXP_FLOOR)  # see _EXP_FLOOR
     e2 = np.exp(-x2)
     g = (t1 * e1 - t2 * e2) / d
     if not derivatives:
@@ -290,7 +290,7 @@ def relaxation_shape(x, zeta):
         for i0, i1, k, coef in _shape_plan(zeta, x.ndim):
             xs, os_ = x[i0:i1], out[i0:i1]
             if k == 2:
-                np.exp(-xs, out=os_)
+                _exp_neg(np.negative(xs, out=os_), os_)
             elif k == 0:
                 w, aw, neg_a = coef
                 wx = w * xs
@@ -298,19 +298,28 @@ def relaxation_shape(x, zeta):
                 sn = np.sin(wx, out=wx)
                 sn *= aw
                 c += sn
-                e = np.multiply(neg_a, xs)
-                np.exp(e, out=e)
+                e = _exp_neg(np.multiply(neg_a, xs))
                 np.multiply(e, c, out=os_)
             else:
                 c1, g1, c2, g2 = coef
-                e1 = np.multiply(xs, c1)
-                np.exp(e1, out=e1)
+                e1 = _exp_neg(np.multiply(xs, c1))
                 e1 *= g1
-                e2 = np.multiply(xs, c2)
-                np.exp(e2, out=e2)
+                e2 = _exp_neg(np.multiply(xs, c2))
                 e2 *= g2
                 np.subtract(e1, e2, out=os_)
     return out
+
+
+#: exponents are floored here before ``exp``: ``exp(-700) ~ 1e-304`` is still a normal double,
+#: while results that underflow take libm's slow path (~4x the time of a normal ``exp``); the
+#: curves change by less than ``1e-304``
+_EXP_FLOOR = -700.0
+
+
+def _exp_neg(e: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``exp(max(e, -700))`` computed in place in ``e`` (or into ``out``)."""
+    np.maximum(e, _EXP_FLOOR, out=e)
+    return np.exp(e, out=e if out is None else out)
 
 
 #: per-row coefficients of :func:`relaxation_shape` by damping-ratio vector (the profile grid

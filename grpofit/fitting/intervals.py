@@ -194,13 +194,10 @@ def profile_intervals(prof: Profile, x, r, b: Binned, ctx: Ctx, f_hat) -> Profil
     p_fit, p0_fit, ts_fit, ti_fit = (float(v) for v in x)
     scale = float(r @ r) / max(ctx.n - 4, 1)
     finite = np.isfinite(prof.ssr)
-    rows = {
-        "zeta": np.append(prof.zeta[finite], damping_ratio(ts_fit, ti_fit)),
-        "ssr": np.append(prof.ssr[finite], prof.best_ssr),
-        "ts": np.append(prof.ts[finite], ts_fit),
-        "plat": np.append(prof.plateau[finite], p_fit),
-        "init": np.append(prof.initial[finite], p0_fit),
-    }
+    table = np.column_stack([prof.zeta, prof.ssr, prof.ts, prof.plateau, prof.initial])
+    table = np.vstack([table[finite], [damping_ratio(ts_fit, ti_fit), prof.best_ssr, ts_fit,
+                                       p_fit, p0_fit]])
+    rows = dict(zip(("zeta", "ssr", "ts", "plat", "init"), table.T))
     m = rows["zeta"].size
     thr = _rows_thresholds(rows, np.arange(m - 1), f_hat, r, b, ctx, scale)
     rows["thr"] = np.append(thr, math.inf)
@@ -212,11 +209,10 @@ def profile_intervals(prof: Profile, x, r, b: Binned, ctx: Ctx, f_hat) -> Profil
                        ctx.bounds["plateau"], ctx.bounds["timescale"])
         keep = np.isfinite(extra.ssr)
         if keep.any():
-            add = {"zeta": extra.zeta[keep], "ssr": extra.ssr[keep], "ts": extra.ts[keep],
-                   "plat": extra.plateau[keep], "init": extra.initial[keep]}
+            add = (extra.zeta, extra.ssr, extra.ts, extra.plateau, extra.initial)
             n0 = rows["zeta"].size
-            for key, val in add.items():
-                rows[key] = np.append(rows[key], val)
+            for key, val in zip(("zeta", "ssr", "ts", "plat", "init"), add):
+                rows[key] = np.concatenate([rows[key], val[keep]])
             idx = np.arange(n0, rows["zeta"].size)
             rows["thr"] = np.append(rows["thr"],
                                     _rows_thresholds(rows, idx, f_hat, r, b, ctx, scale))
@@ -234,14 +230,14 @@ def _hull(rows: dict, fit_zeta: float, ctx: Ctx):
     """Hull of the accepted rows and the interpolated ends to refine (``(zeta, timescale)``
     pairs, the timescale interpolated between the two rows the end lies between)."""
     zeta = rows["zeta"]
-    inf = np.isinf(zeta)
-    xs = np.where(inf, 0.0, 1.0 / np.where(inf, 1.0, zeta))  # 1/zeta
-    ti = np.where(inf, 0.0, rows["ts"] / (4.0 * np.where(inf, 1.0, zeta) ** 2))
+    xs = 1.0 / zeta  # 1/zeta (0 at inertia 0)
     d = np.maximum(rows["ssr"] - float(np.min(rows["ssr"])), 0.0)
     d[zeta == fit_zeta] = 0.0
     order = np.argsort(xs, kind="stable")
-    xs, d, thr, ti = xs[order], d[order], rows["thr"][order], ti[order]
-    ts, plat, init = rows["ts"][order], rows["plat"][order], rows["init"][order]
+    # one gather for every column: 1/zeta, dSSR, threshold, timescale, levels
+    xs, d, thr, ts, plat, init = np.stack(
+        [xs, d, rows["thr"], rows["ts"], rows["plat"], rows["init"]])[:, order]
+    ti = ts * (0.25 * xs * xs)  # inertia = Ts / (4 zeta^2)
     acc = d <= thr
     idx = np.flatnonzero(acc)
     i_lo, i_hi = int(idx.min()), int(idx.max())
@@ -273,7 +269,8 @@ def _hull(rows: dict, fit_zeta: float, ctx: Ctx):
     zeta_ci = (0.0 if math.isinf(x_hi) else 1.0 / x_hi, None if x_lo <= 0 else 1.0 / x_lo)
     ti_lo = 0.0 if i_lo == 0 else float(min(edges_ti))
     ti_hi = ctx.bounds["inertia"][1] if math.isinf(x_hi) else float(max(edges_ti))
-    span = lambda arr: (float(np.min(arr[idx])), float(np.max(arr[idx])))
-    out = ProfileIntervals(bool(acc.all()), zeta_ci, (ti_lo, ti_hi), span(ts), span(plat),
-                           span(init))
+    inside = np.stack([ts, plat, init])[:, idx]
+    lows, highs = inside.min(axis=1).tolist(), inside.max(axis=1).tolist()
+    out = ProfileIntervals(bool(acc.all()), zeta_ci, (ti_lo, ti_hi), (lows[0], highs[0]),
+                           (lows[1], highs[1]), (lows[2], highs[2]))
     return out, ends

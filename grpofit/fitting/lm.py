@@ -103,11 +103,12 @@ def levenberg_marquardt(fun: Callable, jac: Callable[[np.ndarray], np.ndarray] |
                 return LMResult(x, ssr, 4, nfev, njev)
             J = np.asarray(jac(x) if J_next is None else J_next, dtype=float).reshape(r.size, k)
             njev += 1
-            if not np.isfinite(J).all():
-                return LMResult(x, ssr, 0 if njev == 1 else 5, nfev, njev)
             norms = np.sqrt(np.einsum("ij,ij->j", J, J))
-            d = np.maximum(d, norms)
-            d[d == 0.0] = 1.0
+            if not math.isfinite(norms.sum()):  # a non-finite (or overflowing) Jacobian
+                return LMResult(x, ssr, 0 if njev == 1 else 5, nfev, njev)
+            np.maximum(d, norms, out=d)
+            if not d.all():
+                d[d == 0.0] = 1.0
             g = r @ J
             if gtol > 0.0:  # gradient test: cosine between r and each column of J
                 cos = np.abs(g) / (np.where(norms > 0.0, norms, np.inf) * math.sqrt(ssr))
@@ -126,7 +127,8 @@ def levenberg_marquardt(fun: Callable, jac: Callable[[np.ndarray], np.ndarray] |
                 pnorm = math.sqrt(float(z @ z))
                 x_new = x + z / d
                 r_new, J_new = evaluate(x_new)
-                r_new = np.asarray(r_new, dtype=float).ravel()
+                if jac is not None:
+                    r_new = np.asarray(r_new, dtype=float).ravel()
                 nfev += 1
                 ssr_new = float(r_new @ r_new)
                 jp = sv * (vt @ z)  # ||J p|| = ||S V' z||

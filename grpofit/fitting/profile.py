@@ -145,11 +145,14 @@ def _parabola_vertex(s, f):
     s0, s1, s2 = s
     f0, f1, f2 = f
     d01 = (f1 - f0) / (s1 - s0)
-    d12 = (f2 - f1) / (s2 - s1)
-    curv = (d12 - d01) / (s2 - s0)
+    curv = ((f2 - f1) / (s2 - s1) - d01) / (s2 - s0)
     vert = 0.5 * (s0 + s1) - d01 / (2.0 * curv)
-    ok = np.isfinite(vert) & (curv > 0)
-    return np.where(ok, vert, s1)
+    return np.where(np.isfinite(vert) & (curv > 0), vert, s1)
+
+
+def _clip(x, lo, hi):
+    """``np.clip`` for arrays and scalar bounds, without its dispatch overhead."""
+    return np.minimum(np.maximum(x, lo), hi)
 
 
 def profile(b: Binned, center: float, lv: tuple[float, float], tb: tuple[float, float],
@@ -164,32 +167,37 @@ def profile(b: Binned, center: float, lv: tuple[float, float], tb: tuple[float, 
         zetas = np.append(ZETA_GRID, np.inf)
     zetas = np.asarray(zetas, dtype=float)
     lo_s, hi_s = math.log(tb[0]), math.log(tb[1])
-    s_grid = np.clip(math.log(center) + _LOG_TS, lo_s, hi_s)
-    sg = np.broadcast_to(s_grid, (zetas.size, s_grid.size))
-    ssr, plat, init = _evaluate(b, zetas, np.exp(sg), lv)
+    s_grid = _clip(math.log(center) + _LOG_TS, lo_s, hi_s)
+    ssr, plat, init = _evaluate(b, zetas, np.broadcast_to(np.exp(s_grid), (zetas.size, s_grid.size)), lv)
     rows = np.arange(zetas.size)
     k = np.argmin(ssr, axis=1)
-    best_s, best_f = sg[rows, k].copy(), ssr[rows, k].copy()
-    best_p, best_i = plat[rows, k].copy(), init[rows, k].copy()
+    best_s = s_grid[k]
     h = _LOG_TS[1] - _LOG_TS[0]
-    km = np.clip(k, 1, s_grid.size - 2)
-    v = _parabola_vertex((sg[rows, km - 1], sg[rows, km], sg[rows, km + 1]),
-                         (ssr[rows, km - 1], ssr[rows, km], ssr[rows, km + 1]))
-    v = np.clip(np.clip(v, best_s - h, best_s + h), lo_s, hi_s)
-    # second step: the vertex and two points h/3 on either side
-    trio = np.stack([v - h / 3.0, v, v + h / 3.0], axis=1).clip(lo_s, hi_s)
+    km = np.minimum(np.maximum(k, 1), s_grid.size - 2)
+    near = (km[:, None] + np.arange(-1, 2)).T  # (3, R): the grid neighbours of each minimum
+    v = _parabola_vertex(s_grid[near], ssr[rows, near])
+    v = _clip(_clip(v, best_s - h, best_s + h), lo_s, hi_s)
+    best = _second_stage(b, zetas, v, h / 3.0, lo_s, hi_s, lv,
+                         first=(best_s, ssr[rows, k], plat[rows, k], init[rows, k]))
+    return Profile(zeta=zetas, ssr=best[1], ts=np.exp(best[0]), plateau=best[2],
+                   initial=best[3], center=float(center), grid_ts=np.exp(s_grid), grid_ssr=ssr)
+
+
+def _second_stage(b: Binned, zetas, v, h3: float, lo_s: float, hi_s: float, lv, first=None):
+    """Per row: three ``log Ts`` values ``h3`` apart around ``v``, their parabola's vertex, and
+    the best of those four (and of ``first``, the grid's minimum, when given) as
+    ``(log Ts, ssr, plateau, initial)`` arrays."""
+    trio = _clip(v[:, None] + np.array([-h3, 0.0, h3]), lo_s, hi_s)
     f3, p3, i3 = _evaluate(b, zetas, np.exp(trio), lv)
-    v2 = _parabola_vertex(trio.T, f3.T)
-    v2 = np.clip(np.clip(v2, v - h / 3.0, v + h / 3.0), lo_s, hi_s)
+    v2 = _clip(_clip(_parabola_vertex(trio.T, f3.T), v - h3, v + h3), lo_s, hi_s)
     f4, p4, i4 = _evaluate(b, zetas, np.exp(v2)[:, None], lv)
-    cand_s = np.column_stack([best_s, trio, v2])
-    cand_f = np.column_stack([best_f, f3, f4[:, 0]])
-    cand_p = np.column_stack([best_p, p3, p4[:, 0]])
-    cand_i = np.column_stack([best_i, i3, i4[:, 0]])
-    j = np.argmin(cand_f, axis=1)
-    return Profile(zeta=zetas, ssr=cand_f[rows, j], ts=np.exp(cand_s[rows, j]),
-                   plateau=cand_p[rows, j], initial=cand_i[rows, j], center=float(center),
-                   grid_ts=np.exp(s_grid), grid_ssr=ssr)
+    parts = [(trio, f3, p3, i3), (v2[:, None], f4, p4, i4)]
+    if first is not None:
+        parts.insert(0, tuple(a[:, None] for a in first))
+    # (4, R, candidates): log Ts, ssr, plateau, initial
+    cand = np.stack([np.concatenate(col, axis=1) for col in zip(*parts)])
+    j = np.argmin(cand[1], axis=1)
+    return cand[:, np.arange(zetas.size), j]
 
 
 def refine(b: Binned, zetas: np.ndarray, ts_guess: np.ndarray, lv: tuple[float, float],
@@ -201,20 +209,10 @@ def refine(b: Binned, zetas: np.ndarray, ts_guess: np.ndarray, lv: tuple[float, 
     zetas = np.asarray(zetas, dtype=float)
     lo_s, hi_s = math.log(tb[0]), math.log(tb[1])
     h3 = (_LOG_TS[1] - _LOG_TS[0]) / 3.0
-    v = np.clip(np.log(np.asarray(ts_guess, dtype=float)), lo_s, hi_s)
-    trio = np.stack([v - h3, v, v + h3], axis=1).clip(lo_s, hi_s)
-    f3, p3, i3 = _evaluate(b, zetas, np.exp(trio), lv)
-    v2 = np.clip(np.clip(_parabola_vertex(trio.T, f3.T), v - h3, v + h3), lo_s, hi_s)
-    f4, p4, i4 = _evaluate(b, zetas, np.exp(v2)[:, None], lv)
-    rows = np.arange(zetas.size)
-    cand_s = np.column_stack([trio, v2])
-    cand_f = np.column_stack([f3, f4[:, 0]])
-    cand_p = np.column_stack([p3, p4[:, 0]])
-    cand_i = np.column_stack([i3, i4[:, 0]])
-    j = np.argmin(cand_f, axis=1)
-    return Profile(zeta=zetas, ssr=cand_f[rows, j], ts=np.exp(cand_s[rows, j]),
-                   plateau=cand_p[rows, j], initial=cand_i[rows, j],
-                   center=float(np.exp(np.mean(v))) if v.size else 1.0)
+    v = _clip(np.log(np.asarray(ts_guess, dtype=float)), lo_s, hi_s)
+    best = _second_stage(b, zetas, v, h3, lo_s, hi_s, lv)
+    return Profile(zeta=zetas, ssr=best[1], ts=np.exp(best[0]), plateau=best[2],
+                   initial=best[3], center=float(np.exp(np.mean(v))) if v.size else 1.0)
 
 
 def at_timescales(b: Binned, zetas: np.ndarray, ts: np.ndarray, lv) -> Profile:
