@@ -49,6 +49,10 @@ __all__ = [
 def _huge_ok():
     return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
 
+# The ``raw_*`` functions are the same computations without a ``np.errstate`` of their own (it
+# costs about as much as evaluating a curve of a hundred points): for the fitter, which runs
+# inside one ``np.errstate(all="ignore")``. Everyone else calls the public functions.
+
 # ---------------------------------------------------------------------------------------------
 # exponential
 
@@ -69,14 +73,19 @@ def exponential_jacobian(t, plateau, initial, timescale):
 
     ``dR/dp* = 1 - E``, ``dR/dp0 = E``, ``dR/dT = -(p* - p0) E t / T^2`` with ``E = exp(-t/T)``.
     """
-    t = np.asarray(t, dtype=float)
     with _huge_ok():
-        x = t / timescale
-        jac = np.empty((3, t.size))  # filled by rows, returned as the (n, 3) view
-        e = np.exp(-x, out=jac[1])
-        np.subtract(1.0, e, out=jac[0])
-        np.multiply(e, x, out=jac[2])
-        jac[2] *= -(plateau - initial) / timescale
+        return raw_exponential_jacobian(t, plateau, initial, timescale)
+
+
+def raw_exponential_jacobian(t, plateau, initial, timescale):
+    """:func:`exponential_jacobian` without its ``np.errstate`` (see the ``raw_`` note)."""
+    t = np.asarray(t, dtype=float)
+    x = t / timescale
+    jac = np.empty((3, t.size))  # filled by rows, returned as the (n, 3) view
+    e = _exp_neg(np.negative(x, out=jac[1]))
+    np.subtract(1.0, e, out=jac[0])
+    np.multiply(e, x, out=jac[2])
+    jac[2] *= -(plateau - initial) / timescale
     return jac.T
 
 
@@ -135,6 +144,12 @@ def relaxation_derivatives(t, timescale, inertia, *, derivatives: bool = True):
 
     Scalar parameters are the fast path; parameter arrays broadcast against ``t``.
     """
+    with _huge_ok():
+        return raw_relaxation_derivatives(t, timescale, inertia, derivatives=derivatives)
+
+
+def raw_relaxation_derivatives(t, timescale, inertia, *, derivatives: bool = True):
+    """:func:`relaxation_derivatives` without its ``np.errstate`` (see the ``raw_`` note)."""
     t = np.asarray(t, dtype=float)
     if np.ndim(timescale) == 0 and np.ndim(inertia) == 0:
         ts, ti = float(timescale), max(float(inertia), 0.0)
@@ -170,9 +185,8 @@ def _overdamped(t, ts, ti, disc, derivatives):
     t2 = 2.0 * ti / (1.0 + u)  # = ts (1 - u) / 2 without cancellation; 0 when inertia = 0
     d = ts * u  # T1 - T2
     x1 = t / t1
-    e1 = np.exp(-x1)
-    with np.errstate(over="ignore"):
-        x2 = np.minimum(t / np.maximum(t2, 1e-300), -_EXP_FLOOR)  # see _EXP_FLOOR
+    e1 = _exp_neg(-x1)
+    x2 = np.minimum(t / np.maximum(t2, 1e-300), -_EXP_FLOOR)  # see _EXP_FLOOR
     e2 = np.exp(-x2)
     g = (t1 * e1 - t2 * e2) / d
     if not derivatives:
@@ -195,8 +209,7 @@ def _near_critical(t, ts, ti, disc, derivatives):
         small = np.abs(z) < _Z_SERIES
         if small.all():
             return _nc_series(t, a, z, ts, derivatives)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = _nc_closed(t, a, beta, z, ts, derivatives)
+        out = _nc_closed(t, a, beta, z, ts, derivatives)
         if small.any():
             ser = _nc_series(t[small], a, z[small], ts, derivatives)
             for full, part in zip(out, ser):
@@ -283,30 +296,35 @@ def relaxation_shape(x, zeta):
     of the gain; the cancellation error stays ``< 1e-12``). ``zeta`` has one value per leading row of ``x``: shapes ``(R,)`` and
     ``(R, ...)``. Vectorised over the whole array (the fitter's grid and profile use it).
     """
+    with _huge_ok():
+        return raw_relaxation_shape(x, zeta)
+
+
+def raw_relaxation_shape(x, zeta):
+    """:func:`relaxation_shape` without its ``np.errstate`` (see the ``raw_`` note)."""
     x = np.asarray(x, dtype=float)
     zeta = np.asarray(zeta, dtype=float).reshape(-1)
     out = np.empty(x.shape)
-    with np.errstate(under="ignore"):
-        for i0, i1, k, coef in _shape_plan(zeta, x.ndim):
-            xs, os_ = x[i0:i1], out[i0:i1]
-            if k == 2:
-                _exp_neg(np.negative(xs, out=os_), os_)
-            elif k == 0:
-                w, aw, neg_a = coef
-                wx = w * xs
-                c = np.cos(wx)
-                sn = np.sin(wx, out=wx)
-                sn *= aw
-                c += sn
-                e = _exp_neg(np.multiply(neg_a, xs))
-                np.multiply(e, c, out=os_)
-            else:
-                c1, g1, c2, g2 = coef
-                e1 = _exp_neg(np.multiply(xs, c1))
-                e1 *= g1
-                e2 = _exp_neg(np.multiply(xs, c2))
-                e2 *= g2
-                np.subtract(e1, e2, out=os_)
+    for i0, i1, k, coef in _shape_plan(zeta, x.ndim):
+        xs, os_ = x[i0:i1], out[i0:i1]
+        if k == 2:
+            _exp_neg(np.negative(xs, out=os_), os_)
+        elif k == 0:
+            w, aw, neg_a = coef
+            wx = w * xs
+            c = np.cos(wx)
+            sn = np.sin(wx, out=wx)
+            sn *= aw
+            c += sn
+            e = _exp_neg(np.multiply(neg_a, xs))
+            np.multiply(e, c, out=os_)
+        else:
+            c1, g1, c2, g2 = coef
+            e1 = _exp_neg(np.multiply(xs, c1))
+            e1 *= g1
+            e2 = _exp_neg(np.multiply(xs, c2))
+            e2 *= g2
+            np.subtract(e1, e2, out=os_)
     return out
 
 
@@ -342,22 +360,21 @@ def _shape_plan(zeta: np.ndarray, ndim: int) -> list:
     cuts = np.flatnonzero(kind[1:] != kind[:-1]) + 1
     edges = [0, *cuts.tolist(), z.size]
     plan = []
-    with np.errstate(under="ignore"):
-        for i0, i1 in zip(edges[:-1], edges[1:]):
-            k = int(kind[i0])
-            if k == 2:
-                plan.append((i0, i1, k, None))
-                continue
-            zs = z[i0:i1].reshape(-1, *extra)
-            if k == 0:
-                a = 2.0 * zs * zs
-                w = 2.0 * zs * np.sqrt(1.0 - zs * zs)
-                plan.append((i0, i1, k, (w, a / w, -a)))
-            else:
-                u = np.sqrt(1.0 - 1.0 / (zs * zs))
-                t1 = 0.5 * (1.0 + u)
-                t2 = 1.0 / (2.0 * zs * zs * (1.0 + u))
-                plan.append((i0, i1, k, (-1.0 / t1, t1 / u, -1.0 / t2, t2 / u)))
+    for i0, i1 in zip(edges[:-1], edges[1:]):
+        k = int(kind[i0])
+        if k == 2:
+            plan.append((i0, i1, k, None))
+            continue
+        zs = z[i0:i1].reshape(-1, *extra)
+        if k == 0:
+            a = 2.0 * zs * zs
+            w = 2.0 * zs * np.sqrt(1.0 - zs * zs)
+            plan.append((i0, i1, k, (w, a / w, -a)))
+        else:
+            u = np.sqrt(1.0 - 1.0 / (zs * zs))
+            t1 = 0.5 * (1.0 + u)
+            t2 = 1.0 / (2.0 * zs * zs * (1.0 + u))
+            plan.append((i0, i1, k, (-1.0 / t1, t1 / u, -1.0 / t2, t2 / u)))
     if len(_PLANS) >= _PLANS_MAX:
         _PLANS.clear()
     _PLANS[key] = plan
@@ -374,7 +391,8 @@ def oscillator(t, plateau, initial, timescale, inertia):
     exponential with ``T = Ts``.
     """
     with _huge_ok():
-        return plateau + (initial - plateau) * relaxation(t, timescale, inertia)
+        g = raw_relaxation_derivatives(t, timescale, inertia, derivatives=False)[0]
+        return plateau + (initial - plateau) * g
 
 
 def oscillator_jacobian(t, plateau, initial, timescale, inertia):
@@ -383,15 +401,20 @@ def oscillator_jacobian(t, plateau, initial, timescale, inertia):
     ``dR/dp* = 1 - g``, ``dR/dp0 = g``, ``dR/dTs = (p0 - p*) dg/dTs``,
     ``dR/dTi = (p0 - p*) dg/dTi`` (see :func:`relaxation_derivatives`).
     """
-    t = np.asarray(t, dtype=float)
     with _huge_ok():
-        g, d_ts, d_ti = relaxation_derivatives(t, timescale, inertia)
-        gain = initial - plateau
-        jac = np.empty((4, t.size))  # filled by rows, returned as the (n, 4) view
-        np.subtract(1.0, g, out=jac[0])
-        jac[1] = g
-        np.multiply(d_ts, gain, out=jac[2])
-        np.multiply(d_ti, gain, out=jac[3])
+        return raw_oscillator_jacobian(t, plateau, initial, timescale, inertia)
+
+
+def raw_oscillator_jacobian(t, plateau, initial, timescale, inertia):
+    """:func:`oscillator_jacobian` without its ``np.errstate`` (see the ``raw_`` note)."""
+    t = np.asarray(t, dtype=float)
+    g, d_ts, d_ti = raw_relaxation_derivatives(t, timescale, inertia)
+    gain = initial - plateau
+    jac = np.empty((4, t.size))  # filled by rows, returned as the (n, 4) view
+    np.subtract(1.0, g, out=jac[0])
+    jac[1] = g
+    np.multiply(d_ts, gain, out=jac[2])
+    np.multiply(d_ti, gain, out=jac[3])
     return jac.T
 
 
@@ -573,6 +596,8 @@ class CurveModel:
     guess: Callable[[np.ndarray, np.ndarray], dict[str, float]]
     derived: Callable[[dict[str, float]], dict[str, float]] = field(default=lambda p: {})
     formula: str = ""
+    #: ``jacobian`` without its own ``np.errstate``, for the fitter (see the ``raw_`` note)
+    raw_jacobian: Callable[..., np.ndarray] | None = None
 
     def __call__(self, t, params: dict[str, float]) -> np.ndarray:
         return self.func(t, *(params[k] for k in self.param_names))
@@ -586,6 +611,7 @@ EXPONENTIAL = CurveModel(
     bounds=_bounds_exponential,
     guess=guess_exponential,
     formula="p* - (p* - p0) exp(-t/T)",
+    raw_jacobian=raw_exponential_jacobian,
 )
 
 OSCILLATOR = CurveModel(
@@ -597,6 +623,7 @@ OSCILLATOR = CurveModel(
     guess=guess_oscillator,
     derived=lambda p: {"damping_ratio": damping_ratio(p["timescale"], p["inertia"])},
     formula="Ti Ts e'' + Ts e' + e = 0, e(0) = p0 - p*, e'(0) = 0",
+    raw_jacobian=raw_oscillator_jacobian,
 )
 
 #: every model grpofit fits, by name (drives the fitter, the docs table and the tests)

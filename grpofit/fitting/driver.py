@@ -138,7 +138,7 @@ def _on_points(model, sol, t, y):
     """``(Jacobian, residuals)`` of a solution on every point (``None`` if it failed)."""
     if not sol.ok:
         return None
-    jac = model.jacobian(t, *sol.x)
+    jac = (model.raw_jacobian or model.jacobian)(t, *sol.x)  # inside fit_series' errstate
     p, p0 = sol.x[0], sol.x[1]
     return jac, p + (p0 - p) * jac[:, 1] - y
 

@@ -20,7 +20,7 @@ import numpy as np
 from grpofit.fitting.hac import hac_scalar
 from grpofit.fitting.profile import ZETA_GRID, Binned, Profile, refine
 from grpofit.fitting.results import Estimate
-from grpofit.models import damping_ratio, median, relaxation_shape
+from grpofit.models import damping_ratio, median, raw_relaxation_shape
 
 __all__ = ["Ctx", "estimates", "clip_interval", "widen_to_grid", "thresholds",
            "profile_intervals", "ProfileIntervals", "PROFILE_CALIBRATION"]
@@ -146,7 +146,7 @@ def thresholds(zeta, ts, plat, init, f_hat, r, b: Binned, ctx: Ctx, scale: float
     if zeta.size == 0:
         return np.empty(0)
     blocks = ctx.blocks(r)
-    g = relaxation_shape(b.t[None, :] / np.asarray(ts)[:, None], zeta)
+    g = raw_relaxation_shape(b.t[None, :] / np.asarray(ts)[:, None], zeta)
     vb = plat[:, None] + (init - plat)[:, None] * g - f_hat[None, :]
     v = ctx.to_blocks(b, vb)
     vv = (v * v) @ blocks.count

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.models import median, relaxation_shape
+from grpofit.models import median, raw_relaxation_shape
 
 __all__ = ["Binned", "log_bins", "linear_levels", "Profile", "profile", "refine", "at_timescales",
            "ZETA_GRID"]
@@ -133,7 +133,7 @@ class Profile:
 
 def _evaluate(b: Binned, zetas: np.ndarray, ts: np.ndarray, lv):
     """SSR and levels for each ``(zeta_r, ts[r, j])`` (``ts`` shape ``(R, M)``)."""
-    g = relaxation_shape(b.t[None, None, :] / ts[:, :, None], zetas)
+    g = raw_relaxation_shape(b.t[None, None, :] / ts[:, :, None], zetas)
     ssr, plat, init = linear_levels(b, g)
     ssr = np.where(_in_bounds(plat, init, lv), ssr, np.inf)
     return ssr, plat, init

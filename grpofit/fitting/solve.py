@@ -88,6 +88,8 @@ class _Problem:
 
     def __init__(self, model: CurveModel, b: Binned, x_full: np.ndarray, free: np.ndarray):
         self.model, self.b = model, b
+        # the solver runs inside np.errstate(all="ignore"): the law's Jacobian without its own
+        self.raw_jacobian = model.raw_jacobian or model.jacobian
         self.sw = np.sqrt(b.w)
         self.x_full = x_full.copy()
         self.free = free
@@ -142,13 +144,13 @@ class _Problem:
         for :mod:`.lm`: one evaluation of the law's Jacobian gives both (its ``initial`` column
         is the relaxation ``g``, the curve is ``plateau + (initial - plateau) g``)."""
         x = self.to_external(q)
-        jac = self.model.jacobian(self.b.t, *x)
+        jac = self.raw_jacobian(self.b.t, *x)
         r = self.sw * (x[0] + (x[1] - x[0]) * jac[:, 1] - self.b.y)
         return r, self._chain(jac.T, x, q).T
 
     def _jacobian(self, q):
         x = self.to_external(q)
-        return self._chain(self.model.jacobian(self.b.t, *x).T, x, q)
+        return self._chain(self.raw_jacobian(self.b.t, *x).T, x, q)
 
     def _chain(self, jac, x, q):
         """The law's Jacobian ``(k, n)`` to internal coordinates, weighted, free rows only."""
