@@ -133,7 +133,8 @@ def extend(e: Estimate, lo: float, hi: float, bounds, name: str, note: str | Non
         e.note = clip_note or note or e.note
 
 
-def thresholds(zeta, ts, plat, init, f_hat, r, b: Binned, ctx: Ctx, scale: float) -> np.ndarray:
+def thresholds(zeta, ts, plat, init, f_hat, r, b: Binned, ctx: Ctx, scale: float,
+               g: np.ndarray | None = None) -> np.ndarray:
     """``PROFILE_CALIBRATION * cv^2 * LRV(v r) / sum(v^2)`` per row (``v`` = the row's curve
     minus the fitted curve; LRV never below the uncorrelated value ``sum v^2 r^2``:
     training-curve residuals are positively correlated, a smaller HAC value is noise).
@@ -141,12 +142,14 @@ def thresholds(zeta, ts, plat, init, f_hat, r, b: Binned, ctx: Ctx, scale: float
     ``v`` is smooth, so the sums run over blocks of ``q = max(1, L // 8)`` consecutive points
     (``L`` = HAC bandwidth) with ``v`` at the block's mean time: ``sum_t v_t r_t`` within a
     block is ``v_B R_B`` and the Bartlett weights between blocks are those of bandwidth
-    ``L / q`` (the weight inside a block is off by at most ``q / L = 1/8``)."""
+    ``L / q`` (the weight inside a block is off by at most ``q / L = 1/8``). ``g``: the rows'
+    relaxation at the bin times when the caller has it (:attr:`Profile.curves`)."""
     zeta = np.asarray(zeta, dtype=float)
     if zeta.size == 0:
         return np.empty(0)
     blocks = ctx.blocks(r)
-    g = raw_relaxation_shape(b.t[None, :] / np.asarray(ts)[:, None], zeta)
+    if g is None:
+        g = raw_relaxation_shape(b.t[None, :] / np.asarray(ts)[:, None], zeta)
     vb = plat[:, None] + (init - plat)[:, None] * g - f_hat[None, :]
     v = ctx.to_blocks(b, vb)
     vv = (v * v) @ blocks.count
@@ -164,8 +167,9 @@ def _rows_thresholds(rows: dict, idx: np.ndarray, f_hat, r, b, ctx, scale) -> np
     near = d[idx] <= ctx.cv**2 * 40.0 * scale
     if near.any():
         c = idx[near]
+        g = rows["g"][c] if "g" in rows else None
         thr[near] = thresholds(rows["zeta"][c], rows["ts"][c], rows["plat"][c], rows["init"][c],
-                               f_hat, r, b, ctx, scale)
+                               f_hat, r, b, ctx, scale, g)
     known = thr[np.isfinite(thr)]
     if "thr" in rows:
         known = np.concatenate([known, rows["thr"][np.isfinite(rows["thr"])]])
@@ -198,6 +202,9 @@ def profile_intervals(prof: Profile, x, r, b: Binned, ctx: Ctx, f_hat) -> Profil
     table = np.vstack([table[finite], [damping_ratio(ts_fit, ti_fit), prof.best_ssr, ts_fit,
                                        p_fit, p0_fit]])
     rows = dict(zip(("zeta", "ssr", "ts", "plat", "init"), table.T))
+    if prof.curves is not None:  # the fit's own row is never thresholded: NaN for its curve
+        curves = prof.curves[finite]
+        rows["g"] = np.vstack([curves, np.full((1, curves.shape[1]), np.nan)])
     m = rows["zeta"].size
     thr = _rows_thresholds(rows, np.arange(m - 1), f_hat, r, b, ctx, scale)
     rows["thr"] = np.append(thr, math.inf)
@@ -213,6 +220,8 @@ def profile_intervals(prof: Profile, x, r, b: Binned, ctx: Ctx, f_hat) -> Profil
             n0 = rows["zeta"].size
             for key, val in zip(("zeta", "ssr", "ts", "plat", "init"), add):
                 rows[key] = np.concatenate([rows[key], val[keep]])
+            if "g" in rows:
+                rows["g"] = np.concatenate([rows["g"], extra.curves[keep]])
             idx = np.arange(n0, rows["zeta"].size)
             rows["thr"] = np.append(rows["thr"],
                                     _rows_thresholds(rows, idx, f_hat, r, b, ctx, scale))

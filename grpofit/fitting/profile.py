@@ -98,6 +98,9 @@ class Profile:
     best_ssr: float = math.inf  # binned ssr of the final fit
     grid_ts: np.ndarray | None = None  # the timescales of the first-stage grid (M,)
     grid_ssr: np.ndarray | None = None  # its SSR per (zeta row, timescale) (R, M)
+    #: each row's relaxation ``g`` at the bin times at its timescale (R, bins), for the
+    #: intervals' thresholds
+    curves: np.ndarray | None = None
 
     def row(self, k: int, *, exponential: bool = False) -> dict[str, float]:
         """Row ``k`` as a start for the fitter (``inertia = Ts / (4 zeta^2)``)."""
@@ -110,7 +113,8 @@ class Profile:
 
     def subset(self, keep: np.ndarray) -> "Profile":
         return Profile(self.zeta[keep], self.ssr[keep], self.ts[keep], self.plateau[keep],
-                       self.initial[keep], self.center, self.best_ssr)
+                       self.initial[keep], self.center, self.best_ssr,
+                       curves=None if self.curves is None else self.curves[keep])
 
     def timescale_range(self, best: float, thr: float, rows=None) -> tuple[float, float] | None:
         """Profile-likelihood range of the timescale on the first-stage grid: the timescales
@@ -132,11 +136,12 @@ class Profile:
 
 
 def _evaluate(b: Binned, zetas: np.ndarray, ts: np.ndarray, lv):
-    """SSR and levels for each ``(zeta_r, ts[r, j])`` (``ts`` shape ``(R, M)``)."""
+    """SSR, levels and relaxation ``g`` at the bins for each ``(zeta_r, ts[r, j])`` (``ts``
+    shape ``(R, M)``)."""
     g = raw_relaxation_shape(b.t[None, None, :] / ts[:, :, None], zetas)
     ssr, plat, init = linear_levels(b, g)
     ssr = np.where(_in_bounds(plat, init, lv), ssr, np.inf)
-    return ssr, plat, init
+    return ssr, plat, init, g
 
 
 def _parabola_vertex(s, f):
@@ -168,7 +173,7 @@ def profile(b: Binned, center: float, lv: tuple[float, float], tb: tuple[float, 
     zetas = np.asarray(zetas, dtype=float)
     lo_s, hi_s = math.log(tb[0]), math.log(tb[1])
     s_grid = _clip(math.log(center) + _LOG_TS, lo_s, hi_s)
-    ssr, plat, init = _evaluate(b, zetas, np.broadcast_to(np.exp(s_grid), (zetas.size, s_grid.size)), lv)
+    ssr, plat, init, g = _evaluate(b, zetas, np.broadcast_to(np.exp(s_grid), (zetas.size, s_grid.size)), lv)
     rows = np.arange(zetas.size)
     k = np.argmin(ssr, axis=1)
     best_s = s_grid[k]
@@ -177,27 +182,33 @@ def profile(b: Binned, center: float, lv: tuple[float, float], tb: tuple[float, 
     near = (km[:, None] + np.arange(-1, 2)).T  # (3, R): the grid neighbours of each minimum
     v = _parabola_vertex(s_grid[near], ssr[rows, near])
     v = _clip(_clip(v, best_s - h, best_s + h), lo_s, hi_s)
-    best = _second_stage(b, zetas, v, h / 3.0, lo_s, hi_s, lv,
-                         first=(best_s, ssr[rows, k], plat[rows, k], init[rows, k]))
+    best, curves = _second_stage(b, zetas, v, h / 3.0, lo_s, hi_s, lv,
+                                 first=(best_s, ssr[rows, k], plat[rows, k], init[rows, k]),
+                                 first_g=g[rows, k])
     return Profile(zeta=zetas, ssr=best[1], ts=np.exp(best[0]), plateau=best[2],
-                   initial=best[3], center=float(center), grid_ts=np.exp(s_grid), grid_ssr=ssr)
+                   initial=best[3], center=float(center), grid_ts=np.exp(s_grid), grid_ssr=ssr,
+                   curves=curves)
 
 
-def _second_stage(b: Binned, zetas, v, h3: float, lo_s: float, hi_s: float, lv, first=None):
+def _second_stage(b: Binned, zetas, v, h3: float, lo_s: float, hi_s: float, lv, first=None,
+                  first_g=None):
     """Per row: three ``log Ts`` values ``h3`` apart around ``v``, their parabola's vertex, and
-    the best of those four (and of ``first``, the grid's minimum, when given) as
-    ``(log Ts, ssr, plateau, initial)`` arrays."""
+    the best of those four (and of ``first``, the grid's minimum with its curves ``first_g``,
+    when given): ``((log Ts, ssr, plateau, initial) arrays, curves (R, bins))``."""
     trio = _clip(v[:, None] + np.array([-h3, 0.0, h3]), lo_s, hi_s)
-    f3, p3, i3 = _evaluate(b, zetas, np.exp(trio), lv)
+    f3, p3, i3, g3 = _evaluate(b, zetas, np.exp(trio), lv)
     v2 = _clip(_clip(_parabola_vertex(trio.T, f3.T), v - h3, v + h3), lo_s, hi_s)
-    f4, p4, i4 = _evaluate(b, zetas, np.exp(v2)[:, None], lv)
+    f4, p4, i4, g4 = _evaluate(b, zetas, np.exp(v2)[:, None], lv)
     parts = [(trio, f3, p3, i3), (v2[:, None], f4, p4, i4)]
+    curves = [g3, g4]
     if first is not None:
         parts.insert(0, tuple(a[:, None] for a in first))
+        curves.insert(0, first_g[:, None, :])
     # (4, R, candidates): log Ts, ssr, plateau, initial
     cand = np.stack([np.concatenate(col, axis=1) for col in zip(*parts)])
     j = np.argmin(cand[1], axis=1)
-    return cand[:, np.arange(zetas.size), j]
+    rows = np.arange(zetas.size)
+    return cand[:, rows, j], np.concatenate(curves, axis=1)[rows, j]
 
 
 def refine(b: Binned, zetas: np.ndarray, ts_guess: np.ndarray, lv: tuple[float, float],
@@ -210,13 +221,14 @@ def refine(b: Binned, zetas: np.ndarray, ts_guess: np.ndarray, lv: tuple[float, 
     lo_s, hi_s = math.log(tb[0]), math.log(tb[1])
     h3 = (_LOG_TS[1] - _LOG_TS[0]) / 3.0
     v = _clip(np.log(np.asarray(ts_guess, dtype=float)), lo_s, hi_s)
-    best = _second_stage(b, zetas, v, h3, lo_s, hi_s, lv)
+    best, curves = _second_stage(b, zetas, v, h3, lo_s, hi_s, lv)
     return Profile(zeta=zetas, ssr=best[1], ts=np.exp(best[0]), plateau=best[2],
-                   initial=best[3], center=float(np.exp(np.mean(v))) if v.size else 1.0)
+                   initial=best[3], center=float(np.exp(np.mean(v))) if v.size else 1.0,
+                   curves=curves)
 
 
 def at_timescales(b: Binned, zetas: np.ndarray, ts: np.ndarray, lv) -> Profile:
     """Rows at given ``(zeta, ts)`` pairs (levels solved linearly)."""
-    ssr, plat, init = _evaluate(b, zetas, np.asarray(ts, dtype=float)[:, None], lv)
+    ssr, plat, init, g = _evaluate(b, zetas, np.asarray(ts, dtype=float)[:, None], lv)
     return Profile(zetas, ssr[:, 0], np.asarray(ts, dtype=float), plat[:, 0], init[:, 0],
-                   median(ts) if len(ts) else 1.0)
+                   median(ts) if len(ts) else 1.0, curves=g[:, 0])

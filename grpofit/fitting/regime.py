@@ -136,16 +136,21 @@ def reversal_test(prof: Profile, fit_zeta: float, fit_ts: float, b: Binned, ctx:
     ts_b = np.clip(2.0 * z_b * np.sqrt(1.0 - z_b * z_b) * t_end / np.pi, tb[0], tb[1])
     keep_rows = prof.subset(finite)
     keep_ssr = np.append(keep_rows.ssr, math.inf)  # the fit itself is not an alternative
-    mono = {"zeta": [], "ts": [], "plat": [], "init": [], "ssr": []}
+    mono = {"zeta": [], "ts": [], "plat": [], "init": [], "ssr": [], "g": []}
     ok = ~need[:-1]
+    curves = keep_rows.curves is not None
     for key, src in (("zeta", keep_rows.zeta), ("ts", keep_rows.ts), ("plat", keep_rows.plateau),
-                     ("init", keep_rows.initial), ("ssr", keep_ssr[:-1])):
-        mono[key].append(src[ok])
+                     ("init", keep_rows.initial), ("ssr", keep_ssr[:-1]),
+                     ("g", keep_rows.curves if curves else None)):
+        if src is not None:
+            mono[key].append(src[ok])
     if z_b.size:
         bound = at_timescales(b, z_b, ts_b, lv)
         for key, src in (("zeta", bound.zeta), ("ts", bound.ts), ("plat", bound.plateau),
-                         ("init", bound.initial), ("ssr", bound.ssr)):
+                         ("init", bound.initial), ("ssr", bound.ssr), ("g", bound.curves)):
             mono[key].append(src)
+    if not curves:
+        del mono["g"]
     mono = {k: np.concatenate(v) for k, v in mono.items()}
     good = np.isfinite(mono["ssr"])
     mono = {k: v[good] for k, v in mono.items()}
@@ -157,7 +162,8 @@ def reversal_test(prof: Profile, fit_zeta: float, fit_ts: float, b: Binned, ctx:
     accepted = np.zeros(d.size, dtype=bool)
     if cand.size:
         thr = thresholds(mono["zeta"][cand], mono["ts"][cand], mono["plat"][cand],
-                         mono["init"][cand], f_hat, r, b, ctx, scale)
+                         mono["init"][cand], f_hat, r, b, ctx, scale,
+                         mono["g"][cand] if "g" in mono else None)
         accepted[cand] = d[cand] <= thr
     over = mono["zeta"] >= 1.0
     k_best = int(np.argmin(mono["ssr"]))
