@@ -151,7 +151,8 @@ def relaxation_derivatives(t, timescale, inertia, *, derivatives: bool = True):
 def raw_relaxation_derivatives(t, timescale, inertia, *, derivatives: bool = True):
     """:func:`relaxation_derivatives` without its ``np.errstate`` (see the ``raw_`` note)."""
     t = np.asarray(t, dtype=float)
-    if np.ndim(timescale) == 0 and np.ndim(inertia) == 0:
+    if (isinstance(timescale, float) and isinstance(inertia, float)) or (
+            np.ndim(timescale) == 0 and np.ndim(inertia) == 0):
         ts, ti = float(timescale), max(float(inertia), 0.0)
         disc = 1.0 - 4.0 * ti / ts
         fn = _overdamped if disc >= _U_SWITCH**2 else _near_critical
@@ -207,10 +208,10 @@ def _near_critical(t, ts, ti, disc, derivatives):
         # scalar parameters: one sign of b^2; series where |z| is small, closed form elsewhere
         z = beta * t * t
         small = np.abs(z) < _Z_SERIES
-        if small.all():
+        if _all(small):
             return _nc_series(t, a, z, ts, derivatives)
         out = _nc_closed(t, a, beta, z, ts, derivatives)
-        if small.any():
+        if _any(small):
             ser = _nc_series(t[small], a, z[small], ts, derivatives)
             for full, part in zip(out, ser):
                 if full is not None:
@@ -266,7 +267,7 @@ def _nc_closed(t, a, beta, z, ts, derivatives):
         em = np.exp(-(a + b) * t)
         ec = 0.5 * (ep + em)
         es = 0.5 * (ep - em) / x
-    elif not pos.any():  # all underdamped-side
+    elif not _any(pos):  # all underdamped-side
         e = np.exp(-a * t)
         ec = e * np.cos(x)
         es = e * np.sin(x) / x
@@ -332,6 +333,16 @@ def raw_relaxation_shape(x, zeta):
 #: while results that underflow take libm's slow path (~4x the time of a normal ``exp``); the
 #: curves change by less than ``1e-304``
 _EXP_FLOOR = -700.0
+
+
+def _any(mask: np.ndarray) -> bool:
+    """``mask.any()`` as one ufunc reduction (the method goes through a Python wrapper)."""
+    return bool(np.logical_or.reduce(mask, axis=None))
+
+
+def _all(mask: np.ndarray) -> bool:
+    """``mask.all()`` as one ufunc reduction."""
+    return bool(np.logical_and.reduce(mask, axis=None))
 
 
 def _exp_neg(e: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -448,13 +459,16 @@ def median(a) -> float:
     n = a.size
     if n == 0:
         return float("nan")
-    lo, hi = a.min(), a.max()
-    if lo == hi:
+    # ufunc reductions and the in-place partition: the ndarray/np.* wrappers add Python calls
+    lo = np.minimum.reduce(a)
+    if lo == np.maximum.reduce(a):
         return float(lo)
     k = n // 2
+    p = a.copy()
     if n % 2:
-        return float(np.partition(a, k)[k])
-    p = np.partition(a, (k - 1, k))
+        p.partition(k)
+        return float(p[k])
+    p.partition((k - 1, k))
     return 0.5 * float(p[k - 1]) + 0.5 * float(p[k])  # no overflow near the double limit
 
 

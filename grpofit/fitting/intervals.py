@@ -240,24 +240,27 @@ def _hull(rows: dict, fit_zeta: float, ctx: Ctx):
     pairs, the timescale interpolated between the two rows the end lies between)."""
     zeta = rows["zeta"]
     xs = 1.0 / zeta  # 1/zeta (0 at inertia 0)
-    d = np.maximum(rows["ssr"] - float(np.min(rows["ssr"])), 0.0)
+    d = np.maximum(rows["ssr"] - np.minimum.reduce(rows["ssr"]), 0.0)
     d[zeta == fit_zeta] = 0.0
     order = np.argsort(xs, kind="stable")
     # one gather for every column: 1/zeta, dSSR, threshold, timescale, levels
-    xs, d, thr, ts, plat, init = np.stack(
-        [xs, d, rows["thr"], rows["ts"], rows["plat"], rows["init"]])[:, order]
-    ti = ts * (0.25 * xs * xs)  # inertia = Ts / (4 zeta^2)
-    acc = d <= thr
+    table = np.stack([xs, d, rows["thr"], rows["ts"], rows["plat"], rows["init"]])[:, order]
+    acc = table[1] <= table[2]
     idx = np.flatnonzero(acc)
-    i_lo, i_hi = int(idx.min()), int(idx.max())
+    i_lo, i_hi = int(idx[0]), int(idx[-1])
+    span = table[3:, idx]
+    lows, highs = np.minimum.reduce(span, axis=1).tolist(), np.maximum.reduce(span, axis=1).tolist()
+    # the rest is scalar work: Python floats
+    xs, d, thr, ts = (col.tolist() for col in table[:4])
+    ti = [t * (0.25 * x * x) for t, x in zip(ts, xs)]  # inertia = Ts / (4 zeta^2)
 
     def frac(i_in: int, i_out: int) -> float:
         if d[i_in] == 0.0 and d[i_out] > 0:  # quadratic from the minimum
-            return float(np.sqrt(min(thr[i_out] / d[i_out], 1.0)))
+            return math.sqrt(min(thr[i_out] / d[i_out], 1.0))
         a_, b_ = d[i_in] - thr[i_in], d[i_out] - thr[i_out]
-        return float(np.clip(a_ / (a_ - b_), 0.0, 1.0)) if a_ != b_ else 0.0
+        return min(max(a_ / (a_ - b_), 0.0), 1.0) if a_ != b_ else 0.0
 
-    edges_ti = list(ti[idx])
+    edges_ti = [ti[i] for i in idx.tolist()]
     ends = [None, None]
     if i_lo == 0:  # 1/zeta = 0, i.e. inertia 0, is inside
         x_lo = 0.0
@@ -267,7 +270,7 @@ def _hull(rows: dict, fit_zeta: float, ctx: Ctx):
         edges_ti.append(ti[i_lo] + f * (ti[i_lo - 1] - ti[i_lo]))
         if 0.0 < f < 1.0 and x_lo > 0:
             ends[0] = (1.0 / x_lo, _log_interp(ts[i_lo], ts[i_lo - 1], f))
-    if i_hi == xs.size - 1 or xs[i_hi] >= 1.0 / ZETA_GRID[0]:
+    if i_hi == len(xs) - 1 or xs[i_hi] >= 1.0 / ZETA_GRID[0]:
         x_hi = math.inf  # the smallest damping ratio of the grid is inside
     else:
         f = frac(i_hi, i_hi + 1)
@@ -278,8 +281,6 @@ def _hull(rows: dict, fit_zeta: float, ctx: Ctx):
     zeta_ci = (0.0 if math.isinf(x_hi) else 1.0 / x_hi, None if x_lo <= 0 else 1.0 / x_lo)
     ti_lo = 0.0 if i_lo == 0 else float(min(edges_ti))
     ti_hi = ctx.bounds["inertia"][1] if math.isinf(x_hi) else float(max(edges_ti))
-    inside = np.stack([ts, plat, init])[:, idx]
-    lows, highs = inside.min(axis=1).tolist(), inside.max(axis=1).tolist()
-    out = ProfileIntervals(bool(acc.all()), zeta_ci, (ti_lo, ti_hi), (lows[0], highs[0]),
+    out = ProfileIntervals(idx.size == len(xs), zeta_ci, (ti_lo, ti_hi), (lows[0], highs[0]),
                            (lows[1], highs[1]), (lows[2], highs[2]))
     return out, ends

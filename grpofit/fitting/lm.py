@@ -103,18 +103,20 @@ def levenberg_marquardt(fun: Callable, jac: Callable[[np.ndarray], np.ndarray] |
                 return LMResult(x, ssr, 4, nfev, njev)
             J = np.asarray(jac(x) if J_next is None else J_next, dtype=float).reshape(r.size, k)
             njev += 1
-            norms = np.sqrt(np.einsum("ij,ij->j", J, J))
-            if not math.isfinite(norms.sum()):  # a non-finite (or overflowing) Jacobian
+            # (direct ufunc reductions: the ndarray methods add a Python call each)
+            sq = np.add.reduce(J * J, axis=0)
+            if not math.isfinite(np.add.reduce(sq)):  # a non-finite (or overflowing) Jacobian
                 return LMResult(x, ssr, 0 if njev == 1 else 5, nfev, njev)
+            norms = np.sqrt(sq)
             np.maximum(d, norms, out=d)
-            if not d.all():
+            if np.minimum.reduce(d) == 0.0:
                 d[d == 0.0] = 1.0
             g = r @ J
             if gtol > 0.0:  # gradient test: cosine between r and each column of J
                 cos = np.abs(g) / (np.where(norms > 0.0, norms, np.inf) * math.sqrt(ssr))
                 if float(np.max(cos)) <= gtol:
                     return LMResult(x, ssr, 4, nfev, njev)
-            elif not g.any():
+            elif g @ g == 0.0:
                 return LMResult(x, ssr, 4, nfev, njev)
             u, sv, vt = np.linalg.svd(J / d, full_matrices=False)
             utr = r @ u

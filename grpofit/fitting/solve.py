@@ -144,7 +144,7 @@ class _Problem:
         for :mod:`.lm`: one evaluation of the law's Jacobian gives both (its ``initial`` column
         is the relaxation ``g``, the curve is ``plateau + (initial - plateau) g``)."""
         x = self.to_external(q)
-        jac = self.raw_jacobian(self.b.t, *x)
+        jac = self.raw_jacobian(self.b.t, *x.tolist())  # Python floats: cheaper scalar maths
         r = self.sw * (x[0] + (x[1] - x[0]) * jac[:, 1] - self.b.y)
         return r, self._chain(jac.T, x, q).T
 
