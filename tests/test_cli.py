@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +59,29 @@ def test_help_and_version_do_not_import_heavy_modules():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HEAVY []" in out
     assert "grpofit 0." in out
+
+
+def test_fit_path_imports_no_solver_library_and_uses_one_blas_thread(healthy_csv):
+    """``grpofit fit`` imports neither scipy, lmfit, pandas nor pydantic (start-up), and sets
+    one BLAS thread unless the user chose a number."""
+    code = (
+        "import os, sys\n"
+        "from grpofit.cli import main\n"
+        "try:\n"
+        f"    main(['fit', {str(healthy_csv)!r}, '--format', 'json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = [m for m in ('scipy', 'lmfit', 'pandas', 'pydantic', 'matplotlib') if m in sys.modules]\n"
+        "print('HEAVY', heavy, 'BLAS', os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env).stdout
+    assert "HEAVY [] BLAS 1" in out
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env).stdout
+    assert "BLAS 2" in out
 
 
 def test_python_dash_m_works():

@@ -592,3 +592,41 @@ def _problem(table):
     starts = {"exponential": prof.row(prof.zeta.size - 1, exponential=True),
               "oscillator": prof.row(int(np.argmin(prof.ssr)))}
     return b, bounds, starts
+
+
+def test_lm_fused_evaluation_matches_separate_jacobian():
+    """``jac=None``: ``fun`` returns ``(r, J)`` at once; the iteration is the same."""
+    from grpofit.fitting.lm import levenberg_marquardt
+
+    t = np.linspace(0, 200, 80)
+    y = 0.8 - 0.5 * np.exp(-t / 35.0) + 0.01 * np.sin(t)
+
+    def fun(x):
+        return x[0] + (x[1] - x[0]) * np.exp(-t / x[2]) - y
+
+    def jac(x):
+        e = np.exp(-t / x[2])
+        return np.column_stack([1 - e, e, (x[1] - x[0]) * e * t / x[2] ** 2])
+
+    separate = levenberg_marquardt(fun, jac, [0.5, 0.5, 10.0])
+    fused = levenberg_marquardt(lambda x: (fun(x), jac(x)), None, [0.5, 0.5, 10.0])
+    assert separate.ok and fused.ok
+    np.testing.assert_allclose(fused.x, separate.x, rtol=1e-12)
+    assert fused.nfev == separate.nfev and fused.info == separate.info
+
+
+def test_profile_curves_are_the_rows_relaxation():
+    """``Profile.curves`` (reused by the thresholds) is each row's relaxation at its timescale."""
+    from grpofit.fitting.profile import log_bins, profile, refine
+    from grpofit.models import EXPONENTIAL, OSCILLATOR, relaxation_shape
+
+    t = np.arange(0, 600.0)
+    y = oscillator(t, 0.7, 0.1, 80.0, 30.0) + np.random.default_rng(3).normal(0, 0.01, t.size)
+    b = log_bins(t, y)
+    bounds = OSCILLATOR.bounds(t, y)
+    prof = profile(b, EXPONENTIAL.guess(t, y)["timescale"], bounds["plateau"], bounds["timescale"])
+    want = relaxation_shape(b.t[None, :] / prof.ts[:, None], prof.zeta)
+    np.testing.assert_allclose(prof.curves, want, rtol=1e-12, atol=1e-15)
+    ends = refine(b, np.array([0.8, 2.0]), np.array([70.0, 90.0]), bounds["plateau"], bounds["timescale"])
+    np.testing.assert_allclose(ends.curves, relaxation_shape(b.t[None, :] / ends.ts[:, None], ends.zeta),
+                               rtol=1e-12, atol=1e-15)

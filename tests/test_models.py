@@ -161,3 +161,45 @@ def test_relaxation_shape_matches_relaxation(zeta):
     got = relaxation_shape(x, np.array([zeta]))[0]
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, relaxation(T, ts, ti), atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["exponential", "oscillator"])
+def test_raw_kernels_equal_the_public_functions(name):
+    """The fitter's ``raw_*`` kernels (no np.errstate of their own) compute exactly what the
+    public functions compute, in every regime of the oscillator."""
+    from grpofit.models import raw_relaxation_derivatives, raw_relaxation_shape, relaxation_shape
+
+    model = MODELS[name]
+    params = [(0.7, 0.1, 40.0)] if name == "exponential" else [
+        (0.7, 0.1, 40.0, 0.0), (0.7, 0.1, 40.0, 2.0), (0.7, 0.1, 40.0, 9.9), (0.7, 0.1, 40.0, 10.0),
+        (0.7, 0.1, 40.0, 60.0)]
+    with np.errstate(all="ignore"):  # how the fitter calls them
+        for p in params:
+            np.testing.assert_array_equal(model.raw_jacobian(T, *p), model.jacobian(T, *p))
+            if name == "oscillator":
+                for raw, public in zip(raw_relaxation_derivatives(T, p[2], p[3]),
+                                       relaxation_derivatives(T, p[2], p[3])):
+                    np.testing.assert_array_equal(raw, public)
+        zeta = np.array([0.3, 0.99, 1.0, 1.7, 12.0, np.inf])
+        x = np.outer(np.ones(zeta.size), T / 37.0)
+        np.testing.assert_array_equal(raw_relaxation_shape(x, zeta), relaxation_shape(x, zeta))
+
+
+def test_exponent_floor_changes_nothing_visible():
+    """Exponents are floored at -700 before exp (libm's underflow path is several times slower):
+    far tails stay below 1e-300 and no warning is raised by the public functions."""
+    import warnings
+
+    from grpofit.models import relaxation_shape
+
+    x = np.array([[0.0, 1.0, 50.0, 800.0, 1e6]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for zeta in (0.5, 3.0, 12.0, np.inf):
+            g = relaxation_shape(x, np.array([zeta]))[0]
+            assert np.all(np.isfinite(g)) and g[0] == pytest.approx(1.0)
+            assert abs(g[4]) < 1e-300  # far past the relaxation (exp(-700) at most)
+            if zeta > 1:  # slowest rate 1/T1 > 1/2: exp(-400) or less at x = 800
+                assert abs(g[3]) < 1e-170
+        jac = OSCILLATOR.jacobian(np.array([0.0, 1e5]), 0.7, 0.1, 10.0, 0.01)
+        assert np.all(np.isfinite(jac)) and abs(jac[1, 1]) < 1e-300
