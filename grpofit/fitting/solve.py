@@ -100,6 +100,7 @@ class _Problem:
         rows = np.cumsum(free) - 1  # parameter index -> row among the free ones
         self.log_rows = [(i, int(rows[i])) for i in self.log_idx if free[i]]
         self.sqrt_rows = [int(rows[i]) for i in self.sqrt_idx if free[i]]
+        self.sqrt_free = [i for i in self.sqrt_idx if free[i]]
 
     def to_internal(self, x: np.ndarray) -> np.ndarray:
         q = x.copy()
@@ -111,13 +112,21 @@ class _Problem:
         return q[self.free]
 
     def to_external(self, q: np.ndarray) -> np.ndarray:
-        x = self.x_full.copy()
-        x[self.free] = q
-        for i in self.log_idx:
-            x[i] = math.exp(min(x[i], 700.0)) if self.free[i] else x[i]
-        for i in self.sqrt_idx:
-            if self.free[i]:
-                x[i] = x[i] * x[i]
+        return np.array(self._external(q))
+
+    def _external(self, q) -> list[float]:
+        """The law's parameters for internal ``q``, as Python floats (scalar maths is cheaper
+        on them than on numpy scalars)."""
+        if self.all_free:
+            x = q.tolist()
+        else:
+            x = self.x_full.tolist()
+            for i, v in zip(np.flatnonzero(self.free).tolist(), q.tolist()):
+                x[i] = v
+        for i, _ in self.log_rows:
+            x[i] = math.exp(min(x[i], 700.0))
+        for i in self.sqrt_free:
+            x[i] = x[i] * x[i]
         return x
 
     _last_r = _last_j = (None, None)
@@ -143,8 +152,8 @@ class _Problem:
         """``(residuals, d residual / d q)`` at once, the Jacobian ``(n, k)`` (rows = residuals),
         for :mod:`.lm`: one evaluation of the law's Jacobian gives both (its ``initial`` column
         is the relaxation ``g``, the curve is ``plateau + (initial - plateau) g``)."""
-        x = self.to_external(q)
-        jac = self.raw_jacobian(self.b.t, *x.tolist())  # Python floats: cheaper scalar maths
+        x = self._external(q)
+        jac = self.raw_jacobian(self.b.t, *x)
         r = self.sw * (x[0] + (x[1] - x[0]) * jac[:, 1] - self.b.y)
         return r, self._chain(jac.T, x, q).T
 

@@ -126,8 +126,14 @@ def run_process(cmd: list[str], *, cwd: Path | None = None) -> Proc:
 
 
 def grpofit_cmd() -> list[str]:
-    exe = shutil.which("grpofit")
-    return [exe] if exe else [sys.executable, "-m", "grpofit"]
+    """The ``grpofit`` entry point installed beside this interpreter (the one the plain script
+    runs with). Not the first ``grpofit`` on PATH: that may be a version manager's shell shim
+    (pyenv's costs ~50 ms per call), which the plain script, started as ``sys.executable``,
+    does not pay."""
+    exe = Path(sys.executable).with_name("grpofit")
+    if exe.is_file() and os.access(exe, os.X_OK):
+        return [str(exe)]
+    return [sys.executable, "-m", "grpofit"]
 
 
 def checked(proc: Proc, what: str, ok_codes=(0,)) -> Proc:
