@@ -112,7 +112,13 @@ def _is_panel_export(path: str) -> bool:
         return False
     try:
         with open(path, "rb") as f:
-            head = f.read(65536)
+            head = f.read(4096)
+            # a panel export's header names its columns "<run> - <key>": a complete first line
+            # without " - " settles it (the usual log) without reading and sniffing 64 KB
+            first = head.lstrip()
+            if b" - " not in head and (b"\n" in first or b"\r" in first):
+                return False
+            head += f.read(65536 - len(head))
         return sniff(head, path) == "wandb-export"
     except (OSError, GrpofitError):
         return False
@@ -202,6 +208,7 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
             from grpofit.plotting import save_diagnosis_figure
 
             save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose["thresholds"])
+        diagnosis.summary()  # in the worker, in parallel (cached on the diagnosis)
         out.results.append(diagnosis)
     return out
 
@@ -241,6 +248,16 @@ def _preload(options: JudgeOptions) -> None:
         grpofit.plotting._pyplot()
 
 
+def _judge_chunk(chunk: list, options: JudgeOptions) -> list[Outcome]:
+    """:func:`judge_item` for a few items in one worker call (fewer round trips)."""
+    return [judge_item(item, options) for item in chunk]
+
+
+def _chunk_size(n: int, jobs: int) -> int:
+    """Items per worker call: up to 8, and at least 8 calls per worker to balance the load."""
+    return max(1, min(8, n // (8 * jobs)))
+
+
 def _judge_parallel(items, options, jobs, parts, progress):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -249,19 +266,21 @@ def _judge_parallel(items, options, jobs, parts, progress):
     _preload(options)
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    pending = list(range(len(items)))
+    size = _chunk_size(len(items), jobs)
+    chunks = [list(range(i, min(i + size, len(items)))) for i in range(0, len(items), size)]
     suspects: list[int] = []
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {pool.submit(judge_item, items[i], options): i for i in pending}
+        futures = {pool.submit(_judge_chunk, [items[i] for i in idx], options): idx for idx in chunks}
         for fut in as_completed(futures):
-            i = futures[fut]
+            idx = futures[fut]
             try:
-                parts[i] = fut.result()
+                for i, part in zip(idx, fut.result()):
+                    parts[i] = part
             except BrokenProcessPool:
-                suspects.append(i)
+                suspects.extend(idx)
                 continue
             if progress:
-                progress(1)
+                progress(len(idx))
     # a dead worker breaks the whole pool: retry the unfinished items one by one in a process
     # of their own, so only an item that kills its worker again is lost
     for i in sorted(suspects):

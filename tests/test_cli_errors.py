@@ -339,6 +339,33 @@ def test_diagnose_jobs_survives_a_worker_that_dies(capsys, tmp_path, monkeypatch
     assert [Path(e["run"]).name for e in doc["errors"]] == ["buggy.csv"]
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="relies on fork inheriting the monkeypatch")
+def test_diagnose_jobs_loses_only_the_killer_from_a_chunk(capsys, tmp_path, monkeypatch):
+    """Workers take several runs per call: when one kills its worker, its chunk partners are
+    retried and judged; only the killer is reported."""
+    import multiprocessing
+
+    import grpofit.diagnostics as diagnostics
+    from grpofit.pipeline import _chunk_size
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("workers do not inherit the monkeypatch without fork")
+    monkeypatch.setattr(diagnostics, "diagnose_run", _killer_judge(diagnostics.diagnose_run))
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    names = [f"r{i:02d}.csv" for i in range(40)]
+    names[9] = "r09_killer.csv"
+    assert _chunk_size(len(names), 2) > 1
+    for n in names:
+        write_rows(folder / n, "step,reward", curve(60))
+    code, out, err = run_cli(capsys, "diagnose", folder, "--jobs", "2", "--format", "json")
+    doc = json.loads(out)
+    assert code == 2
+    assert [Path(r["run"]).name for r in doc["runs"]] == [n for n in names if "killer" not in n]
+    assert [Path(e["run"]).name for e in doc["errors"]] == ["r09_killer.csv"]
+    assert "Traceback" not in err
+
+
 # ------------------------------------------------------------------------------ many files, loops
 
 

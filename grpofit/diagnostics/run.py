@@ -53,6 +53,14 @@ class RunDiagnosis:
         return getattr(osc, "regime", None)
 
     def summary(self) -> dict:
+        """The contract's entry (computed once: a ``diagnose --jobs`` worker fills it before the
+        diagnosis travels back to the parent, which then has nothing left to do per run)."""
+        cached = self.__dict__.get("_summary")
+        if cached is None:
+            cached = self.__dict__["_summary"] = self._summary_doc()
+        return cached
+
+    def _summary_doc(self) -> dict:
         from grpofit.jsonout import jsonable
 
         return jsonable({
