@@ -151,6 +151,7 @@ def diagnose(
         thresholds=_parse_thresholds(threshold),
         jobs=jobs,
         plot_dir=plot_dir,
+        encode_json=format is DiagnoseFormat.json,
     )
     _warn(warnings)
     from grpofit import render

@@ -170,6 +170,7 @@ class JudgeOptions:
     diagnose: dict  #: keyword arguments of :func:`grpofit.diagnostics.diagnose_run`
     step: str | None = None
     plot_dir: str | None = None
+    encode_json: bool = False  #: the output is JSON: encode each run's entry where it is judged
 
 
 def internal_error(what: str, exc: BaseException) -> str:
@@ -208,7 +209,9 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
             from grpofit.plotting import save_diagnosis_figure
 
             save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose["thresholds"])
-        diagnosis.summary()  # in the worker, in parallel (cached on the diagnosis)
+        entry = diagnosis.summary()  # in the worker, in parallel (cached on the diagnosis)
+        if options.encode_json:
+            entry.text  # noqa: B018 - made here, spliced by grpofit.jsonout.dumps
         out.results.append(diagnosis)
     return out
 
@@ -309,10 +312,13 @@ def diagnose_paths(
     thresholds: dict[str, float] | None = None,
     jobs: int = 1,
     plot_dir: str | None = None,
+    encode_json: bool = False,
 ) -> tuple[dict, list[str]]:
     """Find, read, judge and gate every run under ``paths``.
 
-    Returns the contract's diagnose document and the reading warnings.
+    Returns the contract's diagnose document and the reading warnings. ``encode_json``: the
+    document will be printed as JSON, so each run's entry is encoded where it is judged (in
+    parallel with ``jobs``).
     """
     from grpofit.diagnostics import MODES, Thresholds, gate
     from grpofit.groupsize import group_size_by_experiment
@@ -322,6 +328,7 @@ def diagnose_paths(
         diagnose={"metric": metric, "eval_metric": eval_metric, "thresholds": th, "group_size": group_size},
         step=step,
         plot_dir=None if plot_dir is None else str(plot_dir),
+        encode_json=encode_json,
     )
     items, found = plan_work(paths, step=step)
     if not items and len(found.errors) == 1 and len(paths) == 1:

@@ -61,9 +61,9 @@ class RunDiagnosis:
         return cached
 
     def _summary_doc(self) -> dict:
-        from grpofit.jsonout import jsonable
+        from grpofit.jsonout import Encoded
 
-        return jsonable({
+        return Encoded.of({
             "run": self.name,
             "fit": self.fit.summary() if self.fit is not None else None,
             "diagnostics": {m: self.diagnostics[m].summary() for m in MODES},
