@@ -510,6 +510,19 @@ def test_lm_reaches_minpack_optimum(tol, monkeypatch):
         assert worst_x <= 1e-4
 
 
+def _exponential_problem(t, y):
+    """Residuals and Jacobian of ``p + (p0 - p) exp(-t/T) - y`` in ``(p, p0, T)``."""
+
+    def fun(x):
+        return x[0] + (x[1] - x[0]) * np.exp(-t / x[2]) - y
+
+    def jac(x):
+        e = np.exp(-t / x[2])
+        return np.column_stack([1 - e, e, (x[1] - x[0]) * e * t / x[2] ** 2])
+
+    return fun, jac
+
+
 def test_lm_rosenbrock_and_exact_fit():
     from grpofit.fitting.lm import levenberg_marquardt
 
@@ -521,15 +534,7 @@ def test_lm_rosenbrock_and_exact_fit():
     assert res.ssr <= 1e-20
 
     t = np.linspace(0, 200, 80)
-    y = 0.8 - 0.5 * np.exp(-t / 35.0)
-
-    def fun(x):
-        return x[0] + (x[1] - x[0]) * np.exp(-t / x[2]) - y
-
-    def jac(x):
-        e = np.exp(-t / x[2])
-        return np.column_stack([1 - e, e, (x[1] - x[0]) * e * t / x[2] ** 2])
-
+    fun, jac = _exponential_problem(t, 0.8 - 0.5 * np.exp(-t / 35.0))
     res = levenberg_marquardt(fun, jac, [0.5, 0.5, 10.0])
     assert res.ok and res.info in (1, 2, 3, 4, 6, 7)
     assert res.x == pytest.approx([0.8, 0.3, 35.0], rel=1e-6)
@@ -599,15 +604,7 @@ def test_lm_fused_evaluation_matches_separate_jacobian():
     from grpofit.fitting.lm import levenberg_marquardt
 
     t = np.linspace(0, 200, 80)
-    y = 0.8 - 0.5 * np.exp(-t / 35.0) + 0.01 * np.sin(t)
-
-    def fun(x):
-        return x[0] + (x[1] - x[0]) * np.exp(-t / x[2]) - y
-
-    def jac(x):
-        e = np.exp(-t / x[2])
-        return np.column_stack([1 - e, e, (x[1] - x[0]) * e * t / x[2] ** 2])
-
+    fun, jac = _exponential_problem(t, 0.8 - 0.5 * np.exp(-t / 35.0) + 0.01 * np.sin(t))
     separate = levenberg_marquardt(fun, jac, [0.5, 0.5, 10.0])
     fused = levenberg_marquardt(lambda x: (fun(x), jac(x)), None, [0.5, 0.5, 10.0])
     assert separate.ok and fused.ok
