@@ -67,14 +67,6 @@ class LMResult:
         return MESSAGES.get(self.info, f"info {self.info}")
 
 
-def _step(u: np.ndarray, sv: np.ndarray, vt: np.ndarray, utr: np.ndarray, d: np.ndarray,
-          lam: float) -> np.ndarray:
-    """``p = argmin ||J p + r||^2 + lam ||D p||^2``: with ``z = D p`` it is the least-squares
-    solution of the augmented system ``[J D^-1; sqrt(lam) I] z = [-r; 0]``, computed from the
-    SVD ``J D^-1 = U S V'`` as ``z = -V diag(s / (s^2 + lam)) U'r`` (no normal equations)."""
-    return -(vt.T @ (sv / (sv * sv + lam) * utr)) / d
-
-
 def levenberg_marquardt(fun: Callable, jac: Callable[[np.ndarray], np.ndarray] | None, x0, *,
                         ftol: float = 1.49012e-8, xtol: float = 1.49012e-8, gtol: float = 0.0,
                         max_nfev: int | None = None, lam0: float = 1e-3) -> LMResult:
@@ -124,7 +116,8 @@ def levenberg_marquardt(fun: Callable, jac: Callable[[np.ndarray], np.ndarray] |
             dx = d * x
             xnorm = math.sqrt(float(dx @ dx))
             while True:  # inner loop: increase lam until a step reduces S
-                # z = D p solves [J D^-1; sqrt(lam) I] z = [-r; 0] (see _step)
+                # the step p: z = D p is the least-squares solution of [J D^-1; sqrt(lam) I] z
+                # = [-r; 0], from the SVD J D^-1 = U S V' as z = -V diag(s / (s^2 + lam)) U'r
                 z = -((sv / (sv2 + lam) * utr) @ vt)
                 pnorm = math.sqrt(float(z @ z))
                 x_new = x + z / d
