@@ -176,7 +176,7 @@ def predict(
     ``s_G(p*) = E_k[s_k^2/(s_k + eps)] / sqrt(p*(1-p*))`` (``k ~ Binomial(G, p*)``, ``s_k`` the
     population std of the group) and the zero-std fraction ``p*^G + (1-p*)^G``; with ``bandit``
     (keys ``beta``, ``arms``, ``correct``, optional ``advantage``) the corrected plateau of the
-    softmax bandit at that ``G`` (:func:`grpofit.simulation.plateau_at_group_size`).
+    softmax bandit at that ``G`` (:func:`grpofit.dynamics.bandit.plateau_at_group_size`).
     """
     cf = closed_form(lr, momentum, refresh_interval, curvature, delta, curvature_current)
     notes: list[str] = []
@@ -210,7 +210,7 @@ def predict(
 
 
 def _group_section(G: int, plateau: float | None, bandit: Mapping[str, Any] | None) -> dict[str, Any]:
-    from grpofit import simulation as sim
+    from grpofit.dynamics import bandit as sim
 
     out: dict[str, Any] = {}
     if plateau is not None and 0 < plateau < 1 and G > 0:
