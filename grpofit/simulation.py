@@ -140,9 +140,14 @@ class BanditRun:
             "diverged_at_step": self.diverged_at,
         })
         out.update({k: _f(v) for k, v in self.late_stats().items()})
-        if fp is not None and len(self.steps):
-            out["trajectory"] = classify_trajectory(self.columns["expected_reward"], fp.p)
         pred = self.prediction()
+        if fp is not None and len(self.steps):
+            noisy = self.params["group_size"] > 0
+            growth = None
+            if noisy and pred is not None and pred.sawtooth is not None:
+                growth = pred.sawtooth.spectral_radius  # the simulator's lag model, K split
+            out["trajectory"] = classify_trajectory(self.columns["expected_reward"], fp.p,
+                                                    noisy=noisy, growth=growth)
         if pred is not None:
             s = pred.summary()
             out["predicted"] = {
@@ -269,14 +274,24 @@ def simulate_bandit(
     return BanditRun(params, cols, fp, plateau, D, diverged)
 
 
-def classify_trajectory(p: np.ndarray, p_star: float, tol: float | None = None) -> dict[str, Any]:
+def classify_trajectory(p: np.ndarray, p_star: float, tol: float | None = None, *,
+                        noisy: bool = False, growth: float | None = None) -> dict[str, Any]:
     """Label a trajectory of ``p`` around ``p*``: monotone / oscillatory / unstable / diverged.
 
-    ``e = p - p*``; ``tol`` defaults to ``1e-3 |e_0|``. ``unstable``: the largest ``|e|`` over
-    the last quarter exceeds ``tol`` and is at least 0.9 of that over the third quarter (no
-    decay: growth, a limit cycle or bounded chaos, since the softmax keeps ``p`` in [0, 1]);
-    ``oscillatory``: converging, with an overshoot past ``p*`` larger than ``tol``;
-    ``monotone``: converging without overshoot. Also returns the overshoot (fraction of ``|e_0|``).
+    ``e = p - p*``; ``tol`` defaults to ``1e-3 |e_0|``. Without noise (``noisy=False``, the
+    exact mean-field gradient): ``unstable`` when the largest ``|e|`` over the last quarter
+    exceeds ``tol`` and is at least 0.9 of that over the third quarter (no decay: growth, a limit
+    cycle or bounded chaos, since the softmax keeps ``p`` in [0, 1]); ``oscillatory``: converging,
+    with an overshoot past ``p*`` larger than ``tol``; ``monotone``: converging without overshoot.
+
+    With sampling noise (``noisy=True``) a run that stops decaying may just fluctuate around
+    ``p*``: a stationary fluctuation is not instability. ``unstable`` then needs the exact
+    per-step ``growth`` factor of the linearised recursion to be at least one and a late
+    amplitude above ``tol`` (``growth=None`` with no decay: ``unknown`` rather than a guess);
+    a stable run that keeps fluctuating gets
+    ``fluctuation = "stationary"`` with its sd, and an overshoot only counts when it exceeds
+    both ``tol`` and three sds of that late fluctuation (``sd`` of ``e`` over the last half).
+    Also returns the overshoot and the late amplitude (fractions of ``|e_0|``).
     """
     p = np.asarray(p, dtype=float)
     if len(p) < 8 or not np.all(np.isfinite(p)):
@@ -289,13 +304,24 @@ def classify_trajectory(p: np.ndarray, p_star: float, tol: float | None = None) 
     late = float(np.abs(e[3 * n // 4:]).max())
     prev = float(np.abs(e[n // 2: 3 * n // 4]).max())
     overshoot = float(max(0.0, (-np.sign(e[0]) * e).max()))
-    if late > tol and late >= 0.9 * prev:
-        label = "unstable"
-    elif overshoot > tol:
-        label = "oscillatory"
+    out: dict[str, Any] = {}
+    no_decay = late > tol and late >= 0.9 * prev
+    if not noisy:
+        label = "unstable" if no_decay else ("oscillatory" if overshoot > tol else "monotone")
     else:
-        label = "monotone"
-    return {"label": label, "overshoot": overshoot / e0, "late_amplitude": late / e0}
+        sd = float(np.std(e[n // 2:]))
+        out["late_sd"] = sd / e0
+        out["growth_factor"] = growth
+        significant = overshoot > max(tol, 3.0 * sd)
+        if growth is None and no_decay:
+            label = "unknown"
+        elif growth is not None and growth >= 1.0 and late > tol:
+            label = "unstable"
+        else:
+            label = "oscillatory" if significant else "monotone"
+            if no_decay:
+                out["fluctuation"] = "stationary"
+    return {"label": label, "overshoot": overshoot / e0, "late_amplitude": late / e0, **out}
 
 
 # --------------------------------------------------------------------------- output
