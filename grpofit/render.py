@@ -9,19 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-MODES = ("train_eval_decoupling", "advantage_degeneracy", "policy_concentration", "dynamical_instability")
-MODE_TITLES = {
-    "train_eval_decoupling": "train-eval",
-    "advantage_degeneracy": "advantage",
-    "policy_concentration": "entropy",
-    "dynamical_instability": "dynamics",
-}
-SHORT_TITLES = {
-    "train_eval_decoupling": "T-E",
-    "advantage_degeneracy": "adv",
-    "policy_concentration": "ent",
-    "dynamical_instability": "dyn",
-}
+from grpofit.vocabulary import MODE_TITLES, MODES, SHORT_TITLES  # the contract's names, spelled once
+
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim"}
 PARAM_TITLES = {
     "plateau": "plateau p*",
