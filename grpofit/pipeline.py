@@ -326,6 +326,7 @@ def diagnose_paths(
     parallel with ``jobs``).
     """
     from grpofit.diagnostics import MODES, Thresholds, gate
+    from grpofit.vocabulary import SCHEMAS
     from grpofit.groupsize import group_size_by_experiment
 
     th = Thresholds.from_overrides(thresholds or {})
@@ -343,7 +344,7 @@ def diagnose_paths(
     found.extend(judged)
     diagnoses = found.results
     doc: dict[str, Any] = {
-        "schema": "grpofit.diagnose/1",
+        "schema": SCHEMAS["diagnose"],
         "runs": [d.summary() for d in diagnoses],
         "gate": gate(diagnoses, fail_on=fail_on or MODES, min_r2=min_r2),
     }
