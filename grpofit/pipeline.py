@@ -80,6 +80,9 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
     out = Outcome()
     sources = []
     for path in paths:
+        if not isinstance(path, str):  # a Run given through the Python API: judged as it is
+            sources.append(path)
+            continue
         try:
             sources.extend(discover([path]))
         except GrpofitError as e:
@@ -87,7 +90,9 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
     items: list = []
     exports: list = []
     for src in sources:
-        if src.kind == "file" and is_panel_export(src.path):
+        if not hasattr(src, "kind"):
+            items.append(src)
+        elif src.kind == "file" and is_panel_export(src.path):
             try:
                 runs = read_path(src.path, step=step)
             except GrpofitError as e:
@@ -266,6 +271,7 @@ def diagnose_paths(
     parallel with ``jobs``).
     """
     from grpofit.diagnostics import MODES, Thresholds, gate
+    from grpofit.vocabulary import SCHEMAS
     from grpofit.groupsize import group_size_by_experiment
 
     th = Thresholds.from_overrides(thresholds or {})
@@ -283,7 +289,7 @@ def diagnose_paths(
     found.extend(judged)
     diagnoses = found.results
     doc: dict[str, Any] = {
-        "schema": "grpofit.diagnose/1",
+        "schema": SCHEMAS["diagnose"],
         "runs": [d.summary() for d in diagnoses],
         "gate": gate(diagnoses, fail_on=fail_on or MODES, min_r2=min_r2),
     }
