@@ -9,7 +9,6 @@ dies takes only its own run with it.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -92,6 +91,7 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
 # --------------------------------------------------------------------------- finding runs
 
 
+<<<<<<< HEAD
 def add_skipped(out: Outcome, skipped: list) -> None:
     """What the folder walk left out: errors (an unreadable folder) or warnings (links, FIFOs)."""
     for s in skipped:
@@ -156,6 +156,8 @@ def _is_panel_export(path: str) -> bool:
         return False
 
 
+=======
+>>>>>>> main
 def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outcome]:
     """Work items for ``diagnose``: run container paths, and already joined panel-export runs.
 
@@ -163,6 +165,7 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
     the outcome holds discovery and reading errors and the reading warnings of joined runs.
     """
     from grpofit.readers import discover, read_path
+    from grpofit.readers.panels import is_panel_export, join_by_run_name
 
     out = Outcome()
     sources = []
@@ -181,7 +184,7 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
     for src in sources:
         if not hasattr(src, "kind"):
             items.append(src)
-        elif src.kind == "file" and _is_panel_export(src.path):
+        elif src.kind == "file" and is_panel_export(src.path):
             try:
                 runs = read_path(src.path, step=step)
             except GrpofitError as e:

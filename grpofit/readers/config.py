@@ -71,11 +71,20 @@ class ConfigTooLarge(ValueError):
     (e.g. a YAML alias bomb: a few hundred bytes that expand to 10^9 keys)."""
 
 
-def flatten(obj: Mapping[str, Any], prefix: str = "", *, max_keys: int | None = None, max_depth: int | None = None) -> dict[str, Any]:
+def flatten(
+    obj: Mapping[str, Any],
+    prefix: str = "",
+    *,
+    wandb: bool = False,
+    max_keys: int | None = None,
+    max_depth: int | None = None,
+) -> dict[str, Any]:
     """Nested mappings to dotted keys: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``.
 
-    W&B's ``{key: {"value": v, "desc": ...}}`` wrapping is removed and its ``_wandb`` and
-    ``wandb_version`` entries dropped. Lists of scalars stay lists.
+    W&B's ``{key: {"value": v, "desc": ...}}`` wrapping is removed and its ``_wandb*`` and
+    ``wandb_version`` entries dropped: always with ``wandb=True`` (a W&B config, where each
+    entry is unwrapped on its own), else when every entry is wrapped. Lists of scalars stay lists.
+    The one flattener of W&B configs (``files/config.yaml`` and the ``.wandb`` file's records).
 
     Bounded: more than ``max_keys`` keys raises :class:`ConfigTooLarge`; entries nested deeper
     than ``max_depth`` levels are dropped (both default to :mod:`grpofit.limits`). The walk is
@@ -86,7 +95,7 @@ def flatten(obj: Mapping[str, Any], prefix: str = "", *, max_keys: int | None = 
     max_keys = MAX_CONFIG_KEYS if max_keys is None else max_keys
     max_depth = MAX_CONFIG_DEPTH if max_depth is None else max_depth
     if not prefix:
-        obj = _unwrap_wandb(obj)
+        obj = _unwrap_wandb(obj, each=wandb)
     out: dict[str, Any] = {}
     stack: list[tuple[str, Any, int]] = [(prefix, obj, 0)]
     while stack:
@@ -117,7 +126,10 @@ def _scalars(v) -> bool:
     return all(isinstance(x, (int, float, str, bool)) or x is None for x in v)
 
 
-def _unwrap_wandb(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+def _unwrap_wandb(obj: Mapping[str, Any], each: bool = False) -> Mapping[str, Any]:
+    if each:
+        items = {str(k): v for k, v in obj.items() if not str(k).startswith("_wandb") and k != "wandb_version"}
+        return {k: v["value"] if isinstance(v, Mapping) and "value" in v else v for k, v in items.items()}
     items = {k: v for k, v in obj.items() if k not in ("_wandb", "wandb_version")}
     if items and all(isinstance(v, Mapping) and "value" in v for v in items.values()):
         return {k: v["value"] for k, v in items.items()}

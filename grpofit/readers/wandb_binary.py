@@ -487,34 +487,19 @@ def read_config_yaml(path: str) -> dict[str, Any]:
 
 
 def _flatten_config(raw: dict[str, Any]) -> dict[str, Any]:
-    """``{key: {"value": v}}`` (or ``{key: v}``) -> ``{"key": v}``, nested dicts as ``a.b.c``.
+    """``{key: {"value": v}}`` (or ``{key: v}``) -> ``{"key": v}``, nested dicts as ``a.b.c``
+    (:func:`grpofit.readers.config.flatten`, the one W&B config flattener). Bounded: more than
+    ``MAX_CONFIG_KEYS`` keys once flattened (a YAML alias bomb) raises ReadError."""
+    from grpofit.limits import MAX_CONFIG_KEYS
+    from grpofit.readers.config import ConfigTooLarge, flatten
 
-    Bounded like :func:`grpofit.readers.config.flatten`: deeper than ``MAX_CONFIG_DEPTH`` is
-    dropped, more than ``MAX_CONFIG_KEYS`` keys raises ReadError (a YAML alias bomb); iterative.
-    """
-    from grpofit.limits import MAX_CONFIG_DEPTH, MAX_CONFIG_KEYS
-
-    out: dict[str, Any] = {}
-    stack: list[tuple[str, Any, int]] = []
-    for key, entry in reversed(list(raw.items())):
-        key = str(key)
-        if key == "_wandb" or key.startswith("_wandb"):
-            continue
-        value = entry["value"] if isinstance(entry, dict) and "value" in entry else entry
-        stack.append((key, value, 0))
-    while stack:
-        prefix, value, depth = stack.pop()
-        if isinstance(value, dict) and value:
-            if depth < MAX_CONFIG_DEPTH:
-                stack.extend((f"{prefix}.{k}", v, depth + 1) for k, v in reversed(list(value.items())))
-            continue
-        out[prefix] = value
-        if len(out) > MAX_CONFIG_KEYS:
-            raise ReadError(
-                f"config has more than {MAX_CONFIG_KEYS} keys once flattened (nested aliases?); ignored it",
-                fix="simplify the config",
-            )
-    return out
+    try:
+        return flatten(raw, wandb=True)
+    except ConfigTooLarge:
+        raise ReadError(
+            f"config has more than {MAX_CONFIG_KEYS} keys once flattened (nested aliases?); ignored it",
+            fix="simplify the config",
+        ) from None
 
 
 def read_wandb_run_dir(path: str, *, step: str | None = None) -> list[Run]:
