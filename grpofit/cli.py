@@ -92,10 +92,11 @@ def fit(
     """
     from grpofit.analysis import fit_summary
     from grpofit.pipeline import fit_paths
+    from grpofit.vocabulary import SCHEMAS
 
     done = fit_paths(runs, metric=metric, step=step)
     _warn(done.warnings)
-    doc = {"schema": "grpofit.fit/1", "runs": [fit_summary(r) for r in done.results]}
+    doc = {"schema": SCHEMAS["fit"], "runs": [fit_summary(r) for r in done.results]}
     if done.errors:
         doc["errors"] = [e.summary() for e in done.errors]
     if format is TableOrJson.json:
@@ -176,15 +177,9 @@ def diagnose(
 
 
 def _split_modes(text: str | None):
-    if not text:
-        return None
-    from grpofit.render import MODES
+    from grpofit.vocabulary import parse_modes
 
-    modes = [m.strip().replace("-", "_") for m in text.split(",") if m.strip()]
-    bad = [m for m in modes if m not in MODES]
-    if bad:
-        raise UsageError(f"unknown mode(s) in --fail-on: {', '.join(bad)}", fix="use any of: " + ", ".join(MODES))
-    return tuple(modes)
+    return parse_modes(text)
 
 
 def _parse_thresholds(items: list[str]) -> dict[str, float]:
@@ -223,8 +218,9 @@ def inspect(
     Example: grpofit inspect wandb/run-20260101_120000-abc123
     """
     from grpofit.readers.inspect import inspect_path
+    from grpofit.vocabulary import SCHEMAS
 
-    doc = {"schema": "grpofit.inspect/1", **inspect_path(run, step=step)}
+    doc = {"schema": SCHEMAS["inspect"], **inspect_path(run, step=step)}
     for info in doc["runs"]:
         _warn(f"{info['run']}: {w}" for w in info["warnings"])
     if format is TableOrJson.json:

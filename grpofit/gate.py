@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-_RANK = {"unknown": 0, "pass": 1, "warn": 2, "fail": 3}
+from grpofit.vocabulary import STATUS_RANK as _RANK
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,9 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
     out = Outcome()
     sources = []
     for path in paths:
+        if not isinstance(path, str):  # a Run given through the Python API: judged as it is
+            sources.append(path)
+            continue
         try:
             sources.extend(discover([path]))
         except GrpofitError as e:
@@ -165,7 +168,9 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
     items: list = []
     exports: list = []
     for src in sources:
-        if src.kind == "file" and _is_panel_export(src.path):
+        if not hasattr(src, "kind"):
+            items.append(src)
+        elif src.kind == "file" and _is_panel_export(src.path):
             try:
                 runs = read_path(src.path, step=step)
             except GrpofitError as e:
@@ -351,6 +356,7 @@ def diagnose_paths(
     """
     from grpofit.diagnostics import MODES, Thresholds
     from grpofit.gate import GatePolicy, check_modes, gate_document
+    from grpofit.vocabulary import SCHEMAS
     from grpofit.groupsize import group_size_by_experiment
 
     th = Thresholds.from_overrides(thresholds or {})
@@ -374,7 +380,7 @@ def diagnose_paths(
     runs = [d.summary() for d in diagnoses]
     errors = [e.summary() for e in found.errors]
     doc: dict[str, Any] = {
-        "schema": "grpofit.diagnose/1",
+        "schema": SCHEMAS["diagnose"],
         "runs": runs,
         "gate": gate_document(runs, policy, errors),
     }

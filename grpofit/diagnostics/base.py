@@ -15,9 +15,7 @@ import numpy as np
 
 from grpofit.collapse import Collapse, default_window, noise_sd, rolling_median
 
-MODES = ("train_eval_decoupling", "advantage_degeneracy", "policy_concentration", "dynamical_instability")
-STATUSES = ("pass", "warn", "fail", "unknown")
-_RANK = {"unknown": 0, "pass": 1, "warn": 2, "fail": 3}
+from grpofit.vocabulary import MODES, STATUS_RANK, STATUSES  # noqa: F401  (re-exported)
 
 
 @dataclass
@@ -44,7 +42,7 @@ def worst(statuses) -> str:
     """``fail > warn > pass``; ``unknown`` only when nothing else was judged."""
     best = "unknown"
     for s in statuses:
-        if _RANK[s] > _RANK[best]:
+        if STATUS_RANK[s] > STATUS_RANK[best]:
             best = s
     return best
 

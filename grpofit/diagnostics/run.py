@@ -7,16 +7,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from grpofit.diagnostics import concentration, decoupling, degeneracy, instability
 from grpofit.diagnostics.base import MODES, Context, Verdict, worst
+from grpofit.diagnostics.registry import CHECKS
 from grpofit.diagnostics.thresholds import Thresholds
-
-CHECKS = {
-    "train_eval_decoupling": decoupling.check,
-    "advantage_degeneracy": degeneracy.check,
-    "policy_concentration": concentration.check,
-    "dynamical_instability": instability.check,
-}
 
 
 @dataclass
@@ -134,12 +127,9 @@ def gate(diagnoses: Iterable[RunDiagnosis], *, fail_on: Iterable[str] = MODES, m
 
     A run without an R2 (no usable fit) fails a ``min_r2`` gate.
     """
-    fail_on = tuple(fail_on)
-    unknown = sorted(set(fail_on) - set(MODES))
-    if unknown:
-        from grpofit.errors import UsageError
+    from grpofit.vocabulary import parse_modes
 
-        raise UsageError(f"unknown mode(s) in --fail-on: {', '.join(unknown)}", fix="use: " + ",".join(MODES))
+    fail_on = parse_modes(tuple(fail_on)) or ()
     failed = []
     for d in diagnoses:
         bad = any(d.diagnostics[m].status == "fail" for m in fail_on if m in d.diagnostics)
