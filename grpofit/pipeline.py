@@ -90,62 +90,6 @@ def unique_sources(items: list, warnings: list[str], *, path_of=lambda x: x) -> 
     return out
 
 
-
-def run_key(run) -> str | None:
-    """The name that ties one run's metrics across files (the ``::run name`` of a panel export)."""
-    if "::" in run.name:
-        return run.name.split("::", 1)[1]
-    return None
-
-
-def join_by_run_name(runs: list) -> list:
-    """Merge runs that carry the same ``::run name`` (one W&B panel export per metric)."""
-    from grpofit.roles import find_role
-    from grpofit.runs import merge_runs
-
-    groups: dict[str, list] = {}
-    order: list = []
-    for run in runs:
-        key = run_key(run)
-        if key is None:
-            order.append(run)
-            continue
-        if key not in groups:
-            groups[key] = []
-            order.append(key)
-        groups[key].append(run)
-    out = []
-    for item in order:
-        if not isinstance(item, str):
-            out.append(item)
-            continue
-        members = groups[item]
-        # the file holding the reward names the joined run
-        members.sort(key=lambda r: find_role("reward", r.numeric_columns()) is None)
-        out.append(members[0] if len(members) == 1 else merge_runs(members))
-    return out
-
-
-def _is_panel_export(path: str) -> bool:
-    """Whether a file is a W&B panel export (its runs may continue in another file)."""
-    from grpofit.readers import sniff
-
-    if not os.path.isfile(path):
-        return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-            # a panel export's header names its columns "<run> - <key>": a complete first line
-            # without " - " settles it (the usual log) without reading and sniffing 64 KB
-            first = head.lstrip()
-            if b" - " not in head and (b"\n" in first or b"\r" in first):
-                return False
-            head += f.read(65536 - len(head))
-        return sniff(head, path) == "wandb-export"
-    except (OSError, GrpofitError):
-        return False
-
-
 def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outcome]:
     """Work items for ``diagnose``: run container paths, and already joined panel-export runs.
 
@@ -153,6 +97,7 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
     the outcome holds discovery and reading errors and the reading warnings of joined runs.
     """
     from grpofit.readers import discover, read_path
+    from grpofit.readers.panels import is_panel_export, join_by_run_name
 
     out = Outcome()
     sources = []
@@ -170,7 +115,7 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
     for src in sources:
         if not hasattr(src, "kind"):
             items.append(src)
-        elif src.kind == "file" and _is_panel_export(src.path):
+        elif src.kind == "file" and is_panel_export(src.path):
             try:
                 runs = read_path(src.path, step=step)
             except GrpofitError as e:

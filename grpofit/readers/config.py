@@ -66,14 +66,16 @@ KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def flatten(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(obj: Mapping[str, Any], prefix: str = "", *, wandb: bool = False) -> dict[str, Any]:
     """Nested mappings to dotted keys: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``.
 
-    W&B's ``{key: {"value": v, "desc": ...}}`` wrapping is removed and its ``_wandb`` and
-    ``wandb_version`` entries dropped. Lists of scalars stay lists.
+    W&B's ``{key: {"value": v, "desc": ...}}`` wrapping is removed and its ``_wandb*`` and
+    ``wandb_version`` entries dropped: always with ``wandb=True`` (a W&B config, where each
+    entry is unwrapped on its own), else when every entry is wrapped. Lists of scalars stay lists.
+    The one flattener of W&B configs (``files/config.yaml`` and the ``.wandb`` file's records).
     """
     if not prefix:
-        obj = _unwrap_wandb(obj)
+        obj = _unwrap_wandb(obj, each=wandb)
     out: dict[str, Any] = {}
     for k, v in obj.items():
         key = f"{prefix}{k}"
@@ -95,7 +97,10 @@ def flatten(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _unwrap_wandb(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+def _unwrap_wandb(obj: Mapping[str, Any], each: bool = False) -> Mapping[str, Any]:
+    if each:
+        items = {str(k): v for k, v in obj.items() if not str(k).startswith("_wandb") and k != "wandb_version"}
+        return {k: v["value"] if isinstance(v, Mapping) and "value" in v else v for k, v in items.items()}
     items = {k: v for k, v in obj.items() if k not in ("_wandb", "wandb_version")}
     if items and all(isinstance(v, Mapping) and "value" in v for v in items.values()):
         return {k: v["value"] for k, v in items.items()}

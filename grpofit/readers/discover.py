@@ -17,10 +17,6 @@ from dataclasses import dataclass
 
 from grpofit.errors import ReadError
 
-#: suffixes of candidate log files
-LOG_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".log", ".txt", ".tfevents", ".wandb", ".ndjson")
-#: candidate suffixes whose content is peeked at before they count as logs
-PEEK_SUFFIXES = (".json", ".log", ".txt")
 #: file names that are never logs even with a log's suffix
 IGNORE_NAMES = frozenset(
     {
@@ -68,8 +64,9 @@ class RunSource:
 
 
 def dir_kind(path: str) -> str | None:
-    """What a folder is as a run container: ``wandb-run``, ``checkpoint``, ``hf-output`` (holds
-    checkpoint-N folders), ``tensorboard``, or None for a plain folder."""
+    """What a folder is as a run container: the kind of the first folder shape of the format
+    table it matches (``wandb-run``, ``checkpoint``, ``hf-output`` (holds checkpoint-N folders),
+    ``tensorboard``, ...), or None for a plain folder."""
     try:
         names = os.listdir(path)
     except OSError:
@@ -78,18 +75,35 @@ def dir_kind(path: str) -> str | None:
 
 
 def _kind(path: str, names: list[str]) -> str | None:
+    from grpofit.readers.registry import folder_kind
+
+    return folder_kind(path, names)
+
+
+# --- folder shapes (the ``folders`` of the format table's rows) ---------------------------------
+
+
+def is_wandb_run(path: str, names: list[str]) -> bool:
+    """``wandb/run-*/`` or ``offline-run-*/`` holding ``run-<id>.wandb`` or ``files/wandb-history.jsonl``."""
     base = os.path.basename(os.path.normpath(path))
-    if _WANDB_RUN.match(base) and (
+    return bool(_WANDB_RUN.match(base)) and (
         any(_WANDB_FILE.match(n) for n in names) or os.path.isfile(os.path.join(path, "files", "wandb-history.jsonl"))
-    ):
-        return "wandb-run"
-    if _CHECKPOINT.match(base) and "trainer_state.json" in names:
-        return "checkpoint"
-    if any(n.startswith(TFEVENTS_PREFIX) for n in names):
-        return "tensorboard"
-    if newest_checkpoint(path, names) is not None:
-        return "hf-output"
-    return None
+    )
+
+
+def is_checkpoint(path: str, names: list[str]) -> bool:
+    """An HF ``checkpoint-N/`` folder holding ``trainer_state.json``."""
+    return bool(_CHECKPOINT.match(os.path.basename(os.path.normpath(path)))) and "trainer_state.json" in names
+
+
+def holds_tfevents(path: str, names: list[str]) -> bool:
+    """A TensorBoard log dir: it holds ``events.out.tfevents.*``."""
+    return any(n.startswith(TFEVENTS_PREFIX) for n in names)
+
+
+def is_hf_output(path: str, names: list[str]) -> bool:
+    """An HF output dir: it holds ``checkpoint-N/`` folders with a ``trainer_state.json``."""
+    return newest_checkpoint(path, names) is not None
 
 
 def newest_checkpoint(folder: str, names: list[str] | None = None) -> str | None:
@@ -108,12 +122,26 @@ def newest_checkpoint(folder: str, names: list[str] | None = None) -> str | None
     return os.path.join(folder, best[1]) if best else None
 
 
+def _suffixes() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(log suffixes, suffixes peeked at before they count, name prefixes), from the format table."""
+    global _SUFFIXES
+    if _SUFFIXES is None:
+        from grpofit.readers import registry
+
+        _SUFFIXES = (registry.log_suffixes(), registry.peek_suffixes(), registry.name_prefixes())
+    return _SUFFIXES
+
+
+_SUFFIXES: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None = None
+
+
 def is_candidate_file(name: str) -> bool:
     """By name alone: could this file be a training log?"""
     low = name.lower()
     if low in IGNORE_NAMES or _IGNORE_PREFIX.match(low):
         return False
-    return low.endswith(LOG_SUFFIXES) or low.startswith(TFEVENTS_PREFIX)
+    suffixes, _, prefixes = _suffixes()
+    return low.endswith(suffixes) or low.startswith(prefixes)
 
 
 def looks_like_log(path: str) -> bool:
@@ -192,6 +220,8 @@ def discover(paths: list[str]) -> list[RunSource]:
 
 
 def _walk(root: str) -> list[RunSource]:
+    from grpofit.readers.registry import folder as folder_shape
+
     found: list[RunSource] = []
     visited: set[str] = set()
     stack = [root]
@@ -208,11 +238,11 @@ def _walk(root: str) -> list[RunSource]:
             continue
         names = [e.name for e in entries]
         kind = _kind(folder, names)
-        if kind in ("wandb-run", "checkpoint"):
+        shape = folder_shape(kind) if kind else None
+        if shape is not None and shape.run:
             found.append(RunSource(folder, kind))
+        if shape is not None and shape.leaf:
             continue
-        if kind == "tensorboard":
-            found.append(RunSource(folder, "tensorboard"))
         has_state = "trainer_state.json" in names
         newest = None if has_state else newest_checkpoint(folder, names)
         subdirs = []
@@ -231,10 +261,10 @@ def _walk(root: str) -> list[RunSource]:
                         found.append(RunSource(e.path, "checkpoint"))
                     continue
                 subdirs.append(e.path)
-            elif kind == "tensorboard" and e.name.startswith(TFEVENTS_PREFIX):
-                continue
+            elif shape is not None and shape.run and e.name.startswith(TFEVENTS_PREFIX):
+                continue  # read as part of the TensorBoard folder
             elif not e.name.startswith(".") and is_candidate_file(e.name):  # hidden files are never runs
-                if e.name.lower().endswith(PEEK_SUFFIXES) and not looks_like_log(e.path):
+                if e.name.lower().endswith(_suffixes()[1]) and not looks_like_log(e.path):
                     continue
                 found.append(RunSource(e.path, "file"))
         stack.extend(reversed(subdirs))

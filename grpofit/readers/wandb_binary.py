@@ -477,23 +477,11 @@ def read_config_yaml(path: str) -> dict[str, Any]:
 
 
 def _flatten_config(raw: dict[str, Any]) -> dict[str, Any]:
-    """``{key: {"value": v}}`` (or ``{key: v}``) -> ``{"key": v}``, nested dicts as ``a.b.c``."""
-    out: dict[str, Any] = {}
+    """``{key: {"value": v}}`` (or ``{key: v}``) -> ``{"key": v}``, nested dicts as ``a.b.c``
+    (:func:`grpofit.readers.config.flatten`, the one W&B config flattener)."""
+    from grpofit.readers.config import flatten
 
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict) and value:
-            for k, v in value.items():
-                walk(f"{prefix}.{k}", v)
-        else:
-            out[prefix] = value
-
-    for key, entry in raw.items():
-        key = str(key)
-        if key == "_wandb" or key.startswith("_wandb"):
-            continue
-        value = entry["value"] if isinstance(entry, dict) and "value" in entry else entry
-        walk(key, value)
-    return out
+    return flatten(raw, wandb=True)
 
 
 def read_wandb_run_dir(path: str, *, step: str | None = None) -> list[Run]:
