@@ -109,7 +109,7 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
             sources.extend(discover([path]))
         except GrpofitError as e:
             out.errors.append(RunError(path, e.one_line()))
-    sources = unique_sources(sources, out.warnings, path_of=lambda s: s.path)
+    sources = unique_sources(sources, out.warnings, path_of=lambda s: getattr(s, "path", None))
     items: list = []
     exports: list = []
     for src in sources:
