@@ -65,7 +65,25 @@ DEBUG = typer.Option(False, "--debug", help="Show a traceback on errors.")
 
 def _warn(lines) -> None:
     for line in lines:
-        typer.echo(f"warning: {line}", err=True)
+        _echo_err(f"warning: {line}")
+
+
+def _echo_err(line: str) -> None:
+    """One line on stderr, control characters and undecodable bytes escaped (names in it come
+    from the user's files); a closed or full stderr is not an error of its own."""
+    from grpofit.safetext import printable
+
+    try:
+        typer.echo(printable(line, one_line=True), err=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _shown(doc):
+    """A document for the terminal (table, markdown): control characters in names escaped."""
+    from grpofit.safetext import printable_doc
+
+    return printable_doc(doc)
 
 
 def _print_json(doc: dict) -> None:
@@ -104,15 +122,16 @@ def fit(
     else:
         from grpofit import render
 
-        render.print_tables(render.fit_tables(doc["runs"]))
-        for line in render.fit_notes(doc["runs"]):
+        shown = _shown(doc["runs"])
+        render.print_tables(render.fit_tables(shown))
+        for line in render.fit_notes(shown):
             typer.echo(line)
     if plot is not None and done.results:
         from grpofit.plotting import save_fit_figure
 
         save_fit_figure(done.results, plot)
     for e in done.errors:
-        typer.echo(f"error: {e.error}", err=True)
+        _echo_err(f"error: {e.error}")
     return ExitCode.BAD_INPUT if done.errors else ExitCode.OK
 
 
@@ -162,15 +181,18 @@ def diagnose(
     if format is DiagnoseFormat.json:
         _print_json(doc)
     elif format is DiagnoseFormat.markdown:
-        typer.echo(render.diagnose_markdown(doc), nl=False)
+        typer.echo(render.diagnose_markdown(_shown(doc)), nl=False)
     else:
-        render.print_diagnose(doc)
-        for line in render.diagnose_evidence(doc, errors=False):  # errors: once, on stderr
+        shown = _shown(doc)
+        render.print_diagnose(shown)
+        for line in render.diagnose_evidence(shown, errors=False):  # errors: once, on stderr
             typer.echo(line)
     if junit is not None:
-        _write_text(junit, render.diagnose_junit(doc))
+        from grpofit.safetext import xml_text
+
+        _write_text(junit, xml_text(render.diagnose_junit(doc)))
     for e in doc.get("errors", []):
-        typer.echo(f"error: {e['error']}", err=True)
+        _echo_err(f"error: {e['error']}")
     if doc.get("errors"):
         return ExitCode.BAD_INPUT
     return ExitCode.OK if doc["gate"]["passed"] else ExitCode.GATE_FAILED
@@ -196,11 +218,10 @@ def _parse_thresholds(items: list[str]) -> dict[str, float]:
 
 
 def _write_text(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"cannot write {path}: {e.strerror}", path=str(path), fix="choose a writable path") from None
+    """Write ``text`` atomically: a reader (or an interrupt) never sees a partial file."""
+    from grpofit.atomic import write_text
+
+    write_text(path, text)
 
 
 # --------------------------------------------------------------------------- inspect
@@ -228,7 +249,7 @@ def inspect(
         return ExitCode.OK
     from grpofit import render
 
-    render.print_tables(render.inspect_tables(doc["runs"]))
+    render.print_tables(render.inspect_tables(_shown(doc["runs"])))
     return ExitCode.OK
 
 
@@ -382,6 +403,9 @@ def main(argv: list[str] | None = None) -> None:
         from click.exceptions import ClickException
 
     _single_threaded_blas()
+    from grpofit import interrupts
+
+    interrupts.install()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if not debug:
@@ -410,9 +434,9 @@ def main(argv: list[str] | None = None) -> None:
         else:
             typer.echo(f"error: {_click_line(e)}", err=True)
         code = ExitCode.BAD_INPUT
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        code = 130
+    except KeyboardInterrupt as e:
+        _echo_err(f"{interrupts.describe(e)}; outputs not written")
+        code = interrupts.exit_code(e)
     except BrokenPipeError:
         code = ExitCode.OK
     except Exception as e:  # a bug: still one line, never a traceback without --debug

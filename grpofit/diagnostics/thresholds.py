@@ -79,4 +79,6 @@ class Thresholds:
             values = {k: float(v) for k, v in overrides.items()}
         except (TypeError, ValueError) as e:
             raise UsageError(f"threshold values must be numbers ({e})", fix="e.g. --threshold rise_fail=8") from None
-        return replace(base, **values)
+        from grpofit.limits import check_thresholds
+
+        return replace(base, **check_thresholds(values))
