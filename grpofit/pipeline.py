@@ -142,10 +142,8 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
             sources.extend(discover([path], skipped))
         except GrpofitError as e:
             out.errors.append(RunError(path, e.one_line()))
-    sources = unique_sources(sources, out.warnings, path_of=lambda s: getattr(s, "path", None))
-
-
         add_skipped(out, skipped)
+    sources = unique_sources(sources, out.warnings, path_of=lambda s: getattr(s, "path", None))
     items: list = []
     exports: list = []
     for src in sources:
