@@ -21,6 +21,15 @@ ROLES = (
     "clip_ratio",
     "is_ratio",
     "response_length",
+    # diagnostic metrics (issue 16): truncation, group statistics, off-policy health
+    "truncation",
+    "truncated_count",
+    "rollout_count",
+    "filter_pass_rate",
+    "is_mean",
+    "is_std",
+    "is_ess",
+    "rollout_kl",
 )
 
 _VAL = r"(?:val-core|val-aux)/.+/(?:reward|acc|score|[^/]+)/mean@\d+"
@@ -75,6 +84,8 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"(?:valid|validation|test)/reward",
     ),
     "reward_std": (
+        r"group_reward_std",
+        r"train/group_reward_std",
         r"reward_std",
         r"rewards?/std",
         r"train/reward_std",
@@ -96,6 +107,7 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"actor/entropy",
         r"train/entropy",
         r"actor/entropy_loss",
+        r"entropy_avg",
         r"policy/entropy",
         r".*/entropy(?:_loss)?",
         r"(?:.*/)?token_entropy",
@@ -107,6 +119,8 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"actor/ppo_kl",
         r"critic/kl",
         r"objective/kl",
+        r"kl_loss",
+        r"kl_div(?:ergence)?",
         r".*/kl(?:_loss)?",
     ),
     "grad_norm": (
@@ -139,6 +153,40 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"train/completions/mean_length",
         r".*response_length/mean",
         r".*mean_length",
+        r"avg_response_len(?:gth)?",
+        r"avg_gen_tokens",
+        r"train/completion_length",
+        r"response_length",
+    ),
+    "truncation": (
+        r"response_length/clip_ratio",
+        r"completions/clipped_ratio",
+        r"train/completions/clipped_ratio",
+        r"rollout/truncated_rate",
+        r"train/rollout/truncated_rate",
+        r".*truncat(?:ed|ion)_(?:rate|ratio|frac(?:tion)?)",
+        r".*response_length[^/]*/clip_ratio",
+    ),
+    "truncated_count": (r"truncated_count", r"num_truncated", r".*/truncated_count"),
+    "rollout_count": (r"rollout_count", r"num_rollouts", r".*/rollout_count"),
+    "filter_pass_rate": (r"dynamic_filtering_pass_rate", r".*/dynamic_filtering_pass_rate"),
+    "is_mean": (
+        r"rollout_corr/rollout_is_mean",
+        r"sampling/importance_sampling_ratio/mean",
+        r".*rollout_is_mean",
+        r".*importance_sampling_ratio/mean",
+        r"policy_ratio",
+    ),
+    "is_std": (r"rollout_corr/rollout_is_std", r".*rollout_is_std", r".*importance_sampling_ratio/std"),
+    "is_ess": (r"rollout_corr/rollout_is_eff_sample_size", r".*eff(?:ective)?_sample_size(?:_frac(?:tion)?)?", r".*ess_frac(?:tion)?"),
+    "rollout_kl": (
+        r"rollout_corr/kl",
+        r"rollout_corr/k3_kl",
+        r"vllm_kl",
+        r".*/vllm_kl",
+        r"sampling/sampling_logp_difference/mean",
+        r".*sampling_logp_difference/mean",
+        r"training/rollout_probs_diff_mean",
     ),
 }
 
@@ -148,11 +196,22 @@ _COMPILED = {role: tuple(re.compile(p + r"\Z") for p in pats) for role, pats in 
 _EXCLUDE = re.compile(r".*(__MIN|__MAX|_min|_max|/min|/max|timing|_runtime|_timestamp)\Z")
 
 
+# length-cap clip ratios are truncation rates, not PPO clip fractions
+_LENGTH_CLIP = re.compile(r".*(?:response_length|prompt_length|completions?)[^/]*/clip(?:ped)?_ratio\Z")
+# rollout-vs-train KLs are off-policy health, not the KL to the reference policy
+_ROLLOUT_KL = re.compile(r".*(?:rollout_corr/|vllm|sampling/|rollout_probs).*\Z")
+_BOUNDED = ("clip_ratio", "is_ratio", "is_mean", "is_std", "is_ess", "rollout_kl", "truncation")
+
+
 def find_role(role: str, columns: Sequence[str]) -> str | None:
     """The column that fills ``role``, or None."""
     for pattern in _COMPILED[role]:
         for col in columns:
-            if role not in ("clip_ratio", "is_ratio") and _EXCLUDE.match(col):
+            if role not in _BOUNDED and _EXCLUDE.match(col):
+                continue
+            if role == "clip_ratio" and _LENGTH_CLIP.match(col):
+                continue
+            if role == "kl" and _ROLLOUT_KL.match(col):
                 continue
             if pattern.match(col):
                 return col
