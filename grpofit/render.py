@@ -126,7 +126,8 @@ def fit_tables(runs: list[dict]) -> list[Any]:
     out = []
     for r in runs:
         models = r.get("models") or {}
-        table = Table(title=esc(f"{r.get('run')}  [{r.get('metric')}]"), caption=esc(_fit_caption(r)), title_justify="left")
+        metric = r.get("metric") if r.get("role") != "eval_reward" else f"{r.get('metric')}, validation reward"
+        table = Table(title=esc(f"{r.get('run')}  [{metric}]"), caption=esc(_fit_caption(r)), title_justify="left")
         table.add_column("quantity")
         for name in models:
             table.add_column(name + (" (preferred)" if name == r.get("preferred") else ""))
@@ -150,6 +151,8 @@ def _fit_caption(r: dict) -> str:
         )
     if r.get("collapse"):
         parts.append(f"reward collapses at step {num(r['collapse'].get('step'))}: fitted the part before it")
+    if r.get("metric_note"):
+        parts.append(r["metric_note"])
     parts.append("value ± stderr [95% interval]")
     return "; ".join(parts)
 
