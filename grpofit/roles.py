@@ -51,6 +51,16 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"episode_reward",
         r"train/episode_reward",
         r"mean_reward",
+        # custom loops (Reasoning-from-Scratch, hand-written GRPO, console "Reward: x" lines)
+        r"reward_avg",
+        r"avg_reward",
+        r"reward_mean",
+        r"Reward",
+        r"(?:training|rollout|rollouts)/reward",
+        r"(?:train|training|rollout|rollouts)/(?:mean_reward|reward_avg|avg_reward|reward_mean)",
+        r"(?:train|training|rollout|rollouts)/rewards?/mean",
+        r"accuracy",
+        r"(?:train|training|rollout|rollouts)[/_]acc(?:uracy)?",
     ),
     "eval_reward": (
         r"eval_reward",
@@ -69,6 +79,9 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"eval/accuracy",
         r"eval_accuracy",
         r"eval/score",
+        r"eval_acc",
+        r"(?:eval|val|valid|validation|test)[/_](?:mean_reward|reward_avg|avg_reward|reward_mean|acc|accuracy|score)",
+        r"(?:valid|validation|test)/reward",
     ),
     "reward_std": (
         r"group_reward_std",
@@ -97,6 +110,7 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"entropy_avg",
         r"policy/entropy",
         r".*/entropy(?:_loss)?",
+        r"(?:.*/)?token_entropy",
     ),
     "kl": (
         r"kl",
@@ -227,3 +241,51 @@ def detect_roles(
         if col is not None:
             taken.add(col)
     return out
+
+
+#: ``role`` values a fitted series may have: the train reward, or a validation reward fitted
+#: because no train reward was logged
+FIT_ROLES = ("reward", "eval_reward")
+
+
+def reward_candidates(columns: Sequence[str]) -> list[str]:
+    """Every column that could be the train reward, in the order :func:`find_role` prefers."""
+    out: list[str] = []
+    for pattern in _COMPILED["reward"]:
+        for col in columns:
+            if col not in out and not _EXCLUDE.match(col) and pattern.match(col):
+                out.append(col)
+    return out
+
+
+def choose_reward(columns: Sequence[str], metric: str | None = None) -> dict:
+    """The series to fit and why: ``{"column", "role", "candidates", "note"}``.
+
+    The train reward is preferred; when several columns could be it, the first by the order of
+    :data:`PATTERNS` wins and ``note`` names the others. When no train reward is logged but a
+    validation reward is, that one is fitted with ``role`` ``eval_reward`` and ``note`` says so.
+    ``metric`` (``--metric``) is taken as given; its role is ``eval_reward`` when only the
+    validation patterns name it. ``column`` is None when nothing fits the role.
+    """
+    columns = list(columns)
+    train = reward_candidates(columns)
+    if metric is not None:
+        role = "eval_reward" if metric not in train and find_role("eval_reward", [metric]) else "reward"
+        auto = choose_reward(columns) if metric in columns else None
+        note = auto["note"] if auto and auto["column"] == metric else None
+        return {"column": metric, "role": role, "candidates": train, "note": note}
+    if train:
+        note = None
+        if len(train) > 1:
+            others = ", ".join(repr(c) for c in train[1:4]) + (" ..." if len(train) > 4 else "")
+            note = f"reward column {train[0]!r} chosen over {others}; pass --metric to fit another"
+        return {"column": train[0], "role": "reward", "candidates": train, "note": note}
+    val = find_role("eval_reward", columns)
+    if val is not None:
+        return {
+            "column": val,
+            "role": "eval_reward",
+            "candidates": [val],
+            "note": f"no train reward is logged: fitted the validation reward {val!r}",
+        }
+    return {"column": None, "role": "reward", "candidates": [], "note": None}
