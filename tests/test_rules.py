@@ -170,3 +170,28 @@ def test_rule_thresholds_have_ranges_and_override():
 
     names = {d["name"] for d in Thresholds.documentation()}
     assert names <= set(THRESHOLD_RANGES), names - set(THRESHOLD_RANGES)
+
+
+def test_readme_threshold_table_lists_every_threshold_with_its_default_and_range():
+    from pathlib import Path
+
+    from grpofit.limits import DEFAULT_RANGE, THRESHOLD_RANGES
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for d in Thresholds.documentation():
+        lo, hi = THRESHOLD_RANGES.get(d["name"], DEFAULT_RANGE)
+        hi_text = "∞" if hi >= 1e12 else f"{hi:g}"
+        assert f"| `{d['name']}` | {d['default']:g} | [{lo:g}, {hi_text}] |" in readme, d["name"]
+
+
+def test_plot_dir_gets_a_rules_figure_and_an_evals_figure(tmp_path):
+    from grpofit.diagnostics.figures import save_rule_figures
+
+    run = planted_rule_run("truncation", seed=0)
+    d = diagnose_run(run, group_size=8)
+    paths = save_rule_figures(d, run, tmp_path)
+    assert [p.name for p in paths] == ["planted-rule_truncation_0-" + paths[0].name.split("-")[-1].split(".")[0] + ".rules.png",
+                                       paths[1].name]
+    assert paths[1].name.endswith(".evals.png")
+    for p in paths:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
