@@ -65,7 +65,25 @@ DEBUG = typer.Option(False, "--debug", help="Show a traceback on errors.")
 
 def _warn(lines) -> None:
     for line in lines:
-        typer.echo(f"warning: {line}", err=True)
+        _echo_err(f"warning: {line}")
+
+
+def _echo_err(line: str) -> None:
+    """One line on stderr, control characters and undecodable bytes escaped (names in it come
+    from the user's files); a closed or full stderr is not an error of its own."""
+    from grpofit.safetext import printable
+
+    try:
+        typer.echo(printable(line, one_line=True), err=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _shown(doc):
+    """A document for the terminal (table, markdown): control characters in names escaped."""
+    from grpofit.safetext import printable_doc
+
+    return printable_doc(doc)
 
 
 def _print_json(doc: dict) -> None:
@@ -92,10 +110,11 @@ def fit(
     """
     from grpofit.analysis import fit_summary
     from grpofit.pipeline import fit_paths
+    from grpofit.vocabulary import SCHEMAS
 
     done = fit_paths(runs, metric=metric, step=step)
     _warn(done.warnings)
-    doc = {"schema": "grpofit.fit/1", "runs": [fit_summary(r) for r in done.results]}
+    doc = {"schema": SCHEMAS["fit"], "runs": [fit_summary(r) for r in done.results]}
     if done.errors:
         doc["errors"] = [e.summary() for e in done.errors]
     if format is TableOrJson.json:
@@ -103,15 +122,16 @@ def fit(
     else:
         from grpofit import render
 
-        render.print_tables(render.fit_tables(doc["runs"]))
-        for line in render.fit_notes(doc["runs"]):
+        shown = _shown(doc["runs"])
+        render.print_tables(render.fit_tables(shown))
+        for line in render.fit_notes(shown):
             typer.echo(line)
     if plot is not None and done.results:
         from grpofit.plotting import save_fit_figure
 
         save_fit_figure(done.results, plot)
     for e in done.errors:
-        typer.echo(f"error: {e.error}", err=True)
+        _echo_err(f"error: {e.error}")
     return ExitCode.BAD_INPUT if done.errors else ExitCode.OK
 
 
@@ -159,30 +179,27 @@ def diagnose(
     if format is DiagnoseFormat.json:
         _print_json(doc)
     elif format is DiagnoseFormat.markdown:
-        typer.echo(render.diagnose_markdown(doc), nl=False)
+        typer.echo(render.diagnose_markdown(_shown(doc)), nl=False)
     else:
-        render.print_diagnose(doc)
-        for line in render.diagnose_evidence(doc):
+        shown = _shown(doc)
+        render.print_diagnose(shown)
+        for line in render.diagnose_evidence(shown):
             typer.echo(line)
     if junit is not None:
-        _write_text(junit, render.diagnose_junit(doc))
+        from grpofit.safetext import xml_text
+
+        _write_text(junit, xml_text(render.diagnose_junit(doc)))
     for e in doc.get("errors", []):
-        typer.echo(f"error: {e['error']}", err=True)
+        _echo_err(f"error: {e['error']}")
     if doc.get("errors"):
         return ExitCode.BAD_INPUT
     return ExitCode.OK if doc["gate"]["passed"] else ExitCode.GATE_FAILED
 
 
 def _split_modes(text: str | None):
-    if not text:
-        return None
-    from grpofit.render import MODES
+    from grpofit.vocabulary import parse_modes
 
-    modes = [m.strip().replace("-", "_") for m in text.split(",") if m.strip()]
-    bad = [m for m in modes if m not in MODES]
-    if bad:
-        raise UsageError(f"unknown mode(s) in --fail-on: {', '.join(bad)}", fix="use any of: " + ", ".join(MODES))
-    return tuple(modes)
+    return parse_modes(text)
 
 
 def _parse_thresholds(items: list[str]) -> dict[str, float]:
@@ -199,11 +216,10 @@ def _parse_thresholds(items: list[str]) -> dict[str, float]:
 
 
 def _write_text(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"cannot write {path}: {e.strerror}", path=str(path), fix="choose a writable path") from None
+    """Write ``text`` atomically: a reader (or an interrupt) never sees a partial file."""
+    from grpofit.atomic import write_text
+
+    write_text(path, text)
 
 
 # --------------------------------------------------------------------------- inspect
@@ -221,8 +237,9 @@ def inspect(
     Example: grpofit inspect wandb/run-20260101_120000-abc123
     """
     from grpofit.readers.inspect import inspect_path
+    from grpofit.vocabulary import SCHEMAS
 
-    doc = {"schema": "grpofit.inspect/1", **inspect_path(run, step=step)}
+    doc = {"schema": SCHEMAS["inspect"], **inspect_path(run, step=step)}
     for info in doc["runs"]:
         _warn(f"{info['run']}: {w}" for w in info["warnings"])
     if format is TableOrJson.json:
@@ -230,7 +247,7 @@ def inspect(
         return ExitCode.OK
     from grpofit import render
 
-    render.print_tables(render.inspect_tables(doc["runs"]))
+    render.print_tables(render.inspect_tables(_shown(doc["runs"])))
     return ExitCode.OK
 
 
@@ -414,6 +431,46 @@ def backtest(
     return ExitCode.BAD_INPUT if doc.get("errors") else ExitCode.OK
 
 
+# --------------------------------------------------------------------------- watch
+
+
+class ExitOn(str, Enum):
+    fail = "fail"
+    warn = "warn"
+
+
+@app.command()
+def watch(
+    paths: List[str] = typer.Argument(..., help="Log files, run folders or folders where runs appear."),
+    interval: float = typer.Option(10.0, "--interval", help="Seconds between polls."),
+    on_fail: Optional[str] = typer.Option(None, "--on-fail", help="Shell command run once per new failure (GRPOFIT_RUN, GRPOFIT_MODE, GRPOFIT_EVIDENCE, GRPOFIT_STEP in its environment)."),
+    exit_on: Optional[ExitOn] = typer.Option(None, "--exit-on", help="Exit 1 as soon as a run reaches this status (fail or warn)."),
+    jsonl: Optional[Path] = typer.Option(None, "--jsonl", help="Append every alert and forecast update to this file as JSON lines."),
+    once: bool = typer.Option(False, "--once", help="Read everything once, report, and exit."),
+    max_polls: Optional[int] = typer.Option(None, "--max-polls", help="Stop after this many polls."),
+    metric: Optional[str] = METRIC,
+    step: Optional[str] = STEP,
+    eval_metric: Optional[str] = typer.Option(None, "--eval-metric", help="Eval column (auto-detected: eval_*, val-core/*, val/*)."),
+    group_size: Optional[int] = typer.Option(None, "--group-size", help="Group size G for every run (else from config or run name)."),
+    threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (see README)."),
+    no_forecast: bool = typer.Option(False, "--no-forecast", help="Judge and alert only; skip the forecasts."),
+    debug: bool = DEBUG,
+) -> int:
+    """Follow logs still being written: current reward, forecast, verdicts and alerts per run.
+
+    Example: grpofit watch outputs/ --exit-on fail --on-fail 'touch STOP' --jsonl watch.jsonl
+    """
+    from grpofit.watch.session import Session, WatchOptions
+
+    opts = WatchOptions(
+        paths=list(paths), interval=interval, once=once, max_polls=max_polls, on_fail=on_fail,
+        exit_on=exit_on.value if exit_on is not None else None, jsonl=str(jsonl) if jsonl else None,
+        metric=metric, step=step, eval_metric=eval_metric, group_size=group_size,
+        thresholds=_parse_thresholds(threshold), forecast=not no_forecast,
+    )
+    return Session(opts).run()
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -435,6 +492,9 @@ def main(argv: list[str] | None = None) -> None:
         from click.exceptions import ClickException
 
     _single_threaded_blas()
+    from grpofit import interrupts
+
+    interrupts.install()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if not debug:
@@ -463,9 +523,9 @@ def main(argv: list[str] | None = None) -> None:
         else:
             typer.echo(f"error: {_click_line(e)}", err=True)
         code = ExitCode.BAD_INPUT
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        code = 130
+    except KeyboardInterrupt as e:
+        _echo_err(f"{interrupts.describe(e)}; outputs not written")
+        code = interrupts.exit_code(e)
     except BrokenPipeError:
         code = ExitCode.OK
     except Exception as e:  # a bug: still one line, never a traceback without --debug

@@ -9,7 +9,6 @@ dies takes only its own run with it.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -45,83 +44,60 @@ class Outcome:
 
 
 def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None = None) -> Outcome:
-    """Read and fit every run of every path; a bad path is recorded, the others still fitted.
+    """Read and fit every run of every path; a bad path or run is recorded, the others still fitted.
 
-    A single path that fails raises (the plain ``fit one.csv`` case gets the error itself).
+    A single file that fails raises (the plain ``fit one.csv`` case gets the error itself).
+    A folder is walked like ``diagnose`` does: each run in it is read and fitted on its own.
     """
+    import os
+
     from grpofit.analysis import fit_run
-    from grpofit.readers import read_path
+    from grpofit.readers import discover, read_path
+    from grpofit.readers.discover import dir_kind
 
     out = Outcome()
+    units: list[str] = []
     for path in paths:
+        if path != "-" and os.path.isdir(path) and dir_kind(path) is None:
+            skipped: list = []
+            try:
+                units.extend(src.path for src in discover([path], skipped))
+            except GrpofitError as e:
+                if len(paths) == 1:
+                    raise
+                out.errors.append(RunError(path, e.one_line()))
+            add_skipped(out, skipped)
+        else:
+            units.append(path)
+    for path in units:
         try:
             runs = read_path(path, step=step)
-            for run in runs:
-                out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
-                out.results.append(fit_run(run, metric=metric))
         except GrpofitError as e:
-            if len(paths) == 1:
+            if len(units) == 1 and not out.errors:
                 raise
             out.errors.append(RunError(path, e.one_line()))
+            continue
+        for run in runs:
+            out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
+            try:
+                out.results.append(fit_run(run, metric=metric))
+            except GrpofitError as e:
+                if len(units) == 1 and len(runs) == 1 and not out.errors:
+                    raise
+                out.errors.append(RunError(run.name, e.one_line()))
     return out
 
 
 # --------------------------------------------------------------------------- finding runs
 
 
-def run_key(run) -> str | None:
-    """The name that ties one run's metrics across files (the ``::run name`` of a panel export)."""
-    if "::" in run.name:
-        return run.name.split("::", 1)[1]
-    return None
-
-
-def join_by_run_name(runs: list) -> list:
-    """Merge runs that carry the same ``::run name`` (one W&B panel export per metric)."""
-    from grpofit.roles import find_role
-    from grpofit.runs import merge_runs
-
-    groups: dict[str, list] = {}
-    order: list = []
-    for run in runs:
-        key = run_key(run)
-        if key is None:
-            order.append(run)
-            continue
-        if key not in groups:
-            groups[key] = []
-            order.append(key)
-        groups[key].append(run)
-    out = []
-    for item in order:
-        if not isinstance(item, str):
-            out.append(item)
-            continue
-        members = groups[item]
-        # the file holding the reward names the joined run
-        members.sort(key=lambda r: find_role("reward", r.numeric_columns()) is None)
-        out.append(members[0] if len(members) == 1 else merge_runs(members))
-    return out
-
-
-def _is_panel_export(path: str) -> bool:
-    """Whether a file is a W&B panel export (its runs may continue in another file)."""
-    from grpofit.readers import sniff
-
-    if not os.path.isfile(path):
-        return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-            # a panel export's header names its columns "<run> - <key>": a complete first line
-            # without " - " settles it (the usual log) without reading and sniffing 64 KB
-            first = head.lstrip()
-            if b" - " not in head and (b"\n" in first or b"\r" in first):
-                return False
-            head += f.read(65536 - len(head))
-        return sniff(head, path) == "wandb-export"
-    except (OSError, GrpofitError):
-        return False
+def add_skipped(out: Outcome, skipped: list) -> None:
+    """What the folder walk left out: errors (an unreadable folder) or warnings (links, FIFOs)."""
+    for s in skipped:
+        if s.error:
+            out.errors.append(RunError(s.path, s.reason))
+        else:
+            out.warnings.append(s.line())
 
 
 def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outcome]:
@@ -131,18 +107,26 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
     the outcome holds discovery and reading errors and the reading warnings of joined runs.
     """
     from grpofit.readers import discover, read_path
+    from grpofit.readers.panels import is_panel_export, join_by_run_name
 
     out = Outcome()
     sources = []
     for path in paths:
+        if not isinstance(path, str):  # a Run given through the Python API: judged as it is
+            sources.append(path)
+            continue
+        skipped: list = []
         try:
-            sources.extend(discover([path]))
+            sources.extend(discover([path], skipped))
         except GrpofitError as e:
             out.errors.append(RunError(path, e.one_line()))
+        add_skipped(out, skipped)
     items: list = []
     exports: list = []
     for src in sources:
-        if src.kind == "file" and _is_panel_export(src.path):
+        if not hasattr(src, "kind"):
+            items.append(src)
+        elif src.kind == "file" and is_panel_export(src.path):
             try:
                 runs = read_path(src.path, step=step)
             except GrpofitError as e:
@@ -251,9 +235,19 @@ def _preload(options: JudgeOptions) -> None:
         grpofit.plotting._pyplot()
 
 
-def _judge_chunk(chunk: list, options: JudgeOptions) -> list[Outcome]:
+#: set by a worker when it starts judging an item (shared with forked workers by inheritance):
+#: after a worker dies, the started but unfinished items are the suspects
+_STARTED = None
+
+
+def _judge_chunk(chunk: list, items: list, options: JudgeOptions) -> list[Outcome]:
     """:func:`judge_item` for a few items in one worker call (fewer round trips)."""
-    return [judge_item(item, options) for item in chunk]
+    out = []
+    for i, item in zip(chunk, items):
+        if _STARTED is not None:
+            _STARTED[i] = 1
+        out.append(judge_item(item, options))
+    return out
 
 
 def _chunk_size(n: int, jobs: int) -> int:
@@ -261,40 +255,113 @@ def _chunk_size(n: int, jobs: int) -> int:
     return max(1, min(8, n // (8 * jobs)))
 
 
-def _judge_parallel(items, options, jobs, parts, progress):
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+def _worker_signals() -> None:
+    """In a worker: die on SIGTERM/SIGHUP (the parent sends them), ignore Ctrl-C (the parent,
+    which gets it too, stops the workers): no worker tracebacks, no orphans."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def _new_pool(context, jobs: int):
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_signals)
+
+
+def stop_pool(pool, grace: float = 1.0) -> None:
+    """Stop every worker of ``pool`` now: SIGTERM, then SIGKILL after ``grace`` seconds."""
+    import time
+
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + grace
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join(1.0)
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _run_round(pool, todo: list[int], items, options, jobs, parts, progress) -> bool:
+    """Judge ``todo`` in ``pool``; True when a worker died (the pool is then broken)."""
+    from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
+    size = _chunk_size(len(todo), jobs)
+    chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+    broken = False
+    futures = {pool.submit(_judge_chunk, idx, [items[i] for i in idx], options): idx for idx in chunks}
+    for fut in as_completed(futures):
+        idx = futures[fut]
+        try:
+            results = fut.result()
+        except BrokenProcessPool:
+            broken = True
+            continue
+        for i, part in zip(idx, results):
+            parts[i] = part
+        if progress:
+            progress(len(idx))
+    return broken
+
+
+def _judge_parallel(items, options, jobs, parts, progress):
+    """Judge in a pool of ``jobs`` forked workers. A worker that dies breaks the pool: the items
+    it may have been judging are retried one by one in a process of their own (only an item
+    that kills its worker again is lost), and the pool is rebuilt for everything else. On
+    SIGINT/SIGTERM/SIGHUP (an exception here, see :func:`grpofit.cli.main`) every worker is
+    stopped before the exception goes on."""
+    import multiprocessing
+
+    global _STARTED
     _preload(options)
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    size = _chunk_size(len(items), jobs)
-    chunks = [list(range(i, min(i + size, len(items)))) for i in range(0, len(items), size)]
-    suspects: list[int] = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {pool.submit(_judge_chunk, [items[i] for i in idx], options): idx for idx in chunks}
-        for fut in as_completed(futures):
-            idx = futures[fut]
+    _STARTED = context.RawArray("b", len(items)) if "fork" in methods else None
+    todo = list(range(len(items)))
+    try:
+        while todo:
+            pool = _new_pool(context, jobs)
             try:
-                for i, part in zip(idx, fut.result()):
-                    parts[i] = part
-            except BrokenProcessPool:
-                suspects.extend(idx)
-                continue
-            if progress:
-                progress(len(idx))
-    # a dead worker breaks the whole pool: retry the unfinished items one by one in a process
-    # of their own, so only an item that kills its worker again is lost
-    for i in sorted(suspects):
-        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-            try:
-                parts[i] = pool.submit(judge_item, items[i], options).result()
-            except BrokenProcessPool:
-                label = items[i] if isinstance(items[i], str) else items[i].name
-                parts[i] = Outcome(errors=[RunError(label, "the worker judging this run died (out of memory or killed)")])
-        if progress:
-            progress(1)
+                broken = _run_round(pool, todo, items, options, jobs, parts, progress)
+            except BaseException:
+                stop_pool(pool)
+                raise
+            stop_pool(pool) if broken else pool.shutdown(wait=True)
+            left = [i for i in todo if parts[i] is None]
+            if not broken or not left:
+                break
+            if _STARTED is None:
+                suspects, todo = left, []
+            else:
+                suspects = [i for i in left if _STARTED[i]]
+                todo = [i for i in left if not _STARTED[i]]
+            for i in suspects:
+                parts[i] = _judge_alone(context, items[i], options)
+                if progress:
+                    progress(1)
+    finally:
+        _STARTED = None
+
+
+def _judge_alone(context, item, options) -> Outcome:
+    """One item in a worker of its own: its death costs only this item."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = _new_pool(context, 1)
+    try:
+        return pool.submit(judge_item, item, options).result()
+    except BrokenProcessPool:
+        label = item if isinstance(item, str) else item.name
+        return Outcome(errors=[RunError(label, "the worker judging this run died (out of memory or killed)")])
+    finally:
+        stop_pool(pool)
 
 
 # --------------------------------------------------------------------------- diagnose
@@ -321,8 +388,12 @@ def diagnose_paths(
     parallel with ``jobs``).
     """
     from grpofit.diagnostics import MODES, Thresholds, gate
+    from grpofit.vocabulary import SCHEMAS
     from grpofit.groupsize import group_size_by_experiment
 
+    from grpofit.limits import check_min_r2
+
+    min_r2 = check_min_r2(min_r2)
     th = Thresholds.from_overrides(thresholds or {})
     options = JudgeOptions(
         diagnose={"metric": metric, "eval_metric": eval_metric, "thresholds": th, "group_size": group_size},
@@ -333,12 +404,21 @@ def diagnose_paths(
     items, found = plan_work(paths, step=step)
     if not items and len(found.errors) == 1 and len(paths) == 1:
         raise GrpofitError(found.errors[0].error)  # nothing readable at all: the reason is the answer
+    from grpofit.limits import cap_jobs
+
+    jobs = cap_jobs(jobs, len(items))
     with _progress(len(items)) as advance:
-        judged = judge_items(items, options, jobs=jobs, progress=advance)
+        try:
+            judged = judge_items(items, options, jobs=jobs, progress=advance)
+        except OSError as e:  # no process could be started (fork failed: out of memory or processes)
+            if jobs <= 1:
+                raise
+            found.warnings.append(f"--jobs {jobs}: cannot start worker processes ({e.strerror or e}); judged the runs in one process")
+            judged = judge_items(items, options, jobs=1, progress=advance)
     found.extend(judged)
     diagnoses = found.results
     doc: dict[str, Any] = {
-        "schema": "grpofit.diagnose/1",
+        "schema": SCHEMAS["diagnose"],
         "runs": [d.summary() for d in diagnoses],
         "gate": gate(diagnoses, fail_on=fail_on or MODES, min_r2=min_r2),
     }

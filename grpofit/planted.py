@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-MODES = ("train_eval_decoupling", "advantage_degeneracy", "policy_concentration", "dynamical_instability")
+from grpofit.vocabulary import MODES
 
 
 def _batch(p: np.ndarray, kappa: np.ndarray, rng, group_size: int, batch_prompts: int):

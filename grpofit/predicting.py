@@ -53,7 +53,7 @@ def run_predict(
             raise UsageError("--what-if-* options need --from-run RUN", fix="add --from-run RUN (its fit gives the plateau and start)")
         plateau = None
         if bandit is not None:
-            from grpofit.simulation import plateau_at_group_size
+            from grpofit.dynamics.bandit import plateau_at_group_size
 
             plateau = plateau_at_group_size(group_size=0, **bandit)
         doc = dynamics.predict(

@@ -9,19 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-MODES = ("train_eval_decoupling", "advantage_degeneracy", "policy_concentration", "dynamical_instability")
-MODE_TITLES = {
-    "train_eval_decoupling": "train-eval",
-    "advantage_degeneracy": "advantage",
-    "policy_concentration": "entropy",
-    "dynamical_instability": "dynamics",
-}
-SHORT_TITLES = {
-    "train_eval_decoupling": "T-E",
-    "advantage_degeneracy": "adv",
-    "policy_concentration": "ent",
-    "dynamical_instability": "dyn",
-}
+from grpofit.vocabulary import MODE_TITLES, MODES, SHORT_TITLES  # the contract's names, spelled once
+
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim"}
 PARAM_TITLES = {
     "plateau": "plateau p*",
@@ -114,7 +103,8 @@ def fit_tables(runs: list[dict]) -> list[Any]:
     out = []
     for r in runs:
         models = r.get("models") or {}
-        table = Table(title=esc(f"{r.get('run')}  [{r.get('metric')}]"), caption=esc(_fit_caption(r)), title_justify="left")
+        metric = r.get("metric") if r.get("role") != "eval_reward" else f"{r.get('metric')}, validation reward"
+        table = Table(title=esc(f"{r.get('run')}  [{metric}]"), caption=esc(_fit_caption(r)), title_justify="left")
         table.add_column("quantity")
         for name in models:
             table.add_column(name + (" (preferred)" if name == r.get("preferred") else ""))
@@ -138,6 +128,8 @@ def _fit_caption(r: dict) -> str:
         )
     if r.get("collapse"):
         parts.append(f"reward collapses at step {num(r['collapse'].get('step'))}: fitted the part before it")
+    if r.get("metric_note"):
+        parts.append(r["metric_note"])
     parts.append("value ± stderr [95% interval]")
     return "; ".join(parts)
 
@@ -377,6 +369,19 @@ def predict_tables(doc: dict) -> list[Any]:
     return out
 
 
+def _trajectory_text(traj: dict) -> str | None:
+    """The label, plus the exact growth factor and the noise when the run is noise-driven."""
+    label = traj.get("label")
+    if label is None or "growth_factor" not in traj:
+        return label
+    extra = []
+    if traj.get("growth_factor") is not None:
+        extra.append(f"exact growth {num(traj['growth_factor'], 4)}/step")
+    if traj.get("fluctuation") == "stationary":
+        extra.append("stationary fluctuation around p*, not instability")
+    return label + (f" ({'; '.join(extra)})" if extra else "")
+
+
 def simulate_tables(doc: dict, out: str) -> list[Any]:
     """What a simulated bandit run wrote and what it measured (everything is in ``FILE.meta.json``)."""
     pred = doc.get("predicted") or {}
@@ -390,7 +395,7 @@ def simulate_tables(doc: dict, out: str) -> list[Any]:
         ("plateau, exact mean field", doc.get("plateau_exact")),
         ("curvature K (Jacobian at p*)", doc.get("curvature")),
         ("noise strength D (measured)", doc.get("noise_D")),
-        ("trajectory", traj.get("label")),
+        ("trajectory", _trajectory_text(traj)),
         ("late mean / variance of p", f"{num(doc.get('late_mean'))} / {num(doc.get('late_variance'))}"),
         ("predicted regime (closed form)", pred.get("regime")),
         ("predicted damping ratio", pred.get("damping_ratio")),

@@ -7,6 +7,20 @@ import json
 from tests.benchmarks.__main__ import SECTIONS, loglog_slope, main
 
 
+def test_heldout_runs_follow_the_forced_oscillator():
+    from tests.benchmarks.data import forced_oscillator_runs
+
+    runs = forced_oscillator_runs(30, n_steps=400, seed=1)
+    for run in runs:
+        truth = run["truth"]
+        late = run["reward"][-100:].mean()
+        # binomial means of a relaxed run sit near the plateau (4 sd of the noise at the least batch)
+        if truth["process_sd"] == 0 and truth["timescale"] < 60 and truth["damping_ratio"] > 0.5:
+            assert abs(late - truth["plateau"]) < 4 * 0.5 / (truth["batch"] * 100) ** 0.5 + 0.01
+        assert truth["inertia"] == __import__("pytest").approx(truth["timescale"] / (4 * truth["damping_ratio"] ** 2))
+    assert {r["truth"]["format"] for r in runs} == {"csv", "jsonl", "trainer_state", "wandb_csv"}
+
+
 def test_loglog_slope_of_a_power_law():
     xs = [10, 100, 1000]
     assert abs(loglog_slope(xs, [3 * x for x in xs]) - 1.0) < 1e-9
@@ -23,12 +37,24 @@ def test_quick_benchmark_runs_every_section(tmp_path, capsys):
     assert set(doc["raw"]) >= set(SECTIONS)
     # figures are real measurements, not placeholders
     fit = doc["raw"]["fit"]
-    assert fit["grpofit_s"][0] > 0 and fit["plain_s"][0] > 0 and fit["ratio"] > 0
-    assert 0.0 <= fit["grpofit_recovery"]["oscillator"] <= 1.0
-    assert fit["grpofit_recovery"]["missing"] == 0
+    counts = doc["config"]["sizes"]["fit_counts"]
+    for n in counts:
+        cell = fit["measures"][str(n)]
+        for tool in ("grpofit", "plain"):
+            assert cell[tool]["wall"][0] > 0 and cell[tool]["cpu"][0] > 0 and cell[tool]["rss"][0] > 10
+        assert len(fit["paired_ratios"][str(n)]["wall"]) == doc["config"]["repeats"]
+    assert fit["errors"] == 0
+    assert sum(c["n"] for c in fit["recovery"].values()) == max(counts)
     assert doc["raw"]["sweep"]["judged"]["jobs1"] == doc["config"]["sizes"]["sweep_runs"]
+    assert doc["raw"]["sweep"]["paired_speedups"][0] > 0
     reading = doc["raw"]["reading"]
     assert reading["csv_mb_per_s"] > 0 and reading["runs"]["csv"]["rss"][0] > 10  # MB, a real process
+    readers = doc["raw"]["readers"]
+    rows = doc["config"]["sizes"]["reader_rows"]
+    assert {f"{f}_{r}" for f in ("csv", "jsonl", "trainer_state", "wandb_csv", "tfevents") for r in rows} <= set(readers)
+    assert readers[f"csv_{rows[0]}"]["peer_s"] and readers[f"csv_{rows[0]}"]["ratio"] > 0
+    assert set(readers["pandas_imported_for_small_files"]) == {"csv", "jsonl", "trainer_state", "wandb_csv", "tfevents"}
+    assert doc["raw"]["long_fit"]["rss_mb"][0] > 10
     assert len(doc["raw"]["growth"]["fit"]["seconds"]) == len(doc["config"]["sizes"]["growth_lengths"])
     # one table, three renderings of the same rows
     md = out_md.read_text()

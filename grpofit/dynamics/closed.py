@@ -82,7 +82,7 @@ class ClosedForm:
     damping: float
     stiffness: float
     damping_ratio: float
-    regime: str  #: overdamped / critical / underdamped, or "unstable" when C <= 0
+    regime: str  #: overdamped / critical / underdamped; "marginal" at C = 0 (to rounding), "unstable" when C < 0
     stable: bool
     timescale: float | None  #: C / K_eff (None when unstable)
     inertia: float | None  #: M / C (None when unstable)
@@ -109,7 +109,8 @@ def closed_form(
 
     Stable iff ``C > 0``, i.e. ``eta K K_ref < 1 - mu`` in the paper's case. Critical refresh
     interval ``K_ref* = (1 - mu)/(eta K)``, critical learning rate ``eta* = (1 - mu)/(K K_ref)``.
-    The regime is ``"unstable"`` whenever ``C <= 0`` (then ``timescale`` and ``inertia`` are None
+    At ``C = 0`` (to rounding: ``|1 - mu - eta K_lag K_ref| <= 1e-9`` of its terms) the regime is
+    ``"marginal"`` and not stable. The regime is ``"unstable"`` whenever ``C < 0`` (then ``timescale`` and ``inertia`` are None
     and ``damping_ratio`` is negative or zero: anti-damping).
     """
     _check(lr, momentum, refresh_interval, curvature)
@@ -125,8 +126,12 @@ def closed_form(
     damping = delta * (1.0 - mu - eta * k_lag * L)
     stiffness = eta * curvature
     zeta = damping / (2.0 * math.sqrt(mass * stiffness))
-    stable = damping > 0
-    if not stable:
+    # C = delta (1 - mu - eta K_lag K_ref) is a difference of O(1) terms: a tie is zero only to rounding
+    tie = abs(1.0 - mu - eta * k_lag * L) <= 1e-9 * max(1.0 - mu, eta * k_lag * L, 1e-300)
+    stable = damping > 0 and not tie
+    if tie:
+        regime = "marginal"
+    elif not stable:
         regime = "unstable"
     elif abs(zeta - 1.0) < CRITICAL_TOL:
         regime = "critical"

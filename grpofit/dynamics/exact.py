@@ -44,6 +44,15 @@ EIG_DELAY = 150
 MAX_FIXED_THRESHOLD = 20_000
 #: largest refresh interval scanned for the sawtooth threshold
 MAX_SAWTOOTH_INTERVAL = 1_000_000
+#: a per-step growth factor within this of one is *marginal* (an exact tie such as
+#: ``eta K = 1 - mu`` at ``K_ref = 1``): neither stable nor growing. The same margin decides
+#: ``stable`` and the critical refresh interval, so the two never contradict each other.
+MARGIN = 1e-9
+
+
+def _decays(per_step_radius: float) -> bool:
+    """Stable: the per-step growth factor is below one by more than :data:`MARGIN`."""
+    return per_step_radius < 1.0 - MARGIN
 
 
 @dataclass(frozen=True)
@@ -54,11 +63,11 @@ class ExactStability:
     refresh_interval: int
     spectral_radius: float | None  #: per-step growth factor of ||e_n|| (sawtooth: rho(P)^(1/K_ref))
     period_radius: float | None  #: sawtooth: rho of the monodromy matrix P over one period
-    stable: bool | None  #: spectral radius < 1
-    regime: str  #: monotone / oscillatory / unstable / unknown
+    stable: bool | None  #: spectral radius < 1 - MARGIN
+    regime: str  #: monotone / oscillatory / marginal (|rho - 1| <= MARGIN) / unstable / unknown
     dominant_eigenvalue: complex | None  #: per step (fixed) or per period (sawtooth)
     oscillation_period: float | None  #: steps, from the phase of the dominant eigenvalue
-    critical_refresh_interval: int | None  #: smallest unstable integer K_ref (None: none found)
+    critical_refresh_interval: int | None  #: smallest integer K_ref that does not decay (None: none found)
     note: str | None = None
 
     @property
@@ -93,8 +102,12 @@ _LAG_TEXT = {
 
 
 def _discrete_regime(ev: complex, radius: float, per: int = 1) -> tuple[str, float | None]:
-    """monotone (dominant eigenvalue real positive) / oscillatory (complex or negative) / unstable."""
-    if radius >= 1.0:
+    """monotone (dominant eigenvalue real positive) / oscillatory (complex or negative) /
+    marginal (per-step growth within :data:`MARGIN` of one) / unstable."""
+    step_radius = radius ** (1.0 / per) if math.isfinite(radius) and radius > 0 else radius
+    if abs(step_radius - 1.0) <= MARGIN:
+        regime = "marginal"
+    elif radius >= 1.0:
         regime = "unstable"
     elif radius == 0 or (abs(ev.imag) <= 1e-12 * max(radius, 1e-300) and ev.real > 0):
         regime = "monotone"
@@ -243,7 +256,8 @@ def critical_refresh_interval(
     curvature_current: float = 0.0,
     max_interval: int | None = None,
 ) -> int | None:
-    """Smallest integer ``K_ref >= 1`` at which the exact recursion is unstable (rho >= 1).
+    """Smallest integer ``K_ref >= 1`` at which the exact recursion does not decay
+    (per-step growth ``>= 1 - MARGIN``: unstable, or marginal at an exact tie).
 
     Exponential search then bisection, which assumes stability is lost once and for all as
     ``K_ref`` grows (true for both lag models in the tested range; the bisection result is
@@ -255,31 +269,35 @@ def critical_refresh_interval(
     if lag_model == "fixed":
         cap = max_interval or MAX_FIXED_THRESHOLD
         radius = lambda L: 0.0 if _fixed_stable(lr, momentum, L, k_lag, curvature_current) else 1.0  # noqa: E731
+        grows = lambda L: radius(L) >= 1  # noqa: E731
     elif lag_model == "sawtooth":
         cap = max_interval or MAX_SAWTOOTH_INTERVAL
         radius = lambda L: _sawtooth_radius(lr, momentum, L, k_lag, curvature_current)[1]  # noqa: E731
+        grows = lambda L: not _decays(radius(L) ** (1.0 / L))  # noqa: E731
     else:
         raise UsageError(f"unknown lag model {lag_model!r}", fix="use 'fixed' or 'sawtooth'")
-    if radius(1) >= 1:
+    if lag_model == "fixed" and not _decays(_fixed_radius(lr, momentum, 1, k_lag, curvature_current)[1]):
+        return 1
+    if grows(1):
         return 1
     lo, hi = 1, 2
-    while radius(hi) < 1:
+    while not grows(hi):
         if hi >= cap:
             return None
         lo, hi = hi, min(hi * 2, cap)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if radius(mid) >= 1:
+        if grows(mid):
             hi = mid
         else:
             lo = mid
     if lag_model == "fixed":
         # the winding test is ill-conditioned when a root sits ~1e-7 from the unit circle:
         # settle the last step with the polished dominant root
-        exact = lambda L: _fixed_radius(lr, momentum, L, k_lag, curvature_current)[1]  # noqa: E731
-        while hi > 1 and exact(hi - 1) >= 1:
+        decays = lambda L: _decays(_fixed_radius(lr, momentum, L, k_lag, curvature_current)[1])  # noqa: E731
+        while hi > 1 and not decays(hi - 1):
             hi -= 1
-        while exact(hi) < 1 and hi < cap:
+        while decays(hi) and hi < cap:
             hi += 1
     return hi
 
@@ -308,7 +326,7 @@ def exact_fixed_delay(
                               note=f"delay {L} > {MAX_FIXED_DELAY}: not computed")
     ev, r = _fixed_radius(lr, momentum, L, k_lag, curvature_current)
     regime, period = _discrete_regime(ev, r)
-    return ExactStability("fixed", L, r, None, r < 1, regime, ev, period, crit, note)
+    return ExactStability("fixed", L, r, None, _decays(r), regime, ev, period, crit, note)
 
 
 def exact_sawtooth(
@@ -329,7 +347,7 @@ def exact_sawtooth(
     ev, rP = _sawtooth_radius(lr, momentum, kref, k_lag, curvature_current)
     r = rP ** (1.0 / kref) if math.isfinite(rP) else math.inf
     regime, period = _discrete_regime(ev, rP, per=kref)
-    return ExactStability("sawtooth", kref, r, rP, rP < 1, regime, ev, period, crit, note)
+    return ExactStability("sawtooth", kref, r, rP, _decays(r), regime, ev, period, crit, note)
 
 
 def linear_recursion(

@@ -11,7 +11,7 @@ from grpofit.dynamics.closed import PAPER_LAG, ClosedForm, closed_form, stationa
 from grpofit.dynamics.exact import ExactStability, exact_fixed_delay, exact_sawtooth
 from grpofit.errors import UsageError
 
-__all__ = ["Prediction", "predict"]
+__all__ = ["Prediction", "predict", "threshold_ratios"]
 
 
 @dataclass
@@ -101,6 +101,7 @@ class Prediction:
         }
         out["exact_fixed_delay"] = self.fixed.summary() if self.fixed else None
         out["exact_sawtooth"] = self.sawtooth.summary() if self.sawtooth else None
+        out["threshold_ratio"] = {k: _f(v) for k, v in threshold_ratios(c, self.fixed, self.sawtooth).items()} or None
         if self.group_size is not None:
             g = {
                 "group_size": self.group_size,
@@ -176,7 +177,7 @@ def predict(
     ``s_G(p*) = E_k[s_k^2/(s_k + eps)] / sqrt(p*(1-p*))`` (``k ~ Binomial(G, p*)``, ``s_k`` the
     population std of the group) and the zero-std fraction ``p*^G + (1-p*)^G``; with ``bandit``
     (keys ``beta``, ``arms``, ``correct``, optional ``advantage``) the corrected plateau of the
-    softmax bandit at that ``G`` (:func:`grpofit.simulation.plateau_at_group_size`).
+    softmax bandit at that ``G`` (:func:`grpofit.dynamics.bandit.plateau_at_group_size`).
     """
     cf = closed_form(lr, momentum, refresh_interval, curvature, delta, curvature_current)
     notes: list[str] = []
@@ -191,6 +192,14 @@ def predict(
                 notes.append("exact recursions are in optimizer steps (delta = 1)")
     if cf.stable and fixed is not None and saw is not None and not (fixed.stable and saw.stable):
         notes.append("the closed form says stable but an exact lag model does not: trust the exact answer")
+    ratios = threshold_ratios(cf, fixed, saw)
+    if ratios:
+        parts = [f"{label} {crit} = {r:.3g}x" for label, crit, r in (
+            ("exact fixed delay", fixed and fixed.critical_refresh_interval, ratios.get("fixed_delay")),
+            ("exact sawtooth", saw and saw.critical_refresh_interval, ratios.get("sawtooth"))) if r is not None]
+        notes.append(f"critical refresh interval, computed for these inputs: {', '.join(parts)} the closed "
+                     f"form's {cf.critical_refresh_interval:.4g} (the ratio depends on mu and eta K; "
+                     "no fixed factor holds)")
     noise_source = None
     group = None
     if group_size is not None:
@@ -209,8 +218,20 @@ def predict(
     )
 
 
+def threshold_ratios(cf: ClosedForm, fixed: ExactStability | None, saw: ExactStability | None) -> dict[str, float]:
+    """Exact critical refresh interval over the closed form's, per lag model (only where both exist)."""
+    ck = cf.critical_refresh_interval
+    out: dict[str, float] = {}
+    if not (ck > 0 and math.isfinite(ck)):
+        return out
+    for key, ex in (("fixed_delay", fixed), ("sawtooth", saw)):
+        if ex is not None and ex.critical_refresh_interval is not None:
+            out[key] = ex.critical_refresh_interval / ck
+    return out
+
+
 def _group_section(G: int, plateau: float | None, bandit: Mapping[str, Any] | None) -> dict[str, Any]:
-    from grpofit import simulation as sim
+    from grpofit.dynamics import bandit as sim
 
     out: dict[str, Any] = {}
     if plateau is not None and 0 < plateau < 1 and G > 0:

@@ -231,8 +231,8 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
         doc["remaining_gain"] = {"value": None, "ci95": None}
     doc["recommendation"] = _recommend(doc, steps, drift.rising, horizon_step)
     doc["note"] = None if horizon_step is not None else (
-        "no plan length: the run's config names no trainer.total_training_steps or max_steps; "
-        "pass --horizon N for the planned last step")
+        "cannot forecast yet: no plan length (the run's config names no trainer.total_training_steps "
+        "or max_steps; pass --horizon N); the plateau and the steps to 90/95% are still given")
     doc["current"] = {"step": _step_out(steps[-1]), "mean": float(np.mean(now)),
                       "ci95": [float(np.percentile(now, 2.5)), float(np.percentile(now, 97.5))]}
     doc["still_rising"] = bool(drift.rising)

@@ -6,8 +6,8 @@ sniffed from the content, never trusted from the suffix alone (see :mod:`.sniff`
 container has one small reader module, and every reader ends with ``grpofit.runs.make_run``.
 ``discover(paths)`` lists the run containers under paths for ``grpofit diagnose``.
 
-Formats: csv, tsv, csv-long, jsonl, verl-jsonl, trainer_state, log_history, wandb-export,
-wandb-history, wandb-run, wandb-binary, tensorboard, verl-console, trl-console.
+The formats, how each is recognised, read and found in folders, are the rows of one table:
+:data:`grpofit.readers.registry.FORMATS_TABLE`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Callable
 
 from grpofit.errors import MetricNotFound, ReadError, UnknownFormat
 from grpofit.readers.discover import RunSource, discover, dir_kind, newest_checkpoint
-from grpofit.readers.sniff import FORMATS, sniff
+from grpofit.readers.registry import FORMATS
+from grpofit.readers.sniff import sniff
 from grpofit.readers.source import PEEK, SUPPORTED_HINT, Source
 
 if TYPE_CHECKING:
@@ -43,15 +44,36 @@ def read_path(path: str, *, step: str | None = None) -> list[Run]:
     ``step`` names the step column (``--step``). Raises a :class:`ReadError` subclass naming
     the file and the fix for anything unreadable.
     """
+    import stat
+
+    from grpofit.readers.discover import check_exists
+    from grpofit.readers.source import read_stream
+
     path = str(path)
     if path == "-":
-        return read_bytes(sys.stdin.buffer.read(), "-", step=step)
-    if not os.path.exists(path):
-        raise ReadError("no such file or directory", path=path, fix="check the path")
+        stdin = sys.stdin.buffer if sys.stdin is not None else None
+        if stdin is None:
+            raise ReadError("standard input is closed", path="-", fix="pipe a log into grpofit or pass a file")
+        try:
+            data = read_stream(stdin, "-")
+        except OSError as exc:
+            raise ReadError(f"standard input cannot be read ({exc.strerror or exc})", path="-", fix="pipe a log into grpofit or pass a file") from None
+        return read_bytes(data, "-", step=step)
+    check_exists(path)
     if os.path.isdir(path):
         return _read_dir(path, step)
     if not os.access(path, os.R_OK):
         raise ReadError("is not readable (permission denied)", path=path, fix="check the file's permissions")
+    mode = os.stat(path).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):  # a named pipe, <(...), /dev/stdin: one read, bounded
+        try:
+            with open(path, "rb") as f:
+                data = read_stream(f, path)
+        except OSError as exc:
+            raise ReadError(f"cannot be read ({exc.strerror or exc})", path=path, fix="check the path") from None
+        return read_bytes(data, path, step=step)
+    if not stat.S_ISREG(mode):
+        raise ReadError("is a socket or device, not a log file", path=path, fix="point at a log file")
     return _read(Source(path, path=path), step)
 
 
@@ -75,8 +97,6 @@ def _read(src: Source, step: str | None) -> list:
     except OSError as exc:
         raise ReadError(f"cannot be read ({exc.strerror or exc})", path=src.name, fix="check the path and permissions") from None
     fmt = sniff(head, src.name, tail)
-    if fmt == "wandb-history" and head.lstrip()[:1] == b"{":
-        fmt = "jsonl"  # W&B history saved as JSONL: the JSONL reader names it wandb-history
     reader = _reader(fmt)
     try:
         return reader(src, fmt, step=step)
@@ -89,33 +109,23 @@ def _read(src: Source, step: str | None) -> list:
 
 
 def _reader(fmt: str) -> Callable:
-    if fmt in ("csv", "tsv", "csv-long", "wandb-export", "wandb-history"):
-        from grpofit.readers.delimited import read_delimited
+    from grpofit.readers.registry import get
 
-        return read_delimited
-    if fmt in ("jsonl", "verl-jsonl"):
+    row = get(fmt)
+    if row is None or row.reader is None:
+        raise UnknownFormat(f"has an unsupported format {fmt!r}", fix=f"grpofit reads {SUPPORTED_HINT}")
+    return row.load()
+
+
+def _read_wandb_history(src: Source, fmt: str, *, step: str | None = None) -> list:
+    """W&B API history saved as JSONL (the JSONL reader names it wandb-history) or CSV."""
+    if src.head(PEEK).lstrip()[:1] == b"{":
         from grpofit.readers.jsonl import read_jsonl
 
-        return read_jsonl
-    if fmt in ("trainer_state", "log_history"):
-        from grpofit.readers.hf import read_hf
+        return read_jsonl(src, "jsonl", step=step)
+    from grpofit.readers.delimited import read_delimited
 
-        return read_hf
-    if fmt == "verl-console":
-        from grpofit.readers.console import read_verl_console
-
-        return read_verl_console
-    if fmt == "trl-console":
-        from grpofit.readers.console import read_trl_console
-
-        return read_trl_console
-    if fmt == "tensorboard":
-        return _read_tensorboard
-    if fmt == "wandb-binary":
-        return _read_wandb_binary
-    if fmt == "parquet":
-        return _read_parquet
-    raise UnknownFormat(f"has an unsupported format {fmt!r}", fix=f"grpofit reads {SUPPORTED_HINT}")
+    return read_delimited(src, fmt, step=step)
 
 
 def _materialise(src: Source) -> tuple[str, Callable[[], None]]:
@@ -191,29 +201,37 @@ def _read_parquet(src: Source, fmt: str, *, step: str | None = None) -> list:
 
 
 def _read_dir(path: str, step: str | None) -> list:
-    kind = dir_kind(path)
-    if kind == "wandb-run":
-        from grpofit.readers.wandb_binary import read_wandb_run_dir
+    from grpofit.readers.registry import folder
 
-        return _wandb_run_dir(read_wandb_run_dir, path, step)
-    if kind == "checkpoint":
-        return _read_checkpoint(path, step)
-    if kind == "hf-output":
-        if os.path.isfile(os.path.join(path, "trainer_state.json")):
-            return _read(Source(path, path=os.path.join(path, "trainer_state.json")), step)
-        return _read_checkpoint(newest_checkpoint(path), step)
-    if kind == "tensorboard":
-        from grpofit.readers.config import config_in_dir
-
-        runs = _read_tensorboard(Source(path, path=path), "tensorboard", step=step)
-        cfg, cfg_src = config_in_dir(path)
-        for r in runs:
-            if cfg and not r.config:
-                r.config, r.config_source = cfg, cfg_src
-        return runs
+    shape = folder(dir_kind(path) or "")
+    if shape is not None:
+        return shape.reader()(path, step)
     runs: list = []
     for source in discover([path]):
         runs.extend(read_source(source, step=step))
+    return runs
+
+
+def _read_wandb_run_folder_path(path: str, step: str | None) -> list:
+    from grpofit.readers.wandb_binary import read_wandb_run_dir
+
+    return _wandb_run_dir(read_wandb_run_dir, path, step)
+
+
+def _read_hf_output(path: str, step: str | None) -> list:
+    if os.path.isfile(os.path.join(path, "trainer_state.json")):
+        return _read(Source(path, path=os.path.join(path, "trainer_state.json")), step)
+    return _read_checkpoint(newest_checkpoint(path), step)
+
+
+def _read_tensorboard_dir(path: str, step: str | None) -> list:
+    from grpofit.readers.config import config_in_dir
+
+    runs = _read_tensorboard(Source(path, path=path), "tensorboard", step=step)
+    cfg, cfg_src = config_in_dir(path)
+    for r in runs:
+        if cfg and not r.config:
+            r.config, r.config_source = cfg, cfg_src
     return runs
 
 

@@ -6,7 +6,10 @@ One run container is one :class:`RunSource`: a log file, a W&B run folder
 dir), or a TensorBoard log dir (a folder holding ``events.out.tfevents.*``). Files that are
 clearly not logs (model weights, tokenizer files, READMEs, configs, images) are ignored.
 Directories are tracked by real path, so symlink loops and ``latest-run`` links cannot hang or
-duplicate the walk.
+duplicate the walk. What the walk leaves out for a reason the user should know is reported
+through ``skipped``: links to folders outside the tree or back up the tree (never followed), named
+pipes, sockets and devices with a log's name (never opened: a FIFO would block), and folders that
+cannot be read (an error: such a run is listed and ``diagnose`` exits 2).
 """
 
 from __future__ import annotations
@@ -17,10 +20,6 @@ from dataclasses import dataclass
 
 from grpofit.errors import ReadError
 
-#: suffixes of candidate log files
-LOG_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".log", ".txt", ".tfevents", ".wandb", ".ndjson")
-#: candidate suffixes whose content is peeked at before they count as logs
-PEEK_SUFFIXES = (".json", ".log", ".txt")
 #: file names that are never logs even with a log's suffix
 IGNORE_NAMES = frozenset(
     {
@@ -47,15 +46,28 @@ IGNORE_NAMES = frozenset(
         "package-lock.json",
         "debug.log",
         "debug-internal.log",
+        "debug-core.log",
         "latest_checkpointed_iteration.txt",
     }
 )
 _IGNORE_PREFIX = re.compile(r"^(readme|license|licence|notice|changelog|copying)", re.IGNORECASE)
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
-_WANDB_RUN = re.compile(r"^(?:offline-)?run-")
+_WANDB_RUN = re.compile(r"^(?:(?:offline-)?run-|latest-run\Z)")
 _WANDB_FILE = re.compile(r"^run-.*\.wandb$")
 TFEVENTS_PREFIX = "events.out.tfevents."
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A path the walk did not read: ``error`` True when it may hold a run that was not judged."""
+
+    path: str
+    reason: str
+    error: bool = False
+
+    def line(self) -> str:
+        return f"{self.path}: {self.reason}"
 
 
 @dataclass(frozen=True, order=True)
@@ -68,8 +80,9 @@ class RunSource:
 
 
 def dir_kind(path: str) -> str | None:
-    """What a folder is as a run container: ``wandb-run``, ``checkpoint``, ``hf-output`` (holds
-    checkpoint-N folders), ``tensorboard``, or None for a plain folder."""
+    """What a folder is as a run container: the kind of the first folder shape of the format
+    table it matches (``wandb-run``, ``checkpoint``, ``hf-output`` (holds checkpoint-N folders),
+    ``tensorboard``, ...), or None for a plain folder."""
     try:
         names = os.listdir(path)
     except OSError:
@@ -78,18 +91,35 @@ def dir_kind(path: str) -> str | None:
 
 
 def _kind(path: str, names: list[str]) -> str | None:
+    from grpofit.readers.registry import folder_kind
+
+    return folder_kind(path, names)
+
+
+# --- folder shapes (the ``folders`` of the format table's rows) ---------------------------------
+
+
+def is_wandb_run(path: str, names: list[str]) -> bool:
+    """``wandb/run-*/`` or ``offline-run-*/`` holding ``run-<id>.wandb`` or ``files/wandb-history.jsonl``."""
     base = os.path.basename(os.path.normpath(path))
-    if _WANDB_RUN.match(base) and (
+    return bool(_WANDB_RUN.match(base)) and (
         any(_WANDB_FILE.match(n) for n in names) or os.path.isfile(os.path.join(path, "files", "wandb-history.jsonl"))
-    ):
-        return "wandb-run"
-    if _CHECKPOINT.match(base) and "trainer_state.json" in names:
-        return "checkpoint"
-    if any(n.startswith(TFEVENTS_PREFIX) for n in names):
-        return "tensorboard"
-    if newest_checkpoint(path, names) is not None:
-        return "hf-output"
-    return None
+    )
+
+
+def is_checkpoint(path: str, names: list[str]) -> bool:
+    """An HF ``checkpoint-N/`` folder holding ``trainer_state.json``."""
+    return bool(_CHECKPOINT.match(os.path.basename(os.path.normpath(path)))) and "trainer_state.json" in names
+
+
+def holds_tfevents(path: str, names: list[str]) -> bool:
+    """A TensorBoard log dir: it holds ``events.out.tfevents.*``."""
+    return any(n.startswith(TFEVENTS_PREFIX) for n in names)
+
+
+def is_hf_output(path: str, names: list[str]) -> bool:
+    """An HF output dir: it holds ``checkpoint-N/`` folders with a ``trainer_state.json``."""
+    return newest_checkpoint(path, names) is not None
 
 
 def newest_checkpoint(folder: str, names: list[str] | None = None) -> str | None:
@@ -108,12 +138,26 @@ def newest_checkpoint(folder: str, names: list[str] | None = None) -> str | None
     return os.path.join(folder, best[1]) if best else None
 
 
+def _suffixes() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(log suffixes, suffixes peeked at before they count, name prefixes), from the format table."""
+    global _SUFFIXES
+    if _SUFFIXES is None:
+        from grpofit.readers import registry
+
+        _SUFFIXES = (registry.log_suffixes(), registry.peek_suffixes(), registry.name_prefixes())
+    return _SUFFIXES
+
+
+_SUFFIXES: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None = None
+
+
 def is_candidate_file(name: str) -> bool:
     """By name alone: could this file be a training log?"""
     low = name.lower()
     if low in IGNORE_NAMES or _IGNORE_PREFIX.match(low):
         return False
-    return low.endswith(LOG_SUFFIXES) or low.startswith(TFEVENTS_PREFIX)
+    suffixes, _, prefixes = _suffixes()
+    return low.endswith(suffixes) or low.startswith(prefixes)
 
 
 def looks_like_log(path: str) -> bool:
@@ -157,24 +201,29 @@ def _first_line_is_object(text: bytes) -> bool:
         return False
 
 
-def discover(paths: list[str]) -> list[RunSource]:
+def discover(paths: list[str], skipped: list[Skipped] | None = None) -> list[RunSource]:
     """Every run under ``paths``: files given explicitly always count; folders are walked.
 
     Results are sorted by path within each argument (arguments keep their order) and each
     real file or folder appears once. Raises :class:`ReadError` for a missing path or a
-    folder without any log.
+    folder without any log. ``skipped`` (a list) receives what the walk left out and why.
     """
     out: list[RunSource] = []
     seen: set[str] = set()
+    skipped = [] if skipped is None else skipped
     for p in paths:
         if p == "-":
             out.append(RunSource("-", "stdin"))
             continue
-        if not os.path.exists(p):
-            raise ReadError("no such file or directory", path=p, fix="check the path")
+        check_exists(p)
         if os.path.isdir(p):
-            found = _walk(p)
-            if not found:
+            mark = len(skipped)
+            found = _walk(p, skipped)
+            if not found and not any(s.error for s in skipped[mark:]):
+                try:
+                    os.listdir(p)
+                except OSError as exc:
+                    raise ReadError(f"cannot be read ({exc.strerror or exc})", path=p, fix="check the folder's permissions") from None
                 raise ReadError(
                     "holds no training logs",
                     path=p,
@@ -191,11 +240,52 @@ def discover(paths: list[str]) -> list[RunSource]:
     return out
 
 
-def _walk(root: str) -> list[RunSource]:
+def check_exists(path: str) -> None:
+    """Raise :class:`ReadError` with the real cause when ``path`` cannot be looked at (missing,
+    a name too long, a folder on the way without permission)."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        raise ReadError("no such file or directory", path=path, fix="check the path") from None
+    except OSError as exc:
+        import errno
+
+        if exc.errno == errno.ENAMETOOLONG:
+            raise ReadError("the path is too long for this system", path=path, fix="use a shorter path") from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise ReadError("cannot be reached (permission denied)", path=path, fix="check the permissions of its folders") from None
+        if exc.errno == errno.ELOOP:
+            raise ReadError("is a symlink loop", path=path, fix="point at the real file") from None
+        raise ReadError(f"cannot be read ({exc.strerror or exc})", path=path, fix="check the path") from None
+
+
+def _kind_of_special(mode: int) -> str:
+    import stat
+
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _inside(real: str, root: str) -> bool:
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _walk(root: str, skipped: list[Skipped]) -> list[RunSource]:
+    from grpofit.readers.registry import folder as folder_shape
+
     found: list[RunSource] = []
     visited: set[str] = set()
+    real_root = os.path.realpath(root)
     stack = [root]
-    while stack:
+    links: list[str] = []  # linked folders inside the tree: walked after every real folder
+    while stack or links:
+        if not stack:
+            stack.append(links.pop(0))
         folder = stack.pop()
         real = os.path.realpath(folder)
         if real in visited:
@@ -204,15 +294,17 @@ def _walk(root: str) -> list[RunSource]:
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: (e.is_symlink(), e.name))
-        except OSError:
+        except OSError as exc:
+            if folder != root:
+                skipped.append(Skipped(folder, f"this folder cannot be read ({exc.strerror or exc}); its runs were not judged", error=True))
             continue
         names = [e.name for e in entries]
         kind = _kind(folder, names)
-        if kind in ("wandb-run", "checkpoint"):
+        shape = folder_shape(kind) if kind else None
+        if shape is not None and shape.run:
             found.append(RunSource(folder, kind))
+        if shape is not None and shape.leaf:
             continue
-        if kind == "tensorboard":
-            found.append(RunSource(folder, "tensorboard"))
         has_state = "trainer_state.json" in names
         newest = None if has_state else newest_checkpoint(folder, names)
         subdirs = []
@@ -224,6 +316,16 @@ def _walk(root: str) -> list[RunSource]:
             if is_dir:
                 if e.name.startswith(".") or e.name in _SKIP_DIRS:
                     continue
+                if e.is_symlink():
+                    target = os.path.realpath(e.path)
+                    if not _inside(target, real_root):
+                        skipped.append(Skipped(e.path, f"a link to {target}, outside {root}; not followed"))
+                        continue
+                    if _inside(real, target):
+                        skipped.append(Skipped(e.path, "a link back up the tree (a loop); not followed"))
+                        continue
+                    links.append(e.path)
+                    continue
                 if _CHECKPOINT.match(e.name) and os.path.isfile(os.path.join(e.path, "trainer_state.json")):
                     # only the newest checkpoint stands for the run (none if the output dir has
                     # its own final trainer_state.json)
@@ -231,10 +333,19 @@ def _walk(root: str) -> list[RunSource]:
                         found.append(RunSource(e.path, "checkpoint"))
                     continue
                 subdirs.append(e.path)
-            elif kind == "tensorboard" and e.name.startswith(TFEVENTS_PREFIX):
-                continue
+            elif shape is not None and shape.run and e.name.startswith(TFEVENTS_PREFIX):
+                continue  # read as part of the TensorBoard folder
             elif not e.name.startswith(".") and is_candidate_file(e.name):  # hidden files are never runs
-                if e.name.lower().endswith(PEEK_SUFFIXES) and not looks_like_log(e.path):
+                try:
+                    regular = e.is_file()
+                    mode = None if regular else os.stat(e.path).st_mode
+                except OSError as exc:  # a dangling link, or no permission
+                    skipped.append(Skipped(e.path, f"cannot be read ({exc.strerror or exc}); skipped"))
+                    continue
+                if not regular:
+                    skipped.append(Skipped(e.path, f"is {_kind_of_special(mode)}, not a log file; skipped"))
+                    continue
+                if e.name.lower().endswith(_suffixes()[1]) and not looks_like_log(e.path):
                     continue
                 found.append(RunSource(e.path, "file"))
         stack.extend(reversed(subdirs))

@@ -1,8 +1,9 @@
 """Recognise a log container from its content (the file name is only a hint).
 
-``sniff(head, name, tail)`` looks at the first and last few hundred kilobytes and returns one
-of :data:`FORMATS`. The order of the checks matters: binary signatures, then console logs
-(their metric lines may only show up in the tail), then JSON shapes, then delimited text.
+``sniff(head, name, tail)`` looks at the first and last few hundred kilobytes and returns the
+name of the first row of the format table (:mod:`grpofit.readers.registry`) whose predicate
+holds. The predicates live here; they look at a :class:`Probe`, which decodes the text, parses
+the first JSON object and splits the delimited header at most once.
 """
 
 from __future__ import annotations
@@ -11,29 +12,12 @@ import csv
 import io
 import json
 import re
+from dataclasses import dataclass
+from functools import cached_property
 
 from grpofit.errors import ReadError, UnknownFormat
 from grpofit.readers.source import SUPPORTED_HINT as SUPPORTED
 from grpofit.readers.source import decode
-
-FORMATS = (
-    "csv",
-    "tsv",
-    "csv-long",
-    "jsonl",
-    "verl-jsonl",
-    "trainer_state",
-    "log_history",
-    "wandb-export",
-    "wandb-history",
-    "wandb-run",
-    "wandb-binary",
-    "tensorboard",
-    "verl-console",
-    "trl-console",
-    "parquet",  # W&B history saved as parquet; the reader reports wandb-history when it is one
-)
-
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 VERL_LINE = re.compile(r"step:\s*\d+\s+-\s+\S+?:")
@@ -47,34 +31,190 @@ _VALUE_LIKE = {"value", "val", "metric_value", "y"}
 
 
 def looks_like_tfevents(head: bytes) -> bool:
-    """A TFRecord whose first record is an ``Event`` (field 1, ``wall_time``, a double)."""
+    """A TFRecord whose first record is an ``Event``: a plausible length (1 byte .. 16 MB) and
+    the record's first byte the tag of field 1, ``wall_time`` (a double), which every writer sets
+    first. The one tfevents check: the TensorBoard reader uses it too."""
     if len(head) < 13:
         return False
     length = int.from_bytes(head[:8], "little")
-    return 0 < length < (1 << 24) and head[12] == 0x09
+    return 0 < length <= _TFRECORD_MAX_LEN and head[12] == 0x09
+
+
+_TFRECORD_MAX_LEN = 16 << 20
+
+
+class Probe:
+    """What the format predicates look at: the first (and last) bytes of a log and its name,
+    with the decoded text, the first JSON object and the delimited header worked out once."""
+
+    def __init__(self, head: bytes, name: str = "", tail: bytes = b""):
+        self.head = head
+        self.tail = tail
+        self.name = name
+        self.base = name.replace("\\", "/").rsplit("/", 1)[-1]
+
+    @cached_property
+    def text(self) -> str:
+        return decode(self.head)
+
+    @cached_property
+    def both(self) -> str:
+        """Head and tail as text, ANSI colour codes removed."""
+        return ANSI.sub("", self.text + "\n" + decode(self.tail)) if self.tail else ANSI.sub("", self.text)
+
+    @cached_property
+    def stripped(self) -> str:
+        return self.text.lstrip()
+
+    @property
+    def is_json_text(self) -> bool:
+        return self.stripped.startswith(("{", "["))
+
+    @cached_property
+    def first_line(self) -> str:
+        return self.stripped.split("\n", 1)[0].strip()
+
+    @cached_property
+    def json_object(self) -> dict | None:
+        """The first line parsed as a JSON object (None when it is not one)."""
+        if not self.stripped.startswith("{"):
+            return None
+        try:
+            obj = json.loads(self.first_line)
+        except (ValueError, RecursionError):
+            return None
+        return obj if isinstance(obj, dict) else None
+
+    @cached_property
+    def table(self) -> "Delimited | None":
+        """The header and first rows of delimited text (None for JSON text); raises for text
+        that is not a table of numbers."""
+        if self.is_json_text:
+            return None
+        return _delimited(self.text, self.name)
+
+
+# --- the predicates of the format table (grpofit.readers.registry) ----------------------------
+
+
+def is_wandb_binary(p: Probe) -> bool:
+    return p.head.startswith(WANDB_MAGIC)
+
+
+def is_tensorboard(p: Probe) -> bool:
+    return "tfevents" in p.base or (b"\x00" in p.head[:16] and looks_like_tfevents(p.head))
+
+
+def is_parquet(p: Probe) -> bool:
+    return p.head.startswith(PARQUET_MAGIC)
+
+
+def is_verl_console(p: Probe) -> bool:
+    return bool(VERL_LINE.search(p.both))
+
+
+def is_trl_console(p: Probe) -> bool:
+    return bool(TRL_DICT.search(p.both)) and not p.stripped.startswith(('{"', "["))
+
+
+def is_trainer_state(p: Probe) -> bool:
+    if not p.stripped.startswith("{"):
+        return False
+    obj = p.json_object
+    if obj is not None:
+        return "log_history" in obj
+    if '"log_history"' in p.stripped:
+        return True
+    first = p.first_line
+    # a pretty-printed JSON document: the JSON reader decides
+    return first in ("{", "{}") or first.endswith((",", "[", "{")) and "\n" in p.stripped
+
+
+def is_verl_jsonl(p: Probe) -> bool:
+    obj = p.json_object
+    return obj is not None and set(obj) == {"step", "data"} and isinstance(obj["data"], dict)
+
+
+def _wandb_history_keys(keys) -> bool:
+    return "_step" in keys and ("_runtime" in keys or "_timestamp" in keys)
+
+
+def is_wandb_history(p: Probe) -> bool:
+    if p.json_object is not None:
+        return _wandb_history_keys(p.json_object)
+    return p.table is not None and _wandb_history_keys(p.table.header)
+
+
+def is_jsonl(p: Probe) -> bool:
+    # a JSONL log whose first line is broken or longer than the head: the JSONL reader decides
+    return p.stripped.startswith("{")
+
+
+def is_log_history(p: Probe) -> bool:
+    return p.stripped.startswith("[")
+
+
+def is_csv_long(p: Probe) -> bool:
+    t = p.table
+    if t is None:
+        return False
+    low = [h.lower() for h in t.header]
+    return (
+        2 <= len(t.header) <= 5
+        and any(h in _STEP_LIKE for h in low)
+        and any(h in _KEY_LIKE for h in low)
+        and any(h in _VALUE_LIKE for h in low)
+    )
+
+
+def is_wandb_export(p: Probe) -> bool:
+    t = p.table
+    if t is None:
+        return False
+    rest = t.header[1:]
+    return bool(rest) and sum(" - " in h for h in rest) * 2 > len(rest)
+
+
+def is_tsv(p: Probe) -> bool:
+    return p.table is not None and p.table.delimiter == "\t"
+
+
+def is_csv(p: Probe) -> bool:
+    return p.table is not None
+
+
+# --- sniffing ----------------------------------------------------------------------------------
 
 
 def sniff(head: bytes, name: str = "", tail: bytes = b"") -> str:
-    """The container format of a log, from its first (and last) bytes.
+    """The container format of a log, from its first (and last) bytes: the first row of the
+    format table (:mod:`grpofit.readers.registry`) whose predicate holds.
 
     Raises :class:`ReadError` for empty content and :class:`UnknownFormat` for anything that
     is not a training log (binary garbage, prose, a JSON file without rows).
     """
+    from grpofit.readers.registry import sniff_order
+
     if not head.strip():
         raise ReadError("the file is empty", path=name, fix="point at a log that has rows")
-    base = name.replace("\\", "/").rsplit("/", 1)[-1]
-    if head.startswith(WANDB_MAGIC):
-        return "wandb-binary"
-    if base.lower().endswith(".wandb"):
-        raise UnknownFormat(
-            "is not a W&B .wandb file (it does not start with the ':W&B' header)",
-            path=name,
-            fix="pass the run's run-<id>.wandb as the W&B client wrote it, or its run folder",
-        )
-    if "tfevents" in base or (b"\x00" in head[:16] and looks_like_tfevents(head)):
-        return "tensorboard"
-    if head.startswith(PARQUET_MAGIC):
-        return "parquet"
+    p = Probe(head, name, tail)
+    binary, text = sniff_order()
+    for fmt in binary:
+        if fmt.sniff(p):
+            return fmt.name
+        if fmt.claims_suffix and p.base.lower().endswith(fmt.suffixes):
+            message, _, fix = fmt.claims_suffix.partition("|")
+            raise UnknownFormat(message, path=name, fix=fix)
+    _reject_binary(p)
+    for fmt in text:
+        if fmt.sniff(p):
+            return fmt.name
+    raise UnknownFormat("does not look like a training log", path=name, fix=f"grpofit reads {SUPPORTED}")
+
+
+def _reject_binary(p: Probe) -> None:
+    """Raise for content that is known not to be a log, or is not text."""
+    head, name = p.head, p.name
     if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
         raise UnknownFormat(
             "is a Python pickle (e.g. training_args.bin); grpofit never loads pickles",
@@ -83,42 +223,9 @@ def sniff(head: bytes, name: str = "", tail: bytes = b"") -> str:
         )
     if b"\x00" in head:
         raise UnknownFormat("binary content that is not a known log", path=name, fix=f"grpofit reads {SUPPORTED}")
-    text = decode(head)
+    text = p.text
     if text.count("\ufffd") > max(8, len(text) // 100):
         raise UnknownFormat("binary content that is not a known log", path=name, fix=f"grpofit reads {SUPPORTED}")
-    both = ANSI.sub("", text + "\n" + decode(tail)) if tail else ANSI.sub("", text)
-    if VERL_LINE.search(both):
-        return "verl-console"
-    stripped = text.lstrip()
-    if TRL_DICT.search(both) and not stripped.startswith(('{"', "[")):
-        return "trl-console"
-    if stripped.startswith("{"):
-        return _sniff_json_object(stripped, name)
-    if stripped.startswith("["):
-        return "log_history"
-    return _sniff_delimited(text, name)
-
-
-def _sniff_json_object(text: str, name: str) -> str:
-    first = text.split("\n", 1)[0].strip()
-    try:
-        obj = json.loads(first)
-    except (ValueError, RecursionError):
-        obj = None
-    if isinstance(obj, dict):
-        if "log_history" in obj:
-            return "trainer_state"
-        if set(obj) == {"step", "data"} and isinstance(obj["data"], dict):
-            return "verl-jsonl"
-        if "_step" in obj and ("_runtime" in obj or "_timestamp" in obj):
-            return "wandb-history"
-        return "jsonl"
-    if '"log_history"' in text:
-        return "trainer_state"
-    if first in ("{", "{}") or first.endswith((",", "[", "{")) and "\n" in text:
-        return "trainer_state"  # a pretty-printed JSON document: the JSON reader decides
-    # a JSONL log whose first line is broken or longer than the head: the JSONL reader decides
-    return "jsonl"
 
 
 def split_header(line: str, delimiter: str) -> list[str]:
@@ -166,7 +273,13 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _sniff_delimited(text: str, name: str) -> str:
+@dataclass(frozen=True)
+class Delimited:
+    delimiter: str
+    header: list[str]
+
+
+def _delimited(text: str, name: str) -> Delimited:
     delim = sniff_delimiter(text)
     lines = _first_lines(text, 52)  # the header, 50 complete rows and one the head may cut
     if not lines:  # only characters that str treats as whitespace or line breaks (\x1c, \x85, ...)
@@ -186,17 +299,4 @@ def _sniff_delimited(text: str, name: str) -> str:
             path=name,
             fix=f"grpofit reads {SUPPORTED}",
         )
-    low = [h.lower() for h in header]
-    if (
-        2 <= len(header) <= 5
-        and any(h in _STEP_LIKE for h in low)
-        and any(h in _KEY_LIKE for h in low)
-        and any(h in _VALUE_LIKE for h in low)
-    ):
-        return "csv-long"
-    rest = header[1:]
-    if rest and sum(" - " in h for h in rest) * 2 > len(rest):
-        return "wandb-export"
-    if "_step" in header and ("_runtime" in header or "_timestamp" in header):
-        return "wandb-history"
-    return "tsv" if delim == "\t" else "csv"
+    return Delimited(delim, header)

@@ -27,6 +27,7 @@ import numpy as np
 
 from grpofit.errors import ReadError
 from grpofit.readers import protobuf as pb
+from grpofit.readers.sniff import looks_like_tfevents
 
 __all__ = [
     "crc32c",
@@ -43,8 +44,6 @@ FIX = "pass an events.out.tfevents.* file or the TensorBoard log directory that 
 
 _HEADER = struct.Struct("<QI")  # length, masked crc32c of the 8 length bytes
 _U32 = struct.Struct("<I")
-#: largest first record :func:`looks_like_tfevents` accepts (the first event is ~30 bytes)
-_SNIFF_MAX_LEN = 16 << 20
 
 # --- CRC-32C -------------------------------------------------------------------------------
 
@@ -85,16 +84,6 @@ def masked_crc32c(data: bytes) -> int:
 
 
 # --- framing -------------------------------------------------------------------------------
-
-
-def looks_like_tfevents(head: bytes) -> bool:
-    """True when ``head`` starts with a TFRecord header: plausible length and valid length CRC."""
-    if len(head) < _HEADER.size:
-        return False
-    length, crc = _HEADER.unpack_from(head, 0)
-    if not 0 < length <= _SNIFF_MAX_LEN:
-        return False
-    return masked_crc32c(head[:8]) == crc
 
 
 def iter_records(
@@ -448,7 +437,7 @@ def _listdir(folder: str) -> list[str]:
 def _sniff_file(path: str) -> bool:
     try:
         with open(path, "rb") as fh:
-            return looks_like_tfevents(fh.read(_HEADER.size))
+            return looks_like_tfevents(fh.read(16))
     except OSError:
         return False
 

@@ -159,3 +159,141 @@ def growth_series(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     }
     table = make_run_table(truth, seed=seed)
     return table["step"], table["reward"]
+
+
+# --------------------------------------------------------------------------- held-out fit inputs
+
+#: the formats the fit inputs are written in, cycled run by run
+FIT_FORMATS = ("csv", "jsonl", "trainer_state", "wandb_csv")
+
+
+def forced_oscillator_runs(n: int, n_steps: int = 300, seed: int = 0) -> list[dict]:
+    """``n`` runs of the forced oscillator ``tau e'' + e' + e/T = sqrt(D) xi`` (theory.md §6),
+    observed as binomial batch means. This generator shares no code with the one the fit was
+    tuned on (``grpofit.synthetic``): it integrates the SDE itself (semi-implicit Euler-Maruyama,
+    20 sub-steps per logged step, every run at once), so the process noise enters the dynamics
+    and moves a run off its curve for the whole relaxation.
+
+    Each run: plateau U(0.4, 0.9), start U(0.0, 0.3), timescale U(n/30, n/5), damping ratio
+    log-uniform on [0.3, 2.5] (inertia = timescale / (4 zeta^2)), stationary sd of the expected
+    reward 0, 0.01 or 0.03 (cycled), batch 64, 256 or 1024 (cycled).
+    """
+    rng = np.random.default_rng(seed)
+    plateau = rng.uniform(0.4, 0.9, n)
+    initial = rng.uniform(0.0, 0.3, n)
+    timescale = rng.uniform(n_steps / 30, n_steps / 5, n)
+    zeta = np.exp(rng.uniform(np.log(0.3), np.log(2.5), n))
+    inertia = timescale / (4 * zeta**2)
+    sd = np.array([0.0, 0.01, 0.03])[np.arange(n) % 3]
+    batch = np.array([64, 256, 1024])[(np.arange(n) // 3) % 3]
+    strength = np.sqrt(2 * sd**2 / timescale)  # sqrt(D): Var(e) = D T / 2 in the overdamped limit
+    sub = 20
+    dt = 1.0 / sub
+    e, v = initial - plateau, np.zeros(n)
+    p = np.empty((n_steps, n))
+    for k in range(n_steps):
+        p[k] = plateau + e
+        for _ in range(sub):
+            kick = strength * np.sqrt(dt) * rng.standard_normal(n)
+            v = v + (-(v + e / timescale) * dt + kick) / inertia
+            e = e + v * dt
+    probs = np.clip(p, 0.0, 1.0)
+    reward = rng.binomial(batch[None, :], probs) / batch[None, :]
+    kl = 0.002 * np.arange(n_steps)[:, None] * (1 + 0.1 * rng.standard_normal((n_steps, n)))
+    runs = []
+    for i in range(n):
+        truth = {"plateau": float(plateau[i]), "initial": float(initial[i]), "timescale": float(timescale[i]),
+                 "inertia": float(inertia[i]), "damping_ratio": float(zeta[i]), "process_sd": float(sd[i]),
+                 "batch": int(batch[i]), "format": FIT_FORMATS[i % len(FIT_FORMATS)]}
+        runs.append({"truth": truth, "step": np.arange(1, n_steps + 1), "reward": reward[:, i],
+                     "kl": kl[:, i], "loss": 0.1 * rng.standard_normal(n_steps)})
+    return runs
+
+
+def _write_run(path: Path, fmt: str, run: dict) -> None:
+    steps, reward, kl, loss = run["step"], run["reward"], run["kl"], run["loss"]
+    if fmt == "csv":
+        write_csv(path, {"step": steps, "reward": reward, "kl": kl, "loss": loss})
+    elif fmt == "jsonl":
+        path.write_text("".join(
+            json.dumps({"step": int(s), "reward": float(r), "kl": float(k), "loss": float(lo)}) + "\n"
+            for s, r, k, lo in zip(steps, reward, kl, loss)))
+    elif fmt == "trainer_state":  # as transformers writes it: indent 2, log_history of dicts
+        history = [{"epoch": round(float(s) / len(steps), 4), "kl": float(k), "learning_rate": 1e-6,
+                    "loss": float(lo), "reward": float(r), "step": int(s)}
+                   for s, r, k, lo in zip(steps, reward, kl, loss)]
+        doc = {"best_metric": None, "epoch": 1.0, "global_step": int(steps[-1]), "log_history": history,
+               "logging_steps": 1, "max_steps": int(steps[-1])}
+        path.write_text(json.dumps(doc, indent=2))
+    elif fmt == "wandb_csv":  # a W&B panel export: quoted header, one run, __MIN/__MAX columns
+        name = path.stem
+        head = ['"Step"', f'"{name} - train/reward"', f'"{name} - train/reward__MIN"', f'"{name} - train/reward__MAX"']
+        rows = [f"{int(s)},{_fmt(r)},{_fmt(r)},{_fmt(r)}" for s, r in zip(steps, reward)]
+        path.write_text(",".join(head) + "\n" + "\n".join(rows) + "\n")
+    else:
+        raise ValueError(f"unknown format {fmt!r}")
+
+
+SUFFIX = {"csv": ".csv", "jsonl": ".jsonl", "trainer_state": ".json", "wandb_csv": ".csv"}
+
+
+def heldout_fit_inputs(folder: Path, n: int, n_steps: int = 300, seed: int = 7) -> list[tuple[Path, dict]]:
+    """:func:`forced_oscillator_runs` written in the four formats, cycled (``run0000.csv``,
+    ``run0001.jsonl``, ``run0002_trainer_state.json``, ``run0003_wandb.csv``, ...)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    params = {"kind": "heldout", "n": n, "n_steps": n_steps, "seed": seed}
+    runs = None if _cached(folder, params) else forced_oscillator_runs(n, n_steps, seed)
+    out = []
+    for i in range(n):
+        fmt = FIT_FORMATS[i % len(FIT_FORMATS)]
+        tag = {"trainer_state": "_trainer_state", "wandb_csv": "_wandb"}.get(fmt, "")
+        path = folder / f"run{i:04d}{tag}{SUFFIX[fmt]}"
+        if runs is not None:
+            _write_run(path, fmt, runs[i])
+        out.append(path)
+    if runs is not None:
+        (folder / "truths.json").write_text(json.dumps([r["truth"] for r in runs]))
+        _mark(folder, params)
+    truths = json.loads((folder / "truths.json").read_text())
+    return list(zip(out, truths))
+
+
+# --------------------------------------------------------------------------- reader content
+
+READER_FORMATS = ("csv", "jsonl", "trainer_state", "wandb_csv", "tfevents")
+
+
+def reader_inputs(folder: Path, rows: int, seed: int = 0) -> dict[str, Path]:
+    """The same ``rows`` x 20 table (TRL-like names) written in every reader's format."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "csv": folder / f"wide_{rows}.csv",
+        "jsonl": folder / f"wide_{rows}.jsonl",
+        "trainer_state": folder / f"wide_{rows}_trainer_state.json",
+        "wandb_csv": folder / f"wide_{rows}_wandb.csv",
+        "tfevents": folder / f"events.out.tfevents.{rows}.bench",
+    }
+    params = {"kind": "readers", "rows": rows, "seed": seed}
+    if _cached(paths["csv"], params):
+        return paths
+    df = _big_table(rows, seed)
+    with open(paths["csv"], "w") as fh:
+        fh.writelines(_big_lines(df, "csv"))
+    with open(paths["jsonl"], "w") as fh:
+        fh.writelines(_big_lines(df, "jsonl"))
+    records = df.to_dict("records")
+    for r in records:
+        r["step"] = int(r["step"])
+        r["num_tokens"] = int(r["num_tokens"])
+    paths["trainer_state"].write_text(json.dumps({"global_step": rows, "log_history": records}, indent=2))
+    keys = [c for c in df.columns if c != "step"]
+    head = ['"Step"'] + [f'"bench - train/{k}"' for k in keys]
+    body = df[["step", *keys]].to_csv(header=False, index=False, float_format="%.6g")
+    paths["wandb_csv"].write_text(",".join(head) + "\n" + body)
+    from grpofit.readers.tensorboard import write_tfevents
+
+    cols = {k: df[k].to_numpy(float) for k in keys}
+    write_tfevents(str(paths["tfevents"]),
+                   ((int(s), {f"train/{k}": cols[k][i] for k in keys}) for i, s in enumerate(df["step"])))
+    _mark(paths["csv"], params)
+    return paths

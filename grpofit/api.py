@@ -1,0 +1,302 @@
+"""The Python API: what the command line does, for a notebook or a script.
+
+    import grpofit
+    runs = grpofit.read("logs/")             # list[Run]; also a DataFrame, a dict of columns or (steps, values)
+    res = grpofit.fit(runs[0])               # Fit: .params, .summary(), .plot(ax=None), HTML in Jupyter
+    grpofit.diagnose(runs).verdicts          # {run: verdict}, the same document as `diagnose --format json`
+    grpofit.predict(lr=1e-6, momentum=0.9, refresh_interval=4, curvature=2000)
+
+Every result keeps the document the command line prints as JSON (``.to_dict()``), so a script
+that moves from the CLI to the API reads the same keys. Nothing here computes: it calls the same
+library functions as the commands and wraps what they return.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from grpofit.errors import UsageError
+
+if TYPE_CHECKING:
+    from grpofit.runs import Run
+
+__all__ = ["Document", "Fit", "Diagnosis", "Prediction", "read", "fit", "diagnose", "predict"]
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class Document:
+    """A result: the command's JSON document, rendered as an HTML table in Jupyter."""
+
+    doc: dict
+
+    def to_dict(self) -> dict:
+        """The document ``grpofit <command> --format json`` prints (JSON-safe)."""
+        return self.doc
+
+    def to_json(self) -> str:
+        from grpofit.jsonout import dumps
+
+        return dumps(self.doc)
+
+    def _repr_html_(self) -> str:
+        return _html(self.doc)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(schema={self.doc.get('schema')!r})"
+
+
+@dataclass(repr=False)
+class Fit(Document):
+    """Both laws fitted to one run (one entry of ``fit --format json``'s ``runs``)."""
+
+    result: Any = None  #: the underlying :class:`grpofit.fitting.FitResult`
+
+    @property
+    def preferred(self) -> str | None:
+        return self.doc.get("preferred")
+
+    @property
+    def params(self) -> dict[str, dict[str, float | None]]:
+        """``{model: {name: value}}``; intervals are in ``summary()``."""
+        return {
+            model: {name: p.get("value") for name, p in entry.get("params", {}).items()}
+            for model, entry in self.doc.get("models", {}).items()
+        }
+
+    def param(self, name: str, model: str | None = None) -> float | None:
+        """One fitted value, from the preferred law unless ``model`` is given."""
+        entry = self.doc.get("models", {}).get(model or self.preferred or "", {})
+        return (entry.get("params", {}).get(name) or {}).get("value")
+
+    def summary(self) -> dict:
+        return self.doc
+
+    def plot(self, ax=None):
+        """Data, both fitted curves and the plateau band on ``ax`` (a new figure if None).
+
+        Returns the matplotlib Figure. The user's matplotlib backend is never changed.
+        """
+        from grpofit.plotting import draw_fit
+
+        if ax is None:
+            from matplotlib.figure import Figure
+
+            fig = Figure(figsize=(6.5, 4.2))
+            ax = fig.add_subplot(1, 1, 1)
+        draw_fit(self.result, ax)
+        return ax.figure
+
+    def __repr__(self) -> str:
+        p = self.doc.get("models", {}).get(self.preferred or "", {}).get("params", {}).get("plateau", {})
+        return f"Fit(run={self.doc.get('run')!r}, preferred={self.preferred!r}, plateau={p.get('value')!r})"
+
+
+@dataclass(repr=False)
+class Diagnosis(Document):
+    """``diagnose``'s document: every run's fit, four verdicts and the gate."""
+
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.doc.get("gate", {}).get("passed"))
+
+    @property
+    def verdicts(self) -> dict[str, str]:
+        return {r["run"]: r["verdict"] for r in self.doc.get("runs", [])}
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for r in self.doc.get("runs", []):
+            cells = [r["run"], *(v["status"] for v in r["diagnostics"].values()), r["verdict"]]
+            rows.append(cells)
+        modes = list(self.doc["runs"][0]["diagnostics"]) if self.doc.get("runs") else []
+        head = ["run", *modes, "verdict"]
+        gate = "passed" if self.passed else "failed"
+        return _table(head, rows) + f"<p>gate: <b>{gate}</b></p>"
+
+
+class Prediction(Document):
+    """``predict``'s document: closed-form coefficients, regime and stability."""
+
+
+# --------------------------------------------------------------------------- functions
+
+
+def read(source: Any, *, step: str | None = None, name: str | None = None) -> list["Run"]:
+    """Every run in ``source``: a path (file, run folder, log directory), a pandas DataFrame,
+    a dict of columns, or a ``(steps, values)`` pair (the values become the ``reward`` column).
+
+    ``step`` names the step column; ``name`` names an in-memory run.
+    """
+    from grpofit.runs import Run
+
+    if isinstance(source, Run):
+        return [source]
+    if isinstance(source, (str, os.PathLike)):
+        return _read_paths(os.fspath(source), step)
+    return [_run_from_memory(source, step=step, name=name or "run")]
+
+
+def fit(run: Any, *, metric: str | None = None, step: str | None = None) -> Fit:
+    """Fit the single exponential and the damped oscillator to one run's reward (or ``metric``).
+
+    ``run`` is anything :func:`read` takes that holds exactly one run.
+    """
+    from grpofit.analysis import fit_run, fit_summary
+
+    result = fit_run(_one(run, step), metric=metric)
+    return Fit(fit_summary(result), result=result)
+
+
+def diagnose(
+    runs: Any,
+    *,
+    metric: str | None = None,
+    eval_metric: str | None = None,
+    min_r2: float | None = None,
+    fail_on: Sequence[str] | None = None,
+    group_size: int | None = None,
+    thresholds: dict[str, float] | None = None,
+    step: str | None = None,
+) -> Diagnosis:
+    """Judge the four failure modes of every run (paths, folders or :class:`Run` objects)."""
+    from grpofit.pipeline import diagnose_paths
+
+    items = _items(runs, step)
+    doc, warnings = diagnose_paths(
+        items, metric=metric, step=step, eval_metric=eval_metric, min_r2=min_r2,
+        fail_on=tuple(fail_on) if fail_on else None, group_size=group_size, thresholds=thresholds,
+    )
+    return Diagnosis(doc, warnings=list(warnings))
+
+
+def predict(
+    *,
+    lr: float,
+    momentum: float,
+    refresh_interval: float,
+    curvature: float | None = None,
+    group_size: int | None = None,
+    noise: float | None = None,
+    adam: bool = False,
+    from_run: str | None = None,
+    metric: str | None = None,
+) -> Prediction:
+    """Mass, damping, stiffness, regime and stability from the optimizer's hyperparameters
+    (``curvature`` given, or measured from ``from_run``'s fitted timescale)."""
+    from grpofit.predicting import run_predict
+
+    doc, _ = run_predict(
+        lr=lr, momentum=momentum, refresh_interval=refresh_interval, curvature=curvature,
+        group_size=group_size, noise=noise, adam=adam, from_run=from_run, metric=metric,
+    )
+    return Prediction(doc)
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _read_paths(path: str, step: str | None) -> list["Run"]:
+    from grpofit.readers import discover, read_path
+
+    if not os.path.isdir(path):
+        return read_path(path, step=step)
+    runs: list = []
+    for src in discover([path]):
+        runs.extend(read_path(src.path, step=step))
+    return runs
+
+
+def _run_from_memory(source: Any, *, step: str | None, name: str) -> "Run":
+    from grpofit.runs import make_run
+
+    if isinstance(source, tuple) and len(source) == 2:
+        steps, values = source
+        table = {"step": list(steps), "reward": list(values)}
+        return make_run(name, "<memory>", "memory", table, step="step")
+    columns = getattr(source, "columns", None)
+    if columns is not None and hasattr(source, "to_numpy"):  # a pandas DataFrame
+        table = {str(c): source[c].to_numpy() for c in columns}
+    elif isinstance(source, dict):
+        table = {str(k): v for k, v in source.items()}
+    else:
+        raise UsageError(
+            f"cannot read a {type(source).__name__}",
+            fix="pass a path, a pandas DataFrame, a dict of columns or a (steps, values) pair",
+        )
+    return make_run(name, "<memory>", "memory", table, step=step)
+
+
+def _one(run: Any, step: str | None) -> "Run":
+    runs = read(run, step=step)
+    if len(runs) != 1:
+        names = ", ".join(r.name for r in runs[:5])
+        raise UsageError(
+            f"{run!r} holds {len(runs)} runs ({names}{', ...' if len(runs) > 5 else ''})",
+            fix="pick one: runs = grpofit.read(path); grpofit.fit(runs[i])",
+        )
+    return runs[0]
+
+
+def _items(runs: Any, step: str | None) -> list:
+    """Paths stay paths (diagnose walks folders itself); everything else becomes Runs."""
+    from grpofit.runs import Run
+
+    if isinstance(runs, (str, os.PathLike, Run)) or not isinstance(runs, Iterable) or isinstance(runs, tuple):
+        runs = [runs]
+    out: list = []
+    for item in runs:
+        if isinstance(item, (str, os.PathLike)):
+            out.append(os.fspath(item))
+        else:
+            out.extend(read(item, step=step))
+    return out
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def _html(value: Any) -> str:
+    """A nested document as nested HTML tables (dict -> two columns, list -> rows)."""
+    if isinstance(value, dict):
+        if {"value", "ci95"} <= set(value):
+            return html.escape(_estimate(value))
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td style='text-align:left'>{_html(v)}</td></tr>"
+            for k, v in value.items()
+        )
+        return f"<table>{rows}</table>"
+    if isinstance(value, list):
+        if value and all(not isinstance(v, (dict, list)) for v in value):
+            return html.escape(", ".join(_scalar(v) for v in value))
+        return "".join(_html(v) for v in value)
+    return html.escape(_scalar(value))
+
+
+def _estimate(p: dict) -> str:
+    v, ci = p.get("value"), p.get("ci95")
+    text = _scalar(v)
+    if ci:
+        text += f" [{_scalar(ci[0])}, {_scalar(ci[1])}]"
+    return text
+
+
+def _scalar(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"

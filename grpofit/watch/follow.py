@@ -1,0 +1,99 @@
+"""The set of runs under the watched paths: new run containers are picked up as they appear.
+
+:class:`Follower` walks the paths with :func:`grpofit.readers.discover` (every poll by default:
+a folder where new runs appear gets them followed), opens one :class:`~grpofit.watch.tail.Tail`
+per container and, on :meth:`Follower.poll`, returns the runs whose data changed. Runs of W&B
+panel exports are joined across files by run name, as ``diagnose`` does.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from grpofit.errors import GrpofitError, ReadError
+from grpofit.runs import Run
+from grpofit.watch.tail import Tail, open_tail
+
+
+@dataclass
+class PollResult:
+    changed: list[Run] = field(default_factory=list)  #: runs with new data, newest snapshot
+    problems: dict[str, str] = field(default_factory=dict)  #: container -> current reading problem
+
+
+class Follower:
+    """Follow every run container under ``paths``."""
+
+    def __init__(self, paths: list[str], *, step: str | None = None, rescan_every: int = 1) -> None:
+        self.paths = [str(p) for p in paths]
+        self.step = step
+        self.rescan_every = max(1, int(rescan_every))
+        self.tails: dict[str, Tail] = {}
+        self.polls = 0
+        self.waiting: dict[str, str] = {}  #: containers not readable yet -> why
+
+    def check_paths(self) -> None:
+        """Raise :class:`ReadError` for a path that does not exist (bad input: exit 2)."""
+        for p in self.paths:
+            if p == "-":
+                raise ReadError("watch cannot follow standard input", path="-", fix="write the log to a file and watch that file")
+            if not os.path.exists(p):
+                raise ReadError("no such file or directory", path=p, fix="check the path (a folder may be empty, but it must exist)")
+
+    def _scan(self) -> None:
+        from grpofit.readers import discover
+
+        for p in self.paths:
+            try:
+                sources = discover([p])
+            except ReadError:
+                continue  # a folder without logs yet: runs may appear later
+            for src in sources:
+                key = os.path.realpath(src.path)
+                if key in self.tails:
+                    continue
+                try:
+                    tail = open_tail(src.path, src.kind, step=self.step)
+                except GrpofitError as e:
+                    if os.path.isfile(src.path) and p != src.path:
+                        continue  # a file in a folder that is not a log: not a run
+                    self.waiting[src.path] = e.one_line()
+                    continue
+                if tail is None:
+                    self.waiting[src.path] = "empty so far"
+                    continue
+                self.waiting.pop(src.path, None)
+                self.tails[key] = tail
+
+    def poll(self, *, final: bool = False) -> PollResult:
+        if self.polls % self.rescan_every == 0:
+            self._scan()
+        self.polls += 1
+        out = PollResult()
+        exports: dict[str, list[Run]] = {}
+        changed_exports = False
+        for key, tail in self.tails.items():
+            try:
+                changed = tail.poll(final=final)
+            except OSError as e:
+                tail.error = f"cannot be read ({e.strerror or e})"
+                changed = False
+            if tail.error:
+                out.problems[tail.path] = tail.error
+            if tail.fmt == "wandb-export":
+                exports[key] = tail.runs() if tail.n_rows() else []
+                changed_exports |= changed
+                continue
+            if changed:
+                out.changed.extend(tail.runs())
+        if changed_exports:
+            from grpofit.pipeline import join_by_run_name
+
+            out.changed.extend(join_by_run_name([r for runs in exports.values() for r in runs]))
+        for path, why in self.waiting.items():
+            out.problems.setdefault(path, why)
+        return out
+
+    def rows(self) -> int:
+        return sum(t.n_rows() for t in self.tails.values())

@@ -1,0 +1,253 @@
+"""What ``grpofit watch`` knows about each run, updated as the run grows; and the alerts.
+
+:class:`Monitor` takes run snapshots (from :class:`~grpofit.watch.follow.Follower`, a replay or
+the Trainer callback) and for each:
+
+- runs the early-warning rules of :mod:`grpofit.watch.rules` on every update (cheap, causal);
+- re-judges the run with :func:`grpofit.diagnostics.diagnose_run` and refreshes the forecast
+  (:func:`forecast_entry`) when it has grown by ``refit_growth`` (default 5%, at least
+  ``refit_min`` points) since the last judgement: fitting is the expensive part, so a run that
+  logs a step every poll is not refitted every poll. (The fits start cold each time: the fitting
+  code takes no starting point; growth-based refits are what keeps the cost down.)
+- turns every mode whose status becomes ``warn`` or ``fail`` into an :class:`Alert`, once per
+  ``(run, mode, status)``, remembering the first step at which it fired.
+
+Events (:meth:`Monitor.update` returns them) are plain dicts, the lines of ``--jsonl``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from grpofit.errors import GrpofitError
+
+SCHEMA = "grpofit.watch/1"
+_RANK = {"pass": 1, "warn": 2, "fail": 3}
+
+
+def forecast_entry(run: Any, *, metric: str | None = None) -> dict | None:
+    """The run's ``grpofit.forecast/1`` entry from the forecaster, or None when this grpofit has
+    none (the seam between watch and the forecaster: the only place watch calls it)."""
+    try:
+        from grpofit import forecasting
+    except ImportError:
+        return None
+    fn = getattr(forecasting, "forecast_run", None)
+    if fn is None:
+        return None
+    out = fn(run, metric=metric)
+    doc = getattr(out, "doc", out)
+    return doc if isinstance(doc, dict) else None
+
+
+@dataclass
+class Alert:
+    run: str
+    mode: str
+    status: str  #: warn | fail
+    step: float  #: the last step seen when it first fired
+    onset: float | None  #: where the problem starts, when the rule says
+    evidence: str
+    source: str  #: ``diagnose`` or ``rule:<name>``
+
+    def event(self) -> dict:
+        return {
+            "schema": SCHEMA, "event": "alert", "time": round(time.time(), 3), "run": self.run,
+            "mode": self.mode, "status": self.status, "step": _num(self.step), "onset": _num(self.onset),
+            "evidence": self.evidence, "source": self.source,
+        }
+
+
+def _num(x):
+    if x is None:
+        return None
+    x = float(x)
+    if not np.isfinite(x):
+        return None
+    return int(x) if x == int(x) else x
+
+
+@dataclass
+class RunState:
+    name: str
+    n: int = 0
+    last_step: float | None = None
+    reward: float | None = None  #: last logged reward
+    level: float | None = None  #: median of the last few rewards
+    reward_column: str | None = None
+    fitted_n: int = 0
+    verdicts: dict[str, str] = field(default_factory=dict)
+    evidence: dict[str, str] = field(default_factory=dict)
+    forecast: dict | None = None
+    forecast_note: str | None = "cannot forecast yet: not judged yet"
+    alerts: dict[tuple[str, str], Alert] = field(default_factory=dict)
+    problem: str | None = None
+    rule_state: dict = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        best = "unknown"
+        for s in list(self.verdicts.values()) + [a.status for a in self.alerts.values()]:
+            if _RANK.get(s, 0) > _RANK.get(best, 0):
+                best = s
+        return best
+
+    def forecast_final(self) -> tuple[float | None, list | None]:
+        f = self.forecast or {}
+        at = (f.get("at") or [{}])[0]
+        return at.get("mean"), at.get("pi95")
+
+    def steps_to_95(self) -> float | None:
+        f = self.forecast or {}
+        return (f.get("steps_to_95") or {}).get("value")
+
+
+class Monitor:
+    """Per-run state and alerts (module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        metric: str | None = None,
+        eval_metric: str | None = None,
+        thresholds: Any = None,
+        group_size: int | None = None,
+        refit_growth: float = 0.05,
+        refit_min: int = 5,
+        forecast: bool = True,
+        rules: bool = True,
+    ) -> None:
+        self.metric = metric
+        self.eval_metric = eval_metric
+        self.thresholds = thresholds
+        self.group_size = group_size
+        self.refit_growth = refit_growth
+        self.refit_min = refit_min
+        self.forecast = forecast
+        self.rules = rules
+        self.runs: dict[str, RunState] = {}
+
+    # ------------------------------------------------------------------ updating
+    def update(self, run: Any, *, force_fit: bool = False) -> list[dict]:
+        """Take a new snapshot of ``run``; return the events it caused (alerts, forecasts)."""
+        from grpofit.analysis import resolve_column
+
+        st = self.runs.get(run.name)
+        if st is None:
+            st = self.runs[run.name] = RunState(run.name)
+        events: list[dict] = []
+        try:
+            col = resolve_column(run, "reward", self.metric)
+        except GrpofitError as e:
+            st.problem = e.one_line()
+            st.n = int(run.steps.size)
+            return events
+        st.problem = None
+        st.reward_column = col
+        s, v = run.series(col)
+        st.n = int(s.size)
+        if not s.size:
+            return events
+        st.last_step = float(s[-1])
+        st.reward = float(v[-1])
+        st.level = float(np.median(v[-min(s.size, 9):]))
+        if self.rules:
+            for sig in self._rules(run, st, s, v):
+                events += self._alert(st, Alert(run.name, sig.mode, sig.status, sig.step, sig.onset,
+                                                sig.evidence, f"rule:{sig.rule}"))
+        due = force_fit or st.fitted_n == 0 or st.n - st.fitted_n >= max(self.refit_min, self.refit_growth * st.fitted_n)
+        if due and st.n >= 10:
+            events += self._judge(run, st, col)
+        return events
+
+    def _rules(self, run, st: RunState, s, v):
+        from grpofit.watch.rules import RewardDrop, grad_spike
+
+        drop = st.rule_state.get("drop")
+        if drop is None:
+            drop = st.rule_state["drop"] = RewardDrop()
+        sig = drop.update(s, v)
+        if sig is not None:
+            yield sig
+        gcol = _grad_column(run)
+        if gcol is not None and ("dynamical_instability", "warn") not in st.alerts:
+            gs, gv = run.series(gcol)
+            since = st.rule_state.get("grad_since", 0)
+            sig = grad_spike(gs, gv, since=since)
+            st.rule_state["grad_since"] = int(gs.size)
+            if sig is not None:
+                yield sig
+
+    def _judge(self, run, st: RunState, col: str) -> list[dict]:
+        from grpofit.diagnostics import diagnose_run
+
+        events: list[dict] = []
+        st.fitted_n = st.n
+        try:
+            d = diagnose_run(run, metric=col, eval_metric=self.eval_metric, thresholds=self.thresholds,
+                             group_size=self.group_size)
+        except GrpofitError as e:
+            st.verdicts = {}
+            st.evidence = {"fit": e.one_line()}
+            d = None
+        if d is not None:
+            st.verdicts = {m: v.status for m, v in d.diagnostics.items()}
+            st.evidence = {m: v.evidence for m, v in d.diagnostics.items()}
+            for mode, verdict in d.diagnostics.items():
+                if verdict.status in ("warn", "fail"):
+                    events += self._alert(st, Alert(run.name, mode, verdict.status, st.last_step,
+                                                    verdict.start_step, verdict.evidence, "diagnose"))
+        if self.forecast:
+            try:
+                entry = forecast_entry(run, metric=col)
+            except GrpofitError as e:
+                entry, st.forecast_note = None, f"cannot forecast: {e.one_line()}"
+            except Exception as e:  # noqa: BLE001 - the forecaster must never stop the watch
+                entry, st.forecast_note = None, f"cannot forecast: {type(e).__name__}: {e}"
+            else:
+                st.forecast_note = None if entry is None else entry.get("note")
+                if entry is None:
+                    st.forecast_note = "cannot forecast yet: this grpofit has no forecaster"
+            st.forecast = entry
+        events.append(self.forecast_event(st))
+        return events
+
+    def _alert(self, st: RunState, alert: Alert) -> list[dict]:
+        key = (alert.mode, alert.status)
+        if key in st.alerts:
+            return []
+        st.alerts[key] = alert
+        return [alert.event()]
+
+    # ------------------------------------------------------------------ views
+    def forecast_event(self, st: RunState) -> dict:
+        mean, pi95 = st.forecast_final()
+        return {
+            "schema": SCHEMA, "event": "forecast", "time": round(time.time(), 3), "run": st.name,
+            "step": _num(st.last_step), "n_points": st.n, "reward": st.reward,
+            "forecast_final": mean, "pi95": pi95, "steps_to_95": st.steps_to_95(),
+            "note": st.forecast_note if mean is None else (st.forecast or {}).get("note"),
+            "verdicts": dict(st.verdicts),
+        }
+
+    def first_alert(self, name: str, status: str = "fail") -> Alert | None:
+        """The earliest alert of a run at ``status`` or worse."""
+        st = self.runs.get(name)
+        if st is None:
+            return None
+        hits = [a for a in st.alerts.values() if _RANK[a.status] >= _RANK[status]]
+        return min(hits, key=lambda a: a.step) if hits else None
+
+
+def _grad_column(run) -> str | None:
+    from grpofit.roles import detect_roles
+
+    try:
+        col = detect_roles(run.numeric_columns()).get("grad_norm")
+    except Exception:  # noqa: BLE001 - a role table without grad_norm
+        return None
+    return col if col in run.metrics else None

@@ -1,0 +1,235 @@
+"""The ``grpofit watch`` loop: poll, update, report, act on alerts, stop cleanly.
+
+Ctrl-C (SIGINT) and SIGTERM only set a flag: the loop finishes the poll it is in (every JSON line
+is written whole and flushed), closes its files and returns 0.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from grpofit.errors import UsageError
+from grpofit.watch.follow import Follower
+from grpofit.watch.monitor import _RANK, Monitor
+
+HOOK_TIMEOUT = 60.0
+
+
+@dataclass
+class WatchOptions:
+    paths: list[str]
+    interval: float = 10.0
+    once: bool = False
+    max_polls: int | None = None
+    on_fail: str | None = None
+    exit_on: str | None = None
+    jsonl: str | None = None
+    metric: str | None = None
+    step: str | None = None
+    eval_metric: str | None = None
+    group_size: int | None = None
+    thresholds: dict = field(default_factory=dict)
+    live: bool | None = None  #: None: a live panel when stdout is a terminal
+    forecast: bool = True
+
+
+def validate(opts: WatchOptions) -> None:
+    if not opts.interval > 0:
+        raise UsageError(f"--interval {opts.interval} must be a positive number of seconds", fix="e.g. --interval 10")
+    if opts.max_polls is not None and opts.max_polls < 1:
+        raise UsageError(f"--max-polls {opts.max_polls} must be at least 1", fix="e.g. --max-polls 3, or --once")
+    if opts.exit_on not in (None, "fail", "warn"):
+        raise UsageError(f"--exit-on {opts.exit_on!r} is not fail or warn", fix="use --exit-on fail or --exit-on warn")
+
+
+class Session:
+    def __init__(self, opts: WatchOptions, out: IO[str] | None = None, err: IO[str] | None = None) -> None:
+        from grpofit.diagnostics.thresholds import Thresholds
+
+        validate(opts)
+        self.opts = opts
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.follower = Follower(opts.paths, step=opts.step)
+        self.follower.check_paths()
+        th = Thresholds(**opts.thresholds) if opts.thresholds else None
+        self.monitor = Monitor(metric=opts.metric, eval_metric=opts.eval_metric, thresholds=th,
+                               group_size=opts.group_size, forecast=opts.forecast)
+        self.stop = False
+        self.exit_code = 0
+        self.jsonl: IO[str] | None = None
+        self.printed: dict[str, str] = {}
+        self.problems_shown: dict[str, str] = {}
+        self.polls = 0
+
+    # ------------------------------------------------------------------ running
+    def open(self) -> None:
+        if self.opts.jsonl and self.jsonl is None:
+            try:
+                self.jsonl = open(self.opts.jsonl, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            except OSError as e:
+                raise UsageError(f"cannot append to {self.opts.jsonl}: {e.strerror}", path=self.opts.jsonl,
+                                 fix="choose a writable --jsonl path") from None
+
+    def close(self) -> None:
+        if self.jsonl is not None:
+            self.jsonl.close()
+            self.jsonl = None
+
+    def run(self) -> int:
+        self.open()
+        old = self._install_signals()
+        live = self._live()
+        try:
+            if live is not None:
+                with live:
+                    self._loop(live)
+            else:
+                self._loop(None)
+        finally:
+            self._restore_signals(old)
+            self.close()
+        return self.exit_code
+
+    def _loop(self, live) -> None:
+        while not self.stop:
+            final = self.opts.once
+            events = self.poll(final=final)
+            self._report(events, live)
+            if self.exit_code or self.opts.once:
+                break
+            if self.opts.max_polls is not None and self.polls >= self.opts.max_polls:
+                break
+            self._sleep(self.opts.interval)
+
+    def poll(self, *, final: bool = False) -> list[dict]:
+        """One poll: read what was appended, update every changed run, act on new alerts."""
+        self.open()
+        self.polls += 1
+        res = self.follower.poll(final=final)
+        events: list[dict] = []
+        for run in res.changed:
+            events += self.monitor.update(run, force_fit=final)
+        for path, why in res.problems.items():
+            if self.problems_shown.get(path) != why:
+                self.problems_shown[path] = why
+                print(f"warning: {why}" if path in why else f"warning: {path}: {why}", file=self.err, flush=True)
+        for e in events:
+            self._write(e)
+        for e in events:
+            if e["event"] == "alert" and e["status"] == "fail" and self.opts.on_fail:
+                self._hook(e)
+        if self.opts.exit_on and any(e["event"] == "alert" and _RANK[e["status"]] >= _RANK[self.opts.exit_on] for e in events):
+            self.exit_code = 1
+        return events
+
+    # ------------------------------------------------------------------ output
+    def _write(self, event: dict) -> None:
+        if self.jsonl is None:
+            return
+        line = _compact(event)
+        self.jsonl.write(line + "\n")
+        self.jsonl.flush()
+
+    def _report(self, events: list[dict], live) -> None:
+        from grpofit.watch import display
+
+        if live is not None:
+            for e in events:
+                if e["event"] == "alert":
+                    live.console.print(display.alert_line(e), markup=False, highlight=False)
+            live.update(display.table(self.monitor, footer=self._footer()))
+            return
+        for e in events:
+            if e["event"] == "alert":
+                print(display.alert_line(e), file=self.out, flush=True)
+        for st in self.monitor.runs.values():
+            line = st.problem and f"WAITING run={st.name}: {st.problem}" or display.update_line(st)
+            if self.printed.get(st.name) != line:
+                self.printed[st.name] = line
+                print(line, file=self.out, flush=True)
+
+    def _footer(self) -> str:
+        return (f"{len(self.monitor.runs)} run(s), poll {self.polls} every {self.opts.interval:g}s; "
+                "Ctrl-C stops")
+
+    def _live(self):
+        live = self.opts.live
+        if live is None:
+            live = bool(getattr(self.out, "isatty", lambda: False)()) and not self.opts.once
+        if not live:
+            return None
+        from rich.console import Console
+        from rich.live import Live
+
+        return Live(console=Console(file=self.out), refresh_per_second=1, auto_refresh=False, transient=False)
+
+    # ------------------------------------------------------------------ alerts
+    def _hook(self, event: dict) -> None:
+        env = dict(os.environ)
+        env.update({
+            "GRPOFIT_RUN": str(event["run"]),
+            "GRPOFIT_MODE": str(event["mode"]),
+            "GRPOFIT_STATUS": str(event["status"]),
+            "GRPOFIT_EVIDENCE": str(event["evidence"]),
+            "GRPOFIT_STEP": "" if event["step"] is None else str(event["step"]),
+            "GRPOFIT_ONSET": "" if event.get("onset") is None else str(event["onset"]),
+            "GRPOFIT_SOURCE": str(event.get("source", "")),
+        })
+        try:
+            done = subprocess.run(self.opts.on_fail, shell=True, env=env, timeout=HOOK_TIMEOUT,
+                                  capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            print(f"warning: --on-fail command timed out after {HOOK_TIMEOUT:g}s", file=self.err, flush=True)
+            return
+        except OSError as e:
+            print(f"warning: --on-fail command could not run: {e}", file=self.err, flush=True)
+            return
+        # the command's own output goes to stderr: stdout stays watch's lines
+        for text in (done.stdout, done.stderr):
+            if text:
+                self.err.write(text if text.endswith("\n") else text + "\n")
+                self.err.flush()
+        if done.returncode:
+            print(f"warning: --on-fail command exited {done.returncode}", file=self.err, flush=True)
+
+    # ------------------------------------------------------------------ signals
+    def _install_signals(self) -> dict:
+        old: dict[int, Any] = {}
+
+        def handler(signum, frame):
+            self.stop = True
+
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                old[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread (e.g. under a test runner thread)
+            pass
+        return old
+
+    def _restore_signals(self, old: dict) -> None:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+    def _sleep(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while not self.stop:
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.2))
+
+
+def _compact(event: dict) -> str:
+    """One JSON line, NaN/inf as null (the contract never lets them into JSON)."""
+    import json
+
+    from grpofit.jsonout import jsonable
+
+    return json.dumps(jsonable(event), separators=(",", ":"), allow_nan=False)

@@ -1,0 +1,140 @@
+"""``grpofit watch``: lines without a terminal, --jsonl, --exit-on, --on-fail, --once, Ctrl-C,
+bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from grpofit.planted import make_planted_run
+from grpofit.watch.session import Session, WatchOptions
+
+
+def write_csv(path, table: dict, rows: slice = slice(None)) -> None:
+    keys = list(table)
+    n = len(table[keys[0]])
+    idx = range(n)[rows]
+    lines = [",".join(keys)] + [",".join("" if not np.isfinite(table[k][i]) else repr(float(table[k][i])) for k in keys) for i in idx]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def append_csv(path, table: dict, rows: slice) -> None:
+    keys = list(table)
+    n = len(table[keys[0]])
+    with open(path, "a") as f:
+        for i in range(n)[rows]:
+            f.write(",".join("" if not np.isfinite(table[k][i]) else repr(float(table[k][i])) for k in keys) + "\n")
+
+
+def grpofit(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "grpofit", *args], capture_output=True, text=True, timeout=120, **kw)
+
+
+@pytest.fixture
+def collapse_table():
+    return make_planted_run("dynamical_instability", seed=3, n_steps=300)
+
+
+def test_once_healthy_run_prints_state_and_writes_jsonl(tmp_path):
+    write_csv(tmp_path / "run.csv", make_planted_run(None, seed=1, n_steps=200))
+    out = tmp_path / "w.jsonl"
+    p = grpofit("watch", str(tmp_path / "run.csv"), "--once", "--jsonl", str(out), "--exit-on", "fail")
+    assert p.returncode == 0, p.stderr
+    assert "UPDATE run=" in p.stdout and "step=200" in p.stdout
+    assert "ALERT fail" not in p.stdout
+    events = [json.loads(line) for line in out.read_text().splitlines()]
+    assert events and all(e["schema"] == "grpofit.watch/1" for e in events)
+    fc = [e for e in events if e["event"] == "forecast"]
+    assert fc[-1]["step"] == 200 and fc[-1]["n_points"] == 200
+    assert set(fc[-1]["verdicts"]) >= {"dynamical_instability", "policy_concentration"}
+    # never a made-up number: either a forecast or a note saying why not
+    assert fc[-1]["forecast_final"] is not None or fc[-1]["note"].startswith("cannot forecast")
+
+
+def test_exit_on_fail_and_on_fail_hook_once_per_failure(tmp_path, collapse_table):
+    run = tmp_path / "run.csv"
+    write_csv(run, collapse_table, slice(0, 150))
+    hook_log = tmp_path / "hook.txt"
+    opts = WatchOptions(paths=[str(run)], interval=0.01, exit_on="fail", forecast=False,
+                        on_fail=f'echo "$GRPOFIT_RUN|$GRPOFIT_MODE|$GRPOFIT_STEP|$GRPOFIT_STATUS|$GRPOFIT_EVIDENCE" >> {hook_log}',
+                        jsonl=str(tmp_path / "w.jsonl"))
+    out = io.StringIO()
+    s = Session(opts, out=out, err=io.StringIO())
+    s.poll()
+    assert s.exit_code == 0 and not hook_log.exists()  # healthy so far
+    for stop in range(160, 301, 10):  # the run goes on and collapses at 65% (step 195)
+        append_csv(run, collapse_table, slice(stop - 10, stop))
+        s.poll()
+        if s.exit_code:
+            break
+    assert s.exit_code == 1
+    lines = hook_log.read_text().splitlines()
+    assert len(lines) == 1  # once per failure, not once per poll
+    name, mode, step, status, evidence = lines[0].split("|")
+    assert name == str(run) and mode == "dynamical_instability" and status == "fail"
+    assert 195 <= float(step) <= 300 and evidence
+    alerts = [json.loads(x) for x in open(tmp_path / "w.jsonl") if '"alert"' in x]
+    assert any(a["status"] == "fail" for a in alerts)
+
+
+def test_once_exit_on_fail_on_a_collapsed_run(tmp_path, collapse_table):
+    write_csv(tmp_path / "run.csv", collapse_table)
+    p = grpofit("watch", str(tmp_path), "--once", "--exit-on", "fail", "--no-forecast")
+    assert p.returncode == 1, p.stderr
+    assert "ALERT fail dynamical_instability" in p.stdout
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["/no/such/dir"], "/no/such/dir"),
+    (["{tmp}", "--interval", "0"], "--interval"),
+    (["{tmp}", "--exit-on", "maybe"], "--exit-on"),
+    (["{tmp}", "--max-polls", "0"], "--max-polls"),
+    (["-"], "standard input"),
+])
+def test_bad_input_exits_2_with_one_line(tmp_path, args, needle):
+    p = grpofit("watch", *[a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert p.returncode == 2
+    assert len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_ctrl_c_exits_0_and_leaves_whole_lines(tmp_path):
+    write_csv(tmp_path / "run.csv", make_planted_run(None, seed=2, n_steps=120))
+    out = tmp_path / "w.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "grpofit", "watch", str(tmp_path), "--interval", "0.1",
+                             "--jsonl", str(out), "--no-forecast"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out.exists() and out.stat().st_size):
+        time.sleep(0.1)
+    with open(tmp_path / "run.csv", "a") as f:
+        f.write("121,0.5,,0.3,0.1,0.5,0.02,0.2,0.005\n")
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    text = out.read_text()
+    assert text.endswith("\n")
+    assert all(json.loads(line)["schema"] == "grpofit.watch/1" for line in text.splitlines())
+
+
+def test_max_polls_stops(tmp_path):
+    write_csv(tmp_path / "run.csv", make_planted_run(None, seed=2, n_steps=60))
+    t = time.time()
+    p = grpofit("watch", str(tmp_path), "--interval", "0.05", "--max-polls", "3", "--no-forecast")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("UPDATE") == 1  # nothing changed after the first poll: one line
+    assert time.time() - t < 60
+
+
+def test_empty_folder_waits_without_error(tmp_path):
+    p = grpofit("watch", str(tmp_path), "--interval", "0.05", "--max-polls", "2")
+    assert p.returncode == 0 and p.stderr == ""
