@@ -145,7 +145,8 @@ def diagnose(
     step: Optional[str] = STEP,
     eval_metric: Optional[str] = typer.Option(None, "--eval-metric", help="Eval column (auto-detected: eval_*, val-core/*, val/*)."),
     min_r2: Optional[float] = typer.Option(None, "--min-r2", help="Fail a run whose preferred fit has R² below this."),
-    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Modes that gate, comma-separated (default: every mode)."),
+    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Modes that gate, comma-separated (default: every mode). A fail in another mode is shown but counts as a warning."),
+    strict: bool = typer.Option(False, "--strict", help="Warnings gate too: a warn in a gating mode fails the run."),
     group_size: Optional[int] = typer.Option(None, "--group-size", help="Group size G for every run (else from config or run name)."),
     threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (see README)."),
     format: DiagnoseFormat = typer.Option(DiagnoseFormat.table, "--format", help="table, json or markdown."),
@@ -167,6 +168,7 @@ def diagnose(
         eval_metric=eval_metric,
         min_r2=min_r2,
         fail_on=_split_modes(fail_on),
+        strict=strict,
         group_size=group_size,
         thresholds=_parse_thresholds(threshold),
         jobs=jobs,
@@ -183,7 +185,7 @@ def diagnose(
     else:
         shown = _shown(doc)
         render.print_diagnose(shown)
-        for line in render.diagnose_evidence(shown):
+        for line in render.diagnose_evidence(shown, errors=False):  # errors: once, on stderr
             typer.echo(line)
     if junit is not None:
         from grpofit.safetext import xml_text
