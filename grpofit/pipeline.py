@@ -222,9 +222,6 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
             from grpofit.plotting import save_diagnosis_figure
 
             save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose["thresholds"], entry=entry)
-            from grpofit.diagnostics.figures import save_rule_figures
-
-            save_rule_figures(diagnosis, run, options.plot_dir)
         if options.encode_json:
             entry.text  # noqa: B018 - made here, spliced by grpofit.jsonout.dumps
         out.results.append(diagnosis)

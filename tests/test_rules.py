@@ -184,14 +184,23 @@ def test_readme_threshold_table_lists_every_threshold_with_its_default_and_range
         assert f"| `{d['name']}` | {d['default']:g} | [{lo:g}, {hi_text}] |" in readme, d["name"]
 
 
-def test_plot_dir_gets_a_rules_figure_and_an_evals_figure(tmp_path):
-    from grpofit.diagnostics.figures import save_rule_figures
+def test_the_diagnosis_figure_gets_a_panel_per_rule_and_per_benchmark(tmp_path):
+    from grpofit.diagnostics.figures import extra_panels
+    from grpofit.plotting import diagnosis_figure, save_diagnosis_figure
 
     run = planted_rule_run("truncation", seed=0)
+    cols = {c: run.metrics[c] for c in run.metrics}
+    cols["val-core/other/acc/mean@1"] = 0.8 * cols["eval_reward"]
+    cols["step"] = run.steps
+    run = make_run("r", "r", "planted", cols, step="step")
     d = diagnose_run(run, group_size=8)
-    paths = save_rule_figures(d, run, tmp_path)
-    assert [p.name for p in paths] == ["planted-rule_truncation_0-" + paths[0].name.split("-")[-1].split(".")[0] + ".rules.png",
-                                       paths[1].name]
-    assert paths[1].name.endswith(".evals.png")
-    for p in paths:
-        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
+    extra = extra_panels(d, run)
+    rules = [x[2].rule for x in extra if x[0] == "rule"]
+    assert {"truncation", "kl_target", "is_mean", "entropy_reward_law"} <= set(rules)
+    assert [x[1]["metric"] for x in extra if x[0] == "eval"] == ["eval_reward", "val-core/other/acc/mean@1"]
+    fig = diagnosis_figure(d, run, Thresholds())
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert "truncation (dynamical_instability): fail" in titles
+    assert any(t.startswith("eval other: gain") for t in titles)
+    path = save_diagnosis_figure(d, run, tmp_path, Thresholds())
+    assert list(tmp_path.iterdir()) == [path] and path.stat().st_size > 10_000
