@@ -149,4 +149,6 @@ def fit_summary(result: "FitResult") -> dict:
     doc = result.summary()
     collapse = getattr(result, "collapse", None)
     doc["collapse"] = collapse.summary() if collapse is not None else None
-    return doc
+    from grpofit.fitcheck import with_fit_check  # does the plateau agree with the late data?
+
+    return with_fit_check(doc, result)

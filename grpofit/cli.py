@@ -124,9 +124,7 @@ def fit(
 
     done = fit_paths(runs, metric=metric, step=step)
     _warn(done.warnings)
-    from grpofit.fitcheck import with_fit_check
-
-    doc = {"schema": SCHEMAS["fit"], "runs": [with_fit_check(fit_summary(r), r) for r in done.results]}
+    doc = {"schema": SCHEMAS["fit"], "runs": [fit_summary(r) for r in done.results]}
     if done.errors:
         doc["errors"] = [e.summary() for e in done.errors]
     if format is TableOrJson.json:
