@@ -115,11 +115,25 @@ FORMATS_TABLE: tuple[Format, ...] = (
         doc="verl stdout: step:N - key:value - ...",
     ),
     Format(
+        "openrlhf-console",
+        "grpofit.readers.console:read_trl_console",
+        sn.is_openrlhf_console,
+        peek_suffixes=(".log", ".txt"),
+        doc="OpenRLHF stdout: ✨ Global step N: {...} dict lines",
+    ),
+    Format(
         "trl-console",
         "grpofit.readers.console:read_trl_console",
         sn.is_trl_console,
         peek_suffixes=(".log", ".txt"),
         doc="HF/TRL stdout: {'loss': ..., 'reward': ...} dict lines",
+    ),
+    Format(
+        "kv-console",
+        "grpofit.readers.keyvalue:read_progress",
+        sn.is_progress_console,
+        peek_suffixes=(".log", ".txt"),
+        doc="hand-written progress lines: Epoch:[1/1](3/9751), Reward: -1.44, KL_ref: 0.04, ...",
     ),
     # --- JSON shapes -------------------------------------------------------------------------
     Format(
