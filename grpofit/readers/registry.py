@@ -70,6 +70,12 @@ def _load(spec: str) -> Callable:
     return getattr(importlib.import_module(module), name)
 
 
+def _mlflow_run_folder(path: str, names: list[str]) -> bool:
+    from grpofit.readers.mlflow import is_run_folder
+
+    return is_run_folder(path, names)
+
+
 FORMATS_TABLE: tuple[Format, ...] = (
     # --- binary containers -------------------------------------------------------------------
     Format(
@@ -98,6 +104,21 @@ FORMATS_TABLE: tuple[Format, ...] = (
         folders=(Folder("tensorboard", holds_tfevents, "grpofit.readers:_read_tensorboard_dir", rank=2, leaf=False),),
         binary=True,
         doc="TensorBoard events.out.tfevents.* (TFRecord of Event protobufs)",
+    ),
+    Format(
+        "mlflow-sqlite",
+        "grpofit.readers.mlflow:read_sqlite",
+        sn.is_mlflow_sqlite,
+        peek_suffixes=(".db", ".sqlite"),
+        binary=True,
+        doc="MLflow SQLite tracking store (verl's sqlite:///.../mlruns.db), opened read-only",
+    ),
+    Format(
+        "mlflow",
+        None,
+        None,
+        folders=(Folder("mlflow-run", _mlflow_run_folder, "grpofit.readers.mlflow:read_run_folder", rank=4),),
+        doc="MLflow file store run folder mlruns/<experiment>/<run>/ (metrics/<key>: timestamp value step)",
     ),
     Format(
         "parquet",

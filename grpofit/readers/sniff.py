@@ -107,6 +107,12 @@ def is_tensorboard(p: Probe) -> bool:
     return "tfevents" in p.base or (b"\x00" in p.head[:16] and looks_like_tfevents(p.head))
 
 
+def is_mlflow_sqlite(p: Probe) -> bool:
+    from grpofit.readers.mlflow import looks_like_sqlite_store
+
+    return looks_like_sqlite_store(p.head)
+
+
 def is_parquet(p: Probe) -> bool:
     return p.head.startswith(PARQUET_MAGIC)
 
@@ -234,6 +240,12 @@ def _reject_binary(p: Probe) -> None:
             "is a Python pickle (e.g. training_args.bin); grpofit never loads pickles",
             path=name,
             fix="point at trainer_state.json or the run's log instead",
+        )
+    if head.startswith(b"SQLite format 3\x00"):
+        raise UnknownFormat(
+            "is an SQLite database that is not an MLflow tracking store (no metrics/runs tables)",
+            path=name,
+            fix="point at MLflow's mlruns.db, or export the metrics as CSV",
         )
     if head.count(b"\x00") > max(4, len(head) // 10_000):  # a few stray NULs (NCCL prints one) are still text
         raise UnknownFormat("binary content that is not a known log", path=name, fix=f"grpofit reads {SUPPORTED}")
