@@ -157,6 +157,7 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"avg_gen_tokens",
         r"train/completion_length",
         r"response_length",
+        r".*/response_length",
     ),
     "truncation": (
         r"response_length/clip_ratio",

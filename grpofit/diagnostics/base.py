@@ -201,7 +201,8 @@ class Context:
         r = self.roles
         if role == "zero_std_frac" and r.get("filter_pass_rate") in self.run.metrics:
             s, v = self.run.series(r["filter_pass_rate"])
-            return s, 1.0 - v
+            scale = 100.0 if v.size and np.nanmax(v) > 1.0 else 1.0  # OpenRLHF logs a percentage
+            return s, 1.0 - v / scale
         if role == "truncation" and r.get("truncated_count") in self.run.metrics and r.get("rollout_count") in self.run.metrics:
             s1, c = self.run.series(r["truncated_count"])
             s2, n = self.run.series(r["rollout_count"])

@@ -3,7 +3,8 @@
 With ``H_first`` and ``H_last`` the mean entropy over the first and the last ``entropy_window``
 points (at most a third of the run each) and "still rising" meaning the reward's slope over its
 last ``entropy_window`` points (before any collapse) is positive at t > 2 (autocorrelation
-allowed for) and worth at least 10% of its gain:
+allowed for) and worth at least 10% of its gain, or the fitted exponential still has 20% of its
+gain ahead, its plateau's 95% interval above the fitted end level:
 
 - ``H_last < entropy_floor_abs`` (nats per token; TRL's documentation notes 2-10 nats for base
   models) while the reward still rises -> fail;
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.diagnostics.base import Context, fmt
+from grpofit.diagnostics.base import Context, fmt, model_param
 from grpofit.diagnostics.findings import Finding, Panel, constant
 
 
@@ -43,7 +44,36 @@ def still_rising(ctx: Context, n_last: int) -> tuple[bool, float | None]:
     rise = slope * (t[-1] - t[0])
     start, end, _ = ctx.reward_gain
     gain = max(abs(end - start), ctx.noise, 1e-12)
-    return bool(se > 0 and slope / se > 2.0 and rise >= 0.1 * gain), rise
+    if se > 0 and slope / se > 2.0 and rise >= 0.1 * gain:
+        return True, rise
+    left = remaining_gain(ctx)
+    return (left is not None and left >= 0.2), rise
+
+
+def remaining_gain(ctx: Context) -> float | None:
+    """Share of the fitted exponential's gain still ahead at the end of the fitted part, when its
+    plateau is significantly above the fitted end level (the 95% interval's lower end); else None."""
+    fit = ctx.fit
+    try:
+        model = fit.models["exponential"]
+        if not getattr(model, "ok", True):
+            return None
+        p = model.params["plateau"]
+    except (AttributeError, KeyError, TypeError):
+        return None
+    plateau = model_param(fit, "exponential", "plateau")
+    initial = model_param(fit, "exponential", "initial")
+    ci = getattr(p, "ci95", None)
+    if plateau is None or initial is None or not ci or ci[0] is None or plateau == initial:
+        return None
+    s, _ = ctx.pre
+    try:
+        end = float(np.asarray(model.predict(np.asarray([s[-1]], float)), float)[0])
+    except Exception:  # a model that cannot predict says nothing
+        return None
+    if not (ci[0] > end if plateau > initial else ci[1] is not None and ci[1] < end):
+        return None
+    return float((plateau - end) / (plateau - initial))
 
 
 def rules(ctx: Context) -> list[Finding]:

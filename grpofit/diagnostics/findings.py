@@ -60,8 +60,8 @@ class Finding:
 def fold(base: Verdict, findings: list[Finding]) -> Verdict:
     """The mode's verdict with its rules' findings: the worst gating status wins.
 
-    The evidence lists the failing sentences (the base check's first), then the warning ones; a
-    passing mode keeps the base check's sentence (each rule's own sentence is in ``rules``), and
+    The evidence lists the failing sentences (the base check's first), then the warning ones, and
+    the start step is the earliest of theirs (the first sign of trouble); a passing mode keeps the base check's sentence (each rule's own sentence is in ``rules``), and
     an ``unknown`` base check judged by passing rules puts its reason before theirs.
     """
     if not findings:
