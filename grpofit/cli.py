@@ -65,7 +65,25 @@ DEBUG = typer.Option(False, "--debug", help="Show a traceback on errors.")
 
 def _warn(lines) -> None:
     for line in lines:
-        typer.echo(f"warning: {line}", err=True)
+        _echo_err(f"warning: {line}")
+
+
+def _echo_err(line: str) -> None:
+    """One line on stderr, control characters and undecodable bytes escaped (names in it come
+    from the user's files); a closed or full stderr is not an error of its own."""
+    from grpofit.safetext import printable
+
+    try:
+        typer.echo(printable(line, one_line=True), err=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _shown(doc):
+    """A document for the terminal (table, markdown): control characters in names escaped."""
+    from grpofit.safetext import printable_doc
+
+    return printable_doc(doc)
 
 
 def _print_json(doc: dict) -> None:
@@ -104,15 +122,16 @@ def fit(
     else:
         from grpofit import render
 
-        render.print_tables(render.fit_tables(doc["runs"]))
-        for line in render.fit_notes(doc["runs"]):
+        shown = _shown(doc["runs"])
+        render.print_tables(render.fit_tables(shown))
+        for line in render.fit_notes(shown):
             typer.echo(line)
     if plot is not None and done.results:
         from grpofit.plotting import save_fit_figure
 
         save_fit_figure(done.results, plot)
     for e in done.errors:
-        typer.echo(f"error: {e.error}", err=True)
+        _echo_err(f"error: {e.error}")
     return ExitCode.BAD_INPUT if done.errors else ExitCode.OK
 
 
@@ -126,7 +145,8 @@ def diagnose(
     step: Optional[str] = STEP,
     eval_metric: Optional[str] = typer.Option(None, "--eval-metric", help="Eval column (auto-detected: eval_*, val-core/*, val/*)."),
     min_r2: Optional[float] = typer.Option(None, "--min-r2", help="Fail a run whose preferred fit has R² below this."),
-    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Modes that gate, comma-separated (default: every mode)."),
+    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Modes that gate, comma-separated (default: every mode). A fail in another mode is shown but counts as a warning."),
+    strict: bool = typer.Option(False, "--strict", help="Warnings gate too: a warn in a gating mode fails the run."),
     group_size: Optional[int] = typer.Option(None, "--group-size", help="Group size G for every run (else from config or run name)."),
     threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (see README)."),
     format: DiagnoseFormat = typer.Option(DiagnoseFormat.table, "--format", help="table, json or markdown."),
@@ -148,6 +168,7 @@ def diagnose(
         eval_metric=eval_metric,
         min_r2=min_r2,
         fail_on=_split_modes(fail_on),
+        strict=strict,
         group_size=group_size,
         thresholds=_parse_thresholds(threshold),
         jobs=jobs,
@@ -160,15 +181,18 @@ def diagnose(
     if format is DiagnoseFormat.json:
         _print_json(doc)
     elif format is DiagnoseFormat.markdown:
-        typer.echo(render.diagnose_markdown(doc), nl=False)
+        typer.echo(render.diagnose_markdown(_shown(doc)), nl=False)
     else:
-        render.print_diagnose(doc)
-        for line in render.diagnose_evidence(doc):
+        shown = _shown(doc)
+        render.print_diagnose(shown)
+        for line in render.diagnose_evidence(shown, errors=False):  # errors: once, on stderr
             typer.echo(line)
     if junit is not None:
-        _write_text(junit, render.diagnose_junit(doc))
+        from grpofit.safetext import xml_text
+
+        _write_text(junit, xml_text(render.diagnose_junit(doc)))
     for e in doc.get("errors", []):
-        typer.echo(f"error: {e['error']}", err=True)
+        _echo_err(f"error: {e['error']}")
     if doc.get("errors"):
         return ExitCode.BAD_INPUT
     return ExitCode.OK if doc["gate"]["passed"] else ExitCode.GATE_FAILED
@@ -194,11 +218,10 @@ def _parse_thresholds(items: list[str]) -> dict[str, float]:
 
 
 def _write_text(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"cannot write {path}: {e.strerror}", path=str(path), fix="choose a writable path") from None
+    """Write ``text`` atomically: a reader (or an interrupt) never sees a partial file."""
+    from grpofit.atomic import write_text
+
+    write_text(path, text)
 
 
 # --------------------------------------------------------------------------- inspect
@@ -226,7 +249,7 @@ def inspect(
         return ExitCode.OK
     from grpofit import render
 
-    render.print_tables(render.inspect_tables(doc["runs"]))
+    render.print_tables(render.inspect_tables(_shown(doc["runs"])))
     return ExitCode.OK
 
 
@@ -319,6 +342,97 @@ def simulate_bandit(
     return ExitCode.OK
 
 
+# --------------------------------------------------------------------------- forecast
+
+
+@app.command()
+def forecast(
+    runs: List[str] = typer.Argument(..., help="Log files or run folders ('-' reads standard input)."),
+    metric: Optional[str] = METRIC,
+    step: Optional[str] = STEP,
+    horizon: Optional[int] = typer.Option(None, "--horizon", help="Planned last step (else from the config: trainer.total_training_steps, max_steps)."),
+    at: List[float] = typer.Option([], "--at", help="Also forecast at this step (repeatable)."),
+    until: Optional[float] = typer.Option(None, "--until", help="Cut the run after this step: what would have been forecast then."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Binary rewards per logged mean (binomial observation noise; else from the config, else estimated)."),
+    format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a fan chart: data, fit, median forecast, 80/95% bands, planned end (.png/.svg/.pdf)."),
+    debug: bool = DEBUG,
+) -> int:
+    """Forecast each run from the steps seen so far: expected reward at the planned end with
+    80/95% prediction intervals, plateau, steps to 90/95% of the gain, gain still expected.
+
+    Example: grpofit forecast run.csv --horizon 1000 --at 500 --plot fan.png
+    """
+    from grpofit.forecasting.command import ForecastOptions, forecast_paths
+
+    if plot is not None:
+        from grpofit.plotting import check_suffix
+
+        check_suffix(plot)
+    done = forecast_paths(runs, ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at),
+                                                until=until, batch_size=batch_size))
+    _warn(done.warnings)
+    if format is TableOrJson.json:
+        _print_json(done.doc)
+    else:
+        from grpofit import render
+        from grpofit.forecasting.report import forecast_tables
+
+        render.print_tables(forecast_tables(done.doc))
+    if plot is not None and done.items:
+        from grpofit.forecasting.fanchart import save_fan_figure
+
+        save_fan_figure(done.items, plot)
+    for e in done.doc.get("errors", []):
+        typer.echo(f"error: {e['error']}", err=True)
+    return ExitCode.BAD_INPUT if done.doc.get("errors") else ExitCode.OK
+
+
+# --------------------------------------------------------------------------- backtest
+
+
+@app.command()
+def backtest(
+    paths: List[str] = typer.Argument(..., help="Finished runs: files, run folders or log directories."),
+    metric: Optional[str] = METRIC,
+    step: Optional[str] = STEP,
+    cuts: Optional[str] = typer.Option(None, "--cuts", help="Cut points in percent of the steps (default 20,30,50,70)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Binary rewards per logged mean (binomial observation noise)."),
+    format: DiagnoseFormat = typer.Option(DiagnoseFormat.table, "--format", help="table, json or markdown."),
+    plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write one figure per run into this folder."),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="Backtest files in N parallel processes."),
+    debug: bool = DEBUG,
+) -> int:
+    """Forecast finished runs from cut points and compare with what happened: 95% interval
+    coverage of the final level, error against persistence and a plain exponential.
+
+    Example: grpofit backtest logs/ --cuts 25,50 --jobs 2 --format markdown
+    """
+    from grpofit.forecasting.backtest import backtest_paths, parse_cuts
+
+    if batch_size is not None and batch_size < 1:
+        raise UsageError(f"--batch-size {batch_size} is not positive", fix="pass the number of rewards averaged per logged step")
+    doc, warnings = backtest_paths(paths, metric=metric, step=step, cuts=parse_cuts(cuts), batch_size=batch_size,
+                                   jobs=jobs, plot_dir=plot_dir)
+    _warn(warnings)
+    from grpofit.forecasting.report import backtest_markdown, backtest_table
+
+    if format is DiagnoseFormat.json:
+        _print_json(doc)
+    elif format is DiagnoseFormat.markdown:
+        typer.echo(backtest_markdown(doc), nl=False)
+    else:
+        from grpofit import render
+
+        table, lines = backtest_table(doc)
+        render.print_tables([table])
+        for line in lines:
+            typer.echo(line)
+    for e in doc.get("errors", []):
+        typer.echo(f"error: {e['error']}", err=True)
+    return ExitCode.BAD_INPUT if doc.get("errors") else ExitCode.OK
+
+
 # --------------------------------------------------------------------------- watch
 
 
@@ -380,6 +494,9 @@ def main(argv: list[str] | None = None) -> None:
         from click.exceptions import ClickException
 
     _single_threaded_blas()
+    from grpofit import interrupts
+
+    interrupts.install()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if not debug:
@@ -408,9 +525,9 @@ def main(argv: list[str] | None = None) -> None:
         else:
             typer.echo(f"error: {_click_line(e)}", err=True)
         code = ExitCode.BAD_INPUT
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        code = 130
+    except KeyboardInterrupt as e:
+        _echo_err(f"{interrupts.describe(e)}; outputs not written")
+        code = interrupts.exit_code(e)
     except BrokenPipeError:
         code = ExitCode.OK
     except Exception as e:  # a bug: still one line, never a traceback without --debug

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import secrets
 from typing import Any
 
 _INDENT = 2
@@ -60,29 +61,32 @@ def dumps(obj: Any, indent: int | None = _INDENT) -> str:
     if indent != _INDENT:
         return json.dumps(clean, indent=indent, allow_nan=False)
     texts: list[str] = []
-    out = json.dumps(_placeholders(clean, texts), indent=indent, allow_nan=False)
+    # a fresh random tag per call: text from the logs (column names, run names) cannot know it,
+    # so it can never be taken for a placeholder
+    tag = secrets.token_hex(12)
+    out = json.dumps(_placeholders(clean, texts, tag), indent=indent, allow_nan=False)
     if not texts:
         return out
+    pattern = re.compile(r'^( *)([^\n]*?)"\\u0000grpofit-' + tag + r':(\d+)\\u0000"', re.M)
 
     def splice(m: re.Match) -> str:
         # the entry's further lines are indented like the line its placeholder is on
         pad = m.group(1)
         return m.group(1) + m.group(2) + texts[int(m.group(3))].replace("\n", "\n" + pad)
 
-    return _PLACEHOLDER.sub(splice, out)
+    spliced, n = pattern.subn(splice, out)
+    if n != len(texts):  # pragma: no cover - a placeholder not on a line of its own
+        return json.dumps(clean, indent=indent, allow_nan=False)
+    return spliced
 
 
-#: a placeholder string as it appears in the encoded skeleton, with its line's indentation
-_PLACEHOLDER = re.compile(r'^( *)([^\n]*?)"\\u0000grpofit:(\d+)\\u0000"', re.M)
-
-
-def _placeholders(obj: Any, texts: list[str]) -> Any:
+def _placeholders(obj: Any, texts: list[str], tag: str) -> Any:
     """``obj`` with every :class:`Encoded` replaced by a placeholder string (its text kept)."""
     if isinstance(obj, Encoded):
         texts.append(obj.text)
-        return f"\0grpofit:{len(texts) - 1}\0"
+        return f"\0grpofit-{tag}:{len(texts) - 1}\0"
     if isinstance(obj, dict):
-        return {k: _placeholders(v, texts) for k, v in obj.items()}
+        return {k: _placeholders(v, texts, tag) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_placeholders(v, texts) for v in obj]
+        return [_placeholders(v, texts, tag) for v in obj]
     return obj

@@ -9,6 +9,7 @@ dies takes only its own run with it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -44,28 +45,81 @@ class Outcome:
 
 
 def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None = None) -> Outcome:
-    """Read and fit every run of every path; a bad path is recorded, the others still fitted.
+    """Read and fit every run of every path; a bad path or run is recorded, the others still fitted.
 
-    A single path that fails raises (the plain ``fit one.csv`` case gets the error itself).
+    A single file that fails raises (the plain ``fit one.csv`` case gets the error itself).
+    A folder is walked like ``diagnose`` does: each run in it is read and fitted on its own.
     """
+    import os
+
     from grpofit.analysis import fit_run
-    from grpofit.readers import read_path
+    from grpofit.readers import discover, read_path
+    from grpofit.readers.discover import dir_kind
 
     out = Outcome()
+    units: list[str] = []
     for path in paths:
+        if path != "-" and os.path.isdir(path) and dir_kind(path) is None:
+            skipped: list = []
+            try:
+                units.extend(src.path for src in discover([path], skipped))
+            except GrpofitError as e:
+                if len(paths) == 1:
+                    raise
+                out.errors.append(RunError(path, e.one_line()))
+            add_skipped(out, skipped)
+        else:
+            units.append(path)
+    units = unique_sources(units, out.warnings)
+    for path in units:
         try:
             runs = read_path(path, step=step)
-            for run in runs:
-                out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
-                out.results.append(fit_run(run, metric=metric))
         except GrpofitError as e:
-            if len(paths) == 1:
+            if len(units) == 1 and not out.errors:
                 raise
             out.errors.append(RunError(path, e.one_line()))
+            continue
+        for run in runs:
+            out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
+            try:
+                out.results.append(fit_run(run, metric=metric))
+            except GrpofitError as e:
+                if len(units) == 1 and len(runs) == 1 and not out.errors:
+                    raise
+                out.errors.append(RunError(run.name, e.one_line()))
     return out
 
 
 # --------------------------------------------------------------------------- finding runs
+
+
+def unique_sources(items: list, warnings: list[str], *, path_of=lambda x: x) -> list:
+    """``items`` without repeats of the same file or folder (``f.csv f.csv ./f.csv``): each run
+    is judged once; a warning names what was dropped. Standard input is never a repeat."""
+    seen: dict[str, str] = {}
+    out = []
+    for item in items:
+        path = path_of(item)
+        if not isinstance(path, str) or path == "-":
+            out.append(item)
+            continue
+        base, sep, run = path.partition("::")
+        key = os.path.realpath(base) + sep + run
+        if key in seen:
+            warnings.append(f"{path}: the same run as {seen[key]}; judged once")
+            continue
+        seen[key] = path
+        out.append(item)
+    return out
+
+
+def add_skipped(out: Outcome, skipped: list) -> None:
+    """What the folder walk left out: errors (an unreadable folder) or warnings (links, FIFOs)."""
+    for s in skipped:
+        if s.error:
+            out.errors.append(RunError(s.path, s.reason))
+        else:
+            out.warnings.append(s.line())
 
 
 def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outcome]:
@@ -83,10 +137,13 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
         if not isinstance(path, str):  # a Run given through the Python API: judged as it is
             sources.append(path)
             continue
+        skipped: list = []
         try:
-            sources.extend(discover([path]))
+            sources.extend(discover([path], skipped))
         except GrpofitError as e:
             out.errors.append(RunError(path, e.one_line()))
+        add_skipped(out, skipped)
+    sources = unique_sources(sources, out.warnings, path_of=lambda s: getattr(s, "path", None))
     items: list = []
     exports: list = []
     for src in sources:
@@ -121,6 +178,7 @@ class JudgeOptions:
     step: str | None = None
     plot_dir: str | None = None
     encode_json: bool = False  #: the output is JSON: encode each run's entry where it is judged
+    policy: Any = None  #: grpofit.gate.GatePolicy: the gated verdict is written into each entry
 
 
 def internal_error(what: str, exc: BaseException) -> str:
@@ -155,11 +213,15 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
         except Exception as e:  # noqa: BLE001 - a bug on one run must not hide the others
             out.errors.append(RunError(run.name, internal_error("judging", e)))
             continue
+        entry = diagnosis.summary()  # in the worker, in parallel (cached on the diagnosis)
+        if options.policy is not None:
+            from grpofit.gate import apply_policy
+
+            apply_policy(entry, options.policy)
         if options.plot_dir is not None:
             from grpofit.plotting import save_diagnosis_figure
 
-            save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose["thresholds"])
-        entry = diagnosis.summary()  # in the worker, in parallel (cached on the diagnosis)
+            save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose["thresholds"], entry=entry)
         if options.encode_json:
             entry.text  # noqa: B018 - made here, spliced by grpofit.jsonout.dumps
         out.results.append(diagnosis)
@@ -201,9 +263,19 @@ def _preload(options: JudgeOptions) -> None:
         grpofit.plotting._pyplot()
 
 
-def _judge_chunk(chunk: list, options: JudgeOptions) -> list[Outcome]:
+#: set by a worker when it starts judging an item (shared with forked workers by inheritance):
+#: after a worker dies, the started but unfinished items are the suspects
+_STARTED = None
+
+
+def _judge_chunk(chunk: list, items: list, options: JudgeOptions) -> list[Outcome]:
     """:func:`judge_item` for a few items in one worker call (fewer round trips)."""
-    return [judge_item(item, options) for item in chunk]
+    out = []
+    for i, item in zip(chunk, items):
+        if _STARTED is not None:
+            _STARTED[i] = 1
+        out.append(judge_item(item, options))
+    return out
 
 
 def _chunk_size(n: int, jobs: int) -> int:
@@ -211,40 +283,113 @@ def _chunk_size(n: int, jobs: int) -> int:
     return max(1, min(8, n // (8 * jobs)))
 
 
-def _judge_parallel(items, options, jobs, parts, progress):
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+def _worker_signals() -> None:
+    """In a worker: die on SIGTERM/SIGHUP (the parent sends them), ignore Ctrl-C (the parent,
+    which gets it too, stops the workers): no worker tracebacks, no orphans."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def _new_pool(context, jobs: int):
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_signals)
+
+
+def stop_pool(pool, grace: float = 1.0) -> None:
+    """Stop every worker of ``pool`` now: SIGTERM, then SIGKILL after ``grace`` seconds."""
+    import time
+
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + grace
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join(1.0)
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _run_round(pool, todo: list[int], items, options, jobs, parts, progress) -> bool:
+    """Judge ``todo`` in ``pool``; True when a worker died (the pool is then broken)."""
+    from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
+    size = _chunk_size(len(todo), jobs)
+    chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+    broken = False
+    futures = {pool.submit(_judge_chunk, idx, [items[i] for i in idx], options): idx for idx in chunks}
+    for fut in as_completed(futures):
+        idx = futures[fut]
+        try:
+            results = fut.result()
+        except BrokenProcessPool:
+            broken = True
+            continue
+        for i, part in zip(idx, results):
+            parts[i] = part
+        if progress:
+            progress(len(idx))
+    return broken
+
+
+def _judge_parallel(items, options, jobs, parts, progress):
+    """Judge in a pool of ``jobs`` forked workers. A worker that dies breaks the pool: the items
+    it may have been judging are retried one by one in a process of their own (only an item
+    that kills its worker again is lost), and the pool is rebuilt for everything else. On
+    SIGINT/SIGTERM/SIGHUP (an exception here, see :func:`grpofit.cli.main`) every worker is
+    stopped before the exception goes on."""
+    import multiprocessing
+
+    global _STARTED
     _preload(options)
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    size = _chunk_size(len(items), jobs)
-    chunks = [list(range(i, min(i + size, len(items)))) for i in range(0, len(items), size)]
-    suspects: list[int] = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {pool.submit(_judge_chunk, [items[i] for i in idx], options): idx for idx in chunks}
-        for fut in as_completed(futures):
-            idx = futures[fut]
+    _STARTED = context.RawArray("b", len(items)) if "fork" in methods else None
+    todo = list(range(len(items)))
+    try:
+        while todo:
+            pool = _new_pool(context, jobs)
             try:
-                for i, part in zip(idx, fut.result()):
-                    parts[i] = part
-            except BrokenProcessPool:
-                suspects.extend(idx)
-                continue
-            if progress:
-                progress(len(idx))
-    # a dead worker breaks the whole pool: retry the unfinished items one by one in a process
-    # of their own, so only an item that kills its worker again is lost
-    for i in sorted(suspects):
-        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-            try:
-                parts[i] = pool.submit(judge_item, items[i], options).result()
-            except BrokenProcessPool:
-                label = items[i] if isinstance(items[i], str) else items[i].name
-                parts[i] = Outcome(errors=[RunError(label, "the worker judging this run died (out of memory or killed)")])
-        if progress:
-            progress(1)
+                broken = _run_round(pool, todo, items, options, jobs, parts, progress)
+            except BaseException:
+                stop_pool(pool)
+                raise
+            stop_pool(pool) if broken else pool.shutdown(wait=True)
+            left = [i for i in todo if parts[i] is None]
+            if not broken or not left:
+                break
+            if _STARTED is None:
+                suspects, todo = left, []
+            else:
+                suspects = [i for i in left if _STARTED[i]]
+                todo = [i for i in left if not _STARTED[i]]
+            for i in suspects:
+                parts[i] = _judge_alone(context, items[i], options)
+                if progress:
+                    progress(1)
+    finally:
+        _STARTED = None
+
+
+def _judge_alone(context, item, options) -> Outcome:
+    """One item in a worker of its own: its death costs only this item."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = _new_pool(context, 1)
+    try:
+        return pool.submit(judge_item, item, options).result()
+    except BrokenProcessPool:
+        label = item if isinstance(item, str) else item.name
+        return Outcome(errors=[RunError(label, "the worker judging this run died (out of memory or killed)")])
+    finally:
+        stop_pool(pool)
 
 
 # --------------------------------------------------------------------------- diagnose
@@ -258,6 +403,7 @@ def diagnose_paths(
     eval_metric: str | None = None,
     min_r2: float | None = None,
     fail_on: tuple[str, ...] | None = None,
+    strict: bool = False,
     group_size: int | None = None,
     thresholds: dict[str, float] | None = None,
     jobs: int = 1,
@@ -270,32 +416,50 @@ def diagnose_paths(
     document will be printed as JSON, so each run's entry is encoded where it is judged (in
     parallel with ``jobs``).
     """
-    from grpofit.diagnostics import MODES, Thresholds, gate
+    from grpofit.diagnostics import MODES, Thresholds
+    from grpofit.gate import GatePolicy, check_modes, gate_document
     from grpofit.vocabulary import SCHEMAS
     from grpofit.groupsize import group_size_by_experiment
 
+    from grpofit.limits import check_min_r2
+
+    min_r2 = check_min_r2(min_r2)
     th = Thresholds.from_overrides(thresholds or {})
+    policy = GatePolicy(
+        fail_on=None if not fail_on else check_modes(fail_on, MODES), min_r2=min_r2, strict=strict
+    )
     options = JudgeOptions(
         diagnose={"metric": metric, "eval_metric": eval_metric, "thresholds": th, "group_size": group_size},
         step=step,
         plot_dir=None if plot_dir is None else str(plot_dir),
         encode_json=encode_json,
+        policy=policy,
     )
     items, found = plan_work(paths, step=step)
     if not items and len(found.errors) == 1 and len(paths) == 1:
         raise GrpofitError(found.errors[0].error)  # nothing readable at all: the reason is the answer
+    from grpofit.limits import cap_jobs
+
+    jobs = cap_jobs(jobs, len(items))
     with _progress(len(items)) as advance:
-        judged = judge_items(items, options, jobs=jobs, progress=advance)
+        try:
+            judged = judge_items(items, options, jobs=jobs, progress=advance)
+        except OSError as e:  # no process could be started (fork failed: out of memory or processes)
+            if jobs <= 1:
+                raise
+            found.warnings.append(f"--jobs {jobs}: cannot start worker processes ({e.strerror or e}); judged the runs in one process")
+            judged = judge_items(items, options, jobs=1, progress=advance)
     found.extend(judged)
     diagnoses = found.results
+    runs = [d.summary() for d in diagnoses]
+    errors = [e.summary() for e in found.errors]
     doc: dict[str, Any] = {
         "schema": SCHEMAS["diagnose"],
-        "runs": [d.summary() for d in diagnoses],
-        "gate": gate(diagnoses, fail_on=fail_on or MODES, min_r2=min_r2),
+        "runs": runs,
+        "gate": gate_document(runs, policy, errors),
     }
-    if found.errors:
-        doc["errors"] = [e.summary() for e in found.errors]
-        doc["gate"]["passed"] = False
+    if errors:
+        doc["errors"] = errors
     gs = group_size_by_experiment(diagnoses)
     if gs:
         doc["group_size"] = gs

@@ -36,13 +36,23 @@ def check_suffix(path: Path) -> None:
 def _save(fig, path: Path) -> None:
     path = Path(path)
     check_suffix(path)
+    from grpofit.atomic import replacing
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110, bbox_inches="tight")
-    except OSError as e:
-        raise UsageError(f"cannot write the figure: {e.strerror}", path=str(path), fix="choose a writable path") from None
+        with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)
+            fig.savefig(tmp, dpi=110, bbox_inches="tight", format=path.suffix.lower().lstrip("."))
+    except UsageError as e:
+        raise UsageError(f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable path") from None
     finally:
         _pyplot().close(fig)
+
+
+def safe_label(text: str) -> str:
+    """Text from the logs as a figure label: control characters and undecodable bytes escaped,
+    ``$`` kept literal (matplotlib would read it as the start of math)."""
+    from grpofit.safetext import printable
+
+    return printable(str(text)).replace("$", r"\$")
 
 
 def short_title(run_name: str) -> str:
@@ -81,13 +91,13 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None) -> No
     collapse = getattr(result, "collapse", None)
     if collapse is not None:
         ax_data.axvline(collapse.step, color="k", ls=":", lw=1.2, label=f"collapse at step {collapse.step:g}")
-    ax_data.set_ylabel(result.metric)
+    ax_data.set_ylabel(safe_label(result.metric))
     ax_data.legend(fontsize=7, loc="best")
-    ax_data.set_title(short_title(str(result.run)), fontsize=9)
+    ax_data.set_title(safe_label(short_title(str(result.run))), fontsize=9)
     if ax_resid is not None:
         ax_resid.axhline(0, color="k", lw=0.8)
         ax_resid.set_ylabel("residual")
-        ax_resid.set_xlabel(f"step ({result.step_column})")
+        ax_resid.set_xlabel(safe_label(f"step ({result.step_column})"))
 
 
 def fit_figure(results: list):
@@ -163,7 +173,7 @@ def _threshold_lines(role: str, values, th) -> list[tuple[float, str, str]]:
     return []
 
 
-def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any):
+def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | None = None):
     """Reward with both fits and the collapse mark, then one panel per diagnostic metric."""
     import numpy as np
 
@@ -176,11 +186,12 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any):
     draw_fit(fit, axes[0], axes[1], collapse_values=_after_collapse(fit))
     axes[1].set_xlabel("")
     statuses = ", ".join(f"{m.split('_')[0]}: {v.status}" for m, v in diagnosis.diagnostics.items())
-    axes[0].set_title(f"{diagnosis.name}\nverdict {diagnosis.verdict} ({statuses})", fontsize=8)
+    verdict = (entry or {}).get("verdict") or diagnosis.verdict
+    axes[0].set_title(f"{safe_label(diagnosis.name)}\nverdict {verdict} ({statuses})", fontsize=8)
     for ax, (role, title, column) in zip(axes[2:], panels):
         steps, values = run.series(column)
         if role == "eval_reward":
-            ax.plot(fit.steps, fit.values, ".", ms=1.5, color="0.8", label=f"train ({fit.metric})")
+            ax.plot(fit.steps, fit.values, ".", ms=1.5, color="0.8", label=safe_label(f"train ({fit.metric})"))
         ax.plot(steps, values, ".-" if role == "eval_reward" else "-", lw=0.9, ms=3, color="tab:purple")
         for level, label, colour in _threshold_lines(role, values, thresholds):
             ax.axhline(level, color=colour, ls="--", lw=0.9, label=label)
@@ -189,24 +200,33 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any):
         if diagnosis.collapse is not None:
             ax.axvline(diagnosis.collapse.step, color="k", ls=":", lw=1.0)
         ax.set_ylabel(title, fontsize=8)
-        ax.set_title(column, fontsize=7, loc="left")
+        ax.set_title(safe_label(column), fontsize=7, loc="left")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=6, loc="best")
-    axes[-1].set_xlabel(f"step ({run.step_column})")
+    axes[-1].set_xlabel(safe_label(f"step ({run.step_column})"))
     fig.tight_layout()
     return fig
 
 
 def figure_name(run_name: str, suffix: str = ".png") -> str:
-    """A file name for a run's figure: path separators and odd characters become ``_``."""
+    """A file name for a run's figure, one per run: a name that is already a plain file name
+    (letters, digits, ``._-``) is kept; any other (path separators, spaces, odd or undecodable
+    characters, over 150 characters) becomes ``_``-joined and gets 8 hex digits of its hash, so
+    ``x/run.csv``, ``x_run.csv`` and ``x run.csv`` get three different figures."""
+    import hashlib
     import re
 
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", run_name).strip("._") or "run"
-    return stem[-150:] + suffix
+    if stem == run_name and len(stem) <= 150:
+        return stem + suffix
+    digest = hashlib.sha1(run_name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{stem[-150:]}-{digest}{suffix}"
 
 
-def save_diagnosis_figure(diagnosis: Any, run: Any, plot_dir: Path, thresholds: Any, suffix: str = ".png") -> Path:
-    """Write one judged run's figure into ``plot_dir`` (created); returns its path."""
+def save_diagnosis_figure(diagnosis: Any, run: Any, plot_dir: Path, thresholds: Any, suffix: str = ".png",
+                          entry: dict | None = None) -> Path:
+    """Write one judged run's figure into ``plot_dir`` (created); returns its path. ``entry``: the
+    run's gated JSON entry (its verdict goes into the title)."""
     path = Path(plot_dir) / figure_name(diagnosis.name, suffix)
-    _save(diagnosis_figure(diagnosis, run, thresholds), path)
+    _save(diagnosis_figure(diagnosis, run, thresholds, entry), path)
     return path

@@ -44,15 +44,36 @@ def read_path(path: str, *, step: str | None = None) -> list[Run]:
     ``step`` names the step column (``--step``). Raises a :class:`ReadError` subclass naming
     the file and the fix for anything unreadable.
     """
+    import stat
+
+    from grpofit.readers.discover import check_exists
+    from grpofit.readers.source import read_stream
+
     path = str(path)
     if path == "-":
-        return read_bytes(sys.stdin.buffer.read(), "-", step=step)
-    if not os.path.exists(path):
-        raise ReadError("no such file or directory", path=path, fix="check the path")
+        stdin = sys.stdin.buffer if sys.stdin is not None else None
+        if stdin is None:
+            raise ReadError("standard input is closed", path="-", fix="pipe a log into grpofit or pass a file")
+        try:
+            data = read_stream(stdin, "-")
+        except OSError as exc:
+            raise ReadError(f"standard input cannot be read ({exc.strerror or exc})", path="-", fix="pipe a log into grpofit or pass a file") from None
+        return read_bytes(data, "-", step=step)
+    check_exists(path)
     if os.path.isdir(path):
         return _read_dir(path, step)
     if not os.access(path, os.R_OK):
         raise ReadError("is not readable (permission denied)", path=path, fix="check the file's permissions")
+    mode = os.stat(path).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):  # a named pipe, <(...), /dev/stdin: one read, bounded
+        try:
+            with open(path, "rb") as f:
+                data = read_stream(f, path)
+        except OSError as exc:
+            raise ReadError(f"cannot be read ({exc.strerror or exc})", path=path, fix="check the path") from None
+        return read_bytes(data, path, step=step)
+    if not stat.S_ISREG(mode):
+        raise ReadError("is a socket or device, not a log file", path=path, fix="point at a log file")
     return _read(Source(path, path=path), step)
 
 

@@ -66,35 +66,64 @@ KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def flatten(obj: Mapping[str, Any], prefix: str = "", *, wandb: bool = False) -> dict[str, Any]:
+class ConfigTooLarge(ValueError):
+    """A config whose flattened form would exceed :data:`grpofit.limits.MAX_CONFIG_KEYS` keys
+    (e.g. a YAML alias bomb: a few hundred bytes that expand to 10^9 keys)."""
+
+
+def flatten(
+    obj: Mapping[str, Any],
+    prefix: str = "",
+    *,
+    wandb: bool = False,
+    max_keys: int | None = None,
+    max_depth: int | None = None,
+) -> dict[str, Any]:
     """Nested mappings to dotted keys: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``.
 
     W&B's ``{key: {"value": v, "desc": ...}}`` wrapping is removed and its ``_wandb*`` and
     ``wandb_version`` entries dropped: always with ``wandb=True`` (a W&B config, where each
     entry is unwrapped on its own), else when every entry is wrapped. Lists of scalars stay lists.
     The one flattener of W&B configs (``files/config.yaml`` and the ``.wandb`` file's records).
+
+    Bounded: more than ``max_keys`` keys raises :class:`ConfigTooLarge`; entries nested deeper
+    than ``max_depth`` levels are dropped (both default to :mod:`grpofit.limits`). The walk is
+    iterative, so a 50,000-deep config cannot exhaust the stack.
     """
+    from grpofit.limits import MAX_CONFIG_DEPTH, MAX_CONFIG_KEYS
+
+    max_keys = MAX_CONFIG_KEYS if max_keys is None else max_keys
+    max_depth = MAX_CONFIG_DEPTH if max_depth is None else max_depth
     if not prefix:
         obj = _unwrap_wandb(obj, each=wandb)
     out: dict[str, Any] = {}
-    for k, v in obj.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(flatten(v, key + "."))
-        elif isinstance(v, (list, tuple)):
-            if all(isinstance(x, (int, float, str, bool)) or x is None for x in v):
+    stack: list[tuple[str, Any, int]] = [(prefix, obj, 0)]
+    while stack:
+        pre, node, depth = stack.pop()
+        if depth > max_depth:
+            continue
+        items = list(node.items()) if isinstance(node, Mapping) else [(i, x) for i, x in enumerate(node)]
+        todo = []
+        for k, v in items:
+            key = f"{pre}{k}"
+            if isinstance(v, Mapping):
+                todo.append((key + ".", v, depth + 1))
+            elif isinstance(v, (list, tuple)) and not isinstance(node, (list, tuple)) and _scalars(v):
                 out[key] = list(v)
+            elif isinstance(v, (list, tuple)):
+                todo.append((key + ".", v, depth + 1))
+            elif isinstance(v, (int, float, str, bool)) or v is None:
+                out[key] = v
             else:
-                for i, x in enumerate(v):
-                    if isinstance(x, Mapping):
-                        out.update(flatten(x, f"{key}.{i}."))
-                    else:
-                        out[f"{key}.{i}"] = x
-        elif isinstance(v, (int, float, str, bool)) or v is None:
-            out[key] = v
-        else:
-            out[key] = str(v)
+                out[key] = str(v)[:1000]
+            if len(out) > max_keys:
+                raise ConfigTooLarge(f"more than {max_keys} keys")
+        stack.extend(reversed(todo))
     return out
+
+
+def _scalars(v) -> bool:
+    return all(isinstance(x, (int, float, str, bool)) or x is None for x in v)
 
 
 def _unwrap_wandb(obj: Mapping[str, Any], each: bool = False) -> Mapping[str, Any]:
@@ -109,20 +138,24 @@ def _unwrap_wandb(obj: Mapping[str, Any], each: bool = False) -> Mapping[str, An
 
 def load_config_file(path: str) -> dict[str, Any] | None:
     """A config file flattened, or None when it is unreadable or not a mapping."""
+    from grpofit.limits import MAX_CONFIG_BYTES
+
     try:
+        if not os.path.isfile(path):
+            return None  # a FIFO or device named config.yaml is never opened (it could block)
         with open(path, "rb") as f:
-            raw = f.read(20_000_000)
+            raw = f.read(MAX_CONFIG_BYTES)
         if path.endswith((".yaml", ".yml")):
             import yaml
 
             obj = yaml.safe_load(raw)
         else:
             obj = json.loads(raw)
-    except Exception:  # noqa: BLE001 - any unreadable config is skipped, never fatal
+        if not isinstance(obj, Mapping):
+            return None
+        flat = flatten(obj)
+    except Exception:  # noqa: BLE001 - any unreadable config is skipped, never fatal (RecursionError too)
         return None
-    if not isinstance(obj, Mapping):
-        return None
-    flat = flatten(obj)
     return flat or None
 
 

@@ -6,7 +6,10 @@ One run container is one :class:`RunSource`: a log file, a W&B run folder
 dir), or a TensorBoard log dir (a folder holding ``events.out.tfevents.*``). Files that are
 clearly not logs (model weights, tokenizer files, READMEs, configs, images) are ignored.
 Directories are tracked by real path, so symlink loops and ``latest-run`` links cannot hang or
-duplicate the walk.
+duplicate the walk. What the walk leaves out for a reason the user should know is reported
+through ``skipped``: links to folders outside the tree or back up the tree (never followed), named
+pipes, sockets and devices with a log's name (never opened: a FIFO would block), and folders that
+cannot be read (an error: such a run is listed and ``diagnose`` exits 2).
 """
 
 from __future__ import annotations
@@ -43,15 +46,28 @@ IGNORE_NAMES = frozenset(
         "package-lock.json",
         "debug.log",
         "debug-internal.log",
+        "debug-core.log",
         "latest_checkpointed_iteration.txt",
     }
 )
 _IGNORE_PREFIX = re.compile(r"^(readme|license|licence|notice|changelog|copying)", re.IGNORECASE)
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
-_WANDB_RUN = re.compile(r"^(?:offline-)?run-")
+_WANDB_RUN = re.compile(r"^(?:(?:offline-)?run-|latest-run\Z)")
 _WANDB_FILE = re.compile(r"^run-.*\.wandb$")
 TFEVENTS_PREFIX = "events.out.tfevents."
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A path the walk did not read: ``error`` True when it may hold a run that was not judged."""
+
+    path: str
+    reason: str
+    error: bool = False
+
+    def line(self) -> str:
+        return f"{self.path}: {self.reason}"
 
 
 @dataclass(frozen=True, order=True)
@@ -185,24 +201,29 @@ def _first_line_is_object(text: bytes) -> bool:
         return False
 
 
-def discover(paths: list[str]) -> list[RunSource]:
+def discover(paths: list[str], skipped: list[Skipped] | None = None) -> list[RunSource]:
     """Every run under ``paths``: files given explicitly always count; folders are walked.
 
     Results are sorted by path within each argument (arguments keep their order) and each
     real file or folder appears once. Raises :class:`ReadError` for a missing path or a
-    folder without any log.
+    folder without any log. ``skipped`` (a list) receives what the walk left out and why.
     """
     out: list[RunSource] = []
     seen: set[str] = set()
+    skipped = [] if skipped is None else skipped
     for p in paths:
         if p == "-":
             out.append(RunSource("-", "stdin"))
             continue
-        if not os.path.exists(p):
-            raise ReadError("no such file or directory", path=p, fix="check the path")
+        check_exists(p)
         if os.path.isdir(p):
-            found = _walk(p)
-            if not found:
+            mark = len(skipped)
+            found = _walk(p, skipped)
+            if not found and not any(s.error for s in skipped[mark:]):
+                try:
+                    os.listdir(p)
+                except OSError as exc:
+                    raise ReadError(f"cannot be read ({exc.strerror or exc})", path=p, fix="check the folder's permissions") from None
                 raise ReadError(
                     "holds no training logs",
                     path=p,
@@ -219,13 +240,52 @@ def discover(paths: list[str]) -> list[RunSource]:
     return out
 
 
-def _walk(root: str) -> list[RunSource]:
+def check_exists(path: str) -> None:
+    """Raise :class:`ReadError` with the real cause when ``path`` cannot be looked at (missing,
+    a name too long, a folder on the way without permission)."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        raise ReadError("no such file or directory", path=path, fix="check the path") from None
+    except OSError as exc:
+        import errno
+
+        if exc.errno == errno.ENAMETOOLONG:
+            raise ReadError("the path is too long for this system", path=path, fix="use a shorter path") from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise ReadError("cannot be reached (permission denied)", path=path, fix="check the permissions of its folders") from None
+        if exc.errno == errno.ELOOP:
+            raise ReadError("is a symlink loop", path=path, fix="point at the real file") from None
+        raise ReadError(f"cannot be read ({exc.strerror or exc})", path=path, fix="check the path") from None
+
+
+def _kind_of_special(mode: int) -> str:
+    import stat
+
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _inside(real: str, root: str) -> bool:
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _walk(root: str, skipped: list[Skipped]) -> list[RunSource]:
     from grpofit.readers.registry import folder as folder_shape
 
     found: list[RunSource] = []
     visited: set[str] = set()
+    real_root = os.path.realpath(root)
     stack = [root]
-    while stack:
+    links: list[str] = []  # linked folders inside the tree: walked after every real folder
+    while stack or links:
+        if not stack:
+            stack.append(links.pop(0))
         folder = stack.pop()
         real = os.path.realpath(folder)
         if real in visited:
@@ -234,7 +294,9 @@ def _walk(root: str) -> list[RunSource]:
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: (e.is_symlink(), e.name))
-        except OSError:
+        except OSError as exc:
+            if folder != root:
+                skipped.append(Skipped(folder, f"this folder cannot be read ({exc.strerror or exc}); its runs were not judged", error=True))
             continue
         names = [e.name for e in entries]
         kind = _kind(folder, names)
@@ -254,6 +316,16 @@ def _walk(root: str) -> list[RunSource]:
             if is_dir:
                 if e.name.startswith(".") or e.name in _SKIP_DIRS:
                     continue
+                if e.is_symlink():
+                    target = os.path.realpath(e.path)
+                    if not _inside(target, real_root):
+                        skipped.append(Skipped(e.path, f"a link to {target}, outside {root}; not followed"))
+                        continue
+                    if _inside(real, target):
+                        skipped.append(Skipped(e.path, "a link back up the tree (a loop); not followed"))
+                        continue
+                    links.append(e.path)
+                    continue
                 if _CHECKPOINT.match(e.name) and os.path.isfile(os.path.join(e.path, "trainer_state.json")):
                     # only the newest checkpoint stands for the run (none if the output dir has
                     # its own final trainer_state.json)
@@ -264,6 +336,15 @@ def _walk(root: str) -> list[RunSource]:
             elif shape is not None and shape.run and e.name.startswith(TFEVENTS_PREFIX):
                 continue  # read as part of the TensorBoard folder
             elif not e.name.startswith(".") and is_candidate_file(e.name):  # hidden files are never runs
+                try:
+                    regular = e.is_file()
+                    mode = None if regular else os.stat(e.path).st_mode
+                except OSError as exc:  # a dangling link, or no permission
+                    skipped.append(Skipped(e.path, f"cannot be read ({exc.strerror or exc}); skipped"))
+                    continue
+                if not regular:
+                    skipped.append(Skipped(e.path, f"is {_kind_of_special(mode)}, not a log file; skipped"))
+                    continue
                 if e.name.lower().endswith(_suffixes()[1]) and not looks_like_log(e.path):
                     continue
                 found.append(RunSource(e.path, "file"))

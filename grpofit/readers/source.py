@@ -78,6 +78,30 @@ class Source:
         return os.path.dirname(os.path.abspath(self.path)) if self.path else None
 
 
+def read_stream(stream: BinaryIO, name: str, limit: int | None = None) -> bytes:
+    """All of a pipe, FIFO or standard input, read once from its start in chunks; more than
+    ``limit`` bytes (default :data:`grpofit.limits.MAX_STREAM_BYTES`) is a :class:`ReadError`."""
+    from grpofit.errors import ReadError
+    from grpofit.limits import MAX_STREAM_BYTES
+
+    limit = MAX_STREAM_BYTES if limit is None else limit
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        chunk = stream.read(min(1 << 20, limit + 1 - total))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise ReadError(
+                f"is a stream longer than {limit // 1024**2} MiB, the limit for pipes and standard input",
+                path=name,
+                fix="save it to a file and pass the file",
+            )
+    return b"".join(parts)
+
+
 def decode(raw: bytes) -> str:
     """UTF-8 text without a BOM; undecodable bytes become U+FFFD."""
     if raw.startswith(b"\xef\xbb\xbf"):

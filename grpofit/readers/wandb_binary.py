@@ -465,23 +465,41 @@ def read_config_yaml(path: str) -> dict[str, Any]:
     """
     import yaml
 
+    from grpofit.limits import MAX_CONFIG_BYTES
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            raw = yaml.safe_load(fh)
+        if not os.path.isfile(path):
+            raise OSError(0, "not a regular file")
+        with open(path, "rb") as fh:
+            raw = yaml.safe_load(fh.read(MAX_CONFIG_BYTES).decode("utf-8", errors="replace"))
+    except RecursionError:
+        raise ReadError("cannot read config.yaml: nested too deeply", path=path, fix="fix or remove the file") from None
     except (OSError, yaml.YAMLError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        first = (exc.strerror if isinstance(exc, OSError) else None) or str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ReadError(
             f"cannot read config.yaml: {first}", path=path, fix="fix or remove the file"
         ) from None
-    return _flatten_config(raw if isinstance(raw, dict) else {})
+    try:
+        return _flatten_config(raw if isinstance(raw, dict) else {})
+    except ReadError as exc:
+        exc.path = path
+        raise
 
 
 def _flatten_config(raw: dict[str, Any]) -> dict[str, Any]:
     """``{key: {"value": v}}`` (or ``{key: v}``) -> ``{"key": v}``, nested dicts as ``a.b.c``
-    (:func:`grpofit.readers.config.flatten`, the one W&B config flattener)."""
-    from grpofit.readers.config import flatten
+    (:func:`grpofit.readers.config.flatten`, the one W&B config flattener). Bounded: more than
+    ``MAX_CONFIG_KEYS`` keys once flattened (a YAML alias bomb) raises ReadError."""
+    from grpofit.limits import MAX_CONFIG_KEYS
+    from grpofit.readers.config import ConfigTooLarge, flatten
 
-    return flatten(raw, wandb=True)
+    try:
+        return flatten(raw, wandb=True)
+    except ConfigTooLarge:
+        raise ReadError(
+            f"config has more than {MAX_CONFIG_KEYS} keys once flattened (nested aliases?); ignored it",
+            fix="simplify the config",
+        ) from None
 
 
 def read_wandb_run_dir(path: str, *, step: str | None = None) -> list[Run]:
@@ -521,10 +539,14 @@ def read_wandb_run_dir(path: str, *, step: str | None = None) -> list[Run]:
         try:
             table, file_warnings, raw_config = parse_wandb(_read_bytes(binary, FIX), binary)
             warnings += file_warnings
-            if raw_config:
-                config, config_source = _flatten_config(raw_config), binary
         except ReadError as exc:
+            raw_config = None
             warnings.append(f"{_base(binary)}: {exc.message}")
+        if raw_config:
+            try:
+                config, config_source = _flatten_config(raw_config), binary
+            except ReadError as exc:
+                warnings.append(f"{_base(binary)}: {exc.message}")
     history = os.path.join(path, "files", "wandb-history.jsonl")
     if table is None and os.path.isfile(history):
         table, file_warnings = read_history_jsonl(history)
