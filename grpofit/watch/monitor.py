@@ -17,7 +17,10 @@ is still 0 after ten steps is "dead" to ``diagnose`` and is usually just startin
 the shared real runs show this on three healthy runs). So ``diagnose`` verdicts raise alerts
 only from ``min_points`` (30) points on, and a ``fail`` raises a ``warn`` alert at first and
 becomes a ``fail`` alert once it still holds after the run has grown by ``confirm_growth``
-(20%). ``advantage_degeneracy`` (a dead run, degenerate advantages) describes a run that is not
+(20%) and has at least ``min_fail_points`` (100) points: several of ``diagnose``'s rules measure
+durations relative to the run's length, so on a short prefix a brief excursion is "sustained"
+(the rasbt 7_4 run's importance ratio leaves its range for 4 points at step 16: a fail on the
+first 40-80 steps, a warn on the whole run). ``advantage_degeneracy`` (a dead run, degenerate advantages) describes a run that is not
 learning *yet*: live it fails only once it has held while the run doubled in length, or past
 half the planned steps when the config gives them (the Unsloth run shows degenerate advantages
 from step 40 to 80, then takes off). The causal rules of :mod:`grpofit.watch.rules` are built for live data and alert at once.
@@ -39,7 +42,7 @@ SCHEMA = "grpofit.watch/1"
 _RANK = {"pass": 1, "warn": 2, "fail": 3}
 
 
-def forecast_entry(run: Any, *, metric: str | None = None) -> dict | None:
+def forecast_entry(run: Any, *, metric: str | None = None, horizon: float | None = None) -> dict | None:
     """The run's ``grpofit.forecast/1`` entry from the forecaster, or None when this grpofit has
     none (the seam between watch and the forecaster: the only place watch calls it)."""
     try:
@@ -49,7 +52,7 @@ def forecast_entry(run: Any, *, metric: str | None = None) -> dict | None:
     fn = getattr(forecasting, "forecast_run", None)
     if fn is None:
         return None
-    out = fn(run, metric=metric)
+    out = fn(run, metric=metric, horizon=horizon) if horizon is not None else fn(run, metric=metric)
     doc = getattr(out, "doc", out)
     return doc if isinstance(doc, dict) else None
 
@@ -129,8 +132,10 @@ class Monitor:
         refit_growth: float = 0.05,
         refit_min: int = 5,
         forecast: bool = True,
+        horizon: float | None = None,
         rules: bool = True,
         min_points: int = 30,
+        min_fail_points: int = 100,
         confirm_growth: float = 0.2,
     ) -> None:
         self.metric = metric
@@ -140,8 +145,10 @@ class Monitor:
         self.refit_growth = refit_growth
         self.refit_min = refit_min
         self.forecast = forecast
+        self.horizon = horizon
         self.rules = rules
         self.min_points = min_points
+        self.min_fail_points = min_fail_points
         self.confirm_growth = confirm_growth
         self.runs: dict[str, RunState] = {}
 
@@ -226,7 +233,7 @@ class Monitor:
                                                 verdict.start_step, verdict.evidence, "diagnose"))
         if self.forecast:
             try:
-                entry = forecast_entry(run, metric=col)
+                entry = forecast_entry(run, metric=col, horizon=self.horizon)
             except GrpofitError as e:
                 entry, st.forecast_note = None, f"cannot forecast: {e.one_line()}"
             except Exception as e:  # noqa: BLE001 - the forecaster must never stop the watch
@@ -240,6 +247,8 @@ class Monitor:
         return events
 
     def _confirmed(self, mode: str, first_n: int, st: RunState, run) -> bool:
+        if st.n < self.min_fail_points:
+            return False
         if mode == "advantage_degeneracy":
             plan = planned_steps(getattr(run, "config", {}) or {})
             if plan is not None and st.last_step is not None and st.last_step >= 0.5 * plan:

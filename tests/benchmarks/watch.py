@@ -3,8 +3,9 @@
 **detection** replays every run of ``../shared/real_logs`` and the planted failures of
 :mod:`grpofit.planted` step by step, as if live (:mod:`grpofit.watch.replay`), and prints for each
 the failure onset, the first warn and fail alerts and the detection delay (first alert minus
-onset); healthy runs list their false alerts. Labels come from PROVENANCE.md (what the run is)
-and, for collapses, from ``diagnose``'s hindsight collapse onset on the whole run.
+onset); healthy runs list their false alerts. Labels come from PROVENANCE.md (what the run is):
+a run is *healthy* when PROVENANCE reports no failure and ``diagnose`` on the whole run gives it
+no ``fail``; onsets are PROVENANCE's step, or for collapses ``diagnose``'s hindsight onset.
 
 **load** starts one ``grpofit watch`` process on a folder of ``--runs`` live runs (default 100)
 appended by a writer process, polled every ``--interval`` seconds, and reports the watch
@@ -60,7 +61,8 @@ SHARED = (
     Case("deepgrpo_wandb_val_gsm8k_treerl_instability.csv", None, "unclear", "val-core/openai/gsm8k/acc/mean@1",
          note="PROVENANCE: val acc 0.64 -> 0.60 late (mild); not counted either way"),
     Case("rasbt_grpo_qwen3-0.6b_7_4_clip_ratio.csv", None, "healthy", "reward_avg", note="stable, noisy flat"),
-    Case("rasbt_grpo_qwen3-0.6b_7_6_format_reward.csv", None, "healthy", "reward_avg", note="noisy, entropy spike mid-run"),
+    Case("rasbt_grpo_qwen3-0.6b_7_6_format_reward.csv", None, "instability", "reward_avg", 149,
+         note="PROVENANCE: entropy spike mid-run; whole-run diagnose: entropy x17 from step 149 while the reward falls"),
     Case("countdown_grpo_custom_beibeizzz.jsonl", None, "healthy", note="slow rise"),
     Case("unsloth_grpo_gsm8k_IMJONEZZ.trainer_state.json", None, "healthy", note="noisy rise"),
     Case("verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents", None, "healthy", note="clean rise and saturation"),
