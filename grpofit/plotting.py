@@ -24,8 +24,12 @@ def _pyplot():
     return plt
 
 
-def check_suffix(path: Path) -> None:
+def check_suffix(path: Path, option: str | None = None) -> None:
+    """A :class:`UsageError` unless ``path`` ends in .png, .svg or .pdf (``option`` names the flag)."""
     if Path(path).suffix.lower() not in SUFFIXES:
+        if option:
+            raise UsageError(f"{option} {path}: cannot tell the figure format from the suffix",
+                             fix="end the file name in .png, .svg or .pdf")
         raise UsageError(
             f"cannot tell the figure format from {Path(path).name!r}",
             path=str(path),

@@ -169,6 +169,9 @@ def fit_notes(runs: list[dict]) -> list[str]:
                     lines.append(f"{r['run']}: {name} {pname}: no interval ({p['note']})")
             if m.get("regime_reason") and m.get("regime") == "indeterminate":
                 lines.append(f"{r['run']}: regime indeterminate: {m['regime_reason']}")
+        note = late_level_note(r)
+        if note:
+            lines.append(f"{r['run']}: {note}")
     return lines
 
 
