@@ -136,8 +136,22 @@ def fit_tables(runs: list[dict]) -> list[Any]:
         for key, title in PARAM_TITLES.items():
             table.add_row(title, *[estimate_text((m.get("params") or {}).get(key)) if key in (m.get("params") or {}) else "" for m in models.values()])
         table.add_row("regime", *[m.get("regime") or "" for m in models.values()])
+        if any(m.get("observed_overshoot") for m in models.values()):
+            table.add_row("observed overshoot", *[_overshoot_text(m.get("observed_overshoot")) for m in models.values()])
         out.append(table)
     return out
+
+
+def _overshoot_text(ob: dict | None) -> str:
+    """The overshoot seen in the data, as a share of the gain, and whether it beats the noise."""
+    if not ob:
+        return ""
+    if ob.get("value") is None:
+        return "- (no significant rise)"
+    if not ob["value"]:
+        return "none"
+    sig = "significant" if ob.get("significant") else "within the noise"
+    return f"{100 * ob['value']:.0f}% of the gain at step {num(ob.get('peak_step'))} ({sig})"
 
 
 def _fit_caption(r: dict) -> str:
