@@ -26,11 +26,12 @@ def resolve_column(run: "Run", role: str, name: str | None = None) -> str:
         if name in run.metrics and name in numeric:
             return name
         what = "has no values" if name in run.metrics else "is not a column"
+        option = {"eval_reward": "--eval-metric"}.get(role, "--metric")
         raise MetricNotFound(
-            f"{name!r} {what} in run {run.name}",
+            f"{option} {name!r} {what} in run {run.name}",
             path=run.source,
             columns=numeric,
-            fix="pass --metric with one of the numeric columns: " + _listing(numeric),
+            fix=f"pass {option} with one of the numeric columns: " + _listing(numeric),
         )
     column = detect_roles(numeric).get(role)
     if column is None and role == "reward":
@@ -148,4 +149,6 @@ def fit_summary(result: "FitResult") -> dict:
     doc = result.summary()
     collapse = getattr(result, "collapse", None)
     doc["collapse"] = collapse.summary() if collapse is not None else None
-    return doc
+    from grpofit.fitcheck import with_fit_check  # does the plateau agree with the late data?
+
+    return with_fit_check(doc, result)
