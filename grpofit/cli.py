@@ -209,6 +209,9 @@ def diagnose(
     else:
         shown = _shown(doc)
         render.print_diagnose(shown)
+        evals = render.eval_table(shown)  # runs with several eval series: one row per benchmark
+        if evals is not None:
+            render.print_tables([evals])
         for line in render.diagnose_evidence(shown, errors=False):  # errors: once, on stderr
             typer.echo(line)
     if junit is not None:
