@@ -184,8 +184,13 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
     plt = _pyplot()
     roles = diagnosis.roles or {}
     panels = [(role, title, roles.get(role)) for role, title in DIAGNOSTIC_PANELS if roles.get(role)]
-    fig, axes = plt.subplots(2 + len(panels), 1, figsize=(8, 3.2 + 2.0 * (1 + len(panels))), sharex=True,
-                             gridspec_kw={"height_ratios": [3, 1] + [1.4] * len(panels)})
+    from grpofit.diagnostics.figures import draw_extra, extra_panels
+
+    extra = extra_panels(diagnosis, run)  # issue 16: a panel per rule finding, per benchmark
+    fig, axes = plt.subplots(2 + len(panels) + len(extra), 1, figsize=(8, 3.2 + 2.0 * (1 + len(panels)) + 1.9 * len(extra)),
+                             gridspec_kw={"height_ratios": [3, 1] + [1.4] * (len(panels) + len(extra))})
+    for ax in axes[1 : 2 + len(panels)]:
+        ax.sharex(axes[0])
     fit = diagnosis.fit
     draw_fit(fit, axes[0], axes[1], collapse_values=_after_collapse(fit))
     axes[1].set_xlabel("")
@@ -207,7 +212,8 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
         ax.set_title(safe_label(column), fontsize=7, loc="left")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=6, loc="best")
-    axes[-1].set_xlabel(safe_label(f"step ({run.step_column})"))
+    axes[1 + len(panels)].set_xlabel(safe_label(f"step ({run.step_column})"))
+    draw_extra(axes[2 + len(panels):], extra, diagnosis, run)
     fig.tight_layout()
     return fig
 
