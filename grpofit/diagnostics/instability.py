@@ -77,10 +77,13 @@ def _oscillation(ctx: Context):
     if getattr(osc, "regime", None) != "underdamped":
         return None
     zeta = model_param(fit, "oscillator", "damping_ratio")
-    if zeta is None:
-        return None
+    ob = getattr(osc, "observed_overshoot", None) or {}
+    if zeta is None or not ob.get("significant"):
+        return None  # the verdict rests on an overshoot observed in the data (grpofit.overshoot)
     status = "fail" if zeta <= ctx.th.oscillation_fail_zeta else "warn"
-    return status, f"reward oscillates (underdamped, damping ratio {zeta:.2f})", float(ctx.steps[0]), {"damping_ratio": zeta}
+    seen = f", observed overshoot {100 * ob['value']:.0f}% of the gain at step {ob['peak_step']:g}"
+    return (status, f"reward oscillates (underdamped, damping ratio {zeta:.2f}{seen})", float(ctx.steps[0]),
+            {"damping_ratio": zeta, "observed_overshoot": ob})
 
 
 def check(ctx: Context) -> Verdict:
