@@ -33,6 +33,10 @@ def resolve_column(run: "Run", role: str, name: str | None = None) -> str:
             fix="pass --metric with one of the numeric columns: " + _listing(numeric),
         )
     column = detect_roles(numeric).get(role)
+    if column is None and role == "reward":
+        from grpofit.roles import choose_reward
+
+        column = choose_reward(numeric)["column"]  # a validation reward when no train reward is logged
     if column is None:
         label = role.replace("_", " ")
         empty = detect_roles(list(run.metrics)).get(role)
@@ -95,6 +99,10 @@ def fit_run(
         if keep.sum() >= MIN_POINTS:
             fit_steps, fit_values = steps[keep], values[keep]
     result = fit_series(fit_steps, fit_values, run=run.name, metric=column, step_column=run.step_column, seed=seed)
+    from grpofit.roles import choose_reward
+
+    choice = choose_reward(run.numeric_columns(), column)
+    result.role, result.metric_note = choice["role"], choice["note"]
     result.collapse = collapse
     result.column_steps, result.column_values = steps, values
     return result

@@ -145,7 +145,8 @@ def diagnose(
     step: Optional[str] = STEP,
     eval_metric: Optional[str] = typer.Option(None, "--eval-metric", help="Eval column (auto-detected: eval_*, val-core/*, val/*)."),
     min_r2: Optional[float] = typer.Option(None, "--min-r2", help="Fail a run whose preferred fit has R² below this (a finite value in [-1, 1])."),
-    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Modes that gate, comma-separated (default: every mode)."),
+    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Modes that gate, comma-separated (default: every mode). A fail in another mode is shown but counts as a warning."),
+    strict: bool = typer.Option(False, "--strict", help="Warnings gate too: a warn in a gating mode fails the run."),
     group_size: Optional[int] = typer.Option(None, "--group-size", help="Group size G for every run (else from config or run name)."),
     threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE; each has a finite valid range (see README)."),
     format: DiagnoseFormat = typer.Option(DiagnoseFormat.table, "--format", help="table, json or markdown."),
@@ -167,6 +168,7 @@ def diagnose(
         eval_metric=eval_metric,
         min_r2=min_r2,
         fail_on=_split_modes(fail_on),
+        strict=strict,
         group_size=group_size,
         thresholds=_parse_thresholds(threshold),
         jobs=jobs,
@@ -183,7 +185,7 @@ def diagnose(
     else:
         shown = _shown(doc)
         render.print_diagnose(shown)
-        for line in render.diagnose_evidence(shown):
+        for line in render.diagnose_evidence(shown, errors=False):  # errors: once, on stderr
             typer.echo(line)
     if junit is not None:
         from grpofit.safetext import xml_text
@@ -355,6 +357,97 @@ def simulate_bandit(
 
         render.print_tables(render.simulate_tables(doc, str(out)))
     return ExitCode.OK
+
+
+# --------------------------------------------------------------------------- forecast
+
+
+@app.command()
+def forecast(
+    runs: List[str] = typer.Argument(..., help="Log files or run folders ('-' reads standard input)."),
+    metric: Optional[str] = METRIC,
+    step: Optional[str] = STEP,
+    horizon: Optional[int] = typer.Option(None, "--horizon", help="Planned last step (else from the config: trainer.total_training_steps, max_steps)."),
+    at: List[float] = typer.Option([], "--at", help="Also forecast at this step (repeatable)."),
+    until: Optional[float] = typer.Option(None, "--until", help="Cut the run after this step: what would have been forecast then."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Binary rewards per logged mean (binomial observation noise; else from the config, else estimated)."),
+    format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a fan chart: data, fit, median forecast, 80/95% bands, planned end (.png/.svg/.pdf)."),
+    debug: bool = DEBUG,
+) -> int:
+    """Forecast each run from the steps seen so far: expected reward at the planned end with
+    80/95% prediction intervals, plateau, steps to 90/95% of the gain, gain still expected.
+
+    Example: grpofit forecast run.csv --horizon 1000 --at 500 --plot fan.png
+    """
+    from grpofit.forecasting.command import ForecastOptions, forecast_paths
+
+    if plot is not None:
+        from grpofit.plotting import check_suffix
+
+        check_suffix(plot)
+    done = forecast_paths(runs, ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at),
+                                                until=until, batch_size=batch_size))
+    _warn(done.warnings)
+    if format is TableOrJson.json:
+        _print_json(done.doc)
+    else:
+        from grpofit import render
+        from grpofit.forecasting.report import forecast_tables
+
+        render.print_tables(forecast_tables(done.doc))
+    if plot is not None and done.items:
+        from grpofit.forecasting.fanchart import save_fan_figure
+
+        save_fan_figure(done.items, plot)
+    for e in done.doc.get("errors", []):
+        typer.echo(f"error: {e['error']}", err=True)
+    return ExitCode.BAD_INPUT if done.doc.get("errors") else ExitCode.OK
+
+
+# --------------------------------------------------------------------------- backtest
+
+
+@app.command()
+def backtest(
+    paths: List[str] = typer.Argument(..., help="Finished runs: files, run folders or log directories."),
+    metric: Optional[str] = METRIC,
+    step: Optional[str] = STEP,
+    cuts: Optional[str] = typer.Option(None, "--cuts", help="Cut points in percent of the steps (default 20,30,50,70)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Binary rewards per logged mean (binomial observation noise)."),
+    format: DiagnoseFormat = typer.Option(DiagnoseFormat.table, "--format", help="table, json or markdown."),
+    plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write one figure per run into this folder."),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="Backtest files in N parallel processes."),
+    debug: bool = DEBUG,
+) -> int:
+    """Forecast finished runs from cut points and compare with what happened: 95% interval
+    coverage of the final level, error against persistence and a plain exponential.
+
+    Example: grpofit backtest logs/ --cuts 25,50 --jobs 2 --format markdown
+    """
+    from grpofit.forecasting.backtest import backtest_paths, parse_cuts
+
+    if batch_size is not None and batch_size < 1:
+        raise UsageError(f"--batch-size {batch_size} is not positive", fix="pass the number of rewards averaged per logged step")
+    doc, warnings = backtest_paths(paths, metric=metric, step=step, cuts=parse_cuts(cuts), batch_size=batch_size,
+                                   jobs=jobs, plot_dir=plot_dir)
+    _warn(warnings)
+    from grpofit.forecasting.report import backtest_markdown, backtest_table
+
+    if format is DiagnoseFormat.json:
+        _print_json(doc)
+    elif format is DiagnoseFormat.markdown:
+        typer.echo(backtest_markdown(doc), nl=False)
+    else:
+        from grpofit import render
+
+        table, lines = backtest_table(doc)
+        render.print_tables([table])
+        for line in lines:
+            typer.echo(line)
+    for e in doc.get("errors", []):
+        typer.echo(f"error: {e['error']}", err=True)
+    return ExitCode.BAD_INPUT if doc.get("errors") else ExitCode.OK
 
 
 # --------------------------------------------------------------------------- watch

@@ -9,6 +9,7 @@ dies takes only its own run with it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -69,6 +70,7 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
             add_skipped(out, skipped)
         else:
             units.append(path)
+    units = unique_sources(units, out.warnings)
     for path in units:
         try:
             runs = read_path(path, step=step)
@@ -89,6 +91,26 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
 
 
 # --------------------------------------------------------------------------- finding runs
+
+
+def unique_sources(items: list, warnings: list[str], *, path_of=lambda x: x) -> list:
+    """``items`` without repeats of the same file or folder (``f.csv f.csv ./f.csv``): each run
+    is judged once; a warning names what was dropped. Standard input is never a repeat."""
+    seen: dict[str, str] = {}
+    out = []
+    for item in items:
+        path = path_of(item)
+        if not isinstance(path, str) or path == "-":
+            out.append(item)
+            continue
+        base, sep, run = path.partition("::")
+        key = os.path.realpath(base) + sep + run
+        if key in seen:
+            warnings.append(f"{path}: the same run as {seen[key]}; judged once")
+            continue
+        seen[key] = path
+        out.append(item)
+    return out
 
 
 def add_skipped(out: Outcome, skipped: list) -> None:
@@ -121,6 +143,7 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
         except GrpofitError as e:
             out.errors.append(RunError(path, e.one_line()))
         add_skipped(out, skipped)
+    sources = unique_sources(sources, out.warnings, path_of=lambda s: getattr(s, "path", None))
     items: list = []
     exports: list = []
     for src in sources:
@@ -155,6 +178,7 @@ class JudgeOptions:
     step: str | None = None
     plot_dir: str | None = None
     encode_json: bool = False  #: the output is JSON: encode each run's entry where it is judged
+    policy: Any = None  #: grpofit.gate.GatePolicy: the gated verdict is written into each entry
 
 
 def internal_error(what: str, exc: BaseException) -> str:
@@ -189,11 +213,15 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
         except Exception as e:  # noqa: BLE001 - a bug on one run must not hide the others
             out.errors.append(RunError(run.name, internal_error("judging", e)))
             continue
+        entry = diagnosis.summary()  # in the worker, in parallel (cached on the diagnosis)
+        if options.policy is not None:
+            from grpofit.gate import apply_policy
+
+            apply_policy(entry, options.policy)
         if options.plot_dir is not None:
             from grpofit.plotting import save_diagnosis_figure
 
-            save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose["thresholds"])
-        entry = diagnosis.summary()  # in the worker, in parallel (cached on the diagnosis)
+            save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose["thresholds"], entry=entry)
         if options.encode_json:
             entry.text  # noqa: B018 - made here, spliced by grpofit.jsonout.dumps
         out.results.append(diagnosis)
@@ -375,6 +403,7 @@ def diagnose_paths(
     eval_metric: str | None = None,
     min_r2: float | None = None,
     fail_on: tuple[str, ...] | None = None,
+    strict: bool = False,
     group_size: int | None = None,
     thresholds: dict[str, float] | None = None,
     jobs: int = 1,
@@ -387,7 +416,8 @@ def diagnose_paths(
     document will be printed as JSON, so each run's entry is encoded where it is judged (in
     parallel with ``jobs``).
     """
-    from grpofit.diagnostics import MODES, Thresholds, gate
+    from grpofit.diagnostics import MODES, Thresholds
+    from grpofit.gate import GatePolicy, check_modes, gate_document
     from grpofit.vocabulary import SCHEMAS
     from grpofit.groupsize import group_size_by_experiment
 
@@ -395,11 +425,15 @@ def diagnose_paths(
 
     min_r2 = check_min_r2(min_r2)
     th = Thresholds.from_overrides(thresholds or {})
+    policy = GatePolicy(
+        fail_on=None if not fail_on else check_modes(fail_on, MODES), min_r2=min_r2, strict=strict
+    )
     options = JudgeOptions(
         diagnose={"metric": metric, "eval_metric": eval_metric, "thresholds": th, "group_size": group_size},
         step=step,
         plot_dir=None if plot_dir is None else str(plot_dir),
         encode_json=encode_json,
+        policy=policy,
     )
     items, found = plan_work(paths, step=step)
     if not items and len(found.errors) == 1 and len(paths) == 1:
@@ -417,14 +451,15 @@ def diagnose_paths(
             judged = judge_items(items, options, jobs=1, progress=advance)
     found.extend(judged)
     diagnoses = found.results
+    runs = [d.summary() for d in diagnoses]
+    errors = [e.summary() for e in found.errors]
     doc: dict[str, Any] = {
         "schema": SCHEMAS["diagnose"],
-        "runs": [d.summary() for d in diagnoses],
-        "gate": gate(diagnoses, fail_on=fail_on or MODES, min_r2=min_r2),
+        "runs": runs,
+        "gate": gate_document(runs, policy, errors),
     }
-    if found.errors:
-        doc["errors"] = [e.summary() for e in found.errors]
-        doc["gate"]["passed"] = False
+    if errors:
+        doc["errors"] = errors
     gs = group_size_by_experiment(diagnoses)
     if gs:
         doc["group_size"] = gs

@@ -160,3 +160,128 @@ def planted_run(mode: str | None, *, seed: int, name: str | None = None, **kw):
         table = make_planted_run(mode, seed=seed, **kw)
     name = name or f"planted/{mode or 'healthy'}/{seed}"
     return make_run(name, name, "planted", table, step="step")
+
+
+# --------------------------------------------------------------------------- issue 16 rules
+
+#: each planted rule case -> (the mode it feeds, the status the rule must give)
+RULE_CASES: dict[str, tuple[str, str]] = {
+    "kl_reward_slope": ("train_eval_decoupling", "warn"),
+    "length_correlation": ("train_eval_decoupling", "warn"),
+    "kl_target": ("train_eval_decoupling", "fail"),
+    "truncation": ("dynamical_instability", "fail"),
+    "length_cap": ("dynamical_instability", "fail"),
+    "entropy_collapse": ("policy_concentration", "fail"),
+    "entropy_blowup": ("dynamical_instability", "fail"),
+    "within_group_std": ("advantage_degeneracy", "fail"),
+    "filter_pass_rate": ("advantage_degeneracy", "fail"),  # judged by the mode's own check (1 - pass rate)
+    "is_mean": ("dynamical_instability", "fail"),
+    "is_ess": ("dynamical_instability", "fail"),
+    "is_std": ("dynamical_instability", "fail"),
+    "rollout_kl": ("dynamical_instability", "fail"),
+    "entropy_reward_law": ("policy_concentration", "warn"),
+    "grad_norm_spikes": ("dynamical_instability", "warn"),
+}
+
+
+def make_rule_run(rule: str | None, *, seed: int, n_steps: int = 300) -> dict[str, np.ndarray]:
+    """A healthy control (``rule=None``) with every metric issue 16's rules read, or the same run
+    with one rule's failure planted (:data:`RULE_CASES`).
+
+    The control adds to :func:`make_planted_run`'s healthy columns: a KL penalty (``kl_coef``
+    0.04, ``kl_loss`` settling near 0.03), ``completions/mean_length`` drifting -10% with noise,
+    ``completions/clipped_ratio`` near 1%, verl rollout-correction metrics (importance-ratio mean
+    near 1, std 0.2, effective sample size 0.9, rollout-vs-train KL 0.001). The eval column is
+    dropped for the hacking cases (they decide decoupling only without an eval set).
+    """
+    if rule is not None and rule not in RULE_CASES:
+        raise ValueError(f"unknown rule {rule!r}; use one of {tuple(RULE_CASES)} or None")
+    rng = np.random.default_rng(10_000 + seed)
+    n = n_steps
+    t = np.arange(n, dtype=float)
+    cols = make_planted_run("dynamical_instability" if rule == "grad_norm_spikes" else None, seed=seed, n_steps=n, kind="collapse")
+    noise = lambda sd: rng.normal(0.0, sd, n)  # noqa: E731
+    del cols["kl"]
+    cols["kl_coef"] = np.full(n, 0.04)
+    cols["kl_loss"] = 0.03 * (1 - np.exp(-t / (0.2 * n))) * np.exp(noise(0.1)) + 0.001
+    cols["completions/mean_length"] = 300.0 * (1.0 - 0.1 * t / n) * np.exp(noise(0.04))
+    cols["completions/clipped_ratio"] = np.clip(0.01 * np.exp(noise(0.5)), 0, 1)
+    cols["rollout_corr/rollout_is_mean"] = 1.0 + noise(0.02)
+    cols["rollout_corr/rollout_is_std"] = 0.2 * np.exp(noise(0.1))
+    cols["rollout_corr/rollout_is_eff_sample_size"] = np.clip(0.9 + noise(0.02), 0, 1)
+    cols["rollout_corr/kl"] = 0.001 * np.exp(noise(0.3))
+    second = np.clip((t - 0.5 * n) / (0.1 * n), 0.0, 1.0)  # 0 -> 1 over 50-60% of the run
+
+    if rule in ("kl_reward_slope", "length_correlation", "kl_target"):
+        del cols["eval_reward"]
+    if rule == "kl_reward_slope":
+        # the reward creeps up linearly while the KL climbs 10x faster per step
+        p = 0.3 + 0.4 * t / n
+        cols["reward"], cols["reward_std"], cols["frac_reward_zero_std"] = _batch(p, np.full(n, 6.0), rng, 8, 16)
+        cols.pop("kl_coef")
+        cols.pop("kl_loss")
+        cols["kl"] = 0.002 + 0.02 * np.maximum(t - 0.4 * n, 0.0) + np.abs(noise(0.002))
+    elif rule == "length_correlation":
+        r = cols["reward"]
+        cols["completions/mean_length"] = 200.0 * (1.0 + 2.5 * (r - r.min()) / np.ptp(r)) * np.exp(noise(0.03))
+    elif rule == "kl_target":
+        cols["kl_loss"] = cols["kl_loss"] + 0.6 * second
+    elif rule == "truncation":
+        cols["completions/clipped_ratio"] = np.clip(cols["completions/clipped_ratio"] + 0.3 * second, 0, 1)
+    elif rule == "length_cap":
+        del cols["completions/clipped_ratio"]
+        length = cols["completions/mean_length"] * (1.0 + 3.0 * second)
+        cols["completions/mean_length"] = np.minimum(length, 1024.0)
+    elif rule == "entropy_collapse":
+        p = _saturating(t, 0.1, 0.8, 0.9 * n)  # still rising at the end
+        cols["reward"], cols["reward_std"], cols["frac_reward_zero_std"] = _batch(p, np.full(n, 6.0), rng, 8, 16)
+        cols["eval_reward"] = np.where(np.isnan(cols["eval_reward"]), np.nan, 0.9 * p)
+        cols["entropy"] = _saturating(t, 1.0, 0.02, 0.08 * n) * np.exp(noise(0.03))
+    elif rule == "entropy_blowup":
+        # entropy x10 from 60% of the run while the reward loses 35% of its gain (not a collapse)
+        ramp = np.clip((t - 0.6 * n) / (0.05 * n), 0.0, 1.0)
+        level = _saturating(t, 0.15, 0.7, 0.15 * n)
+        level = level - 0.35 * (0.7 - 0.15) * ramp
+        cols["reward"], cols["reward_std"], cols["frac_reward_zero_std"] = _batch(level, np.full(n, 6.0), rng, 8, 16)
+        cols["entropy"] = cols["entropy"] * (1.0 + 9.0 * ramp)
+    elif rule == "within_group_std":
+        late_mask = t >= 0.7 * n
+        p = _saturating(t, 0.1, 0.45, 0.15 * n)
+        cols["reward"], cols["reward_std"], _ = _batch(p, np.full(n, 6.0), rng, 8, 16)
+        cols["reward_std"] = np.where(late_mask, 0.004 * np.exp(noise(0.2)), cols["reward_std"])
+        del cols["frac_reward_zero_std"]
+    elif rule == "filter_pass_rate":
+        zero = cols.pop("frac_reward_zero_std")
+        cols["dynamic_filtering_pass_rate"] = 100.0 * np.clip(1.0 - zero - 0.85 * second, 0.0, 1.0)  # OpenRLHF: percent
+        cols["reward"] = _saturating(t, 0.1, 0.4, 0.15 * n) + noise(0.02)
+    elif rule == "is_mean":
+        cols["rollout_corr/rollout_is_mean"] = cols["rollout_corr/rollout_is_mean"] - 0.7 * second
+    elif rule == "is_ess":
+        cols["rollout_corr/rollout_is_eff_sample_size"] = np.clip(cols["rollout_corr/rollout_is_eff_sample_size"] - 0.8 * second, 0, 1)
+    elif rule == "is_std":
+        cols["rollout_corr/rollout_is_std"] = cols["rollout_corr/rollout_is_std"] * (1.0 + 10.0 * second)
+    elif rule == "rollout_kl":
+        cols["rollout_corr/kl"] = cols["rollout_corr/kl"] + 0.3 * second
+    elif rule == "entropy_reward_law":
+        # R = -a exp(H) + b with H falling linearly 1.8 -> 0.3: the reward still climbs at the end,
+        # so an exponential extrapolates a plateau above the law's ceiling b - a
+        a, b = 0.12, 0.95
+        h = 1.8 - 1.5 * t / (n - 1)
+        p = b - a * np.exp(h)
+        cols["reward"], cols["reward_std"], cols["frac_reward_zero_std"] = _batch(p, np.full(n, 6.0), rng, 8, 64)
+        cols["eval_reward"] = np.where(np.isnan(cols["eval_reward"]), np.nan, 0.9 * p)
+        cols["entropy"] = h * np.exp(noise(0.01))
+    elif rule == "grad_norm_spikes":
+        base = float(np.median(cols["grad_norm"][: n // 5]))
+        for k, f in ((0.30, 20.0), (0.31, 25.0), (0.33, 18.0)):
+            cols["grad_norm"][int(k * n)] = f * base
+    return cols
+
+
+def planted_rule_run(rule: str | None, *, seed: int, name: str | None = None, **kw):
+    """:func:`make_rule_run` wrapped as a :class:`grpofit.runs.Run` (name ``planted-rule/<rule>/<seed>``)."""
+    from grpofit.runs import make_run
+
+    table = make_rule_run(rule, seed=seed, **kw)
+    name = name or f"planted-rule/{rule or 'healthy'}/{seed}"
+    return make_run(name, name, "planted", table, step="step")

@@ -173,7 +173,7 @@ def _threshold_lines(role: str, values, th) -> list[tuple[float, str, str]]:
     return []
 
 
-def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any):
+def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | None = None):
     """Reward with both fits and the collapse mark, then one panel per diagnostic metric."""
     import numpy as np
 
@@ -186,7 +186,8 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any):
     draw_fit(fit, axes[0], axes[1], collapse_values=_after_collapse(fit))
     axes[1].set_xlabel("")
     statuses = ", ".join(f"{m.split('_')[0]}: {v.status}" for m, v in diagnosis.diagnostics.items())
-    axes[0].set_title(f"{safe_label(diagnosis.name)}\nverdict {diagnosis.verdict} ({statuses})", fontsize=8)
+    verdict = (entry or {}).get("verdict") or diagnosis.verdict
+    axes[0].set_title(f"{safe_label(diagnosis.name)}\nverdict {verdict} ({statuses})", fontsize=8)
     for ax, (role, title, column) in zip(axes[2:], panels):
         steps, values = run.series(column)
         if role == "eval_reward":
@@ -222,8 +223,10 @@ def figure_name(run_name: str, suffix: str = ".png") -> str:
     return f"{stem[-150:]}-{digest}{suffix}"
 
 
-def save_diagnosis_figure(diagnosis: Any, run: Any, plot_dir: Path, thresholds: Any, suffix: str = ".png") -> Path:
-    """Write one judged run's figure into ``plot_dir`` (created); returns its path."""
+def save_diagnosis_figure(diagnosis: Any, run: Any, plot_dir: Path, thresholds: Any, suffix: str = ".png",
+                          entry: dict | None = None) -> Path:
+    """Write one judged run's figure into ``plot_dir`` (created); returns its path. ``entry``: the
+    run's gated JSON entry (its verdict goes into the title)."""
     path = Path(plot_dir) / figure_name(diagnosis.name, suffix)
-    _save(diagnosis_figure(diagnosis, run, thresholds), path)
+    _save(diagnosis_figure(diagnosis, run, thresholds, entry), path)
     return path

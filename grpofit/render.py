@@ -76,21 +76,44 @@ def _console(stderr: bool = False):
 
 
 def short_names(names: list[str]) -> list[str]:
-    """Run names without the directory prefix they all share (for tables; JSON keeps full names)."""
+    """Run names without the directories they all share, cut at a path separator (for tables;
+    JSON keeps full names). ``./a/x.csv`` and ``a/y.csv`` share ``a``: ``x.csv``, ``y.csv``."""
     import os
 
-    paths = [n.split("::", 1)[0] for n in names]
-    dirs = [os.path.dirname(p) for p in paths]
-    common = os.path.commonpath(dirs) if dirs and all(d.startswith("/") == dirs[0].startswith("/") for d in dirs) else ""
-    if not common or common == "/":
-        return list(names)
-    return [n[len(common):].lstrip("/") or n for n in names]
+    paths, runs = [], []
+    for n in names:
+        path, sep, run = n.partition("::")
+        paths.append(os.path.normpath(path) if path and path != "-" else path)
+        runs.append(sep + run)
+    dirs = [os.path.dirname(p).split(os.sep) if os.path.dirname(p) else [] for p in paths]
+    common: list[str] = []
+    for parts in zip(*dirs):
+        if any(p != parts[0] for p in parts):
+            break
+        common.append(parts[0])
+    cut = len(common)
+    if cut == 0 or common == [""]:
+        return [p + r for p, r in zip(paths, runs)]
+    return [os.sep.join(p.split(os.sep)[cut:]) + r for p, r in zip(paths, runs)]
 
 
 def print_tables(tables: Iterable[Any]) -> None:
     console = _console()
     for t in tables:
-        console.print(t)
+        _emit(console, t)
+
+
+def _emit(console, renderable) -> None:
+    """Print ``renderable``; off a terminal, without the spaces rich pads lines with."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    import sys
+
+    with console.capture() as cap:
+        console.print(renderable)
+    text = "\n".join(line.rstrip() for line in cap.get().splitlines())
+    sys.stdout.write(text + "\n")
 
 
 # --------------------------------------------------------------------------- fit
@@ -103,7 +126,8 @@ def fit_tables(runs: list[dict]) -> list[Any]:
     out = []
     for r in runs:
         models = r.get("models") or {}
-        table = Table(title=esc(f"{r.get('run')}  [{r.get('metric')}]"), caption=esc(_fit_caption(r)), title_justify="left")
+        metric = r.get("metric") if r.get("role") != "eval_reward" else f"{r.get('metric')}, validation reward"
+        table = Table(title=esc(f"{r.get('run')}  [{metric}]"), caption=esc(_fit_caption(r)), title_justify="left")
         table.add_column("quantity")
         for name in models:
             table.add_column(name + (" (preferred)" if name == r.get("preferred") else ""))
@@ -127,6 +151,8 @@ def _fit_caption(r: dict) -> str:
         )
     if r.get("collapse"):
         parts.append(f"reward collapses at step {num(r['collapse'].get('step'))}: fitted the part before it")
+    if r.get("metric_note"):
+        parts.append(r["metric_note"])
     parts.append("value ± stderr [95% interval]")
     return "; ".join(parts)
 
@@ -149,65 +175,189 @@ def fit_notes(runs: list[dict]) -> list[str]:
 # --------------------------------------------------------------------------- diagnose
 
 
-def _fit_cells(fit: dict | None) -> list[str]:
+DASH = "–"  #: a value the data did not identify
+
+
+def _param_cell(p: dict | None) -> str:
+    """A fitted value for a table cell: ``–`` when not identified, ``≈0`` appended when its 95%
+    interval holds zero (the data cannot tell it from no effect)."""
+    if not p or p.get("value") is None:
+        return DASH
+    if str(p.get("note") or "").startswith("not identifiable"):
+        return DASH
+    text = num(p.get("value"))
+    ci = p.get("ci95")
+    if ci and ci[0] is not None and ci[1] is not None and ci[0] <= 0 <= ci[1] and p.get("value") != 0:
+        text += " (≈0)"
+    return text
+
+
+def _fit_cells(fit: dict | None, check: dict | None = None) -> list[str]:
+    """R², p*, 1/K_eff, inertia and regime of a run (``–`` for what the data did not identify;
+    ``!`` after p* when it disagrees with the data's late level, see :func:`late_level_note`)."""
     if not fit:
-        return ["-"] * 5
+        return [DASH] * 5
     models = fit.get("models") or {}
     pref = models.get(fit.get("preferred") or "") or models.get("oscillator") or {}
     osc = models.get("oscillator") or {}
     params = pref.get("params") or {}
     oparams = osc.get("params") or {}
-
-    def val(p):
-        return num((p or {}).get("value"))
-
+    plateau = _param_cell(params.get("plateau"))
+    if check and check.get("disagrees") and plateau != DASH:
+        plateau += " !"
     return [
-        num(pref.get("r2")),
-        val(params.get("plateau")),
-        val(params.get("timescale")),
-        val(oparams.get("inertia")),
-        osc.get("regime") or "-",
+        num(pref.get("r2")) if pref.get("r2") is not None else DASH,
+        plateau,
+        _param_cell(params.get("timescale")),
+        _param_cell(oparams.get("inertia")),
+        osc.get("regime") or DASH,
     ]
+
+
+def late_level_note(run: dict) -> str | None:
+    """One sentence when the plateau disagrees with the data's late level (``fit_check``)."""
+    check = run.get("fit_check") or {}
+    if not check.get("disagrees"):
+        return None
+    return check.get("note")
 
 
 #: narrower consoles get the compact verdict table (no timescale/inertia, short headers)
 FULL_TABLE_WIDTH = 130
 SHORT_REGIME = {"overdamped": "over", "underdamped": "under", "critical": "crit", "indeterminate": "indet"}
 SHORT_STATUS = {"pass": "pass", "warn": "warn", "fail": "FAIL", "unknown": "?"}
+NOT_GATING_MARK = "*"
+ELLIPSIS = "…"
+
+
+def elide(name: str, width: int) -> str:
+    """``name`` shortened to ``width`` characters by cutting its middle, never wrapped: whole path
+    components first (``collapse_run/…/checkpoint-400``), else characters (``bandit_o…ting.jsonl``,
+    the end kept longer: it tells runs apart)."""
+    if len(name) <= width or width < 5:
+        return name
+    parts = name.split("/")
+    if len(parts) > 2:
+        head = parts[0] or "/" + parts[1]
+        for short in (f"{head}/{ELLIPSIS}/{parts[-1]}", f"{ELLIPSIS}/{parts[-1]}"):
+            if len(short) <= width:
+                return short
+    keep = width - 1
+    head = keep * 2 // 5
+    return name[:head] + ELLIPSIS + name[len(name) - (keep - head):]
+
+
+def _modes_of(runs: list[dict]) -> list[str]:
+    """The modes in the runs' diagnostics, in the order of :data:`MODES` then as first seen."""
+    seen = list(MODES)
+    for r in runs:
+        for m in r.get("diagnostics") or {}:
+            if m not in seen:
+                seen.append(m)
+    return seen
+
+
+def _mode_title(mode: str, full: bool) -> str:
+    titles = MODE_TITLES if full else SHORT_TITLES
+    return titles.get(mode, mode.replace("_", "-") if full else mode[:4])
+
+
+def _gate_of(r: dict) -> dict:
+    from grpofit.gate import run_gate
+
+    return run_gate(r)
+
+
+def _mode_status_text(r: dict, mode: str, full: bool = True) -> tuple[str, str]:
+    """``(status, text)`` of a mode's cell; a fail outside ``--fail-on`` is marked ``*``."""
+    status = ((r.get("diagnostics") or {}).get(mode) or {}).get("status", "unknown")
+    text = status if full else SHORT_STATUS.get(status, status)
+    if mode in (_gate_of(r).get("not_gating") or []):
+        return "not_gating", text + NOT_GATING_MARK
+    return status, text
 
 
 def diagnose_table(doc: dict, *, width: int = 200) -> Any:
-    """One row per run: fit numbers, the four modes and the verdict (compact below
-    :data:`FULL_TABLE_WIDTH` columns; the JSON output has everything)."""
+    """One row per run: fit numbers, the failure modes and the (gated) verdict.
+
+    Compact below :data:`FULL_TABLE_WIDTH` columns: no timescale/inertia, short headers and
+    statuses (``FAIL``, ``?``), run names elided in the middle so that the table fits the width.
+    The JSON output has everything.
+    """
+    runs, errors = doc.get("runs", []), doc.get("errors", [])
+    names = short_names([r.get("run", "") for r in runs] + [e.get("run", "") for e in errors])
+    modes = _modes_of(runs)
+    longest = max((len(n) for n in names), default=1)
+    full = width >= FULL_TABLE_WIDTH
+    # the other columns take a fixed width and the run column gets the rest: the full layout
+    # only while that leaves room for a readable name (24 characters, or the longest name)
+    if full and width - _table_width(doc, modes, True, names=["x"]) < min(longest, 24):
+        full = False
+    room = max(12, width - _table_width(doc, modes, full, names=["x"]))
+    return _build_table(doc, modes, full, [elide(n, min(room, longest)) for n in names])
+
+
+def _table_width(doc, modes, full, names) -> int:
+    from rich.console import Console
+
+    table = _build_table(doc, modes, full, names * (len(doc.get("runs", [])) + len(doc.get("errors", []))))
+    console = Console(width=10_000)
+    return console.measure(table).maximum - 1
+
+
+def _build_table(doc: dict, modes: list[str], full: bool, names: list[str]) -> Any:
     from rich.table import Table
 
-    full = width >= FULL_TABLE_WIDTH
-    table = Table(title="grpofit diagnose", title_justify="left")
-    table.add_column("run", overflow="fold")
+    runs = doc.get("runs", [])
+    table = Table(title="grpofit diagnose", title_justify="left") if full else \
+        Table(title="grpofit diagnose", title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("run", no_wrap=True)
     fit_columns = ("R²", "p*", "1/K_eff", "inertia", "regime") if full else ("R²", "p*", "regime")
     for col in fit_columns:
         table.add_column(col, justify="left" if col == "regime" else "right", no_wrap=True)
-    for m in MODES:
-        table.add_column(MODE_TITLES[m] if full else SHORT_TITLES[m], no_wrap=True)
+    for m in modes:
+        table.add_column(_mode_title(m, full), no_wrap=True)
     table.add_column("verdict", no_wrap=True)
-    runs, errors = doc.get("runs", []), doc.get("errors", [])
-    names = short_names([r.get("run", "") for r in runs] + [e.get("run", "") for e in errors])
     for name, r in zip(names, runs):
-        diags = r.get("diagnostics") or {}
-        fit = _fit_cells(r.get("fit"))
+        fit = _fit_cells(r.get("fit"), r.get("fit_check"))
         if not full:
-            fit = [fit[0], fit[1], SHORT_REGIME.get(fit[4], fit[4])]
-        cells = [_status_cell(diags.get(m, {}).get("status", "unknown"), full) for m in MODES]
-        table.add_row(esc(name), *fit, *cells, _status_cell(r.get("verdict", "unknown"), full))
+            r2 = _gate_r2(r)
+            fit = [DASH if r2 is None else f"{r2:.2f}", fit[1], SHORT_REGIME.get(fit[4], fit[4])]
+        cells = [_styled(*_mode_status_text(r, m, full)) for m in modes]
+        verdict = r.get("verdict", "unknown")
+        table.add_row(esc(name), *[esc(c) for c in fit], *cells,
+                      _styled(verdict, verdict if full else SHORT_STATUS.get(verdict, verdict)))
     for name in names[len(runs):]:
-        table.add_row(esc(name), *["-"] * len(fit_columns), *["-"] * len(MODES), "[bold red]error[/]")
+        table.add_row(esc(name), *[DASH] * len(fit_columns), *[DASH] * len(modes), "[bold red]error[/]")
     return table
 
 
+def _gate_r2(r: dict) -> float | None:
+    from grpofit.gate import preferred_r2
+
+    return preferred_r2(r.get("fit"))
+
+
+def _styled(status: str, text: str) -> str:
+    style = STATUS_STYLE.get(status, "")
+    return f"[{style}]{esc(text)}[/]" if style else esc(text)
+
+
 def print_diagnose(doc: dict) -> None:
-    """The verdict table, laid out for the console's width."""
+    """The verdict table laid out for the console's width, then the gate line with its reasons."""
     console = _console()
-    console.print(diagnose_table(doc, width=console.width))
+    _emit(console, diagnose_table(doc, width=console.width))
+    if any(_gate_of(r).get("not_gating") for r in doc.get("runs", [])):
+        _emit(console, f"{NOT_GATING_MARK} a fail in a mode outside --fail-on: shown, counted as a warning, does not gate")
+    _emit(console, esc(gate_text(doc)))
+
+
+def gate_text(doc: dict) -> str:
+    """``Gate: passed`` / ``Gate: failed (...)`` followed by one reason per failed run."""
+    from grpofit.gate import gate_line, reason_lines
+
+    lines = [gate_line(doc)] + [f"  {x}" for x in reason_lines(doc)]
+    return "\n".join(lines)
 
 
 def _status_cell(status: str, full: bool = True) -> str:
@@ -216,16 +366,23 @@ def _status_cell(status: str, full: bool = True) -> str:
     return f"[{style}]{text}[/]" if style else text
 
 
-def diagnose_evidence(doc: dict) -> list[str]:
-    """One line per non-pass verdict, and one per unreadable run."""
+def diagnose_evidence(doc: dict, *, errors: bool = True) -> list[str]:
+    """One line per non-pass status and per plateau that disagrees with the late data; one per
+    unreadable run when ``errors`` (the table leaves those to stderr)."""
     lines = []
     for r in doc.get("runs", []):
-        for m in MODES:
-            d = (r.get("diagnostics") or {}).get(m) or {}
+        not_gating = set(_gate_of(r).get("not_gating") or [])
+        for m, d in (r.get("diagnostics") or {}).items():
+            d = d or {}
             if d.get("status") in ("warn", "fail"):
-                lines.append(f"{r['run']}: {m} {d['status']}: {d.get('evidence', '')}")
-    for e in doc.get("errors", []):
-        lines.append(f"{e['run']}: error: {e['error']}")
+                tag = d["status"] + (" (not gating)" if m in not_gating else "")
+                lines.append(f"{r['run']}: {m} {tag}: {d.get('evidence', '')}")
+        note = late_level_note(r)
+        if note:
+            lines.append(f"{r['run']}: fit: {note}")
+    if errors:
+        for e in doc.get("errors", []):
+            lines.append(f"{e['run']}: error: {e['error']}")
     gs = doc.get("group_size")
     if gs and gs.get("summary"):
         lines.append(f"group size: {gs['summary']}")
@@ -233,23 +390,38 @@ def diagnose_evidence(doc: dict) -> list[str]:
 
 
 def diagnose_markdown(doc: dict) -> str:
-    """A GitHub-flavoured table for a CI step summary, followed by the evidence."""
+    """A GitHub-flavoured table for a CI step summary, the gate line with its reasons, the evidence."""
     icons = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "unknown": "❔ unknown"}
-    head = ["run", "R²", "p*", "1/K_eff", "inertia", "regime", *[MODE_TITLES[m] for m in MODES], "verdict"]
+    runs = doc.get("runs", [])
+    modes = _modes_of(runs)
+    head = ["run", "R²", "p*", "1/K_eff", "inertia", "regime", *[_mode_title(m, True) for m in modes], "verdict"]
     lines = ["## grpofit diagnose", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in doc.get("runs", []):
-        diags = r.get("diagnostics") or {}
-        cells = [icons.get(diags.get(m, {}).get("status", "unknown"), "") for m in MODES]
-        row = [_md(r.get("run", "")), *_fit_cells(r.get("fit")), *cells, icons.get(r.get("verdict"), "")]
+    for r in runs:
+        cells = []
+        for m in modes:
+            status, _ = _mode_status_text(r, m)
+            cells.append("⚪ fail (not gating)" if status == "not_gating" else icons.get(status, status))
+        row = [_md(r.get("run", "")), *_fit_cells(r.get("fit"), r.get("fit_check")), *cells, icons.get(r.get("verdict"), "")]
         lines.append("| " + " | ".join(row) + " |")
     for e in doc.get("errors", []):
-        lines.append("| " + " | ".join([_md(e["run"]), *["-"] * (len(head) - 2), "❌ error"]) + " |")
-    gate = doc.get("gate") or {}
-    lines += ["", f"**Gate: {'passed' if gate.get('passed') else 'failed'}**"]
+        lines.append("| " + " | ".join([_md(e["run"]), *[DASH] * (len(head) - 2), "❌ error"]) + " |")
+    from grpofit.gate import gate_line, reason_lines
+
+    gate = gate_line(doc)
+    word, _, rest = gate.partition(" (")
+    lines += ["", f"**{word}**" + (f" ({rest}" if rest else "")]
+    lines += [f"- {_md(x)}" for x in reason_lines(doc)]
     evidence = diagnose_evidence(doc)
     if evidence:
         lines += ["", *[f"- {_md(x)}" for x in evidence]]
     return "\n".join(lines) + "\n"
+
+
+def _xml(text: Any) -> str:
+    """Text safe inside XML 1.0 (control characters other than tab/newline dropped)."""
+    import re
+
+    return re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]", "", str(text))
 
 
 def _md(text: str) -> str:
@@ -257,31 +429,62 @@ def _md(text: str) -> str:
 
 
 def diagnose_junit(doc: dict) -> str:
-    """JUnit XML: a test suite per run, a test case per failure mode (fail -> failure, unknown -> skipped)."""
+    """JUnit XML: a test suite per run, a test case per failure mode.
+
+    The gate decides: a status that gates (``fail``; ``warn`` with ``--strict``) is a
+    ``<failure>``; a ``fail`` outside ``--fail-on`` is ``<skipped>`` ("not gating") with a
+    property; ``unknown`` is ``<skipped>``; a ``--min-r2`` gate adds a ``min_r2`` test case.
+    """
     from xml.etree import ElementTree as ET
 
+    xml_text = _xml
+
     suites = ET.Element("testsuites", name="grpofit diagnose")
+    policy = ((doc.get("gate") or {}).get("policy") or {})
     for r in doc.get("runs", []):
-        suite = ET.SubElement(suites, "testsuite", name=str(r.get("run")))
+        g = _gate_of(r)
+        not_gating = set(g.get("not_gating") or [])
+        run = xml_text(r.get("run"))
+        suite = ET.SubElement(suites, "testsuite", name=run)
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="verdict", value=str(r.get("verdict")))
         counts = {"tests": 0, "failures": 0, "skipped": 0}
-        for m in MODES:
-            d = (r.get("diagnostics") or {}).get(m) or {"status": "unknown", "evidence": "not judged"}
-            case = ET.SubElement(suite, "testcase", classname=str(r.get("run")), name=m)
+        for m, d in (r.get("diagnostics") or {}).items():
+            d = d or {"status": "unknown", "evidence": "not judged"}
+            evidence = xml_text(d.get("evidence", ""))
+            case = ET.SubElement(suite, "testcase", classname=run, name=m)
             counts["tests"] += 1
-            if d["status"] == "fail":
+            status = d.get("status", "unknown")
+            gating_fail = status == "fail" and m not in not_gating
+            gating_warn = status == "warn" and policy.get("strict") and m not in not_gating and \
+                any(x.startswith(f"{m} warn") for x in g.get("reasons", []))
+            if gating_fail or gating_warn:
                 counts["failures"] += 1
-                ET.SubElement(case, "failure", message=d.get("evidence", ""), type="fail").text = d.get("evidence", "")
-            elif d["status"] == "unknown":
+                ET.SubElement(case, "failure", message=evidence, type=status).text = evidence
+            elif m in not_gating:
                 counts["skipped"] += 1
-                ET.SubElement(case, "skipped", message=d.get("evidence", ""))
+                ET.SubElement(case, "skipped", message=f"fail, not gating (not in --fail-on): {evidence}")
+                ET.SubElement(props, "property", name=f"{m}.status", value="fail (not gating)")
+            elif status == "unknown":
+                counts["skipped"] += 1
+                ET.SubElement(case, "skipped", message=evidence)
             else:
-                ET.SubElement(case, "system-out").text = f"{d['status']}: {d.get('evidence', '')}"
+                ET.SubElement(case, "system-out").text = f"{status}: {evidence}"
+        if policy.get("min_r2") is not None:
+            case = ET.SubElement(suite, "testcase", classname=run, name="min_r2")
+            counts["tests"] += 1
+            bad = [x for x in g.get("reasons", []) if "--min-r2" in x]
+            if bad:
+                counts["failures"] += 1
+                ET.SubElement(case, "failure", message=xml_text(bad[0]), type="min_r2").text = xml_text(bad[0])
+        if len(props) == 0:
+            suite.remove(props)
         for k, v in counts.items():
             suite.set(k, str(v))
     for e in doc.get("errors", []):
-        suite = ET.SubElement(suites, "testsuite", name=str(e["run"]), tests="1", errors="1")
-        case = ET.SubElement(suite, "testcase", classname=str(e["run"]), name="read")
-        ET.SubElement(case, "error", message=e["error"], type="input").text = e["error"]
+        suite = ET.SubElement(suites, "testsuite", name=xml_text(e["run"]), tests="1", errors="1")
+        case = ET.SubElement(suite, "testcase", classname=xml_text(e["run"]), name="read")
+        ET.SubElement(case, "error", message=xml_text(e["error"]), type="input").text = xml_text(e["error"])
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 

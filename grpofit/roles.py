@@ -21,6 +21,15 @@ ROLES = (
     "clip_ratio",
     "is_ratio",
     "response_length",
+    # diagnostic metrics (issue 16): truncation, group statistics, off-policy health
+    "truncation",
+    "truncated_count",
+    "rollout_count",
+    "filter_pass_rate",
+    "is_mean",
+    "is_std",
+    "is_ess",
+    "rollout_kl",
 )
 
 _VAL = r"(?:val-core|val-aux)/.+/(?:reward|acc|score|[^/]+)/mean@\d+"
@@ -42,6 +51,16 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"episode_reward",
         r"train/episode_reward",
         r"mean_reward",
+        # custom loops (Reasoning-from-Scratch, hand-written GRPO, console "Reward: x" lines)
+        r"reward_avg",
+        r"avg_reward",
+        r"reward_mean",
+        r"Reward",
+        r"(?:training|rollout|rollouts)/reward",
+        r"(?:train|training|rollout|rollouts)/(?:mean_reward|reward_avg|avg_reward|reward_mean)",
+        r"(?:train|training|rollout|rollouts)/rewards?/mean",
+        r"accuracy",
+        r"(?:train|training|rollout|rollouts)[/_]acc(?:uracy)?",
     ),
     "eval_reward": (
         r"eval_reward",
@@ -60,8 +79,13 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"eval/accuracy",
         r"eval_accuracy",
         r"eval/score",
+        r"eval_acc",
+        r"(?:eval|val|valid|validation|test)[/_](?:mean_reward|reward_avg|avg_reward|reward_mean|acc|accuracy|score)",
+        r"(?:valid|validation|test)/reward",
     ),
     "reward_std": (
+        r"group_reward_std",
+        r"train/group_reward_std",
         r"reward_std",
         r"rewards?/std",
         r"train/reward_std",
@@ -83,8 +107,10 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"actor/entropy",
         r"train/entropy",
         r"actor/entropy_loss",
+        r"entropy_avg",
         r"policy/entropy",
         r".*/entropy(?:_loss)?",
+        r"(?:.*/)?token_entropy",
     ),
     "kl": (
         r"kl",
@@ -93,6 +119,8 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"actor/ppo_kl",
         r"critic/kl",
         r"objective/kl",
+        r"kl_loss",
+        r"kl_div(?:ergence)?",
         r".*/kl(?:_loss)?",
     ),
     "grad_norm": (
@@ -125,6 +153,41 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"train/completions/mean_length",
         r".*response_length/mean",
         r".*mean_length",
+        r"avg_response_len(?:gth)?",
+        r"avg_gen_tokens",
+        r"train/completion_length",
+        r"response_length",
+        r".*/response_length",
+    ),
+    "truncation": (
+        r"response_length/clip_ratio",
+        r"completions/clipped_ratio",
+        r"train/completions/clipped_ratio",
+        r"rollout/truncated_rate",
+        r"train/rollout/truncated_rate",
+        r".*truncat(?:ed|ion)_(?:rate|ratio|frac(?:tion)?)",
+        r".*response_length[^/]*/clip_ratio",
+    ),
+    "truncated_count": (r"truncated_count", r"num_truncated", r".*/truncated_count"),
+    "rollout_count": (r"rollout_count", r"num_rollouts", r".*/rollout_count"),
+    "filter_pass_rate": (r"dynamic_filtering_pass_rate", r".*/dynamic_filtering_pass_rate"),
+    "is_mean": (
+        r"rollout_corr/rollout_is_mean",
+        r"sampling/importance_sampling_ratio/mean",
+        r".*rollout_is_mean",
+        r".*importance_sampling_ratio/mean",
+        r"policy_ratio",
+    ),
+    "is_std": (r"rollout_corr/rollout_is_std", r".*rollout_is_std", r".*importance_sampling_ratio/std"),
+    "is_ess": (r"rollout_corr/rollout_is_eff_sample_size", r".*eff(?:ective)?_sample_size(?:_frac(?:tion)?)?", r".*ess_frac(?:tion)?"),
+    "rollout_kl": (
+        r"rollout_corr/kl",
+        r"rollout_corr/k3_kl",
+        r"vllm_kl",
+        r".*/vllm_kl",
+        r"sampling/sampling_logp_difference/mean",
+        r".*sampling_logp_difference/mean",
+        r"training/rollout_probs_diff_mean",
     ),
 }
 
@@ -134,11 +197,22 @@ _COMPILED = {role: tuple(re.compile(p + r"\Z") for p in pats) for role, pats in 
 _EXCLUDE = re.compile(r".*(__MIN|__MAX|_min|_max|/min|/max|timing|_runtime|_timestamp)\Z")
 
 
+# length-cap clip ratios are truncation rates, not PPO clip fractions
+_LENGTH_CLIP = re.compile(r".*(?:response_length|prompt_length|completions?)[^/]*/clip(?:ped)?_ratio\Z")
+# rollout-vs-train KLs are off-policy health, not the KL to the reference policy
+_ROLLOUT_KL = re.compile(r".*(?:rollout_corr/|vllm|sampling/|rollout_probs).*\Z")
+_BOUNDED = ("clip_ratio", "is_ratio", "is_mean", "is_std", "is_ess", "rollout_kl", "truncation")
+
+
 def find_role(role: str, columns: Sequence[str]) -> str | None:
     """The column that fills ``role``, or None."""
     for pattern in _COMPILED[role]:
         for col in columns:
-            if role not in ("clip_ratio", "is_ratio") and _EXCLUDE.match(col):
+            if role not in _BOUNDED and _EXCLUDE.match(col):
+                continue
+            if role == "clip_ratio" and _LENGTH_CLIP.match(col):
+                continue
+            if role == "kl" and _ROLLOUT_KL.match(col):
                 continue
             if pattern.match(col):
                 return col
@@ -167,3 +241,51 @@ def detect_roles(
         if col is not None:
             taken.add(col)
     return out
+
+
+#: ``role`` values a fitted series may have: the train reward, or a validation reward fitted
+#: because no train reward was logged
+FIT_ROLES = ("reward", "eval_reward")
+
+
+def reward_candidates(columns: Sequence[str]) -> list[str]:
+    """Every column that could be the train reward, in the order :func:`find_role` prefers."""
+    out: list[str] = []
+    for pattern in _COMPILED["reward"]:
+        for col in columns:
+            if col not in out and not _EXCLUDE.match(col) and pattern.match(col):
+                out.append(col)
+    return out
+
+
+def choose_reward(columns: Sequence[str], metric: str | None = None) -> dict:
+    """The series to fit and why: ``{"column", "role", "candidates", "note"}``.
+
+    The train reward is preferred; when several columns could be it, the first by the order of
+    :data:`PATTERNS` wins and ``note`` names the others. When no train reward is logged but a
+    validation reward is, that one is fitted with ``role`` ``eval_reward`` and ``note`` says so.
+    ``metric`` (``--metric``) is taken as given; its role is ``eval_reward`` when only the
+    validation patterns name it. ``column`` is None when nothing fits the role.
+    """
+    columns = list(columns)
+    train = reward_candidates(columns)
+    if metric is not None:
+        role = "eval_reward" if metric not in train and find_role("eval_reward", [metric]) else "reward"
+        auto = choose_reward(columns) if metric in columns else None
+        note = auto["note"] if auto and auto["column"] == metric else None
+        return {"column": metric, "role": role, "candidates": train, "note": note}
+    if train:
+        note = None
+        if len(train) > 1:
+            others = ", ".join(repr(c) for c in train[1:4]) + (" ..." if len(train) > 4 else "")
+            note = f"reward column {train[0]!r} chosen over {others}; pass --metric to fit another"
+        return {"column": train[0], "role": "reward", "candidates": train, "note": note}
+    val = find_role("eval_reward", columns)
+    if val is not None:
+        return {
+            "column": val,
+            "role": "eval_reward",
+            "candidates": [val],
+            "note": f"no train reward is logged: fitted the validation reward {val!r}",
+        }
+    return {"column": None, "role": "reward", "candidates": [], "note": None}

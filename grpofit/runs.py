@@ -20,6 +20,8 @@ STEP_NAMES = (
     "training/global_step",
     "global_step",
     "trainer/global_step",
+    "grpo_step",
+    "optimizer_step",
     "Step",
     "_step",
     "iteration",

@@ -11,6 +11,14 @@ The logged reward at a step is the mean of a batch of ``n`` binary rewards,
 stochastic forcing: an Ornstein-Uhlenbeck (AR(1) per step) perturbation started at zero with
 stationary sd 0.002 .. 0.01 and correlation time 0.3 .. 1 timescale, the first-order picture of
 the ``sqrt(D/G) xi`` forcing of the oscillator. Only numpy is imported.
+
+**Forcing inside the dynamics** (theory.md §6; :func:`make_forced_run`, :func:`forced_recovery_set`):
+the forcing enters the oscillator's velocity, ``Ti e'' + e' + e/Ts = q xi`` (or, for a run with
+two classes of prompts, the slow mode of ``e = a1 exp(-t/T1) + a2 exp(-t/T2)``, theory §7), and
+is simulated exactly per step from the discretised linear system (``F = exp(A)``, ``Q`` its
+process covariance), so it moves the run off its curve for a whole relaxation. Strength: the
+stationary sd of ``e`` (:data:`FORCING_LEVELS`). The logged reward is binomial around the
+forced expected reward. Drawing these imports scipy (``expm``).
 """
 
 from __future__ import annotations
@@ -19,7 +27,8 @@ import numpy as np
 
 from grpofit.models import oscillator
 
-__all__ = ["sample_truth", "make_run_table", "recovery_set", "settling_time"]
+__all__ = ["sample_truth", "make_run_table", "recovery_set", "settling_time", "forced_path",
+           "make_forced_run", "sample_forced_truth", "forced_recovery_set", "FORCING_LEVELS"]
 
 
 def settling_time(timescale: float, damping_ratio: float) -> float:
@@ -98,4 +107,100 @@ def recovery_set(n: int = 120, seed: int = 0) -> list[tuple[dict, dict[str, np.n
         truth = sample_truth(rng)
         truth["index"] = i
         out.append((truth, make_run_table(truth, seed=child.spawn(1)[0])))
+    return out
+
+
+# --------------------------------------------------------------------------- forcing in the dynamics
+
+#: stationary sd of the forced error ``e`` (reward units): none, weak, medium, strong
+FORCING_LEVELS = (0.0, 0.005, 0.015, 0.03)
+
+
+def forced_path(n_steps: int, law: str, times, sd: float, rng: np.random.Generator) -> np.ndarray:
+    """The forced part of ``e`` at steps ``0 .. n_steps`` (exactly 0 at step 0), simulated with
+    the exact one-step transition of the law's linear system (:mod:`grpofit.forecasting.kalman`)."""
+    out = np.zeros(n_steps + 1)
+    if sd <= 0:
+        return out
+    from grpofit.forecasting.kalman import _discrete, system
+
+    A, B, H = system(law, times, sd)
+    F, Q = _discrete(A, B, 1.0)
+    w, V = np.linalg.eigh(0.5 * (Q + Q.T))
+    root = V * np.sqrt(np.maximum(w, 0.0))
+    noise = rng.standard_normal((n_steps, A.shape[0])) @ root.T
+    x = np.zeros(A.shape[0])
+    h = H[0]
+    for k in range(n_steps):  # a few thousand steps of a 2x2 recursion: fine for a generator
+        x = F @ x + noise[k]
+        out[k + 1] = h @ x
+    return out
+
+
+def sample_forced_truth(rng: np.random.Generator, *, regime: str, forcing_sd: float) -> dict:
+    """A truth for one stratum: ``regime`` is ``overdamped``, ``underdamped`` or ``two_class``."""
+    plateau = float(rng.uniform(0.5, 0.9))
+    initial = float(rng.uniform(0.05, min(0.35, plateau - 0.2)))
+    length = int(rng.choice([300, 600, 1000]))
+    truth = {"plateau": plateau, "initial": initial, "length": length, "stride": 1, "start": 1,
+             "batch": int(rng.choice([128, 256, 512])), "forcing_sd": float(forcing_sd), "regime": regime}
+    if regime == "two_class":
+        t_fast = _loguniform(rng, 3.0, length / 40.0)
+        t_slow = _loguniform(rng, max(6.0 * t_fast, length / 12.0), length / 5.0)
+        w_fast = float(rng.uniform(0.4, 0.8))
+        truth.update({"fast_timescale": t_fast, "slow_timescale": t_slow, "fast_weight": w_fast,
+                      "timescale": t_slow, "inertia": 0.0, "damping_ratio": None})
+    else:
+        zeta = _loguniform(rng, 1.5, 3.0) if regime == "overdamped" else _loguniform(rng, 0.35, 0.7)
+        factor = max(1.0, 1.0 / (2.0 * zeta**2))
+        ts = _loguniform(rng, 10.0, length / (6.0 * factor))
+        truth.update({"timescale": ts, "inertia": ts / (4.0 * zeta**2), "damping_ratio": zeta})
+    return truth
+
+
+def make_forced_run(truth: dict, *, seed: int | np.random.SeedSequence = 0) -> dict[str, np.ndarray]:
+    """One logged run with the forcing inside the dynamics: ``{"step", "reward", "expected",
+    "latent"}``; ``expected`` is the deterministic curve, ``latent`` the forced expected reward
+    the binomial batch is drawn around."""
+    rng = np.random.default_rng(seed)
+    length = int(truth.get("length", 300))
+    t_all = np.arange(length + 1, dtype=float)
+    p, p0 = truth["plateau"], truth["initial"]
+    if "fast_timescale" in truth:
+        wf = truth["fast_weight"]
+        gain = p0 - p
+        expected = p + gain * (wf * np.exp(-t_all / truth["fast_timescale"])
+                               + (1.0 - wf) * np.exp(-t_all / truth["slow_timescale"]))
+        forced = forced_path(length, "two", (truth["fast_timescale"], truth["slow_timescale"]),
+                             truth.get("forcing_sd", 0.0), rng)
+    else:
+        expected = oscillator(t_all, p, p0, truth["timescale"], truth.get("inertia", 0.0))
+        forced = forced_path(length, "oscillator", (truth["timescale"], max(truth.get("inertia", 0.0), 1e-6)),
+                             truth.get("forcing_sd", 0.0), rng)
+    latent = np.clip(expected + forced, 0.0, 1.0)
+    stride = int(truth.get("stride", 1))
+    idx = np.arange(0, length + 1, stride)
+    batch = int(truth.get("batch", 256))
+    reward = rng.binomial(batch, latent[idx]) / batch
+    start = int(truth.get("start", 0))
+    return {"step": (start + idx).astype(float), "reward": reward, "expected": expected[idx],
+            "latent": latent[idx]}
+
+
+def forced_recovery_set(n_per_stratum: int = 10, seed: int = 0, *, levels=FORCING_LEVELS,
+                        regimes=("overdamped", "underdamped", "two_class")) -> list[tuple[dict, dict]]:
+    """Seeded ``(truth, table)`` pairs, ``n_per_stratum`` for every forcing level x regime."""
+    out = []
+    root = np.random.SeedSequence([seed, 0x5EED])
+    children = root.spawn(len(levels) * len(regimes) * n_per_stratum)
+    i = 0
+    for level in levels:
+        for regime in regimes:
+            for _ in range(n_per_stratum):
+                child = children[i]
+                rng = np.random.default_rng(child)
+                truth = sample_forced_truth(rng, regime=regime, forcing_sd=level)
+                truth["index"] = i
+                out.append((truth, make_forced_run(truth, seed=child.spawn(1)[0])))
+                i += 1
     return out

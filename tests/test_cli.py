@@ -196,7 +196,7 @@ def test_diagnose_sample_logs_catches_each_planted_failure(capsys):
 
 def test_diagnose_gate_codes(capsys, healthy_csv):
     code, doc, _ = _diagnose_json(capsys, healthy_csv)
-    assert code == 0 and doc["gate"] == {"passed": True, "failed_runs": []}
+    assert code == 0 and doc["gate"]["passed"] is True and doc["gate"]["failed_runs"] == []
     code, doc, _ = _diagnose_json(capsys, healthy_csv, "--min-r2", "0.9999")
     assert code == 1 and doc["gate"]["failed_runs"] == [str(healthy_csv)]
     dead = SAMPLES / "dead_run"

@@ -26,6 +26,7 @@ class Verdict:
     evidence: str  #: one sentence with the numbers and the step where the problem starts
     start_step: float | None = None  #: where the problem starts (warn/fail), when known
     details: dict[str, Any] = field(default_factory=dict)  #: numbers behind the evidence
+    findings: list[Any] = field(default_factory=list)  #: the mode's rules (grpofit.diagnostics.findings.Finding)
 
     def summary(self) -> dict:
         from grpofit.jsonout import jsonable
@@ -35,6 +36,8 @@ class Verdict:
             out["start_step"] = float(self.start_step)
         if self.details:
             out["details"] = jsonable(self.details)
+        if self.findings:
+            out["rules"] = {f.rule: f.summary() for f in self.findings}
         return out
 
 
@@ -142,6 +145,7 @@ class Context:
     fit: Any  #: grpofit.fitting.FitResult of the part before the collapse
     group_size: int | None
     th: Any  #: Thresholds
+    eval_columns: tuple[str, ...] = ()  #: every eval series judged (several benchmarks)
 
     @cached_property
     def window(self) -> int:
@@ -162,16 +166,50 @@ class Context:
         return float(self.collapse.step) if self.collapse is not None else float(self.steps[-1])
 
     def series(self, role: str, *, before_collapse: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
-        """Finite ``(steps, values)`` of the column playing ``role``; None when absent (< 3 points)."""
+        """Finite ``(steps, values)`` of the column playing ``role``; None when absent (< 3 points).
+
+        Two roles can be derived when their column is absent: ``zero_std_frac`` as one minus
+        OpenRLHF's ``dynamic_filtering_pass_rate``, ``truncation`` as ``truncated_count`` over
+        ``rollout_count``.
+        """
         col = self.roles.get(role)
         if col is None or col not in self.run.metrics:
-            return None
-        s, v = self.run.series(col)
+            derived = self._derived(role)
+            if derived is None:
+                return None
+            s, v = derived
+        else:
+            s, v = self.run.series(col)
         if before_collapse and self.collapse is not None:
             keep = s < self.collapse.step
             if keep.sum() >= 3:
                 s, v = s[keep], v[keep]
         return (s, v) if s.size >= 3 else None
+
+    def label(self, role: str) -> str:
+        """The column name of ``role``, or how it was derived."""
+        col = self.roles.get(role)
+        if col is not None:
+            return col
+        if role == "zero_std_frac" and self.roles.get("filter_pass_rate"):
+            return f"1 - {self.roles['filter_pass_rate']}"
+        if role == "truncation" and self.roles.get("truncated_count"):
+            return f"{self.roles['truncated_count']} / {self.roles['rollout_count']}"
+        return role
+
+    def _derived(self, role: str) -> tuple[np.ndarray, np.ndarray] | None:
+        r = self.roles
+        if role == "zero_std_frac" and r.get("filter_pass_rate") in self.run.metrics:
+            s, v = self.run.series(r["filter_pass_rate"])
+            scale = 100.0 if v.size and np.nanmax(v) > 1.0 else 1.0  # OpenRLHF logs a percentage
+            return s, 1.0 - v / scale
+        if role == "truncation" and r.get("truncated_count") in self.run.metrics and r.get("rollout_count") in self.run.metrics:
+            s1, c = self.run.series(r["truncated_count"])
+            s2, n = self.run.series(r["rollout_count"])
+            common, i1, i2 = np.intersect1d(s1, s2, return_indices=True)
+            ok = n[i2] > 0
+            return common[ok], c[i1][ok] / n[i2][ok]
+        return None
 
     @cached_property
     def pre(self) -> tuple[np.ndarray, np.ndarray]:

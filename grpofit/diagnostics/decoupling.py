@@ -5,8 +5,10 @@ at the eval steps, both before any reward collapse. With ``n`` eval points (``< 
 -> unknown), eval levels are medians of ``max(3, n // 4)`` points (start, middle, end) and the
 eval peak is the maximum of the eval's rolling median; ``sd`` are the sds of those medians.
 
-- **fail**, eval falls: ``peak - end >= max(eval_drop * eval gain, eval_noise_k * sd)`` while
-  the train reward over the same steps does not fall (by more than ``eval_noise_k`` sds);
+- **fail**, eval falls: ``peak - end >= max(eval_drop * eval gain, eval_noise_k * sd,
+  eval_fall_min * peak)`` while the train reward over the same steps does not fall (by more than
+  ``eval_noise_k`` sds); the last term keeps a flat benchmark (no gain, tiny noise: a large eval
+  set far from the training data) from "falling" by a point;
 - **warn**, eval stalls: the train still makes ``>= eval_stall_share`` of its gain in the second
   half (significantly), and the eval's second-half gain is below a quarter of what the same share
   of its first-half gain would give (by more than ``eval_noise_k`` sds);
@@ -56,7 +58,7 @@ def check(ctx: Context) -> Verdict:
 
     # eval falls from its peak while train does not fall
     fall = e_peak - e_end
-    fall_thr = max(th.eval_drop * max(e_peak - e0, 0.0), th.eval_noise_k * sd_e * np.sqrt(2.0))
+    fall_thr = max(th.eval_drop * max(e_peak - e0, 0.0), th.eval_noise_k * sd_e * np.sqrt(2.0), th.eval_fall_min * abs(e_peak))
     train_after = t_end - float(tr[pk])
     if pk < n - 1 and fall >= fall_thr and train_after >= -th.eval_noise_k * sd_t:
         return Verdict(

@@ -104,6 +104,8 @@ def check(ctx: Context) -> Verdict:
         why = "dead run" if (pinned_low or (in01 and p_late < 0.5 and explained)) else "degenerate advantages"
         if not explained:
             why = "degeneracy beyond the reward level"
+            if not top:  # groups all-right or all-wrong at a mid-range reward
+                why = "DAPO failure (groups all-right or all-wrong while the reward is far from its ceiling), " + why
         gn = ctx.series("grad_norm")
         tail = ""
         if gn is not None:

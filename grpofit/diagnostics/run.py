@@ -8,7 +8,8 @@ from typing import Any, Iterable
 import numpy as np
 
 from grpofit.diagnostics.base import MODES, Context, Verdict, worst
-from grpofit.diagnostics.registry import CHECKS
+from grpofit.diagnostics.findings import fold
+from grpofit.diagnostics.registry import CHECKS, RULES
 from grpofit.diagnostics.thresholds import Thresholds
 
 
@@ -23,6 +24,7 @@ class RunDiagnosis:
     group_size: Any = None  #: grpofit.groupsize.GroupSize
     roles: dict[str, str | None] = field(default_factory=dict)
     late_variance: float | None = None  #: variance of the fit residuals over the last third of the fitted part
+    evals: list = field(default_factory=list)  #: one entry per eval series (benchmark), see grpofit.diagnostics.evals
 
     @property
     def verdict(self) -> str:
@@ -65,6 +67,7 @@ class RunDiagnosis:
             "group_size": self.group_size.summary() if self.group_size is not None else None,
             "roles": self.roles,
             "late_variance": self.late_variance,
+            **({"evals": self.evals} if self.evals else {}),
         })
 
 
@@ -101,12 +104,30 @@ def diagnose_run(
     from grpofit.groupsize import group_size_of
     from grpofit.roles import detect_roles
 
+    from grpofit.diagnostics import evals
+
     th = thresholds or Thresholds()
     reward = resolve_column(run, "reward", metric)
     overrides = {"reward": reward}
-    if eval_metric is not None:
+    columns = run.numeric_columns()
+    if evals.is_glob(eval_metric):
+        eval_cols = evals.eval_columns(columns, eval_metric, exclude=(reward,))
+        if not eval_cols:
+            from grpofit.errors import MetricNotFound
+
+            from grpofit.analysis import _listing
+
+            raise MetricNotFound(f"no column matches --eval-metric {eval_metric!r} in run {run.name}", path=run.source,
+                                 columns=columns, fix="pass a glob or a column among the numeric columns: " + _listing(columns))
+        overrides["eval_reward"] = eval_cols[0]
+    elif eval_metric is not None:
         overrides["eval_reward"] = resolve_column(run, "eval_reward", eval_metric)
-    roles = detect_roles(run.numeric_columns(), overrides)
+        eval_cols = [overrides["eval_reward"]]
+    else:
+        eval_cols = evals.eval_columns(columns, exclude=(reward,))
+    roles = detect_roles(columns, overrides)
+    if roles.get("eval_reward") and roles["eval_reward"] not in eval_cols:
+        eval_cols.insert(0, roles["eval_reward"])
     fit = fit_run(
         run, metric=reward, seed=fit_seed,
         collapse_options={"min_drop": th.collapse_min_drop, "noise_k": th.collapse_noise_k},
@@ -114,11 +135,13 @@ def diagnose_run(
     collapse, steps, values = fit.collapse, fit.column_steps, fit.column_values
     gs = group_size_of(run, group_size)
     ctx = Context(run=run, roles=roles, reward_column=reward, steps=steps, values=values,
-                  collapse=collapse, fit=fit, group_size=gs.value, th=th)
-    diagnostics = {mode: CHECKS[mode](ctx) for mode in MODES}
+                  collapse=collapse, fit=fit, group_size=gs.value, th=th, eval_columns=tuple(eval_cols))
+    base = {mode: CHECKS[mode](ctx) for mode in MODES}
+    base["train_eval_decoupling"], eval_entries = evals.judge(ctx, base["train_eval_decoupling"])
+    diagnostics = {mode: fold(base[mode], [f for rule in RULES[mode] for f in rule(ctx)]) for mode in MODES}
     return RunDiagnosis(
         name=run.name, fit=fit, diagnostics=diagnostics, collapse=collapse, group_size=gs, roles=roles,
-        late_variance=_late_variance(fit),
+        late_variance=_late_variance(fit), evals=eval_entries,
     )
 
 

@@ -130,6 +130,8 @@ class FitResult:
     noise: dict[str, float | None] = field(default_factory=dict)
     preferred_reason: str = ""
     signal: dict[str, Any] = field(default_factory=dict)
+    role: str = "reward"  #: ``reward``, or ``eval_reward`` when only a validation reward was logged
+    metric_note: str | None = None  #: why this column was fitted (several candidates, validation only)
 
     def summary(self) -> dict:
         """One entry of the contract's ``fit`` runs list (additive keys: ``noise``,
@@ -149,4 +151,8 @@ class FitResult:
         if self.signal:
             out["signal"] = {k: (num(v) if isinstance(v, float) else v)
                              for k, v in self.signal.items()}
+        if self.role != "reward":
+            out["role"] = self.role
+        if self.metric_note:
+            out["metric_note"] = self.metric_note
         return out

@@ -36,12 +36,13 @@ def inspect_run(run) -> dict[str, Any]:
     """A JSON-safe description of a run: format, step column and range, interval, gaps,
     duplicates, role -> column (with finite points), numeric columns, hyperparameters, warnings."""
     from grpofit.readers.config import hyperparameters
-    from grpofit.roles import detect_roles
+    from grpofit.roles import choose_reward, detect_roles
 
     steps = run.steps
     med, gaps, ngaps = step_gaps(steps)
     numeric = run.numeric_columns()
     roles = detect_roles(numeric)
+    choice = choose_reward(numeric)  # what fit and diagnose fit, and why
     role_info = {
         role: (
             {"column": col, "points": int(np.isfinite(run.metrics[col]).sum())}
@@ -66,6 +67,9 @@ def inspect_run(run) -> dict[str, Any]:
         "rows_without_step": int(run.stats.get("rows_without_step", 0)),
         "stats": {k: int(v) for k, v in run.stats.items()},
         "roles": role_info,
+        "fitted_column": choice["column"],
+        "fitted_role": choice["role"] if choice["column"] is not None else None,
+        "fitted_note": choice["note"],
         "numeric_columns": numeric,
         "n_columns": len(run.metrics),
         "config_source": run.config_source,

@@ -19,6 +19,8 @@ import numpy as np
 from grpofit.errors import ReadError
 from grpofit.readers.common import build_run, rows_to_columns
 from grpofit.readers.source import Source
+from grpofit.readers.typed import Kinds
+from grpofit.readers.typed import finish as finish_typed
 from grpofit.runs import Run, to_float_array
 
 BLOCK = 4 * 1024 * 1024
@@ -77,6 +79,7 @@ def read_jsonl(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
     warnings: list[str] = []
     stats = {"lines": 0, "torn_lines": 0, "fast_rows": 0}
     plan: _Plan | None = None
+    kinds = Kinds()
     line_no = 0
     first_fmt = fmt
     with src.open() as f:
@@ -111,7 +114,7 @@ def read_jsonl(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
                 nlines = body.count(b"\n") + (0 if body.endswith(b"\n") else 1)
                 cols, nrows = (plan.fast(body) if plan.ok else None) or (None, 0)
                 if cols is None:
-                    cols, nrows = _slow_block(body, src.name, line_no)
+                    cols, nrows = _slow_block(body, src.name, line_no, kinds)
                 else:
                     stats["fast_rows"] += nrows
                 builder.add(cols, nrows)
@@ -122,9 +125,12 @@ def read_jsonl(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
     if builder.n == 0:
         raise ReadError("holds no JSON rows", path=src.name, fix="point at a JSONL log with one object per line")
     table = builder.build()
+    table, typed_warnings, typed_stats, step = finish_typed(table, kinds, step)
+    warnings += typed_warnings
     if first_fmt == "jsonl" and "_step" in table and ("_runtime" in table or "_timestamp" in table):
         first_fmt = "wandb-history"
     stats.pop("fast_rows")
+    stats.update(typed_stats)
     return [build_run(src, first_fmt, table, step=step, warnings=warnings, stats=stats)]
 
 
@@ -142,7 +148,7 @@ def _split_torn_tail(body: bytes) -> tuple[bytes, bytes | None]:
     return body, None
 
 
-def _slow_block(body: bytes, name: str, line_offset: int) -> tuple[dict[str, np.ndarray], int]:
+def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = None) -> tuple[dict[str, np.ndarray], int]:
     rows = []
     loads = json.loads
     for i, line in enumerate(body.split(b"\n")):
@@ -165,7 +171,8 @@ def _slow_block(body: bytes, name: str, line_offset: int) -> tuple[dict[str, np.
                 path=name,
                 fix="each line must be one object of metrics, e.g. {\"step\": 1, \"reward\": 0.5}",
             )
-        rows.append(flatten_row(obj))
+        row = flatten_row(obj)
+        rows.append(kinds.split(row) if kinds is not None else row)
     cols = {k: to_float_array(v) for k, v in rows_to_columns(rows, _scalar).items()}
     return cols, len(rows)
 

@@ -1,0 +1,166 @@
+"""Several eval series: fit every benchmark a run logs and judge train-eval decoupling on each.
+
+verl writes ``val-core/<source>/<var>/mean@N`` per data source, TRL ``eval_<ds>_...``. By default
+every eval series found is judged (:func:`eval_columns`: the eval-reward names of
+:mod:`grpofit.roles`, ``val-aux`` dropped when ``val-core`` exists); ``--eval-metric`` takes one
+column or a glob such as ``'val-core/*'``.
+
+Per benchmark (:func:`benchmark_entry`):
+
+- ``gain``: the fitted change over the observed steps (one exponential, grid over the timescale
+  with the two linear parameters in closed form);
+- ``plateau`` with a 95% interval from the profile over the timescale: every timescale whose
+  fit is within ``chi2_1(0.95) = 3.84`` of the best (``n log(SSE/SSE_min)``) contributes its
+  plateau +- 1.96 of its linear standard error; a curve still rising at the grid's longest
+  timescale has no upper end (``kind: lower_bound``);
+- ``timescale_ratio``: eval timescale / train timescale;
+- ``status`` and ``evidence``: the train-eval decoupling check on that series (an eval falling
+  while the train reward does not, stalling while it still rises, or saturating much earlier).
+
+With two or more benchmarks the mode's verdict is the worst of them and its evidence names the
+benchmarks that decouple.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import replace
+from typing import Sequence
+
+import numpy as np
+
+from grpofit.diagnostics.base import Context, Verdict, fmt, worst
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+def is_glob(text: str | None) -> bool:
+    return bool(text) and bool(_GLOB.search(text))
+
+
+def eval_columns(columns: Sequence[str], pattern: str | None = None, *, exclude: Sequence[str] = ()) -> list[str]:
+    """Every eval series among ``columns`` (file order): those matching the glob ``pattern``, or
+    by default the eval-reward names of :mod:`grpofit.roles`."""
+    from grpofit.roles import _COMPILED, _EXCLUDE
+
+    cols = [c for c in columns if c not in exclude]
+    if pattern is not None:
+        return [c for c in cols if fnmatch.fnmatchcase(c, pattern)]
+    found = [c for c in cols if not _EXCLUDE.match(c) and "num_turns" not in c
+             and any(p.match(c) for p in _COMPILED["eval_reward"])]
+    if any(c.startswith("val-core/") for c in found):
+        found = [c for c in found if not c.startswith("val-aux/")]
+    return found
+
+
+def benchmark_name(column: str) -> str:
+    """A short name: ``val-core/openai/gsm8k/acc/mean@1`` -> ``openai/gsm8k``."""
+    name = re.sub(r"^(?:val-core|val-aux|val/test_score|eval)/", "", column)
+    name = re.sub(r"/(?:reward|acc|score|accuracy|pass@?\d*)?/?(?:mean|maj|best)@\d+$", "", name)
+    name = re.sub(r"^eval_", "", name)
+    return name or column
+
+
+def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64) -> dict | None:
+    """``y = a + b exp(-(t - t0)/T)`` by grid over ``T``: best fit and the plateau's profile interval."""
+    t = np.asarray(steps, float)
+    y = np.asarray(values, float)
+    n = t.size
+    if n < 5:
+        return None
+    t = t - t[0]
+    span = float(t[-1])
+    if span <= 0:
+        return None
+    dt = float(np.median(np.diff(t)))
+    grid = np.geomspace(max(0.5 * dt, span / 2000.0), 5.0 * span, n_grid)
+    e = np.exp(-t[:, None] / grid[None, :])
+    em = e.mean(axis=0)
+    ec = e - em
+    yc = y - y.mean()
+    var = np.einsum("ij,ij->j", ec, ec)
+    ok = var > 1e-300
+    var = np.where(ok, var, np.inf)
+    cov = yc @ ec
+    b = np.where(ok, cov / var, 0.0)
+    a = y.mean() - b * em
+    sse = np.maximum(float(yc @ yc) - cov**2 / var, 1e-300)
+    k = int(np.argmin(sse))
+    s2 = sse / max(n - 3, 1)
+    se_a = np.sqrt(s2 * (1.0 / n + em**2 / var))
+    accepted = n * np.log(sse / sse[k]) <= 3.84
+    lo = float(np.min((a - 1.96 * se_a)[accepted]))
+    hi = float(np.max((a + 1.96 * se_a)[accepted]))
+    rising = bool(accepted[-1] and b[k] < 0) or bool(accepted[-1] and b[-1] < 0)
+    falling = bool(accepted[-1] and b[-1] > 0)
+    T = float(grid[k])
+    gain = float(-b[k] * (1.0 - np.exp(-span / T)))
+    sst = float(yc @ yc)
+    return {
+        "plateau": float(a[k]),
+        "ci95": [None if falling else lo, None if rising else hi],
+        "kind": "lower_bound" if rising else ("upper_bound" if falling else "estimate"),
+        "timescale": T,
+        "timescale_at_bound": k in (0, n_grid - 1),
+        "gain": gain,
+        "r2": 1.0 - float(sse[k]) / sst if sst > 0 else 0.0,
+    }
+
+
+def benchmark_entry(ctx: Context, column: str) -> tuple[dict, Verdict]:
+    """One benchmark's numbers and its decoupling verdict."""
+    from grpofit.diagnostics import decoupling
+
+    sub = replace(ctx, roles={**ctx.roles, "eval_reward": column})
+    verdict = decoupling.check(sub)
+    entry: dict = {"metric": column, "benchmark": benchmark_name(column), "points": 0, "gain": None,
+                   "plateau": {"value": None, "ci95": None, "kind": None}, "timescale": None, "timescale_ratio": None}
+    series = sub.series("eval_reward", before_collapse=True)
+    if series is not None:
+        s, e = series
+        keep = s <= ctx.end_step
+        s, e = s[keep], e[keep]
+        entry["points"] = int(s.size)
+        fit = profile_fit(s, e)
+        if fit is not None:
+            T_r = ctx.reward_timescale
+            entry.update(gain=fit["gain"], plateau={"value": fit["plateau"], "ci95": fit["ci95"], "kind": fit["kind"]},
+                         timescale=None if fit["timescale_at_bound"] else fit["timescale"], r2=fit["r2"])
+            if entry["timescale"] is not None and T_r:
+                entry["timescale_ratio"] = entry["timescale"] / T_r
+    entry["status"] = verdict.status
+    entry["evidence"] = verdict.evidence
+    entry["decouples"] = verdict.status in ("warn", "fail")
+    return entry, verdict
+
+
+def judge(ctx: Context, base: Verdict) -> tuple[Verdict, list[dict]]:
+    """The decoupling verdict over every benchmark, and the per-benchmark entries.
+
+    With fewer than two benchmarks the base check's verdict stands (the entries still carry the
+    numbers)."""
+    cols = list(ctx.eval_columns)
+    if not cols:
+        return base, []
+    judged = [benchmark_entry(ctx, c) for c in cols]
+    entries = [e for e, _ in judged]
+    if len(cols) < 2:
+        return base, entries
+    status = worst(v.status for _, v in judged)
+    bad = [(e, v) for e, v in judged if v.status in ("warn", "fail")]
+    if bad:
+        names = ", ".join(f"{e['benchmark']} ({v.status})" for e, v in bad)
+        text = f"decouples on {names}: " + "; ".join(f"{e['benchmark']}: {v.evidence}" for e, v in bad)
+        starts = [v.start_step for _, v in bad if v.start_step is not None and v.status == status]
+        start = min(starts) if starts else None
+    elif status == "unknown":
+        text = "; ".join(f"{e['benchmark']}: {v.evidence}" for e, v in judged)
+        start = None
+    else:
+        text = f"none of {len(cols)} benchmarks decouples: " + "; ".join(
+            f"{e['benchmark']} gain {fmt(e['gain'])}" + (f", timescale x{e['timescale_ratio']:.2g} the train's" if e["timescale_ratio"] else "")
+            for e in entries)
+        start = None
+    details = {"benchmarks": [e["benchmark"] for e in entries], "decoupling": [e["benchmark"] for e, _ in bad]}
+    return Verdict(status, text, start_step=start, details=details), entries

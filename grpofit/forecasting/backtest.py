@@ -1,0 +1,233 @@
+"""``grpofit backtest``: forecasts from cut points of finished runs against what happened.
+
+For each run and each cut fraction ``f`` (default 20/30/50/70%) the run is cut at step
+``first + f (last - first)`` and forecast (:func:`grpofit.forecasting.engine.forecast_series`)
+to its last step. What is compared is the run's **final level**: the mean logged reward over
+its last 10% of steps. The forecast predicts that mean (the expected reward averaged over
+those steps plus the observation noise of the average) with a 95% interval; ``covered`` says
+whether the actual level is inside, ``error`` is ``|predicted mean - actual|``.
+
+Two baselines on the same cut: **persistence** (the mean of the last tenth of the seen points)
+and a plain **single exponential** (grpofit's exponential fit of the seen points, averaged over
+the final window). The summary gives coverage, median and worst error, per fraction and overall;
+baselines are summarised over the cuts where a forecast was made, so the comparison is fair.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["DEFAULT_CUTS", "FINAL_FRACTION", "backtest_series", "backtest_run", "summarise",
+           "backtest_paths", "parse_cuts"]
+
+DEFAULT_CUTS = (0.2, 0.3, 0.5, 0.7)
+#: the final level is the mean over this last fraction of the run's steps
+FINAL_FRACTION = 0.1
+
+
+def parse_cuts(text: str | None) -> tuple[float, ...]:
+    """``"20,30,50,70"`` (percent) or ``"0.2,0.5"`` (fractions) -> fractions in (0, 1)."""
+    from grpofit.errors import UsageError
+
+    if not text:
+        return DEFAULT_CUTS
+    out = []
+    for item in text.split(","):
+        item = item.strip().rstrip("%")
+        try:
+            v = float(item)
+        except ValueError:
+            raise UsageError(f"--cuts {text!r} is not a list of percentages", fix="e.g. --cuts 20,30,50,70") from None
+        v = v / 100.0 if v > 1 else v
+        if not 0.0 < v < 1.0:
+            raise UsageError(f"--cuts: {item} is not between 0 and 100%", fix="e.g. --cuts 20,30,50,70")
+        out.append(v)
+    return tuple(out)
+
+
+def _num(x):
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = None, seed: int = 0) -> list[dict]:
+    """The contract's ``cuts`` list for one series."""
+    from grpofit.errors import GrpofitError
+    from grpofit.fitting import MIN_POINTS as FIT_MIN
+    from grpofit.fitting import fit_series
+    from grpofit.forecasting.engine import forecast_series
+    from grpofit.models import exponential
+
+    steps = np.asarray(steps, dtype=float)
+    values = np.asarray(values, dtype=float)
+    first, last = float(steps[0]), float(steps[-1])
+    span = last - first
+    window = steps >= last - FINAL_FRACTION * span
+    actual = float(values[window].mean())
+    out = []
+    for frac in cuts:
+        cut = first + frac * span
+        seen = steps <= cut
+        s, v = steps[seen], values[seen]
+        fc = forecast_series(s, v, horizon_step=last, horizon_source="backtest: the run's last step",
+                             final_steps=steps[window], batch=batch, seed=seed)
+        entry = {"fraction": frac, "step": _num(s[-1]) if s.size else _num(cut), "n_seen": int(s.size)}
+        if fc.final is not None:
+            lo, hi = fc.final["pi95"]
+            entry["predicted"] = {"mean": fc.final["mean"], "pi95": [lo, hi]}
+            entry["covered"] = bool(lo <= actual <= hi)
+            entry["error"] = abs(fc.final["mean"] - actual)
+        else:
+            entry["predicted"] = {"mean": None, "pi95": None}
+            entry["covered"] = None
+            entry["error"] = None
+        entry["actual"] = actual
+        k = max(1, s.size // 10)
+        pers = float(v[-k:].mean()) if s.size else None
+        exp_pred = None
+        base = fc.extra.get("baseline")
+        if base is None and s.size >= FIT_MIN:
+            try:
+                base = fit_series(s, v)
+            except GrpofitError:
+                base = None
+        if base is not None and base.models["exponential"].ok:
+            p = base.models["exponential"].params
+            if None not in (p["plateau"].value, p["initial"].value, p["timescale"].value):
+                curve = exponential(steps[window] - s[0], p["plateau"].value, p["initial"].value,
+                                    p["timescale"].value)
+                exp_pred = float(np.mean(curve))
+        entry["baselines"] = {
+            "persistence": {"prediction": pers, "error": None if pers is None else abs(pers - actual)},
+            "exponential": {"prediction": exp_pred, "error": None if exp_pred is None else abs(exp_pred - actual)},
+        }
+        entry["plateau"] = fc.doc.get("plateau")
+        entry["note"] = fc.doc.get("note") if fc.final is None else None
+        out.append(entry)
+    return out
+
+
+def backtest_run(run, *, metric=None, cuts=DEFAULT_CUTS, batch_size=None, seed=0) -> dict:
+    from grpofit.analysis import resolve_column
+    from grpofit.forecasting.plan import batch_size as find_batch
+
+    column = resolve_column(run, "reward", metric)
+    steps, values = run.series(column)
+    batch, _ = find_batch(run.config, batch_size)
+    entry = {"run": run.name, "metric": column, "steps": [_num(steps[0]), _num(steps[-1])] if steps.size else None}
+    if steps.size < 2:
+        entry["cuts"] = []
+        entry["note"] = "too few points to backtest"
+        return entry
+    entry["cuts"] = backtest_series(steps, values, cuts=cuts, batch=batch, seed=seed)
+    return entry
+
+
+def _stats(errors: list[float]) -> dict:
+    errors = [e for e in errors if e is not None]
+    if not errors:
+        return {"median_error": None, "worst_error": None}
+    return {"median_error": float(np.median(errors)), "worst_error": float(np.max(errors))}
+
+
+def summarise(runs: list[dict]) -> dict:
+    """Coverage and errors overall and per cut fraction; baselines on the forecast cuts."""
+    cuts = [c for r in runs for c in r.get("cuts", [])]
+    made = [c for c in cuts if c.get("error") is not None]
+
+    def block(items):
+        cov = [c["covered"] for c in items]
+        return {
+            "n": len(items),
+            "coverage": float(np.mean(cov)) if cov else None,
+            **_stats([c["error"] for c in items]),
+            "baselines": {name: _stats([c["baselines"][name]["error"] for c in items])
+                          for name in ("persistence", "exponential")},
+        }
+
+    overall = block(made)
+    by_fraction = {}
+    for frac in sorted({c["fraction"] for c in cuts}):
+        b = block([c for c in made if c["fraction"] == frac])
+        by_fraction[f"{frac:.0%}"] = {
+            "n": b["n"], "coverage": b["coverage"], "median_error": b["median_error"],
+            "persistence_median_error": b["baselines"]["persistence"]["median_error"],
+            "exponential_median_error": b["baselines"]["exponential"]["median_error"],
+        }
+    return {"n_cuts": len(cuts), "n_forecasts": len(made), "coverage": overall["coverage"],
+            "median_error": overall["median_error"], "worst_error": overall["worst_error"],
+            "baselines": overall["baselines"], "by_fraction": by_fraction}
+
+
+@dataclass
+class _Task:
+    path: str
+    metric: str | None
+    step: str | None
+    cuts: tuple
+    batch_size: int | None
+    plot_dir: str | None
+
+
+def _work(task: _Task) -> tuple[list[dict], list[dict], list[str]]:
+    from grpofit.errors import GrpofitError
+    from grpofit.readers import read_path
+
+    entries, errors, warnings = [], [], []
+    try:
+        runs = read_path(task.path, step=task.step)
+    except GrpofitError as e:
+        return [], [{"run": task.path, "error": e.one_line()}], []
+    for run in runs:
+        warnings.extend(f"{run.name}: {w}" for w in run.warnings)
+        try:
+            entry = backtest_run(run, metric=task.metric, cuts=task.cuts, batch_size=task.batch_size)
+        except GrpofitError as e:
+            errors.append({"run": run.name, "error": e.one_line()})
+            continue
+        entries.append(entry)
+        if task.plot_dir:
+            from grpofit.forecasting.backtest_plot import save_backtest_figure
+
+            save_backtest_figure(run, entry, task.plot_dir)
+    return entries, errors, warnings
+
+
+def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUTS, batch_size=None,
+                   jobs: int = 1, plot_dir=None) -> tuple[dict, list[str]]:
+    """The ``grpofit.backtest/1`` document for every run under ``paths`` and the warnings."""
+    from grpofit.errors import GrpofitError
+    from grpofit.readers import discover
+
+    files, early = [], []
+    for path in paths:
+        try:
+            files.extend(discover([path]))
+        except GrpofitError as e:
+            if len(paths) == 1:
+                raise
+            early.append({"run": path, "error": e.one_line()})
+    tasks = [_Task(f.path, metric, step, tuple(cuts), batch_size,
+                   None if plot_dir is None else str(plot_dir)) for f in files]
+    if jobs > 1 and len(tasks) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+            results = list(pool.map(_work, tasks))
+    else:
+        results = [_work(t) for t in tasks]
+    runs, errors, warnings = [], list(early), []
+    for e, err, w in results:
+        runs.extend(e)
+        errors.extend(err)
+        warnings.extend(w)
+    doc = {"schema": "grpofit.backtest/1", "final_level": f"mean of the last {FINAL_FRACTION:.0%} of steps",
+           "runs": runs, "summary": summarise(runs)}
+    if errors:
+        doc["errors"] = errors
+    return doc, warnings

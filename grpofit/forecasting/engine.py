@@ -1,0 +1,299 @@
+"""``forecast_series``: from the steps seen so far to the contract's forecast entry.
+
+1. Refuse what the data cannot support ("cannot forecast yet: ..."): fewer than
+   :data:`MIN_POINTS` points, no rise above the noise (neither grpofit's signal test on the
+   seen part nor a significant slope over all of it, :mod:`.drift`),
+   or a collapse (a relaxation law does not describe what follows a collapse).
+2. Fit the state-space laws (:mod:`.likelihood`: one mode, damped oscillator, fast + slow
+   modes; forcing + observation noise; binomial observation variance when the batch size is
+   known and the rewards lie in [0, 1]) and mix them by BIC weight.
+3. Draw the future (:mod:`.predictive`) at the horizon, the ``--at`` steps, a fan grid and (for
+   backtests) the final window; the logged reward adds observation noise to the expected one.
+   Rewards seen inside [0, 1] are forecast inside [0, 1].
+4. Summarise: mean and 80/95% prediction intervals, plateau (``lower_bound`` when the late
+   slope is still significantly positive, :mod:`.drift`), steps to 90/95% of the gain, the
+   gain still expected by the horizon, and a recommendation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grpofit.forecasting.drift import late_slope
+from grpofit.forecasting.likelihood import fit_law, reduce_series
+from grpofit.forecasting.predictive import law_weights, sample_future
+from grpofit.forecasting.statespace import LAWS
+
+__all__ = ["forecast_series", "Forecast", "MIN_POINTS"]
+
+#: fewer seen points than this: "cannot forecast yet"
+MIN_POINTS = 12
+FAN_POINTS = 30
+#: the laws mixed by default: one mode, and fast + slow modes (which nests the overdamped
+#: oscillator's curve); the damped oscillator (:mod:`.statespace`) is available but slower
+LAWS_USED = ("one", "two")
+#: the slowest timescale searched, in multiples of the furthest step asked about: beyond it a
+#: mode is a straight line over the whole forecast anyway
+T_MAX_FACTOR = 3.0
+
+
+@dataclass
+class Forecast:
+    """The contract's entry (``doc``) and what plots and backtests need beside it."""
+
+    doc: dict
+    steps: np.ndarray | None = None
+    values: np.ndarray | None = None
+    fan: dict | None = None  #: {"step", "q025", "q10", "q50", "q90", "q975"} of the logged reward
+    final: dict | None = None  #: prediction of the mean over ``final_steps``
+    extra: dict = field(default_factory=dict)
+
+
+def _num(x):
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _step_out(x):
+    v = _num(x)
+    if v is None:
+        return None
+    return int(round(v)) if abs(v - round(v)) < 1e-6 or abs(v) > 100 else round(v, 3)
+
+
+def empty_doc(steps, horizon_step, horizon_source, at_steps, note: str) -> dict:
+    """Every field present, every number null, and the reason in ``note``."""
+    seen = {"steps": [_step_out(steps[0]), _step_out(steps[-1])] if len(steps) else [None, None],
+            "n_points": int(len(steps))}
+    at = [{"step": _step_out(horizon_step), "mean": None, "pi80": None, "pi95": None}]
+    at += [{"step": _step_out(s), "mean": None, "pi80": None, "pi95": None} for s in at_steps]
+    null = {"value": None, "ci95": None}
+    return {
+        "seen": seen,
+        "horizon": {"step": _step_out(horizon_step), "source": horizon_source},
+        "at": at,
+        "plateau": {"value": None, "ci95": None, "kind": None},
+        "steps_to_90": dict(null),
+        "steps_to_95": dict(null),
+        "remaining_gain": dict(null),
+        "recommendation": None,
+        "note": note,
+    }
+
+
+def _clean(steps, values):
+    steps = np.asarray(steps, dtype=float).ravel()
+    values = np.asarray(values, dtype=float).ravel()
+    keep = np.isfinite(steps) & np.isfinite(values)
+    steps, values = steps[keep], values[keep]
+    order = np.argsort(steps, kind="stable")
+    return steps[order], values[order]
+
+
+def _point_var(values: np.ndarray, batch: int | None):
+    """Binomial variance per point from a running median of the reward (or None)."""
+    if not batch or batch < 1 or values.min() < 0.0 or values.max() > 1.0:
+        return None
+    k = 5
+    pad = np.pad(values, (k // 2, k // 2), mode="edge")
+    windows = np.lib.stride_tricks.sliding_window_view(pad, k)
+    p = np.clip(np.median(windows, axis=1), 0.02, 0.98)
+    return p * (1.0 - p) / float(batch)
+
+
+def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at_steps=(),
+                    batch: int | None = None, final_steps=None, seed: int = 0,
+                    laws=LAWS_USED) -> Forecast:
+    """Forecast a run from ``(steps, values)`` seen so far (see the module docstring).
+
+    ``final_steps``: the steps whose mean reward a backtest compares with (``Forecast.final``).
+    """
+    steps, values = _clean(steps, values)
+    at_steps = [float(s) for s in at_steps]
+    n = steps.size
+    if n < MIN_POINTS:
+        return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
+                                  f"cannot forecast yet: {n} points seen, a forecast needs at least {MIN_POINTS}"),
+                        steps, values)
+    from grpofit.collapse import find_collapse
+    from grpofit.fitting import fit_series
+
+    baseline = fit_series(steps, values)
+    collapse = find_collapse(steps, values)
+    if collapse is not None:
+        return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
+                                  f"cannot forecast: the reward collapses at step {_step_out(collapse.step)}; "
+                                  "a relaxation law does not describe what follows a collapse"),
+                        steps, values, extra={"baseline": baseline})
+    if not (baseline.signal.get("detected") or late_slope(steps, values, 1.0).rising):
+        reason = baseline.signal.get("reason") or "the reward does not rise above its noise"
+        return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
+                                  f"cannot forecast yet: no rise yet ({reason})"),
+                        steps, values, extra={"baseline": baseline})
+
+    step0 = float(steps[0])
+    t = steps - step0
+    t_last = float(t[-1])
+    point_var = _point_var(values, batch)
+    bounded = bool(values.min() >= 0.0 and values.max() <= 1.0)
+    series = reduce_series(t, values, point_var, level_sd=0.5 if bounded else None)
+    horizon_t = None if horizon_step is None else float(horizon_step) - step0
+    far = max([t_last] + [s - step0 for s in at_steps] + ([horizon_t] if horizon_t is not None else []))
+    from grpofit.models import guess_exponential
+
+    t_guess = float(guess_exponential(series.t, series.y)["timescale"])
+    fits, prior = [], None
+    for law in laws:
+        f = fit_law(law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior)
+        if f is not None:
+            fits.append(f)
+            if law == "one":
+                prior = f.theta
+    if not fits:
+        return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
+                                  "cannot forecast: no law could be fitted to the seen steps"),
+                        steps, values, extra={"baseline": baseline})
+
+    # the times the future is drawn at: now, the horizon, --at steps, a fan grid, the final window
+    fan_end = far if far > t_last else 2.0 * t_last
+    fan_t = np.linspace(t_last, fan_end, FAN_POINTS)
+    pieces = [np.array([t_last]), np.array([] if horizon_t is None else [horizon_t]),
+              np.array([s - step0 for s in at_steps]), fan_t]
+    if final_steps is not None and len(final_steps):
+        fs = np.asarray(final_steps, dtype=float) - step0
+        if fs.size > 20:
+            fs = fs[np.linspace(0, fs.size - 1, 20).round().astype(int)]
+        pieces.append(fs)
+    sizes = [p.size for p in pieces]
+    tf = np.concatenate(pieces)
+    draws = sample_future(fits, series, tf, seed=seed)
+    lat = np.clip(draws.latent, 0.0, 1.0) if bounded else draws.latent
+    rng = np.random.default_rng(seed + 1)
+
+    def logged(cols: np.ndarray) -> np.ndarray:
+        """Draws of the logged reward: the expected one plus observation noise."""
+        if point_var is not None:
+            sd = np.sqrt(np.clip(cols, 0.0, 1.0) * (1.0 - np.clip(cols, 0.0, 1.0)) / float(batch))
+        else:
+            sd = draws.obs_sd[:, None]
+        out = cols + sd * rng.standard_normal(cols.shape)
+        return np.clip(out, 0.0, 1.0) if bounded else out
+
+    offs = np.cumsum([0] + sizes)
+    now = lat[:, 0]
+    at_entries = []
+    h_cols = lat[:, offs[1]:offs[2]]
+    a_cols = lat[:, offs[2]:offs[3]]
+    if horizon_t is not None:
+        at_entries.append(_at_entry(horizon_step, logged(h_cols[:, 0:1])[:, 0]))
+    else:
+        at_entries.append({"step": None, "mean": None, "pi80": None, "pi95": None})
+    for j, s in enumerate(at_steps):
+        at_entries.append(_at_entry(s, logged(a_cols[:, j:j + 1])[:, 0]))
+    fan_draws = logged(lat[:, offs[3]:offs[4]])
+    fan = {"step": fan_t + step0, "mean": fan_draws.mean(axis=0)}
+    for name, q in (("q025", 2.5), ("q10", 10.0), ("q50", 50.0), ("q90", 90.0), ("q975", 97.5)):
+        fan[name] = np.percentile(fan_draws, q, axis=0)
+    final = None
+    if len(pieces) > 4:
+        window = lat[:, offs[4]:offs[5]].mean(axis=1)
+        n_final = len(final_steps)
+        if point_var is not None:
+            m = np.clip(window, 0.0, 1.0)
+            sd = np.sqrt(m * (1.0 - m) / float(batch) / n_final)
+        else:
+            sd = draws.obs_sd / math.sqrt(n_final)
+        level = window + sd * rng.standard_normal(window.shape)
+        final = {"mean": float(level.mean()), "pi95": [float(np.percentile(level, 2.5)),
+                                                      float(np.percentile(level, 97.5))]}
+
+    drift = late_slope(steps, values)
+    weights = law_weights(fits)
+    doc = {
+        "seen": {"steps": [_step_out(steps[0]), _step_out(steps[-1])], "n_points": int(n)},
+        "horizon": {"step": _step_out(horizon_step), "source": horizon_source},
+        "at": at_entries,
+    }
+    doc["plateau"] = _plateau(draws, now, bounded, drift.rising, fits)
+    s90 = _steps_to(draws.t90, step0)
+    s95 = _steps_to(draws.t95, step0)
+    doc["steps_to_90"], doc["steps_to_95"] = s90, s95
+    if horizon_t is not None:
+        gain = h_cols[:, 0] - now
+        doc["remaining_gain"] = {"value": float(np.mean(gain)),
+                                 "ci95": [float(np.percentile(gain, 2.5)), float(np.percentile(gain, 97.5))]}
+    else:
+        doc["remaining_gain"] = {"value": None, "ci95": None}
+    doc["recommendation"] = _recommend(doc, steps, drift.rising, horizon_step)
+    doc["note"] = None if horizon_step is not None else (
+        "cannot forecast yet: no plan length (the run's config names no trainer.total_training_steps "
+        "or max_steps; pass --horizon N); the plateau and the steps to 90/95% are still given")
+    doc["current"] = {"step": _step_out(steps[-1]), "mean": float(np.mean(now)),
+                      "ci95": [float(np.percentile(now, 2.5)), float(np.percentile(now, 97.5))]}
+    doc["still_rising"] = bool(drift.rising)
+    doc["late_slope"] = drift.summary()
+    doc["laws"] = {f.law: {"weight": float(w), "bic": float(f.bic), "params": f.params()}
+                   for f, w in zip(fits, weights)}
+    doc["observation_noise"] = (f"binomial, batch {batch}" if point_var is not None else "estimated")
+    best = fits[int(np.argmax(weights))]
+    from grpofit.forecasting.likelihood import unpack
+    from grpofit.forecasting.statespace import design
+
+    ct = np.linspace(0.0, fan_end, 200)
+    curve = (ct + step0, design(best.law, ct, unpack(best.law, best.theta)[0]) @ best.beta)
+    return Forecast(doc, steps, values, fan, final, extra={"baseline": baseline, "draws": draws,
+                                                            "fits": fits, "curve": curve,
+                                                            "law": best.law})
+
+
+def _at_entry(step, draws: np.ndarray) -> dict:
+    return {
+        "step": _step_out(step),
+        "mean": float(np.mean(draws)),
+        "pi80": [float(np.percentile(draws, 10.0)), float(np.percentile(draws, 90.0))],
+        "pi95": [float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))],
+    }
+
+
+def _plateau(draws, now: np.ndarray, bounded: bool, rising: bool, fits) -> dict:
+    p = np.clip(draws.plateau, 0.0, 1.0) if bounded else draws.plateau
+    lo, mid, hi = (float(np.percentile(p, q)) for q in (2.5, 50.0, 97.5))
+    if not rising:
+        return {"value": mid, "ci95": [lo, hi], "kind": "estimate"}
+    # still rising: the plateau is at least where the run already is
+    floor = float(np.percentile(now, 50.0))
+    value = max(lo, floor)
+    upper_known = any(np.percentile(draws.slow[draws.law == i], 97.5) < 0.5 * np.exp(f.upper[0])
+                      for i, f in enumerate(fits) if np.any(draws.law == i))
+    return {"value": value, "ci95": [value, max(hi, value) if upper_known else None], "kind": "lower_bound"}
+
+
+def _steps_to(times: np.ndarray, step0: float) -> dict:
+    ok = times[~np.isnan(times)]
+    if ok.size < 0.5 * times.size:
+        return {"value": None, "ci95": None}
+    mid = float(np.percentile(ok, 50.0))
+    lo, hi = float(np.percentile(ok, 2.5)), float(np.percentile(ok, 97.5))
+    conv = lambda x: _step_out(step0 + x) if math.isfinite(x) else None
+    return {"value": conv(mid), "ci95": [conv(lo), conv(hi)]}
+
+
+def _recommend(doc: dict, steps: np.ndarray, rising: bool, horizon_step) -> str | None:
+    last = float(steps[-1])
+    s95 = doc["steps_to_95"]["value"]
+    gain = doc["remaining_gain"]["value"]
+    if horizon_step is None:
+        if s95 is not None and s95 <= last and not rising:
+            return "done: the run is within 5% of its plateau gain"
+        return None
+    g = f"{gain:.3g}" if gain is not None else "?"
+    if rising or s95 is None or s95 > float(horizon_step):
+        return f"keep going: {g} of reward still expected before step {_step_out(horizon_step)}"
+    if s95 <= last:
+        return f"done: within 5% of the plateau since about step {s95}; {g} more expected by step {_step_out(horizon_step)}"
+    return f"diminishing returns after step {s95}: {g} of reward still expected before step {_step_out(horizon_step)}"

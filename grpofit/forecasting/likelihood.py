@@ -1,0 +1,322 @@
+"""Exact Gaussian likelihood of a state-space law, its maximum and its curvature.
+
+For one law (:mod:`.statespace`) and nonlinear parameters ``theta`` (log timescales and the log
+forcing sd, or its ratio to the observation sd when that is not known) the observations ``y``
+at times ``t`` are ``N(X beta, P(theta) + diag(v))``: ``P`` the forcing's covariance (the
+matrix a Kalman filter propagates, :mod:`.kalman` checks it), ``v`` the observation variance of
+each (binned) point. The levels ``beta`` (plateau, amplitudes) have a broad Gaussian prior and
+are integrated out in closed form (:func:`system`), so the likelihood is a proper marginal
+likelihood, comparable between laws; an unknown observation scale is profiled out. Model
+choice: ``BIC = 2 nll + k ln n`` over the maximised parameters. Everything is dense linear
+algebra on at most :data:`MAX_POINTS` points (long series are binned), no Python loop over
+points.
+
+:func:`fit_law` maximises it from a few starts (``scipy.optimize.minimize``, L-BFGS-B in log
+coordinates with bounds) and returns a :class:`LawFit` carrying a Laplace approximation of the
+parameters' uncertainty (numerical Hessian of the negative log likelihood).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grpofit.forecasting.statespace import LAWS, design, process_cov
+
+__all__ = ["Series", "LawFit", "reduce_series", "evaluate", "fit_law", "MAX_POINTS"]
+
+#: at most this many points enter the likelihood: the first :data:`RAW_HEAD` as logged, then
+#: equal-width bins (the bin mean's observation variance is the point variance / count)
+MAX_POINTS = 90
+RAW_HEAD = 25
+LOG2PI = math.log(2.0 * math.pi)
+
+
+@dataclass
+class Series:
+    """The (binned) data the likelihood sees."""
+
+    t: np.ndarray  #: time from the first logged step
+    y: np.ndarray  #: bin means
+    count: np.ndarray  #: points per bin
+    point_var: np.ndarray | None  #: known observation variance per point (binomial), or None
+    scale: float  #: the data's range (for bounds)
+    noise: float  #: a robust first guess of the per-point noise sd
+    dt: float  #: median logging interval
+    level: float = 0.0  #: prior mean of the plateau: the mean of the last tenth of the points
+    level_sd: float = 1.0  #: prior sd of the plateau and of each mode's amplitude (reward units)
+
+    def obs_var(self) -> np.ndarray:
+        """Observation variance of each point: known, or in units of the profiled scale."""
+        if self.point_var is not None:
+            return self.point_var / self.count
+        return 1.0 / self.count
+
+
+def reduce_series(t: np.ndarray, y: np.ndarray, point_var: np.ndarray | None = None, *,
+                  level_sd: float | None = None) -> Series:
+    """Bin a long series to at most :data:`MAX_POINTS` points (the head stays as logged).
+
+    ``level_sd``: the prior sd of the levels (default twice the data's range)."""
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n = t.size
+    out = _reduce(t, y, point_var)
+    out.level = float(y[-max(1, n // 10):].mean())
+    out.level_sd = float(level_sd) if level_sd else 2.0 * out.scale
+    return out
+
+
+def _reduce(t: np.ndarray, y: np.ndarray, point_var) -> Series:
+    n = t.size
+    dt = float(np.median(np.diff(t))) if n > 1 else 1.0
+    d = np.diff(y)
+    noise = float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2.0)) if n > 2 else 0.0
+    scale = float(np.ptp(y)) if n else 0.0
+    noise = max(noise, 1e-3 * max(scale, 1e-12), 1e-12)
+    scale = max(scale, noise)
+    if n <= MAX_POINTS:
+        pv = None if point_var is None else np.asarray(point_var, dtype=float)
+        return Series(t, y, np.ones(n), pv, scale, noise, dt)
+    head = RAW_HEAD
+    nb = MAX_POINTS - head
+    edges = np.linspace(t[head], t[-1], nb + 1)
+    idx = np.clip(np.searchsorted(edges, t[head:], side="right") - 1, 0, nb - 1)
+    cnt = np.bincount(idx, minlength=nb).astype(float)
+    keep = cnt > 0
+    sum_t = np.bincount(idx, weights=t[head:], minlength=nb)[keep]
+    sum_y = np.bincount(idx, weights=y[head:], minlength=nb)[keep]
+    cnt = cnt[keep]
+    tb = np.concatenate([t[:head], sum_t / cnt])
+    yb = np.concatenate([y[:head], sum_y / cnt])
+    cb = np.concatenate([np.ones(head), cnt])
+    pv = None
+    if point_var is not None:
+        point_var = np.asarray(point_var, dtype=float)
+        sum_v = np.bincount(idx, weights=point_var[head:], minlength=nb)[keep]
+        pv = np.concatenate([point_var[:head], sum_v / cnt])
+    return Series(tb, yb, cb, pv, scale, noise, dt)
+
+
+def unpack(law: str, theta: np.ndarray):
+    """``(times, sd)`` from the log-coordinates ``theta``.
+
+    ``two``: ``theta[0] = log T_slow``, ``theta[1] = log(T_slow / (2 T_fast)) >= 0``: the modes
+    never swap and the slow one stays within its bound. ``sd`` is the forcing's stationary sd
+    when the observation noise is known, else its ratio to the per-point observation sd."""
+    theta = np.asarray(theta, dtype=float)
+    if law == "two":
+        slow = math.exp(theta[0])
+        return (slow / (2.0 * math.exp(theta[1])), slow), math.exp(theta[2])
+    if law == "oscillator":
+        times = (math.exp(theta[0]), math.exp(theta[1]))
+    else:
+        times = (math.exp(theta[0]),)
+    return times, math.exp(theta[len(times)])
+
+
+@dataclass
+class Evaluation:
+    reml: float  #: the objective: negative log marginal likelihood (levels integrated out)
+    nll: float  #: the same number (kept apart for callers that name it so)
+    beta: np.ndarray | None = None
+    beta_cov: np.ndarray | None = None
+    sigma: float | None = None  #: per-point observation sd (profiled) when it is not known
+    dof: int = 0  #: degrees of freedom of the profiled scale
+
+
+def system(law: str, theta, series: Series):
+    """``(times, sd, X, b0, Sb, S)``: the law's times and forcing, its design matrix at the seen
+    points, the levels' prior mean and covariance, and the covariance of the seen points
+    ``S = P + diag(v) + X Sb X'`` (in units of the profiled scale when the noise is unknown).
+
+    The levels (plateau, amplitudes) get a broad Gaussian prior: plateau around the last tenth
+    of the points, amplitudes around 0, sd :attr:`Series.level_sd` each. Integrating them out
+    gives a proper marginal likelihood (comparable between laws) and keeps two nearly equal
+    slow modes from trading huge opposite amplitudes."""
+    times, sd = unpack(law, theta)
+    X = design(law, series.t, times)
+    p = X.shape[1]
+    b0 = np.zeros(p)
+    b0[0] = series.level
+    unit = series.level_sd if series.point_var is not None else series.level_sd / series.noise
+    Sb = np.eye(p) * unit * unit
+    S = process_cov(law, series.t, series.t, times, sd)
+    S[np.diag_indices_from(S)] += series.obs_var()
+    S += X @ Sb @ X.T
+    return times, sd, X, b0, Sb, S
+
+
+def evaluate(law: str, theta, series: Series, *, levels: bool = False) -> Evaluation:
+    """Negative log marginal likelihood of ``theta`` (levels integrated out; the observation
+    scale profiled when the noise is unknown); ``inf`` when singular."""
+    from scipy.linalg import solve_triangular
+
+    known = series.point_var is not None
+    n = series.t.size
+    with np.errstate(all="ignore"):
+        times, sd, X, b0, Sb, S = system(law, theta, series)
+        try:
+            L = np.linalg.cholesky(S)
+        except np.linalg.LinAlgError:
+            return Evaluation(math.inf, math.inf)
+        w = solve_triangular(L, series.y - X @ b0, lower=True, check_finite=False)
+        q = float(w @ w)
+        logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
+        if known:
+            s2 = 1.0
+            nll = 0.5 * (q + logdet + n * LOG2PI)
+        else:
+            s2 = q / n
+            if not s2 > 0:
+                return Evaluation(math.inf, math.inf)
+            nll = 0.5 * (n * math.log(s2) + logdet + n * (LOG2PI + 1.0))
+    if not math.isfinite(nll):
+        return Evaluation(math.inf, math.inf)
+    out = Evaluation(nll, nll, sigma=None if known else math.sqrt(s2), dof=n)
+    if levels:
+        V = solve_triangular(L, X @ Sb, lower=True, check_finite=False)
+        out.beta = b0 + V.T @ w
+        out.beta_cov = s2 * (Sb - V.T @ V)
+    return out
+
+
+@dataclass
+class LawFit:
+    """The maximum of one law's likelihood and the Laplace approximation around it."""
+
+    law: str
+    theta: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    theta_cov: np.ndarray
+    reml: float
+    nll: float
+    beta: np.ndarray
+    beta_cov: np.ndarray
+    sigma: float | None  #: profiled per-point observation sd (None: known, binomial)
+    dof: int
+    n: int
+    known_noise: bool
+
+    @property
+    def k(self) -> int:
+        """Parameters maximised (the levels are integrated out)."""
+        return self.theta.size + (0 if self.known_noise else 1)
+
+    @property
+    def bic(self) -> float:
+        return 2.0 * self.nll + self.k * math.log(max(self.n, 2))
+
+    def params(self) -> dict:
+        times, sd = unpack(self.law, self.theta)
+        out = {name: float(v) for name, v in zip(LAWS[self.law].times, times)}
+        out.update({name: float(v) for name, v in zip(LAWS[self.law].levels, self.beta)})
+        out["forcing_sd"] = float(sd if self.known_noise else sd * self.sigma)
+        out["noise_sd"] = None if self.sigma is None else float(self.sigma)
+        return out
+
+
+def bounds_for(law: str, series: Series, t_max: float):
+    """Box bounds of ``theta`` (log coordinates)."""
+    t_lo = math.log(max(series.dt / 4.0, 1e-6))
+    t_hi = math.log(max(t_max, 10.0 * series.dt))
+    lo, hi = [], []
+    if law == "two":
+        lo += [t_lo + math.log(2.0), 0.0]
+        hi += [t_hi, max(t_hi - t_lo, 1.0)]
+    elif law == "oscillator":
+        lo += [t_lo, math.log(max(series.dt / 50.0, 1e-7))]
+        hi += [t_hi, t_hi]
+    else:
+        lo.append(t_lo)
+        hi.append(t_hi)
+    if series.point_var is not None:  # the forcing sd itself
+        lo.append(math.log(1e-4 * series.noise))
+        hi.append(math.log(0.5 * series.scale))
+    else:  # its ratio to the observation sd
+        lo.append(math.log(1e-3))
+        hi.append(math.log(max(series.scale / series.noise, 10.0)))
+    return np.array(lo), np.array(hi)
+
+
+def _starts(law: str, series: Series, t_guess: float, prior=None) -> list[np.ndarray]:
+    """Starting points; ``prior`` is the fitted ``one`` law's ``theta`` (its timescale and
+    forcing start the richer laws, so they cannot end worse than it for a bad start)."""
+    if series.point_var is not None:
+        sd0 = [0.3 * series.noise, 0.05 * series.scale + 0.1 * series.noise]
+    else:
+        sd0 = [0.3, 0.05 * series.scale / series.noise + 0.1]
+    out = []
+    if law == "one":
+        out.append([math.log(t_guess), math.log(sd0[0])])
+        out.append([math.log(3.0 * t_guess), math.log(sd0[1])])
+    elif law == "oscillator":
+        T, sd = (prior[0], prior[1]) if prior is not None else (math.log(t_guess), math.log(sd0[0]))
+        out.append([T, T + math.log(0.1), sd])
+        out.append([T, T + math.log(0.3), math.log(sd0[0])])
+    else:
+        T, sd = (prior[0], prior[1]) if prior is not None else (math.log(t_guess), math.log(sd0[0]))
+        out.append([T + math.log(10.0), math.log(5.0), sd])  # the fitted mode is the fast one
+        out.append([T + math.log(1.5), math.log(4.0), sd])  # ... or the slow one
+    return [np.asarray(s, dtype=float) for s in out]
+
+
+def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=None) -> LawFit | None:
+    """Maximise ``law``'s marginal likelihood; ``None`` when every start fails."""
+    from scipy.optimize import minimize
+
+    known = series.point_var is not None
+    lo, hi = bounds_for(law, series, t_max)
+    t_guess = float(np.clip(t_guess, math.exp(lo[0]) * 1.01, math.exp(hi[0]) * 0.99))
+
+    def f(theta):
+        return evaluate(law, theta, series).reml
+
+    best = None
+    for start in _starts(law, series, t_guess, prior):
+        start = np.clip(start, lo + 1e-6, hi - 1e-6)
+        res = minimize(f, start, method="L-BFGS-B", bounds=list(zip(lo, hi)),
+                       options={"maxiter": 60, "eps": 1e-5, "ftol": 1e-8})
+        if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
+            best = res
+    if best is None:
+        return None
+    theta = np.clip(best.x, lo, hi)
+    ev = evaluate(law, theta, series, levels=True)
+    if not math.isfinite(ev.reml):
+        return None
+    cov = laplace_cov(f, theta, lo, hi)
+    return LawFit(law, theta, lo, hi, cov, ev.reml, ev.nll, ev.beta, ev.beta_cov, ev.sigma, ev.dof,
+                  int(series.t.size), known)
+
+
+def laplace_cov(f, theta: np.ndarray, lo: np.ndarray, hi: np.ndarray, h: float = 0.02) -> np.ndarray:
+    """Inverse of the numerical Hessian of ``f`` at ``theta`` (made positive definite; a flat
+    direction gets the variance of a uniform distribution over its whole bound range)."""
+    k = theta.size
+    H = np.zeros((k, k))
+    f0 = f(theta)
+    width = np.maximum(hi - lo, 1e-9)
+
+    def at(d):
+        x = theta + d
+        return f(np.clip(x, lo, hi)) if np.all(np.isfinite(x)) else math.inf
+
+    for i in range(k):
+        ei = np.zeros(k)
+        ei[i] = h
+        fp, fm = at(ei), at(-ei)
+        H[i, i] = (fp - 2.0 * f0 + fm) / (h * h)
+        for j in range(i):
+            ej = np.zeros(k)
+            ej[j] = h
+            v = (at(ei + ej) - at(ei - ej) - at(-ei + ej) + at(-ei - ej)) / (4.0 * h * h)
+            H[i, j] = H[j, i] = v
+    H[~np.isfinite(H)] = 0.0
+    w, V = np.linalg.eigh(0.5 * (H + H.T))
+    cap = 1.0 / ((width.max() ** 2) / 12.0)  # no direction vaguer than uniform over its bounds
+    w = np.maximum(w, cap)
+    return (V / w) @ V.T

@@ -1,0 +1,116 @@
+"""The laws as linear Gaussian state-space models: a deterministic relaxation plus forcing.
+
+theory.md §6: sampled at the logged steps, a forced relaxation plus observation noise is a
+linear Gaussian state-space model ``y_t = p* + e_t + eps_t``. Its exact likelihood is a
+Gaussian one; this module gives the two pieces it needs for any of the laws below:
+
+- the **mean** ``X(t) @ beta``: the levels ``beta`` (plateau and mode amplitudes) enter
+  linearly, so they are solved in closed form (generalised least squares) and only the
+  timescales and noise strengths are searched;
+- the **process covariance** ``Cov(e_s, e_t)`` of the forcing, started at ``t = 0`` from a
+  known state (an empty momentum buffer). With the forcing's impulse response
+  ``h(u) = sum_i r_i exp(l_i u)`` (``l_i`` the eigenvalues of the state matrix ``A``),
+
+      Cov(e_s, e_t) = q^2 sum_ij r_i r_j [exp(l_i s + l_j t) - exp(l_i (s-m) + l_j (t-m))] / (l_i + l_j)
+
+  with ``m = min(s, t)`` (both exponents are <= 0, so nothing overflows). This is the same
+  matrix a Kalman filter propagates (``P_{k+1} = F P_k F' + Q``); :mod:`.kalman` checks it.
+
+Laws (``t`` in steps from the first logged step):
+
+- ``one``: one mode, ``e' = -e/T + q xi`` (the single exponential with Ornstein-Uhlenbeck
+  forcing): levels ``(p*, p0 - p*)``, nonlinear ``(T, sd)``.
+- ``oscillator``: ``Ti e'' + e' + e/Ts = q xi`` started at rest (theory §1 and §6; forcing enters
+  the velocity): levels ``(p*, p0 - p*)``, nonlinear ``(Ts, Ti, sd)``.
+- ``two``: two classes of prompts (theory §7), a fast and a slow mode with independent
+  amplitudes, ``e = a1 exp(-t/T1) + a2 exp(-t/T2)``, forcing on the slow mode (the fast mode's
+  forcing decorrelates within a few steps and is indistinguishable from observation noise):
+  levels ``(p*, a1, a2)``, nonlinear ``(T1, T2, sd)``.
+
+``sd`` is the forcing's stationary standard deviation of ``e`` (``q^2 = 2 sd^2 / T`` for one
+mode, ``q^2 = 2 sd^2 / Ts`` for the oscillator: theory §3's ``Var(e) = D / (2 G C K_eff)``).
+Every law also carries the observation noise's standard deviation per logged point (fixed
+when the batch size is known, see :mod:`.noise`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grpofit.models import relaxation
+
+__all__ = ["Law", "LAWS", "process_cov", "design"]
+
+
+@dataclass(frozen=True)
+class Law:
+    """One state-space law: its names and how many levels / nonlinear parameters it has."""
+
+    name: str
+    levels: tuple[str, ...]
+    times: tuple[str, ...]  #: nonlinear time parameters (searched in log space)
+    title: str
+
+
+ONE = Law("one", ("plateau", "amplitude"), ("timescale",), "one mode + forcing")
+OSCILLATOR = Law("oscillator", ("plateau", "amplitude"), ("timescale", "inertia"),
+                 "damped oscillator + forcing")
+TWO = Law("two", ("plateau", "fast_amplitude", "slow_amplitude"), ("fast_timescale", "slow_timescale"),
+          "fast + slow modes + forcing")
+LAWS = {law.name: law for law in (ONE, OSCILLATOR, TWO)}
+
+
+def design(law: str, t: np.ndarray, times) -> np.ndarray:
+    """The mean's design matrix ``X(t)`` (rows: points, columns: the law's levels)."""
+    t = np.asarray(t, dtype=float)
+    cols = [np.ones_like(t)]
+    if law == "one":
+        cols.append(np.exp(-t / times[0]))
+    elif law == "oscillator":
+        cols.append(relaxation(t, float(times[0]), float(times[1])))
+    elif law == "two":
+        cols.append(np.exp(-t / times[0]))
+        cols.append(np.exp(-t / times[1]))
+    else:  # pragma: no cover - programming error
+        raise ValueError(law)
+    return np.stack(cols, axis=-1)
+
+
+def _modes(law: str, times, sd: float):
+    """``(l, r, q)``: eigenvalues, impulse-response weights and forcing strength."""
+    if law == "one":
+        T = float(times[0])
+        return np.array([-1.0 / T]), np.array([1.0]), np.sqrt(2.0 * sd * sd / T)
+    if law == "two":
+        T = float(times[1])  # the forcing drives the slow mode
+        return np.array([-1.0 / T]), np.array([1.0]), np.sqrt(2.0 * sd * sd / T)
+    ts, ti = float(times[0]), max(float(times[1]), 1e-9 * float(times[0]))
+    disc = 1.0 - 4.0 * ti / ts
+    if abs(disc) < 1e-6:  # repeated root: nudge off it (the covariance is continuous there)
+        disc = 1e-6 if disc >= 0 else -1e-6
+    root = np.sqrt(complex(disc))
+    big = (-1.0 - root) / (2.0 * ti)  # the fast root, without cancellation
+    small = 1.0 / (ts * ti * big)  # product of the roots = 1 / (Ti Ts)
+    lam = np.array([small, big])
+    # Ti h'' + h' + h/Ts = delta: h(u) = (exp(l1 u) - exp(l2 u)) / (Ti (l1 - l2))
+    w = 1.0 / (ti * (small - big))
+    return lam, np.array([w, -w]), np.sqrt(2.0 * sd * sd / ts)
+
+
+def process_cov(law: str, s: np.ndarray, t: np.ndarray, times, sd: float) -> np.ndarray:
+    """``Cov(e_s, e_t)`` of the forced process started from a known state at ``t = 0``."""
+    s = np.asarray(s, dtype=float)[:, None]
+    t = np.asarray(t, dtype=float)[None, :]
+    if sd <= 0:
+        return np.zeros((s.shape[0], t.shape[1]))
+    lam, r, q = _modes(law, times, sd)
+    m = np.minimum(s, t)
+    out = np.zeros(np.broadcast_shapes(s.shape, t.shape), dtype=complex if np.iscomplexobj(lam) else float)
+    for i in range(lam.size):
+        for j in range(lam.size):
+            li, lj = lam[i], lam[j]
+            tot = li + lj
+            out += r[i] * r[j] * (np.exp(li * s + lj * t) - np.exp(li * (s - m) + lj * (t - m))) / tot
+    return (q * q) * np.real(out)

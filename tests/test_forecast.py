@@ -1,0 +1,259 @@
+"""Forecasting: the state-space likelihood, forecasts against known truths, the commands."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grpofit.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL = ROOT.parent / "shared" / "real_logs"
+
+CONTRACT_KEYS = {"run", "metric", "seen", "horizon", "at", "plateau", "steps_to_90", "steps_to_95",
+                 "remaining_gain", "recommendation", "note"}
+
+
+def run_cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def write_csv(path: Path, steps, values) -> Path:
+    path.write_text("step,reward\n" + "\n".join(f"{int(s)},{float(v)!r}" for s, v in zip(steps, values)) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def forced_runs():
+    from grpofit.synthetic import make_forced_run, sample_forced_truth
+
+    out = []
+    for i, regime in enumerate(("overdamped", "two_class", "overdamped", "two_class")):
+        rng = np.random.default_rng(100 + i)
+        truth = sample_forced_truth(rng, regime=regime, forcing_sd=0.015)
+        truth["length"] = 300
+        out.append((truth, make_forced_run(truth, seed=200 + i)))
+    return out
+
+
+# --------------------------------------------------------------------------- likelihood
+
+
+@pytest.mark.parametrize("law,times", [("one", (7.0,)), ("two", (2.0, 30.0)), ("oscillator", (20.0, 3.0)),
+                                       ("oscillator", (20.0, 12.0)), ("oscillator", (20.0, 5.0))])
+def test_dense_likelihood_equals_the_kalman_filter(law, times):
+    from grpofit.forecasting.kalman import kalman_loglik
+    from grpofit.forecasting.statespace import process_cov
+
+    rng = np.random.default_rng(0)
+    t = np.cumsum(rng.uniform(0.5, 3.0, 40))
+    r = rng.standard_normal(40) * 0.05
+    v = np.full(40, 1e-4)
+    S = process_cov(law, t, t, times, 0.03) + np.diag(v)
+    dense = -0.5 * (r @ np.linalg.solve(S, r) + np.linalg.slogdet(S)[1] + 40 * math.log(2 * math.pi))
+    assert dense == pytest.approx(kalman_loglik(law, times, 0.03, t, r, v), rel=1e-7)
+
+
+def test_forced_generator_moves_the_run_off_its_curve():
+    from grpofit.synthetic import make_forced_run
+
+    truth = {"plateau": 0.7, "initial": 0.2, "timescale": 50.0, "inertia": 5.0, "length": 2000,
+             "forcing_sd": 0.02, "batch": 100000}
+    table = make_forced_run(truth, seed=3)
+    dev = table["latent"] - table["expected"]
+    assert dev[0] == 0.0
+    assert 0.01 < float(np.std(dev[500:])) < 0.03  # the stationary sd asked for
+    # correlated over about a timescale, not white
+    a = dev[500:] - dev[500:].mean()
+    assert float(a[:-10] @ a[10:]) / float(a @ a) > 0.5
+
+
+# --------------------------------------------------------------------------- forecasts vs truth
+
+
+def test_forecast_of_model_runs_covers_the_truth(forced_runs):
+    from grpofit.forecasting.engine import forecast_series
+
+    covered, errors = 0, []
+    for truth, table in forced_runs:
+        steps, values = table["step"], table["reward"]
+        cut = steps <= steps[0] + 0.4 * (steps[-1] - steps[0])
+        window = steps >= steps[-1] - 0.1 * (steps[-1] - steps[0])
+        fc = forecast_series(steps[cut], values[cut], horizon_step=steps[-1], final_steps=steps[window],
+                             batch=truth["batch"], seed=0)
+        truth_level = float(table["latent"][window].mean())
+        lo, hi = fc.final["pi95"]
+        covered += lo <= truth_level <= hi
+        errors.append(abs(fc.final["mean"] - truth_level))
+        assert fc.doc["at"][0]["step"] == int(steps[-1])
+        assert fc.doc["steps_to_95"]["value"] is not None
+    assert covered >= 3
+    assert float(np.median(errors)) < 0.03
+
+
+def test_forecast_of_a_simulated_bandit_follows_the_simulator(tmp_path):
+    """A run of ``grpofit simulate bandit`` cut at 25%: the truth is the simulator's later path."""
+    from grpofit.forecasting.engine import forecast_series
+    from grpofit.simulation import run_simulation
+
+    out = tmp_path / "b.csv"
+    run_simulation(out=out, arms=8, correct=1, lr=0.3, momentum=0.0, refresh_interval=1, group_size=16,
+                   groups=16, beta=1.0, steps=400, seed=1, importance_ratio=False)
+    import csv
+
+    rows = list(csv.DictReader(out.open()))
+    steps = np.array([float(r["step"]) for r in rows])
+    reward = np.array([float(r["reward"]) for r in rows])
+    expected = np.array([float(r["expected_reward"]) for r in rows])
+    cut = steps <= steps[0] + 0.25 * (steps[-1] - steps[0])
+    window = steps >= steps[-1] - 0.1 * (steps[-1] - steps[0])
+    fc = forecast_series(steps[cut], reward[cut], horizon_step=steps[-1], final_steps=steps[window],
+                         batch=256, seed=0)
+    lo, hi = fc.final["pi95"]
+    assert lo <= float(expected[window].mean()) <= hi
+    assert abs(fc.final["mean"] - float(reward[window].mean())) < 0.05
+
+
+def test_still_rising_run_gives_a_lower_bound_not_a_tight_plateau():
+    from grpofit.forecasting.engine import forecast_series
+
+    rng = np.random.default_rng(5)
+    t = np.arange(1, 121, dtype=float)
+    # a fast jump, then a slow drift that is nowhere near its end
+    y = 0.9 - 0.3 * np.exp(-t / 3.0) - 0.2 * np.exp(-t / 400.0) + 0.01 * rng.standard_normal(t.size)
+    fc = forecast_series(t, y, horizon_step=600)
+    p = fc.doc["plateau"]
+    assert fc.doc["still_rising"] is True
+    assert p["kind"] == "lower_bound"
+    # never a plateau below where the run already is
+    assert p["value"] >= float(y[-10:].mean()) - 0.01
+    assert fc.doc["recommendation"].startswith("keep going")
+
+
+# --------------------------------------------------------------------------- cannot forecast
+
+
+def test_too_few_points_cannot_forecast(tmp_path, capsys):
+    path = write_csv(tmp_path / "short.csv", range(1, 7), [0.1, 0.2, 0.3, 0.35, 0.4, 0.42])
+    code, out, _ = run_cli(capsys, "forecast", path, "--horizon", "100", "--format", "json")
+    assert code == 0
+    r = json.loads(out)["runs"][0]
+    assert r["note"].startswith("cannot forecast yet") and "6 points" in r["note"]
+    assert r["at"][0] == {"step": 100, "mean": None, "pi80": None, "pi95": None}
+    assert r["plateau"]["value"] is None and r["remaining_gain"]["value"] is None
+
+
+def test_flat_noise_cannot_forecast():
+    from grpofit.forecasting.engine import forecast_series
+
+    rng = np.random.default_rng(2)
+    t = np.arange(1, 101, dtype=float)
+    fc = forecast_series(t, 0.5 + 0.02 * rng.standard_normal(100), horizon_step=500)
+    assert fc.doc["note"].startswith("cannot forecast yet: no rise yet")
+    assert fc.doc["at"][0]["mean"] is None and fc.doc["steps_to_95"]["value"] is None
+
+
+def test_no_plan_length_says_so_and_still_forecasts_the_plateau():
+    from grpofit.forecasting.engine import forecast_series
+
+    t = np.arange(1, 81, dtype=float)
+    y = 0.8 - 0.5 * np.exp(-t / 10.0) + 0.01 * np.random.default_rng(1).standard_normal(80)
+    fc = forecast_series(t, y)
+    assert "no plan length" in fc.doc["note"]
+    assert fc.doc["at"][0]["mean"] is None and fc.doc["remaining_gain"]["value"] is None
+    assert fc.doc["plateau"]["ci95"][0] <= 0.8 <= fc.doc["plateau"]["ci95"][1]
+
+
+# --------------------------------------------------------------------------- the commands
+
+
+@pytest.fixture(scope="module")
+def rising_csv(tmp_path_factory):
+    t = np.arange(1, 201, dtype=float)
+    y = 0.85 - 0.6 * np.exp(-t / 40.0) + 0.015 * np.random.default_rng(4).standard_normal(t.size)
+    return write_csv(tmp_path_factory.mktemp("fc") / "run.csv", t, y)
+
+
+def test_forecast_json_schema_until_and_at(rising_csv, capsys, tmp_path):
+    code, out, err = run_cli(capsys, "forecast", rising_csv, "--until", "60", "--horizon", "200", "--at", "100",
+                             "--format", "json", "--plot", tmp_path / "fan.png")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["schema"] == "grpofit.forecast/1"
+    r = doc["runs"][0]
+    assert CONTRACT_KEYS <= set(r)
+    assert r["seen"] == {"steps": [1, 60], "n_points": 60}
+    assert r["horizon"] == {"step": 200, "source": "--horizon"}
+    assert [a["step"] for a in r["at"]] == [200, 100]
+    for a in r["at"]:
+        assert a["pi95"][0] <= a["pi80"][0] <= a["mean"] <= a["pi80"][1] <= a["pi95"][1]
+    # the truth at step 200 (0.85 - 0.6 e^-5 = 0.846) is inside the 95% interval
+    assert r["at"][0]["pi95"][0] <= 0.846 <= r["at"][0]["pi95"][1]
+    assert r["plateau"]["kind"] in ("estimate", "lower_bound")
+    assert r["steps_to_90"]["value"] < r["steps_to_95"]["value"]
+    assert r["note"] is None and r["recommendation"]
+    assert (tmp_path / "fan.png").stat().st_size > 1000
+
+
+def test_forecast_table(rising_csv, capsys):
+    code, out, _ = run_cli(capsys, "forecast", rising_csv, "--until", "80", "--horizon", "400")
+    assert code == 0
+    assert "expected reward at step 400" in out and "recommendation" in out
+
+
+@pytest.mark.parametrize("args", [("--horizon", "0"), ("--batch-size", "0"), ("--plot", "fan.txt")])
+def test_forecast_bad_options_exit_2_with_one_line(rising_csv, capsys, args):
+    code, out, err = run_cli(capsys, "forecast", rising_csv, *args)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_planned_last_step_from_config():
+    from grpofit.forecasting.plan import batch_size, planned_last_step
+
+    assert planned_last_step({"trainer.total_training_steps": 500}) == (500.0, "config: trainer.total_training_steps")
+    assert planned_last_step({"max_steps": -1, "trainer_state.max_steps": 250}) == (250.0, "config: trainer_state.max_steps")
+    assert planned_last_step({"trainer.total_epochs": 3, "steps_per_epoch": 40}) == (120.0, "config: trainer.total_epochs x steps_per_epoch")
+    assert planned_last_step({"max_steps": 99}, horizon=10) == (10.0, "--horizon")
+    assert planned_last_step({}) == (None, None)
+    assert batch_size({"data.train_batch_size": 32, "actor_rollout_ref.rollout.n": 8}) == (256, "config: data.train_batch_size x actor_rollout_ref.rollout.n")
+
+
+def test_backtest_json_and_markdown(rising_csv, capsys):
+    code, out, err = run_cli(capsys, "backtest", rising_csv, "--cuts", "30,60", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["schema"] == "grpofit.backtest/1"
+    cuts = doc["runs"][0]["cuts"]
+    assert [c["fraction"] for c in cuts] == [0.3, 0.6]
+    for c in cuts:
+        assert {"fraction", "step", "predicted", "actual", "covered", "error", "baselines"} <= set(c)
+        assert set(c["baselines"]) == {"persistence", "exponential"}
+        assert c["covered"] is True
+    s = doc["summary"]
+    assert {"coverage", "median_error", "baselines"} <= set(s) and s["coverage"] == 1.0
+    code, out, _ = run_cli(capsys, "backtest", rising_csv, "--cuts", "50", "--format", "markdown")
+    assert code == 0 and out.startswith("## grpofit backtest")
+
+
+def test_backtest_bad_cuts(rising_csv, capsys):
+    code, out, err = run_cli(capsys, "backtest", rising_csv, "--cuts", "20,150")
+    assert code == 2 and "--cuts" in err and out == ""
+
+
+@pytest.mark.skipif(not (REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents").exists(), reason="shared real logs absent")
+def test_real_run_still_rising_is_not_a_tight_plateau(capsys):
+    """issue 11: the 3B verl run is still climbing at steps 80-105 (0.956)."""
+    code, out, _ = run_cli(capsys, "forecast", REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents", "--until", "53",
+                           "--horizon", "105", "--format", "json")
+    assert code == 0
+    r = json.loads(out)["runs"][0]
+    assert r["plateau"]["kind"] == "lower_bound"
+    assert r["at"][0]["pi95"][1] >= 0.956

@@ -1,0 +1,78 @@
+"""Run names in tables: common directories cut by path components, long names elided in the
+middle (never wrapped), no trailing spaces off a terminal, each run judged once (issue 13, 3-4)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from grpofit.cli import main
+from grpofit.render import elide, short_names
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_logs"
+
+
+def run_cli(capsys, *args) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_short_names_cut_whole_path_components():
+    assert short_names(["./sample_logs/healthy_slow_start.csv", "sample_logs/bandit_g16.csv"]) == [
+        "healthy_slow_start.csv", "bandit_g16.csv"]
+    assert short_names(["logs/ab/x.csv", "logs/ac/y.csv"]) == ["ab/x.csv", "ac/y.csv"]  # not "b/x.csv"
+    assert short_names(["/data/a.csv", "/other/b.csv"]) == ["/data/a.csv", "/other/b.csv"]
+    assert short_names(["d/export.csv::run a", "d/export.csv::run b"]) == ["export.csv::run a", "export.csv::run b"]
+
+
+def test_elide_cuts_the_middle_and_prefers_path_components():
+    assert elide("collapse_run/checkpoint-400", 40) == "collapse_run/checkpoint-400"
+    assert elide("runs/2026/november/collapse_run/checkpoint-400", 30) == "runs/…/checkpoint-400"
+    text = elide("bandit_oscillating_long_name_g16.csv", 20)
+    assert len(text) == 20 and text.startswith("bandit") and text.endswith("g16.csv") and "…" in text
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_table_fits_narrow_terminals_without_wrapping_names(capsys, monkeypatch, tmp_path, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    deep = tmp_path / "an_experiment_with_a_rather_long_name" / "bandit_g16_with_a_long_suffix_too.csv"
+    deep.parent.mkdir()
+    shutil.copy(SAMPLES / "bandit_g16.csv", deep)
+    code, out, _ = run_cli(capsys, "diagnose", deep, SAMPLES / "healthy_slow_start.csv")
+    assert code == 0
+    lines = out.splitlines()
+    table = [line for line in lines if set(line) & set("│┃━")]
+    assert all(len(line) <= columns for line in table), max(map(len, table))
+    rows = [line for line in lines if "│" in line]
+    assert len(rows) == 2  # one line per run: no name wrapped onto a second line
+    assert "…" in rows[0] and rows[0].split("│")[0].strip().endswith("_too.csv")
+    assert all(line == line.rstrip() for line in lines)  # piped: no padding
+    assert "T-E" in out  # the compact layout below 130 columns
+
+
+def test_wide_table_has_no_trailing_spaces_when_piped(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    code, out, _ = run_cli(capsys, "fit", SAMPLES / "bandit_g16.csv")
+    assert code == 0 and all(line == line.rstrip() for line in out.splitlines())
+    code, out, _ = run_cli(capsys, "diagnose", SAMPLES / "bandit_g16.csv")
+    assert all(line == line.rstrip() for line in out.splitlines())
+    assert "1/K_eff" in out  # 140 columns off a terminal: the full layout
+
+
+def test_the_same_run_given_twice_is_judged_once(capsys, tmp_path, monkeypatch):
+    f = tmp_path / "f.csv"
+    shutil.copy(SAMPLES / "bandit_g16.csv", f)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "diagnose", "f.csv", "f.csv", "./f.csv", "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and [r["run"] for r in doc["runs"]] == ["f.csv"]
+    assert err.splitlines() == ["warning: f.csv: the same run as f.csv; judged once",
+                                "warning: ./f.csv: the same run as f.csv; judged once"]
+    code, out, _ = run_cli(capsys, "fit", "f.csv", "./f.csv", "--format", "json")
+    assert len(json.loads(out)["runs"]) == 1

@@ -1,0 +1,172 @@
+"""Issue 16's rules: every planted case fires its rule at a plausible step, the healthy controls
+never fail, and the pieces (folding, profile interval, metric names, eval globs) do their job."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grpofit.diagnostics import Thresholds, Verdict, diagnose_run
+from grpofit.diagnostics.findings import Finding, fold, sustained
+from grpofit.planted import RULE_CASES, planted_rule_run
+from grpofit.runs import make_run
+
+
+def _finding(d, mode: str, rule: str):
+    return next((f for f in d.diagnostics[mode].findings if f.rule == rule), None)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("rule", sorted(RULE_CASES))
+def test_every_planted_rule_fires(rule, seed):
+    mode, want = RULE_CASES[rule]
+    d = diagnose_run(planted_rule_run(rule, seed=seed), group_size=8)
+    verdict = d.diagnostics[mode]
+    f = _finding(d, mode, rule)
+    if rule == "filter_pass_rate":  # read by the mode's own check as 1 - pass rate
+        assert verdict.status == "fail" and "DAPO failure" in verdict.evidence
+        assert d.roles["filter_pass_rate"] == "dynamic_filtering_pass_rate"
+        return
+    assert f is not None and f.status == want, (f and f.evidence)
+    assert verdict.status in (want, "fail")
+    assert f.evidence in verdict.evidence  # the rule's sentence is in the mode's evidence line
+    assert f.panel is not None and f.panel.steps.size == f.panel.values.size
+    if rule not in ("entropy_reward_law", "length_correlation"):
+        assert f.start_step is not None
+    if rule in ("kl_target", "truncation", "is_mean", "is_ess", "is_std", "rollout_kl", "length_cap"):
+        assert 145 <= f.start_step <= 200  # planted from step 150 (50-60% of 300 steps)
+    if rule == "entropy_blowup":
+        assert 180 <= f.start_step <= 200  # planted at step 180
+    if rule == "grad_norm_spikes":
+        assert f.details["clusters"][0]["first"] == 91 and f.details["clusters"][0]["points"] == 3
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_healthy_rule_controls_never_fail_and_no_rule_warns(seed):
+    d = diagnose_run(planted_rule_run(None, seed=seed), group_size=8)
+    assert d.verdict == "pass", {m: v.evidence for m, v in d.diagnostics.items()}
+    rules = {f.rule: f.status for v in d.diagnostics.values() for f in v.findings}
+    assert {"kl_target", "truncation", "is_mean", "is_ess", "is_std", "rollout_kl", "entropy_collapse",
+            "entropy_blowup", "within_group_std", "entropy_reward_law", "length_correlation"} <= set(rules)
+    assert all(s in ("pass", "unknown") for s in rules.values()), rules
+
+
+def test_hacking_rules_do_not_gate_when_an_eval_set_decides():
+    table = planted_rule_run("kl_target", seed=0)
+    cols = {c: table.metrics[c] for c in table.metrics}
+    n = cols["reward"].size
+    cols["eval_reward"] = np.where(np.arange(n) % 10 == 0, 0.9 * cols["reward"], np.nan)
+    cols["step"] = table.steps
+    d = diagnose_run(make_run("r", "r", "planted", cols, step="step"), group_size=8)
+    f = _finding(d, "train_eval_decoupling", "kl_target")
+    assert f.status == "fail" and f.gates is False
+    assert d.diagnostics["train_eval_decoupling"].status != "fail"
+    assert d.diagnostics["train_eval_decoupling"].summary()["rules"]["kl_target"]["gates"] is False
+
+
+def test_a_bare_kl_without_a_coefficient_is_not_held_to_the_target():
+    cols = {"step": np.arange(1, 101), "reward": 0.5 + 0.3 * (1 - np.exp(-np.arange(100) / 20)), "kl": np.full(100, 0.5) + 1e-3 * np.arange(100) % 3}
+    d = diagnose_run(make_run("r", "r", "planted", cols, step="step"))
+    assert _finding(d, "train_eval_decoupling", "kl_target").status == "unknown"
+    d = diagnose_run(make_run("r", "r", "planted", cols, step="step", config={"beta": 0.04}))  # TRL's KL coefficient
+    assert _finding(d, "train_eval_decoupling", "kl_target").status == "fail"
+    d = diagnose_run(make_run("r", "r", "planted", {**cols, "actor/kl_coef": np.full(100, 0.001)}, step="step"))  # verl logs it
+    assert _finding(d, "train_eval_decoupling", "kl_target").status == "fail"
+    d = diagnose_run(make_run("r", "r", "planted", cols, step="step", config={"beta": 0.0}))
+    assert "no KL penalty in use" in _finding(d, "train_eval_decoupling", "kl_target").evidence
+
+
+def test_fold_keeps_the_worst_gating_status_and_names_every_bad_rule():
+    base = Verdict("pass", "base ok")
+    folded = fold(base, [Finding("a", "warn", "a warns", 30.0), Finding("b", "fail", "b fails", 50.0),
+                         Finding("c", "fail", "c ignored", 10.0, gates=False)])
+    assert folded.status == "fail" and folded.start_step == 30.0  # the earliest sign of trouble
+    assert folded.evidence == "b fails; a warns"
+    assert set(folded.summary()["rules"]) == {"a", "b", "c"}
+    assert fold(Verdict("unknown", "no eval metric"), [Finding("a", "pass", "a ok")]).evidence == "no eval metric; a ok"
+    assert fold(base, []) is base
+
+
+def test_sustained_finds_the_longest_stretch_or_one_lasting_to_the_end():
+    s = np.arange(10.0)
+    assert sustained(s, np.array([0, 1, 1, 0, 1, 1, 1, 1, 0, 0], bool), 3) == (4.0, 4)
+    assert sustained(s, np.array([0, 1, 0, 0, 0, 0, 0, 0, 1, 1], bool), 3) == (8.0, 2)
+    assert sustained(s, np.array([0, 1, 1, 0, 0, 0, 0, 0, 0, 0], bool), 3)[0] is None
+
+
+def test_profile_interval_covers_the_true_plateau_and_opens_up_while_still_rising():
+    from grpofit.diagnostics.evals import profile_fit
+
+    rng = np.random.default_rng(0)
+    t = np.arange(0, 200, 5.0)
+    y = 0.8 - 0.6 * np.exp(-t / 30) + rng.normal(0, 0.01, t.size)
+    fit = profile_fit(t, y)
+    lo, hi = fit["ci95"]
+    assert fit["kind"] == "estimate" and lo < 0.8 < hi and hi - lo < 0.05
+    rising = profile_fit(t, 0.2 + 0.002 * t + rng.normal(0, 0.01, t.size))
+    assert rising["kind"] == "lower_bound" and rising["ci95"][1] is None
+
+
+def test_eval_columns_and_benchmark_names():
+    from grpofit.diagnostics.evals import benchmark_name, eval_columns
+
+    cols = ["critic/score/mean", "val-core/openai/gsm8k/acc/mean@1", "val-aux/openai/gsm8k/reward/mean@1",
+            "val-core/math/acc/mean@1", "val-aux/num_turns/mean", "val-core/math/acc/best@4/std"]
+    assert eval_columns(cols) == ["val-core/openai/gsm8k/acc/mean@1", "val-core/math/acc/mean@1"]
+    assert eval_columns(cols, "val-core/*gsm8k*") == ["val-core/openai/gsm8k/acc/mean@1"]
+    assert benchmark_name("val-core/openai/gsm8k/acc/mean@1") == "openai/gsm8k"
+    assert benchmark_name("val/test_score/gsm8k") == "gsm8k"
+
+
+def test_several_benchmarks_name_the_one_that_decouples():
+    rng = np.random.default_rng(1)
+    n = 300
+    t = np.arange(n, dtype=float)
+    reward = 0.2 + 0.6 * (1 - np.exp(-t / 60)) + rng.normal(0, 0.02, n)
+    every = t % 10 == 0
+    near = np.where(every, 0.15 + 0.5 * (1 - np.exp(-t / 60)) + rng.normal(0, 0.005, n), np.nan)
+    peak = 0.15 + 0.4 * (1 - np.exp(-t / 30))
+    far = np.where(every, np.where(t < 120, peak, peak[120] - 0.25 * (t - 120) / 180) + rng.normal(0, 0.005, n), np.nan)
+    cols = {"step": t + 1, "reward": reward, "val-core/gsm8k/acc/mean@1": near, "val-core/aime/acc/mean@1": far}
+    d = diagnose_run(make_run("r", "r", "planted", cols, step="step"))
+    v = d.diagnostics["train_eval_decoupling"]
+    assert v.status == "fail" and "decouples on aime (fail)" in v.evidence and "gsm8k (" not in v.evidence.split(":")[0]
+    by = {e["benchmark"]: e for e in d.evals}
+    assert by["gsm8k"]["decouples"] is False and by["aime"]["decouples"] is True
+    assert by["gsm8k"]["timescale_ratio"] == pytest.approx(1.0, abs=0.5)
+    assert d.summary()["evals"][0]["benchmark"] == "gsm8k"
+
+
+@pytest.mark.parametrize("columns, role, expected", [
+    (["completion_length", "reward"], "response_length", "completion_length"),  # TRL before April 2025
+    (["frac_reward_zero_std", "reward"], "zero_std_frac", "frac_reward_zero_std"),
+    (["train/entropy", "train/reward"], "entropy", "train/entropy"),  # W&B prefixes
+    (["eval/reward", "train/reward"], "eval_reward", "eval/reward"),
+    (["actor/entropy_loss", "critic/score/mean"], "entropy", "actor/entropy_loss"),  # verl before mid-2025
+    (["val/test_score/openai/gsm8k", "critic/score/mean"], "eval_reward", "val/test_score/openai/gsm8k"),
+    (["train/dynamic_filtering_pass_rate", "train/reward"], "filter_pass_rate", "train/dynamic_filtering_pass_rate"),
+    (["train/vllm_kl", "train/kl", "train/reward"], "rollout_kl", "train/vllm_kl"),
+    (["train/vllm_kl", "train/kl", "train/reward"], "kl", "train/kl"),
+    (["response_length/clip_ratio", "actor/pg_clipfrac"], "truncation", "response_length/clip_ratio"),
+    (["response_length/clip_ratio", "reward"], "clip_ratio", None),  # a length clip is not a PPO clip
+    (["sampling/importance_sampling_ratio/mean", "sampling/importance_sampling_ratio/max"], "is_mean", "sampling/importance_sampling_ratio/mean"),
+    (["rollout_corr/rollout_is_eff_sample_size"], "is_ess", "rollout_corr/rollout_is_eff_sample_size"),
+    (["entropy_avg", "avg_response_len", "kl_loss", "policy_ratio"], "is_mean", "policy_ratio"),
+])
+def test_metric_names_per_framework_and_era(columns, role, expected):
+    from grpofit.roles import detect_roles
+
+    assert detect_roles(columns)[role] == expected
+
+
+def test_rule_thresholds_have_ranges_and_override():
+    th = Thresholds.from_overrides({"kl_target_warn": 0.2, "truncation_fail": 0.25})
+    assert th.kl_target_warn == 0.2 and th.truncation_fail == 0.25
+    from grpofit.errors import UsageError
+
+    with pytest.raises(UsageError, match="length_corr_warn"):
+        Thresholds.from_overrides({"length_corr_warn": 1.5})
+    from grpofit.limits import THRESHOLD_RANGES
+
+    names = {d["name"] for d in Thresholds.documentation()}
+    assert names <= set(THRESHOLD_RANGES), names - set(THRESHOLD_RANGES)
