@@ -515,7 +515,22 @@ def main(argv: list[str] | None = None) -> None:
         code = _flush_stdout(code)
     finally:
         interrupts.restore(previous)
+    if _INTERRUPTED and argv is None:
+        # the process is being stopped: skip the interpreter's exit hooks (they join the
+        # stopped worker pool's threads, which can take seconds)
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        os._exit(int(code))
     sys.exit(int(code or 0))
+
+
+#: set when the command was stopped by SIGINT, SIGTERM or SIGHUP
+_INTERRUPTED = False
 
 
 def _closed_streams_to_devnull() -> None:
@@ -596,6 +611,8 @@ def _run(argv: list[str] | None) -> int:
             _echo_err(f"error: {_click_line(e)}")
         code = ExitCode.BAD_INPUT
     except (KeyboardInterrupt, interrupts.Interrupted) as e:
+        global _INTERRUPTED
+        _INTERRUPTED = True
         _echo_err(interrupts.describe(e))
         code = interrupts.exit_code(e)
     except BrokenPipeError:

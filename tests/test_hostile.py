@@ -429,7 +429,9 @@ def test_nul_column_name_keeps_json_valid_and_stderr_clean(tmp_path):
     path = tmp_path / "nul.jsonl"
     rows = [{"step": s, "reward": 1 - math.exp(-s / 50), "\0grpofit:0\0": s} for s in range(300)]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    r = grpofit("diagnose", path, path, "--metric", "nope", "--format", "json")
+    other = tmp_path / "nul2.jsonl"
+    other.write_text(path.read_text())
+    r = grpofit("diagnose", path, other, "--metric", "nope", "--format", "json")
     assert r.returncode == 2
     doc = json.loads(r.stdout)
     assert len(doc["errors"]) == 2 and "\0grpofit:0\0" in doc["errors"][0]["error"]
@@ -457,7 +459,7 @@ def test_undecodable_and_control_names_in_junit_plots_and_terminal(tmp_path):
     assert b"e\\x1b[31mred.csv" in r.stdout  # shown, escaped
     root = ET.parse(junit).getroot()  # parses: no raw control characters
     names = " ".join(case.get("classname", "") + case.get("name", "") for case in root.iter("testcase"))
-    assert "a\\xffb.csv" in names and "e\\x1b[31mred.csv" in names
+    assert "a\\xffb.csv" in names and "[31mred.csv" in names and "\x1b" not in names
     assert len(list(plots.iterdir())) == 2 and all(p.stat().st_size > 1000 for p in plots.iterdir())
     r = grpofit("diagnose", d, "--format", "markdown")
     assert r.returncode == 0 and b"\x1b" not in r.stdout
@@ -566,7 +568,7 @@ SLOW_SWEEP = (
     "    return real(item, options)\n"
     "p.judge_item = slow\n"
     "from grpofit.cli import main\n"
-    "main(sys.argv[1:])\n"
+    "main()  # as the console script calls it\n"
 )
 
 
@@ -597,13 +599,13 @@ def test_signal_stops_every_worker_within_2s(tmp_path, sig):
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert stopped < 2.0 + 1.0  # the target is 2 s; a loaded CI machine gets a second more
+    assert stopped < 2.0 + 1.0, (stopped, err)  # the target is 2 s; a loaded CI machine gets a second more
     deadline = time.monotonic() + 2
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(w) for w in workers), "orphaned workers"
     code = 128 + getattr(signal, sig)
-    assert proc.returncode == code
+    assert proc.returncode == code, err
     lines = err_lines(err)
     assert lines == ["interrupted" if sig == "SIGINT" else f"terminated by {sig}"], err
     assert not junit.exists() and out == b""
