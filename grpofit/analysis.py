@@ -26,11 +26,12 @@ def resolve_column(run: "Run", role: str, name: str | None = None) -> str:
         if name in run.metrics and name in numeric:
             return name
         what = "has no values" if name in run.metrics else "is not a column"
+        option = {"eval_reward": "--eval-metric"}.get(role, "--metric")
         raise MetricNotFound(
-            f"{name!r} {what} in run {run.name}",
+            f"{option} {name!r} {what} in run {run.name}",
             path=run.source,
             columns=numeric,
-            fix="pass --metric with one of the numeric columns: " + _listing(numeric),
+            fix=f"pass {option} with one of the numeric columns: " + _listing(numeric),
         )
     column = detect_roles(numeric).get(role)
     if column is None and role == "reward":
@@ -73,13 +74,13 @@ def fit_run(
 ) -> "FitResult":
     """Fit both laws to the run's reward (or ``metric``).
 
-    When the reward collapses (a sustained fall from its plateau, see :mod:`grpofit.collapse`;
+    When the reward collapses (a sustained fall from its plateau that the oscillator fitted to
+    the whole run does not predict, see :mod:`grpofit.collapse`;
     ``collapse_options`` are passed to :func:`~grpofit.collapse.find_collapse`) only the part
     before the break is fitted, and the collapse is attached as ``result.collapse`` so the
     plateau is never smeared by the fall. ``result.column_steps/column_values`` keep the whole
     series for plots.
     """
-    from grpofit.collapse import find_collapse
     from grpofit.fitting import MIN_POINTS, fit_series
 
     column = resolve_column(run, "reward", metric)
@@ -92,13 +93,11 @@ def fit_run(
             minimum=MIN_POINTS,
             fix="log more steps, or choose another column with --metric",
         )
-    collapse = find_collapse(steps, values, **(collapse_options or {})) if cut_collapse else None
-    fit_steps, fit_values = steps, values
-    if collapse is not None:
-        keep = steps < collapse.step
-        if keep.sum() >= MIN_POINTS:
-            fit_steps, fit_values = steps[keep], values[keep]
-    result = fit_series(fit_steps, fit_values, run=run.name, metric=column, step_column=run.step_column, seed=seed)
+    collapse, result = None, None
+    if cut_collapse:
+        collapse, result = _confirmed_collapse(run, column, steps, values, seed, collapse_options or {})
+    if result is None:
+        result = fit_series(steps, values, run=run.name, metric=column, step_column=run.step_column, seed=seed)
     from grpofit.roles import choose_reward
 
     choice = choose_reward(run.numeric_columns(), column)
@@ -108,9 +107,48 @@ def fit_run(
     return result
 
 
+#: candidates examined per run: an underdamped run may ring through a few before settling
+MAX_COLLAPSE_CANDIDATES = 4
+
+
+def _confirmed_collapse(run, column, steps, values, seed, options):
+    """``(collapse, fit of the part before it)`` or ``(None, fit of the whole run | None)``.
+
+    Candidates come from :func:`~grpofit.collapse.find_collapse`. Each is checked against the
+    law fitted to the whole run (:func:`~grpofit.collapse.explained_by_law`): a fall the law
+    rings through is an oscillation, and the search goes on after it, from the level the run
+    settled at. A candidate with fewer than ``MIN_POINTS`` before its onset has no settled
+    level to fall from and ends the search."""
+    from grpofit.collapse import explained_by_law, find_collapse
+    from grpofit.fitting import MIN_POINTS, fit_series
+
+    def fit(s, v):
+        return fit_series(s, v, run=run.name, metric=column, step_column=run.step_column, seed=seed)
+
+    whole = None
+    after = None
+    for _ in range(MAX_COLLAPSE_CANDIDATES):
+        collapse = find_collapse(steps, values, after_step=after, **options)
+        if collapse is None:
+            break
+        keep = steps < collapse.step
+        if keep.sum() < MIN_POINTS:
+            break
+        before = fit(steps[keep], values[keep])
+        whole = whole or fit(steps, values)
+        w_osc, b_osc = whole.models.get("oscillator"), before.models.get("oscillator")
+        if w_osc is None or b_osc is None or not explained_by_law(
+                collapse, steps, values, w_osc.predict(steps), b_osc.predict(steps)):
+            return collapse, before
+        after = collapse.detected_step
+    return None, whole
+
+
 def fit_summary(result: "FitResult") -> dict:
     """The contract's fit entry for one run, plus the collapse it was cut at (if any)."""
     doc = result.summary()
     collapse = getattr(result, "collapse", None)
     doc["collapse"] = collapse.summary() if collapse is not None else None
-    return doc
+    from grpofit.fitcheck import with_fit_check  # does the plateau agree with the late data?
+
+    return with_fit_check(doc, result)

@@ -25,11 +25,17 @@ app = typer.Typer(
     "  grpofit diagnose logdir/ --format markdown\n\n"
     "  grpofit predict --lr 1e-6 --momentum 0.9 --refresh-interval 4 --curvature 2000",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-simulate_app = typer.Typer(help="Simulate GRPO where the paper's reduction is exact.", no_args_is_help=True)
+simulate_app = typer.Typer(help="Simulate GRPO where the paper's reduction is exact.\n\n"
+                           "Example (an 8-arm bandit, then its fit):\n\n"
+                           "  grpofit simulate bandit --arms 8 --correct 1 --lr 0.5 --group-size 16 --steps 600 --seed 0 --out bandit.csv\n\n"
+                           "  grpofit fit bandit.csv",
+                           no_args_is_help=True,
+                           context_settings={"help_option_names": ["-h", "--help"]})
 app.add_typer(simulate_app, name="simulate")
 
 
@@ -108,6 +114,10 @@ def fit(
 
     Example: grpofit fit run.csv --format json
     """
+    if plot is not None:  # a bad figure name is an error before any work, not after the table
+        from grpofit.plotting import check_suffix
+
+        check_suffix(plot, option="--plot")
     from grpofit.analysis import fit_summary
     from grpofit.pipeline import fit_paths
     from grpofit.vocabulary import SCHEMAS
@@ -138,7 +148,21 @@ def fit(
 # --------------------------------------------------------------------------- diagnose
 
 
-@app.command()
+from typer.core import TyperCommand  # noqa: E402
+
+
+class _DiagnoseCommand(TyperCommand):
+    """``diagnose --help`` ends with the mode and threshold names (built only when shown)."""
+
+    def format_epilog(self, ctx, formatter) -> None:
+        from grpofit.helptext import diagnose_epilog
+
+        for paragraph in diagnose_epilog():
+            formatter.write_paragraph()
+            formatter.write_text(paragraph)
+
+
+@app.command(cls=_DiagnoseCommand)
 def diagnose(
     paths: List[str] = typer.Argument(..., help="Files, run folders or log directories ('-' reads standard input)."),
     metric: Optional[str] = METRIC,
@@ -147,8 +171,8 @@ def diagnose(
     min_r2: Optional[float] = typer.Option(None, "--min-r2", help="Fail a run whose preferred fit has R² below this (a finite value in [-1, 1])."),
     fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Modes that gate, comma-separated (default: every mode). A fail in another mode is shown but counts as a warning."),
     strict: bool = typer.Option(False, "--strict", help="Warnings gate too: a warn in a gating mode fails the run."),
-    group_size: Optional[int] = typer.Option(None, "--group-size", help="Group size G for every run (else from config or run name)."),
-    threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE; each has a finite valid range (see README)."),
+    group_size: Optional[int] = typer.Option(None, "--group-size", min=1, help="Group size G for every run (else from config or run name)."),
+    threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (names below); each has a finite valid range."),
     format: DiagnoseFormat = typer.Option(DiagnoseFormat.table, "--format", help="table, json or markdown."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write a JUnit XML report (a test case per run and mode)."),
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write one figure per run into this folder."),
@@ -185,6 +209,9 @@ def diagnose(
     else:
         shown = _shown(doc)
         render.print_diagnose(shown)
+        evals = render.eval_table(shown)  # runs with several eval series: one row per benchmark
+        if evals is not None:
+            render.print_tables([evals])
         for line in render.diagnose_evidence(shown, errors=False):  # errors: once, on stderr
             typer.echo(line)
     if junit is not None:
@@ -205,15 +232,25 @@ def _split_modes(text: str | None):
 
 
 def _parse_thresholds(items: list[str]) -> dict[str, float]:
+    """``--threshold NAME=VALUE`` items as a dict; a bad form or unknown name is one line naming
+    the option and the valid names (value ranges are checked where the thresholds are built)."""
+    if not items:
+        return {}
+    from grpofit.helptext import threshold_names
+
+    known = threshold_names()
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
+        name = name.strip()
+        if sep and known and name not in known:
+            raise UsageError(f"--threshold: unknown name {name!r}", fix="valid names: " + ", ".join(known))
         try:
             if not sep:
                 raise ValueError
-            out[name.strip()] = float(value)
+            out[name] = float(value)
         except ValueError:
-            raise UsageError(f"--threshold {item!r} is not NAME=NUMBER", fix="e.g. --threshold grad_norm_factor=5") from None
+            raise UsageError(f"--threshold {item!r} is not NAME=NUMBER", fix="e.g. --threshold rise_fail=8") from None
     return out
 
 
@@ -291,6 +328,10 @@ def predict(
     Examples: grpofit predict --lr 1e-6 --momentum 0.9 --refresh-interval 4 --curvature 2000;
     grpofit predict --from-run run.csv --lr 1e-6 --momentum 0.9 --refresh-interval 2 --what-if-refresh-interval 8
     """
+    if plot is not None:
+        from grpofit.plotting import check_suffix
+
+        check_suffix(plot, option="--plot")
     from grpofit.limits import check_predict
     from grpofit.predicting import run_predict
 
@@ -470,8 +511,8 @@ def watch(
     metric: Optional[str] = METRIC,
     step: Optional[str] = STEP,
     eval_metric: Optional[str] = typer.Option(None, "--eval-metric", help="Eval column (auto-detected: eval_*, val-core/*, val/*)."),
-    group_size: Optional[int] = typer.Option(None, "--group-size", help="Group size G for every run (else from config or run name)."),
-    threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE; each has a finite valid range (see README)."),
+    group_size: Optional[int] = typer.Option(None, "--group-size", min=1, help="Group size G for every run (else from config or run name)."),
+    threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (names below); each has a finite valid range."),
     no_forecast: bool = typer.Option(False, "--no-forecast", help="Judge and alert only; skip the forecasts."),
     debug: bool = DEBUG,
 ) -> int:

@@ -14,11 +14,24 @@ and the level then stays below ``peak(i) - threshold / 2`` until the end of the 
 least ``w`` points. A single dip moves no median; noise is below ``noise_k * sd``; a fall that
 climbs back into the plateau band (an underdamped oscillation, a temporary dip) is not a
 collapse, and neither is a fall whose median from detection to the end is less than the
-threshold below the peak (an overshoot settling at its plateau): oscillation is judged by the
-fit's damping ratio instead.
+threshold below the peak (an overshoot settling at its plateau; the running peak then starts
+afresh from there, so a later fall from the settled level is still seen): oscillation is
+judged by the fit's damping ratio instead. A rise is never a collapse: the median level before the onset
+must exceed the median after it by the threshold.
+
+That is only a *candidate*. A collapse is a sustained fall below the run's own settled level
+that the fitted law cannot explain: :func:`explained_by_law` compares, by BIC, the oscillator
+fitted to the whole run (it overshoots and rings) with a break model (the oscillator fitted
+before the onset, a constant level after it). Unless the break wins clearly, the fall is an
+oscillation, not a collapse (:func:`grpofit.analysis.fit_run` applies it).
 
 Rise (gradient norm, importance ratios, clip fractions): with ``baseline = median`` of the first
-``max(w, baseline_fraction * n)`` points, the metric has risen at ``i`` when
+``max(w, baseline_fraction * n)`` points *after the initial transient* (:func:`early_baseline`:
+a series that starts at ``factor`` x that median or more is still relaxing, e.g. the large
+gradients of the first steps; the baseline window then starts where its level first falls
+below ``(1 + factor) / 2`` x, and nothing before it counts as a rise, nor a level that is
+still above ``factor`` x the new baseline where the transient ends), the metric has risen at
+``i`` when
 ``level(i) >= factor * baseline`` and stays above ``(1 + factor) / 2 * baseline`` for
 ``min_duration * span`` steps or until the end. The *precursor* is the first point that
 exceeds ``spike_factor * baseline`` in the ``lookback * span`` steps before the rise.
@@ -201,26 +214,51 @@ def find_collapse(
     min_drop: float = 0.5,
     noise_k: float = 4.0,
     window: int | None = None,
+    after_step: float | None = None,
 ) -> Collapse | None:
     """The first sustained fall of ``values`` from its running peak, or None (module docstring).
 
     ``min_drop``: fraction of the gain (peak minus start level) the level must lose;
     ``noise_k``: the drop must also exceed ``noise_k`` point-noise sds. The fall must last until
-    the end of the run (at least ``w`` points).
+    the end of the run (at least ``w`` points). ``after_step``: look only after this step, with
+    the running peak started afresh there (the start level stays the run's): after an
+    overshoot that the law explains, the next candidate is a fall from the level the run
+    settled at, not from the overshoot's peak.
     """
     prepared = _prepare(steps, values, window)
     if prepared is None:
         return None
     s, v, n, w = prepared
+    i0 = 0 if after_step is None else int(np.searchsorted(s, after_step, side="right"))
     level = rolling_median(v, w)
     sd = noise_sd(v)
-    peak = np.maximum.accumulate(level)
     start = median(v[:w])
+    for _ in range(MAX_RESETS):
+        if n - i0 < 2 * w:
+            return None
+        found, reset = _collapse_from(s, v, level, sd, start, i0, w, min_drop, noise_k)
+        if reset is None:
+            return found
+        i0 = reset
+    return None
+
+
+#: how often the running peak may start afresh after an overshoot that settles (ringing)
+MAX_RESETS = 12
+
+
+def _collapse_from(s, v, level, sd, start, i0, w, min_drop, noise_k):
+    """``(collapse, None)``, ``(None, None)``, or ``(None, i)``: a fall from an overshoot that
+    settles less than the threshold below its peak; the search restarts at ``i`` with a fresh
+    running peak (so a later collapse within the same stretch below the old peak is seen)."""
+    n = v.size
+    peak = np.full(n, -np.inf)
+    peak[i0:] = np.maximum.accumulate(level[i0:])
     thr = np.maximum(min_drop * (peak - start), noise_k * sd)
     thr = np.maximum(thr, 1e-12)
     below = (peak - level) >= thr
-    below[:w] = False
-    for i, _ in _runs_of(below, w):
+    below[: i0 + w] = False
+    for i, _ in _runs_of(below, i0 + w):
         p, t = float(peak[i]), float(thr[i])
         band = p - 0.5 * t
         out = level[i:] >= band
@@ -229,16 +267,18 @@ def find_collapse(
         if j < n or n - i < w:
             continue  # climbed back (oscillation, dip) or too close to the end to tell
         if p - median(v[i:]) < t:
-            continue  # settled (e.g. after an overshoot) less than the threshold below the peak
+            return None, i  # settled (e.g. after an overshoot) less than the threshold below the peak
         # onset: the last point before i still inside the plateau band
-        inside = np.flatnonzero(level[:i] >= band)
+        inside = np.flatnonzero(level[i0:i] >= band) + i0
         k = int(inside[-1]) if inside.size else i
         onset = min(k + 1, i)
-        peak_idx = int(np.flatnonzero(level[: i + 1] >= p)[0])
-        lo = max(0, onset - max(w, n // 10))
+        peak_idx = i0 + int(np.flatnonzero(level[i0 : i + 1] >= p)[0])
+        lo = max(i0, onset - max(w, n // 10))
         before = median(v[lo:onset]) if onset > lo else float(level[onset])
         after = median(v[i:j])
         drop = before - after
+        if drop < 0.5 * t:
+            continue  # not a fall from a settled level (e.g. the onset sits in the rise)
         gain = before - start
         return Collapse(
             step=float(s[onset]),
@@ -254,8 +294,31 @@ def find_collapse(
             recovered=j < n,
             threshold=t,
             noise_sd=sd,
-        )
-    return None
+        ), None
+    return None, None
+
+
+def early_baseline(values: np.ndarray, *, factor: float = 3.0, baseline_fraction: float = 0.2,
+                   window: int | None = None) -> tuple[float, int]:
+    """``(baseline, start)``: the median of ``max(w, baseline_fraction * n)`` points from
+    ``start``, the end of the initial transient (module docstring; ``start = 0`` without one)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    n = v.size
+    if n == 0:
+        return float("nan"), 0
+    w = window or default_window(n)
+    nb = max(w, int(baseline_fraction * n))
+    base = median(v[:nb])
+    start = 0
+    if base > 0 and n >= 3 * w:
+        level = rolling_median(v, w)
+        if level[0] >= factor * base:
+            low = np.flatnonzero(level < 0.5 * (1.0 + factor) * base)
+            if low.size:
+                start = int(low[0])
+                base = median(v[start : start + nb])
+    return float(base), start
 
 
 def find_rise(
@@ -278,15 +341,16 @@ def find_rise(
     if prepared is None:
         return None
     s, v, n, w = prepared
-    nb = max(w, int(baseline_fraction * n))
-    baseline = median(v[:nb])
+    baseline, start = early_baseline(v, factor=factor, baseline_fraction=baseline_fraction, window=w)
     if not baseline > 0:
         return None
     level = rolling_median(v, w)
     ratio = level / baseline
     span = float(s[-1] - s[0])
     hold = 0.5 * (1.0 + factor)
-    for i, _ in _runs_of(ratio >= factor, 0):
+    for i, _ in _runs_of(ratio >= factor, start):
+        if i == start and start > 0:
+            continue  # still high where the transient ends: the relaxation, not a rise
         rest = np.flatnonzero(ratio[i:] < hold)
         j = n if rest.size == 0 else i + int(rest[0])
         duration = float(s[j - 1] - s[i])
@@ -295,7 +359,7 @@ def find_rise(
             continue
         lvl = median(v[i:j])
         t0 = s[i] - lookback * span
-        window_idx = np.flatnonzero((s >= t0) & (s < s[i]) & (v >= spike_factor * baseline))
+        window_idx = np.flatnonzero((s >= max(t0, s[start])) & (s < s[i]) & (v >= spike_factor * baseline))
         pre_step = pre_ratio = None
         if window_idx.size:
             m = int(window_idx[0])
@@ -311,3 +375,42 @@ def find_rise(
             precursor_ratio=pre_ratio,
         )
     return None
+
+
+#: a candidate collapse is a collapse only when the break model beats the law fitted to the
+#: whole run by more than this in BIC ("strong" evidence on Kass and Raftery's scale)
+BREAK_DELTA_BIC = 6.0
+
+
+def break_evidence(collapse: Collapse, steps: np.ndarray, values: np.ndarray, whole_curve: np.ndarray,
+                   pre_curve: np.ndarray) -> float | None:
+    """``BIC(law on the whole run) - BIC(break)``: positive when a break explains the data better.
+
+    The break model is the law fitted to the part before the onset plus a constant level after
+    it (two more parameters: the level and the break step); the alternative is the same law
+    fitted to the whole run, which may ring through the fall as an oscillation.
+    ``n ln(SSR_whole / SSR_break) - 2 ln n``; None when either part is too short.
+    """
+    s = np.asarray(steps, dtype=float)
+    v = np.asarray(values, dtype=float)
+    ok = np.isfinite(s) & np.isfinite(v) & np.isfinite(whole_curve) & np.isfinite(pre_curve)
+    s, v, wc, pc = s[ok], v[ok], np.asarray(whole_curve)[ok], np.asarray(pre_curve)[ok]
+    before = s < collapse.step
+    if before.sum() < 3 or (~before).sum() < 3:
+        return None
+    post = v[~before]
+    ssr_break = float(np.sum((v[before] - pc[before]) ** 2) + np.sum((post - post.mean()) ** 2))
+    ssr_whole = float(np.sum((v - wc) ** 2))
+    n = v.size
+    if not (ssr_break > 0 and ssr_whole > 0):
+        return None if ssr_break == ssr_whole else (np.inf if ssr_break == 0 else -np.inf)
+    return float(n * np.log(ssr_whole / ssr_break) - 2.0 * np.log(n))
+
+
+def explained_by_law(collapse: Collapse, steps: np.ndarray, values: np.ndarray, whole_curve: np.ndarray,
+                     pre_curve: np.ndarray) -> bool:
+    """True when the law fitted to the whole run explains the fall about as well as a break
+    does (:func:`break_evidence` at most :data:`BREAK_DELTA_BIC`): an oscillation it rings
+    through, not a collapse. No evidence either way (None): not explained (the candidate stands)."""
+    d = break_evidence(collapse, steps, values, whole_curve, pre_curve)
+    return d is not None and d <= BREAK_DELTA_BIC

@@ -214,6 +214,11 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
             out.errors.append(RunError(run.name, internal_error("judging", e)))
             continue
         entry = diagnosis.summary()  # in the worker, in parallel (cached on the diagnosis)
+        if "fit_check" not in entry:
+            from grpofit.fitcheck import late_level_check
+            from grpofit.jsonout import jsonable
+
+            entry["fit_check"] = jsonable(late_level_check(diagnosis.fit))
         if options.policy is not None:
             from grpofit.gate import apply_policy
 

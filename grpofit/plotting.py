@@ -24,8 +24,12 @@ def _pyplot():
     return plt
 
 
-def check_suffix(path: Path) -> None:
+def check_suffix(path: Path, option: str | None = None) -> None:
+    """A :class:`UsageError` unless ``path`` ends in .png, .svg or .pdf (``option`` names the flag)."""
     if Path(path).suffix.lower() not in SUFFIXES:
+        if option:
+            raise UsageError(f"{option} {path}: cannot tell the figure format from the suffix",
+                             fix="end the file name in .png, .svg or .pdf")
         raise UsageError(
             f"cannot tell the figure format from {Path(path).name!r}",
             path=str(path),
@@ -180,8 +184,13 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
     plt = _pyplot()
     roles = diagnosis.roles or {}
     panels = [(role, title, roles.get(role)) for role, title in DIAGNOSTIC_PANELS if roles.get(role)]
-    fig, axes = plt.subplots(2 + len(panels), 1, figsize=(8, 3.2 + 2.0 * (1 + len(panels))), sharex=True,
-                             gridspec_kw={"height_ratios": [3, 1] + [1.4] * len(panels)})
+    from grpofit.diagnostics.figures import draw_extra, extra_panels
+
+    extra = extra_panels(diagnosis, run)  # issue 16: a panel per rule finding, per benchmark
+    fig, axes = plt.subplots(2 + len(panels) + len(extra), 1, figsize=(8, 3.2 + 2.0 * (1 + len(panels)) + 1.9 * len(extra)),
+                             gridspec_kw={"height_ratios": [3, 1] + [1.4] * (len(panels) + len(extra))})
+    for ax in axes[1 : 2 + len(panels)]:
+        ax.sharex(axes[0])
     fit = diagnosis.fit
     draw_fit(fit, axes[0], axes[1], collapse_values=_after_collapse(fit))
     axes[1].set_xlabel("")
@@ -203,7 +212,8 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
         ax.set_title(safe_label(column), fontsize=7, loc="left")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=6, loc="best")
-    axes[-1].set_xlabel(safe_label(f"step ({run.step_column})"))
+    axes[1 + len(panels)].set_xlabel(safe_label(f"step ({run.step_column})"))
+    draw_extra(axes[2 + len(panels):], extra, diagnosis, run)
     fig.tight_layout()
     return fig
 

@@ -136,8 +136,22 @@ def fit_tables(runs: list[dict]) -> list[Any]:
         for key, title in PARAM_TITLES.items():
             table.add_row(title, *[estimate_text((m.get("params") or {}).get(key)) if key in (m.get("params") or {}) else "" for m in models.values()])
         table.add_row("regime", *[m.get("regime") or "" for m in models.values()])
+        if any(m.get("observed_overshoot") for m in models.values()):
+            table.add_row("observed overshoot", *[_overshoot_text(m.get("observed_overshoot")) for m in models.values()])
         out.append(table)
     return out
+
+
+def _overshoot_text(ob: dict | None) -> str:
+    """The overshoot seen in the data, as a share of the gain, and whether it beats the noise."""
+    if not ob:
+        return ""
+    if ob.get("value") is None:
+        return "- (no significant rise)"
+    if not ob["value"]:
+        return "none"
+    sig = "significant" if ob.get("significant") else "within the noise"
+    return f"{100 * ob['value']:.0f}% of the gain at step {num(ob.get('peak_step'))} ({sig})"
 
 
 def _fit_caption(r: dict) -> str:
@@ -169,6 +183,9 @@ def fit_notes(runs: list[dict]) -> list[str]:
                     lines.append(f"{r['run']}: {name} {pname}: no interval ({p['note']})")
             if m.get("regime_reason") and m.get("regime") == "indeterminate":
                 lines.append(f"{r['run']}: regime indeterminate: {m['regime_reason']}")
+        note = late_level_note(r)
+        if note:
+            lines.append(f"{r['run']}: {note}")
     return lines
 
 
@@ -603,3 +620,31 @@ def simulate_tables(doc: dict, out: str) -> list[Any]:
         ("diverged at step", doc.get("diverged_at_step")),
     ]
     return [key_value_table("simulated GRPO on a softmax bandit", rows)]
+
+
+# --------------------------------------------------------------------------- several eval series
+
+
+def eval_table(doc: dict) -> Any:
+    """One row per benchmark of every run that logs two or more eval series (None when none does):
+    points, fitted gain, plateau with its 95% interval, eval/train timescale, decoupling status."""
+    rows = [(r.get("run", ""), e) for r in doc.get("runs", []) if len(r.get("evals") or []) >= 2 for e in r["evals"]]
+    if not rows:
+        return None
+    from rich.table import Table
+
+    table = Table(title="eval series (train-eval decoupling per benchmark)", title_justify="left")
+    for col, justify in (("run", "left"), ("benchmark", "left"), ("points", "right"), ("gain", "right"),
+                         ("plateau [95%]", "right"), ("T_eval/T_train", "right"), ("decouples", "left")):
+        table.add_column(col, justify=justify, overflow="fold")
+    names = short_names([run for run, _ in rows])
+    for name, (_, e) in zip(names, rows):
+        plat = e.get("plateau") or {}
+        text = num(plat.get("value"))
+        ci = plat.get("ci95")
+        if ci:
+            text += f" [{num(ci[0])}, {num(ci[1])}]"
+        status = e.get("status", "unknown")
+        table.add_row(esc(name), esc(e.get("benchmark", "")), str(e.get("points", 0)), num(e.get("gain")), text,
+                      num(e.get("timescale_ratio")), _styled(status, "yes" if e.get("decouples") else status))
+    return table

@@ -32,7 +32,7 @@ ROLES = (
     "rollout_kl",
 )
 
-_VAL = r"(?:val-core|val-aux)/.+/(?:reward|acc|score|[^/]+)/mean@\d+"
+_VAL = r"(?:val-core|val-aux)/.+/(?:reward|acc|score|[^/]+)/mean(?:@|_at_)\d+"
 
 PATTERNS: dict[str, tuple[str, ...]] = {
     "reward": (
@@ -69,11 +69,11 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"eval/rewards?/mean",
         r"eval_rewards/[^/]+/mean",
         r"eval/rewards/[^/]+/mean",
-        r"val-core/.+/reward/mean@1",
-        r"val-core/.+/mean@\d+",
+        r"val-core/.+/reward/mean(?:@|_at_)1",
+        r"val-core/.+/mean(?:@|_at_)\d+",
         r"val/test_score/.+",
         r"val/reward",
-        r"val-aux/.+/reward/mean@1",
+        r"val-aux/.+/reward/mean(?:@|_at_)1",
         r"eval/.+_pass@?1",
         r"eval/.+_acc(?:uracy)?",
         r"eval/accuracy",

@@ -25,7 +25,8 @@ def test_every_row_has_a_loadable_reader_or_folder():
 
 def test_suffixes_come_from_the_table():
     assert set(registry.log_suffixes()) >= {".csv", ".tsv", ".jsonl", ".json", ".log", ".txt", ".tfevents", ".wandb"}
-    assert set(registry.peek_suffixes()) == {".json", ".log", ".txt"}
+    assert set(registry.peek_suffixes()) >= {".json", ".log", ".txt", ".db"}
+    assert not set(registry.peek_suffixes()) & {".csv", ".jsonl", ".tfevents", ".wandb"}
     assert is_candidate_file("events.out.tfevents.123.host")
     assert not is_candidate_file("model.safetensors")
 

@@ -170,3 +170,37 @@ def test_rule_thresholds_have_ranges_and_override():
 
     names = {d["name"] for d in Thresholds.documentation()}
     assert names <= set(THRESHOLD_RANGES), names - set(THRESHOLD_RANGES)
+
+
+def test_readme_threshold_table_lists_every_threshold_with_its_default_and_range():
+    from pathlib import Path
+
+    from grpofit.limits import DEFAULT_RANGE, THRESHOLD_RANGES
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for d in Thresholds.documentation():
+        lo, hi = THRESHOLD_RANGES.get(d["name"], DEFAULT_RANGE)
+        hi_text = "∞" if hi >= 1e12 else f"{hi:g}"
+        assert f"| `{d['name']}` | {d['default']:g} | [{lo:g}, {hi_text}] |" in readme, d["name"]
+
+
+def test_the_diagnosis_figure_gets_a_panel_per_rule_and_per_benchmark(tmp_path):
+    from grpofit.diagnostics.figures import extra_panels
+    from grpofit.plotting import diagnosis_figure, save_diagnosis_figure
+
+    run = planted_rule_run("truncation", seed=0)
+    cols = {c: run.metrics[c] for c in run.metrics}
+    cols["val-core/other/acc/mean@1"] = 0.8 * cols["eval_reward"]
+    cols["step"] = run.steps
+    run = make_run("r", "r", "planted", cols, step="step")
+    d = diagnose_run(run, group_size=8)
+    extra = extra_panels(d, run)
+    rules = [x[2].rule for x in extra if x[0] == "rule"]
+    assert {"truncation", "kl_target", "is_mean", "entropy_reward_law"} <= set(rules)
+    assert [x[1]["metric"] for x in extra if x[0] == "eval"] == ["eval_reward", "val-core/other/acc/mean@1"]
+    fig = diagnosis_figure(d, run, Thresholds())
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert "truncation (dynamical_instability): fail" in titles
+    assert any(t.startswith("eval other: gain") for t in titles)
+    path = save_diagnosis_figure(d, run, tmp_path, Thresholds())
+    assert list(tmp_path.iterdir()) == [path] and path.stat().st_size > 10_000

@@ -1,9 +1,14 @@
 """Policy concentration: the entropy collapses while the reward is still far from its plateau.
 
-With ``H0`` the median entropy over the first window (before any reward collapse):
+With ``H0`` the median entropy over its first points (before any reward collapse; the points
+in the first tenth of the entropy's own timescale, at most a window, so a fast fall is not
+already inside ``H0``):
 
 - ``left_half`` = entropy level / ``H0`` at the step where the reward reaches half its gain;
-  ``<= entropy_half_fail`` -> fail, ``<= entropy_half_warn`` -> warn;
+  ``<= entropy_half_fail`` -> fail, ``<= entropy_half_warn`` -> warn. The half-gain step is read
+  where the run crosses it (:func:`half_gain_step`): the start level comes from the first tenth
+  of the reward timescale (a median of a fixed first window sits past a fast rise), and both series are smoothed with windows
+  that shrink *symmetrically* at the edges, so a rise over the first few steps is not delayed;
 - ``ratio`` = reward timescale / entropy timescale (one quick exponential fit to the entropy);
   ``>= entropy_ratio_fail`` with the entropy down >= 50% -> fail, ``>= entropy_ratio_warn``
   with the entropy down >= ``entropy_min_drop`` -> warn;
@@ -19,6 +24,50 @@ from grpofit.collapse import rolling_median
 from grpofit.diagnostics.base import Context, Verdict, fmt, quick_exponential, worst
 
 
+def symmetric_level(values: np.ndarray, window: int) -> np.ndarray:
+    """Centred rolling median whose window shrinks symmetrically at the edges (point ``i`` uses
+    ``values[i-k : i+k+1]``, ``k = min(window // 2, i, n-1-i)``): exact on a monotone series,
+    so the level of a fast rise is not pulled ahead (or behind) near the ends."""
+    v = np.asarray(values, dtype=float)
+    n = v.size
+    out = rolling_median(v, window)
+    h = window // 2
+    for i in list(range(min(h, n))) + list(range(max(n - h, 0), n)):
+        k = min(h, i, n - 1 - i)
+        out[i] = float(np.median(v[i - k : i + k + 1]))
+    return out
+
+
+def _start_points(s: np.ndarray, timescale: float | None, w: int) -> int:
+    """How many first points give a start level: those in the first tenth of the series' own
+    timescale (at least one, at most ``w``; ``w`` when there is no timescale)."""
+    dt = float(np.median(np.diff(s))) if s.size > 1 else 1.0
+    if not (timescale and timescale > 0 and dt > 0):
+        return w
+    return int(np.clip(np.floor(0.1 * timescale / dt), 1, w))
+
+
+def half_gain_step(ctx: Context) -> float | None:
+    """First step where the reward's level crosses half its gain; None without a real gain.
+
+    The gain runs from the start level to the end level of the healthy part. The start is the
+    median of the points in the first tenth of the reward timescale (at least one point, at
+    most a window): a median over a fixed first window sits past a rise that takes a few steps
+    and would delay the crossing."""
+    _, end, significant = ctx.reward_gain
+    if not significant:
+        return None
+    s, v = ctx.pre
+    if s.size < 3:
+        return None
+    w = min(ctx.window, max(3, v.size // 5) | 1)
+    lev = symmetric_level(v, w)
+    start = float(np.median(v[:_start_points(s, ctx.reward_timescale, w)]))
+    half = start + 0.5 * (end - start)
+    hit = np.flatnonzero(lev >= half) if end > start else np.flatnonzero(lev <= half)
+    return float(s[hit[0]]) if hit.size else None
+
+
 def check(ctx: Context) -> Verdict:
     """Judge policy concentration (module docstring)."""
     th = ctx.th
@@ -28,16 +77,16 @@ def check(ctx: Context) -> Verdict:
     s, h = es
     col = ctx.roles["entropy"]
     w = min(ctx.window, max(3, h.size // 5) | 1)
-    h0 = float(np.median(h[:w]))
-    if not h0 > 0:
-        return Verdict("unknown", f"{col} does not start positive ({fmt(h0)}); cannot judge concentration")
-    lev = rolling_median(h, w)
-    left_end = float(np.median(h[-w:])) / h0
-    drop = 1.0 - left_end
     q = quick_exponential(s, h)
     T_h = q.timescale if (q is not None and q.gain < 0 and q.r2 > 0.2) else None
+    h0 = float(np.median(h[:_start_points(s, T_h, w)]))
+    if not h0 > 0:
+        return Verdict("unknown", f"{col} does not start positive ({fmt(h0)}); cannot judge concentration")
+    lev = symmetric_level(h, w)
+    left_end = float(np.median(h[-w:])) / h0
+    drop = 1.0 - left_end
     T_r = ctx.reward_timescale
-    half = ctx.reward_half_step
+    half = half_gain_step(ctx)
     ratio = T_r / T_h if (T_h and T_r and half is not None) else None
     left_half = float(np.interp(half, s, lev)) / h0 if half is not None else None
 

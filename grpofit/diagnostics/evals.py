@@ -59,7 +59,9 @@ def benchmark_name(column: str) -> str:
     name = re.sub(r"^(?:val-core|val-aux|val/test_score|eval)/", "", column)
     name = re.sub(r"/(?:reward|acc|score|accuracy|pass@?\d*)?/?(?:mean|maj|best)@\d+$", "", name)
     name = re.sub(r"^eval_", "", name)
-    return name or column
+    if name.lower() in ("", "acc", "accuracy", "reward", "score", "mean"):
+        return column
+    return name
 
 
 def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64) -> dict | None:
@@ -98,6 +100,8 @@ def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64) -> d
     gain = float(-b[k] * (1.0 - np.exp(-span / T)))
     sst = float(yc @ yc)
     return {
+        "t0": float(steps[0]),
+        "initial": float(a[k] + b[k]),
         "plateau": float(a[k]),
         "ci95": [None if falling else lo, None if rising else hi],
         "kind": "lower_bound" if rising else ("upper_bound" if falling else "estimate"),

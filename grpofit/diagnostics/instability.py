@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.collapse import default_window, find_rise
+from grpofit.collapse import default_window, early_baseline, find_rise, rolling_median
 from grpofit.diagnostics.base import Context, Verdict, fmt, model_param, worst
 
 _METRICS = (("grad_norm", "grad_norm"), ("is_ratio", "importance ratio"), ("clip_ratio", "clip fraction"))
@@ -49,15 +49,19 @@ def _rise_check(ctx: Context, role: str):
             text += f" (first spike x{rise.precursor_ratio:.1f} at step {rise.precursor_step:g})"
         return status, text, rise.first_step, {"rise": rise.summary()}
     n = v.size
-    nb = max(default_window(n), int(th.baseline_fraction * n))
-    base = float(np.median(v[:nb]))
+    # the initial transient (e.g. the first steps' large gradients) is neither baseline nor spike
+    base, t0 = early_baseline(v, factor=th.rise_warn, baseline_fraction=th.baseline_fraction)
     if base > 0 and n >= 3:
-        i = int(np.argmax(v))
+        # a spike stands out from its early median *and* from its own local level
+        local = rolling_median(v, default_window(n))[t0:]
+        s, v = s[t0:], v[t0:]
+        spiky = (v >= th.spike_warn * base) & (v >= th.spike_warn * local)
+        i = int(np.argmax(np.where(spiky, v, -np.inf))) if spiky.any() else int(np.argmax(v))
         r = float(v[i] / base)
-        if r >= th.spike_warn and (role != "clip_ratio" or v[i] >= th.clip_min_level):
-            count = int((v >= th.spike_warn * base).sum())
+        if spiky.any() and (role != "clip_ratio" or v[i] >= th.clip_min_level):
+            count = int(spiky.sum())
             text = f"isolated {col} spike x{r:.0f} above its early median at step {s[i]:g} ({count} point(s), no sustained rise)"
-            first = float(s[np.flatnonzero(v >= th.spike_warn * base)[0]])
+            first = float(s[np.flatnonzero(spiky)[0]])
             return "warn", text, first, {"spike_ratio": r}
         if role == "clip_ratio":
             return "pass", f"{col} at most {fmt(float(v[i]))}", None, {}
@@ -73,10 +77,13 @@ def _oscillation(ctx: Context):
     if getattr(osc, "regime", None) != "underdamped":
         return None
     zeta = model_param(fit, "oscillator", "damping_ratio")
-    if zeta is None:
-        return None
+    ob = getattr(osc, "observed_overshoot", None) or {}
+    if zeta is None or not ob.get("significant"):
+        return None  # the verdict rests on an overshoot observed in the data (grpofit.overshoot)
     status = "fail" if zeta <= ctx.th.oscillation_fail_zeta else "warn"
-    return status, f"reward oscillates (underdamped, damping ratio {zeta:.2f})", float(ctx.steps[0]), {"damping_ratio": zeta}
+    seen = f", observed overshoot {100 * ob['value']:.0f}% of the gain at step {ob['peak_step']:g}"
+    return (status, f"reward oscillates (underdamped, damping ratio {zeta:.2f}{seen})", float(ctx.steps[0]),
+            {"damping_ratio": zeta, "observed_overshoot": ob})
 
 
 def check(ctx: Context) -> Verdict:

@@ -19,7 +19,7 @@ import numpy as np
 
 from grpofit.collapse import rolling_median
 from grpofit.diagnostics.base import Context, fmt, late, onset_to_end
-from grpofit.diagnostics.findings import Finding, Panel, sustained
+from grpofit.diagnostics.findings import Finding, Panel
 
 
 def _rate(ctx: Context) -> Finding | None:
@@ -65,7 +65,10 @@ def _cap(ctx: Context) -> Finding | None:
     details = {"column": col, "max_length": top, "late_share_at_max": share}
     panel = Panel("mean response length", col, s, length, [(top, f"max {fmt(top)}", "red")])
     if at_cap.sum() >= 3 and share >= th.length_cap_share:
-        start = sustained(s, at_cap, 3)[0] or float(s[np.flatnonzero(at_cap)[0]])
+        # the first step at the cap from which the run stays mostly at the cap
+        suffix = np.cumsum(at_cap[::-1])[::-1] / np.arange(at_cap.size, 0, -1)
+        hold = np.flatnonzero(at_cap & (suffix >= max(th.length_cap_share, 0.8 * share)))
+        start = float(s[hold[0]]) if hold.size else float(s[np.flatnonzero(at_cap)[0]])
         return Finding("length_cap", "fail", f"{col} pinned at its maximum {fmt(top)} on {100 * share:.0f}% of the late steps "
                        f"(every response truncated at the cap) from step {start:g}", start, details, panel=panel)
     return Finding("length_cap", "pass", f"{col} at its maximum {fmt(top)} on {100 * share:.0f}% of the late steps", None, details, panel=panel)

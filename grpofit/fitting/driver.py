@@ -61,10 +61,14 @@ def fit_series(steps, values, *, run: str = "", metric: str = "", step_column: s
     with np.errstate(all="ignore"):  # every non-finite intermediate is handled explicitly
         step0, tau, c, s = scales(steps, values)
         if tau == 1.0 and s == 1.0 and c == 0.0:
-            return _fit(steps, values, run, metric, step_column)
-        # values or steps near the limits of double precision: fit the rescaled series
-        res = _fit(scaled(steps, step0, tau), scaled(values, c, s), run, metric, step_column)
-        return unscale(res, steps, values, step0, tau, c, s)
+            res = _fit(steps, values, run, metric, step_column)
+        else:  # values or steps near the limits of double precision: fit the rescaled series
+            res = _fit(scaled(steps, step0, tau), scaled(values, c, s), run, metric, step_column)
+            res = unscale(res, steps, values, step0, tau, c, s)
+    from grpofit.overshoot import apply_to_fit
+
+    apply_to_fit(res)  # "underdamped" needs an overshoot observed in the data
+    return res
 
 
 def _fit(steps, values, run, metric, step_column) -> FitResult:

@@ -80,6 +80,8 @@ class ModelFit:
     step0: float = 0.0  #: the step that is ``t = 0``
     ssr: float | None = None
     n_points: int = 0
+    #: oscillator: the overshoot seen in the data (:mod:`grpofit.overshoot`), beside the damping ratio
+    observed_overshoot: dict | None = None
 
     def values(self) -> dict[str, float | None]:
         return {k: e.value for k, e in self.params.items()}
@@ -105,6 +107,8 @@ class ModelFit:
             out["regime"] = self.regime or "indeterminate"
             if self.regime_reason:
                 out["regime_reason"] = self.regime_reason
+            if self.observed_overshoot is not None:
+                out["observed_overshoot"] = self.observed_overshoot
         if not self.ok:
             out["ok"] = False
             out["message"] = self.message

@@ -20,6 +20,11 @@ _PREFIX = re.compile(r"^\s*\([^()]*pid=\d+[^()]*\)\s*")
 _WRAPPED = re.compile(r"^[A-Za-z_][\w.]*\((.*)\)$")
 _TRL_DICT = re.compile(r"\{'[^{}\n]*\}")
 _MAX_DUMP = 2_000_000
+#: a tqdm bar's ``n/total [`` counter
+_TQDM_COUNTER = re.compile(r"\|\s*(\d+)/\d+\s*\[")
+#: OpenRLHF's ``✨ Global step N: {...}``
+_GLOBAL_STEP = re.compile(r"Global step (\d+)\s*:?\s*$")
+_COUNTER = "\x1ftqdm"
 
 
 def parse_value(text: str) -> float | None:
@@ -91,11 +96,21 @@ def _literal_config(text: str) -> dict | None:
 def read_trl_console(src: Source, fmt: str = "trl-console", *, step: str | None = None) -> list[Run]:
     """Metric dicts printed by the HF Trainer (values often quoted strings; tqdm ``\\r``
     redraws on the same line). Eval dicts merge into the preceding training row; the final
-    summary dict (``train_runtime``) is dropped."""
+    summary dict (``train_runtime``) is dropped. The step of a dict is the tqdm counter
+    (``| 10/100 [``) drawn just before it on the same line, when every training dict has one
+    and they increase; OpenRLHF's ``Global step N: {...}`` lines give theirs (``fmt``
+    ``openrlhf-console``: only those lines are read, the tqdm postfix copies are not)."""
     rows: list[dict] = []
     bad = 0
     text = ANSI.sub("", src.read_text())
+    openrlhf = fmt == "openrlhf-console"
+    counted = 0
     for m in _TRL_DICT.finditer(text):
+        before = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+        if openrlhf:
+            g = _GLOBAL_STEP.search(before)
+            if g is None:
+                continue
         try:
             obj = ast.literal_eval(m.group(0))
         except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -108,14 +123,29 @@ def read_trl_console(src: Source, fmt: str = "trl-console", *, step: str | None 
             continue
         if rows and all(k.startswith("eval_") or k in ("epoch", "step") for k in row):
             rows[-1].update({k: v for k, v in row.items() if k != "epoch"})
+            continue
+        if openrlhf:
+            row.setdefault("step", float(g.group(1)))
         else:
-            rows.append(row)
+            counters = _TQDM_COUNTER.findall(before)
+            if counters:
+                row[_COUNTER] = float(counters[-1])
+                counted += 1
+        rows.append(row)
     if not rows:
         raise ReadError("has no metric dict lines ({'loss': ...})", path=src.name, fix="point at the training stdout log")
     table = rows_to_columns(rows)
     warnings = []
+    counter = table.pop(_COUNTER, None)
+    if counter is not None and "step" not in table and step is None:
+        import numpy as np
+
+        values = np.array([np.nan if v is None else v for v in counter], dtype=float)
+        if counted == len(rows) and np.all(np.diff(values) > 0):
+            table["step"] = list(values)
+            warnings.append("console dicts carry no step; steps are the tqdm progress counter drawn before each")
     if "step" not in table and step is None:
         warnings.append("console dicts carry no step; steps are the log row numbers (times logging_steps)")
     if bad:
         warnings.append(f"{bad} dict-like line(s) could not be parsed and were skipped")
-    return [build_run(src, "trl-console", table, step=step, warnings=warnings, stats={"metric_lines": len(rows)})]
+    return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"metric_lines": len(rows)})]

@@ -70,6 +70,12 @@ def _load(spec: str) -> Callable:
     return getattr(importlib.import_module(module), name)
 
 
+def _mlflow_run_folder(path: str, names: list[str]) -> bool:
+    from grpofit.readers.mlflow import is_run_folder
+
+    return is_run_folder(path, names)
+
+
 FORMATS_TABLE: tuple[Format, ...] = (
     # --- binary containers -------------------------------------------------------------------
     Format(
@@ -100,6 +106,21 @@ FORMATS_TABLE: tuple[Format, ...] = (
         doc="TensorBoard events.out.tfevents.* (TFRecord of Event protobufs)",
     ),
     Format(
+        "mlflow-sqlite",
+        "grpofit.readers.mlflow:read_sqlite",
+        sn.is_mlflow_sqlite,
+        peek_suffixes=(".db", ".sqlite"),
+        binary=True,
+        doc="MLflow SQLite tracking store (verl's sqlite:///.../mlruns.db), opened read-only",
+    ),
+    Format(
+        "mlflow",
+        None,
+        None,
+        folders=(Folder("mlflow-run", _mlflow_run_folder, "grpofit.readers.mlflow:read_run_folder", rank=4),),
+        doc="MLflow file store run folder mlruns/<experiment>/<run>/ (metrics/<key>: timestamp value step)",
+    ),
+    Format(
         "parquet",
         "grpofit.readers:_read_parquet",
         sn.is_parquet,
@@ -115,11 +136,25 @@ FORMATS_TABLE: tuple[Format, ...] = (
         doc="verl stdout: step:N - key:value - ...",
     ),
     Format(
+        "openrlhf-console",
+        "grpofit.readers.console:read_trl_console",
+        sn.is_openrlhf_console,
+        peek_suffixes=(".log", ".txt"),
+        doc="OpenRLHF stdout: ✨ Global step N: {...} dict lines",
+    ),
+    Format(
         "trl-console",
         "grpofit.readers.console:read_trl_console",
         sn.is_trl_console,
         peek_suffixes=(".log", ".txt"),
         doc="HF/TRL stdout: {'loss': ..., 'reward': ...} dict lines",
+    ),
+    Format(
+        "kv-console",
+        "grpofit.readers.keyvalue:read_progress",
+        sn.is_progress_console,
+        peek_suffixes=(".log", ".txt"),
+        doc="hand-written progress lines: Epoch:[1/1](3/9751), Reward: -1.44, KL_ref: 0.04, ...",
     ),
     # --- JSON shapes -------------------------------------------------------------------------
     Format(

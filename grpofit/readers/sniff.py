@@ -21,6 +21,8 @@ from grpofit.readers.source import decode
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 VERL_LINE = re.compile(r"step:\s*\d+\s+-\s+\S+?:")
+_JSON_START = re.compile(r"\{|\[\s*(?:[\{\]]|\Z)")
+OPENRLHF_LINE = re.compile(r"Global step \d+\s*:\s*\{'")
 TRL_DICT = re.compile(r"\{'[^'\n]+': ['\"]?[-+]?(?:\d|nan|inf|np\.)")
 WANDB_MAGIC = b":W&B"
 PARQUET_MAGIC = b"PAR1"
@@ -105,12 +107,30 @@ def is_tensorboard(p: Probe) -> bool:
     return "tfevents" in p.base or (b"\x00" in p.head[:16] and looks_like_tfevents(p.head))
 
 
+def is_mlflow_sqlite(p: Probe) -> bool:
+    from grpofit.readers.mlflow import looks_like_sqlite_store
+
+    return looks_like_sqlite_store(p.head)
+
+
 def is_parquet(p: Probe) -> bool:
     return p.head.startswith(PARQUET_MAGIC)
 
 
 def is_verl_console(p: Probe) -> bool:
     return bool(VERL_LINE.search(p.both))
+
+
+def is_openrlhf_console(p: Probe) -> bool:
+    return bool(OPENRLHF_LINE.search(p.both))
+
+
+def is_progress_console(p: Probe) -> bool:
+    if _JSON_START.match(p.stripped):  # "[INFO] step: 3, ..." is a log line, "[{" a JSON list
+        return False
+    from grpofit.readers.keyvalue import looks_like_progress
+
+    return looks_like_progress(p.text)
 
 
 def is_trl_console(p: Probe) -> bool:
@@ -221,7 +241,13 @@ def _reject_binary(p: Probe) -> None:
             path=name,
             fix="point at trainer_state.json or the run's log instead",
         )
-    if b"\x00" in head:
+    if head.startswith(b"SQLite format 3\x00"):
+        raise UnknownFormat(
+            "is an SQLite database that is not an MLflow tracking store (no metrics/runs tables)",
+            path=name,
+            fix="point at MLflow's mlruns.db, or export the metrics as CSV",
+        )
+    if head.count(b"\x00") > max(4, len(head) // 10_000):  # a few stray NULs (NCCL prints one) are still text
         raise UnknownFormat("binary content that is not a known log", path=name, fix=f"grpofit reads {SUPPORTED}")
     text = p.text
     if text.count("\ufffd") > max(8, len(text) // 100):

@@ -1,0 +1,70 @@
+"""Issue 12.2: "underdamped" and "reward oscillates" rest on an overshoot observed in the data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grpofit import simulation as sim
+from grpofit.diagnostics import diagnose_run
+from grpofit.dynamics import exact_sawtooth
+from grpofit.fitting import fit_series
+from grpofit.models import oscillator
+from grpofit.overshoot import observed_overshoot
+from grpofit.runs import make_run
+
+
+def _bandit(**kw):
+    b = sim.simulate_bandit(beta=1.0, steps=1500, **kw)
+    return b, make_run("bandit", "bandit.csv", "csv", dict(b.columns))
+
+
+def test_noise_free_monotone_run_is_not_called_underdamped():
+    # issue: --lr 0.1 --momentum 0 --refresh-interval 32 --group-size 0 was "underdamped,
+    # zeta 0.742 [0.647, 0.875]" with zero overshoot
+    b, _ = _bandit(lr=0.1, momentum=0.0, refresh_interval=32, group_size=0)
+    p = b.columns["expected_reward"]
+    assert np.all(np.diff(p) >= -1e-12) and p.max() <= b.fixed.p + 1e-12  # exact: monotone
+    fit = fit_series(b.columns["step"], b.columns["reward"])
+    osc = fit.models["oscillator"]
+    assert osc.params["damping_ratio"].value < 1  # the continuous-time estimate is still reported
+    assert osc.regime != "underdamped"
+    assert osc.observed_overshoot["value"] == 0 and not osc.observed_overshoot["significant"]
+    doc = fit.summary()["models"]["oscillator"]
+    assert doc["observed_overshoot"]["value"] == 0 and "no significant overshoot" in doc["regime_reason"]
+
+
+def test_noisy_monotone_sawtooth_does_not_warn_reward_oscillates():
+    K = sim.fixed_point(8, 1, 1.0, 0).curvature
+    assert exact_sawtooth(0.1, 0.0, 32, K, with_threshold=False).regime == "monotone"
+    _, run = _bandit(lr=0.1, momentum=0.0, refresh_interval=32, group_size=16, seed=0)
+    d = diagnose_run(run)
+    assert "oscillates" not in d.diagnostics["dynamical_instability"].evidence
+    assert d.fit.models["oscillator"].regime != "underdamped"
+
+
+def test_a_real_oscillation_keeps_its_verdict_with_the_overshoot_beside_it():
+    b, run = _bandit(lr=0.1, momentum=0.9, refresh_interval=4, group_size=16, seed=0)
+    assert b.summary()["trajectory"]["label"] == "oscillatory"
+    d = diagnose_run(run)
+    ob = d.fit.models["oscillator"].observed_overshoot
+    assert ob["significant"] and ob["value"] > 0.2
+    ev = d.diagnostics["dynamical_instability"].evidence
+    assert "reward oscillates" in ev and "observed overshoot" in ev
+
+
+def test_overshoot_measure_on_known_curves():
+    t = np.arange(800.0)
+    rng = np.random.default_rng(0)
+    # zeta = 0.3: first overshoot exp(-pi zeta / sqrt(1 - zeta^2)) = 37% of the gain
+    zeta, ts = 0.3, 20.0
+    y = oscillator(t, 0.8, 0.2, ts, ts / (4 * zeta**2))
+    ob = observed_overshoot(t, y + rng.normal(0, 0.01, t.size))
+    assert ob.significant and ob.value == pytest.approx(np.exp(-np.pi * zeta / np.sqrt(1 - zeta**2)), abs=0.05)
+    # overdamped: none
+    ob = observed_overshoot(t, oscillator(t, 0.8, 0.2, ts, ts / 8) + rng.normal(0, 0.01, t.size))
+    assert not ob.significant
+    # a 3% overshoot buried in noise of sd 0.05 is not significant
+    zeta = 0.75
+    ob = observed_overshoot(t, oscillator(t, 0.8, 0.2, ts, ts / (4 * zeta**2)) + rng.normal(0, 0.05, t.size))
+    assert not ob.significant
