@@ -498,6 +498,7 @@ def watch(
     threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (names below)."),
     horizon: Optional[float] = typer.Option(None, "--horizon", help="Planned last step for the forecasts (else from each run's config)."),
     no_forecast: bool = typer.Option(False, "--no-forecast", help="Judge and alert only; skip the forecasts."),
+    cpu_budget: float = typer.Option(0.03, "--cpu-budget", help="Share of one core re-fits may use once caught up (alert rules are not rationed)."),
     debug: bool = DEBUG,
 ) -> int:
     """Follow logs still being written: current reward, forecast, verdicts and alerts per run.
@@ -511,6 +512,7 @@ def watch(
         exit_on=exit_on.value if exit_on is not None else None, jsonl=str(jsonl) if jsonl else None,
         metric=metric, step=step, eval_metric=eval_metric, group_size=group_size,
         thresholds=_parse_thresholds(threshold), forecast=not no_forecast, horizon=horizon,
+        cpu_budget=cpu_budget,
     )
     return Session(opts).run()
 
