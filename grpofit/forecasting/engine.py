@@ -11,8 +11,8 @@
    backtests) the final window; the logged reward adds observation noise to the expected one.
    Rewards seen inside [0, 1] are forecast inside [0, 1].
 4. Summarise: mean and 80/95% prediction intervals, plateau (``lower_bound`` when the late
-   slope is still significantly positive, :mod:`.drift`), steps to 90/95% of the gain, the
-   gain still expected by the horizon, and a recommendation.
+   slope is still significantly positive), steps to 90/95% of the gain, the gain still
+   expected by the horizon, and a recommendation.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ __all__ = ["forecast_series", "Forecast", "MIN_POINTS"]
 #: fewer seen points than this: "cannot forecast yet"
 MIN_POINTS = 12
 FAN_POINTS = 30
-#: the laws mixed by default: one mode, and fast + slow modes (which nests the overdamped
-#: oscillator's curve); the damped oscillator (:mod:`.statespace`) is available but slower
-LAWS_USED = ("one", "two")
+#: the laws mixed by default: one mode, the damped oscillator (slow start, overshoot) and a fast
+#: + a slow mode with independent amplitudes (two classes of prompts)
+LAWS_USED = ("one", "oscillator", "two")
 #: the slowest timescale searched, in multiples of the furthest step asked about: beyond it a
 #: mode is a straight line over the whole forecast anyway
 T_MAX_FACTOR = 3.0
@@ -108,7 +108,7 @@ def _point_var(values: np.ndarray, batch: int | None):
 
 def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at_steps=(),
                     batch: int | None = None, final_steps=None, seed: int = 0,
-                    laws=LAWS_USED) -> Forecast:
+                    laws=None) -> Forecast:
     """Forecast a run from ``(steps, values)`` seen so far (see the module docstring).
 
     ``final_steps``: the steps whose mean reward a backtest compares with (``Forecast.final``).
@@ -148,7 +148,7 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
 
     t_guess = float(guess_exponential(series.t, series.y)["timescale"])
     fits, prior = [], None
-    for law in laws:
+    for law in laws or LAWS_USED:
         f = fit_law(law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior)
         if f is not None:
             fits.append(f)
@@ -172,8 +172,9 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     sizes = [p.size for p in pieces]
     tf = np.concatenate(pieces)
     draws = sample_future(fits, series, tf, seed=seed)
-    lat = np.clip(draws.latent, 0.0, 1.0) if bounded else draws.latent
     rng = np.random.default_rng(seed + 1)
+    drift = late_slope(steps, values)
+    lat = np.clip(draws.latent, 0.0, 1.0) if bounded else draws.latent
 
     def logged(cols: np.ndarray) -> np.ndarray:
         """Draws of the logged reward: the expected one plus observation noise."""
@@ -212,7 +213,6 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
         final = {"mean": float(level.mean()), "pi95": [float(np.percentile(level, 2.5)),
                                                       float(np.percentile(level, 97.5))]}
 
-    drift = late_slope(steps, values)
     weights = law_weights(fits)
     doc = {
         "seen": {"steps": [_step_out(steps[0]), _step_out(steps[-1])], "n_points": int(n)},

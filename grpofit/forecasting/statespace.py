@@ -96,21 +96,38 @@ def _modes(law: str, times, sd: float):
     lam = np.array([small, big])
     # Ti h'' + h' + h/Ts = delta: h(u) = (exp(l1 u) - exp(l2 u)) / (Ti (l1 - l2))
     w = 1.0 / (ti * (small - big))
-    return lam, np.array([w, -w]), np.sqrt(2.0 * sd * sd / ts)
+    r = np.array([w, -w])
+    if disc > 0:  # two real roots: real arithmetic
+        lam, r = lam.real.copy(), r.real.copy()
+    return lam, r, np.sqrt(2.0 * sd * sd / ts)
 
 
 def process_cov(law: str, s: np.ndarray, t: np.ndarray, times, sd: float) -> np.ndarray:
-    """``Cov(e_s, e_t)`` of the forced process started from a known state at ``t = 0``."""
-    s = np.asarray(s, dtype=float)[:, None]
-    t = np.asarray(t, dtype=float)[None, :]
+    """``Cov(e_s, e_t)`` of the forced process started from a known state at ``t = 0``.
+
+    The double sum splits into a stationary part that depends on ``|t - s|`` only and a
+    rank-(number of roots) correction for the start:
+
+        Cov = q^2 [ sum_j c_j exp(l_j |t - s|) - sum_ij r_i r_j exp(l_i s) exp(l_j t) / -(l_i + l_j) ]
+
+    with ``c_j = r_j sum_i r_i / -(l_i + l_j)``, so only one exponential per root is taken over
+    the whole matrix (one for a complex pair: the other is its conjugate)."""
+    s = np.asarray(s, dtype=float)
+    t = np.asarray(t, dtype=float)
     if sd <= 0:
-        return np.zeros((s.shape[0], t.shape[1]))
+        return np.zeros((s.size, t.size))
     lam, r, q = _modes(law, times, sd)
-    m = np.minimum(s, t)
-    out = np.zeros(np.broadcast_shapes(s.shape, t.shape), dtype=complex if np.iscomplexobj(lam) else float)
-    for i in range(lam.size):
-        for j in range(lam.size):
-            li, lj = lam[i], lam[j]
-            tot = li + lj
-            out += r[i] * r[j] * (np.exp(li * s + lj * t) - np.exp(li * (s - m) + lj * (t - m))) / tot
-    return (q * q) * np.real(out)
+    tot = lam[:, None] + lam[None, :]
+    M = (r[:, None] * r[None, :]) / (-tot)
+    c = M.sum(axis=0)
+    d = np.abs(t[None, :] - s[:, None])
+    if lam.size == 1:
+        stat = c[0] * np.exp(lam[0] * d)
+    elif np.iscomplexobj(lam):  # a complex-conjugate pair: c_1 e^{l_1 d} + conj(...)
+        stat = 2.0 * np.real(c[0] * np.exp(lam[0] * d))
+    else:
+        stat = c[0] * np.exp(lam[0] * d) + c[1] * np.exp(lam[1] * d)
+    es = np.exp(np.outer(s, lam))
+    et = np.exp(np.outer(t, lam))
+    start = np.real((es @ M) @ et.T)
+    return (q * q) * (np.real(stat) - start)

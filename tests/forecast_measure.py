@@ -1,0 +1,215 @@
+"""How far forecasts can be trusted: the numbers the README states about ``grpofit forecast``.
+
+``python -m tests.forecast_measure [--quick]`` prints four blocks:
+
+1. **Real runs** (``../shared/real_logs``) that have a trend (grpofit's signal test on the whole
+   run detects a rise, and no collapse), cut at 25% and 50% of their steps: 95% interval
+   coverage of the final level (mean reward over the last 10% of steps), median and worst error,
+   against persistence (mean of the last tenth seen) and a plain single exponential.
+2. **``grpofit simulate bandit`` runs** cut at 25%: the truth is the simulator's own expected
+   reward over the final 10% of steps.
+3. **Generated runs with forcing inside the dynamics** (:func:`grpofit.synthetic.forced_recovery_set`,
+   noise level x regime), cut at 25% and 50%: coverage of the true (forced) final level.
+4. **Plateau interval coverage per stratum** on the same runs, for the ``fit`` command's
+   ``ci95`` of the preferred law and for the forecast's plateau interval (state-space).
+
+Not collected by pytest (no ``test_`` prefix); ``tests/test_forecast.py`` runs it on a subset.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
+CUTS = (0.25, 0.5)
+FINAL = 0.1
+
+
+def trend_runs(limit: int | None = None):
+    """``(name, steps, values)`` of the shared real runs with a trend (deduplicated)."""
+    from grpofit.analysis import resolve_column
+    from grpofit.collapse import find_collapse
+    from grpofit.errors import GrpofitError
+    from grpofit.fitting import fit_series
+    from grpofit.readers import read_path
+
+    out, seen = [], set()
+    for path in sorted(glob.glob(str(REAL / "*"))):
+        if path.endswith(".md"):
+            continue
+        try:
+            runs = read_path(path)
+        except GrpofitError:
+            continue
+        for run in runs:
+            try:
+                col = resolve_column(run, "reward")
+            except GrpofitError:
+                continue
+            s, v = run.series(col)
+            if s.size < 30:
+                continue
+            key = (s.size, round(float(v[0]), 9), round(float(v[-1]), 9), round(float(v.sum()), 6))
+            if key in seen:
+                continue
+            seen.add(key)
+            if find_collapse(s, v) is not None or not fit_series(s, v).signal.get("detected"):
+                continue
+            out.append((os.path.basename(run.name), s, v))
+            if limit and len(out) >= limit:
+                return out
+    return out
+
+
+def _backtest(items, cuts, truth_key=None, batch=None):
+    """Rows of ``(name, cut, covered, error, persistence error, exponential error)``."""
+    from grpofit.forecasting.backtest import backtest_series
+
+    rows = []
+    for item in items:
+        name, s, v = item[:3]
+        truth = item[3] if len(item) > 3 else None
+        b = item[4] if len(item) > 4 else batch
+        for c in backtest_series(s, v, cuts=cuts, batch=b):
+            if c["error"] is None:
+                rows.append((name, c["fraction"], None, None, None, None))
+                continue
+            actual = c["actual"]
+            lo, hi = c["predicted"]["pi95"]
+            if truth is not None:  # compare with the true level, not the noisy logged one
+                window = s >= s[-1] - FINAL * (s[-1] - s[0])
+                actual = float(truth[window].mean())
+            mean = c["predicted"]["mean"]
+            pers = c["baselines"]["persistence"]["prediction"]
+            expo = c["baselines"]["exponential"]["prediction"]
+            rows.append((name, c["fraction"], bool(lo <= actual <= hi), abs(mean - actual),
+                         None if pers is None else abs(pers - actual),
+                         None if expo is None else abs(expo - actual)))
+    return rows
+
+
+def _summary(rows) -> dict:
+    made = [r for r in rows if r[2] is not None]
+    med = lambda k: float(np.median([r[k] for r in made if r[k] is not None])) if made else float("nan")
+    return {
+        "n": len(rows), "made": len(made),
+        "coverage": float(np.mean([r[2] for r in made])) if made else float("nan"),
+        "median_error": med(3), "worst_error": float(max((r[3] for r in made), default=float("nan"))),
+        "persistence": med(4), "exponential": med(5),
+    }
+
+
+def _line(label: str, s: dict) -> str:
+    return (f"| {label} | {s['made']}/{s['n']} | {s['coverage']:.0%} | {s['median_error']:.4f} | "
+            f"{s['worst_error']:.3f} | {s['persistence']:.4f} | {s['exponential']:.4f} |")
+
+
+HEAD = ("| set | forecasts | 95% coverage | median error | worst error | persistence median | exponential median |\n"
+        "| --- | --- | --- | --- | --- | --- | --- |")
+
+
+def real_block(limit=None) -> tuple[str, list]:
+    items = trend_runs(limit)
+    rows = _backtest(items, CUTS)
+    lines = [f"Real runs with a trend: {len(items)}", HEAD]
+    for frac in CUTS:
+        lines.append(_line(f"real, cut {frac:.0%}", _summary([r for r in rows if r[1] == frac])))
+    lines.append(_line("real, both cuts", _summary(rows)))
+    misses = [r for r in rows if r[2] is False]
+    if misses:
+        lines.append("missed: " + "; ".join(f"{r[0][-48:]} @{r[1]:.0%} (error {r[3]:.3f})" for r in misses))
+    return "\n".join(lines), rows
+
+
+def bandit_items(n: int):
+    import csv
+    import tempfile
+
+    from grpofit.simulation import run_simulation
+
+    items = []
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(n):
+            lr = (0.1, 0.2, 0.3, 0.5)[i % 4]
+            out = Path(d) / f"b{i}.csv"
+            run_simulation(out=out, arms=8, correct=1, lr=lr, momentum=0.0, refresh_interval=1,
+                           group_size=16, groups=16, beta=1.0, steps=400, seed=i, importance_ratio=False)
+            rows = list(csv.DictReader(out.open()))
+            s = np.array([float(r["step"]) for r in rows])
+            v = np.array([float(r["reward"]) for r in rows])
+            e = np.array([float(r["expected_reward"]) for r in rows])
+            items.append((f"bandit lr={lr} seed={i}", s, v, e, 256))
+    return items
+
+
+def bandit_block(n: int) -> str:
+    rows = _backtest(bandit_items(n), (0.25,))
+    return "\n".join([f"simulate bandit runs (8 arms, G=16 x 16 groups, beta 1, 400 steps): {n}", HEAD,
+                      _line("bandit, cut 25% vs the simulator's expected reward", _summary(rows))])
+
+
+def forced_block(n_per_stratum: int) -> str:
+    from grpofit.synthetic import forced_recovery_set
+
+    runs = forced_recovery_set(n_per_stratum, seed=1)
+    lines = [f"generated runs, forcing inside the dynamics: {len(runs)} ({n_per_stratum} per stratum)", HEAD]
+    all_rows = []
+    strata = {}
+    for truth, table in runs:
+        strata.setdefault((truth["forcing_sd"], truth["regime"]), []).append(
+            (f"#{truth['index']}", table["step"], table["reward"], table["latent"], truth["batch"]))
+    for (level, regime), items in strata.items():
+        rows = _backtest(items, CUTS)
+        all_rows += rows
+        lines.append(_line(f"forcing sd {level:g}, {regime}", _summary(rows)))
+    lines.append(_line("all generated", _summary(all_rows)))
+    lines.append("")
+    lines.append(plateau_block(runs))
+    return "\n".join(lines)
+
+
+def plateau_block(runs) -> str:
+    """Plateau 95% interval coverage per stratum: the fit command's and the forecast's."""
+    from grpofit.fitting import fit_series
+    from grpofit.forecasting.engine import forecast_series
+
+    lines = ["| stratum | runs | fit ci95 covers p* | fit timescale ci95 covers | forecast plateau ci95 covers |",
+             "| --- | --- | --- | --- | --- |"]
+    strata = {}
+    for truth, table in runs:
+        if truth["regime"] == "two_class":
+            continue  # one plateau, but no single timescale to cover
+        fr = fit_series(table["step"], table["reward"])
+        model = fr.models.get(fr.preferred or "oscillator")
+        pc = model.params["plateau"].ci95
+        tc = model.params["timescale"].ci95
+        inside = lambda ci, x: ci is not None and (ci[0] is None or ci[0] <= x) and (ci[1] is None or x <= ci[1])
+        fc = forecast_series(table["step"], table["reward"], batch=truth["batch"])
+        fpc = fc.doc["plateau"]["ci95"]
+        strata.setdefault((truth["forcing_sd"], truth["regime"]), []).append(
+            (inside(pc, truth["plateau"]), inside(tc, truth["timescale"]), inside(fpc, truth["plateau"])))
+    for (level, regime), v in strata.items():
+        a = np.array(v, dtype=float)
+        lines.append(f"| forcing sd {level:g}, {regime} | {len(v)} | {a[:, 0].mean():.0%} | {a[:, 1].mean():.0%} | "
+                     f"{a[:, 2].mean():.0%} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    quick = "--quick" in argv
+    text, _ = real_block(limit=3 if quick else None)
+    print(text)
+    print()
+    print(bandit_block(2 if quick else 12))
+    print()
+    print(forced_block(1 if quick else 8))
+
+
+if __name__ == "__main__":
+    main()
