@@ -515,6 +515,7 @@ def watch(
     threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (names below); each has a finite valid range."),
     horizon: Optional[float] = typer.Option(None, "--horizon", help="Planned last step for the forecasts (else from each run's config)."),
     no_forecast: bool = typer.Option(False, "--no-forecast", help="Judge and alert only; skip the forecasts."),
+    cpu_budget: float = typer.Option(0.03, "--cpu-budget", help="Share of one core re-fits may use once caught up (alert rules are not rationed)."),
     debug: bool = DEBUG,
 ) -> int:
     """Follow logs still being written: current reward, forecast, verdicts and alerts per run.
@@ -528,6 +529,7 @@ def watch(
         exit_on=exit_on.value if exit_on is not None else None, jsonl=str(jsonl) if jsonl else None,
         metric=metric, step=step, eval_metric=eval_metric, group_size=group_size,
         thresholds=_parse_thresholds(threshold), forecast=not no_forecast, horizon=horizon,
+        cpu_budget=cpu_budget,
     )
     return Session(opts).run()
 
@@ -543,6 +545,52 @@ def _single_threaded_blas() -> None:
 
     for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+
+
+# --------------------------------------------------------------------------- compare
+
+
+@app.command()
+def compare(
+    a: str = typer.Argument(..., help="Run A: a log file, a run folder, a glob pattern (a group) or FILE::RUN."),
+    b: str = typer.Argument(..., help="Run B, the same way."),
+    metric: Optional[str] = METRIC,
+    step: Optional[str] = STEP,
+    margin: float = typer.Option(0.1, "--margin", help="Equivalence margin for 'same', as a fraction of each quantity's scale."),
+    format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write an overlay of both sides' data and fits (.png/.svg/.pdf)."),
+    debug: bool = DEBUG,
+) -> int:
+    """Differences in plateau, timescale, inertia and damping ratio between two runs or groups.
+
+    Each quantity gets B - A with a 95% interval, a p-value and a verdict: differs, same (within
+    --margin of its scale) or cannot tell.
+
+    Example: grpofit compare sync.csv 'async_*.csv' --format json
+    """
+    if plot is not None:
+        from grpofit.plotting import check_suffix
+
+        check_suffix(plot, option="--plot")
+    from grpofit.compare import compare_paths
+
+    doc, side_a, side_b = compare_paths([a], [b], metric=metric, step=step, margin=margin)
+    _warn(side_a.warnings + side_b.warnings)
+    if format is TableOrJson.json:
+        _print_json(doc)
+    else:
+        from grpofit import render
+        from grpofit.compare_render import compare_table
+
+        render.print_tables([compare_table(_shown(doc))])
+        typer.echo(_shown({"s": doc["summary"]})["s"])
+    if plot is not None:
+        from grpofit.compare_render import save_compare_figure
+
+        save_compare_figure(side_a.fits, side_b.fits, plot)
+    for e in side_a.errors + side_b.errors:
+        _echo_err(f"error: {e}")
+    return ExitCode.BAD_INPUT if (side_a.errors or side_b.errors) else ExitCode.OK
 
 
 def main(argv: list[str] | None = None) -> None:
