@@ -94,6 +94,10 @@ def fit_run(
             fix="log more steps, or choose another column with --metric",
         )
     collapse, result = None, None
+    from grpofit.fitcheck import metric_kind
+
+    if cut_collapse and metric_kind(column) == "decays":
+        cut_collapse = False  # a loss, KL or cost falls by design: its fall is fitted as a decay
     if cut_collapse:
         collapse, result = _confirmed_collapse(run, column, steps, values, seed, collapse_options or {})
     if result is None:

@@ -498,6 +498,7 @@ def watch(
     eval_metric: Optional[str] = typer.Option(None, "--eval-metric", help="Eval column (auto-detected: eval_*, val-core/*, val/*)."),
     group_size: Optional[int] = typer.Option(None, "--group-size", min=1, help="Group size G for every run (else from config or run name)."),
     threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (names below)."),
+    horizon: Optional[float] = typer.Option(None, "--horizon", help="Planned last step for the forecasts (else from each run's config)."),
     no_forecast: bool = typer.Option(False, "--no-forecast", help="Judge and alert only; skip the forecasts."),
     debug: bool = DEBUG,
 ) -> int:
@@ -511,7 +512,7 @@ def watch(
         paths=list(paths), interval=interval, once=once, max_polls=max_polls, on_fail=on_fail,
         exit_on=exit_on.value if exit_on is not None else None, jsonl=str(jsonl) if jsonl else None,
         metric=metric, step=step, eval_metric=eval_metric, group_size=group_size,
-        thresholds=_parse_thresholds(threshold), forecast=not no_forecast,
+        thresholds=_parse_thresholds(threshold), forecast=not no_forecast, horizon=horizon,
     )
     return Session(opts).run()
 

@@ -58,4 +58,58 @@ def with_fit_check(summary: dict, fit: Any) -> dict:
     from grpofit.jsonout import jsonable
 
     summary["fit_check"] = jsonable(late_level_check(fit))
+    summary["trend"] = jsonable(trend_check(summary, summary["fit_check"]))
     return summary
+
+
+#: metrics that fall by design (fitted as a decay; a fall is their progress, not a collapse)
+_DECAYING = ("loss", "kl", "cost", "perplexity", "ppl", "error", "regret", "entropy", "nll")
+
+
+def metric_kind(name: str | None) -> str:
+    """``decays`` for a metric that falls by design (loss, KL, cost, entropy, ...), else ``rises``."""
+    import re
+
+    low = str(name or "").lower()
+    words = re.split(r"[^a-z0-9]+", low)
+    return "decays" if any(w in _DECAYING or any(w.endswith(d) for d in ("loss", "cost")) for w in words) else "rises"
+
+
+def trend_check(summary: dict, late: dict | None = None) -> dict | None:
+    """Which way the fitted law goes, and whether that is the metric's expected direction.
+
+    ``{"direction": "rising" | "falling", "expected", "unexpected", "from", "to", "timescale",
+    "note"}`` from a fit summary's preferred model (None when its interval of ``p* - p0``
+    cannot tell a direction, or no law beats a constant). A reward that falls gets
+    ``unexpected``: its ``p*`` is where it falls to, not a plateau reached by learning.
+    ``late``: the run's :func:`late_level_check`, whose late mean the note quotes.
+    """
+    models = summary.get("models") or {}
+    model = models.get(summary.get("preferred") or "") or {}
+    params = model.get("params") or {}
+    p0, pstar = params.get("initial") or {}, params.get("plateau") or {}
+    a, b = p0.get("value"), pstar.get("value")
+    if a is None or b is None or (summary.get("signal") or {}).get("detected") is False:
+        return None
+    ca, cb = p0.get("ci95"), pstar.get("ci95")
+    if ca and cb and None not in ca and None not in cb and not (ca[1] < cb[0] or cb[1] < ca[0]):
+        return None  # the intervals overlap: no direction the data supports
+    direction = "falling" if b < a else "rising"
+    metric = summary.get("metric") or "metric"
+    kind = metric_kind(metric)
+    expected = "falling" if kind == "decays" else "rising"
+    tau = (params.get("timescale") or {}).get("value")
+    tau_text = f", timescale {tau:.3g} steps" if isinstance(tau, (int, float)) else ""
+    if direction == expected == "falling":
+        note = f"{metric} decays from {a:.3g} to {b:.3g}{tau_text}: fitted as a decay"
+    elif direction == "falling":
+        seen = ""
+        if late and late.get("late_mean") is not None:
+            lo, hi = late.get("late_steps") or (None, None)
+            seen = f", {late['late_mean']:.3g} over steps {lo:g}-{hi:g}"
+        note = (f"{metric} is falling: {a:.3g} at the start{seen}{tau_text}; p* {b:.3g} is where the fall "
+                "leads, not a plateau reached by learning")
+    else:
+        note = None
+    return {"direction": direction, "expected": expected, "unexpected": direction != expected,
+            "from": float(a), "to": float(b), "note": note}

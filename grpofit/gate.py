@@ -13,6 +13,8 @@ Rules, in order:
 - a ``fail`` in a mode outside ``fail_on`` does not gate: it counts as a warning
   (the mode's own status stays ``fail``, marked "not gating");
 - with ``min_r2``, a run whose preferred fit has R² below it (or no usable fit) fails;
+- a reward that is falling (``trend.unexpected``) is a warning of the run (with ``strict``, a
+  failure), whatever the modes say: its p* is where it falls to, not a plateau;
 - the verdict is ``fail`` when the run fails, else the worst remaining status
   (``warn`` > ``pass`` > ``unknown``; ``unknown`` never fails a run).
 """
@@ -74,6 +76,11 @@ def judge_entry(entry: dict, policy: GatePolicy) -> dict:
             rest.append("warn")
         else:
             rest.append(status)
+    trend = entry.get("trend") or {}
+    if trend.get("unexpected") and trend.get("direction") == "falling":
+        rest.append("warn")
+        if policy.strict:
+            reasons.append("reward falling (--strict)")
     if policy.min_r2 is not None:
         r2 = preferred_r2(entry.get("fit"))
         if r2 is None:

@@ -41,6 +41,13 @@ def num(x: Any, digits: int = 3) -> str:
     return f"{x:.{decimals}f}"
 
 
+def step_text(x: Any) -> str:
+    """A step: ``395``, not ``395.00`` (fractional steps keep their digits)."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and float(x).is_integer():
+        return str(int(x))
+    return num(x)
+
+
 def estimate_text(p: dict | None) -> str:
     """``value ± stderr [lo, hi]`` from a contract parameter dict."""
     if not p or p.get("value") is None:
@@ -164,7 +171,7 @@ def _fit_caption(r: dict) -> str:
             f"noise floor sd {num(noise['noise_sd'])}" + (f", best reachable R² {num(ceiling)}" if ceiling is not None else "")
         )
     if r.get("collapse"):
-        parts.append(f"reward collapses at step {num(r['collapse'].get('step'))}: fitted the part before it")
+        parts.append(f"reward collapses at step {step_text(r['collapse'].get('step'))}: fitted the part before it")
     if r.get("metric_note"):
         parts.append(r["metric_note"])
     parts.append("value ± stderr [95% interval]")
@@ -186,6 +193,8 @@ def fit_notes(runs: list[dict]) -> list[str]:
         note = late_level_note(r)
         if note:
             lines.append(f"{r['run']}: {note}")
+        if (r.get("trend") or {}).get("note"):
+            lines.append(f"{r['run']}: {r['trend']['note']}")
         misfit = misfit_note(r)
         if misfit:
             lines.append(f"{r['run']}: {misfit}")
@@ -211,21 +220,21 @@ def misfit_note(r: dict) -> str | None:
 DASH = "–"  #: a value the data did not identify
 
 
-def _param_cell(p: dict | None) -> str:
-    """A fitted value for a table cell: ``–`` when not identified, ``≈0`` appended when its 95%
-    interval holds zero (the data cannot tell it from no effect)."""
+def _param_cell(p: dict | None, zero_mark: bool = False) -> str:
+    """A fitted value for a table cell: ``–`` when not identified; with ``zero_mark``, ``(≈0)``
+    appended when its 95% interval holds zero (the data cannot tell it from no effect)."""
     if not p or p.get("value") is None:
         return DASH
     if str(p.get("note") or "").startswith("not identifiable"):
         return DASH
     text = num(p.get("value"))
     ci = p.get("ci95")
-    if ci and ci[0] is not None and ci[1] is not None and ci[0] <= 0 <= ci[1] and p.get("value") != 0:
+    if zero_mark and ci and ci[0] is not None and ci[1] is not None and ci[0] <= 0 <= ci[1] and p.get("value") != 0:
         text += " (≈0)"
     return text
 
 
-def _fit_cells(fit: dict | None, check: dict | None = None) -> list[str]:
+def _fit_cells(fit: dict | None, check: dict | None = None, trend: dict | None = None) -> list[str]:
     """R², p*, 1/K_eff, inertia and regime of a run (``–`` for what the data did not identify;
     ``!`` after p* when it disagrees with the data's late level, see :func:`late_level_note`)."""
     if not fit:
@@ -238,11 +247,13 @@ def _fit_cells(fit: dict | None, check: dict | None = None) -> list[str]:
     plateau = _param_cell(params.get("plateau"))
     if check and check.get("disagrees") and plateau != DASH:
         plateau += " !"
+    if (trend or {}).get("unexpected") and (trend or {}).get("direction") == "falling" and plateau != DASH:
+        plateau += " ↓"  # a falling reward: p* is where it falls to
     return [
         num(pref.get("r2")) if pref.get("r2") is not None else DASH,
         plateau,
         _param_cell(params.get("timescale")),
-        _param_cell(oparams.get("inertia")),
+        _param_cell(oparams.get("inertia"), zero_mark=True),
         osc.get("regime") or DASH,
     ]
 
@@ -355,7 +366,7 @@ def _build_table(doc: dict, modes: list[str], full: bool, names: list[str]) -> A
     for col in (FORECAST_COLUMNS if fc else ()):
         table.add_column(col, no_wrap=True, justify="right")
     for name, r in zip(names, runs):
-        fit = _fit_cells(r.get("fit"), r.get("fit_check"))
+        fit = _fit_cells(r.get("fit"), r.get("fit_check"), r.get("trend"))
         if not full:
             r2 = _gate_r2(r)
             fit = [DASH if r2 is None else f"{r2:.2f}", fit[1], SHORT_REGIME.get(fit[4], fit[4])]
@@ -439,6 +450,9 @@ def diagnose_evidence(doc: dict, *, errors: bool = True) -> list[str]:
         note = late_level_note(r)
         if note:
             lines.append(f"{r['run']}: fit: {note}")
+        trend = r.get("trend") or {}
+        if trend.get("unexpected") and trend.get("note"):
+            lines.append(f"{r['run']}: falling: {trend['note']}")
     if errors:
         for e in doc.get("errors", []):
             lines.append(f"{e['run']}: error: {e['error']}")
@@ -462,7 +476,7 @@ def diagnose_markdown(doc: dict) -> str:
         for m in modes:
             status, _ = _mode_status_text(r, m)
             cells.append("⚪ fail (not gating)" if status == "not_gating" else icons.get(status, status))
-        row = [_md(r.get("run", "")), *_fit_cells(r.get("fit"), r.get("fit_check")), *cells, icons.get(r.get("verdict"), ""),
+        row = [_md(r.get("run", "")), *_fit_cells(r.get("fit"), r.get("fit_check"), r.get("trend")), *cells, icons.get(r.get("verdict"), ""),
                *(_forecast_cells(r) if fc else [])]
         lines.append("| " + " | ".join(row) + " |")
     for e in doc.get("errors", []):

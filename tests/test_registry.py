@@ -69,3 +69,25 @@ def test_a_new_format_is_one_row(tmp_path, monkeypatch):
 def test_rows_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         registry.FORMATS_TABLE[0].name = "x"  # type: ignore[misc]
+
+
+def test_small_files_of_the_new_formats_do_not_import_pandas(tmp_path):
+    """Typed-record JSONL, progress lines, OpenRLHF stdout and MLflow stores are parsed once,
+    without pandas (a quarter second of import)."""
+    import json
+    import subprocess
+
+    typed = tmp_path / "typed.jsonl"
+    typed.write_text("".join(json.dumps({"type": k, "grpo_step": s, "reward": s / 10}) + "\n" for s in range(20) for k in ("train", "eval")))
+    kv = tmp_path / "train.log"
+    kv.write_text("".join(f"Epoch:[1/1]({s}/20), Reward: {s / 20}, KL_ref: 0.01, Adv Std: 0.9\n" for s in range(1, 21)))
+    orl = tmp_path / "openrlhf.log"
+    orl.write_text("".join(f"✨ Global step {s}: {{'reward': {s / 20}, 'kl': 0.01}}\n" for s in range(1, 21)))
+    db = tmp_path / "mlruns.db"
+    from tests.test_mlflow import write_sqlite_store
+
+    write_sqlite_store(db, n=10)
+    paths = [str(p) for p in (typed, kv, orl, db)]
+    code = f"import sys; from grpofit.readers import read_path; [read_path(p) for p in {paths!r}]; print('pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -189,9 +189,9 @@ def _read_parquet(src: Source, fmt: str, *, step: str | None = None) -> list:
         df = pd.read_parquet(src.path if src.path is not None else src.open())
     except ImportError:
         raise ReadError(
-            "is a parquet file and no parquet engine is installed",
+            "is a parquet file (e.g. a W&B history artifact) and no parquet engine is installed",
             path=src.name,
-            fix="pip install pyarrow, or save the history as CSV (run.history().to_csv(...))",
+            fix="install the optional extra: pip install 'grpofit[parquet]' (pyarrow), or save the history as CSV",
         ) from None
     except Exception as exc:  # noqa: BLE001 - any engine failure is a read error
         raise ReadError(f"is not a readable parquet file ({exc})", path=src.name, fix="re-export it") from None

@@ -11,6 +11,10 @@ from grpofit.readers.source import SUPPORTED_HINT, Source
 from grpofit.runs import Run, make_run
 
 
+#: rows ``wandb.Api().run(...).history()`` samples by default
+HISTORY_SAMPLE = 500
+
+
 def rows_to_columns(rows: Sequence[Mapping[str, Any]], convert=None) -> dict[str, list]:
     """Row dicts as equal-length columns, keys in first-seen order (a missing cell is None).
 
@@ -56,6 +60,11 @@ def build_run(
     )
     if stats:
         run.stats.update({k: int(v) for k, v in stats.items() if v})
+    if fmt == "wandb-history" and run.stats.get("rows") == HISTORY_SAMPLE:
+        run.warnings.append(
+            f"exactly {HISTORY_SAMPLE} rows: W&B's run.history() returns a {HISTORY_SAMPLE}-row sample by "
+            "default; save run.scan_history() for every step"
+        )
     if not run.steps.size and run.stats.get("rows_without_step"):
         raise ReadError(
             f"no row has a number in the step column {run.step_column!r}",

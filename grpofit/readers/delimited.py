@@ -330,11 +330,23 @@ def _long(src: Source, df, step: str | None) -> Run:
 
 
 def split_export_header(header: str) -> tuple[str, str] | None:
-    """``"<run name> - <key>"`` split on the FIRST ``" - "``; None for ``__MIN``/``__MAX`` bounds."""
+    """``"<run name> - <key>"``; None for ``__MIN``/``__MAX`` bounds.
+
+    Run names may contain ``" - "`` too: the split is at the LAST ``" - "`` followed by a
+    namespaced metric key (``train/reward``, ``val-core/...``), else at the first one (a key
+    such as ``eval/acc - gsm8k`` keeps its own ``" - "``).
+    """
     if " - " not in header or _BOUND.search(header):
         return None
+    parts = header.split(" - ")
+    for i in range(len(parts) - 1, 0, -1):
+        if _NAMESPACED.match(parts[i]):
+            return " - ".join(parts[:i]), " - ".join(parts[i:])
     run, key = header.split(" - ", 1)
     return run, key
+
+
+_NAMESPACED = re.compile(r"[\w.@\-]+/\S")
 
 
 def _wandb_export(src: Source, df, step: str | None) -> list[Run]:

@@ -12,6 +12,19 @@ the Trainer callback) and for each:
 - turns every mode whose status becomes ``warn`` or ``fail`` into an :class:`Alert`, once per
   ``(run, mode, status)``, remembering the first step at which it fired.
 
+A verdict of ``diagnose`` on a short prefix is not yet a verdict on the run: a run whose reward
+is still 0 after ten steps is "dead" to ``diagnose`` and is usually just starting (replays of
+the shared real runs show this on three healthy runs). So ``diagnose`` verdicts raise alerts
+only from ``min_points`` (30) points on, and a ``fail`` raises a ``warn`` alert at first and
+becomes a ``fail`` alert once it still holds after the run has grown by ``confirm_growth``
+(20%) and has at least ``min_fail_points`` (100) points: several of ``diagnose``'s rules measure
+durations relative to the run's length, so on a short prefix a brief excursion is "sustained"
+(the rasbt 7_4 run's importance ratio leaves its range for 4 points at step 16: a fail on the
+first 40-80 steps, a warn on the whole run). ``advantage_degeneracy`` (a dead run, degenerate advantages) describes a run that is not
+learning *yet*: live it fails only once it has held while the run doubled in length, or past
+half the planned steps when the config gives them (the Unsloth run shows degenerate advantages
+from step 40 to 80, then takes off). The causal rules of :mod:`grpofit.watch.rules` are built for live data and alert at once.
+
 Events (:meth:`Monitor.update` returns them) are plain dicts, the lines of ``--jsonl``.
 """
 
@@ -29,7 +42,7 @@ SCHEMA = "grpofit.watch/1"
 _RANK = {"pass": 1, "warn": 2, "fail": 3}
 
 
-def forecast_entry(run: Any, *, metric: str | None = None) -> dict | None:
+def forecast_entry(run: Any, *, metric: str | None = None, horizon: float | None = None) -> dict | None:
     """The run's ``grpofit.forecast/1`` entry from the forecaster, or None when this grpofit has
     none (the seam between watch and the forecaster: the only place watch calls it)."""
     try:
@@ -39,7 +52,7 @@ def forecast_entry(run: Any, *, metric: str | None = None) -> dict | None:
     fn = getattr(forecasting, "forecast_run", None)
     if fn is None:
         return None
-    out = fn(run, metric=metric)
+    out = fn(run, metric=metric, horizon=horizon) if horizon is not None else fn(run, metric=metric)
     doc = getattr(out, "doc", out)
     return doc if isinstance(doc, dict) else None
 
@@ -119,7 +132,11 @@ class Monitor:
         refit_growth: float = 0.05,
         refit_min: int = 5,
         forecast: bool = True,
+        horizon: float | None = None,
         rules: bool = True,
+        min_points: int = 30,
+        min_fail_points: int = 100,
+        confirm_growth: float = 0.2,
     ) -> None:
         self.metric = metric
         self.eval_metric = eval_metric
@@ -128,7 +145,11 @@ class Monitor:
         self.refit_growth = refit_growth
         self.refit_min = refit_min
         self.forecast = forecast
+        self.horizon = horizon
         self.rules = rules
+        self.min_points = min_points
+        self.min_fail_points = min_fail_points
+        self.confirm_growth = confirm_growth
         self.runs: dict[str, RunState] = {}
 
     # ------------------------------------------------------------------ updating
@@ -197,13 +218,22 @@ class Monitor:
         if d is not None:
             st.verdicts = {m: v.status for m, v in d.diagnostics.items()}
             st.evidence = {m: v.evidence for m, v in d.diagnostics.items()}
+            pending = st.rule_state.setdefault("pending_fail", {})
             for mode, verdict in d.diagnostics.items():
-                if verdict.status in ("warn", "fail"):
-                    events += self._alert(st, Alert(run.name, mode, verdict.status, st.last_step,
-                                                    verdict.start_step, verdict.evidence, "diagnose"))
+                if verdict.status != "fail":
+                    pending.pop(mode, None)
+                if verdict.status not in ("warn", "fail") or st.n < self.min_points:
+                    continue
+                status = verdict.status
+                if status == "fail":
+                    first_n = pending.setdefault(mode, st.n)
+                    if not self._confirmed(mode, first_n, st, run):
+                        status = "warn"  # not confirmed yet
+                events += self._alert(st, Alert(run.name, mode, status, st.last_step,
+                                                verdict.start_step, verdict.evidence, "diagnose"))
         if self.forecast:
             try:
-                entry = forecast_entry(run, metric=col)
+                entry = forecast_entry(run, metric=col, horizon=self.horizon)
             except GrpofitError as e:
                 entry, st.forecast_note = None, f"cannot forecast: {e.one_line()}"
             except Exception as e:  # noqa: BLE001 - the forecaster must never stop the watch
@@ -215,6 +245,16 @@ class Monitor:
             st.forecast = entry
         events.append(self.forecast_event(st))
         return events
+
+    def _confirmed(self, mode: str, first_n: int, st: RunState, run) -> bool:
+        if st.n < self.min_fail_points:
+            return False
+        if mode == "advantage_degeneracy":
+            plan = planned_steps(getattr(run, "config", {}) or {})
+            if plan is not None and st.last_step is not None and st.last_step >= 0.5 * plan:
+                return True
+            return st.n >= 2 * first_n
+        return st.n >= first_n * (1.0 + self.confirm_growth)
 
     def _alert(self, st: RunState, alert: Alert) -> list[dict]:
         key = (alert.mode, alert.status)
@@ -241,6 +281,19 @@ class Monitor:
             return None
         hits = [a for a in st.alerts.values() if _RANK[a.status] >= _RANK[status]]
         return min(hits, key=lambda a: a.step) if hits else None
+
+
+PLAN_KEYS = ("trainer.total_training_steps", "total_training_steps", "max_steps", "trainer_state.max_steps",
+             "args.max_steps", "training_args.max_steps")
+
+
+def planned_steps(config: dict) -> float | None:
+    """The planned last step from a run's config, when it says."""
+    for k in PLAN_KEYS:
+        v = config.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            return float(v)
+    return None
 
 
 def _grad_column(run) -> str | None:

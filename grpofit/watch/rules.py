@@ -73,10 +73,12 @@ class RewardDrop:
         k = self.level.size
         if w == self.w and self.last is not None and k <= n and k and s[k - 1] == self.last[1] and k == self.last[0]:
             if n > k:
-                lo = max(0, k - w + 1)
-                new = trailing_median(v[lo:], w)[k - lo :]
-                if k < w - 1:
-                    new[: w - 1 - k] = np.nan
+                if k >= w - 1:  # full windows only: one sliding view over the new points
+                    rows = np.lib.stride_tricks.sliding_window_view(v[k - w + 1 :], w)
+                    new = np.median(rows, axis=1)
+                else:
+                    new = trailing_median(v[: n], w)[k:]
+                    new[: max(0, w - 1 - k)] = np.nan
                 self.level = np.concatenate([self.level, new])
         else:
             self.level = trailing_median(v, w)

@@ -37,6 +37,7 @@ class WatchOptions:
     thresholds: dict = field(default_factory=dict)
     live: bool | None = None  #: None: a live panel when stdout is a terminal
     forecast: bool = True
+    horizon: float | None = None
 
 
 def validate(opts: WatchOptions) -> None:
@@ -44,6 +45,8 @@ def validate(opts: WatchOptions) -> None:
         raise UsageError(f"--interval {opts.interval} must be a positive number of seconds", fix="e.g. --interval 10")
     if opts.max_polls is not None and opts.max_polls < 1:
         raise UsageError(f"--max-polls {opts.max_polls} must be at least 1", fix="e.g. --max-polls 3, or --once")
+    if opts.horizon is not None and not opts.horizon > 0:
+        raise UsageError(f"--horizon {opts.horizon} must be a positive step", fix="e.g. --horizon 1000")
     if opts.exit_on not in (None, "fail", "warn"):
         raise UsageError(f"--exit-on {opts.exit_on!r} is not fail or warn", fix="use --exit-on fail or --exit-on warn")
 
@@ -60,7 +63,8 @@ class Session:
         self.follower.check_paths()
         th = Thresholds(**opts.thresholds) if opts.thresholds else None
         self.monitor = Monitor(metric=opts.metric, eval_metric=opts.eval_metric, thresholds=th,
-                               group_size=opts.group_size, forecast=opts.forecast)
+                               group_size=opts.group_size, forecast=opts.forecast,
+                               horizon=opts.horizon)
         self.stop = False
         self.exit_code = 0
         self.jsonl: IO[str] | None = None
