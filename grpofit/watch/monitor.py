@@ -37,8 +37,9 @@ from typing import Any
 import numpy as np
 
 from grpofit.errors import GrpofitError
+from grpofit.vocabulary import SCHEMAS
 
-SCHEMA = "grpofit.watch/1"
+SCHEMA = SCHEMAS["watch"]
 _RANK = {"pass": 1, "warn": 2, "fail": 3}
 
 
