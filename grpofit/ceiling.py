@@ -20,8 +20,19 @@ __all__ = ["r2_ceiling", "BLOCKS"]
 BLOCKS = 10
 
 
+def _median(x: np.ndarray) -> float:
+    """``np.median`` of a finite 1-d array (the same value: the middle element, or the mean of
+    the two middle ones), without its per-call overhead; it runs 22 times per fit."""
+    n = x.size
+    k = n // 2
+    if n % 2:
+        return np.partition(x, k)[k]
+    part = np.partition(x, (k - 1, k))
+    return (part[k - 1] + part[k]) / 2.0
+
+
 def _sd(d: np.ndarray) -> float:
-    return float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2.0))
+    return float(1.4826 * _median(np.abs(d - _median(d))) / math.sqrt(2.0))
 
 
 def r2_ceiling(y: np.ndarray) -> tuple[float | None, float | None]:
