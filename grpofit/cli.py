@@ -108,6 +108,7 @@ def fit(
     step: Optional[str] = STEP,
     format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a figure: data, both fits, residuals (.png/.svg/.pdf)."),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="Fit files in N parallel processes (at most one per CPU and per file)."),
     debug: bool = DEBUG,
 ) -> int:
     """Fit the single-exponential law and the damped oscillator to each run's reward.
@@ -122,9 +123,11 @@ def fit(
     from grpofit.pipeline import fit_paths
     from grpofit.vocabulary import SCHEMAS
 
-    done = fit_paths(runs, metric=metric, step=step)
+    # without --plot only each run's summary is kept (made where the run is fitted)
+    done = fit_paths(runs, metric=metric, step=step, jobs=jobs, keep=None if plot is not None else fit_summary)
     _warn(done.warnings)
-    doc = {"schema": SCHEMAS["fit"], "runs": [fit_summary(r) for r in done.results]}
+    summaries = done.results if plot is None else [fit_summary(r) for r in done.results]
+    doc = {"schema": SCHEMAS["fit"], "runs": summaries}
     if done.errors:
         doc["errors"] = [e.summary() for e in done.errors]
     if format is TableOrJson.json:

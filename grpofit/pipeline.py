@@ -44,11 +44,15 @@ class Outcome:
 # --------------------------------------------------------------------------- fit
 
 
-def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None = None) -> Outcome:
+def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None = None, jobs: int = 1,
+              keep: Callable | None = None) -> Outcome:
     """Read and fit every run of every path; a bad path or run is recorded, the others still fitted.
 
     A single file that fails raises (the plain ``fit one.csv`` case gets the error itself).
     A folder is walked like ``diagnose`` does: each run in it is read and fitted on its own.
+    ``jobs``: fit the files in that many worker processes (``diagnose``'s pool; same order).
+    ``keep``: a module-level function applied to each fit where it is made (e.g.
+    :func:`grpofit.analysis.fit_summary`), so only that is held, not every full result.
     """
     import os
 
@@ -71,6 +75,17 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
         else:
             units.append(path)
     units = unique_sources(units, out.warnings)
+    if len(units) > 1 and jobs > 1:
+        from grpofit.limits import cap_jobs
+
+        jobs = cap_jobs(jobs, len(units))
+    if len(units) > 1 and jobs > 1:
+        options = FitOptions(metric=metric, step=step, keep=keep)
+        try:
+            out.extend(judge_items(units, options, jobs=jobs))
+            return out
+        except OSError as e:  # no process could be started: fit here instead
+            out.warnings.append(f"--jobs {jobs}: cannot start worker processes ({e.strerror or e}); fitted the runs in one process")
     for path in units:
         try:
             runs = read_path(path, step=step)
@@ -82,11 +97,48 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
         for run in runs:
             out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
             try:
-                out.results.append(fit_run(run, metric=metric))
+                result = fit_run(run, metric=metric)
+                out.results.append(keep(result) if keep is not None else result)
             except GrpofitError as e:
                 if len(units) == 1 and len(runs) == 1 and not out.errors:
                     raise
                 out.errors.append(RunError(run.name, e.one_line()))
+    return out
+
+
+@dataclass
+class FitOptions:
+    """What a ``fit --jobs`` worker needs (see :func:`fit_paths`)."""
+
+    metric: str | None = None
+    step: str | None = None
+    keep: Callable | None = None
+    plot_dir: None = None  #: never: fit draws its one figure in the parent
+
+
+def fit_item(path: str, options: FitOptions) -> Outcome:
+    """Read and fit every run of one file, in a worker: errors recorded, never raised."""
+    from grpofit.analysis import fit_run
+    from grpofit.readers import read_path
+
+    out = Outcome()
+    try:
+        runs = read_path(path, step=options.step)
+    except GrpofitError as e:
+        out.errors.append(RunError(path, e.one_line()))
+        return out
+    except Exception as e:  # noqa: BLE001 - a reader bug on one file must not hide the others
+        out.errors.append(RunError(path, internal_error("reading", e)))
+        return out
+    for run in runs:
+        out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
+        try:
+            result = fit_run(run, metric=options.metric)
+            out.results.append(options.keep(result) if options.keep is not None else result)
+        except GrpofitError as e:
+            out.errors.append(RunError(run.name, e.one_line()))
+        except Exception as e:  # noqa: BLE001 - a bug on one run must not hide the others
+            out.errors.append(RunError(run.name, internal_error("fitting", e)))
     return out
 
 
@@ -190,6 +242,8 @@ def internal_error(what: str, exc: BaseException) -> str:
 
 def judge_item(item: Any, options: JudgeOptions) -> Outcome:
     """Read (when ``item`` is a path), judge and optionally draw every run of one work item."""
+    if isinstance(options, FitOptions):  # ``fit --jobs`` shares diagnose's pool
+        return fit_item(item, options)
     from grpofit.diagnostics import diagnose_run
     from grpofit.readers import read_path
 

@@ -33,6 +33,11 @@ def read_delimited(src: Source, fmt: str, *, step: str | None = None) -> list[Ru
         if quick is not None:
             table, warnings, dropped = quick
             return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"dropped_columns": dropped})]
+    if fmt == "wandb-export" and src.size() <= SMALL_FILE:  # a panel export is small: no pandas
+        quick = _read_small(src, delim)
+        header = _header(src, delim) if quick is not None else None
+        if header is not None:
+            return _wandb_export(src, None, step, quick=(header, quick))
     if fmt in ("csv", "tsv", "wandb-history") and src.size() > CHUNKED_FILE and src.path is not None:
         return [_read_large(src, fmt, delim, step)]
     df = _read_frame(src, delim)
@@ -349,10 +354,28 @@ def split_export_header(header: str) -> tuple[str, str] | None:
 _NAMESPACED = re.compile(r"[\w.@\-]+/\S")
 
 
-def _wandb_export(src: Source, df, step: str | None) -> list[Run]:
-    """One Run per W&B run in a panel export; the first column is the panel's x axis."""
-    table, warnings, _ = numeric_table(df)
-    xname = str(df.columns[0])
+def _header(src: Source, delim: str) -> list[str] | None:
+    """The column names of a small table (as :func:`_read_small` read them), or None."""
+    text = decode(src.data if src.data is not None else src.head(SMALL_FILE + 1))
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        return next((r for r in csv.reader(text.splitlines(), delimiter=delim) if r), None)
+    except csv.Error:
+        return None
+
+
+def _wandb_export(src: Source, df, step: str | None, quick=None) -> list[Run]:
+    """One Run per W&B run in a panel export; the first column is the panel's x axis.
+
+    ``quick``: ``(header, (table, warnings, dropped))`` from the pandas-free small-file path
+    instead of ``df``."""
+    if quick is None:
+        table, warnings, _ = numeric_table(df)
+        names = [str(c) for c in df.columns]
+    else:
+        names, (table, warnings, _) = quick
+    xname = names[0]
     if xname not in table:
         raise ReadError(
             f"the x axis column {xname!r} of this W&B export is not numeric",
@@ -361,7 +384,7 @@ def _wandb_export(src: Source, df, step: str | None) -> list[Run]:
         )
     x = table[xname]
     groups: dict[str, dict[str, np.ndarray]] = {}
-    for col in df.columns[1:]:
+    for col in names[1:]:
         split = split_export_header(str(col))
         if split is None or str(col) not in table:
             continue

@@ -55,6 +55,8 @@ def parse_line(line: str) -> dict[str, float] | None:
 
 def looks_like_progress(text: str) -> bool:
     """Whether at least two of the first lines (or half of the non-blank ones) are metric lines."""
+    if ":" not in text and "=" not in text:  # every metric segment has one (a CSV table has neither)
+        return False
     lines = [ln for ln in text.splitlines()[:SNIFF_LINES] if ln.strip()]
     hits = sum(1 for ln in lines if parse_line(ANSI.sub("", ln).replace("\x00", "")) is not None)
     return hits >= 2 or (hits >= 1 and hits * 2 >= len(lines))
