@@ -167,7 +167,7 @@ def test_usage_errors_are_one_line(capsys, tmp_path):
     cases = [
         (["diagnose", good, "--jobs", "0"], "--jobs"),
         (["diagnose", good, "--format", "xml"], "--format"),
-        (["fit", good, "--jobs", "2"], "--jobs"),
+        (["fit", good, "--jobs", "0"], "--jobs"),  # fit takes --jobs N >= 1 (like diagnose)
         (["fit"], "Missing argument"),
         (["frobnicate"], "No such command"),
         (["diagnose", good, "--fail-on", "nonsense"], "nonsense"),
