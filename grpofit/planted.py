@@ -18,6 +18,11 @@ Healthy control: ``p(t) = p* - (p* - p0) exp(-t/T)``, entropy declining graduall
 - ``dynamical_instability``: ``kind="collapse"`` (reward falls by half at 65% of the run, grad
   norm x8 from just before, a precursor spike 15% earlier, clip fraction up), ``kind="grad_growth"``
   (grad norm grows x20 over the second half), ``kind="oscillation"`` (underdamped reward, zeta 0.25, plateau 0.6).
+
+:func:`make_rule_run` plants one failure per rule of issue 16 (:data:`RULE_CASES`: KL and
+length hacking, KL target, truncation, length cap, entropy collapse and blow-up, within-group
+std, dynamic-filtering pass rate, off-policy metrics, the entropy-reward law, grad-norm spikes)
+into a healthy control that logs every metric those rules read.
 """
 
 from __future__ import annotations

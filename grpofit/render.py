@@ -168,7 +168,9 @@ def _fit_caption(r: dict) -> str:
     if noise.get("noise_sd") is not None:
         ceiling = noise.get("r2_ceiling")
         parts.append(
-            f"noise floor sd {num(noise['noise_sd'])}" + (f", best reachable R² {num(ceiling)}" if ceiling is not None else "")
+            f"noise floor sd {num(noise['noise_sd'])}" + (f", R² noise ceiling {num(ceiling)}"
+                                                          + (f" ± {num(noise['r2_ceiling_se'], 2)}" if noise.get("r2_ceiling_se") else "")
+                                                          + " (an estimate, not a bound)" if ceiling is not None else "")
         )
     if r.get("collapse"):
         parts.append(f"reward collapses at step {step_text(r['collapse'].get('step'))}: fitted the part before it")

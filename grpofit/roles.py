@@ -82,6 +82,9 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"eval_acc",
         r"(?:eval|val|valid|validation|test)[/_](?:mean_reward|reward_avg|avg_reward|reward_mean|acc|accuracy|score)",
         r"(?:valid|validation|test)/reward",
+        # TRL with several eval datasets: eval_<ds>_reward, eval_<ds>_rewards/<fn>/mean (diagnostics)
+        r"eval_[^/]+_reward",
+        r"eval_[^/]+_rewards/[^/]+/mean",
     ),
     "reward_std": (
         r"group_reward_std",

@@ -53,7 +53,8 @@ def test_quick_benchmark_runs_every_section(tmp_path, capsys):
     rows = doc["config"]["sizes"]["reader_rows"]
     assert {f"{f}_{r}" for f in ("csv", "jsonl", "trainer_state", "wandb_csv", "tfevents") for r in rows} <= set(readers)
     assert readers[f"csv_{rows[0]}"]["peer_s"] and readers[f"csv_{rows[0]}"]["ratio"] > 0
-    assert set(readers["pandas_imported_for_small_files"]) == {"csv", "jsonl", "trainer_state", "wandb_csv", "tfevents"}
+    assert set(readers["pandas_imported_for_small_files"]) == {"csv", "jsonl", "trainer_state", "wandb_csv", "tfevents", "typed_jsonl"}
+    assert not readers["pandas_imported_for_small_files"]["typed_jsonl"]
     assert doc["raw"]["long_fit"]["rss_mb"][0] > 10
     assert len(doc["raw"]["growth"]["fit"]["seconds"]) == len(doc["config"]["sizes"]["growth_lengths"])
     # one table, three renderings of the same rows

@@ -116,6 +116,9 @@ def test_eval_columns_and_benchmark_names():
     assert eval_columns(cols, "val-core/*gsm8k*") == ["val-core/openai/gsm8k/acc/mean@1"]
     assert benchmark_name("val-core/openai/gsm8k/acc/mean@1") == "openai/gsm8k"
     assert benchmark_name("val/test_score/gsm8k") == "gsm8k"
+    trl = ["reward", "eval_gsm8k_reward", "eval_math_reward", "eval_math_reward_std", "eval_math_loss"]
+    assert eval_columns(trl) == ["eval_gsm8k_reward", "eval_math_reward"]
+    assert [benchmark_name(c) for c in eval_columns(trl)] == ["gsm8k", "math"]
 
 
 def test_several_benchmarks_name_the_one_that_decouples():

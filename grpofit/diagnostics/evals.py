@@ -59,6 +59,7 @@ def benchmark_name(column: str) -> str:
     name = re.sub(r"^(?:val-core|val-aux|val/test_score|eval)/", "", column)
     name = re.sub(r"/(?:reward|acc|score|accuracy|pass@?\d*)?/?(?:mean|maj|best)@\d+$", "", name)
     name = re.sub(r"^eval_", "", name)
+    name = re.sub(r"_(?:reward|rewards/[^/]+/mean|accuracy|acc)$", "", name) if column.startswith("eval_") else name
     if name.lower() in ("", "acc", "accuracy", "reward", "score", "mean"):
         return column
     return name

@@ -1,9 +1,9 @@
 """Reward hacking without an eval set: the KL and the response length give it away.
 
 Three rules, with the thresholds a widely used post-training diagnostics toolkit applies to TRL
-logs. They decide train-eval decoupling when the run has no eval series; with one they are
-reported but do not gate (``gates: false``), since the eval itself says whether the train
-reward transfers.
+logs. They decide train-eval decoupling when the run has no eval series (or one too sparse to
+judge: the eval check says ``unknown``); otherwise they are reported but do not gate
+(``gates: false``), since the eval itself says whether the train reward transfers.
 
 - ``kl_reward_slope``: over a sliding window of ``hack_window`` points, the reward slope > 0,
   the KL slope > ``kl_slope_min`` per step and KL slope / reward slope > ``kl_reward_slope_ratio``

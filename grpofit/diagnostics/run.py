@@ -110,7 +110,7 @@ def diagnose_run(
     reward = resolve_column(run, "reward", metric)
     overrides = {"reward": reward}
     columns = run.numeric_columns()
-    if evals.is_glob(eval_metric):
+    if evals.is_glob(eval_metric) and eval_metric not in columns:
         eval_cols = evals.eval_columns(columns, eval_metric, exclude=(reward,))
         if not eval_cols:
             from grpofit.errors import MetricNotFound
@@ -138,7 +138,11 @@ def diagnose_run(
                   collapse=collapse, fit=fit, group_size=gs.value, th=th, eval_columns=tuple(eval_cols))
     base = {mode: CHECKS[mode](ctx) for mode in MODES}
     base["train_eval_decoupling"], eval_entries = evals.judge(ctx, base["train_eval_decoupling"])
-    diagnostics = {mode: fold(base[mode], [f for rule in RULES[mode] for f in rule(ctx)]) for mode in MODES}
+    findings = {mode: [f for rule in RULES[mode] for f in rule(ctx)] for mode in MODES}
+    if base["train_eval_decoupling"].status == "unknown":  # an eval too sparse to judge is no eval set
+        for f in findings["train_eval_decoupling"]:
+            f.gates = True
+    diagnostics = {mode: fold(base[mode], findings[mode]) for mode in MODES}
     return RunDiagnosis(
         name=run.name, fit=fit, diagnostics=diagnostics, collapse=collapse, group_size=gs, roles=roles,
         late_variance=_late_variance(fit), evals=eval_entries,

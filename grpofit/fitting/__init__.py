@@ -86,8 +86,9 @@ Method (documented here once; the README links to it):
   ``1e100`` or below ``1e-100`` are fitted rescaled and mapped back exactly (the method is
   affine-invariant); numbers that do not fit in a double come back ``None`` with a note.
 - **Noise floor** (``FitResult.noise``): ``noise_sd = 1.4826 MAD(diff(y)) / sqrt(2)``,
-  ``residual_sd`` of the preferred model, ``r2_ceiling = 1 - noise_sd^2 / var(y)`` (the best
-  R^2 any smooth model can reach), ``fit_vs_noise = residual_sd / noise_sd`` and the HAC
+  ``residual_sd`` of the preferred model, ``r2_ceiling = 1 - noise_sd^2 / var(y)`` (an
+  *estimate* of the best R^2 a smooth law can reach, not a bound: a good fit exceeds it about
+  as often as not; ``r2_ceiling_se`` is its standard error, :mod:`grpofit.ceiling`), ``fit_vs_noise = residual_sd / noise_sd`` and the HAC
   bandwidth used.
 """
 

@@ -161,6 +161,7 @@ def _result(run, metric, step_column, steps, values, models, noise_sd, ctx: Ctx,
         "noise_sd": noise_sd,
         "residual_sd": resid_sd,
         "r2_ceiling": (1.0 - noise_sd**2 / var_y) if var_y > 0 else None,
+        "r2_ceiling_se": _ceiling_se(values),
         "fit_vs_noise": (resid_sd / noise_sd) if (resid_sd is not None and noise_sd > 0) else None,
         "hac_bandwidth": ctx.bw,
     }
@@ -170,6 +171,13 @@ def _result(run, metric, step_column, steps, values, models, noise_sd, ctx: Ctx,
         sig = signal.summary()
     return FitResult(run, metric, step_column, steps, values, int(ctx.n), models, preferred,
                      noise, reason, sig)
+
+
+def _ceiling_se(values) -> float | None:
+    """Standard error of the R² noise ceiling (an estimate, not a bound: :mod:`grpofit.ceiling`)."""
+    from grpofit.ceiling import r2_ceiling
+
+    return r2_ceiling(values)[1]
 
 
 def _prefer(exp_fit: ModelFit, osc_fit: ModelFit, signal) -> tuple[str | None, str]:

@@ -173,8 +173,28 @@ def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = 
             )
         row = flatten_row(obj)
         rows.append(kinds.split(row) if kinds is not None else row)
-    cols = {k: to_float_array(v) for k, v in rows_to_columns(rows, _scalar).items()}
+    cols = {k: _float_column([r.get(k) for r in rows]) for k in _keys(rows)}
     return cols, len(rows)
+
+
+def _keys(rows: list[dict]) -> list[str]:
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(r))
+    return list(keys)
+
+
+def _float_column(cells: list) -> np.ndarray:
+    """One column as float64: numpy converts numbers, booleans and ``None`` (NaN) in one call;
+    a column holding text or nested values is converted cell by cell (text numbers parsed,
+    anything else NaN), as :func:`grpofit.runs.to_float_array` does."""
+    try:
+        out = np.array(cells, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        out = None
+    if out is None or out.shape != (len(cells),):  # text, nested values, or lists of lists
+        return to_float_array([_scalar(v) for v in cells])
+    return out
 
 
 def _scalar(v):

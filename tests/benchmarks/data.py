@@ -260,7 +260,7 @@ def heldout_fit_inputs(folder: Path, n: int, n_steps: int = 300, seed: int = 7) 
 
 # --------------------------------------------------------------------------- reader content
 
-READER_FORMATS = ("csv", "jsonl", "trainer_state", "wandb_csv", "tfevents")
+READER_FORMATS = ("csv", "jsonl", "trainer_state", "wandb_csv", "tfevents", "typed_jsonl")
 
 
 def reader_inputs(folder: Path, rows: int, seed: int = 0) -> dict[str, Path]:
@@ -272,8 +272,9 @@ def reader_inputs(folder: Path, rows: int, seed: int = 0) -> dict[str, Path]:
         "trainer_state": folder / f"wide_{rows}_trainer_state.json",
         "wandb_csv": folder / f"wide_{rows}_wandb.csv",
         "tfevents": folder / f"events.out.tfevents.{rows}.bench",
+        "typed_jsonl": folder / f"typed_{rows}.jsonl",
     }
-    params = {"kind": "readers", "rows": rows, "seed": seed}
+    params = {"kind": "readers", "rows": rows, "seed": seed, "typed": 1}
     if _cached(paths["csv"], params):
         return paths
     df = _big_table(rows, seed)
@@ -290,6 +291,12 @@ def reader_inputs(folder: Path, rows: int, seed: int = 0) -> dict[str, Path]:
     head = ['"Step"'] + [f'"bench - train/{k}"' for k in keys]
     body = df[["step", *keys]].to_csv(header=False, index=False, float_format="%.6g")
     paths["wandb_csv"].write_text(",".join(head) + "\n" + body)
+    # typed-record JSONL: each row as a "rollout" and a "train" record keyed by grpo_step
+    half = len(keys) // 2
+    with open(paths["typed_jsonl"], "w") as fh:
+        for r in records:
+            fh.write(json.dumps({"type": "rollout", "grpo_step": r["step"], **{k: r[k] for k in keys[:half]}}) + "\n")
+            fh.write(json.dumps({"type": "train", "grpo_step": r["step"], **{k: r[k] for k in keys[half:]}}) + "\n")
     from grpofit.readers.tensorboard import write_tfevents
 
     cols = {k: df[k].to_numpy(float) for k in keys}

@@ -1,0 +1,45 @@
+"""The R² noise ceiling: an estimate of the best R² a smooth law can reach, with its uncertainty.
+
+``ceiling = 1 - noise_sd^2 / var(y)`` with ``noise_sd = 1.4826 MAD(diff y) / sqrt(2)`` (the
+point-to-point noise). It is an *estimate*, not a bound: ``noise_sd`` is itself estimated, so a
+good fit exceeds the ceiling about as often as it falls short of it. Its standard error comes
+from a delete-a-block jackknife of ``noise_sd`` over :data:`BLOCKS` contiguous blocks of the
+differences (``se = 2 (1 - ceiling) se(noise_sd) / noise_sd``); the uncertainty of ``var(y)`` is
+much smaller and left out. Only numpy is imported.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["r2_ceiling", "BLOCKS"]
+
+#: jackknife blocks of the point-to-point differences
+BLOCKS = 10
+
+
+def _sd(d: np.ndarray) -> float:
+    return float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2.0))
+
+
+def r2_ceiling(y: np.ndarray) -> tuple[float | None, float | None]:
+    """``(ceiling, se)``; ``(None, None)`` for a constant series, ``se`` None below 2 blocks of 3."""
+    y = np.asarray(y, dtype=float)
+    y = y[np.isfinite(y)]
+    if y.size < 3:
+        return None, None
+    var_y = float(np.var(y))
+    if not var_y > 0:
+        return None, None
+    d = np.diff(y)
+    sd = _sd(d)
+    value = 1.0 - sd * sd / var_y
+    B = min(BLOCKS, d.size // 3)
+    if B < 2 or sd <= 0:
+        return value, None if sd > 0 else 0.0
+    edges = np.linspace(0, d.size, B + 1).astype(int)
+    reps = np.array([_sd(np.concatenate([d[: edges[b]], d[edges[b + 1]:]])) for b in range(B)])
+    se_sd = math.sqrt((B - 1) / B * float(np.sum((reps - reps.mean()) ** 2)))
+    return value, 2.0 * (1.0 - value) * se_sd / sd

@@ -1,0 +1,135 @@
+"""grpofit compare A B (issue 12.8): differences with intervals, p-values and honest verdicts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from grpofit import simulation as sim
+from grpofit.cli import main
+from grpofit.compare import Interval, compare_quantity, published
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL = ROOT.parent / "shared" / "real_logs"
+sys.path.insert(0, str(ROOT / "scripts"))
+QUANTITIES = {"plateau", "timescale", "inertia", "damping_ratio"}
+
+
+def run_cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """Bandit groups that differ only in the refresh interval (1 vs 32), two seeds each."""
+    d = tmp_path_factory.mktemp("pair")
+    for seed in (0, 1):
+        sim.run_simulation(d / f"sync_{seed}.csv", lr=0.1, refresh_interval=1, group_size=16, steps=600, seed=seed)
+        sim.run_simulation(d / f"lag_{seed}.csv", lr=0.1, refresh_interval=32, group_size=16, steps=600, seed=seed)
+    return d
+
+
+def test_json_matches_the_contract_schema(capsys, pair):
+    code, out, err = run_cli(capsys, "compare", pair / "sync_0.csv", pair / "lag_0.csv", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["schema"] == "grpofit.compare/1"
+    assert {"schema", "a", "b", "differences", "summary"} <= set(doc)
+    assert set(doc["differences"]) == QUANTITIES
+    for d in doc["differences"].values():
+        assert {"a", "b", "difference", "ci95", "p_value", "verdict"} <= set(d)
+        assert d["verdict"] in ("differs", "same", "cannot tell")
+    # ground truth: same fixed point p*; the lag adds inertia and erodes the damping
+    diffs = doc["differences"]
+    assert diffs["plateau"]["verdict"] == "same"
+    assert diffs["inertia"]["verdict"] == "differs" and diffs["inertia"]["difference"] > 0
+    assert diffs["damping_ratio"]["verdict"] == "differs" and diffs["damping_ratio"]["difference"] < 0
+    assert "inertia" in doc["summary"] and "plateau" in doc["summary"]
+    # the README's example document is this comparison
+    p = diffs["plateau"]
+    assert (round(p["a"], 3), round(p["b"], 3), round(p["p_value"], 2)) == (0.499, 0.497, 0.47)
+
+
+def test_groups_by_glob_table_and_plot(capsys, pair, tmp_path):
+    png = tmp_path / "overlay.png"
+    code, out, err = run_cli(capsys, "compare", f"{pair}/sync_*.csv", f"{pair}/lag_*.csv", "--plot", png)
+    assert code == 0, err
+    assert "A: 2 runs" in out and "B: 2 runs" in out and "verdict" in out
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_same_run_against_itself_is_never_different(capsys, pair):
+    code, out, _ = run_cli(capsys, "compare", pair / "sync_0.csv", pair / "sync_0.csv", "--format", "json")
+    doc = json.loads(out)
+    assert all(d["verdict"] != "differs" for d in doc["differences"].values())
+    assert doc["differences"]["plateau"]["verdict"] == "same"
+
+
+def test_bad_input_is_one_line_and_exit_2(capsys, pair, tmp_path):
+    code, out, err = run_cli(capsys, "compare", tmp_path / "nope_*.csv", pair / "sync_0.csv")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "matches no file" in err
+    code, _, err = run_cli(capsys, "compare", pair / "sync_0.csv", pair / "lag_0.csv", "--plot", tmp_path / "x.gif")
+    assert code == 2 and "--plot" in err
+
+
+def test_file_run_selects_one_run(capsys):
+    path = REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
+    if not path.exists():
+        pytest.skip("shared real logs not available")
+    code, out, err = run_cli(capsys, "compare", f"{path}::[paper]GRPO_online", f"{path}::[paper]GEPO_online",
+                             "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["a"]["runs"] == [f"{path.name}::[paper]GRPO_online"] or doc["a"]["runs"][0].endswith("GRPO_online")
+    assert doc["b"]["runs"][0].endswith("GEPO_online")
+
+
+def test_verl_on_policy_pair_is_honest(capsys):
+    a = REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents"
+    b = REAL / "verl_grpo_qwen2_7b_fsdp_base.tfevents"
+    if not (a.exists() and b.exists()):
+        pytest.skip("shared real logs not available")
+    code, out, _ = run_cli(capsys, "compare", a, b, "--format", "json")
+    doc = json.loads(out)
+    d = doc["differences"]
+    # inertia intervals both include 0 and overlap: nothing can be separated
+    assert d["inertia"]["verdict"] == "cannot tell"
+    assert d["inertia"]["a_ci95"][0] == 0 and d["inertia"]["b_ci95"][0] == 0
+
+
+def test_verdict_rules_on_published_intervals():
+    def doc(value, lo, hi, initial=0.0):
+        return {"models": {"oscillator": {"params": {"plateau": {"value": value, "ci95": [lo, hi]},
+                                                     "initial": {"value": initial, "ci95": None}}}}}
+
+    assert published(doc(0.5, 0.4, 0.6), "plateau") == Interval(0.5, 0.4, 0.6, True)
+    # far apart, tight: differs
+    assert compare_quantity("plateau", [doc(0.5, 0.49, 0.51)], [doc(0.7, 0.69, 0.71)])["verdict"] == "differs"
+    # tight and equal within 10% of the gain (0.5): same
+    assert compare_quantity("plateau", [doc(0.5, 0.49, 0.51)], [doc(0.501, 0.49, 0.51)])["verdict"] == "same"
+    # wide: cannot tell
+    assert compare_quantity("plateau", [doc(0.5, 0.2, 0.8)], [doc(0.55, 0.25, 0.85)])["verdict"] == "cannot tell"
+    # no interval: cannot tell, p null
+    nd = {"models": {"oscillator": {"params": {"plateau": {"value": 0.6, "ci95": None}}}}}
+    r = compare_quantity("plateau", [doc(0.5, 0.49, 0.51)], [nd])
+    assert r["verdict"] == "cannot tell" and r["p_value"] is None
+
+
+def test_calibration_numbers_in_the_readme():
+    from compare_calibration import calibration
+
+    r = calibration(6)
+    same, lagged = r["same"], r["lagged"]
+    assert same[("plateau", "same")] == 6 and same[("inertia", "differs")] == 0
+    assert lagged[("inertia", "differs")] == 6 and lagged[("damping_ratio", "differs")] == 6
+    false_ts = same[("timescale", "differs")]
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert (f"on 6 pairs of bandit runs with the same settings, the plateau is called the same in all 6 and "
+            f"inertia never differs, but the timescale is called different in {false_ts} of 6 pairs") in readme
+    assert "refresh interval 1 against 32, inertia and damping ratio differ in all 6 pairs" in readme
