@@ -174,7 +174,7 @@ def _settled(src: Source, delim: str) -> tuple[Source, list[str]]:
     (``Source.limit``), so a writer appending meanwhile cannot change what is parsed. A last
     line without a line break is dropped with a warning when it is visibly cut (fewer cells than
     the header, a trailing delimiter, an open quote) or when the file changed in the last
-    ``LIVE_SECONDS`` (a log still being written: a cut inside a number cannot be seen, e.g.
+    ``LIVE_SECONDS`` or came through a pipe (a log still being written: a cut inside a number cannot be seen, e.g.
     ``1.0778200000000001`` for ``1.07782e-05``). A quote that is never closed would swallow
     every later row: its line is dropped with a warning.
     """
@@ -199,7 +199,7 @@ def _settled(src: Source, delim: str) -> tuple[Source, list[str]]:
                     return Source(src.name, src.path, limit=st.st_size - (len(tail) - last)), notes
                 return Source(src.name, src.path, limit=st.st_size), notes
     else:
-        live = False
+        live = src.path is None or _changed_lately(src.path)  # a pipe may be a live log too
     data = src.data
     last = _last_break(data)
     if last < len(data) and data[last:].strip():
@@ -232,6 +232,15 @@ def _duplicate_names(src: Source, delim: str) -> list[str]:
         for n, k in seen.items()
         if k > 1 and n.strip()
     ]
+
+
+def _changed_lately(path: str) -> bool:
+    import time
+
+    try:
+        return time.time() - os.stat(path).st_mtime < LIVE_SECONDS
+    except OSError:
+        return True
 
 
 def _last_break(data: bytes) -> int:
