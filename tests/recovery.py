@@ -175,8 +175,7 @@ def run_forced_recovery(n_per_stratum: int = 10, seed: int = 0) -> list[dict]:
     strata: dict = {}
     for truth, table in forced_recovery_set(n_per_stratum, seed=seed):
         res = fit_series(table["step"], table["reward"])
-        model = res.models.get(res.preferred or "oscillator")
-        p = model.params
+        p = res.models["oscillator"].params  # as evaluate(): the oscillator's own intervals
         pv, tv = p["plateau"].value, p["timescale"].value
         p_ok = pv is not None and abs(pv - truth["plateau"]) <= PLATEAU_TOL
         p_cov = p["plateau"].ci95 is not None and _inside(p["plateau"].ci95, truth["plateau"])
