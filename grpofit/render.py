@@ -157,8 +157,9 @@ def _overshoot_text(ob: dict | None) -> str:
         return "- (no significant rise)"
     if not ob["value"]:
         return "none"
-    sig = "significant" if ob.get("significant") else "within the noise"
-    return f"{100 * ob['value']:.0f}% of the gain at step {num(ob.get('peak_step'))} ({sig})"
+    if not ob.get("significant"):
+        return f"none significant (at most {100 * ob['value']:.0f}% of the gain, within the noise)"
+    return f"{100 * ob['value']:.0f}% of the gain at step {num(ob.get('peak_step'))}"
 
 
 def _fit_caption(r: dict) -> str:
