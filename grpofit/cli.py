@@ -125,9 +125,11 @@ def fit(
     from grpofit.pipeline import fit_paths
     from grpofit.vocabulary import SCHEMAS
 
-    # without --plot only each run's summary is kept (made where the run is fitted)
-    done = fit_paths(runs, metric=metric, step=step, run_pattern=run_pattern, jobs=jobs,
-                     keep=None if plot is not None else fit_summary)
+    # without --plot only each run's summary (for JSON: its text) is kept, made where the run is fitted
+    from grpofit.pipeline import fit_entry_json
+
+    keep = None if plot is not None else fit_entry_json if format is TableOrJson.json else fit_summary
+    done = fit_paths(runs, metric=metric, step=step, run_pattern=run_pattern, jobs=jobs, keep=keep)
     _warn(done.warnings)
     summaries = done.results if plot is None else [fit_summary(r) for r in done.results]
     doc = {"schema": SCHEMAS["fit"], "runs": summaries}
