@@ -350,6 +350,8 @@ class _Plan:
         depth = 2 if self.wrapper else 1
         if body.count(b"{") != depth * len(lines) or body.count(b"}") != depth * len(lines):
             return None
+        if not _lines_are_objects(body, depth, len(lines)):
+            return None  # a brace out of place: the line-by-line path names the line
         quoted = [b'"' + key.encode() + b'"' for key in self.keys]
         if cells[0::2] != quoted * len(lines):
             return None
