@@ -50,6 +50,11 @@ def read_path(path: str, *, step: str | None = None) -> list[Run]:
     from grpofit.readers.source import read_stream
 
     path = str(path)
+    from grpofit.selection import select_runs, split_selector
+
+    base, selector = split_selector(path)
+    if selector is not None:  # FILE::RUN: that run of the file
+        return select_runs(read_path(base, step=step), selector, base, option="::")
     if path == "-":
         stdin = sys.stdin.buffer if sys.stdin is not None else None
         if stdin is None:
