@@ -122,7 +122,7 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdi
         ax_data.axhline(plateau.value, color="tab:blue", lw=1, label=f"plateau p* ({result.preferred})")
         if plateau.ci95:
             ax_data.axhspan(*plateau.ci95, color="tab:blue", alpha=0.12, label="p* 95% interval")
-    collapse = getattr(result, "collapse", None)
+    collapse = result.collapse
     if collapse is not None:
         ax_data.axvline(collapse.step, color="k", ls=":", lw=1.2, label=f"collapse at step {collapse.step:g}")
     ax_data.set_ylabel(safe_label(result.metric))
@@ -194,8 +194,7 @@ def overlay_figure(results: list):
 
 def _after_collapse(result: Any):
     """``(steps, values)`` of the series from the collapse on, or None."""
-    collapse = getattr(result, "collapse", None)
-    steps = getattr(result, "column_steps", None)
+    collapse, steps = result.collapse, result.column_steps
     if collapse is None or steps is None:
         return None
     keep = steps >= collapse.step
