@@ -108,7 +108,8 @@ def fit(
     metric: Optional[str] = METRIC,
     step: Optional[str] = STEP,
     format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a figure: data, both fits, residuals (.png/.svg/.pdf)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a figure: data, both fits, residuals (.png/.svg/.pdf); several runs in a grid."),
+    overlay: bool = typer.Option(False, "--overlay", help="With --plot: every run on one axis with its preferred fit (e.g. GRPO vs GSPO)."),
     run_pattern: Optional[str] = RUN_PATTERN,
     jobs: int = typer.Option(1, "--jobs", min=1, help="Fit files in N parallel processes (at most one per CPU and per file)."),
     debug: bool = DEBUG,
@@ -147,7 +148,7 @@ def fit(
     if plot is not None and done.results:
         from grpofit.plotting import save_fit_figure
 
-        save_fit_figure(done.results, plot)
+        save_fit_figure(done.results, plot, overlay=overlay)
     for e in done.errors:
         _echo_err(f"error: {e.error}")
     return ExitCode.BAD_INPUT if done.errors else ExitCode.OK

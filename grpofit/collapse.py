@@ -56,10 +56,6 @@ def default_window(n: int, *, fraction: float = 0.03) -> int:
     return w if w % 2 else w + 1
 
 
-#: cells of the window matrix copied at a time by :func:`rolling_median` (8 MB of float64)
-_BLOCK_CELLS = 1 << 20
-
-
 def rolling_median(values: np.ndarray, window: int) -> np.ndarray:
     """Centred rolling median over ``window`` points; the window shrinks at both edges."""
     v = np.asarray(values, dtype=float)
@@ -76,15 +72,15 @@ def rolling_median(values: np.ndarray, window: int) -> np.ndarray:
     rows = np.lib.stride_tricks.sliding_window_view(np.concatenate([pad, v, pad]), 2 * h + 1)
     windows = rows[h : n - h]
     has_nan = bool(np.isnan(v).any())
-    # in blocks of rows: np.partition / np.median copy what they are given, and a copy of the
-    # whole n x window view is 51x the series (400 MB at 10^6 points); the rows are independent
-    block = max(1, _BLOCK_CELLS // (2 * h + 1))
-    for a in range(0, windows.shape[0], block):
-        part = windows[a : a + block]
+    # in blocks of rows: a median over the whole view would copy n x window floats at once
+    # (51 windows x 8 bytes = 408 bytes a point); a block keeps that copy near 10 MB
+    step = max(1, (1 << 20) // (2 * h + 1))
+    for a in range(0, windows.shape[0], step):
+        block = windows[a : a + step]
         if has_nan:
-            out[h + a : h + a + part.shape[0]] = np.median(part, axis=1)
+            out[h + a : h + a + block.shape[0]] = np.median(block, axis=1)
         else:  # odd window: the median is the middle order statistic (np.median without its overhead)
-            out[h + a : h + a + part.shape[0]] = np.partition(part, h, axis=1)[:, h]
+            out[h + a : h + a + block.shape[0]] = np.partition(block, h, axis=1)[:, h]
     if h:
         edges = _nan_row_median(np.concatenate([rows[:h], rows[n - h :]]))
         out[:h] = edges[:h]
