@@ -127,3 +127,11 @@ def test_swanlab_backups_are_refused_not_misread():
     for blob in (text.encode(), b":SWL\xd6\xe1\x00" + b"\x00" * 40):
         with pytest.raises(GrpofitError, match="SwanLab"):
             read_bytes(blob, "-")
+
+
+def test_slurm_out_files_are_discovered_by_content(tmp_path):
+    from grpofit.readers import discover
+
+    (tmp_path / "slurm-1.out").write_text(_progress_log(n=10))
+    (tmp_path / "slurm-2.out").write_text("srun: job 2 queued\nsrun: job 2 allocated\n")
+    assert [s.path for s in discover([str(tmp_path)])] == [str(tmp_path / "slurm-1.out")]
