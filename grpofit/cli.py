@@ -168,15 +168,15 @@ def diagnose(
     metric: Optional[str] = METRIC,
     step: Optional[str] = STEP,
     eval_metric: Optional[str] = typer.Option(None, "--eval-metric", help="Eval column (auto-detected: eval_*, val-core/*, val/*)."),
-    min_r2: Optional[float] = typer.Option(None, "--min-r2", help="Fail a run whose preferred fit has R² below this."),
+    min_r2: Optional[float] = typer.Option(None, "--min-r2", help="Fail a run whose preferred fit has R² below this (a finite value in [-1, 1])."),
     fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Modes that gate, comma-separated (default: every mode). A fail in another mode is shown but counts as a warning."),
     strict: bool = typer.Option(False, "--strict", help="Warnings gate too: a warn in a gating mode fails the run."),
     group_size: Optional[int] = typer.Option(None, "--group-size", min=1, help="Group size G for every run (else from config or run name)."),
-    threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (names below)."),
+    threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (names below); each has a finite valid range."),
     format: DiagnoseFormat = typer.Option(DiagnoseFormat.table, "--format", help="table, json or markdown."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write a JUnit XML report (a test case per run and mode)."),
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write one figure per run into this folder."),
-    jobs: int = typer.Option(1, "--jobs", min=1, help="Judge runs in N parallel processes."),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="Judge runs in N parallel processes (at most one per CPU and per run)."),
     debug: bool = DEBUG,
 ) -> int:
     """Judge every run under PATHS for the four failure modes; exit 1 when a run fails (a CI gate).
@@ -254,6 +254,15 @@ def _parse_thresholds(items: list[str]) -> dict[str, float]:
     return out
 
 
+def _check_out_folder(out: Path) -> None:
+    """``--out`` must name a file in a folder that exists (checked before minutes of work)."""
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"the folder {str(folder)!r} of --out does not exist", path=str(out), fix="create it first or choose another --out")
+    if out.is_dir():
+        raise UsageError("--out is a folder", path=str(out), fix="name a .csv or .jsonl file")
+
+
 def _write_text(path: Path, text: str) -> None:
     """Write ``text`` atomically: a reader (or an interrupt) never sees a partial file."""
     from grpofit.atomic import write_text
@@ -299,7 +308,7 @@ def predict(
     momentum: Optional[float] = typer.Option(None, "--momentum", help="Heavy-ball momentum mu (Adam: beta1)."),
     refresh_interval: Optional[float] = typer.Option(None, "--refresh-interval", help="Steps between policy refreshes K_ref."),
     curvature: Optional[float] = typer.Option(None, "--curvature", help="Curvature K of the effective potential."),
-    group_size: Optional[int] = typer.Option(None, "--group-size", help="Group size G (adds the 1/G fluctuation)."),
+    group_size: Optional[int] = typer.Option(None, "--group-size", help="Group size G (adds the 1/G fluctuation); at most 1e9, and 10,000 with --beta."),
     noise: Optional[float] = typer.Option(None, "--noise", help="Noise strength D of the forcing (for the stationary fluctuation)."),
     beta: Optional[float] = typer.Option(None, "--beta", help="With --group-size: KL weight of the softmax bandit whose finite-G plateau to report."),
     arms: int = typer.Option(8, "--arms", help="... its number of arms."),
@@ -323,8 +332,12 @@ def predict(
         from grpofit.plotting import check_suffix
 
         check_suffix(plot, option="--plot")
+    from grpofit.limits import check_predict
     from grpofit.predicting import run_predict
 
+    what_if = {"lr": what_if_lr, "momentum": what_if_momentum, "refresh_interval": what_if_refresh_interval}
+    check_predict(lr=lr, momentum=momentum, refresh_interval=refresh_interval, curvature=curvature, group_size=group_size,
+                  noise=noise, beta=beta, arms=arms, correct=correct, what_if=what_if)
     doc, figure_data = run_predict(
         lr=lr, momentum=momentum, refresh_interval=refresh_interval, curvature=curvature,
         group_size=group_size, noise=noise, adam=adam, from_run=from_run, metric=metric,
@@ -350,15 +363,15 @@ def predict(
 @simulate_app.command("bandit")
 def simulate_bandit(
     out: Path = typer.Option(..., "--out", help="Log to write: .csv or .jsonl (p* and K go to FILE.meta.json)."),
-    arms: int = typer.Option(8, "--arms", min=2),
+    arms: int = typer.Option(8, "--arms", min=2, help="Arms of the bandit (2 to 1,000)."),
     correct: int = typer.Option(1, "--correct", min=1),
-    lr: float = typer.Option(0.1, "--lr"),
+    lr: float = typer.Option(0.1, "--lr", help="Learning rate (finite, in (0, 1000])."),
     momentum: float = typer.Option(0.0, "--momentum"),
     refresh_interval: int = typer.Option(1, "--refresh-interval", min=1),
-    group_size: int = typer.Option(16, "--group-size", min=0, help="Samples per group; 0 = exact mean-field gradient."),
+    group_size: int = typer.Option(16, "--group-size", min=0, help="Samples per group; 0 = exact mean-field gradient. --groups x --group-size is at most 16,384 (memory)."),
     groups: int = typer.Option(16, "--groups", min=1, help="Groups (prompts) per step."),
-    beta: float = typer.Option(1.0, "--beta", min=0.0, help="KL weight to the uniform reference policy."),
-    steps: int = typer.Option(500, "--steps", min=1),
+    beta: float = typer.Option(1.0, "--beta", min=0.0, help="KL weight to the uniform reference policy (0 to 1000)."),
+    steps: int = typer.Option(500, "--steps", min=1, help="Steps to simulate (at most 1,000,000)."),
     seed: int = typer.Option(0, "--seed"),
     importance_ratio: bool = typer.Option(False, "--importance-ratio/--no-importance-ratio", help="Reweight stale samples by pi/pi_old."),
     format: TableOrJson = typer.Option(TableOrJson.table, "--format"),
@@ -368,8 +381,12 @@ def simulate_bandit(
 
     Example: grpofit simulate bandit --arms 8 --correct 1 --lr 0.5 --momentum 0.9 --refresh-interval 4 --group-size 16 --beta 1 --steps 600 --seed 0 --out bandit.csv
     """
+    from grpofit.limits import check_simulate
     from grpofit.simulation import run_simulation
 
+    check_simulate(arms=arms, correct=correct, lr=lr, momentum=momentum, refresh_interval=refresh_interval,
+                   group_size=group_size, groups=groups, beta=beta, steps=steps, seed=seed)
+    _check_out_folder(out)
     doc = run_simulation(
         out=out, arms=arms, correct=correct, lr=lr, momentum=momentum, refresh_interval=refresh_interval,
         group_size=group_size, groups=groups, beta=beta, steps=steps, seed=seed, importance_ratio=importance_ratio,
@@ -495,9 +512,10 @@ def watch(
     step: Optional[str] = STEP,
     eval_metric: Optional[str] = typer.Option(None, "--eval-metric", help="Eval column (auto-detected: eval_*, val-core/*, val/*)."),
     group_size: Optional[int] = typer.Option(None, "--group-size", min=1, help="Group size G for every run (else from config or run name)."),
-    threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (names below)."),
+    threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (names below); each has a finite valid range."),
     horizon: Optional[float] = typer.Option(None, "--horizon", help="Planned last step for the forecasts (else from each run's config)."),
     no_forecast: bool = typer.Option(False, "--no-forecast", help="Judge and alert only; skip the forecasts."),
+    cpu_budget: float = typer.Option(0.03, "--cpu-budget", help="Share of one core re-fits may use once caught up (alert rules are not rationed)."),
     debug: bool = DEBUG,
 ) -> int:
     """Follow logs still being written: current reward, forecast, verdicts and alerts per run.
@@ -511,6 +529,7 @@ def watch(
         exit_on=exit_on.value if exit_on is not None else None, jsonl=str(jsonl) if jsonl else None,
         metric=metric, step=step, eval_metric=eval_metric, group_size=group_size,
         thresholds=_parse_thresholds(threshold), forecast=not no_forecast, horizon=horizon,
+        cpu_budget=cpu_budget,
     )
     return Session(opts).run()
 
@@ -576,15 +595,83 @@ def compare(
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one line and exit 2 for user errors, a traceback only with --debug."""
+    _single_threaded_blas()
+    from grpofit import interrupts
+
+    previous = interrupts.install()
+    _closed_streams_to_devnull()
+    try:
+        code = _run(argv)
+        code = _flush_stdout(code)
+    finally:
+        interrupts.restore(previous)
+    if _INTERRUPTED and argv is None:
+        # the process is being stopped: skip the interpreter's exit hooks (they join the
+        # stopped worker pool's threads, which can take seconds)
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        os._exit(int(code))
+    sys.exit(int(code or 0))
+
+
+#: set when the command was stopped by SIGINT, SIGTERM or SIGHUP
+_INTERRUPTED = False
+
+
+def _closed_streams_to_devnull() -> None:
+    """An output stream closed by the caller (``>&-``, ``2>&-``) swallows writes, like
+    /dev/null: the exit code still tells the result. (A closed standard input is an error of
+    ``-`` alone: see :func:`grpofit.readers.read_path`.)"""
+    import os
+
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - lives until exit
+
+
+def _flush_stdout(code):
+    """Flush standard output now, so that a full disk or a closed pipe is one line and exit 2
+    (or, for a reader that went away, exit as usual) instead of a message at interpreter exit."""
+    import os
+
+    try:
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        pass
+    except OSError as e:
+        _echo_err(f"error: cannot write to standard output ({e.strerror or e})")
+        code = ExitCode.BAD_INPUT
+    except ValueError:  # closed
+        return code
+    _stdout_to_devnull()
+    return code
+
+
+def _stdout_to_devnull() -> None:
+    """Nothing more can be written: let the interpreter's last flush go nowhere."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _run(argv: list[str] | None) -> int:
+    """:func:`main` without the process plumbing: the exit code of one command."""
     try:  # recent typer vendors its own click: its exceptions are not ``click``'s
         from typer._click.exceptions import ClickException
     except ImportError:  # pragma: no cover - typer on top of an installed click
         from click.exceptions import ClickException
-
-    _single_threaded_blas()
     from grpofit import interrupts
 
-    interrupts.install()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if not debug:
@@ -598,7 +685,7 @@ def main(argv: list[str] | None = None) -> None:
     except GrpofitError as e:
         if debug:
             raise
-        typer.echo(f"error: {e.one_line()}", err=True)
+        _echo_err(f"error: {e.one_line()}")
         code = ExitCode.BAD_INPUT
     except typer.Exit as e:
         code = e.exit_code
@@ -611,19 +698,30 @@ def main(argv: list[str] | None = None) -> None:
         if type(e).__name__ == "NoArgsIsHelpError":  # bare `grpofit` / `grpofit simulate`
             e.show()
         else:
-            typer.echo(f"error: {_click_line(e)}", err=True)
+            _echo_err(f"error: {_click_line(e)}")
         code = ExitCode.BAD_INPUT
-    except KeyboardInterrupt as e:
-        _echo_err(f"{interrupts.describe(e)}; outputs not written")
+    except (KeyboardInterrupt, interrupts.Interrupted) as e:
+        global _INTERRUPTED
+        _INTERRUPTED = True
+        _echo_err(interrupts.describe(e))
         code = interrupts.exit_code(e)
     except BrokenPipeError:
         code = ExitCode.OK
+    except OSError as e:
+        if debug:
+            raise
+        if e.filename is not None:
+            _echo_err(f"error: {e.filename}: {e.strerror or e}")
+        else:  # a write to standard output (a full disk: > /dev/full)
+            _echo_err(f"error: cannot write to standard output ({e.strerror or e})")
+        _stdout_to_devnull()
+        code = ExitCode.BAD_INPUT
     except Exception as e:  # a bug: still one line, never a traceback without --debug
         if debug:
             raise
-        typer.echo(f"error: internal error ({type(e).__name__}: {e}); rerun with --debug and report it", err=True)
+        _echo_err(f"error: internal error ({type(e).__name__}: {' '.join(str(e).split())}); rerun with --debug and report it")
         code = ExitCode.BAD_INPUT
-    sys.exit(int(code or 0))
+    return code
 
 
 def _click_line(e) -> str:

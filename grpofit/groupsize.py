@@ -10,9 +10,19 @@ Predictions tested by :func:`group_size_analysis` (theory.md section 3):
 - group-size invariance: the fitted plateau and timescale do not depend on ``G``. Per distinct
   ``G`` the runs' values are combined (inverse-variance mean); then a chi-square consistency test
   over all runs, ``chi2 = sum((x_i - xbar_w)^2 / se_i^2)`` with ``k - 1`` dof, and pairwise
-  ``z = (x_a - x_b) / sqrt(se_a^2 + se_b^2)`` between the ``G`` groups;
-- the late-run fluctuation variance scales like ``1/G``: least squares of ``log var`` on
-  ``log G`` over runs, slope with its 95% t-interval; ``-1`` is expected.
+  ``z = (x_a - x_b) / sqrt(se_a^2 + se_b^2)`` between the ``G`` groups. ``se_i`` is read off the
+  fit's published 95% interval (the larger half-width / 1.96), not the delta-method stderr,
+  which is too small for autocorrelated residuals; better intervals in the fit make the test
+  better. A p-value of 0.05 or more says "no significant dependence on G" (absence of evidence,
+  not proof of invariance);
+- the late-run fluctuation of the *policy* scales like ``1/G``: least squares of ``log var`` on
+  ``log G`` over runs, slope with its 95% t-interval; ``-1`` is expected. The logged batch-mean
+  reward of ``N`` binary rewards carries a sampling variance ``p (1 - p) / N`` that falls with
+  the batch by construction, so :func:`policy_fluctuation` measures, per run, in this order: the
+  variance of an ``expected_reward`` column (the policy's exact expected reward, e.g. the bandit
+  simulator's) around the fitted curve; the logged variance minus ``p (1 - p) / N`` where the
+  batch ``N`` is known (config, or the bandit's ``.meta.json``: ``groups x group_size``); else
+  the logged variance, labelled as what it is (policy plus sampling noise).
 
 Uses the exponential law's parameters for every run (always fitted, same definitions).
 """
@@ -107,13 +117,94 @@ def group_size_of(run: Any, explicit: int | None = None) -> GroupSize:
 
 
 def _estimate(fit: Any, name: str) -> tuple[float | None, float | None]:
+    """``(value, se)`` with ``se`` from the published 95% interval (larger half-width / 1.96)."""
     try:
         p = fit.models["exponential"].params[name]
     except (AttributeError, KeyError, TypeError):
         return None, None
-    v, se = p.value, p.stderr
     ok = lambda x: x is not None and np.isfinite(x)  # noqa: E731
-    return (float(v) if ok(v) else None), (float(se) if ok(se) and se > 0 else None)
+    v, ci = p.value, getattr(p, "ci95", None)
+    if not ok(v):
+        return None, None
+    if not hasattr(p, "ci95"):  # an estimate without an interval (not a FitResult's): its stderr
+        se = getattr(p, "stderr", None)
+        return float(v), (float(se) if ok(se) and se > 0 else None)
+    if ci is None or not (ok(ci[0]) and ok(ci[1])):
+        return float(v), None
+    se = max(float(ci[1]) - float(v), float(v) - float(ci[0])) / 1.959963984540054
+    return float(v), (se if se > 0 else None)
+
+
+#: what a run's late fluctuation variance measures, strongest first
+MEASURES = ("policy", "policy (sampling variance subtracted)", "logged reward (policy plus sampling noise)")
+
+
+def _batch(run: Any) -> tuple[int | None, str | None]:
+    """Rewards per logged mean: the run's config, or the bandit simulator's ``.meta.json``."""
+    import json
+    import os
+
+    from grpofit.forecasting.plan import batch_size
+
+    try:
+        n, src = batch_size(getattr(run, "config", None) or {})
+    except Exception:  # an odd config gives no batch size, not a crash
+        n, src = None, None
+    if n:
+        return n, src
+    source = getattr(run, "source", None)
+    meta = f"{source}.meta.json" if isinstance(source, str) else None
+    if meta and os.path.isfile(meta):
+        try:
+            with open(meta, encoding="utf-8") as fh:
+                doc = json.load(fh)
+            g, groups = int(doc.get("group_size") or 0), int(doc.get("groups") or 0)
+        except (OSError, ValueError, TypeError):
+            return None, None
+        if g > 0 and groups > 0:
+            return g * groups, f"{os.path.basename(meta)}: groups x group_size"
+    return None, None
+
+
+def policy_fluctuation(run: Any, fit: Any) -> dict | None:
+    """Late fluctuation variance of the policy's reward over the last third of the fitted part.
+
+    ``{"variance", "measures", "logged_variance", "sampling_variance", "batch", "source"}``; see
+    the module docstring for the order of methods. None when the fit cannot predict."""
+    model = getattr(fit, "models", {}).get(getattr(fit, "preferred", None) or "")
+    if model is None or not getattr(model, "ok", True):
+        return None
+    s, v = np.asarray(fit.steps, float), np.asarray(fit.values, float)
+    k = s.size // 3
+    if k < 5:
+        return None
+    window = s[-k:]
+    curve = np.asarray(model.predict(window), float)
+    logged = float(np.var(v[-k:] - curve, ddof=1))
+    out: dict[str, Any] = {"logged_variance": logged, "sampling_variance": None, "batch": None}
+    cols = run.numeric_columns() if hasattr(run, "numeric_columns") else []
+    if "expected_reward" in cols:
+        es, ev = run.series("expected_reward")
+        keep = (es >= window[0]) & (es <= window[-1])
+        if keep.sum() >= 5:
+            var = float(np.var(ev[keep] - np.asarray(model.predict(es[keep]), float), ddof=1))
+            out.update(variance=var, measures=MEASURES[0], source="expected_reward column")
+            return out
+    n, src = _batch(run)
+    binary = bool(np.all((v >= 0) & (v <= 1)))
+    if n and binary:
+        p = np.clip(curve, 0.0, 1.0)
+        samp = float(np.mean(p * (1 - p)) / n)
+        out.update(sampling_variance=samp, batch=n, source=src, measures=MEASURES[1])
+        se = logged * math.sqrt(2.0 / (k - 1))  # standard error of a variance from k points
+        resolved = logged - samp > 2.0 * se
+        out["variance"] = logged - samp if resolved else None
+        if not resolved:
+            out["note"] = (f"not resolved: the logged variance {logged:.3g} is within 2 standard errors ({se:.2g}) "
+                           f"of the binomial sampling variance {samp:.3g}")
+        return out
+    out.update(variance=logged, measures=MEASURES[2], source="logged reward")
+    return out
 
 
 def _unpack(item: Any) -> tuple[str, Any, int | None, float | None]:
@@ -125,10 +216,17 @@ def _unpack(item: Any) -> tuple[str, Any, int | None, float | None]:
     if g is None:
         gs = getattr(obj, "group_size", None)
         g = gs.value if isinstance(gs, GroupSize) else gs
+    measures = MEASURES[2]
     if var is None:
-        var = getattr(obj, "late_variance", None)
+        fl = getattr(obj, "fluctuation", None)
+        if fl:
+            var, measures = fl.get("variance"), fl.get("measures", MEASURES[2])
+        else:
+            var = getattr(obj, "late_variance", None)
+    else:
+        measures = MEASURES[0]  # a variance handed in explicitly is taken as the policy's
     name = getattr(obj, "name", None) or getattr(fit, "run", "") or ""
-    return str(name), fit, g, var
+    return str(name), fit, g, (var, measures)
 
 
 def _consistency(rows: list[tuple[int, float, float]]) -> dict:
@@ -195,6 +293,8 @@ def group_size_analysis(items: list) -> dict:
     ``summary`` (one sentence, says plainly when the data cannot tell) and the tests when possible.
     """
     rows = [_unpack(it) for it in items]
+    measures = {m for *_, (_, m) in rows}
+    rows = [(n, f, g, v) for n, f, g, (v, _) in rows]
     with_g = [r for r in rows if r[2] is not None]
     distinct = sorted({r[2] for r in with_g})
     out: dict[str, Any] = {"runs": len(rows), "runs_with_group_size": len(with_g), "group_sizes": distinct}
@@ -219,23 +319,32 @@ def group_size_analysis(items: list) -> dict:
         if c["median_relative_stderr"] > 0.5:
             c["verdict"] = "intervals too wide to tell"
         else:
-            c["verdict"] = "invariant across G" if c["consistent"] else "depends on G"
+            c["verdict"] = "no significant dependence on G" if c["consistent"] else "depends on G"
         out[pname] = c
         pv = c["p_value"]
         sentences.append(f"{pname} {c['verdict']}" + (f" (chi2 p={pv:.2g})" if pv is not None else ""))
     gv = [(int(g), float(v)) for _, _, g, v in with_g if v is not None and np.isfinite(v) and v > 0]
+    measured = next(m for m in reversed(MEASURES) if m in measures) if measures else MEASURES[2]
+    label = {MEASURES[0]: "policy variance", MEASURES[1]: "policy variance (sampling part subtracted)",
+             MEASURES[2]: "logged-reward variance (includes sampling noise, not the policy's alone)"}[measured]
     if len({g for g, _ in gv}) >= 2:
         sl = _slope(gv)
+        sl["measures"] = measured
         out["variance_scaling"] = sl
         if sl["ci95"] is None:
-            sentences.append(f"variance slope {sl['slope']:.2f} vs -1 expected (too few runs for an interval)")
+            sentences.append(f"{label} slope {sl['slope']:.2f} vs -1 expected (too few runs for an interval)")
         else:
             lo, hi = sl["ci95"]
             tell = "cannot tell" if not sl["decided"] else ("consistent with 1/G" if sl["consistent_with_1_over_G"] else "not 1/G")
-            sentences.append(f"variance slope {sl['slope']:.2f} [{lo:.2f}, {hi:.2f}] vs -1 expected: {tell}")
+            if measured == MEASURES[2]:
+                sl["decided"] = False
+                tell = ("not a test of the policy's 1/G law: the sampling part falls with the batch by "
+                        "construction (log expected_reward, or the batch size, to separate them)")
+            sentences.append(f"{label} slope {sl['slope']:.2f} [{lo:.2f}, {hi:.2f}] vs -1 expected: {tell}")
     else:
         out["variance_scaling"] = {"testable": False}
-        sentences.append("variance scaling: no late-run variances")
+        out["variance_scaling"]["measures"] = measured
+        sentences.append(f"variance scaling: no late-run {label.split(' (')[0]}s")
     out["summary"] = "; ".join(sentences)
     return out
 

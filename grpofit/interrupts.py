@@ -9,8 +9,10 @@ from __future__ import annotations
 import signal
 
 
-class Interrupted(KeyboardInterrupt):
-    """The process got SIGINT, SIGTERM or SIGHUP; ``signum`` says which."""
+class Interrupted(BaseException):
+    """The process got SIGINT, SIGTERM or SIGHUP; ``signum`` says which. Not an ``Exception``
+    (nothing catches it by accident) and not a ``KeyboardInterrupt`` (which the command-line
+    framework would turn into a silent exit 130)."""
 
     def __init__(self, signum: int = signal.SIGINT):
         super().__init__(signal.Signals(signum).name)
@@ -21,29 +23,46 @@ class Interrupted(KeyboardInterrupt):
         return 128 + self.signum
 
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def _raise(signum, frame):  # noqa: ARG001 - signal handler signature
     # once is enough: a second signal while cleaning up must not interrupt the cleanup
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
     raise Interrupted(signum)
 
 
-def install() -> None:
-    """Turn SIGTERM and SIGHUP into :class:`Interrupted` (SIGINT is KeyboardInterrupt already)."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+def install() -> dict:
+    """Turn SIGINT, SIGTERM and SIGHUP into :class:`Interrupted`; a signal the caller ignores
+    (``nohup``, a background job's SIGINT) stays ignored. Returns the previous handlers for
+    :func:`restore`."""
+    previous = {}
+    for sig in SIGNALS:
         try:
-            if signal.getsignal(sig) is signal.SIG_IGN:
-                continue  # nohup: the user asked to ignore it
+            old = signal.getsignal(sig)
+            if old is signal.SIG_IGN:
+                continue
             signal.signal(sig, _raise)
+            previous[sig] = old
         except (ValueError, OSError):  # pragma: no cover - not the main thread
+            pass
+    return previous
+
+
+def restore(previous: dict) -> None:
+    for sig, handler in previous.items():
+        try:
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        except (ValueError, OSError, TypeError):  # pragma: no cover
             pass
 
 
-def exit_code(exc: KeyboardInterrupt) -> int:
+def exit_code(exc: BaseException) -> int:
     """130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP."""
     return getattr(exc, "exit_code", 128 + signal.SIGINT)
 
 
-def describe(exc: KeyboardInterrupt) -> str:
+def describe(exc: BaseException) -> str:
     signum = getattr(exc, "signum", signal.SIGINT)
     return "interrupted" if signum == signal.SIGINT else f"terminated by {signal.Signals(signum).name}"

@@ -82,15 +82,22 @@ DEFAULT_RANGE = (0.0, 1e12)
 MIN_R2_RANGE = (-1.0, 1.0)
 
 #: ``simulate bandit`` sizes: beyond these a run needs more memory or hours than a laptop has
-MAX_SIM_GROUP_SIZE = 100_000
-MAX_SIM_GROUPS = 100_000
-MAX_SIM_ARMS = 100_000
-MAX_SIM_STEPS = 10_000_000
-#: samples drawn per simulated step (arms x groups x group size bounds the work of one step)
-MAX_SIM_SAMPLES_PER_STEP = 10_000_000
-#: ``predict --group-size`` with ``--beta`` (the finite-G bandit plateau sums over G)
-MAX_PREDICT_GROUP_SIZE = 100_000
-MAX_PREDICT_ARMS = 100_000
+#: (measured: 160,000 samples a step took 2.7 GB; 100,000 arms asked for a 75 GB matrix)
+MAX_SIM_ARMS = 1_000
+MAX_SIM_STEPS = 1_000_000
+#: samples drawn per simulated step: ``--groups`` x ``--group-size`` (about 17 KB each)
+MAX_SIM_SAMPLES_PER_STEP = 16_384
+#: learning rates and KL weights (the bandit's logits overflow long before these)
+MAX_RATE = 1e3
+#: ``predict --group-size`` (only 1/G matters) and, with ``--beta``, the finite-G bandit plateau
+#: whose cost grows with G (10,000: about 7 s; 100,000: over a minute)
+MAX_PREDICT_GROUP_SIZE = 10**9
+MAX_PREDICT_BANDIT_GROUP_SIZE = 10_000
+#: ``predict`` inputs: the closed forms overflow beyond these
+MAX_PREDICT_LR = 1e6
+MAX_CURVATURE = 1e12
+MAX_REFRESH = 1e6
+MAX_NOISE = 1e12
 
 #: a named pipe or standard input is read up to this many bytes
 MAX_STREAM_BYTES = 2 * 1024**3
@@ -146,3 +153,50 @@ def cap_jobs(jobs: int, runs: int) -> int:
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         cpus = os.cpu_count() or 1
     return max(1, min(int(jobs), cpus, max(runs, 1)))
+
+
+def check_simulate(*, arms: int, correct: int, lr: float, momentum: float, refresh_interval: int, group_size: int,
+                   groups: int, beta: float, steps: int, seed: int) -> None:
+    """``simulate bandit`` options inside the bounds that keep a run within memory and hours."""
+    check_range("--arms", arms, 2, MAX_SIM_ARMS)
+    check_range("--correct", correct, 1, MAX_SIM_ARMS)
+    check_range("--lr", lr, 1e-300, MAX_RATE, fix=f"--lr takes a finite value in (0, {MAX_RATE:g}]")
+    check_range("--momentum", momentum, 0.0, 0.999999, fix="--momentum takes a value in [0, 1)")
+    check_range("--refresh-interval", refresh_interval, 1, MAX_SIM_STEPS)
+    check_range("--beta", beta, 0.0, MAX_RATE)
+    check_range("--steps", steps, 1, MAX_SIM_STEPS)
+    check_range("--group-size", group_size, 0, MAX_SIM_SAMPLES_PER_STEP)
+    check_range("--groups", groups, 1, MAX_SIM_SAMPLES_PER_STEP)
+    check_range("--seed", seed, 0, 2**63 - 1, fix="--seed takes a whole number >= 0")
+    if max(group_size, 1) * groups > MAX_SIM_SAMPLES_PER_STEP:
+        raise UsageError(
+            f"--groups {groups} x --group-size {group_size} = {max(group_size, 1) * groups} samples a step is too many",
+            fix=f"keep --groups x --group-size <= {MAX_SIM_SAMPLES_PER_STEP}",
+        )
+
+
+def check_predict(*, lr, momentum, refresh_interval, curvature, group_size, noise, beta, arms, correct, what_if) -> None:
+    """``predict`` options finite and inside the range where the closed forms hold."""
+    if lr is not None:
+        check_range("--lr", lr, 1e-300, MAX_PREDICT_LR, fix=f"--lr takes a finite value in (0, {MAX_PREDICT_LR:g}]")
+    if momentum is not None:
+        check_range("--momentum", momentum, 0.0, 1.0)
+    if refresh_interval is not None:
+        check_range("--refresh-interval", refresh_interval, 1.0, MAX_REFRESH)
+    if curvature is not None:
+        check_range("--curvature", curvature, 1e-300, MAX_CURVATURE, fix=f"--curvature takes a finite value in (0, {MAX_CURVATURE:g}]")
+    if noise is not None:
+        check_range("--noise", noise, 0.0, MAX_NOISE)
+    if group_size is not None:
+        hi = MAX_PREDICT_BANDIT_GROUP_SIZE if beta is not None else MAX_PREDICT_GROUP_SIZE
+        why = " with --beta" if beta is not None else ""
+        check_range("--group-size", group_size, 1, hi, fix=f"--group-size{why} takes a whole number in [1, {hi:g}]")
+    if beta is not None:
+        check_range("--beta", beta, 0.0, MAX_RATE)
+        check_range("--arms", arms, 2, MAX_SIM_ARMS)
+        check_range("--correct", correct, 1, MAX_SIM_ARMS)
+    bounds = {"lr": (1e-300, MAX_PREDICT_LR), "momentum": (0.0, 1.0), "refresh_interval": (1.0, MAX_REFRESH)}
+    for key, value in (what_if or {}).items():
+        if value is not None:
+            lo, hi = bounds[key]
+            check_range("--what-if-" + key.replace("_", "-"), value, lo, hi)

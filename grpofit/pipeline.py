@@ -117,7 +117,7 @@ def add_skipped(out: Outcome, skipped: list) -> None:
     """What the folder walk left out: errors (an unreadable folder) or warnings (links, FIFOs)."""
     for s in skipped:
         if s.error:
-            out.errors.append(RunError(s.path, s.reason))
+            out.errors.append(RunError(s.path, s.line()))
         else:
             out.warnings.append(s.line())
 

@@ -24,6 +24,7 @@ class RunDiagnosis:
     group_size: Any = None  #: grpofit.groupsize.GroupSize
     roles: dict[str, str | None] = field(default_factory=dict)
     late_variance: float | None = None  #: variance of the fit residuals over the last third of the fitted part
+    fluctuation: dict | None = None  #: the policy's late fluctuation (grpofit.groupsize.policy_fluctuation)
     evals: list = field(default_factory=list)  #: one entry per eval series (benchmark), see grpofit.diagnostics.evals
 
     @property
@@ -67,6 +68,7 @@ class RunDiagnosis:
             "group_size": self.group_size.summary() if self.group_size is not None else None,
             "roles": self.roles,
             "late_variance": self.late_variance,
+            "fluctuation": self.fluctuation,
             **({"evals": self.evals} if self.evals else {}),
         })
 
@@ -101,7 +103,7 @@ def diagnose_run(
     Raises MetricNotFound (no reward column, or ``eval_metric`` absent) and TooFewPoints.
     """
     from grpofit.analysis import fit_run, resolve_column
-    from grpofit.groupsize import group_size_of
+    from grpofit.groupsize import group_size_of, policy_fluctuation
     from grpofit.roles import detect_roles
 
     from grpofit.diagnostics import evals
@@ -145,7 +147,7 @@ def diagnose_run(
     diagnostics = {mode: fold(base[mode], findings[mode]) for mode in MODES}
     return RunDiagnosis(
         name=run.name, fit=fit, diagnostics=diagnostics, collapse=collapse, group_size=gs, roles=roles,
-        late_variance=_late_variance(fit), evals=eval_entries,
+        late_variance=_late_variance(fit), evals=eval_entries, fluctuation=policy_fluctuation(run, fit),
     )
 
 

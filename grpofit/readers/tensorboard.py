@@ -11,8 +11,10 @@ tensor=8}``. Scalars come either as ``simple_value`` (tensorboardX, torch) or as
 ``int64_val`` or raw little-endian ``tensor_content``. Images, histograms, text and other
 non-scalar values are skipped.
 
-Robustness: the file is read into memory once and every length is checked against its CRC and
-against the bytes left, so a corrupted length never allocates; a torn tail (a file still being
+Robustness: the first record header is checked before anything else is read (a 4 GB file of
+zeros is rejected after 16 bytes); the file is then streamed in windows of whole records, so memory
+holds one window plus the scalars; every length is checked against its CRC and against the bytes
+left, so a corrupted length never allocates; a torn tail (a file still being
 written) keeps every complete record and adds a warning; a bad record stops the scan with a
 warning; bytes that are not an event file raise :class:`~grpofit.errors.ReadError`.
 """
@@ -455,7 +457,84 @@ def read_tfevents(path: str) -> tuple[dict[str, np.ndarray], list[str]]:
     path = os.fspath(path)
     if os.path.isdir(path):
         return _read_directory(path)
-    return parse_tfevents(_read_bytes(path), path)
+    warnings: list[str] = []
+    series: dict[str, dict[int, float]] = {}
+    overwritten = _collect_file(path, series, warnings)
+    return _finish(series, overwritten, warnings, path, "event file")
+
+
+#: bytes read at a time from an event file (records are never split across two calls)
+WINDOW = 1024 * 1024
+
+
+def _collect_file(path: str, series: dict[str, dict[int, float]], warnings: list[str]) -> int:
+    """:func:`_collect` for a file on disk, streamed: the first header is checked first, then
+    whole records are handed on one window at a time (a record longer than a window waits for
+    the rest of itself)."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.read(_HEADER.size)
+            if len(first) < _HEADER.size:
+                raise ReadError("too short to be a TensorBoard event file", path=path, fix=FIX)
+            if masked_crc32c(first[:8]) != _HEADER.unpack(first)[1]:
+                raise ReadError("not a TensorBoard event file (bad record header checksum)", path=path, fix=FIX)
+            carry = first
+            offset = 0  # file offset of carry[0]
+            records = overwritten = 0
+            while True:
+                block = fh.read(WINDOW)
+                data = carry + block if carry else block
+                cut, count, bad_at = _complete_records(data)
+                if cut:
+                    overwritten += _collect(data[:cut], path, series, warnings)
+                    records += count
+                if bad_at is not None:
+                    if records == 0:
+                        raise ReadError("not a TensorBoard event file (bad record header checksum)", path=path, fix=FIX)
+                    warnings.append(
+                        f"{_base(path)}: corrupt record header at byte {offset + bad_at}; "
+                        f"stopped reading, kept {records} record(s)"
+                    )
+                    return overwritten
+                carry, offset = data[cut:], offset + cut
+                if not block:
+                    break
+    except OSError as exc:
+        raise ReadError(f"cannot read: {exc.strerror or exc}", path=path, fix=FIX) from None
+    if carry:
+        if records == 0:
+            raise ReadError(
+                "the first record is incomplete (file truncated or still being written)",
+                path=path,
+                fix="wait for the writer to flush, or " + FIX,
+            )
+        warnings.append(
+            f"{_base(path)}: last record is incomplete ({len(carry)} bytes; "
+            f"still being written?); kept {records} complete record(s)"
+        )
+    return overwritten
+
+
+def _complete_records(data: bytes) -> tuple[int, int, int | None]:
+    """``(end, count, bad)`` of the whole records at the start of ``data``: where the last one
+    ends, how many there are, and the offset of a record header whose checksum fails (or None)."""
+    pos = count = 0
+    n = len(data)
+    crcs: dict[bytes, int] = {}
+    while n - pos >= _HEADER.size:
+        length, length_crc = _HEADER.unpack_from(data, pos)
+        head = data[pos : pos + 8]
+        expected = crcs.get(head)
+        if expected is None:
+            expected = crcs[head] = masked_crc32c(head)
+        if expected != length_crc:
+            return pos, count, pos
+        end = pos + _HEADER.size + length + 4
+        if end > n:
+            break
+        pos = end
+        count += 1
+    return pos, count, None
 
 
 def _read_bytes(path: str) -> bytes:
@@ -477,7 +556,7 @@ def _read_directory(path: str) -> tuple[dict[str, np.ndarray], list[str]]:
     overwritten = 0
     for sub, file in files:
         try:
-            overwritten += _collect(_read_bytes(file), file, by_folder.setdefault(sub, {}), warnings)
+            overwritten += _collect_file(file, by_folder.setdefault(sub, {}), warnings)
         except ReadError as exc:
             warnings.append(f"skipped {os.path.relpath(file, path)}: {exc.message}")
     owners: dict[str, list[str]] = {}

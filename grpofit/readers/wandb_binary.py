@@ -22,7 +22,7 @@ import math
 import os
 import struct
 import zlib
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator
 
 import numpy as np
 
@@ -77,74 +77,87 @@ def _chunk_ok(crc: int, kind: int, data: bytes) -> bool:
 
 
 def iter_wandb_records(
-    buf: bytes, name: str = "<stream>", warnings: list[str] | None = None
+    buf: bytes | BinaryIO, name: str = "<stream>", warnings: list[str] | None = None
 ) -> Iterator[bytes]:
-    """Yield every complete record payload of a ``.wandb`` byte string.
+    """Yield every complete record payload of a ``.wandb`` byte string or binary file object.
 
-    Raises ReadError when the header is not a ``.wandb`` header. A torn tail (a run still
-    writing) ends the scan with a warning; a chunk with a bad checksum, type or length is
-    skipped up to the next block boundary, also with a warning. Lengths are 16-bit and checked
-    against the block, so nothing large is ever allocated from a corrupted field.
+    Raises ReadError when the header is not a ``.wandb`` header (checked before anything else
+    is read: a file object is then streamed in windows of whole 32 KiB blocks, which chunks never
+    cross). A torn tail (a run still writing) ends the scan with a warning; a chunk with a bad
+    checksum, type or length is skipped up to the next block boundary, also with a warning.
+    Lengths are 16-bit and checked against the block, so nothing large is ever allocated from a
+    corrupted field.
     """
     warnings = warnings if warnings is not None else []
-    if not looks_like_wandb(buf[: HEADER.size]):
+    if isinstance(buf, (bytes, bytearray, memoryview)):
+        data = bytes(buf)
+        head = data[: HEADER.size]
+        windows: Iterable[bytes] = iter([data])
+    else:
+        head = buf.read(HEADER.size)
+        windows = _file_windows(buf, head)
+    if not looks_like_wandb(head):
         raise ReadError("not a W&B .wandb file (no ':W&B' header)", path=name, fix=FIX)
-    if len(buf) < HEADER.size:
+    if len(head) < HEADER.size:
         raise ReadError("the .wandb file is shorter than its 7-byte header", path=name, fix=FIX)
-    if buf[6] != VERSION:
-        warnings.append(f"{_base(name)}: unknown .wandb format version {buf[6]}; read it as version 0")
-    n = len(buf)
-    pos = HEADER.size
+    if head[6] != VERSION:
+        warnings.append(f"{_base(name)}: unknown .wandb format version {head[6]}; read it as version 0")
     pending: list[bytes] | None = None  # parts of a FIRST..LAST record
     count = corrupt = orphans = 0
     torn = False
-    while pos < n:
-        left_in_block = BLOCK - pos % BLOCK
-        if left_in_block < CHUNK.size:  # trailer: zero padding
-            pos += left_in_block
-            continue
-        if n - pos < CHUNK.size:
-            torn = any(buf[pos:])
-            break
-        crc, length, kind = CHUNK.unpack_from(buf, pos)
-        if crc == 0 and length == 0 and kind == 0:  # zero-filled (preallocated) space
-            pos += left_in_block
-            continue
-        if length > left_in_block - CHUNK.size:
-            corrupt += 1
-            pending = None
-            pos += left_in_block
-            continue
-        end = pos + CHUNK.size + length
-        if end > n:
-            torn = True
-            break
-        data = buf[pos + CHUNK.size : end]
-        if not _chunk_ok(crc, kind, data):
-            corrupt += 1
-            pending = None
-            pos += left_in_block
-            continue
-        pos = end
-        if kind == FULL:
-            if pending is not None:
+    pos = HEADER.size  # the first window starts with the header
+    for buf in windows:
+        n = len(buf)
+        while pos < n:
+            left_in_block = BLOCK - pos % BLOCK
+            if left_in_block < CHUNK.size:  # trailer: zero padding
+                pos += left_in_block
+                continue
+            if n - pos < CHUNK.size:
+                torn = any(buf[pos:])
+                break
+            crc, length, kind = CHUNK.unpack_from(buf, pos)
+            if crc == 0 and length == 0 and kind == 0:  # zero-filled (preallocated) space
+                pos += left_in_block
+                continue
+            if length > left_in_block - CHUNK.size:
+                corrupt += 1
+                pending = None
+                pos += left_in_block
+                continue
+            end = pos + CHUNK.size + length
+            if end > n:
+                torn = True
+                break
+            data = buf[pos + CHUNK.size : end]
+            if not _chunk_ok(crc, kind, data):
+                corrupt += 1
+                pending = None
+                pos += left_in_block
+                continue
+            pos = end
+            if kind == FULL:
+                if pending is not None:
+                    orphans += 1
+                pending = None
+                count += 1
+                yield data
+            elif kind == FIRST:
+                if pending is not None:
+                    orphans += 1
+                pending = [data]
+            elif pending is None:  # MIDDLE or LAST without its FIRST
                 orphans += 1
-            pending = None
-            count += 1
-            yield data
-        elif kind == FIRST:
-            if pending is not None:
-                orphans += 1
-            pending = [data]
-        elif pending is None:  # MIDDLE or LAST without its FIRST
-            orphans += 1
-        elif kind == MIDDLE:
-            pending.append(data)
-        else:  # LAST
-            pending.append(data)
-            count += 1
-            yield b"".join(pending)
-            pending = None
+            elif kind == MIDDLE:
+                pending.append(data)
+            else:  # LAST
+                pending.append(data)
+                count += 1
+                yield b"".join(pending)
+                pending = None
+        if torn:
+            break
+        pos -= n  # the next window starts where this one ended (a block boundary)
     if pending is not None:
         torn = True
     if corrupt:
@@ -159,6 +172,22 @@ def iter_wandb_records(
             f"{_base(name)}: ends in a partial record (run still being written?); "
             f"kept {count} complete record(s)"
         )
+
+
+#: blocks read at a time from a ``.wandb`` file
+WINDOW_BLOCKS = 32
+
+
+def _file_windows(f: BinaryIO, head: bytes) -> Iterator[bytes]:
+    """The file in windows of whole blocks (the first one starting with ``head``); a window
+    shorter than a full one is the end of the file."""
+    size = BLOCK * WINDOW_BLOCKS
+    window = head + f.read(size - len(head))
+    while window:
+        yield window
+        if len(window) < size:
+            return
+        window = f.read(size)
 
 
 def frame_records(payloads: Iterable[bytes], *, version: int = VERSION) -> bytes:
@@ -337,8 +366,25 @@ def read_wandb_file(path: str) -> tuple[dict[str, np.ndarray], list[str]]:
     included when logged), one row per ``wandb.log`` commit, NaN where a row lacks a key.
     Raises ReadError for a file that is not ``.wandb`` or holds no history.
     """
-    table, warnings, _ = parse_wandb(_read_bytes(path, FIX), path)
+    table, warnings, _ = parse_wandb_file(path)
     return table, warnings
+
+
+def parse_wandb_file(path: str) -> tuple[dict[str, np.ndarray], list[str], dict[str, Any]]:
+    """:func:`parse_wandb` of a file, streamed (its header is checked before the rest is read)."""
+    warnings: list[str] = []
+    try:
+        with open(path, "rb") as fh:
+            rows, config = _decode_records(iter_wandb_records(fh, path, warnings), path, warnings)
+    except OSError as exc:
+        raise ReadError(f"cannot read: {exc.strerror or exc}", path=path, fix=FIX) from None
+    if not rows:
+        raise ReadError(
+            "the .wandb file holds no history rows",
+            path=path,
+            fix="the run may not have logged yet; wait for wandb.log() or pass another run",
+        )
+    return _rows_to_table(rows), warnings, config
 
 
 def _read_bytes(path: str, fix: str) -> bytes:
@@ -537,7 +583,7 @@ def read_wandb_run_dir(path: str, *, step: str | None = None) -> list[Run]:
         if len(binaries) > 1:
             warnings.append(f"{len(binaries)} .wandb files in the folder; read the largest, {_base(binary)}")
         try:
-            table, file_warnings, raw_config = parse_wandb(_read_bytes(binary, FIX), binary)
+            table, file_warnings, raw_config = parse_wandb_file(binary)
             warnings += file_warnings
         except ReadError as exc:
             raw_config = None

@@ -151,10 +151,16 @@ class Monitor:
         self.min_fail_points = min_fail_points
         self.confirm_growth = confirm_growth
         self.runs: dict[str, RunState] = {}
+        self.pending: dict[str, tuple] = {}  #: runs due for a re-judgement (``defer``)
+        self.judge_seconds = 0.0
+        self.rejudge_spent = 0.0  #: seconds the last :meth:`judge_pending` spent re-judging
 
     # ------------------------------------------------------------------ updating
-    def update(self, run: Any, *, force_fit: bool = False) -> list[dict]:
-        """Take a new snapshot of ``run``; return the events it caused (alerts, forecasts)."""
+    def update(self, run: Any, *, force_fit: bool = False, defer: bool = False) -> list[dict]:
+        """Take a new snapshot of ``run``; return the events it caused (alerts, forecasts).
+
+        ``defer``: a due re-judgement is queued for :meth:`judge_pending` instead of done now
+        (``grpofit watch`` rations them to a CPU budget); the rules still run now."""
         from grpofit.analysis import resolve_column
 
         st = self.runs.get(run.name)
@@ -182,7 +188,36 @@ class Monitor:
                                                 sig.evidence, f"rule:{sig.rule}"))
         due = force_fit or st.fitted_n == 0 or st.n - st.fitted_n >= max(self.refit_min, self.refit_growth * st.fitted_n)
         if due and st.n >= 10:
+            if defer and not force_fit:
+                self.pending[run.name] = (run, col)
+            else:
+                self.pending.pop(run.name, None)
+                events += self._judge(run, st, col)
+        return events
+
+    def judge_pending(self, budget: float) -> list[dict]:
+        """Re-judge queued runs, the never-judged first (always, whatever the cost), then the
+        most grown since their last judgement, until ``budget`` seconds are spent."""
+        events: list[dict] = []
+        t0 = time.perf_counter()
+
+        def key(item):
+            st = self.runs[item[0]]
+            return (st.fitted_n > 0, -(st.n - st.fitted_n) / max(st.fitted_n, 1))
+
+        spent = 0.0  # on re-judgements only: a first judgement is never rationed
+        for name, (run, col) in sorted(self.pending.items(), key=key):
+            st = self.runs[name]
+            again = st.fitted_n > 0
+            if again and spent >= budget:
+                break
+            del self.pending[name]
+            t1 = time.perf_counter()
             events += self._judge(run, st, col)
+            if again:
+                spent += time.perf_counter() - t1
+        self.judge_seconds += time.perf_counter() - t0
+        self.rejudge_spent = spent
         return events
 
     def _rules(self, run, st: RunState, s, v):

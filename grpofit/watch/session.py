@@ -38,6 +38,7 @@ class WatchOptions:
     live: bool | None = None  #: None: a live panel when stdout is a terminal
     forecast: bool = True
     horizon: float | None = None
+    cpu_budget: float = 0.03  #: share of one core the re-judgements may use once caught up
 
 
 def validate(opts: WatchOptions) -> None:
@@ -47,6 +48,8 @@ def validate(opts: WatchOptions) -> None:
         raise UsageError(f"--max-polls {opts.max_polls} must be at least 1", fix="e.g. --max-polls 3, or --once")
     if opts.horizon is not None and not opts.horizon > 0:
         raise UsageError(f"--horizon {opts.horizon} must be a positive step", fix="e.g. --horizon 1000")
+    if not 0 < opts.cpu_budget <= 1:
+        raise UsageError(f"--cpu-budget {opts.cpu_budget} must be in (0, 1]", fix="e.g. --cpu-budget 0.03 (3% of a core)")
     if opts.exit_on not in (None, "fail", "warn"):
         raise UsageError(f"--exit-on {opts.exit_on!r} is not fail or warn", fix="use --exit-on fail or --exit-on warn")
 
@@ -71,6 +74,8 @@ class Session:
         self.printed: dict[str, str] = {}
         self.problems_shown: dict[str, str] = {}
         self.polls = 0
+        self.tokens = 0.0  #: seconds of re-judging allowed now (a token bucket)
+        self.last_poll: float | None = None
 
     # ------------------------------------------------------------------ running
     def open(self) -> None:
@@ -118,8 +123,15 @@ class Session:
         self.polls += 1
         res = self.follower.poll(final=final)
         events: list[dict] = []
+        now = time.monotonic()
+        if self.last_poll is not None:
+            cap = max(5.0, 10 * self.opts.cpu_budget * self.opts.interval)
+            self.tokens = min(cap, self.tokens + self.opts.cpu_budget * (now - self.last_poll))
+        self.last_poll = now
         for run in res.changed:
-            events += self.monitor.update(run, force_fit=final)
+            events += self.monitor.update(run, force_fit=final, defer=not final)
+        events += self.monitor.judge_pending(max(self.tokens, 0.0))
+        self.tokens -= self.monitor.rejudge_spent
         for path, why in res.problems.items():
             if self.problems_shown.get(path) != why:
                 self.problems_shown[path] = why
