@@ -76,6 +76,12 @@ def _mlflow_run_folder(path: str, names: list[str]) -> bool:
     return is_run_folder(path, names)
 
 
+def _swanlab_run_folder(path: str, names: list[str]) -> bool:
+    from grpofit.readers.swanlab import is_run_folder
+
+    return is_run_folder(path, names)
+
+
 FORMATS_TABLE: tuple[Format, ...] = (
     # --- binary containers -------------------------------------------------------------------
     Format(
@@ -119,6 +125,15 @@ FORMATS_TABLE: tuple[Format, ...] = (
         None,
         folders=(Folder("mlflow-run", _mlflow_run_folder, "grpofit.readers.mlflow:read_run_folder", rank=4),),
         doc="MLflow file store run folder mlruns/<experiment>/<run>/ (metrics/<key>: timestamp value step)",
+    ),
+    Format(
+        "swanlab",
+        "grpofit.readers.swanlab:read_backup",
+        sn.is_swanlab,
+        suffixes=(".swanlab",),
+        folders=(Folder("swanlab-run", _swanlab_run_folder, "grpofit.readers.swanlab:read_run_folder", rank=5),),
+        binary=True,
+        doc="SwanLab offline run: swanlog/run-*/backup.swanlab (JSON records, text or LevelDB-framed)",
     ),
     Format(
         "parquet",
