@@ -177,6 +177,7 @@ def diagnose(
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write a JUnit XML report (a test case per run and mode)."),
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write one figure per run into this folder."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Judge runs in N parallel processes (at most one per CPU and per run)."),
+    forecast: bool = typer.Option(False, "--forecast", help="Also forecast each run: expected final reward and the step reaching 95% of the gain (slower)."),
     debug: bool = DEBUG,
 ) -> int:
     """Judge every run under PATHS for the four failure modes; exit 1 when a run fails (a CI gate).
@@ -198,6 +199,7 @@ def diagnose(
         jobs=jobs,
         plot_dir=plot_dir,
         encode_json=format is DiagnoseFormat.json,
+        forecast=forecast,
     )
     _warn(warnings)
     from grpofit import render

@@ -284,7 +284,7 @@ def compare_fits(a: Side, b: Side, *, margin: float = MARGIN) -> dict:
         parts.append(f"cannot tell for {names(unclear)}")
     summary = "; ".join(parts) + ". " + "; ".join(_sentence(q, diffs[q]) for q in QUANTITIES) + "."
     return {
-        "schema": SCHEMAS.get("compare", "grpofit.compare/1"),
+        "schema": SCHEMAS["compare"],
         "a": a.summary(),
         "b": b.summary(),
         "differences": diffs,

@@ -9,8 +9,9 @@ comes back. Measured on the data alone (no law):
 - ``start`` = median of the first ``w // 2`` points; ``settled`` = median of the last quarter
   (at least ``w`` points); direction ``d = sign(settled - start)``; ``x = d (level - settled)``
   (positive: beyond the settled level);
-- overshoot = ``max(x)`` at its peak; reversal = that peak minus the lowest ``x`` after it (how
-  far the run came back). A monotone approach has its peak at the end and no reversal;
+- overshoot = ``max(x)`` over all but the last ``w`` points (a return must be observable) at its
+  peak; reversal = that peak minus the lowest ``x`` after it (how far the run came back). A
+  monotone approach has its peak at the end and no reversal;
 - noise: ``se = 1.2533 sd / sqrt(w)`` for a rolling median of ``w`` points with the point noise
   ``sd`` (:func:`grpofit.collapse.noise_sd`); the settled level's ``se_s`` likewise over its
   points. *Significant* when the overshoot exceeds ``3 sqrt(se^2 + se_s^2)`` and the reversal
@@ -88,7 +89,7 @@ def observed_overshoot(steps, values) -> Overshoot:
         return Overshoot(None, None, None, None, False, "no significant rise or fall to overshoot")
     d = 1.0 if gain > 0 else -1.0
     x = d * (level - settled)
-    ip = int(np.argmax(x))
+    ip = int(np.argmax(x[: n - w]))  # a peak needs w points after it to show the return
     over = max(float(x[ip]), 0.0)
     back = float(x[ip] - np.min(x[ip:])) if over > 0 else 0.0
     g = abs(gain)

@@ -179,6 +179,7 @@ class JudgeOptions:
     plot_dir: str | None = None
     encode_json: bool = False  #: the output is JSON: encode each run's entry where it is judged
     policy: Any = None  #: grpofit.gate.GatePolicy: the gated verdict is written into each entry
+    forecast: bool = False  #: also forecast each run (expected final reward, steps to 95%)
 
 
 def internal_error(what: str, exc: BaseException) -> str:
@@ -220,6 +221,11 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
 
             entry["fit_check"] = jsonable(late_level_check(diagnosis.fit))
             entry["trend"] = jsonable(trend_check(entry["fit"], entry["fit_check"])) if entry.get("fit") else None
+        if "forecast" not in entry:
+            from grpofit.forecasting.brief import diagnose_forecast
+            from grpofit.jsonout import jsonable
+
+            entry["forecast"] = jsonable(diagnose_forecast(run, diagnosis.fit, full=options.forecast))
         if options.policy is not None:
             from grpofit.gate import apply_policy
 
@@ -415,6 +421,7 @@ def diagnose_paths(
     jobs: int = 1,
     plot_dir: str | None = None,
     encode_json: bool = False,
+    forecast: bool = False,
 ) -> tuple[dict, list[str]]:
     """Find, read, judge and gate every run under ``paths``.
 
@@ -440,6 +447,7 @@ def diagnose_paths(
         plot_dir=None if plot_dir is None else str(plot_dir),
         encode_json=encode_json,
         policy=policy,
+        forecast=forecast,
     )
     items, found = plan_work(paths, step=step)
     if not items and len(found.errors) == 1 and len(paths) == 1:

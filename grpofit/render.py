@@ -157,8 +157,9 @@ def _overshoot_text(ob: dict | None) -> str:
         return "- (no significant rise)"
     if not ob["value"]:
         return "none"
-    sig = "significant" if ob.get("significant") else "within the noise"
-    return f"{100 * ob['value']:.0f}% of the gain at step {num(ob.get('peak_step'))} ({sig})"
+    if not ob.get("significant"):
+        return f"none significant (at most {100 * ob['value']:.0f}% of the gain, within the noise)"
+    return f"{100 * ob['value']:.0f}% of the gain at step {num(ob.get('peak_step'))}"
 
 
 def _fit_caption(r: dict) -> str:
@@ -197,7 +198,23 @@ def fit_notes(runs: list[dict]) -> list[str]:
             lines.append(f"{r['run']}: {note}")
         if (r.get("trend") or {}).get("note"):
             lines.append(f"{r['run']}: {r['trend']['note']}")
+        misfit = misfit_note(r)
+        if misfit:
+            lines.append(f"{r['run']}: {misfit}")
     return lines
+
+
+#: the fit's residual sd this many times the point-to-point noise: the law misses structure
+MISFIT_RATIO = 2.0
+
+
+def misfit_note(r: dict) -> str | None:
+    """One sentence when the preferred fit's error is well above the noise (``fit_vs_noise``)."""
+    ratio = (r.get("noise") or {}).get("fit_vs_noise")
+    if ratio is None or ratio < MISFIT_RATIO:
+        return None
+    return (f"misfit: the fit's residual sd is {ratio:.1f}x the point-to-point noise; the law misses "
+            "structure in the data (a drift, a second timescale, a break): see grpofit forecast")
 
 
 # --------------------------------------------------------------------------- diagnose
@@ -348,6 +365,9 @@ def _build_table(doc: dict, modes: list[str], full: bool, names: list[str]) -> A
     for m in modes:
         table.add_column(_mode_title(m, full), no_wrap=True)
     table.add_column("verdict", no_wrap=True)
+    fc = _forecast_shown(runs)
+    for col in (FORECAST_COLUMNS if fc else ()):
+        table.add_column(col, no_wrap=True, justify="right")
     for name, r in zip(names, runs):
         fit = _fit_cells(r.get("fit"), r.get("fit_check"), r.get("trend"))
         if not full:
@@ -356,10 +376,33 @@ def _build_table(doc: dict, modes: list[str], full: bool, names: list[str]) -> A
         cells = [_styled(*_mode_status_text(r, m, full)) for m in modes]
         verdict = r.get("verdict", "unknown")
         table.add_row(esc(name), *[esc(c) for c in fit], *cells,
-                      _styled(verdict, verdict if full else SHORT_STATUS.get(verdict, verdict)))
+                      _styled(verdict, verdict if full else SHORT_STATUS.get(verdict, verdict)),
+                      *([esc(c) for c in _forecast_cells(r)] if fc else []))
     for name in names[len(runs):]:
-        table.add_row(esc(name), *[DASH] * len(fit_columns), *[DASH] * len(modes), "[bold red]error[/]")
+        table.add_row(esc(name), *[DASH] * len(fit_columns), *[DASH] * len(modes), "[bold red]error[/]",
+                      *([DASH] * len(FORECAST_COLUMNS) if fc else []))
     return table
+
+
+FORECAST_COLUMNS = ("final [95%]", "95% at", "rising")
+
+
+def _forecast_shown(runs: list[dict]) -> bool:
+    """Forecast columns only when ``diagnose --forecast`` computed them."""
+    return any((r.get("forecast") or {}).get("computed") for r in runs)
+
+
+def _forecast_cells(r: dict) -> list[str]:
+    """Expected final reward [95% interval], the step reaching 95% of the gain, still rising."""
+    f = r.get("forecast") or {}
+    final = f.get("expected_final") or {}
+    text = DASH
+    if final.get("mean") is not None:
+        lo, hi = final.get("pi95") or (None, None)
+        text = f"{num(final['mean'])} [{num(lo)}, {num(hi)}]"
+    s95 = (f.get("steps_to_95") or {}).get("value")
+    rising = f.get("still_rising")
+    return [text, DASH if s95 is None else num(s95), DASH if rising is None else ("yes" if rising else "no")]
 
 
 def _gate_r2(r: dict) -> float | None:
@@ -427,14 +470,17 @@ def diagnose_markdown(doc: dict) -> str:
     icons = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "unknown": "❔ unknown"}
     runs = doc.get("runs", [])
     modes = _modes_of(runs)
-    head = ["run", "R²", "p*", "1/K_eff", "inertia", "regime", *[_mode_title(m, True) for m in modes], "verdict"]
+    fc = _forecast_shown(runs)
+    head = ["run", "R²", "p*", "1/K_eff", "inertia", "regime", *[_mode_title(m, True) for m in modes], "verdict",
+            *(FORECAST_COLUMNS if fc else ())]
     lines = ["## grpofit diagnose", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in runs:
         cells = []
         for m in modes:
             status, _ = _mode_status_text(r, m)
             cells.append("⚪ fail (not gating)" if status == "not_gating" else icons.get(status, status))
-        row = [_md(r.get("run", "")), *_fit_cells(r.get("fit"), r.get("fit_check"), r.get("trend")), *cells, icons.get(r.get("verdict"), "")]
+        row = [_md(r.get("run", "")), *_fit_cells(r.get("fit"), r.get("fit_check"), r.get("trend")), *cells, icons.get(r.get("verdict"), ""),
+               *(_forecast_cells(r) if fc else [])]
         lines.append("| " + " | ".join(row) + " |")
     for e in doc.get("errors", []):
         lines.append("| " + " | ".join([_md(e["run"]), *[DASH] * (len(head) - 2), "❌ error"]) + " |")

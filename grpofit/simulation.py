@@ -64,6 +64,7 @@ from grpofit.dynamics.bandit import (  # the theory; re-exported for existing ca
     surrogate,
 )
 from grpofit.errors import UsageError
+from grpofit.vocabulary import SCHEMAS
 
 __all__ = [
     "EPS",
@@ -82,7 +83,7 @@ __all__ = [
 ]
 
 COLUMNS = ("step", "reward", "reward_std", "frac_reward_zero_std", "entropy", "kl", "grad_norm", "expected_reward")
-SCHEMA = "grpofit.bandit/1"
+SCHEMA = SCHEMAS["bandit"]
 
 
 @dataclass

@@ -259,3 +259,38 @@ def test_real_run_still_rising_is_not_a_tight_plateau(capsys):
     r = json.loads(out)["runs"][0]
     assert r["plateau"]["kind"] == "lower_bound"
     assert r["at"][0]["pi95"][1] >= 0.956
+
+
+# --------------------------------------------------------------------------- diagnose and fit tables
+
+
+def test_diagnose_shows_the_forecast_only_when_asked(rising_csv, capsys):
+    code, out, _ = run_cli(capsys, "diagnose", rising_csv, "--format", "json")
+    f = json.loads(out)["runs"][0]["forecast"]
+    assert f["computed"] is False and f["still_rising"] in (True, False)
+    code, out, _ = run_cli(capsys, "diagnose", rising_csv, "--forecast", "--format", "markdown")
+    assert "final [95%]" in out and "95% at" in out and "rising" in out
+
+
+def test_diagnose_forecast_uses_the_planned_end():
+    from types import SimpleNamespace
+
+    from grpofit.fitting import fit_series
+    from grpofit.forecasting.brief import diagnose_forecast
+
+    t = np.arange(1, 151, dtype=float)
+    y = 0.8 - 0.5 * np.exp(-t / 30.0) + 0.01 * np.random.default_rng(3).standard_normal(t.size)
+    fit = fit_series(t, y)
+    run = SimpleNamespace(config={"trainer.total_training_steps": 600})
+    f = diagnose_forecast(run, fit, full=True)
+    assert f["computed"] and f["horizon"]["step"] == 600
+    lo, hi = f["expected_final"]["pi95"]
+    assert lo <= 0.8 <= hi
+    assert f["steps_to_95"]["value"] == pytest.approx(1 + 30 * math.log(20), rel=0.35)
+
+
+def test_misfit_is_surfaced_under_the_fit_table():
+    from grpofit.render import misfit_note
+
+    assert misfit_note({"noise": {"fit_vs_noise": 2.6}}).startswith("misfit: the fit's residual sd is 2.6x")
+    assert misfit_note({"noise": {"fit_vs_noise": 1.2}}) is None

@@ -45,3 +45,18 @@ def test_fail_on_is_validated_once_with_one_message():
 
     with pytest.raises(UsageError, match="bogus"):
         gate([], fail_on=("bogus",))
+
+
+def test_schema_ids_and_mode_titles_are_spelled_only_in_the_vocabulary():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "grpofit"
+    schema = re.compile(r'"grpofit\.[a-z]+/\d+"')
+    title_table = re.compile(r'"policy_concentration":\s*"entropy"')
+    for path in root.rglob("*.py"):
+        if path.name == "vocabulary.py":
+            continue
+        text = path.read_text()
+        assert not schema.search(text), f"{path}: a schema id outside grpofit/vocabulary.py"
+        assert not title_table.search(text), f"{path}: a mode-title table outside grpofit/vocabulary.py"

@@ -10,6 +10,7 @@ from grpofit.dynamics._common import _f
 from grpofit.dynamics.closed import PAPER_LAG, ClosedForm, closed_form, stationary_variance
 from grpofit.dynamics.exact import ExactStability, exact_fixed_delay, exact_sawtooth
 from grpofit.errors import UsageError
+from grpofit.vocabulary import SCHEMAS
 
 __all__ = ["Prediction", "predict", "threshold_ratios"]
 
@@ -77,7 +78,7 @@ class Prediction:
         """Contract keys first (``grpofit.predict/1``), then additive sections."""
         c = self.closed
         out: dict[str, Any] = {
-            "schema": "grpofit.predict/1",
+            "schema": SCHEMAS["predict"],
             "mass": _f(c.mass),
             "damping": _f(c.damping),
             "stiffness": _f(c.stiffness),

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpofit.vocabulary import SCHEMAS
+
 __all__ = ["DEFAULT_CUTS", "FINAL_FRACTION", "backtest_series", "backtest_run", "summarise",
            "backtest_paths", "parse_cuts"]
 
@@ -226,7 +228,7 @@ def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUT
         runs.extend(e)
         errors.extend(err)
         warnings.extend(w)
-    doc = {"schema": "grpofit.backtest/1", "final_level": f"mean of the last {FINAL_FRACTION:.0%} of steps",
+    doc = {"schema": SCHEMAS["backtest"], "final_level": f"mean of the last {FINAL_FRACTION:.0%} of steps",
            "runs": runs, "summary": summarise(runs)}
     if errors:
         doc["errors"] = errors

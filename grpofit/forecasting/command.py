@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grpofit.errors import GrpofitError, UsageError
+from grpofit.vocabulary import SCHEMAS
 
 __all__ = ["ForecastOptions", "forecast_run", "forecast_paths", "check_options"]
 
@@ -87,7 +88,7 @@ def forecast_paths(paths: list[str], opts: ForecastOptions) -> ForecastOutcome:
             if len(paths) == 1:
                 raise
             errors.append({"run": path, "error": e.one_line()})
-    doc = {"schema": "grpofit.forecast/1", "runs": entries}
+    doc = {"schema": SCHEMAS["forecast"], "runs": entries}
     if errors:
         doc["errors"] = errors
     return ForecastOutcome(doc, items, warnings)

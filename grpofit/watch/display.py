@@ -3,14 +3,9 @@ otherwise."""
 
 from __future__ import annotations
 
+from grpofit.vocabulary import MODE_TITLES  # noqa: F401  (the contract's titles, spelled once)
 from grpofit.watch.monitor import Monitor, RunState
 
-MODE_TITLES = {
-    "train_eval_decoupling": "train-eval",
-    "advantage_degeneracy": "advantage",
-    "policy_concentration": "entropy",
-    "dynamical_instability": "dynamics",
-}
 _STYLE = {"fail": "bold red", "warn": "yellow", "pass": "green", "unknown": "dim"}
 
 

@@ -37,8 +37,9 @@ from typing import Any
 import numpy as np
 
 from grpofit.errors import GrpofitError
+from grpofit.vocabulary import SCHEMAS
 
-SCHEMA = "grpofit.watch/1"
+SCHEMA = SCHEMAS["watch"]
 _RANK = {"pass": 1, "warn": 2, "fail": 3}
 
 
@@ -93,6 +94,7 @@ class RunState:
     level: float | None = None  #: median of the last few rewards
     reward_column: str | None = None
     fitted_n: int = 0
+    forecast_n: int = 0
     verdicts: dict[str, str] = field(default_factory=dict)
     evidence: dict[str, str] = field(default_factory=dict)
     forecast: dict | None = None
@@ -151,7 +153,8 @@ class Monitor:
         self.min_fail_points = min_fail_points
         self.confirm_growth = confirm_growth
         self.runs: dict[str, RunState] = {}
-        self.pending: dict[str, tuple] = {}  #: runs due for a re-judgement (``defer``)
+        self.pending: dict[str, tuple] = {}  #: runs due for a diagnosis (``defer``)
+        self.pending_fc: dict[str, tuple] = {}  #: runs due for a forecast (``defer``)
         self.judge_seconds = 0.0
         self.rejudge_spent = 0.0  #: seconds the last :meth:`judge_pending` spent re-judging
 
@@ -167,12 +170,19 @@ class Monitor:
         if st is None:
             st = self.runs[run.name] = RunState(run.name)
         events: list[dict] = []
-        try:
-            col = resolve_column(run, "reward", self.metric)
-        except GrpofitError as e:
-            st.problem = e.one_line()
-            st.n = int(run.steps.size)
-            return events
+        columns = tuple(run.metrics)
+        cached = st.rule_state.get("columns")
+        if cached is not None and cached[0] == columns:
+            col, st.rule_state["grad_col"] = cached[1], cached[2]
+        else:
+            try:
+                col = resolve_column(run, "reward", self.metric)
+            except GrpofitError as e:
+                st.problem = e.one_line()
+                st.n = int(run.steps.size)
+                return events
+            st.rule_state["grad_col"] = _grad_column(run)
+            st.rule_state["columns"] = (columns, col, st.rule_state["grad_col"])
         st.problem = None
         st.reward_column = col
         s, v = run.series(col)
@@ -190,35 +200,66 @@ class Monitor:
         if due and st.n >= 10:
             if defer and not force_fit:
                 self.pending[run.name] = (run, col)
+                if self.forecast:
+                    self.pending_fc[run.name] = (run, col)
             else:
                 self.pending.pop(run.name, None)
+                self.pending_fc.pop(run.name, None)
                 events += self._judge(run, st, col)
+        elif defer and self.forecast and run.name in self.pending_fc:
+            self.pending_fc[run.name] = (run, col)  # the newest snapshot
         return events
 
-    def judge_pending(self, budget: float) -> list[dict]:
-        """Re-judge queued runs, the never-judged first (always, whatever the cost), then the
-        most grown since their last judgement, until ``budget`` seconds are spent."""
+    def judge_pending(self, budget: float, *, catchup: float = 3.0) -> list[dict]:
+        """Work through the queued judgements (``defer``).
+
+        First judgements and first forecasts (catching up) may take ``catchup`` seconds per
+        call whatever the budget; then re-judgements (the most grown first), then re-forecasts,
+        until ``budget`` seconds are spent. :attr:`rejudge_spent` is what the budget paid.
+        """
         events: list[dict] = []
         t0 = time.perf_counter()
+        spent = 0.0
+        touched: set[str] = set()
 
-        def key(item):
-            st = self.runs[item[0]]
-            return (st.fitted_n > 0, -(st.n - st.fitted_n) / max(st.fitted_n, 1))
-
-        spent = 0.0  # on re-judgements only: a first judgement is never rationed
-        for name, (run, col) in sorted(self.pending.items(), key=key):
+        def grown(name, attr):
             st = self.runs[name]
-            again = st.fitted_n > 0
-            if again and spent >= budget:
+            done = getattr(st, attr)
+            return -(st.n - done) / max(done, 1)
+
+        first = [n for n in self.pending if self.runs[n].fitted_n == 0]
+        first_fc = [n for n in self.pending_fc if self.runs[n].forecast_n == 0 and n not in first]
+        for name in first + first_fc:
+            if time.perf_counter() - t0 >= catchup:
                 break
-            del self.pending[name]
-            t1 = time.perf_counter()
-            events += self._judge(run, st, col)
-            if again:
+            if name in self.pending:
+                run, col = self.pending.pop(name)
+                events += self._diagnose(run, self.runs[name], col)
+            if name in self.pending_fc:
+                run, col = self.pending_fc.pop(name)
+                self._forecast(run, self.runs[name], col)
+            touched.add(name)
+        for queue, attr, work in ((self.pending, "fitted_n", self._diagnose), (self.pending_fc, "forecast_n", self._forecast)):
+            for name in sorted(queue, key=lambda n: grown(n, attr)):
+                if spent >= budget:
+                    break
+                run, col = queue.pop(name)
+                t1 = time.perf_counter()
+                out = work(run, self.runs[name], col)
                 spent += time.perf_counter() - t1
+                events += out or []
+                touched.add(name)
+        for name in touched:
+            events.append(self.forecast_event(self.runs[name]))
         self.judge_seconds += time.perf_counter() - t0
         self.rejudge_spent = spent
         return events
+
+    @property
+    def catching_up(self) -> bool:
+        """Runs still waiting for their first judgement or first forecast."""
+        return any(self.runs[n].fitted_n == 0 for n in self.pending) or any(
+            self.runs[n].forecast_n == 0 for n in self.pending_fc)
 
     def _rules(self, run, st: RunState, s, v):
         from grpofit.watch.rules import RewardDrop, grad_spike
@@ -229,7 +270,7 @@ class Monitor:
         sig = drop.update(s, v)
         if sig is not None:
             yield sig
-        gcol = _grad_column(run)
+        gcol = st.rule_state.get("grad_col")
         if gcol is not None and ("dynamical_instability", "warn") not in st.alerts:
             gs, gv = run.series(gcol)
             since = st.rule_state.get("grad_since", 0)
@@ -239,6 +280,14 @@ class Monitor:
                 yield sig
 
     def _judge(self, run, st: RunState, col: str) -> list[dict]:
+        """Diagnose and (when enabled) forecast now."""
+        events = self._diagnose(run, st, col)
+        if self.forecast:
+            self._forecast(run, st, col)
+        events.append(self.forecast_event(st))
+        return events
+
+    def _diagnose(self, run, st: RunState, col: str) -> list[dict]:
         from grpofit.diagnostics import diagnose_run
 
         events: list[dict] = []
@@ -266,20 +315,21 @@ class Monitor:
                         status = "warn"  # not confirmed yet
                 events += self._alert(st, Alert(run.name, mode, status, st.last_step,
                                                 verdict.start_step, verdict.evidence, "diagnose"))
-        if self.forecast:
-            try:
-                entry = forecast_entry(run, metric=col, horizon=self.horizon)
-            except GrpofitError as e:
-                entry, st.forecast_note = None, f"cannot forecast: {e.one_line()}"
-            except Exception as e:  # noqa: BLE001 - the forecaster must never stop the watch
-                entry, st.forecast_note = None, f"cannot forecast: {type(e).__name__}: {e}"
-            else:
-                st.forecast_note = None if entry is None else entry.get("note")
-                if entry is None:
-                    st.forecast_note = "cannot forecast yet: this grpofit has no forecaster"
-            st.forecast = entry
-        events.append(self.forecast_event(st))
         return events
+
+    def _forecast(self, run, st: RunState, col: str) -> None:
+        st.forecast_n = st.n
+        try:
+            entry = forecast_entry(run, metric=col, horizon=self.horizon)
+        except GrpofitError as e:
+            entry, st.forecast_note = None, f"cannot forecast: {e.one_line()}"
+        except Exception as e:  # noqa: BLE001 - the forecaster must never stop the watch
+            entry, st.forecast_note = None, f"cannot forecast: {type(e).__name__}: {e}"
+        else:
+            st.forecast_note = None if entry is None else entry.get("note")
+            if entry is None:
+                st.forecast_note = "cannot forecast yet: this grpofit has no forecaster"
+        st.forecast = entry
 
     def _confirmed(self, mode: str, first_n: int, st: RunState, run) -> bool:
         if st.n < self.min_fail_points:

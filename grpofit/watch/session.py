@@ -115,7 +115,8 @@ class Session:
                 break
             if self.opts.max_polls is not None and self.polls >= self.opts.max_polls:
                 break
-            self._sleep(self.opts.interval)
+            if not self.monitor.catching_up:  # catching up: poll again at once
+                self._sleep(self.opts.interval)
 
     def poll(self, *, final: bool = False) -> list[dict]:
         """One poll: read what was appended, update every changed run, act on new alerts."""

@@ -45,14 +45,31 @@ def _stat(path: str):
         return None
 
 
+#: JSONL slices up to this size go through the JSONL reader's line-by-line parser: for the few
+#: lines a poll brings, its per-block pandas fast path costs more than it saves
+SMALL_JSONL = 64 * 1024
+
+
+def _small_jsonl(fmt: str, name: str, data: bytes, step: str | None) -> list[Run]:
+    from grpofit.readers.jsonl import _slow_block
+
+    cols, nrows = _slow_block(data, name, 0)
+    if not nrows:
+        return []
+    return [make_run(name, name, fmt, cols, step=step)]
+
+
 def _parse(fmt: str, name: str, path: str | None, data: bytes, step: str | None) -> list[Run]:
     """The runs in ``data`` read by the registered reader of ``fmt`` (``path`` gives the reader
     the folder where hyperparameters live)."""
     from grpofit import readers
     from grpofit.readers.source import Source
 
-    # in-memory only: readers prefer a path when they have one, and would read the whole file
-    runs = readers._reader(fmt)(Source(name, data=data), fmt, step=step)
+    if fmt in ("jsonl", "verl-jsonl") and len(data) <= SMALL_JSONL:
+        runs = _small_jsonl(fmt, name, data, step)
+    else:
+        # in-memory only: readers prefer a path when they have one, and would read the whole file
+        runs = readers._reader(fmt)(Source(name, data=data), fmt, step=step)
     if path is not None and runs and not any(r.config for r in runs):
         from grpofit.readers.config import config_near
 
