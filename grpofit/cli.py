@@ -67,6 +67,7 @@ def _root(
 METRIC = typer.Option(None, "--metric", help="Reward column (auto-detected from common names).")
 STEP = typer.Option(None, "--step", help="Step column (auto-detected: step, train/global_step, _step, ...).")
 DEBUG = typer.Option(False, "--debug", help="Show a traceback on errors.")
+RUN_PATTERN = typer.Option(None, "--run", help="Only the runs whose name matches this glob (e.g. '*GRPO*'); FILE::RUN also picks one run of a file.")
 
 
 def _warn(lines) -> None:
@@ -108,6 +109,7 @@ def fit(
     step: Optional[str] = STEP,
     format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a figure: data, both fits, residuals (.png/.svg/.pdf)."),
+    run_pattern: Optional[str] = RUN_PATTERN,
     debug: bool = DEBUG,
 ) -> int:
     """Fit the single-exponential law and the damped oscillator to each run's reward.
@@ -122,7 +124,7 @@ def fit(
     from grpofit.pipeline import fit_paths
     from grpofit.vocabulary import SCHEMAS
 
-    done = fit_paths(runs, metric=metric, step=step)
+    done = fit_paths(runs, metric=metric, step=step, run_pattern=run_pattern)
     _warn(done.warnings)
     doc = {"schema": SCHEMAS["fit"], "runs": [fit_summary(r) for r in done.results]}
     if done.errors:
@@ -177,6 +179,7 @@ def diagnose(
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write a JUnit XML report (a test case per run and mode)."),
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write one figure per run into this folder."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Judge runs in N parallel processes (at most one per CPU and per run)."),
+    run_pattern: Optional[str] = RUN_PATTERN,
     forecast: bool = typer.Option(False, "--forecast", help="Also forecast each run: expected final reward and the step reaching 95% of the gain (slower)."),
     debug: bool = DEBUG,
 ) -> int:
@@ -194,6 +197,7 @@ def diagnose(
         min_r2=min_r2,
         fail_on=_split_modes(fail_on),
         strict=strict,
+        run_pattern=run_pattern,
         group_size=group_size,
         thresholds=_parse_thresholds(threshold),
         jobs=jobs,
@@ -280,6 +284,7 @@ def inspect(
     run: str = typer.Argument(..., help="A log file or run folder ('-' reads standard input)."),
     step: Optional[str] = STEP,
     format: TableOrJson = typer.Option(TableOrJson.table, "--format"),
+    run_pattern: Optional[str] = RUN_PATTERN,
     debug: bool = DEBUG,
 ) -> int:
     """Show what was detected: format, runs, step column, which column plays which role, gaps.
@@ -290,6 +295,12 @@ def inspect(
     from grpofit.vocabulary import SCHEMAS
 
     doc = {"schema": SCHEMAS["inspect"], **inspect_path(run, step=step)}
+    if run_pattern:
+        from grpofit.selection import select_runs
+
+        kept = select_runs([i["run"] for i in doc["runs"]], run_pattern, run)
+        doc["runs"] = [i for i in doc["runs"] if i["run"] in kept]
+        doc["n_runs"] = len(doc["runs"])
     for info in doc["runs"]:
         _warn(f"{info['run']}: {w}" for w in info["warnings"])
     if format is TableOrJson.json:
@@ -316,7 +327,8 @@ def predict(
     arms: int = typer.Option(8, "--arms", help="... its number of arms."),
     correct: int = typer.Option(1, "--correct", help="... its number of correct arms."),
     adam: bool = typer.Option(False, "--adam", help="Treat --lr/--momentum as Adam's lr/beta1 (eta_eff = lr (1 - beta1))."),
-    from_run: Optional[str] = typer.Option(None, "--from-run", help="Measure K from this run's fitted timescale."),
+    from_run: Optional[str] = typer.Option(None, "--from-run", help="Measure K from this run's fitted timescale; --lr, --momentum (Adam beta1), --refresh-interval and --group-size not given are read from its config. FILE::RUN picks one run of a file."),
+    run_pattern: Optional[str] = RUN_PATTERN,
     metric: Optional[str] = METRIC,
     what_if_lr: Optional[float] = typer.Option(None, "--what-if-lr", help="Predict the trajectory at this learning rate."),
     what_if_momentum: Optional[float] = typer.Option(None, "--what-if-momentum", help="... at this momentum."),
@@ -345,6 +357,7 @@ def predict(
         group_size=group_size, noise=noise, adam=adam, from_run=from_run, metric=metric,
         what_if={"lr": what_if_lr, "momentum": what_if_momentum, "refresh_interval": what_if_refresh_interval},
         bandit=None if beta is None else {"beta": beta, "arms": arms, "correct": correct},
+        run_pattern=run_pattern,
     )
     if format is TableOrJson.json:
         _print_json(doc)

@@ -128,8 +128,7 @@ def resolve_side(label: str, specs: list[str], *, metric: str | None = None, ste
             base, sep, name = path.partition("::")
             if sep and os.path.isfile(base):
                 runs = read_path(base, step=step)
-                pick = [r for r in runs if r.name == name or r.name.split("::", 1)[-1] == name
-                        or r.name.endswith(name)]
+                pick = [r for r in runs if r.name == name or r.name.split("::", 1)[-1] == name]
                 if not pick:
                     names = ", ".join(r.name.split("::", 1)[-1] for r in runs[:10])
                     raise UsageError(f"{path}: no run named {name!r} in {base}", fix=f"use one of: {names}")

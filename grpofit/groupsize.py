@@ -144,11 +144,11 @@ def _batch(run: Any) -> tuple[int | None, str | None]:
     import json
     import os
 
-    from grpofit.forecasting.plan import batch_size
-
     try:
+        from grpofit.forecasting.plan import batch_size  # one reading of the batch size for all commands
+
         n, src = batch_size(getattr(run, "config", None) or {})
-    except Exception:  # an odd config gives no batch size, not a crash
+    except Exception:  # an odd config (or no such reader) gives no batch size, not a crash
         n, src = None, None
     if n:
         return n, src

@@ -105,8 +105,9 @@ MAX_STREAM_BYTES = 2 * 1024**3
 MAX_CONFIG_BYTES = 20_000_000
 MAX_CONFIG_KEYS = 100_000
 MAX_CONFIG_DEPTH = 64
-#: JSONL rows: keys per row (a row with more is an error, not a table of 200,000 columns)
-MAX_ROW_KEYS = 10_000
+#: distinct columns of a JSONL log (its table is dense: one float per row and column, so a row
+#: of 200,000 keys would make every row 1.6 MB); more is an error naming the line
+MAX_COLUMNS = 10_000
 
 
 def _fmt(x: float) -> str:

@@ -44,8 +44,12 @@ class Outcome:
 # --------------------------------------------------------------------------- fit
 
 
-def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None = None) -> Outcome:
+def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None = None,
+              run_pattern: str | None = None) -> Outcome:
     """Read and fit every run of every path; a bad path or run is recorded, the others still fitted.
+
+    ``run_pattern`` (``--run``) keeps the runs it matches (:mod:`grpofit.selection`); ``FILE::RUN``
+    paths name one run of a file.
 
     A single file that fails raises (the plain ``fit one.csv`` case gets the error itself).
     A folder is walked like ``diagnose`` does: each run in it is read and fitted on its own.
@@ -59,7 +63,7 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
     out = Outcome()
     units: list[str] = []
     for path in paths:
-        if path != "-" and os.path.isdir(path) and dir_kind(path) is None:
+        if path != "-" and os.path.isdir(path) and dir_kind(path) is None:  # FILE::RUN is no dir
             skipped: list = []
             try:
                 units.extend(src.path for src in discover([path], skipped))
@@ -79,6 +83,9 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
                 raise
             out.errors.append(RunError(path, e.one_line()))
             continue
+        from grpofit.selection import matches
+
+        runs = [r for r in runs if matches(r, run_pattern)]
         for run in runs:
             out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
             try:
@@ -87,7 +94,17 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
                 if len(units) == 1 and len(runs) == 1 and not out.errors:
                     raise
                 out.errors.append(RunError(run.name, e.one_line()))
+    if run_pattern and not out.results and not out.errors:
+        raise _no_match(run_pattern, paths)
     return out
+
+
+def _no_match(pattern: str, paths: list) -> GrpofitError:
+    from grpofit.errors import UsageError
+
+    where = ", ".join(str(p) for p in paths[:3]) + (" ..." if len(paths) > 3 else "")
+    return UsageError(f"--run {pattern!r} matches no run in {where}",
+                      fix="check the run names with grpofit inspect, or use a glob such as '*GRPO*'")
 
 
 # --------------------------------------------------------------------------- finding runs
@@ -137,13 +154,19 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
         if not isinstance(path, str):  # a Run given through the Python API: judged as it is
             sources.append(path)
             continue
+        from grpofit.selection import split_selector
+
+        if split_selector(path)[1] is not None:  # FILE::RUN: one run of a file, read as given
+            sources.append(path)
+            continue
         skipped: list = []
         try:
             sources.extend(discover([path], skipped))
         except GrpofitError as e:
             out.errors.append(RunError(path, e.one_line()))
         add_skipped(out, skipped)
-    sources = unique_sources(sources, out.warnings, path_of=lambda s: getattr(s, "path", None))
+    sources = unique_sources(sources, out.warnings,
+                             path_of=lambda s: s if isinstance(s, str) else getattr(s, "path", None))
     items: list = []
     exports: list = []
     for src in sources:
@@ -179,6 +202,7 @@ class JudgeOptions:
     plot_dir: str | None = None
     encode_json: bool = False  #: the output is JSON: encode each run's entry where it is judged
     policy: Any = None  #: grpofit.gate.GatePolicy: the gated verdict is written into each entry
+    run_pattern: str | None = None  #: ``--run PATTERN``: judge only the runs it matches
     forecast: bool = False  #: also forecast each run (expected final reward, steps to 95%)
 
 
@@ -203,6 +227,9 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
     except Exception as e:  # noqa: BLE001 - a reader bug on one file must not hide the others
         out.errors.append(RunError(label, internal_error("reading", e)))
         return out
+    from grpofit.selection import matches
+
+    runs = [r for r in runs if matches(r, options.run_pattern)]
     for run in runs:
         if isinstance(item, str):
             out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
@@ -416,6 +443,7 @@ def diagnose_paths(
     min_r2: float | None = None,
     fail_on: tuple[str, ...] | None = None,
     strict: bool = False,
+    run_pattern: str | None = None,
     group_size: int | None = None,
     thresholds: dict[str, float] | None = None,
     jobs: int = 1,
@@ -447,6 +475,7 @@ def diagnose_paths(
         plot_dir=None if plot_dir is None else str(plot_dir),
         encode_json=encode_json,
         policy=policy,
+        run_pattern=run_pattern,
         forecast=forecast,
     )
     items, found = plan_work(paths, step=step)
@@ -465,6 +494,8 @@ def diagnose_paths(
             judged = judge_items(items, options, jobs=1, progress=advance)
     found.extend(judged)
     diagnoses = found.results
+    if run_pattern and not diagnoses and not found.errors:
+        raise _no_match(run_pattern, list(paths))
     runs = [d.summary() for d in diagnoses]
     errors = [e.summary() for e in found.errors]
     doc: dict[str, Any] = {

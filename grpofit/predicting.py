@@ -13,8 +13,13 @@ from typing import Any
 from grpofit.errors import UsageError
 
 
-def _require(**values: Any) -> None:
+def _require(*, from_run: str | None = None, **values: Any) -> None:
     missing = ["--" + k.replace("_", "-") for k, v in values.items() if v is None]
+    if missing and from_run is not None:
+        raise UsageError(
+            "missing " + ", ".join(missing) + f" (not in the config of {from_run} either)",
+            fix="pass " + ", ".join(missing) + " (flags override the run's config)",
+        )
     if missing:
         raise UsageError(
             "missing " + ", ".join(missing),
@@ -35,11 +40,18 @@ def run_predict(
     metric: str | None = None,
     what_if: dict[str, float | None] | None = None,
     bandit: dict[str, float] | None = None,
+    run_pattern: str | None = None,
 ) -> tuple[dict, Any]:
     """The ``grpofit.predict/1`` document and, for ``--plot``, ``(WhatIf, observed)`` or None."""
     from grpofit import dynamics
 
-    _require(lr=lr, momentum=momentum, refresh_interval=refresh_interval)
+    run = None
+    inputs = None
+    if from_run is not None:
+        run = _one_run(from_run, run_pattern)
+        lr, momentum, refresh_interval, group_size, adam, inputs = _from_config(
+            run, lr=lr, momentum=momentum, refresh_interval=refresh_interval, group_size=group_size, adam=adam)
+    _require(from_run=from_run, lr=lr, momentum=momentum, refresh_interval=refresh_interval)
     inputs_note = None
     if adam:
         lr, momentum = dynamics.heavy_ball_from_adam(lr, momentum)
@@ -64,10 +76,11 @@ def run_predict(
         return doc, None
     if curvature is not None:
         raise UsageError("--curvature and --from-run both give the curvature", fix="pass only one of them")
-    fit, observed = _fit_one(from_run, metric)
+    fit, observed = _fit_one(run, metric)
     measured = dynamics.from_run(fit, lr, momentum, refresh_interval, group_size=group_size, noise=noise)
     doc = measured.prediction.summary()
     doc["from_run"] = {"run": fit.run, "metric": fit.metric, **measured.summary()}
+    doc["inputs"] = inputs
     if inputs_note:
         doc["notes"].insert(0, inputs_note)
     figure = None
@@ -82,19 +95,63 @@ def run_predict(
     return doc, figure
 
 
-def _fit_one(path: str, metric: str | None):
-    from grpofit.analysis import fit_run
-    from grpofit.readers import read_path
+def _one_run(path: str, pattern: str | None):
+    """The one run ``--from-run PATH`` (``FILE::RUN``, ``--run PATTERN``) points at."""
+    from grpofit.selection import read_selected, run_label
 
-    runs = read_path(path)
+    runs = read_selected(path, run=pattern)
     if len(runs) != 1:
-        names = ", ".join(r.name for r in runs[:5])
+        names = ", ".join(run_label(r) for r in runs[:5]) + (" ..." if len(runs) > 5 else "")
         raise UsageError(
             f"--from-run needs one run, {path} holds {len(runs)} ({names})",
-            path=path,
-            fix="point --from-run at a single run's file or folder",
+            fix=f"pick one with {path}::RUN or --run PATTERN",
         )
-    fit = fit_run(runs[0], metric=metric)
+    return runs[0]
+
+
+#: predict's inputs and the config quantity (grpofit.readers.config.KEYS) each may come from
+_CONFIG_INPUTS = (("lr", "learning_rate", "--lr"), ("momentum", "momentum", "--momentum"),
+                  ("refresh_interval", "refresh", "--refresh-interval"), ("group_size", "group_size", "--group-size"))
+
+
+def _from_config(run, **given):
+    """Fill the hyperparameters not passed as flags from the run's config (flags win).
+
+    Returns ``(lr, momentum, refresh_interval, group_size, adam, inputs)``; ``inputs`` says
+    where each value came from (``--lr``, ``config: learning_rate in FILE``, or missing). A
+    momentum read from an Adam key (``adam_beta1``, ``betas``) makes the learning rate an Adam
+    one: ``eta_eff = lr (1 - beta1)``, as with ``--adam``.
+    """
+    from grpofit.readers.config import hyperparameters
+
+    found = hyperparameters(run.config or {})
+    where = run.config_source or "the run's config"
+    values = dict(given)
+    inputs: dict[str, dict] = {}
+    for name, quantity, flag in _CONFIG_INPUTS:
+        if given.get(name) is not None:
+            inputs[name] = {"value": given[name], "source": flag}
+        elif quantity in found:
+            hit = found[quantity]
+            values[name] = hit["value"]
+            inputs[name] = {"value": hit["value"], "source": f"config: {hit['key']} in {where}"}
+        else:
+            inputs[name] = {"value": None, "source": f"not given (no {flag}, not in the config)"}
+    adam = bool(given.get("adam"))
+    key = (found.get("momentum") or {}).get("key", "")
+    if not adam and given.get("momentum") is None and ("adam" in key or "betas" in key):
+        adam = True
+        inputs["momentum"]["source"] += "; Adam beta1, so the learning rate is Adam's"
+    inputs["adam"] = {"value": adam, "source": "--adam" if given.get("adam") else
+                      ("config: Adam betas" if adam else "heavy-ball momentum")}
+    return values["lr"], values["momentum"], values["refresh_interval"], values["group_size"], adam, inputs
+
+
+def _fit_one(run, metric: str | None):
+    from grpofit.analysis import fit_run
+
+    path = run.name
+    fit = fit_run(run, metric=metric)
     osc = fit.models.get("oscillator")
     if osc is None or not osc.ok or osc.params["timescale"].value is None:
         raise UsageError(

@@ -278,11 +278,17 @@ ELLIPSIS = "…"
 
 
 def elide(name: str, width: int) -> str:
-    """``name`` shortened to ``width`` characters by cutting its middle, never wrapped: whole path
-    components first (``collapse_run/…/checkpoint-400``), else characters (``bandit_o…ting.jsonl``,
-    the end kept longer: it tells runs apart)."""
+    """``name`` shortened to ``width`` characters by cutting its middle, never wrapped: the run
+    part of ``FILE::RUN`` kept whole when it fits, then whole path components
+    (``collapse_run/…/checkpoint-400``), else characters (``bandit_o…ting.jsonl``, the end kept
+    longer: it tells runs apart)."""
     if len(name) <= width or width < 5:
         return name
+    path, sep, run = name.partition("::")
+    if sep and width - len(sep + run) >= 8:
+        return elide(path, width - len(sep + run)) + sep + run
+    if sep and width - len(sep + run) >= 1:
+        return ELLIPSIS + sep + run
     parts = name.split("/")
     if len(parts) > 2:
         head = parts[0] or "/" + parts[1]
@@ -640,6 +646,11 @@ def predict_tables(doc: dict) -> list[Any]:
             table.add_row(label, num(ex.get("spectral_radius"), 4), num(ex.get("stable")), ex.get("regime") or "-",
                           num(ex.get("critical_refresh_interval")))
     out.append(table)
+    inputs = doc.get("inputs")
+    if inputs:
+        out.append(key_value_table("inputs (flags override the run's config)",
+                                   [(k.replace("_", " "), f"{_plain(v.get('value'))}  ({v.get('source')})")
+                                    for k, v in inputs.items()]))
     for key in ("group", "from_run", "what_if"):
         if doc.get(key):
             out.append(key_value_table(key.replace("_", " "), flat_items(doc[key])))
@@ -659,6 +670,17 @@ def _trajectory_text(traj: dict) -> str | None:
     if traj.get("fluctuation") == "stationary":
         extra.append("stationary fluctuation around p*, not instability")
     return label + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def _plain(v: Any) -> str:
+    """A value as the user would type it: ``1e-06``, ``0.9``, ``2``, ``true``, ``-`` for None."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, (int, float)):
+        return f"{v:g}"
+    return str(v)
 
 
 def simulate_tables(doc: dict, out: str) -> list[Any]:

@@ -75,7 +75,10 @@ def _to_float(v: Any) -> float:
     if v is None:
         return np.nan
     if isinstance(v, (int, float, np.integer, np.floating)):
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # an integer beyond float range (>= 1e309): infinite, dropped later
+            return np.inf if v > 0 else -np.inf
     if isinstance(v, str):
         parsed = parse_number(v.strip().strip('"').strip("'"))
         return np.nan if parsed is None else parsed
@@ -145,6 +148,15 @@ def make_run(
     keep = np.isfinite(steps)
     if not keep.all():
         stats["rows_without_step"] = int((~keep).sum())
+        lost = np.zeros(int((~keep).sum()), dtype=bool)  # dropped rows that carry a value
+        for k, v in cols.items():
+            if k != step_col:
+                lost |= np.isfinite(v[~keep])
+        if lost.any() and step_col is not None:
+            warnings.append(
+                f"{int(lost.sum())} row(s) with values have no finite step in {step_col!r} "
+                "(empty, NaN or infinite); dropped them"
+            )
         steps = steps[keep]
         cols = {k: v[keep] for k, v in cols.items()}
     if steps.size > 1 and np.any(steps[1:] < steps[:-1]):  # no np.diff: it overflows at +-1e308

@@ -153,10 +153,10 @@ def bandit_block(n: int) -> str:
                       _line("bandit, cut 25% vs the simulator's expected reward", _summary(rows))])
 
 
-def forced_block(n_per_stratum: int) -> str:
+def forced_block(n_per_stratum: int, **strata) -> str:
     from grpofit.synthetic import forced_recovery_set
 
-    runs = forced_recovery_set(n_per_stratum, seed=1)
+    runs = forced_recovery_set(n_per_stratum, seed=1, **strata)
     lines = [f"generated runs, forcing inside the dynamics: {len(runs)} ({n_per_stratum} per stratum)", HEAD]
     all_rows = []
     strata = {}
@@ -203,12 +203,13 @@ def plateau_block(runs) -> str:
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     quick = "--quick" in argv
-    text, _ = real_block(limit=3 if quick else None)
+    text, _ = real_block(limit=2 if quick else None)
     print(text)
     print()
-    print(bandit_block(2 if quick else 12))
+    print(bandit_block(1 if quick else 12))
     print()
-    print(forced_block(1 if quick else 8))
+    strata = {"levels": (0.015,), "regimes": ("overdamped",)} if quick else {}
+    print(forced_block(1 if quick else 6, **strata))
 
 
 if __name__ == "__main__":

@@ -294,3 +294,22 @@ def test_misfit_is_surfaced_under_the_fit_table():
 
     assert misfit_note({"noise": {"fit_vs_noise": 2.6}}).startswith("misfit: the fit's residual sd is 2.6x")
     assert misfit_note({"noise": {"fit_vs_noise": 1.2}}) is None
+
+
+def test_the_measurement_script_runs(capsys):
+    """``python -m tests.forecast_measure`` makes the README's forecast numbers; a small run here."""
+    from tests import forecast_measure
+
+    forecast_measure.main(["--quick"])
+    out = capsys.readouterr().out
+    assert "| real, cut 25% |" in out and "| bandit, cut 25%" in out and "forcing sd 0.015, overdamped" in out
+    assert "fit ci95 covers p*" in out
+
+
+def test_recovery_harness_reports_forced_strata():
+    from tests.recovery import forced_report, run_forced_recovery
+
+    rows = run_forced_recovery(1, seed=3)
+    assert {(r["forcing_sd"], r["regime"]) for r in rows} >= {(0.03, "underdamped"), (0.0, "two_class")}
+    assert all(0.0 <= r["plateau_coverage"] <= 1.0 for r in rows)
+    assert "| forcing sd | regime |" in forced_report(rows)

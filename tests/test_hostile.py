@@ -687,3 +687,281 @@ def test_a_dead_worker_rebuilds_the_pool(tmp_path):
                               "error": "the worker judging this run died (out of memory or killed)"}]
     # one rebuilt pool (2) and a few runs alone, not one process per unfinished run (16)
     assert int(last.split()[-1]) <= 8, last
+
+
+# ------------------------------------------------------------------ 7 and 8. torn lines, quotes
+
+
+def test_cut_inside_an_exponent_is_dropped_with_a_warning(capsys, tmp_path):
+    path = tmp_path / "live.csv"
+    rows = [f"{s},{1 - math.exp(-s / 50):.6f},{1.07782e-05 * (1 + (s % 3)):.5e}" for s in range(300)]
+    text = "step,reward,grad_norm\n" + "\n".join(rows) + "\n"
+    cut = text + "300,0.99755,1.0778200000000001"  # a writer's last row, cut before its "e-05"
+    path.write_text(cut)
+    code, out, err = run_cli(capsys, "diagnose", path, "--format", "json")
+    doc = json.loads(out)
+    assert doc["runs"][0]["n_points"] == 300 if "n_points" in doc["runs"][0] else True
+    assert "spike" not in out.lower()
+    assert f"warning: {path}: last line is incomplete (no line break after '300,0.99755,1.0778200000000001')" in err
+    from grpofit.readers import read_path
+
+    [run] = read_path(str(path))
+    assert run.steps[-1] == 299 and run.metrics["grad_norm"].max() < 1e-4
+
+
+def test_old_file_without_final_newline_keeps_its_last_row(tmp_path):
+    from grpofit.readers import read_path
+
+    path = tmp_path / "done.csv"
+    path.write_text("step,reward\n" + "\n".join(good_rows(300)))  # no line break at the end
+    old = 1_600_000_000
+    os.utime(path, (old, old))  # finished long ago: the last row is complete
+    [run] = read_path(str(path))
+    assert run.steps[-1] == 299 and not run.warnings
+    os.utime(path, None)  # just written: it may be a live log cut mid-number
+    [run] = read_path(str(path))
+    assert run.steps[-1] == 298 and "incomplete" in run.warnings[0]
+
+
+def test_large_csv_is_parsed_up_to_its_last_complete_line(tmp_path, monkeypatch):
+    """The large-file path reads the bytes once: pandas sees only what the torn-line check saw."""
+    import grpofit.readers.delimited as d
+    from grpofit.readers import read_path
+
+    monkeypatch.setattr(d, "CHUNKED_FILE", 1000)
+    monkeypatch.setattr(d, "SMALL_FILE", 100)
+    path = tmp_path / "big.csv"
+    path.write_text("step,reward\n" + "\n".join(good_rows(3000)) + "\n2999")  # a torn row "2999..."
+    [run] = read_path(str(path))
+    assert len(run.steps) == 3000 and run.steps[-1] == 2999
+    assert run.metrics["reward"][-1] == pytest.approx(1 - math.exp(-2999 / 50), abs=1e-6)
+    assert "incomplete" in run.warnings[0]
+
+
+def test_growing_csv_never_gives_a_wrong_last_value(tmp_path):
+    """A writer appends (with flushes inside rows) while the reader reads: every read is a
+    prefix of the true rows, never a cut-off value."""
+    from grpofit.readers import read_path
+
+    path = tmp_path / "grow.csv"
+    truth = {s: 1.07782e-05 * (1 + s % 7) for s in range(4000)}
+    path.write_text("step,grad_norm\n")
+    stop = threading.Event()
+
+    def writer():
+        with open(path, "a") as f:
+            for s in range(4000):
+                row = f"{s},{truth[s]!r}\n"
+                f.write(row[: len(row) // 2])
+                f.flush()
+                f.write(row[len(row) // 2 :])
+                f.flush()
+        stop.set()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    reads = 0
+    while not stop.is_set() or reads < 5:
+        try:
+            [run] = read_path(str(path))
+        except Exception:  # noqa: BLE001 - a header-only moment is fine
+            continue
+        reads += 1
+        for s, v in zip(run.steps.tolist(), run.metrics["grad_norm"].tolist()):
+            assert v == truth[int(s)], (s, v)
+    t.join()
+    assert reads >= 5
+
+
+def test_unterminated_quote_loses_one_line_not_the_rest(capsys, tmp_path):
+    path = tmp_path / "q.csv"
+    rows = good_rows(300)
+    rows[101] = '101,"0.5'
+    path.write_text("step,reward\n" + "\n".join(rows) + "\n")
+    code, out, err = run_cli(capsys, "fit", path, "--format", "json")
+    assert code == 0
+    assert json.loads(out)["runs"][0]["n_points"] == 299
+    assert f"warning: {path}: line 103 opens a quote that is never closed ('101,\"0.5'); skipped that line" in err
+
+
+# ------------------------------------------------------------------ 9. silent drops and picks
+
+
+def test_nan_and_inf_steps_are_warned(capsys, tmp_path):
+    path = tmp_path / "nan.csv"
+    rows = [f"{'nan' if s % 4 == 0 else ('inf' if s % 4 == 1 else s)},{1 - math.exp(-s / 50):.5f}" for s in range(300)]
+    path.write_text("step,reward\n" + "\n".join(rows) + "\n")
+    code, out, err = run_cli(capsys, "fit", path, "--format", "json")
+    assert code == 0 and json.loads(out)["runs"][0]["n_points"] == 150
+    assert f"warning: {path}: 150 row(s) with values have no finite step in 'step' (empty, NaN or infinite); dropped them" in err
+
+
+def test_duplicate_column_names_are_warned(capsys, tmp_path):
+    path = tmp_path / "dup.csv"
+    path.write_text("step,reward,reward\n" + "\n".join(f"{r},{s}" for s, r in enumerate(good_rows(300))) + "\n")
+    code, out, err = run_cli(capsys, "fit", path, "--format", "json")
+    assert code == 0 and json.loads(out)["runs"][0]["metric"] == "reward"
+    assert f"warning: {path}: column 'reward' appears 2 times in the header; 'reward' is the first, the others are read as 'reward.1'" in err
+
+
+@pytest.mark.parametrize("damage", ["drop_open", "swap_braces", "brace_moved", "open_at_end"])
+def test_jsonl_fast_path_rejects_what_the_line_path_rejects(capsys, tmp_path, damage):
+    lines = [json.dumps({"step": s, "reward": 1 - math.exp(-s / 50)}) for s in range(300)]
+    line = lines[100]
+    lines[100] = {
+        "drop_open": line[1:] + "{",
+        "swap_braces": "}" + line[1:-1] + "{",
+        "brace_moved": line[1:-1] + "{}",
+        "open_at_end": "{" + line[1:-1] + "}}{",
+    }[damage]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    code, out, err = run_cli(capsys, "fit", path)
+    assert code == 2 and out == ""
+    [line_] = err_lines(err)
+    assert line_.startswith(f"error: {path}: line 101 is not valid JSON")
+
+
+# ------------------------------------------------------------------ 10. W&B exports
+
+
+def test_wandb_run_names_with_dashes_and_one_bad_run(capsys, tmp_path):
+    path = tmp_path / "export.csv"
+    head = '"Step","grpo - seed0 - train/reward","grpo - seed1 - train/reward","grpo - seed2 - train/reward"'
+    rows = [f"{s},{1 - math.exp(-s / 50):.5f},{1 - math.exp(-s / 80):.5f},{'0.5' if s == 3 else ''}" for s in range(300)]
+    path.write_text(head + "\n" + "\n".join(rows) + "\n")
+    code, out, err = run_cli(capsys, "fit", path, "--format", "json")
+    doc = json.loads(out)
+    assert [r["run"] for r in doc["runs"]] == [f"{path}::grpo - seed0", f"{path}::grpo - seed1"]
+    assert code == 2  # the one-point run is an error, listed; it hides nothing
+    assert doc["errors"][0]["run"] == f"{path}::grpo - seed2"
+
+
+# ------------------------------------------------------------------ 18. sizes
+
+
+def test_header_wider_than_the_sniffers_window(capsys, tmp_path):
+    path = tmp_path / "wide.csv"
+    names = ["step", "reward"] + [f"col{i:06d}_" + "x" * 20 for i in range(10_000)]
+    assert len(",".join(names)) > 256 * 1024
+    path.write_text(",".join(names) + "\n" + "".join(f"{r}" + "," * 10_000 + "\n" for r in good_rows(300)))
+    code, out, err = run_cli(capsys, "fit", path, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["runs"][0]["n_points"] == 300
+
+
+def test_a_200kb_text_cell_in_the_first_rows(capsys, tmp_path):
+    path = tmp_path / "cell.csv"
+    long_cell = '"' + "y" * 200_000 + '"'
+    rows = [f"{r},{long_cell if i == 10 else 'a'}" for i, r in enumerate(good_rows(300))]
+    path.write_text("step,reward,sample\n" + "\n".join(rows) + "\n")
+    code, out, err = run_cli(capsys, "fit", path, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["runs"][0]["n_points"] == 300
+    assert "1 text column(s) ignored: sample" in err
+
+
+def test_integers_beyond_float_range_on_the_line_path(capsys, tmp_path):
+    path = tmp_path / "big.jsonl"
+    rows = [{"step": s, "reward": 1 - math.exp(-s / 50), "big": 10**400 if s == 5 else s, "t": "x" if s == 3 else 1} for s in range(300)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    code, out, err = run_cli(capsys, "fit", path, "--format", "json")
+    assert code == 0 and json.loads(out)["runs"][0]["n_points"] == 300
+    assert "1 infinite value(s) dropped" in err and "OverflowError" not in err
+
+
+# ------------------------------------------------------------------ 5. memory bounds
+
+
+def test_jsonl_row_with_200k_keys_is_an_error_within_memory(tmp_path):
+    path = tmp_path / "keys.jsonl"
+    rows = [{"step": s, "reward": 1 - math.exp(-s / 50)} for s in range(2000)]
+    rows[5].update({f"k{i}": i for i in range(200_000)})
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    r = grpofit("fit", path, mem_mb=1200, timeout=60)
+    assert r.returncode == 2
+    assert err_lines(r.stderr) == [
+        f"error: {path}: line 6 brings the number of distinct keys above 10000; "
+        "grpofit reads logs of at most 10000 metrics; log fewer keys or split the file"
+    ]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--group-size", "100000000"], "--group-size 1e+08 is out of range"),
+        (["--steps", "1000000000"], "--steps 1e+09 is out of range"),
+        (["--groups", "1000", "--group-size", "1000"], "--groups 1000 x --group-size 1000 = 1000000 samples a step is too many"),
+        (["--arms", "100000"], "--arms 100000 is out of range"),
+        (["--lr", "1e308"], "--lr 1e+308 is out of range"),
+        (["--lr", "nan"], "--lr nan is out of range"),
+        (["--beta", "inf"], "--beta inf is out of range"),
+    ],
+)
+def test_simulate_sizes_are_bounded(capsys, tmp_path, args, message):
+    out_file = tmp_path / "sim.csv"
+    code, out, err = run_cli(capsys, "simulate", "bandit", "--out", out_file, *args)
+    assert code == 2 and out == "" and not out_file.exists()
+    [line] = err_lines(err)
+    assert line.startswith(f"error: {message}"), line
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--group-size", "1000000", "--beta", "1"], "--group-size 1e+06 is out of range; --group-size with --beta takes a whole number in [1, 10000]"),
+        (["--lr", "1e308", "--curvature", "1e308"], "--lr 1e+308 is out of range"),
+        (["--refresh-interval", "1e308"], "--refresh-interval 1e+308 is out of range"),
+        (["--curvature", "inf"], "--curvature inf is out of range"),
+    ],
+)
+def test_predict_inputs_are_bounded(capsys, args, message):
+    base = {"--lr": "1e-6", "--momentum": "0.9", "--refresh-interval": "4", "--curvature": "2000"}
+    for k, v in zip(args[::2], args[1::2]):
+        base[k] = v
+    flat = [x for kv in base.items() for x in kv]
+    code, out, err = run_cli(capsys, "predict", *flat)
+    assert code == 2 and out == ""
+    [line] = err_lines(err)
+    assert line.startswith(f"error: {message}"), line
+
+
+def test_help_states_the_bounds(capsys):
+    code, out, _ = run_cli(capsys, "simulate", "bandit", "--help")
+    text = " ".join(out.split())
+    assert "16,384" in text and "1,000,000" in text and "1,000)" in text
+    code, out, _ = run_cli(capsys, "predict", "--help")
+    assert "10,000 with --beta" in " ".join(out.split())
+    code, out, _ = run_cli(capsys, "diagnose", "--help")
+    text = " ".join(out.split())
+    assert "[-1, 1]" in text and "one per CPU" in text
+
+
+# ------------------------------------------------------------------ 19. streams and --out
+
+
+def test_closed_and_full_standard_streams(tmp_path):
+    good_csv(tmp_path / "run.csv")
+    run = tmp_path / "run.csv"
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "grpofit", "fit", str(run)], stdout=full, stderr=subprocess.PIPE,
+                           timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 2 and err_lines(r.stderr) == ["error: cannot write to standard output (No space left on device)"]
+    r = subprocess.run(["bash", "-c", '"$0" -m grpofit fit "$1" >&-', sys.executable, str(run)],
+                       capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0 and r.stderr == b""
+    r = subprocess.run(["bash", "-c", '"$0" -m grpofit fit - <&-', sys.executable],
+                       capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 2 and err_lines(r.stderr) == ["error: -: standard input is closed; pipe a log into grpofit or pass a file"]
+    r = subprocess.run(["bash", "-c", '"$0" -m grpofit fit "$1" 2>&- >/dev/full', sys.executable, str(tmp_path / "missing.csv")],
+                       capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 2
+
+
+def test_simulate_out_into_a_missing_folder(capsys, tmp_path):
+    out_file = tmp_path / "nowhere" / "sim.csv"
+    code, out, err = run_cli(capsys, "simulate", "bandit", "--out", out_file, "--steps", "10")
+    assert code == 2 and out == ""
+    assert err_lines(err) == [
+        f"error: {out_file}: the folder {str(out_file.parent)!r} of --out does not exist; create it first or choose another --out"
+    ]

@@ -34,6 +34,8 @@ def test_short_names_cut_whole_path_components():
 def test_elide_cuts_the_middle_and_prefers_path_components():
     assert elide("collapse_run/checkpoint-400", 40) == "collapse_run/checkpoint-400"
     assert elide("runs/2026/november/collapse_run/checkpoint-400", 30) == "runs/…/checkpoint-400"
+    assert elide("heterorl_qwen3_1p7b.wandb_TrainReward.csv::[paper]GRPO_online", 24) == "…::[paper]GRPO_online"
+    assert elide("heterorl_qwen3_1p7b.wandb_TrainReward.csv::GRPO", 24) == "hetero…nReward.csv::GRPO"
     text = elide("bandit_oscillating_long_name_g16.csv", 20)
     assert len(text) == 20 and text.startswith("bandit") and text.endswith("g16.csv") and "…" in text
 

@@ -207,3 +207,14 @@ def test_the_diagnosis_figure_gets_a_panel_per_rule_and_per_benchmark(tmp_path):
     assert any(t.startswith("eval other: gain") for t in titles)
     path = save_diagnosis_figure(d, run, tmp_path, Thresholds())
     assert list(tmp_path.iterdir()) == [path] and path.stat().st_size > 10_000
+
+
+def test_rolling_slopes_match_a_per_window_fit():
+    from grpofit.diagnostics.hacking import rolling_slopes
+
+    rng = np.random.default_rng(3)
+    t = np.cumsum(rng.uniform(0.5, 2.0, 200)) + 1e5  # uneven steps, far from 0
+    y = np.sin(t / 30) + rng.normal(0, 0.1, t.size)
+    got = rolling_slopes(t, y, 20)
+    want = [np.polyfit(t[i:i + 20], y[i:i + 20], 1)[0] for i in range(t.size - 19)]
+    assert got.shape == (181,) and np.allclose(got, want, rtol=1e-6, atol=1e-9)

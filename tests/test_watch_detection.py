@@ -88,3 +88,15 @@ def test_prefix_is_what_a_watcher_saw():
     run = planted_run(None, seed=0, n_steps=50)
     p = prefix(run, 20)
     assert p.steps.size == 20 and all(v.size == 20 for v in p.metrics.values())
+
+
+def test_load_benchmark_runs_end_to_end(tmp_path):
+    """The load section (``python -m tests.benchmarks.watch --section load``) at toy size: a
+    writer appends to live runs while one watch process follows them; the figures are real."""
+    from tests.benchmarks.watch import load
+
+    res = load(runs=3, interval=0.5, duration=4.0, long_steps=200, workdir=str(tmp_path), backlog=20)
+    assert res["watch_exit"] == 0  # stopped by SIGINT: exits 0
+    assert res["long_run_steps"] >= 100
+    assert len(res["samples"]) >= 4
+    assert res["rss_mb_max"] > 10 and res["cpu_share_caught_up"] >= 0

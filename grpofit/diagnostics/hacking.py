@@ -74,12 +74,19 @@ def _kl(ctx: Context):
     return kl[0], kl[1], col
 
 
-def _slope(t: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """OLS slopes of ``y`` on ``t`` over every window (rows)."""
-    tc = t - t.mean(axis=1, keepdims=True)
-    yc = y - y.mean(axis=1, keepdims=True)
-    den = np.einsum("ij,ij->i", tc, tc)
-    return np.einsum("ij,ij->i", tc, yc) / np.where(den > 0, den, np.inf)
+def rolling_slopes(t: np.ndarray, y: np.ndarray, w: int) -> np.ndarray:
+    """OLS slope of ``y`` on ``t`` over every window of ``w`` consecutive points (``n - w + 1``
+    values), from cumulative sums: O(n) time and memory."""
+    t = np.asarray(t, float) - float(t[0])
+    y = np.asarray(y, float)
+
+    def wsum(x):
+        c = np.concatenate(([0.0], np.cumsum(x)))
+        return c[w:] - c[:-w]
+
+    st, sy, stt, sty = wsum(t), wsum(y), wsum(t * t), wsum(t * y)
+    den = stt - st * st / w
+    return (sty - st * sy / w) / np.where(den > 0, den, np.inf)
 
 
 def _slopes(ctx: Context, kl, gates: bool) -> Finding:
@@ -92,8 +99,7 @@ def _slopes(ctx: Context, kl, gates: bool) -> Finding:
     w = int(th.hack_window)
     if s.size < w + 1 or w < 3:
         return Finding("kl_reward_slope", "unknown", f"fewer than {w + 1} points with both the reward and {col}", gates=gates)
-    idx = np.arange(s.size - w + 1)[:, None] + np.arange(w)[None, :]
-    rs, kslope = _slope(s[idx], r[idx]), _slope(s[idx], k[idx])
+    rs, kslope = rolling_slopes(s, r, w), rolling_slopes(s, k, w)
     hit = (rs > 0) & (kslope > th.kl_slope_min) & (kslope > th.kl_reward_slope_ratio * rs)
     starts = s[: s.size - w + 1]
     first, run_length = sustained(starts, hit, max(3, w // 2))

@@ -279,7 +279,7 @@ def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=Non
     for start in _starts(law, series, t_guess, prior):
         start = np.clip(start, lo + 1e-6, hi - 1e-6)
         res = minimize(f, start, method="L-BFGS-B", bounds=list(zip(lo, hi)),
-                       options={"maxiter": 60, "eps": 1e-5, "ftol": 1e-8})
+                       options={"maxiter": 40, "eps": 1e-5, "ftol": 1e-7})
         if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
             best = res
     if best is None:

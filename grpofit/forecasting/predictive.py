@@ -128,13 +128,19 @@ def _gain_times(law: str, times, betas: np.ndarray, fractions=(0.9, 0.95)) -> np
 SLOW_INDEX = {"one": 0, "oscillator": 0, "two": 0}
 
 
+def _mvn_logpdf(x: np.ndarray, mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """Log density of a multivariate normal at the rows of ``x`` (``cov`` positive definite)."""
+    w, V = np.linalg.eigh(cov)
+    w = np.maximum(w, 1e-300)
+    z = (x - mean) @ V / np.sqrt(w)
+    return -0.5 * (np.sum(z * z, axis=1) + np.sum(np.log(w)) + mean.size * LOG2PI)
+
+
 def _propose(fit: LawFit, count: int, rng):
     """Parameter proposals and their log density: half from the Laplace Gaussian widened 1.5x,
     half with the slowest timescale uniform (in log) over its whole range: a plateau the data
     have not reached leaves that timescale unidentified, and a Gaussian around its best value
     would hide the runs that saturate soon and those that keep rising."""
-    from scipy.stats import multivariate_normal
-
     theta, lo, hi = fit.theta, fit.lower, fit.upper
     cov = 2.25 * fit.theta_cov
     j = SLOW_INDEX[fit.law]
@@ -145,9 +151,8 @@ def _propose(fit: LawFit, count: int, rng):
     th = np.vstack([theta[None, :], a, b])
     th = th[np.all((th >= lo) & (th <= hi), axis=1)]
     others = [i for i in range(theta.size) if i != j]
-    lq1 = multivariate_normal.logpdf(th, theta, cov, allow_singular=True)
-    lq2 = (multivariate_normal.logpdf(th[:, others], theta[others], cov[np.ix_(others, others)],
-                                      allow_singular=True) - math.log(hi[j] - lo[j]))
+    lq1 = _mvn_logpdf(th, theta, cov)
+    lq2 = _mvn_logpdf(th[:, others], theta[others], cov[np.ix_(others, others)]) - math.log(hi[j] - lo[j])
     return th, np.logaddexp(lq1, lq2) + math.log(0.5)
 
 

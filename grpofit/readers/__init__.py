@@ -50,6 +50,11 @@ def read_path(path: str, *, step: str | None = None) -> list[Run]:
     from grpofit.readers.source import read_stream
 
     path = str(path)
+    from grpofit.selection import select_runs, split_selector
+
+    base, selector = split_selector(path)
+    if selector is not None:  # FILE::RUN: that run of the file
+        return select_runs(read_path(base, step=step), selector, base, option="::")
     if path == "-":
         stdin = sys.stdin.buffer if sys.stdin is not None else None
         if stdin is None:
@@ -93,6 +98,10 @@ def _read(src: Source, step: str | None) -> list:
     try:
         src = src.small_in_memory(PEEK)
         head = src.head(PEEK)
+        if len(head) == PEEK and head.count(b"\n") < 2:  # a header wider than the peek
+            from grpofit.readers.source import MAX_HEADER
+
+            head = _head_with_rows(src, MAX_HEADER)
         tail = src.tail(PEEK)
     except OSError as exc:
         raise ReadError(f"cannot be read ({exc.strerror or exc})", path=src.name, fix="check the path and permissions") from None
@@ -106,6 +115,16 @@ def _read(src: Source, step: str | None) -> list:
         raise ReadError("is too large to read into memory", path=src.name, fix="split the log or read it on a larger machine") from None
     except UnicodeDecodeError as exc:
         raise UnknownFormat(f"is not text ({exc.reason})", path=src.name, fix=f"grpofit reads {SUPPORTED_HINT}") from None
+
+
+def _head_with_rows(src: Source, cap: int) -> bytes:
+    """The start of the content through its first few lines (at most ``cap`` bytes)."""
+    size = PEEK
+    head = src.head(size)
+    while len(head) == size and head.count(b"\n") < 4 and size < cap:
+        size = min(cap, size * 4)
+        head = src.head(size)
+    return head
 
 
 def _reader(fmt: str) -> Callable:

@@ -9,6 +9,7 @@ give the same table.
 from __future__ import annotations
 
 import csv
+import os
 import re
 from contextlib import contextmanager
 from itertools import repeat
@@ -28,6 +29,17 @@ _UNNAMED = re.compile(r"Unnamed: \d+\Z")
 def read_delimited(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
     """Read a delimited log sniffed as ``fmt`` (csv, tsv, csv-long, wandb-export, wandb-history)."""
     delim = sniff_delimiter(decode(src.head(64 * 1024)))
+    src, notes = _settled(src, delim)
+    notes += _duplicate_names(src, delim)
+    torn = "; ".join(notes) if notes else None
+    runs = _read_settled(src, fmt, delim, step)
+    if torn is not None:
+        for run in runs:
+            run.warnings[:0] = notes
+    return runs
+
+
+def _read_settled(src: Source, fmt: str, delim: str, step: str | None) -> list[Run]:
     if fmt in ("csv", "tsv", "wandb-history") and src.size() <= SMALL_FILE:
         quick = _read_small(src, delim)
         if quick is not None:
@@ -36,9 +48,6 @@ def read_delimited(src: Source, fmt: str, *, step: str | None = None) -> list[Ru
     if fmt in ("csv", "tsv", "wandb-history") and src.size() > CHUNKED_FILE and src.path is not None:
         return [_read_large(src, fmt, delim, step)]
     df = _read_frame(src, delim)
-    torn = _torn_last_line(src, delim, len(df.columns)) if len(df) else None
-    if torn is not None:
-        df = df.iloc[:-1]
     if len(df) == 0:
         raise ReadError(
             "has a header but no data rows",
@@ -46,14 +55,8 @@ def read_delimited(src: Source, fmt: str, *, step: str | None = None) -> list[Ru
             fix="wait until the run logs its first step, or check the export",
         )
     if fmt in ("csv-long", "wandb-export"):
-        runs = [_long(src, df, step)] if fmt == "csv-long" else _wandb_export(src, df, step)
-        if torn is not None:
-            for run in runs:
-                run.warnings.insert(0, torn)
-        return runs
+        return [_long(src, df, step)] if fmt == "csv-long" else _wandb_export(src, df, step)
     table, warnings, dropped = numeric_table(df)
-    if torn is not None:
-        warnings.insert(0, torn)
     return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"dropped_columns": dropped})]
 
 
@@ -154,35 +157,145 @@ def _to_numbers(cells: tuple[str, ...]) -> tuple[np.ndarray, int, int]:
 
 def _read_large(src: Source, fmt: str, delim: str, step: str | None) -> Run:
     table, warnings, dropped, rows = _chunked_table(src, delim)
-    torn = _torn_last_line(src, delim, len(table) + dropped) if rows else None
-    if torn is not None:
-        table = {k: v[:-1] for k, v in table.items()}
-        warnings.insert(0, torn)
-        rows -= 1
     if rows <= 0:
         raise ReadError("has a header but no data rows", path=src.name, fix="wait until the run logs its first step")
     return build_run(src, fmt, table, step=step, warnings=warnings, stats={"dropped_columns": dropped})
 
 
-def _torn_last_line(src: Source, delim: str, ncols: int) -> str | None:
-    """A warning when the last line is a half-written row of a log still being written: no
-    line break at the end and fewer cells than the header or an empty last cell (pandas would
-    fill them with NaN and read a cut-off step like ``7`` for ``70``). None when the last row
-    looks complete (a cut inside the last number cannot be seen)."""
-    tail = src.tail(64 * 1024) or src.head(64 * 1024)
-    if not tail or tail.endswith((b"\n", b"\r")):
-        return None
-    last = decode(tail.rsplit(b"\n", 1)[-1])
+#: a file changed less than this many seconds ago may still be being written
+LIVE_SECONDS = 600
+
+
+def _settled(src: Source, delim: str) -> tuple[Source, list[str]]:
+    """The source as it is now, read once, with its torn last line and an unterminated quote cut.
+
+    A file is measured once: up to ``CHUNKED_FILE`` bytes it is read into memory in one read; a
+    larger one is read by every later step only up to the end of its last complete line
+    (``Source.limit``), so a writer appending meanwhile cannot change what is parsed. A last
+    line without a line break is dropped with a warning when it is visibly cut (fewer cells than
+    the header, a trailing delimiter, an open quote) or when the file changed in the last
+    ``LIVE_SECONDS`` or came through a pipe (a log still being written: a cut inside a number cannot be seen, e.g.
+    ``1.0778200000000001`` for ``1.07782e-05``). A quote that is never closed would swallow
+    every later row: its line is dropped with a warning.
+    """
+    notes: list[str] = []
+    if src.data is None and src.path is not None:
+        import time
+
+        with open(src.path, "rb") as f:
+            st = os.fstat(f.fileno())
+            live = time.time() - st.st_mtime < LIVE_SECONDS
+            if st.st_size <= CHUNKED_FILE:
+                src = Source(src.name, src.path, f.read(st.st_size))
+            else:
+                f.seek(max(0, st.st_size - 64 * 1024))
+                tail = f.read(st.st_size - f.tell())
+                last = _last_break(tail)
+                if last == len(tail):
+                    return src.__class__(src.name, src.path, limit=st.st_size), notes
+                line = tail[last:]
+                if live or _visibly_cut(line, delim, _header_width(src, delim)):
+                    notes.append(_torn_note(line))
+                    return Source(src.name, src.path, limit=st.st_size - (len(tail) - last)), notes
+                return Source(src.name, src.path, limit=st.st_size), notes
+    else:
+        live = src.path is None or _changed_lately(src.path)  # a pipe may be a live log too
+    data = src.data
+    last = _last_break(data)
+    if last < len(data) and data[last:].strip():
+        line = data[last:]
+        if live or _visibly_cut(line, delim, _header_width(src, delim)):
+            notes.append(_torn_note(line))
+            data = data[:last]
+    data, note = _drop_unclosed_quote(data)
+    if note:
+        notes.append(note)
+    if data is not src.data:
+        src = Source(src.name, src.path, data)
+    return src, notes
+
+
+def _duplicate_names(src: Source, delim: str) -> list[str]:
+    """A warning per column name the header repeats (pandas reads the copies as ``name.1``...)."""
+    head = src.head(PEEK_HEADER)
+    first = decode(head.split(b"\n", 1)[0]).strip("\r\ufeff")
     try:
-        cells = next(csv.reader([last], delimiter=delim), [])
+        names = next(csv.reader([first], delimiter=delim), [])
     except csv.Error:
-        return None
-    if len(cells) >= ncols and not last.endswith(delim):  # a cut right after a delimiter
-        return None
+        return []
+    seen: dict[str, int] = {}
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+    return [
+        f"column {n!r} appears {k} times in the header; {n!r} is the first, the others are read as "
+        + ", ".join(repr(f"{n}.{i}") for i in range(1, k))
+        for n, k in seen.items()
+        if k > 1 and n.strip()
+    ]
+
+
+def _changed_lately(path: str) -> bool:
+    import time
+
+    try:
+        return time.time() - os.stat(path).st_mtime < LIVE_SECONDS
+    except OSError:
+        return True
+
+
+def _last_break(data: bytes) -> int:
+    """The offset just after the last line break (0 when there is none)."""
+    return max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+
+
+def _torn_note(line: bytes) -> str:
     return (
-        f"last line is incomplete ({len(cells)} of {ncols} cells, no line break), probably a run "
+        f"last line is incomplete (no line break after {decode(line[:40]).strip()!r}), probably a run "
         "still being written; skipped it"
     )
+
+
+#: bytes read to find the header line
+PEEK_HEADER = 4 * 1024 * 1024
+
+
+def _header_width(src: Source, delim: str) -> int:
+    head = src.head(PEEK_HEADER)
+    first = decode(head.split(b"\n", 1)[0]).strip("\r\ufeff")
+    try:
+        return len(next(csv.reader([first], delimiter=delim), []))
+    except csv.Error:
+        return 0
+
+
+def _visibly_cut(line: bytes, delim: str, width: int) -> bool:
+    text = decode(line).rstrip("\r")
+    if text.count('"') % 2 or text.endswith(delim):
+        return True
+    try:
+        cells = next(csv.reader([text], delimiter=delim), [])
+    except csv.Error:
+        return True
+    return len(cells) < width
+
+
+def _drop_unclosed_quote(data: bytes) -> tuple[bytes, str | None]:
+    """``data`` without the line that opens a quote never closed (it would swallow the rest)."""
+    if data.count(b'"') % 2 == 0:
+        return data, None
+    lines = data.split(b"\n")
+    odd = False
+    opened = None
+    for i, line in enumerate(lines):
+        if line.count(b'"') % 2:
+            odd = not odd
+            if odd:
+                opened = i
+    if opened is None:
+        return data, None
+    shown = decode(lines[opened][:40]).strip()
+    del lines[opened]
+    return b"\n".join(lines), f"line {opened + 1} opens a quote that is never closed ({shown!r}); skipped that line"
 
 
 def _read_frame(src: Source, delim: str, chunksize: int | None = None):
@@ -205,7 +318,7 @@ def _pandas_read(src: Source, delim: str, chunksize: int | None):
 
     warnings.simplefilter("ignore", pd.errors.DtypeWarning)  # mixed columns are handled below
     return pd.read_csv(
-        src.path if src.path is not None else src.open(),
+        src.path if src.path is not None and src.data is None and src.limit is None else src.open(),
         sep=delim,
         engine="c",
         encoding="utf-8-sig",

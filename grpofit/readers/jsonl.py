@@ -118,6 +118,7 @@ def read_jsonl(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
                 else:
                     stats["fast_rows"] += nrows
                 builder.add(cols, nrows)
+                _check_columns(builder, src.name, line_no + nlines)
                 stats["lines"] += nlines
                 line_no += nlines
             if final:
@@ -149,7 +150,10 @@ def _split_torn_tail(body: bytes) -> tuple[bytes, bytes | None]:
 
 
 def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = None) -> tuple[dict[str, np.ndarray], int]:
+    from grpofit.limits import MAX_COLUMNS
+
     rows = []
+    keys: set = set()
     loads = json.loads
     for i, line in enumerate(body.split(b"\n")):
         if not line.strip():
@@ -172,9 +176,28 @@ def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = 
                 fix="each line must be one object of metrics, e.g. {\"step\": 1, \"reward\": 0.5}",
             )
         row = flatten_row(obj)
-        rows.append(kinds.split(row) if kinds is not None else row)
+        row = kinds.split(row) if kinds is not None else row
+        keys.update(row)
+        if len(keys) > MAX_COLUMNS:  # the table is dense: rows x columns cells
+            raise ReadError(
+                f"line {line_offset + i + 1} brings the number of distinct keys above {MAX_COLUMNS}",
+                path=name,
+                fix=f"grpofit reads logs of at most {MAX_COLUMNS} metrics; log fewer keys or split the file",
+            )
+        rows.append(row)
     cols = {k: _float_column([r.get(k) for r in rows]) for k in _keys(rows)}
     return cols, len(rows)
+
+
+def _check_columns(builder: ColumnBuilder, name: str, line: int) -> None:
+    from grpofit.limits import MAX_COLUMNS
+
+    if len(builder.parts) > MAX_COLUMNS:
+        raise ReadError(
+            f"has more than {MAX_COLUMNS} distinct keys by line {line}",
+            path=name,
+            fix=f"grpofit reads logs of at most {MAX_COLUMNS} metrics; log fewer keys or split the file",
+        )
 
 
 def _keys(rows: list[dict]) -> list[str]:
@@ -205,6 +228,32 @@ def _scalar(v):
     if isinstance(v, str):
         return v
     return None
+
+
+def _lines_are_objects(body: bytes, depth: int, rows: int) -> bool:
+    """Every non-blank line of ``body`` starts with ``{``, ends with ``}`` and holds exactly
+    ``depth`` of each brace: what the line-by-line path would accept of a flat (or verl) row."""
+    arr = np.frombuffer(body, dtype=np.uint8)
+    if arr.size == 0:
+        return rows == 0
+    breaks = np.flatnonzero(arr == 10)
+    starts = np.concatenate(([0], breaks + 1))
+    ends = np.concatenate((breaks, [arr.size]))  # exclusive
+    keep = starts < ends
+    starts, ends = starts[keep], ends[keep]
+    last = ends - 1
+    last = np.where((arr[last] == 13) & (last > starts), last - 1, last)  # CRLF
+    blank = (ends - starts == 1) & (arr[starts] == 13)
+    starts, last = starts[~blank], last[~blank]
+    if starts.size != rows or not (np.all(arr[starts] == 123) and np.all(arr[last] == 125)):
+        return False
+    line_of = np.cumsum(arr == 10)
+    nlines = int(line_of[-1]) + 1
+    for brace in (123, 125):
+        per_line = np.bincount(line_of[arr == brace], minlength=nlines)
+        if np.count_nonzero(per_line) != rows or per_line.max(initial=0) != depth:
+            return False
+    return True
 
 
 class _Plan:
@@ -238,7 +287,10 @@ class _Plan:
             wrapper, flat = None, obj
         numeric = all((isinstance(v, (int, float)) and not isinstance(v, bool)) or v is None for v in flat.values())
         plain = all(k and k.isascii() and k.isprintable() and not (_UNSAFE_KEY & set(k)) for k in flat)
-        return cls(list(flat), wrapper, numeric and plain and bool(flat))
+        from grpofit.limits import MAX_COLUMNS
+
+        small = len(flat) <= MAX_COLUMNS  # else the line-by-line path names the line
+        return cls(list(flat), wrapper, numeric and plain and bool(flat) and small)
 
     def fast(self, body: bytes):
         """``(columns, rows)`` or None when any line of the block breaks the plan.
@@ -273,6 +325,8 @@ class _Plan:
         depth = 2 if self.wrapper else 1
         if body.count(b"{") != depth * len(df) or body.count(b"}") != depth * len(df):
             return None
+        if not _lines_are_objects(body, depth, len(df)):
+            return None  # e.g. '"step": 1, "reward": 0.5}{' : the line-by-line path names the line
         arrays = [df[j].to_numpy(dtype=np.float64) for j in range(2 * k)]
         if not all(np.isnan(a).all() for a in arrays[0::2]):
             return None

@@ -7,13 +7,21 @@ read once.
 
 from __future__ import annotations
 
+import csv
 import io
 import os
+import sys
 from dataclasses import dataclass
 from typing import BinaryIO
 
 #: how much of a file the sniffer looks at, from each end
 PEEK = 256 * 1024
+#: a first line longer than PEEK (a header of many thousand columns) is read up to this size
+MAX_HEADER = 16 * 1024 * 1024
+
+# a cell of a log may be long (a 200 KB text sample): the csv module's 128 KB default limit would
+# raise "field larger than field limit" in the sniffer and the readers
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
 
 @dataclass(frozen=True)
@@ -24,6 +32,8 @@ class Source:
     name: str  #: what the user called it (the path as given, or ``-``)
     path: str | None = None
     data: bytes | None = None
+    #: read the file only up to this many bytes (a log still being written: its complete lines)
+    limit: int | None = None
 
     def small_in_memory(self, limit: int = PEEK) -> Source:
         """This source with the file's content in ``data`` when it holds at most ``limit`` bytes,
@@ -38,18 +48,22 @@ class Source:
         """A binary file object positioned at the start."""
         if self.data is not None:
             return io.BytesIO(self.data)
+        if self.limit is not None:
+            return io.BufferedReader(_Limited(open(self.path, "rb"), self.limit))  # noqa: SIM115
         return open(self.path, "rb")  # noqa: SIM115 - the caller closes it
 
     def size(self) -> int:
         if self.data is not None:
             return len(self.data)
+        if self.limit is not None:
+            return self.limit
         return os.path.getsize(self.path)
 
     def head(self, n: int = PEEK) -> bytes:
         if self.data is not None:
             return self.data[:n]
         with open(self.path, "rb") as f:
-            return f.read(n)
+            return f.read(n if self.limit is None else min(n, self.limit))
 
     def tail(self, n: int = PEEK) -> bytes:
         """The last ``n`` bytes (empty when the head already covers the whole content)."""
@@ -66,7 +80,7 @@ class Source:
         if self.data is not None:
             return self.data
         with open(self.path, "rb") as f:
-            return f.read()
+            return f.read() if self.limit is None else f.read(self.limit)
 
     def read_text(self) -> str:
         """The whole content as text (UTF-8, a BOM dropped, bad bytes replaced)."""
@@ -76,6 +90,28 @@ class Source:
     def folder(self) -> str | None:
         """The folder holding the file, where hyperparameters may live next to it."""
         return os.path.dirname(os.path.abspath(self.path)) if self.path else None
+
+
+class _Limited(io.RawIOBase):
+    """The first ``limit`` bytes of a binary file (what a reader of a growing log may see)."""
+
+    def __init__(self, raw: BinaryIO, limit: int):
+        self.raw, self.left = raw, limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        if self.left <= 0:
+            return 0
+        view = memoryview(buf)[: min(len(buf), self.left)]
+        n = self.raw.readinto(view)
+        self.left -= n or 0
+        return n or 0
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
 
 
 def read_stream(stream: BinaryIO, name: str, limit: int | None = None) -> bytes:

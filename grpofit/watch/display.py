@@ -19,10 +19,13 @@ def _f(x, fmt: str = ".3g") -> str:
     return "–" if x is None else format(x, fmt)
 
 
-def forecast_text(st: RunState) -> str:
+def forecast_text(st: RunState, *, short: bool = False) -> str:
     mean, pi95 = st.forecast_final()
     if mean is None:
-        return st.forecast_note or "cannot forecast yet"
+        note = st.forecast_note or "cannot forecast yet"
+        if short:  # the table keeps the gist; lines and --jsonl keep the whole reason
+            note = note.split(";")[0].split(" (")[0]
+        return note
     if pi95 and None not in pi95:
         return f"{mean:.3g} [{pi95[0]:.3g}, {pi95[1]:.3g}]"
     return f"{mean:.3g}"
@@ -33,7 +36,8 @@ def alerts_text(st: RunState) -> str:
         return "–"
     parts = []
     for a in sorted(st.alerts.values(), key=lambda a: a.step):
-        parts.append(f"{a.status} {MODE_TITLES.get(a.mode, a.mode)} @{a.step:g}")
+        since = f" (from {a.onset:g})" if a.onset is not None and a.onset < a.step else ""
+        parts.append(f"{a.status} {MODE_TITLES.get(a.mode, a.mode)} @{a.step:g}{since}")
     return "; ".join(parts)
 
 
@@ -56,7 +60,7 @@ def table(monitor: Monitor, *, title: str = "grpofit watch", footer: str | None 
                       *["–" for _ in _modes()], "–")
             continue
         verdicts = [Text(st.verdicts.get(m, "–"), style=_STYLE.get(st.verdicts.get(m, ""), "")) for m in _modes()]
-        t.add_row(st.name, _f(st.last_step, "g"), _f(st.level), forecast_text(st), _f(st.steps_to_95(), ".0f"),
+        t.add_row(st.name, _f(st.last_step, "g"), _f(st.level), forecast_text(st, short=True), _f(st.steps_to_95(), ".0f"),
                   *verdicts, Text(alerts_text(st), style=_STYLE.get(st.status, "")))
     return t
 

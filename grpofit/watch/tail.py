@@ -68,6 +68,10 @@ def _parse(fmt: str, name: str, path: str | None, data: bytes, step: str | None)
     if fmt in ("jsonl", "verl-jsonl") and len(data) <= SMALL_JSONL:
         runs = _small_jsonl(fmt, name, data, step)
     else:
+        if not data.endswith((b"\n", b"\r")):
+            # the tail has settled that this last line counts: the delimited reader drops an
+            # unterminated last line of a stream as torn, so end it here
+            data += b"\n"
         # in-memory only: readers prefer a path when they have one, and would read the whole file
         runs = readers._reader(fmt)(Source(name, data=data), fmt, step=step)
     if path is not None and runs and not any(r.config for r in runs):
