@@ -313,3 +313,17 @@ def test_recovery_harness_reports_forced_strata():
     assert {(r["forcing_sd"], r["regime"]) for r in rows} >= {(0.03, "underdamped"), (0.0, "two_class")}
     assert all(0.0 <= r["plateau_coverage"] <= 1.0 for r in rows)
     assert "| forcing sd | regime |" in forced_report(rows)
+
+
+def test_steps_before_the_run_get_no_forecast():
+    """A horizon or --at before the first seen step would be an extrapolation backwards."""
+    from grpofit.forecasting.engine import forecast_series
+
+    t = np.arange(1, 150, dtype=float) * 1000.0
+    y = 1e6 * (1 - np.exp(-t / 30000.0)) + 1e4 * np.random.default_rng(0).standard_normal(t.size)
+    fc = forecast_series(t, y, horizon_step=400, at_steps=[50000])
+    h, a = fc.doc["at"]
+    assert h == {"step": 400, "mean": None, "pi80": None, "pi95": None}
+    assert "before the first seen step" in fc.doc["note"]
+    assert a["pi95"][0] <= 1e6 * (1 - math.exp(-50 / 30)) <= a["pi95"][1]
+    assert fc.doc["recommendation"].startswith("done: the planned end")

@@ -965,3 +965,21 @@ def test_simulate_out_into_a_missing_folder(capsys, tmp_path):
     assert err_lines(err) == [
         f"error: {out_file}: the folder {str(out_file.parent)!r} of --out does not exist; create it first or choose another --out"
     ]
+
+
+def test_rolling_median_does_not_copy_n_times_window():
+    """item 5 (the part that is contained here): the collapse detector's rolling median on 10^6
+    points peaks near its output, not at n x 51 floats (408 MB)."""
+    import tracemalloc
+
+    import numpy as np
+
+    from grpofit.collapse import rolling_median
+
+    v = np.random.default_rng(0).normal(size=1_000_000)
+    tracemalloc.start()
+    out = rolling_median(v, 51)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert out.shape == v.shape
+    assert peak < 60 * 1024**2, peak  # the output (8 MB), padding and one ~10 MB block

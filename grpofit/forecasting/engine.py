@@ -162,8 +162,9 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     # the times the future is drawn at: now, the horizon, --at steps, a fan grid, the final window
     fan_end = far if far > t_last else 2.0 * t_last
     fan_t = np.linspace(t_last, fan_end, FAN_POINTS)
-    pieces = [np.array([t_last]), np.array([] if horizon_t is None else [horizon_t]),
-              np.array([s - step0 for s in at_steps]), fan_t]
+    # a step before the first seen one has no forecast (the law starts at the first step)
+    pieces = [np.array([t_last]), np.array([] if horizon_t is None else [max(horizon_t, 0.0)]),
+              np.array([max(s - step0, 0.0) for s in at_steps]), fan_t]
     if final_steps is not None and len(final_steps):
         fs = np.asarray(final_steps, dtype=float) - step0
         if fs.size > 20:
@@ -191,11 +192,13 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     h_cols = lat[:, offs[1]:offs[2]]
     a_cols = lat[:, offs[2]:offs[3]]
     if horizon_t is not None:
-        at_entries.append(_at_entry(horizon_step, logged(h_cols[:, 0:1])[:, 0]))
+        at_entries.append(_at_entry(horizon_step, logged(h_cols[:, 0:1])[:, 0]) if horizon_t >= 0 else
+                          {"step": _step_out(horizon_step), "mean": None, "pi80": None, "pi95": None})
     else:
         at_entries.append({"step": None, "mean": None, "pi80": None, "pi95": None})
     for j, s in enumerate(at_steps):
-        at_entries.append(_at_entry(s, logged(a_cols[:, j:j + 1])[:, 0]))
+        at_entries.append(_at_entry(s, logged(a_cols[:, j:j + 1])[:, 0]) if s >= step0 else
+                          {"step": _step_out(s), "mean": None, "pi80": None, "pi95": None})
     fan_draws = logged(lat[:, offs[3]:offs[4]])
     fan = {"step": fan_t + step0, "mean": fan_draws.mean(axis=0)}
     for name, q in (("q025", 2.5), ("q10", 10.0), ("q50", 50.0), ("q90", 90.0), ("q975", 97.5)):
@@ -223,7 +226,7 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     s90 = _steps_to(draws.t90, step0)
     s95 = _steps_to(draws.t95, step0)
     doc["steps_to_90"], doc["steps_to_95"] = s90, s95
-    if horizon_t is not None:
+    if horizon_t is not None and horizon_t >= 0:
         gain = h_cols[:, 0] - now
         doc["remaining_gain"] = {"value": float(np.mean(gain)),
                                  "ci95": [float(np.percentile(gain, 2.5)), float(np.percentile(gain, 97.5))]}
@@ -233,6 +236,9 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     doc["note"] = None if horizon_step is not None else (
         "cannot forecast yet: no plan length (the run's config names no trainer.total_training_steps "
         "or max_steps; pass --horizon N); the plateau and the steps to 90/95% are still given")
+    if horizon_t is not None and horizon_t < 0:
+        doc["note"] = (f"the planned end (step {_step_out(horizon_step)}) lies before the first seen step "
+                       f"({_step_out(step0)}): no forecast there")
     doc["current"] = {"step": _step_out(steps[-1]), "mean": float(np.mean(now)),
                       "ci95": [float(np.percentile(now, 2.5)), float(np.percentile(now, 97.5))]}
     doc["still_rising"] = bool(drift.rising)
@@ -292,6 +298,8 @@ def _recommend(doc: dict, steps: np.ndarray, rising: bool, horizon_step) -> str 
             return "done: the run is within 5% of its plateau gain"
         return None
     g = f"{gain:.3g}" if gain is not None else "?"
+    if float(horizon_step) <= last:
+        return f"done: the planned end (step {_step_out(horizon_step)}) is already reached"
     if rising or s95 is None or s95 > float(horizon_step):
         return f"keep going: {g} of reward still expected before step {_step_out(horizon_step)}"
     if s95 <= last:
