@@ -2,7 +2,7 @@
 
     python scripts/collapse_rates.py [N] [SEED]
 
-Runs: ``N`` seeded synthetic reward logs (:func:`grpofit.synthetic.make_run_table`: binomial
+Runs: ``N`` seeded synthetic reward logs (:func:`grpofit.testing.synthetic.make_run_table`: binomial
 batch means of a damped-oscillator trajectory plus an Ornstein-Uhlenbeck forcing) with damping
 ratio 0.08 .. 0.25 (log-uniform), timescale 2 .. 3000/(6 x settle factor) steps and a length of
 one to many settling times (``2 x inertia``), logged every 1, 5 or 10 steps. None of them
@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
 from grpofit.analysis import fit_run  # noqa: E402
 from grpofit.collapse import find_collapse  # noqa: E402
 from grpofit.runs import make_run  # noqa: E402
-from grpofit.synthetic import make_run_table  # noqa: E402
+from grpofit.testing.synthetic import make_run_table  # noqa: E402
 
 
 def underdamped_truths(n: int, seed: int = 0, zeta=(0.08, 0.25)) -> list[dict]:

@@ -8,7 +8,7 @@
    against persistence (mean of the last tenth seen) and a plain single exponential.
 2. **``grpofit simulate bandit`` runs** cut at 25%: the truth is the simulator's own expected
    reward over the final 10% of steps.
-3. **Generated runs with forcing inside the dynamics** (:func:`grpofit.synthetic.forced_recovery_set`,
+3. **Generated runs with forcing inside the dynamics** (:func:`grpofit.testing.synthetic.forced_recovery_set`,
    noise level x regime), cut at 25% and 50%: coverage of the true (forced) final level.
 4. **Plateau interval coverage per stratum** on the same runs, for the ``fit`` command's
    ``ci95`` of the preferred law and for the forecast's plateau interval (state-space).
@@ -154,7 +154,7 @@ def bandit_block(n: int) -> str:
 
 
 def forced_block(n_per_stratum: int, **strata) -> str:
-    from grpofit.synthetic import forced_recovery_set
+    from grpofit.testing.synthetic import forced_recovery_set
 
     runs = forced_recovery_set(n_per_stratum, seed=1, **strata)
     lines = [f"generated runs, forcing inside the dynamics: {len(runs)} ({n_per_stratum} per stratum)", HEAD]

@@ -1,11 +1,11 @@
 """Seeded recovery harness for grpofit's fitter (shared by tests/test_fitting.py).
 
-``python -m tests.recovery [N] [SEED]`` fits N synthetic runs (grpofit.synthetic.recovery_set)
+``python -m tests.recovery [N] [SEED]`` fits N synthetic runs (grpofit.testing.synthetic.recovery_set)
 and prints the accuracy, interval coverage, regime calls and timing, next to a baseline: a
 plain ``scipy.optimize.curve_fit`` loop of the oscillator with one start on the same data.
 
 ``python -m tests.recovery --forced [N_PER_STRATUM] [SEED]`` fits runs whose forcing enters the
-dynamics (theory §6, :func:`grpofit.synthetic.forced_recovery_set`: forcing level x regime,
+dynamics (theory §6, :func:`grpofit.testing.synthetic.forced_recovery_set`: forcing level x regime,
 binomial observation noise, two-class runs) and prints, per stratum, the ``fit`` command's
 95% interval coverage of the plateau and the timescale, recovery and confidently-wrong rates.
 Not collected by pytest (its name does not start with ``test_``).
@@ -22,7 +22,7 @@ import numpy as np
 
 from grpofit.fitting import fit_series
 from grpofit.models import guess_exponential, oscillator
-from grpofit.synthetic import recovery_set
+from grpofit.testing.synthetic import recovery_set
 
 PLATEAU_TOL = 0.03
 TIMESCALE_TOL = 0.25
@@ -170,7 +170,7 @@ def report(out: dict) -> str:
 
 def run_forced_recovery(n_per_stratum: int = 10, seed: int = 0) -> list[dict]:
     """Per-stratum rates of the fit's intervals on runs with forcing inside the dynamics."""
-    from grpofit.synthetic import forced_recovery_set
+    from grpofit.testing.synthetic import forced_recovery_set
 
     strata: dict = {}
     for truth, table in forced_recovery_set(n_per_stratum, seed=seed):

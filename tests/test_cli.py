@@ -11,18 +11,11 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from grpofit.cli import main
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
 REAL = ROOT.parent / "shared" / "real_logs"
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def write_csv(path: Path, rows: list[tuple]) -> Path:
@@ -32,7 +25,7 @@ def write_csv(path: Path, rows: list[tuple]) -> Path:
 
 @pytest.fixture
 def healthy_csv(tmp_path):
-    from grpofit.planted import make_planted_run
+    from grpofit.testing.planted import make_planted_run
 
     table = make_planted_run(None, seed=1, n_steps=200)
     keys = list(table)

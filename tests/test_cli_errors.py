@@ -20,16 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpofit.cli import main
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def run_cli(capsys, *args) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def run_process(*args, stdin: bytes | None = None, cwd=None) -> subprocess.CompletedProcess:

@@ -8,21 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_cli
+
 from grpofit import simulation as sim
-from grpofit.cli import main
 from grpofit.compare import Interval, compare_quantity, published
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "real_logs"
 sys.path.insert(0, str(ROOT / "scripts"))
 QUANTITIES = {"plateau", "timescale", "inertia", "damping_ratio"}
-
-
-def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 
 from grpofit.diagnostics import MODES, Thresholds, Verdict, diagnose_run, gate, worst
 from grpofit.errors import MetricNotFound, UsageError
-from grpofit.planted import make_planted_run, planted_run
+from grpofit.testing.planted import make_planted_run, planted_run
 from grpofit.runs import make_run
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"

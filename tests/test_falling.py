@@ -9,16 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from grpofit.cli import main
+from tests.conftest import run_cli
+
 from grpofit.fitcheck import metric_kind
 from grpofit.render import step_text
-
-
-def run_cli(capsys, *args) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from grpofit.fitting import (
     regime_rule,
 )
 from grpofit.models import oscillator
-from grpofit.synthetic import make_run_table, recovery_set
+from grpofit.testing.synthetic import make_run_table, recovery_set
 from tests.recovery import run_recovery
 
 REAL_LOGS = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"

@@ -32,7 +32,7 @@ def write_csv(path: Path, steps, values) -> Path:
 
 @pytest.fixture(scope="module")
 def forced_runs():
-    from grpofit.synthetic import make_forced_run, sample_forced_truth
+    from grpofit.testing.synthetic import make_forced_run, sample_forced_truth
 
     out = []
     for i, regime in enumerate(("overdamped", "two_class", "overdamped", "two_class")):
@@ -62,7 +62,7 @@ def test_dense_likelihood_equals_the_kalman_filter(law, times):
 
 
 def test_forced_generator_moves_the_run_off_its_curve():
-    from grpofit.synthetic import make_forced_run
+    from grpofit.testing.synthetic import make_forced_run
 
     truth = {"plateau": 0.7, "initial": 0.2, "timescale": 50.0, "inertia": 5.0, "length": 2000,
              "forcing_sd": 0.02, "batch": 100000}

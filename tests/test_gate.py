@@ -9,19 +9,12 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from grpofit.cli import main
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
 WANDB = SAMPLES / "wandb"  # train_eval_decoupling fails, every other mode passes
 HEALTHY = SAMPLES / "healthy_slow_start.csv"  # R² 0.954, every mode passes
-
-
-def run_cli(capsys, *args) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def test_a_fail_outside_fail_on_does_not_gate_anywhere(capsys, tmp_path):

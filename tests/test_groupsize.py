@@ -135,7 +135,7 @@ def test_group_size_is_compared_within_one_folder_only():
     """Runs in different folders are different experiments: their G are never compared."""
     from grpofit.diagnostics import diagnose_run
     from grpofit.groupsize import group_size_by_experiment
-    from grpofit.planted import planted_run
+    from grpofit.testing.planted import planted_run
 
     def judged(name, seed, G):
         run = planted_run(None, seed=seed, name=name)

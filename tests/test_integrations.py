@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from grpofit.integrations import GrpofitCallback
-from grpofit.planted import make_planted_run
+from grpofit.testing.planted import make_planted_run
 
 
 def feed(cb, table, state, control, args=None, *, upto=None, handler=None):

@@ -9,18 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from grpofit.cli import main
+from tests.conftest import run_cli
+
 from grpofit.render import elide, short_names
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
-
-
-def run_cli(capsys, *args) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def test_short_names_cut_whole_path_components():

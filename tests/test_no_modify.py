@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpofit.cli import main
+from tests.conftest import run_cli as _run_cli
+
 from grpofit.readers import tensorboard as tb
 from grpofit.readers import wandb_binary as wb
 
@@ -81,10 +82,7 @@ def tree(tmp_path) -> Path:
 
 
 def run_cli(capsys, *args) -> int:
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    capsys.readouterr()
-    return exc.value.code
+    return _run_cli(capsys, *args)[0]
 
 
 def _every_input(root: Path) -> list[Path]:

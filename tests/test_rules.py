@@ -8,7 +8,7 @@ import pytest
 
 from grpofit.diagnostics import Thresholds, Verdict, diagnose_run
 from grpofit.diagnostics.findings import Finding, fold, sustained
-from grpofit.planted import RULE_CASES, planted_rule_run
+from grpofit.testing.planted import RULE_CASES, planted_rule_run
 from grpofit.runs import make_run
 
 

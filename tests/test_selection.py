@@ -8,20 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from grpofit.cli import main
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
 EXPORT = ROOT.parent / "shared" / "real_logs" / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
 WANDB = SAMPLES / "wandb" / "run-20261129_120000-hack01"  # config.yaml: lr 1e-6, adam_beta1 0.9, G 8
 needs_real = pytest.mark.skipif(not EXPORT.exists(), reason="shared/real_logs not present")
-
-
-def run_cli(capsys, *args) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def _names(out: str) -> list[str]:

@@ -7,19 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from grpofit.cli import main
+from tests.conftest import run_cli
+
 from grpofit.helptext import threshold_names
 from grpofit.vocabulary import MODES
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "sample_logs" / "bandit_g16.csv"
-
-
-def run_cli(capsys, *args) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 @pytest.mark.parametrize("args, line", [

@@ -8,19 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from grpofit.cli import main
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
 REAL = ROOT.parent / "shared" / "real_logs"
 VERLPR = REAL / "verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv"
-
-
-def run_cli(capsys, *args) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def _row(out: str, name: str) -> list[str]:

@@ -9,7 +9,7 @@ from grpofit.vocabulary import MODES, Mode, parse_modes
 
 def test_modes_are_the_contracts_and_every_reader_uses_the_same_tuple():
     import grpofit.diagnostics as diagnostics
-    import grpofit.planted as planted
+    import grpofit.testing.planted as planted
     import grpofit.render as render
 
     assert MODES == ("train_eval_decoupling", "advantage_degeneracy", "policy_concentration", "dynamical_instability")

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from grpofit.planted import make_planted_run
+from grpofit.testing.planted import make_planted_run
 from grpofit.watch.session import Session, WatchOptions
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grpofit.planted import planted_run
+from grpofit.testing.planted import planted_run
 from grpofit.watch.replay import detection, prefix, replay
 from grpofit.watch.rules import RewardDrop, reward_drop, trailing_median
 from tests.benchmarks.watch import PLANTED, SHARED, hindsight_onset, shared_run

@@ -391,7 +391,7 @@ def bench_fit(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
 
 
 def bench_startup(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
-    from grpofit.planted import make_planted_run
+    from grpofit.testing.planted import make_planted_run
 
     one = work / "one" / "run.csv"
     one.parent.mkdir(parents=True, exist_ok=True)

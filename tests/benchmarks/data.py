@@ -62,11 +62,11 @@ def write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
 
 
 def fit_inputs(folder: Path, n: int = 120, seed: int = 0) -> list[tuple[Path, dict]]:
-    """``grpofit.synthetic.recovery_set(n, seed)`` as ``run000.csv ...`` (columns step,reward).
+    """``grpofit.testing.synthetic.recovery_set(n, seed)`` as ``run000.csv ...`` (columns step,reward).
 
     Returns ``[(path, truth), ...]``; the truths also go to ``truths.json``.
     """
-    from grpofit.synthetic import recovery_set
+    from grpofit.testing.synthetic import recovery_set
 
     folder.mkdir(parents=True, exist_ok=True)
     params = {"kind": "fit", "n": n, "seed": seed}
@@ -84,8 +84,8 @@ def fit_inputs(folder: Path, n: int = 120, seed: int = 0) -> list[tuple[Path, di
 
 
 def planted_inputs(folder: Path, n: int, n_steps: int = 1000, seed: int = 0) -> Path:
-    """``n`` runs of ``grpofit.planted.make_planted_run`` cycling healthy and the four modes."""
-    from grpofit.planted import MODES, make_planted_run
+    """``n`` runs of ``grpofit.testing.planted.make_planted_run`` cycling healthy and the four modes."""
+    from grpofit.testing.planted import MODES, make_planted_run
 
     folder.mkdir(parents=True, exist_ok=True)
     params = {"kind": "planted", "n": n, "n_steps": n_steps, "seed": seed}
@@ -151,7 +151,7 @@ def big_log(folder: Path, rows: int, fmt: str, seed: int = 0) -> Path:
 
 def growth_series(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """One underdamped-ish run of ``n`` logged steps (timescale n/8, inertia n/40, batch 256)."""
-    from grpofit.synthetic import make_run_table
+    from grpofit.testing.synthetic import make_run_table
 
     truth = {
         "plateau": 0.7, "initial": 0.1, "timescale": n / 8.0, "inertia": n / 40.0,
@@ -170,7 +170,7 @@ FIT_FORMATS = ("csv", "jsonl", "trainer_state", "wandb_csv")
 def forced_oscillator_runs(n: int, n_steps: int = 300, seed: int = 0) -> list[dict]:
     """``n`` runs of the forced oscillator ``tau e'' + e' + e/T = sqrt(D) xi`` (theory.md §6),
     observed as binomial batch means. This generator shares no code with the one the fit was
-    tuned on (``grpofit.synthetic``): it integrates the SDE itself (semi-implicit Euler-Maruyama,
+    tuned on (``grpofit.testing.synthetic``): it integrates the SDE itself (semi-implicit Euler-Maruyama,
     20 sub-steps per logged step, every run at once), so the process noise enters the dynamics
     and moves a run off its curve for the whole relaxation.
 

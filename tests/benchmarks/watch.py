@@ -1,7 +1,7 @@
 """``python -m tests.benchmarks.watch``: how early ``grpofit watch`` warns, and what it costs.
 
 **detection** replays every run of ``../shared/real_logs`` and the planted failures of
-:mod:`grpofit.planted` step by step, as if live (:mod:`grpofit.watch.replay`), and prints for each
+:mod:`grpofit.testing.planted` step by step, as if live (:mod:`grpofit.watch.replay`), and prints for each
 the failure onset, the first warn and fail alerts and the detection delay (first alert minus
 onset); healthy runs list their false alerts. Labels come from PROVENANCE.md (what the run is):
 a run is *healthy* when PROVENANCE reports no failure and ``diagnose`` on the whole run gives it
@@ -135,7 +135,7 @@ def shared_detections(cases=SHARED, every: int = 1):
 
 
 def planted_detections(seeds=(0, 1, 2), n_steps: int = 300, healthy_seeds=(0, 1, 2, 3, 4, 5), every: int = 1):
-    from grpofit.planted import planted_run
+    from grpofit.testing.planted import planted_run
     from grpofit.watch.replay import detection
 
     out = []

@@ -1,0 +1,19 @@
+"""Helpers shared by the test modules.
+
+``run_cli`` calls the CLI in-process, as the console script does, and returns what a user
+would see: ``(exit code, stdout, stderr)``. Import it with ``from tests.conftest import run_cli``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def run_cli(capsys, *args) -> tuple[int, str, str]:
+    """``grpofit ARGS...`` in this process: ``(exit code, stdout, stderr)``; arguments may be paths."""
+    from grpofit.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
