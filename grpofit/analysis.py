@@ -149,10 +149,8 @@ def _confirmed_collapse(run, column, steps, values, seed, options):
 
 
 def fit_summary(result: "FitResult") -> dict:
-    """The contract's fit entry for one run, plus the collapse it was cut at (if any)."""
+    """The contract's fit entry for one run (with the collapse it was cut at, if any), plus its fit check."""
     doc = result.summary()
-    collapse = getattr(result, "collapse", None)
-    doc["collapse"] = collapse.summary() if collapse is not None else None
     from grpofit.fitcheck import with_fit_check  # does the plateau agree with the late data?
 
     return with_fit_check(doc, result)

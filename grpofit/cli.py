@@ -108,7 +108,8 @@ def fit(
     metric: Optional[str] = METRIC,
     step: Optional[str] = STEP,
     format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a figure: data, both fits, residuals (.png/.svg/.pdf)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a figure: data, both fits, residuals (.png/.svg/.pdf); several runs in a grid."),
+    overlay: bool = typer.Option(False, "--overlay", help="With --plot: every run on one axis with its preferred fit (e.g. GRPO vs GSPO)."),
     run_pattern: Optional[str] = RUN_PATTERN,
     debug: bool = DEBUG,
 ) -> int:
@@ -141,7 +142,7 @@ def fit(
     if plot is not None and done.results:
         from grpofit.plotting import save_fit_figure
 
-        save_fit_figure(done.results, plot)
+        save_fit_figure(done.results, plot, overlay=overlay)
     for e in done.errors:
         _echo_err(f"error: {e.error}")
     return ExitCode.BAD_INPUT if done.errors else ExitCode.OK

@@ -54,8 +54,7 @@ def save_compare_figure(a_fits: list, b_fits: list, path: Path) -> None:
     ax = fig.subplots()
     for fits, colour, label in ((a_fits, "tab:blue", "A"), (b_fits, "tab:orange", "B")):
         for i, f in enumerate(fits):
-            steps = getattr(f, "column_steps", None)
-            values = getattr(f, "column_values", None)
+            steps, values = f.column_steps, f.column_values
             if steps is None:
                 steps, values = f.steps, f.values
             ax.plot(steps, values, ".", ms=2, color=colour, alpha=0.35)

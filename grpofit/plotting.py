@@ -16,12 +16,19 @@ MODEL_STYLE = {"exponential": dict(color="tab:orange", ls="--"), "oscillator": d
 
 
 def _pyplot():
-    import matplotlib
+    """Load matplotlib's Figure (kept under this name for the ``--jobs`` preload). Figures are
+    drawn on :class:`matplotlib.figure.Figure` objects: the user's pyplot backend is never
+    switched (a notebook keeps its inline backend)."""
+    import matplotlib.figure
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    return matplotlib.figure
 
-    return plt
+
+def new_figure(**kw):
+    """A :class:`matplotlib.figure.Figure` outside pyplot (no backend switch, nothing to close)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kw)
 
 
 def check_suffix(path: Path, option: str | None = None) -> None:
@@ -48,7 +55,7 @@ def _save(fig, path: Path) -> None:
     except UsageError as e:
         raise UsageError(f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable path") from None
     finally:
-        _pyplot().close(fig)
+        pass  # a Figure outside pyplot needs no closing: it is freed with its last reference
 
 
 def safe_label(text: str) -> str:
@@ -68,8 +75,30 @@ def short_title(run_name: str) -> str:
     return f"{base}\n{run}" if run else base
 
 
-def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None) -> None:
-    """Data, both fitted curves and the plateau with its 95% interval; residuals below."""
+def step_label(step_column: str) -> str:
+    """The x label: ``step``, or ``step (train/global_step)`` when the column has another name."""
+    return "step" if step_column in ("step", "", None) else f"step ({step_column})"
+
+
+def fit_title(result: Any, verdict: str | None = None) -> str:
+    """``run`` then ``metric · p* 0.73 · overdamped · verdict pass`` (what the table's row says)."""
+    pref = result.models.get(result.preferred or "")
+    plateau = pref.params.get("plateau") if pref is not None and pref.ok else None
+    osc = result.models.get("oscillator")
+    parts = [str(result.metric)]
+    if plateau is not None and plateau.value is not None:
+        parts.append(f"p* {plateau.value:.3g}")
+    regime = getattr(osc, "regime", None)
+    if regime:
+        parts.append(regime)
+    if verdict:
+        parts.append(f"verdict {verdict}")
+    return short_title(str(result.run)) + "\n" + " · ".join(parts)
+
+
+def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdict: str | None = None) -> None:
+    """Data, both fitted curves and the plateau with its 95% interval; residuals below, with a
+    legend per model. The title carries the metric, p*, regime and (when given) the verdict."""
     import numpy as np
 
     steps, values = result.steps, result.values
@@ -85,51 +114,96 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None) -> No
         r2 = model.r2
         ax_data.plot(grid, model.predict(grid), lw=1.8, label=f"{name} (R² {r2:.3f})" if r2 is not None else name, **style)
         if ax_resid is not None:
-            ax_resid.plot(steps, values - model.predict(steps), ".", ms=2, color=style.get("color"), alpha=0.6)
+            ax_resid.plot(steps, values - model.predict(steps), ".", ms=2, color=style.get("color"), alpha=0.6,
+                          label=f"{name} residual")
     pref = result.models.get(result.preferred or "")
     plateau = pref.params.get("plateau") if pref is not None and pref.ok else None
     if plateau is not None and plateau.value is not None:
         ax_data.axhline(plateau.value, color="tab:blue", lw=1, label=f"plateau p* ({result.preferred})")
         if plateau.ci95:
             ax_data.axhspan(*plateau.ci95, color="tab:blue", alpha=0.12, label="p* 95% interval")
-    collapse = getattr(result, "collapse", None)
+    collapse = result.collapse
     if collapse is not None:
         ax_data.axvline(collapse.step, color="k", ls=":", lw=1.2, label=f"collapse at step {collapse.step:g}")
     ax_data.set_ylabel(safe_label(result.metric))
     ax_data.legend(fontsize=7, loc="best")
-    ax_data.set_title(safe_label(short_title(str(result.run))), fontsize=9)
+    ax_data.set_title(safe_label(fit_title(result, verdict)), fontsize=9)
     if ax_resid is not None:
         ax_resid.axhline(0, color="k", lw=0.8)
         ax_resid.set_ylabel("residual")
-        ax_resid.set_xlabel(safe_label(f"step ({result.step_column})"))
+        ax_resid.set_xlabel(safe_label(step_label(result.step_column)))
+        if ax_resid.get_legend_handles_labels()[0]:
+            ax_resid.legend(fontsize=6, loc="best", markerscale=3)
 
 
-def fit_figure(results: list):
-    """One column of (data, residual) panels per run; points after a collapse drawn apart."""
-    plt = _pyplot()
+#: runs per row of the ``fit --plot`` grid
+GRID_COLUMNS = 3
+
+
+def fit_figure(results: list, *, overlay: bool = False):
+    """(data, residual) panels per run in a grid of up to :data:`GRID_COLUMNS` columns; points
+    after a collapse drawn apart. ``overlay``: every run on one axis (compare GRPO vs GSPO)."""
+    if overlay:
+        return overlay_figure(results)
+    import math
+
     n = len(results)
-    fig, axes = plt.subplots(
-        2, n, figsize=(6 * n, 5.5), squeeze=False, sharex="col", gridspec_kw={"height_ratios": [3, 1]}
-    )
+    cols = min(GRID_COLUMNS, n)
+    rows = math.ceil(n / cols)
+    fig = new_figure(figsize=(6 * cols, 5.5 * rows), layout="constrained")
+    outer = fig.add_gridspec(rows, cols)
     for i, result in enumerate(results):
-        draw_fit(result, axes[0, i], axes[1, i], collapse_values=_after_collapse(result))
-    fig.tight_layout()
+        inner = outer[i // cols, i % cols].subgridspec(2, 1, height_ratios=[3, 1])
+        ax_data = fig.add_subplot(inner[0])
+        ax_resid = fig.add_subplot(inner[1], sharex=ax_data)
+        draw_fit(result, ax_data, ax_resid, collapse_values=_after_collapse(result))
+    return fig
+
+
+def overlay_figure(results: list):
+    """Every run's data and preferred fit on one axis, residuals of the preferred fits below."""
+    import numpy as np
+
+    fig = new_figure(figsize=(9, 6.5), layout="constrained")
+    ax, ax_resid = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    names = [short_title(str(r.run)).replace("\n", " ") for r in results]
+    for i, (result, name) in enumerate(zip(results, names)):
+        colour = f"C{i % 10}"
+        ax.plot(result.steps, result.values, ".", ms=2, color=colour, alpha=0.35)
+        model = result.models.get(result.preferred or "")
+        if model is None or not model.ok:
+            ax.plot([], [], ".", color=colour, label=safe_label(f"{name} (no fit)"))
+            continue
+        plateau = model.params.get("plateau")
+        p = f", p* {plateau.value:.3g}" if plateau is not None and plateau.value is not None else ""
+        grid = np.linspace(result.steps[0], result.steps[-1], 400)
+        ax.plot(grid, model.predict(grid), lw=1.8, color=colour,
+                label=safe_label(f"{name}: {result.preferred}{p}"))
+        ax_resid.plot(result.steps, result.values - model.predict(result.steps), ".", ms=2, color=colour, alpha=0.6)
+    metrics = sorted({str(r.metric) for r in results})
+    ax.set_ylabel(safe_label(", ".join(metrics)))
+    ax.set_title(safe_label(f"{len(results)} runs overlaid: {', '.join(metrics)} with each run's preferred fit"),
+                 fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    ax_resid.axhline(0, color="k", lw=0.8)
+    ax_resid.set_ylabel("residual")
+    ax_resid.set_xlabel(safe_label(step_label(results[0].step_column) if len({r.step_column for r in results}) == 1
+                                   else "step"))
     return fig
 
 
 def _after_collapse(result: Any):
     """``(steps, values)`` of the series from the collapse on, or None."""
-    collapse = getattr(result, "collapse", None)
-    steps = getattr(result, "column_steps", None)
+    collapse, steps = result.collapse, result.column_steps
     if collapse is None or steps is None:
         return None
     keep = steps >= collapse.step
     return steps[keep], result.column_values[keep]
 
 
-def save_fit_figure(results: list, path: Path) -> None:
+def save_fit_figure(results: list, path: Path, *, overlay: bool = False) -> None:
     check_suffix(path)
-    _save(fit_figure(results), path)
+    _save(fit_figure(results, overlay=overlay), path)
 
 
 def save_what_if_figure(figure_data: Any, path: Path) -> None:
@@ -160,20 +234,50 @@ DIAGNOSTIC_PANELS = (
 )
 
 
-def _threshold_lines(role: str, values, th) -> list[tuple[float, str, str]]:
-    """``(level, label, colour)`` of the rule thresholds drawn on a diagnostic panel."""
+def _half_gain_step(fit: Any) -> float | None:
+    """Where the preferred fitted curve covers half its gain (the entropy rule's reading step)."""
     import numpy as np
 
-    v = values[np.isfinite(values)]
+    model = fit.models.get(fit.preferred or "")
+    if model is None or not model.ok:
+        return None
+    grid = np.linspace(fit.steps[0], fit.steps[-1], 800)
+    y = np.asarray(model.predict(grid), float)
+    half = y[0] + 0.5 * (y[-1] - y[0])
+    hit = np.flatnonzero(y >= half) if y[-1] > y[0] else np.flatnonzero(y <= half)
+    return float(grid[hit[0]]) if hit.size and abs(y[-1] - y[0]) > 0 else None
+
+
+def _threshold_lines(role: str, steps, values, th, fit: Any = None) -> list[tuple[float, str, str, float, float]]:
+    """``(level, label, colour, from step, to step)`` of the rule thresholds drawn on a diagnostic
+    panel, each only over the steps where its rule reads the metric: the late run for
+    zero-variance groups, the reward's half-gain step for entropy, after the baseline window for
+    a rise (the baseline over its own window)."""
+    import numpy as np
+
+    keep = np.isfinite(values)
+    v, s = values[keep], steps[keep]
     if v.size == 0:
         return []
-    base = float(np.median(v[: max(1, int(th.baseline_fraction * v.size))]))
+    nb = max(1, int(th.baseline_fraction * v.size))
+    base = float(np.median(v[:nb]))
+    first, last = float(s[0]), float(s[-1])
     if role == "zero_std_frac":
-        return [(th.zero_std_warn, "warn", "orange"), (th.zero_std_fail, "fail", "red")]
+        late = float(s[-max(1, int(round(th.late_fraction * v.size)))])
+        return [(th.zero_std_warn, "warn (late run)", "orange", late, last),
+                (th.zero_std_fail, "fail (late run)", "red", late, last)]
     if role == "entropy":
-        return [(th.entropy_half_warn * base, "warn at half gain", "orange"), (th.entropy_half_fail * base, "fail at half gain", "red")]
+        half = _half_gain_step(fit) if fit is not None else None
+        if half is None:
+            return []
+        w = 0.04 * (last - first)
+        return [(th.entropy_half_warn * base, "warn at the reward's half-gain step", "orange", half - w, half + w),
+                (th.entropy_half_fail * base, "fail at the reward's half-gain step", "red", half - w, half + w)]
     if role in ("grad_norm", "is_ratio", "clip_ratio") and base > 0:
-        return [(base, "baseline", "0.5"), (th.rise_warn * base, f"x{th.rise_warn:g} warn", "orange"), (th.rise_fail * base, f"x{th.rise_fail:g} fail", "red")]
+        end_base = float(s[nb - 1])
+        return [(base, "baseline", "0.5", first, end_base),
+                (th.rise_warn * base, f"x{th.rise_warn:g} warn", "orange", end_base, last),
+                (th.rise_fail * base, f"x{th.rise_fail:g} fail", "red", end_base, last)]
     return []
 
 
@@ -181,29 +285,32 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
     """Reward with both fits and the collapse mark, then one panel per diagnostic metric."""
     import numpy as np
 
-    plt = _pyplot()
     roles = diagnosis.roles or {}
     panels = [(role, title, roles.get(role)) for role, title in DIAGNOSTIC_PANELS if roles.get(role)]
     from grpofit.diagnostics.figures import draw_extra, extra_panels
 
     extra = extra_panels(diagnosis, run)  # issue 16: a panel per rule finding, per benchmark
-    fig, axes = plt.subplots(2 + len(panels) + len(extra), 1, figsize=(8, 3.2 + 2.0 * (1 + len(panels)) + 1.9 * len(extra)),
-                             gridspec_kw={"height_ratios": [3, 1] + [1.4] * (len(panels) + len(extra))})
+    fig = new_figure(figsize=(8, 3.2 + 2.0 * (1 + len(panels)) + 1.9 * len(extra)))
+    axes = fig.subplots(2 + len(panels) + len(extra), 1,
+                        gridspec_kw={"height_ratios": [3, 1] + [1.4] * (len(panels) + len(extra))})
     for ax in axes[1 : 2 + len(panels)]:
         ax.sharex(axes[0])
     fit = diagnosis.fit
-    draw_fit(fit, axes[0], axes[1], collapse_values=_after_collapse(fit))
-    axes[1].set_xlabel("")
-    statuses = ", ".join(f"{m.split('_')[0]}: {v.status}" for m, v in diagnosis.diagnostics.items())
     verdict = (entry or {}).get("verdict") or diagnosis.verdict
-    axes[0].set_title(f"{safe_label(diagnosis.name)}\nverdict {verdict} ({statuses})", fontsize=8)
+    draw_fit(fit, axes[0], axes[1], collapse_values=_after_collapse(fit), verdict=verdict)
+    axes[1].set_xlabel("")
+    from grpofit.vocabulary import MODE_TITLES  # the table's column headers
+
+    statuses = ", ".join(f"{MODE_TITLES.get(m, m)}: {v.status}" for m, v in diagnosis.diagnostics.items())
+    axes[0].set_title(safe_label(fit_title(fit, verdict).replace(short_title(str(fit.run)), diagnosis.name))
+                      + f"\n{statuses}", fontsize=8)
     for ax, (role, title, column) in zip(axes[2:], panels):
         steps, values = run.series(column)
         if role == "eval_reward":
             ax.plot(fit.steps, fit.values, ".", ms=1.5, color="0.8", label=safe_label(f"train ({fit.metric})"))
         ax.plot(steps, values, ".-" if role == "eval_reward" else "-", lw=0.9, ms=3, color="tab:purple")
-        for level, label, colour in _threshold_lines(role, values, thresholds):
-            ax.axhline(level, color=colour, ls="--", lw=0.9, label=label)
+        for level, label, colour, x0, x1 in _threshold_lines(role, steps, values, thresholds, fit):
+            ax.hlines(level, x0, x1, color=colour, ls="--", lw=0.9, label=label)
         if role in ("grad_norm", "is_ratio") and np.nanmin(values) > 0:
             ax.set_yscale("log")
         if diagnosis.collapse is not None:
@@ -212,7 +319,7 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
         ax.set_title(safe_label(column), fontsize=7, loc="left")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=6, loc="best")
-    axes[1 + len(panels)].set_xlabel(safe_label(f"step ({run.step_column})"))
+    axes[1 + len(panels)].set_xlabel(safe_label(step_label(run.step_column)))
     draw_extra(axes[2 + len(panels):], extra, diagnosis, run)
     fig.tight_layout()
     return fig

@@ -356,3 +356,16 @@ def test_simulate_bandit_writes_a_log_that_fits(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "fit", out_file, "--format", "json")
     plateau = json.loads(out)["runs"][0]["models"]["exponential"]["params"]["plateau"]["value"]
     assert plateau == pytest.approx(meta["fixed_point"], abs=0.05)
+
+
+def test_diagnose_fit_is_the_same_object_as_the_fit_entry(capsys):
+    """The contract: diagnose's ``fit`` is one entry of fit's ``runs`` (collapse included)."""
+    run = SAMPLES / "collapse_run"
+    _, out, _ = run_cli(capsys, "fit", run, "--format", "json")
+    entry = json.loads(out)["runs"][0]
+    _, doc, _ = _diagnose_json(capsys, run)
+    nested = doc["runs"][0]["fit"]
+    assert nested["collapse"] is not None and nested["collapse"] == entry["collapse"]
+    assert nested["collapse"] == doc["runs"][0]["collapse"]
+    entry.pop("fit_check"), entry.pop("trend")  # the diagnose entry carries these beside its fit
+    assert nested == entry

@@ -980,3 +980,21 @@ def test_fresh_read_only_copy_without_final_newline_keeps_its_last_row(tmp_path)
     path.chmod(0o644)  # the same file, writable: it may be a live log, so the last line is dropped
     [run] = read_path(str(path))
     assert run.steps[-1] == 298 and any("incomplete" in w for w in run.warnings)
+
+
+def test_rolling_median_does_not_copy_n_times_window():
+    """item 5 (the part that is contained here): the collapse detector's rolling median on 10^6
+    points peaks near its output, not at n x 51 floats (408 MB)."""
+    import tracemalloc
+
+    import numpy as np
+
+    from grpofit.collapse import rolling_median
+
+    v = np.random.default_rng(0).normal(size=1_000_000)
+    tracemalloc.start()
+    out = rolling_median(v, 51)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert out.shape == v.shape
+    assert peak < 60 * 1024**2, peak  # the output (8 MB), padding and one ~10 MB block

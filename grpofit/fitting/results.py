@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from grpofit.models import MODELS
+
+if TYPE_CHECKING:
+    from grpofit.collapse import Collapse
 
 __all__ = ["Estimate", "ModelFit", "FitResult", "num"]
 
@@ -136,10 +139,16 @@ class FitResult:
     signal: dict[str, Any] = field(default_factory=dict)
     role: str = "reward"  #: ``reward``, or ``eval_reward`` when only a validation reward was logged
     metric_note: str | None = None  #: why this column was fitted (several candidates, validation only)
+    #: the collapse the series was cut at (:func:`grpofit.analysis.fit_run`); the fit covers the part before it
+    collapse: "Collapse | None" = None
+    #: the whole series of the fitted column, collapse included (``steps``/``values`` stop at the cut)
+    column_steps: np.ndarray | None = None
+    column_values: np.ndarray | None = None
 
     def summary(self) -> dict:
         """One entry of the contract's ``fit`` runs list (additive keys: ``noise``,
-        ``preferred_reason``, ``signal``)."""
+        ``preferred_reason``, ``signal``, ``collapse``); ``diagnose`` nests the same object as
+        its ``fit``. :func:`grpofit.analysis.fit_summary` adds the fit check."""
         first, last = (self.steps[0], self.steps[-1]) if self.steps.size else (None, None)
         out = {
             "run": self.run,
@@ -159,4 +168,5 @@ class FitResult:
             out["role"] = self.role
         if self.metric_note:
             out["metric_note"] = self.metric_note
+        out["collapse"] = self.collapse.summary() if self.collapse is not None else None
         return out
