@@ -967,6 +967,21 @@ def test_simulate_out_into_a_missing_folder(capsys, tmp_path):
     ]
 
 
+def test_fresh_read_only_copy_without_final_newline_keeps_its_last_row(tmp_path):
+    """A finished log copied just now but read-only (an archive, a CI fixture) is settled: no
+    one can be appending to it, so its unterminated last row is complete."""
+    from grpofit.readers import read_path
+
+    path = tmp_path / "copied.csv"
+    path.write_text("step,reward\n" + "\n".join(good_rows(300)))  # fresh mtime, no final newline
+    path.chmod(0o444)
+    [run] = read_path(str(path))
+    assert run.steps[-1] == 299 and not run.warnings
+    path.chmod(0o644)  # the same file, writable: it may be a live log, so the last line is dropped
+    [run] = read_path(str(path))
+    assert run.steps[-1] == 298 and any("incomplete" in w for w in run.warnings)
+
+
 def test_rolling_median_does_not_copy_n_times_window():
     """item 5 (the part that is contained here): the collapse detector's rolling median on 10^6
     points peaks near its output, not at n x 51 floats (408 MB)."""
