@@ -572,6 +572,13 @@ SLOW_SWEEP = (
 )
 
 
+def _default_signals() -> None:
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_signal_stops_every_worker_within_2s(tmp_path, sig):
     import signal
@@ -583,6 +590,9 @@ def test_signal_stops_every_worker_within_2s(tmp_path, sig):
     proc = subprocess.Popen(
         [sys.executable, "-c", SLOW_SWEEP, "diagnose", str(tmp_path / "runs"), "--jobs", "2", "--junit", str(junit)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        # as from a terminal: a test runner started as a background job inherits SIGINT ignored,
+        # and grpofit rightly keeps an ignored signal ignored (nohup semantics)
+        preexec_fn=_default_signals,
     )
     try:
         deadline = time.monotonic() + 30
