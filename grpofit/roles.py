@@ -96,6 +96,8 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"rewards/[^/]+/std",
         r"train/rewards/[^/]+/std",
         r"critic/score/std",
+        r"(?:train|training|rollout|rollouts)/(?:reward_std|std_reward|reward/std)",
+        r"(?:reward|rewards)_std_mean",
     ),
     "zero_std_frac": (
         r"frac_reward_zero_std",

@@ -117,13 +117,9 @@ def test_truncated_and_arbitrary_bytes(which, cut, junk):
             assert np.all(np.diff(r.steps) > 0)
 
 
-def test_swanlab_backups_are_refused_not_misread():
-    """SwanLab's backup.swanlab (text JSON records, or ':SWL' LevelDB framing) is not read: a
-    clear one-line error instead of a JSONL run made of its bookkeeping fields."""
-    text = (
-        '{"model_type": "Header", "data": {"backup_type": "DEFAULT", "version": "0.6.4", "create_time": "x"}}\n'
-        '{"model_type": "SCALAR", "data": {"metric": {"data": 0.5}, "key": "train/reward", "step": 1, "epoch": 1}}\n'
-    )
-    for blob in (text.encode(), b":SWL\xd6\xe1\x00" + b"\x00" * 40):
-        with pytest.raises(GrpofitError, match="SwanLab"):
-            read_bytes(blob, "-")
+def test_slurm_out_files_are_discovered_by_content(tmp_path):
+    from grpofit.readers import discover
+
+    (tmp_path / "slurm-1.out").write_text(_progress_log(n=10))
+    (tmp_path / "slurm-2.out").write_text("srun: job 2 queued\nsrun: job 2 allocated\n")
+    assert [s.path for s in discover([str(tmp_path)])] == [str(tmp_path / "slurm-1.out")]

@@ -44,7 +44,7 @@ CASES = {
     "sqlite-not-mlflow": _sqlite_without_runs,
     "mlflow-run-without-metrics": _mlflow_run_without_metrics,
     "parquet-garbage": lambda t: _write(t, "h.parquet", b"PAR1" + b"\x01" * 50),
-    "swanlab-backup": lambda t: _write(t, "backup.swanlab", b":SWL\xd6\xe1\x00" + b"\x00" * 20),
+    "swanlab-backup-without-scalars": lambda t: _write(t, "backup.swanlab", b":SWL\xd6\xe1\x00" + b"\x00" * 20),
     "progress-one-pair-lines": lambda t: _write(t, "train.log", "".join(f"loss: {i}\n" for i in range(20))),
 }
 

@@ -42,6 +42,7 @@ def test_kinds_become_prefixed_columns_aligned_on_grpo_step(tmp_path):
     roles = detect_roles(run.numeric_columns())
     assert roles["reward"] == "rollout/reward" and roles["eval_reward"] == "eval/reward"
     assert roles["entropy"] == "train/token_entropy" and roles["grad_norm"] == "train/grad_norm"
+    assert roles["reward_std"] == "rollout/reward_std"
     info = inspect_run(run)
     assert info["stats"]["record_kinds"] == 3
     assert any("typed records ('type': eval 11, rollout 60, train 60)" in w for w in info["warnings"])

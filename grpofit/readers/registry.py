@@ -76,6 +76,12 @@ def _mlflow_run_folder(path: str, names: list[str]) -> bool:
     return is_run_folder(path, names)
 
 
+def _swanlab_run_folder(path: str, names: list[str]) -> bool:
+    from grpofit.readers.swanlab import is_run_folder
+
+    return is_run_folder(path, names)
+
+
 FORMATS_TABLE: tuple[Format, ...] = (
     # --- binary containers -------------------------------------------------------------------
     Format(
@@ -121,6 +127,15 @@ FORMATS_TABLE: tuple[Format, ...] = (
         doc="MLflow file store run folder mlruns/<experiment>/<run>/ (metrics/<key>: timestamp value step)",
     ),
     Format(
+        "swanlab",
+        "grpofit.readers.swanlab:read_backup",
+        sn.is_swanlab,
+        suffixes=(".swanlab",),
+        folders=(Folder("swanlab-run", _swanlab_run_folder, "grpofit.readers.swanlab:read_run_folder", rank=5),),
+        binary=True,
+        doc="SwanLab offline run: swanlog/run-*/backup.swanlab (JSON records, text or LevelDB-framed)",
+    ),
+    Format(
         "parquet",
         "grpofit.readers:_read_parquet",
         sn.is_parquet,
@@ -132,28 +147,28 @@ FORMATS_TABLE: tuple[Format, ...] = (
         "verl-console",
         "grpofit.readers.console:read_verl_console",
         sn.is_verl_console,
-        peek_suffixes=(".log", ".txt"),
+        peek_suffixes=(".log", ".txt", ".out"),
         doc="verl stdout: step:N - key:value - ...",
     ),
     Format(
         "openrlhf-console",
         "grpofit.readers.console:read_trl_console",
         sn.is_openrlhf_console,
-        peek_suffixes=(".log", ".txt"),
+        peek_suffixes=(".log", ".txt", ".out"),
         doc="OpenRLHF stdout: ✨ Global step N: {...} dict lines",
     ),
     Format(
         "trl-console",
         "grpofit.readers.console:read_trl_console",
         sn.is_trl_console,
-        peek_suffixes=(".log", ".txt"),
+        peek_suffixes=(".log", ".txt", ".out"),
         doc="HF/TRL stdout: {'loss': ..., 'reward': ...} dict lines",
     ),
     Format(
         "kv-console",
         "grpofit.readers.keyvalue:read_progress",
         sn.is_progress_console,
-        peek_suffixes=(".log", ".txt"),
+        peek_suffixes=(".log", ".txt", ".out"),
         doc="hand-written progress lines: Epoch:[1/1](3/9751), Reward: -1.44, KL_ref: 0.04, ...",
     ),
     # --- JSON shapes -------------------------------------------------------------------------

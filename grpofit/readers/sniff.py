@@ -113,6 +113,12 @@ def is_mlflow_sqlite(p: Probe) -> bool:
     return looks_like_sqlite_store(p.head)
 
 
+def is_swanlab(p: Probe) -> bool:
+    from grpofit.readers.swanlab import looks_like_swanlab
+
+    return looks_like_swanlab(p.head)
+
+
 def is_parquet(p: Probe) -> bool:
     return p.head.startswith(PARQUET_MAGIC)
 
@@ -232,14 +238,6 @@ def sniff(head: bytes, name: str = "", tail: bytes = b"") -> str:
     raise UnknownFormat("does not look like a training log", path=name, fix=f"grpofit reads {SUPPORTED}")
 
 
-def _is_swanlab_backup(p: Probe) -> bool:
-    """SwanLab's text backup: JSON records ``{"model_type": "Header", "data": {"backup_type": ...}}``."""
-    if not p.head.lstrip().startswith(b'{"model_type"'):
-        return False
-    obj = p.json_object
-    return obj is not None and obj.get("model_type") == "Header" and isinstance(obj.get("data"), dict)
-
-
 def _reject_binary(p: Probe) -> None:
     """Raise for content that is known not to be a log, or is not text."""
     head, name = p.head, p.name
@@ -248,12 +246,6 @@ def _reject_binary(p: Probe) -> None:
             "is a Python pickle (e.g. training_args.bin); grpofit never loads pickles",
             path=name,
             fix="point at trainer_state.json or the run's log instead",
-        )
-    if head.startswith(b":SWL") or _is_swanlab_backup(p):
-        raise UnknownFormat(
-            "is a SwanLab backup (backup.swanlab), which grpofit does not read",
-            path=name,
-            fix="export the run's metrics as CSV from SwanLab and pass that file",
         )
     if head.startswith(b"SQLite format 3\x00"):
         raise UnknownFormat(

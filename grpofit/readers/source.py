@@ -147,5 +147,5 @@ def decode(raw: bytes) -> str:
 #: short list of what grpofit reads, for error messages
 SUPPORTED_HINT = (
     "CSV/TSV, JSONL, trainer_state.json, W&B exports or run folders, "
-    "events.out.tfevents.*, verl/TRL console logs"
+    "events.out.tfevents.*, MLflow stores, verl/TRL/OpenRLHF/'Key: value' console logs"
 )
