@@ -430,6 +430,7 @@ def forecast(
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Binary rewards per logged mean (binomial observation noise; else from the config, else estimated)."),
     format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a fan chart: data, fit, median forecast, 80/95% bands, planned end (.png/.svg/.pdf)."),
+    run_pattern: Optional[str] = RUN_PATTERN,
     debug: bool = DEBUG,
 ) -> int:
     """Forecast each run from the steps seen so far: expected reward at the planned end with
@@ -444,7 +445,7 @@ def forecast(
 
         check_suffix(plot)
     done = forecast_paths(runs, ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at),
-                                                until=until, batch_size=batch_size))
+                                                until=until, batch_size=batch_size, run_pattern=run_pattern))
     _warn(done.warnings)
     if format is TableOrJson.json:
         _print_json(done.doc)
@@ -475,6 +476,7 @@ def backtest(
     format: DiagnoseFormat = typer.Option(DiagnoseFormat.table, "--format", help="table, json or markdown."),
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write one figure per run into this folder."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Backtest files in N parallel processes."),
+    run_pattern: Optional[str] = RUN_PATTERN,
     debug: bool = DEBUG,
 ) -> int:
     """Forecast finished runs from cut points and compare with what happened: 95% interval
@@ -487,7 +489,7 @@ def backtest(
     if batch_size is not None and batch_size < 1:
         raise UsageError(f"--batch-size {batch_size} is not positive", fix="pass the number of rewards averaged per logged step")
     doc, warnings = backtest_paths(paths, metric=metric, step=step, cuts=parse_cuts(cuts), batch_size=batch_size,
-                                   jobs=jobs, plot_dir=plot_dir)
+                                   jobs=jobs, plot_dir=plot_dir, run_pattern=run_pattern)
     _warn(warnings)
     from grpofit.forecasting.report import backtest_markdown, backtest_table
 

@@ -100,11 +100,9 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
 
 
 def _no_match(pattern: str, paths: list) -> GrpofitError:
-    from grpofit.errors import UsageError
+    from grpofit.selection import no_match
 
-    where = ", ".join(str(p) for p in paths[:3]) + (" ..." if len(paths) > 3 else "")
-    return UsageError(f"--run {pattern!r} matches no run in {where}",
-                      fix="check the run names with grpofit inspect, or use a glob such as '*GRPO*'")
+    return no_match(pattern, paths)
 
 
 # --------------------------------------------------------------------------- finding runs

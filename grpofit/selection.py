@@ -63,3 +63,12 @@ def read_selected(path: str, *, step: str | None = None, run: str | None = None)
     from grpofit.readers import read_path
 
     return select_runs(read_path(path, step=step), run, str(path))
+
+
+def no_match(pattern: str, paths: list):
+    """The error for a ``--run PATTERN`` that kept no run of ``paths``."""
+    from grpofit.errors import UsageError
+
+    where = ", ".join(str(p) for p in paths[:3]) + (" ..." if len(paths) > 3 else "")
+    return UsageError(f"--run {pattern!r} matches no run in {where}",
+                      fix="check the run names with grpofit inspect, or use a glob such as '*GRPO*'")

@@ -341,6 +341,7 @@ def write_log(run: BanditRun, out: str | Path) -> Path:
 
     NaN cells are empty in CSV and ``null`` in JSONL.
     """
+    from grpofit.atomic import replacing
     from grpofit.jsonout import dumps
 
     out = Path(out)
@@ -361,11 +362,13 @@ def write_log(run: BanditRun, out: str | Path) -> Path:
                 v = float(col[i])
                 row[c] = (int(v) if c == "step" else v) if math.isfinite(v) else None
             lines.append(json.dumps(row))
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     meta = out.with_name(out.name + ".meta.json")
     doc = run.summary()
     doc["log"] = out.name
-    meta.write_text(dumps(doc) + "\n", encoding="utf-8")
+    # whole or not at all: an interrupt or a full disk never leaves a truncated log or sidecar
+    with replacing(out, create_parent=False) as tmp_log, replacing(meta, create_parent=False) as tmp_meta:
+        tmp_log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        tmp_meta.write_text(dumps(doc) + "\n", encoding="utf-8")
     return meta
 
 

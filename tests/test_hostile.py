@@ -572,6 +572,13 @@ SLOW_SWEEP = (
 )
 
 
+def _default_signals() -> None:
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_signal_stops_every_worker_within_2s(tmp_path, sig):
     import signal
@@ -583,6 +590,9 @@ def test_signal_stops_every_worker_within_2s(tmp_path, sig):
     proc = subprocess.Popen(
         [sys.executable, "-c", SLOW_SWEEP, "diagnose", str(tmp_path / "runs"), "--jobs", "2", "--junit", str(junit)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        # as from a terminal: a test runner started as a background job inherits SIGINT ignored,
+        # and grpofit rightly keeps an ignored signal ignored (nohup semantics)
+        preexec_fn=_default_signals,
     )
     try:
         deadline = time.monotonic() + 30
@@ -965,6 +975,21 @@ def test_simulate_out_into_a_missing_folder(capsys, tmp_path):
     assert err_lines(err) == [
         f"error: {out_file}: the folder {str(out_file.parent)!r} of --out does not exist; create it first or choose another --out"
     ]
+
+
+def test_fresh_read_only_copy_without_final_newline_keeps_its_last_row(tmp_path):
+    """A finished log copied just now but read-only (an archive, a CI fixture) is settled: no
+    one can be appending to it, so its unterminated last row is complete."""
+    from grpofit.readers import read_path
+
+    path = tmp_path / "copied.csv"
+    path.write_text("step,reward\n" + "\n".join(good_rows(300)))  # fresh mtime, no final newline
+    path.chmod(0o444)
+    [run] = read_path(str(path))
+    assert run.steps[-1] == 299 and not run.warnings
+    path.chmod(0o644)  # the same file, writable: it may be a live log, so the last line is dropped
+    [run] = read_path(str(path))
+    assert run.steps[-1] == 298 and any("incomplete" in w for w in run.warnings)
 
 
 def test_rolling_median_does_not_copy_n_times_window():

@@ -111,7 +111,10 @@ def test_ctrl_c_exits_0_and_leaves_whole_lines(tmp_path):
     out = tmp_path / "w.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "grpofit", "watch", str(tmp_path), "--interval", "0.1",
                              "--jsonl", str(out), "--no-forecast"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # as from a terminal, even when the test runner is a background job
+                            # (which starts with SIGINT ignored)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while time.time() < deadline and not (out.exists() and out.stat().st_size):
         time.sleep(0.1)

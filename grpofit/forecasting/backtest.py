@@ -174,6 +174,7 @@ class _Task:
     cuts: tuple
     batch_size: int | None
     plot_dir: str | None
+    run_pattern: str | None = None
 
 
 def _work(task: _Task) -> tuple[list[dict], list[dict], list[str]]:
@@ -185,7 +186,9 @@ def _work(task: _Task) -> tuple[list[dict], list[dict], list[str]]:
         runs = read_path(task.path, step=task.step)
     except GrpofitError as e:
         return [], [{"run": task.path, "error": e.one_line()}], []
-    for run in runs:
+    from grpofit.selection import matches
+
+    for run in [r for r in runs if matches(r, task.run_pattern)]:
         warnings.extend(f"{run.name}: {w}" for w in run.warnings)
         try:
             entry = backtest_run(run, metric=task.metric, cuts=task.cuts, batch_size=task.batch_size)
@@ -201,7 +204,7 @@ def _work(task: _Task) -> tuple[list[dict], list[dict], list[str]]:
 
 
 def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUTS, batch_size=None,
-                   jobs: int = 1, plot_dir=None) -> tuple[dict, list[str]]:
+                   jobs: int = 1, plot_dir=None, run_pattern: str | None = None) -> tuple[dict, list[str]]:
     """The ``grpofit.backtest/1`` document for every run under ``paths`` and the warnings."""
     from grpofit.errors import GrpofitError
     from grpofit.readers import discover
@@ -215,7 +218,7 @@ def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUT
                 raise
             early.append({"run": path, "error": e.one_line()})
     tasks = [_Task(f.path, metric, step, tuple(cuts), batch_size,
-                   None if plot_dir is None else str(plot_dir)) for f in files]
+                   None if plot_dir is None else str(plot_dir), run_pattern) for f in files]
     if jobs > 1 and len(tasks) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
@@ -228,6 +231,10 @@ def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUT
         runs.extend(e)
         errors.extend(err)
         warnings.extend(w)
+    if run_pattern and not runs and not errors:
+        from grpofit.selection import no_match
+
+        raise no_match(run_pattern, paths)
     doc = {"schema": SCHEMAS["backtest"], "final_level": f"mean of the last {FINAL_FRACTION:.0%} of steps",
            "runs": runs, "summary": summarise(runs)}
     if errors:

@@ -25,6 +25,7 @@ class ForecastOptions:
     until: float | None = None
     batch_size: int | None = None
     seed: int = 0
+    run_pattern: str | None = None  #: ``--run PATTERN``: forecast only the runs it matches
 
 
 def check_options(opts: ForecastOptions) -> None:
@@ -73,12 +74,13 @@ class ForecastOutcome:
 
 def forecast_paths(paths: list[str], opts: ForecastOptions) -> ForecastOutcome:
     from grpofit.readers import read_path
+    from grpofit.selection import matches, no_match
 
     check_options(opts)
     entries, items, warnings, errors = [], [], [], []
     for path in paths:
         try:
-            runs = read_path(path, step=opts.step)
+            runs = [r for r in read_path(path, step=opts.step) if matches(r, opts.run_pattern)]
             for run in runs:
                 warnings.extend(f"{run.name}: {w}" for w in run.warnings)
                 entry, fc, rest = forecast_run(run, opts)
@@ -88,6 +90,8 @@ def forecast_paths(paths: list[str], opts: ForecastOptions) -> ForecastOutcome:
             if len(paths) == 1:
                 raise
             errors.append({"run": path, "error": e.one_line()})
+    if opts.run_pattern and not entries and not errors:
+        raise no_match(opts.run_pattern, paths)
     doc = {"schema": SCHEMAS["forecast"], "runs": entries}
     if errors:
         doc["errors"] = errors

@@ -174,7 +174,7 @@ def _settled(src: Source, delim: str) -> tuple[Source, list[str]]:
     (``Source.limit``), so a writer appending meanwhile cannot change what is parsed. A last
     line without a line break is dropped with a warning when it is visibly cut (fewer cells than
     the header, a trailing delimiter, an open quote) or when the file changed in the last
-    ``LIVE_SECONDS`` or came through a pipe (a log still being written: a cut inside a number cannot be seen, e.g.
+    ``LIVE_SECONDS`` and is writable, or came through a pipe (a log still being written: a cut inside a number cannot be seen, e.g.
     ``1.0778200000000001`` for ``1.07782e-05``). A quote that is never closed would swallow
     every later row: its line is dropped with a warning.
     """
@@ -184,7 +184,7 @@ def _settled(src: Source, delim: str) -> tuple[Source, list[str]]:
 
         with open(src.path, "rb") as f:
             st = os.fstat(f.fileno())
-            live = time.time() - st.st_mtime < LIVE_SECONDS
+            live = _live(st, time.time())
             if st.st_size <= CHUNKED_FILE:
                 src = Source(src.name, src.path, f.read(st.st_size))
             else:
@@ -238,9 +238,16 @@ def _changed_lately(path: str) -> bool:
     import time
 
     try:
-        return time.time() - os.stat(path).st_mtime < LIVE_SECONDS
+        return _live(os.stat(path), time.time())
     except OSError:
         return True
+
+
+def _live(st: os.stat_result, now: float) -> bool:
+    """Whether a file may still be being written: changed in the last ``LIVE_SECONDS`` and
+    writable by someone (a logger creates its file writable; a finished log copied read-only,
+    e.g. an archive or a CI fixture, is settled however fresh its copy is)."""
+    return now - st.st_mtime < LIVE_SECONDS and bool(st.st_mode & 0o222)
 
 
 def _last_break(data: bytes) -> int:
