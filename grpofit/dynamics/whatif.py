@@ -89,15 +89,25 @@ def what_if(
     return WhatIf(t, curve(base), curve(new), disc, base, new, plateau, initial)
 
 
-def plot_what_if(result: WhatIf, ax: Any = None, observed: tuple[np.ndarray, np.ndarray] | None = None) -> Any:
-    """Figure of the baseline and what-if trajectories (Agg backend; never shown)."""
-    import matplotlib
+def plot_what_if(
+    result: WhatIf,
+    ax: Any = None,
+    observed: tuple[np.ndarray, np.ndarray] | None = None,
+    *,
+    lr_passed: float | None = None,
+    adam_beta1: float | None = None,
+) -> Any:
+    """Figure of the baseline and what-if trajectories, drawn on a matplotlib ``Figure``.
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
+    Never touches pyplot state or the backend. ``lr_passed``/``adam_beta1``: the learning rate the
+    user gave and, when it was an Adam rate, its beta1; the title then says that the model uses the
+    Adam-effective rate ``lr (1 - beta1)``.
+    """
     if ax is None:
-        fig, ax = plt.subplots(figsize=(7, 4))
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(7, 4.3))
+        ax = fig.add_subplot()
     else:
         fig = ax.figure
     lo, hi = min(result.initial, result.plateau), max(result.initial, result.plateau)
@@ -111,7 +121,13 @@ def plot_what_if(result: WhatIf, ax: Any = None, observed: tuple[np.ndarray, np.
     ax.plot(result.steps, clip(result.predicted), color="C3",
             label=f"what-if: lr={n.lr:g} mu={n.momentum:g} Kref={n.refresh_interval:g} ({n.regime})")
     ax.plot(result.steps, clip(result.predicted_discrete), color="C3", ls=":", label="what-if, exact sawtooth recursion")
-    ax.axhline(result.plateau, color="0.5", lw=0.8, ls="--")
+    ax.axhline(result.plateau, color="0.5", lw=0.8, ls="--", label=f"plateau {result.plateau:.4g}")
+    shown = n.lr if lr_passed is None else lr_passed
+    if adam_beta1 is not None:
+        lr_text = f"lr {shown:g} (Adam, beta1={adam_beta1:g}; Adam-effective lr {n.lr:g})"
+    else:
+        lr_text = f"lr {shown:g}"
+    ax.set_title(f"What-if trajectory at {lr_text}, momentum {n.momentum:g}, K_ref {n.refresh_interval:g}", fontsize=9)
     ax.set_xlabel("steps from first logged step")
     ax.set_ylabel("reward")
     ax.legend(fontsize=7)
