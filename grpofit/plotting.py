@@ -215,9 +215,8 @@ def save_what_if_figure(figure_data: Any, path: Path) -> None:
         )
     from grpofit.dynamics import plot_what_if
 
-    _pyplot()
-    result, observed = figure_data
-    _save(plot_what_if(result, observed=observed), path)
+    result, observed, passed = figure_data
+    _save(plot_what_if(result, observed=observed, **passed), path)
 
 
 # --------------------------------------------------------------------------- diagnose

@@ -53,6 +53,7 @@ def run_predict(
             run, lr=lr, momentum=momentum, refresh_interval=refresh_interval, group_size=group_size, adam=adam)
     _require(from_run=from_run, lr=lr, momentum=momentum, refresh_interval=refresh_interval)
     inputs_note = None
+    passed = {"lr_passed": lr, "adam_beta1": momentum if adam else None}  # as the user gave them, for --plot
     if adam:
         lr, momentum = dynamics.heavy_ball_from_adam(lr, momentum)
         inputs_note = f"Adam mapped to heavy ball: mu = beta1 = {momentum:g}, eta_eff = lr (1 - beta1) = {lr:g}"
@@ -91,7 +92,7 @@ def run_predict(
         grid = np.linspace(0.0, max(float(t[-1]), 1.0) * 1.5, 400)
         result = dynamics.what_if(measured, steps=grid, **changes)
         doc["what_if"] = result.summary()
-        figure = (result, (t, observed[1]))
+        figure = (result, (t, observed[1]), passed)
     return doc, figure
 
 

@@ -29,3 +29,21 @@ def test_what_if_plot_names_adam_effective_rate():
     fig = plot_what_if(_result(), lr_passed=0.5, adam_beta1=0.9)
     title = fig.axes[0].get_title()
     assert "lr 0.5" in title and "Adam-effective lr 0.05" in title
+
+
+def test_predict_plot_shows_the_lr_the_user_passed(capsys, tmp_path, monkeypatch):
+    """``predict --plot`` through the CLI: the title carries the --lr as given and the Adam wording."""
+    from pathlib import Path
+
+    import grpofit.plotting as plotting
+    from tests.conftest import run_cli
+
+    drawn = []
+    monkeypatch.setattr(plotting, "_save", lambda fig, path: drawn.append(fig))
+    sample = Path(__file__).resolve().parents[1] / "sample_logs" / "healthy_slow_start.csv"
+    code, _, err = run_cli(capsys, "predict", "--from-run", sample, "--lr", "0.5", "--momentum", "0.9",
+                           "--refresh-interval", "1", "--adam", "--what-if-lr", "1.0", "--plot", tmp_path / "w.png")
+    assert code == 0, err
+    titles = " ".join(t.get_text() for fig in drawn for ax in fig.axes for t in [ax.title, *fig.texts])
+    titles += " ".join(fig._suptitle.get_text() for fig in drawn if getattr(fig, "_suptitle", None))
+    assert "lr 0.5" in titles and "Adam" in titles, titles
