@@ -24,15 +24,10 @@ PER_EPOCH_KEYS = ("steps_per_epoch", "num_update_steps_per_epoch", "trainer.step
 
 
 def _positive(config: Mapping[str, Any], key: str) -> float | None:
-    value = config.get(key)
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if value > 0 else None
+    from grpofit.readers.config import as_number
+
+    value = as_number(config.get(key))
+    return float(value) if value is not None and value > 0 else None
 
 
 def _first(config: Mapping[str, Any], keys) -> tuple[float, str] | None:

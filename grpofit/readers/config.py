@@ -197,6 +197,13 @@ def lookup(config: Mapping[str, Any], quantity: str) -> tuple[Any, str] | None:
     value, key = hit
     if isinstance(value, (list, tuple)):
         value = value[0] if value else None
+    value = as_number(value)
+    return None if value is None else (value, key)
+
+
+def as_number(value: Any) -> int | float | None:
+    """A config value as a number: ints and floats as they are, numeric strings parsed; None for
+    booleans, text and anything else."""
     if isinstance(value, str):
         try:
             value = float(value)
@@ -204,7 +211,7 @@ def lookup(config: Mapping[str, Any], quantity: str) -> tuple[Any, str] | None:
             return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return value, key
+    return value
 
 
 def detect_group_size(config: Mapping[str, Any]) -> tuple[int, str] | None:
