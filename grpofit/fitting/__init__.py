@@ -8,7 +8,8 @@
 Modules: :mod:`.results` (the result objects), :mod:`.profile` (binning, variable projection,
 profile), :mod:`.lm` (the Levenberg-Marquardt solver), :mod:`.solve` (the least-squares
 solve with bounds), :mod:`.hac` (noise floor, HAC),
-:mod:`.intervals` (delta-method and profile intervals), :mod:`.regime` (regime, signal and
+:mod:`.intervals` (delta-method and profile intervals), :mod:`.statespace_ci` (plateau and
+timescale intervals from the state-space likelihood), :mod:`.regime` (regime, signal and
 turn-over tests), :mod:`.assemble` (solution -> ModelFit), :mod:`.scaling` (values or steps
 near the double limits), :mod:`.driver` (:func:`fit_series`).
 
@@ -54,6 +55,16 @@ Method (documented here once; the README links to it):
   Timescale and inertia intervals are widened by half the logging interval on each side.
   The timescale interval also covers its own profile likelihood on the grid (its likelihood
   is skewed towards long times when the gain is small against the noise).
+- **Plateau and timescale intervals under forcing** (:mod:`.statespace_ci`): the forcing
+  ``sqrt(D/G) xi`` moves a run off its curve for a whole relaxation (theory §6), which the HAC
+  sandwich of a deterministic curve does not see. After the least-squares fit, each law's
+  state-space likelihood (forcing + observation noise; the observation sd from the raw points'
+  differences; levels and scale integrated out) is evaluated on a grid of timescale, inertia
+  and forcing strength by one batched Kalman filter pass; the plateau's interval is the
+  posterior mixture's 2.5/97.5% points (with the fast + slow law of theory §7 mixed in by its
+  BIC weight), the timescale's its marginal posterior's. Both are joined with the
+  least-squares intervals. ``stderr`` is the posterior sd, printed only where
+  ``value ± 1.96 stderr`` agrees with the interval (``None`` and a note otherwise).
 - **Damping ratio and inertia**: inertia sits at its bound 0 in overdamped runs, where the
   Jacobian is singular and delta-method intervals fail. Their 95% intervals come from the
   profile likelihood over the grid of damping ratios (:data:`ZETA_GRID`, 0.15 .. 12, plus

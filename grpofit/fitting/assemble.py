@@ -157,6 +157,8 @@ def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, ste
             why = "widened to the curves without a turn-over in the window (not observed)"
             extend(params["plateau"], *rev.plateau, ctx.bounds["plateau"], "plateau", why)
             extend(params["timescale"], *rev.timescale, ctx.bounds["timescale"], "timescale", why)
+            # kept for the state-space intervals that replace these (statespace_ci)
+            ctx.__dict__["_widen"] = [("plateau", *rev.plateau, why), ("timescale", *rev.timescale, why)]
             hi = None if math.isinf(rev.zeta_hi) else max(zeta_ci[1], rev.zeta_hi)
             zeta_ci = (zeta_ci[0], hi)
             note += "; widened: the turn-over is not observed"

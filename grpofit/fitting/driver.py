@@ -21,6 +21,7 @@ from grpofit.fitting.regime import PREFER_DELTA_BIC, signal_test
 from grpofit.fitting.results import FitResult, ModelFit
 from grpofit.fitting.scaling import scaled, scales, unscale
 from grpofit.fitting.solve import better, solve, solve_many
+from grpofit.fitting.statespace_ci import apply_to_models
 from grpofit.models import EXPONENTIAL, OSCILLATOR, median
 
 __all__ = ["fit_series", "MIN_POINTS"]
@@ -135,6 +136,8 @@ def _fit(steps, values, run, metric, step_column) -> FitResult:
         "oscillator": oscillator_fit(osc, prof if osc.ok else None, binned, ctx, step0, signal,
                                      full=osc_full),
     }
+    # the plateau's and timescale's intervals from the likelihood with the forcing (theory §6)
+    apply_to_models(models, ctx, signal)
     return _result(run, metric, step_column, steps, values, models, noise_sd, ctx, signal)
 
 

@@ -1,0 +1,553 @@
+"""95% intervals of the plateau and the timescale from the state-space likelihood (theory §6).
+
+The least-squares fit gives the curve; its residuals are not white when the forcing
+``sqrt(D/G) xi`` enters the dynamics (it moves the run off its curve for a whole relaxation),
+so the intervals come from the likelihood of the law *with* its forcing and observation noise:
+
+    y = X(times) beta + e + eps,   e ~ forcing of the law (started at rest),   eps ~ N(0, s^2 / count)
+
+(:func:`grpofit.forecasting.statespace.process_cov` is the forcing's exact covariance, the one a
+Kalman filter propagates; :mod:`grpofit.forecasting.kalman` checks it). Unknowns: the levels
+``beta`` (plateau, amplitude), the timescale, the forcing's stationary sd ``f = r s`` and the
+observation sd ``s``. The levels get a flat prior and ``s`` Jeffreys' prior, both integrated out
+in closed form (restricted likelihood, one Cholesky factor per parameter point); the timescale
+and the ratio ``r`` are integrated numerically over a grid (flat in ``log T`` and ``log r``),
+all grid points at once (batched linear algebra, no Python loop over points or grid cells).
+The damping ratio is held at its least-squares value (the timescale moves with the inertia).
+
+- **plateau**: the 2.5% and 97.5% points of the posterior mixture of the grid points' Gaussian
+  conditionals (``N(b0, s^2 (X'S^-1X)^-1_00)``);
+- **timescale**: the 2.5% and 97.5% points of its marginal posterior on the grid (cells of
+  equal width in ``log T``); the grid starts at three times the width of the HAC interval and
+  widens until the posterior at its ends is negligible (or the bound is reached: the interval
+  is then clipped there and says it is not pinned down).
+
+Both are then widened to contain the least-squares value. ``stderr`` is the posterior sd and
+is kept only where ``value ± 1.96 stderr`` agrees with the interval (:func:`agrees`).
+Long series are binned (:data:`MAX_POINTS`; bin means with their variance ``s^2 / count``).
+numpy only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["SSIntervals", "Spec", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS"]
+
+#: points the likelihood sees: the first :data:`RAW_HEAD` as logged, then equal-width bins
+MAX_POINTS = 32
+RAW_HEAD = 10
+#: grid points in log timescale, log inertia and log(forcing sd / observation sd)
+N_T = 7
+N_I = 3
+N_R = 5
+#: the fast + slow law's grid (fast and slow times around the fitted timescale)
+N_FAST, N_SLOW = 3, 4
+#: the ratio grid: forcing sd from R_LO to R_HI times the per-point observation sd
+R_LO, R_HI = 0.02, 20.0
+#: posterior mass per edge cell below which the timescale grid is wide enough
+EDGE_MASS = 0.004
+MAX_WIDEN = 2
+
+
+@dataclass
+class SSIntervals:
+    plateau: tuple[float, float]
+    plateau_sd: float
+    timescale: tuple[float | None, float | None]
+    timescale_sd: float
+    forcing_ratio: float  #: posterior median of forcing sd / observation sd
+
+
+def _ncdf(x: np.ndarray) -> np.ndarray:
+    """Standard normal CDF (erfc by Chebyshev fit, relative error < 1.2e-7)."""
+    z = np.abs(x) / math.sqrt(2.0)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+            -0.82215223 + t * 0.17087277))))))))
+    erfc = t * np.exp(poly)
+    return np.where(x >= 0, 1.0 - 0.5 * erfc, 0.5 * erfc)
+
+
+def _reduce(t: np.ndarray, y: np.ndarray):
+    """``(t, y, count)``: at most :data:`MAX_POINTS` points, the head as logged."""
+    n = t.size
+    if n <= MAX_POINTS:
+        return t, y, np.ones(n)
+    head = RAW_HEAD
+    nb = MAX_POINTS - head
+    edges = np.linspace(t[head], t[-1], nb + 1)
+    idx = np.clip(np.searchsorted(edges, t[head:], side="right") - 1, 0, nb - 1)
+    cnt = np.bincount(idx, minlength=nb).astype(float)
+    keep = cnt > 0
+    st = np.bincount(idx, weights=t[head:], minlength=nb)[keep]
+    sy = np.bincount(idx, weights=y[head:], minlength=nb)[keep]
+    cnt = cnt[keep]
+    return (np.concatenate([t[:head], st / cnt]), np.concatenate([y[:head], sy / cnt]),
+            np.concatenate([np.ones(head), cnt]))
+
+
+def _bin_widths(t: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Width of the window each (binned) point averages (0 for a point as logged)."""
+    wb = np.zeros(t.size)
+    if np.any(count > 1):
+        dt = np.median(np.diff(t[count == 1])) if np.sum(count == 1) > 1 else 1.0
+        wb = np.where(count > 1, count * dt, 0.0)
+    return wb
+
+
+@dataclass
+class Cells:
+    """Grid cells of one or more laws: the forcing (slow time ``ts``, inertia ``ti``, 0 for
+    one mode; ratio ``r`` of its sd to the observation sd) and the mean's mode columns
+    ``cols`` (cells, points, 2; the second is 0 for a one-mode mean)."""
+
+    ts: np.ndarray
+    ti: np.ndarray
+    r: np.ndarray
+    cols: np.ndarray
+    modes: int  #: mode columns used (1 or 2)
+
+    @staticmethod
+    def join(parts: list["Cells"]) -> "Cells":
+        return Cells(*(np.concatenate([getattr(c, k) for c in parts]) for k in ("ts", "ti", "r", "cols")),
+                     max(c.modes for c in parts))
+
+
+def _roots(ts, ti):
+    """Roots of ``Ti l^2 + l + 1/Ts = 0`` (real where the cells are overdamped, else complex);
+    a repeated root is nudged apart (the quantities below are continuous there)."""
+    disc = 1.0 - 4.0 * ti / ts
+    disc = np.where(np.abs(disc) < 1e-6, np.where(disc >= 0, 1e-6, -1e-6), disc)
+    root = np.sqrt(disc.astype(complex)) if np.any(disc < 0) else np.sqrt(disc)
+    return (-1.0 + root) / (2.0 * ti), (-1.0 - root) / (2.0 * ti)
+
+
+def _exp(l, t):
+    """``exp(l t)``, cells by rows."""
+    return np.exp(l[:, None] * t[None, :])
+
+
+def _mix(l1, l2, e2, e1, sign):
+    """``(l1 e2 - l2 e1) / (l1 - l2)`` (``sign`` -1) or ``(e1 - e2) / (l1 - l2)`` (+1), real part."""
+    d = (l1 - l2)[:, None]
+    if sign < 0:
+        return np.real((l1[:, None] * e2 - l2[:, None] * e1) / d)
+    return np.real((e1 - e2) / d)
+
+
+def _transitions(dt: np.ndarray, c: Cells):
+    """``F`` and ``Q`` (steps, cells, 2, 2) of every cell's forcing between the points: exact,
+    from the roots of the characteristic polynomial (one mode: ``e' = -e/T + q xi``)."""
+    K = c.ts.size
+    F = np.zeros((dt.size, K, 2, 2))
+    Q = np.zeros((dt.size, K, 2, 2))
+    r2 = c.r * c.r
+    one = c.ti <= 0
+    if np.any(one):
+        f = np.exp(-dt[:, None] / c.ts[None, one])
+        F[:, one, 0, 0] = f
+        Q[:, one, 0, 0] = r2[one] * (1.0 - f * f)
+    two = ~one
+    if np.any(two):
+        ts, ti = c.ts[two], c.ti[two]
+        l1, l2 = _roots(ts, ti)
+        e1, e2 = _exp(l1, dt), _exp(l2, dt)
+        c1 = _mix(l1, l2, e2, e1, 1.0).T
+        c0 = _mix(l1, l2, e2, e1, -1.0).T
+        w2 = (1.0 / (ti * ts))[None, :]
+        f11, f12, f21, f22 = c0, c1, -w2 * c1, c0 - c1 / ti[None, :]
+        rr = r2[two][None, :]
+        F[:, two, 0, 0], F[:, two, 0, 1], F[:, two, 1, 0], F[:, two, 1, 1] = f11, f12, f21, f22
+        Q[:, two, 0, 0] = rr * (1.0 - f11 * f11 - w2 * f12 * f12)
+        Q[:, two, 0, 1] = Q[:, two, 1, 0] = rr * (-f11 * f21 - w2 * f12 * f22)
+        Q[:, two, 1, 1] = rr * (w2 - f21 * f21 - w2 * f22 * f22)
+    return F, Q
+
+
+def _kalman_cells(t, y, count, c: Cells, noise_var=None):
+    """Per cell ``(nll, plateau mean, plateau var, nll_ml)``, all cells at once; ``nll`` is
+    restricted (levels integrated under a flat prior), ``nll_ml`` maximised over the levels
+    (comparable between laws).
+
+    A Kalman filter of the forced part (state ``e`` or ``(e, e')``, started at 0, exact
+    discretisation between the points, :func:`_transitions`) run on the columns ``[y, X]``
+    together: its standardised innovations are ``L^-1 [y X]`` (``L L'`` the covariance of the
+    points), so the levels' GLS solve and the likelihood follow from their Gram matrix. The
+    loop runs over the (at most :data:`MAX_POINTS`) points; every operation in it is a batched
+    one over all cells and columns."""
+    n, K = t.size, c.ts.size
+    m = 2 + c.modes
+    # cells on the last (contiguous) axis everywhere: numpy's inner loops run over them
+    B = np.empty((n, m, K))
+    B[:, 0, :] = y[:, None]
+    B[:, 1, :] = 1.0
+    B[:, 2:, :] = c.cols[:, :, :c.modes].transpose(1, 2, 0)
+    F, Q = _transitions(np.diff(t), c)
+    f11, f12, f21, f22 = F[..., 0, 0], F[..., 0, 1], F[..., 1, 0], F[..., 1, 1]
+    # P = (p11, p12, p22) <- F P F' + Q, as one (3 x 3) map per step and cell
+    C = np.stack([np.stack([f11 * f11, 2.0 * f11 * f12, f12 * f12], axis=1),
+                  np.stack([f11 * f21, f11 * f22 + f12 * f21, f12 * f22], axis=1),
+                  np.stack([f21 * f21, 2.0 * f21 * f22, f22 * f22], axis=1)], axis=1)  # (steps, 3, 3, K)
+    Qv = np.stack([Q[..., 0, 0], Q[..., 0, 1], Q[..., 1, 1]], axis=1)  # (steps, 3, K)
+    Fc0 = np.stack([f11, f21], axis=1)[:, :, None, :]  # (steps, 2, 1, K): first column of F
+    Fc1 = np.stack([f12, f22], axis=1)[:, :, None, :]
+    # a bin mean averages the forcing over its width ``wb``: its variance is the point's times
+    # phi(wb / T) (Ornstein-Uhlenbeck over a window, T the slow time), covariances between
+    # bins stay the point values'; the difference comes off the diagonal
+    wb = _bin_widths(t, count)
+    xw = wb[:, None] / (c.ts - c.ti)[None, :]
+    phi = np.where(xw > 1e-6, 2.0 * (xw - 1.0 + np.exp(-xw)) / np.maximum(xw * xw, 1e-300), 1.0)
+    obs = np.maximum((1.0 / count)[:, None] - (c.r * c.r)[None, :] * (1.0 - phi), 0.05 / count[:, None])
+    Z = np.empty((n, m, K))
+    svar = np.empty((n, K))
+    X = np.zeros((2, m, K))  # the state's mean for every column: (e, e')
+    P = np.zeros((3, K))  # its covariance (p11, p12, p22)
+    gi, pi = np.array([0, 0, 1]), np.array([0, 1, 1])
+    for j in range(n):
+        if j:
+            X = Fc0[j - 1] * X[0] + Fc1[j - 1] * X[1]
+            Cj = C[j - 1]
+            P = Cj[:, 0] * P[0] + Cj[:, 1] * P[1] + Cj[:, 2] * P[2] + Qv[j - 1]
+        s = P[0] + obs[j]
+        innov = B[j] - X[0]
+        Z[j] = innov * (1.0 / np.sqrt(s))
+        svar[j] = s
+        G = P[:2] / s  # the gains of e and e'
+        X += G[:, None, :] * innov
+        P -= G[gi] * P[pi]  # p11 -= g1 p11, p12 -= g1 p12, p22 -= g2 p12
+    logdet = np.sum(np.log(svar), axis=0)
+    Zk = Z.transpose(2, 0, 1)  # (cells, points, columns)
+    G2 = Zk.transpose(0, 2, 1) @ Zk  # (cells, columns, columns)
+    out = [np.full(K, np.inf), np.zeros(K), np.zeros(K), np.full(K, np.inf)]
+    for q in (1, 2):  # cells whose mean has q mode columns
+        sel = np.all(c.cols[:, :, 1] == 0, axis=1) if q == 1 else ~np.all(c.cols[:, :, 1] == 0, axis=1)
+        if q > c.modes or not np.any(sel):
+            continue
+        p = 1 + q
+        yy, cc, A = G2[sel, 0, 0], G2[sel, 1:p + 1, 0], G2[sel, 1:p + 1, 1:p + 1]
+        sign, logdet_a = np.linalg.slogdet(A)
+        ok = sign > 0
+        A = np.where(ok[:, None, None], A, np.eye(p))
+        Ainv = np.linalg.inv(A)
+        b = np.einsum("kij,kj->ki", Ainv, cc)
+        Qf = np.maximum(yy - np.einsum("ki,ki->k", cc, b), 1e-300)
+        ld = logdet[sel]
+        if noise_var is not None:  # the observation scale known: S = noise_var * (unit S)
+            nll = 0.5 * (ld + logdet_a + Qf / noise_var)
+            ml = 0.5 * (ld + Qf / noise_var + n * math.log(noise_var))
+            var = noise_var * Ainv[:, 0, 0]
+        else:  # profiled (Jeffreys' prior, integrated)
+            dof = n - p
+            nll = 0.5 * (ld + logdet_a) + 0.5 * dof * np.log(Qf)
+            ml = 0.5 * (ld + n * np.log(Qf / n))
+            var = Qf / dof * Ainv[:, 0, 0]
+        bad = ~(np.isfinite(nll) & ok)
+        out[0][sel] = np.where(bad, np.inf, nll)
+        out[1][sel] = b[:, 0]
+        out[2][sel] = var
+        out[3][sel] = np.where(bad, np.inf, ml)
+    return tuple(out)
+
+
+def _half_width(value: float, guide, floor: float, default: float) -> float:
+    """Three times the log-width of a guide interval (within [floor, 3])."""
+    if guide is None or guide[0] is None or guide[1] is None or not (guide[0] > 0 and value > 0):
+        return default
+    return min(max(3.0 * max(math.log(guide[1] / value), math.log(value / guide[0])), floor), 3.0)
+
+
+@dataclass
+class Spec:
+    """One law's grid request: ``law`` ("one" or "oscillator"), its fitted times, the guide
+    intervals and the timescale's bounds."""
+
+    law: str
+    times: tuple
+    guide: tuple | None = None
+    t_bounds: tuple | None = None
+    inertia_guide: tuple | None = None
+    # grid state
+    a: float = 0.0
+    b: float = 0.0
+    u_lo: float = 0.0
+    u_hi: float = 0.0
+    vi: np.ndarray | None = None
+    ti0: float = 0.0
+
+
+def _law_cells(t, sp: Spec, ratios) -> tuple[Cells, tuple]:
+    u = np.linspace(sp.a, sp.b, N_T)
+    U, V, RR = np.meshgrid(u, sp.vi, ratios, indexing="ij")
+    ts = sp.times[0] * np.exp(U.ravel())
+    ti = sp.ti0 * np.exp(V.ravel())
+    if sp.ti0 > 0:
+        l1, l2 = _roots(ts, ti)
+        col = _mix(l1, l2, _exp(l2, t), _exp(l1, t), -1.0)
+    else:
+        col = np.exp(-t[None, :] / ts[:, None])
+    cols = np.zeros((ts.size, t.size, 2))
+    cols[:, :, 0] = col
+    return Cells(ts, ti, RR.ravel(), cols, 1), (u, U.shape)
+
+
+def _two_cells(t, ts0, ratios) -> Cells | None:
+    """The fast + slow law (theory §7: two classes of prompts; forcing on the slow mode) on a
+    coarse grid around the fitted timescale."""
+    span = float(t[-1] - t[0])
+    dt = float(np.median(np.diff(t[:RAW_HEAD]))) if t.size > 2 else 1.0
+    slow = ts0 * np.exp(np.linspace(0.0, math.log(4.0), N_SLOW))
+    slow = slow[slow <= 0.5 * span]
+    fast = ts0 * np.exp(np.linspace(math.log(1.0 / 30.0), math.log(0.5), N_FAST))
+    fast = fast[fast >= 0.5 * dt]
+    if slow.size == 0 or fast.size == 0:
+        return None
+    Fm, Sm, RR = np.meshgrid(fast, slow, ratios, indexing="ij")
+    Fm, Sm = Fm.ravel(), Sm.ravel()
+    cols = np.stack([np.exp(-t[None, :] / Fm[:, None]), np.exp(-t[None, :] / Sm[:, None])], axis=2)
+    return Cells(Sm, np.zeros(Sm.size), RR.ravel(), cols, 2)
+
+
+def state_space_intervals(law: str, t, y, times, guide=None, t_bounds=None,
+                          inertia_guide=None) -> SSIntervals | None:
+    """The plateau's and timescale's 95% intervals of one law (see :func:`intervals_for`)."""
+    return intervals_for(t, y, [Spec(law, tuple(times), guide, t_bounds, inertia_guide)])[0]
+
+
+def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
+    """The plateau's and timescale's 95% intervals of each requested law (``"one"``: the
+    exponential, ``times = (T,)``; ``"oscillator"``: ``times = (Ts, Ti)``) from its
+    state-space likelihood, with the fast + slow law mixed into the plateau by its BIC weight
+    when the likelihood asks for it. All grids go through one batched filter pass (a second
+    one only for a law whose timescale grid must widen). ``None`` for a law whose likelihood
+    cannot be evaluated."""
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    tb, yb, cnt = _reduce(t, y)
+    out: list[SSIntervals | None] = [None] * len(specs)
+    if tb.size < 6:
+        return out
+    noise_var = None
+    if y.size > MAX_POINTS:  # the per-point noise from the raw points' differences (binning
+        # hides it from the likelihood): the forcing is smooth from step to step, noise is not
+        d = np.diff(y)
+        sd = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2.0)
+        noise_var = sd * sd if sd > 0 else None
+    ratios = np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_R))
+    live = []
+    for i, sp in enumerate(specs):
+        ts0 = float(sp.times[0])
+        if not (ts0 > 0 and math.isfinite(ts0)):
+            continue
+        sp.ti0 = float(sp.times[1]) if sp.law == "oscillator" and len(sp.times) > 1 else 0.0
+        if not sp.ti0 > 1e-4 * ts0:  # inertia at its bound 0: the one-mode law
+            sp.ti0 = 0.0
+        lo_b, hi_b = sp.t_bounds if sp.t_bounds is not None else (ts0 * 1e-3, ts0 * 1e3)
+        sp.u_lo, sp.u_hi = math.log(max(lo_b, 1e-300) / ts0), math.log(hi_b / ts0)
+        hw = _half_width(ts0, sp.guide, 0.1, 0.3)
+        sp.vi = np.zeros(1)
+        if sp.ti0 > 0:
+            hwi = _half_width(sp.ti0, sp.inertia_guide, 0.3, 1.0)
+            sp.vi = np.linspace(-hwi, hwi, N_I)
+        sp.a, sp.b = max(-hw, sp.u_lo), min(hw, sp.u_hi)
+        live.append(i)
+    if not live:
+        return out
+    two = _two_cells(tb, float(specs[live[0]].times[0]), ratios)
+    results: dict = {}
+    todo = list(live)
+    with np.errstate(all="ignore"):
+        for round_ in range(MAX_WIDEN + 1):
+            parts, meta = [], []
+            for i in todo:
+                cells, shape = _law_cells(tb, specs[i], ratios)
+                parts.append(cells)
+                meta.append((i, cells.ts.size, shape))
+            if round_ == 0 and two is not None:
+                parts.append(two)
+            terms = _kalman_cells(tb, yb, cnt, Cells.join(parts), noise_var)
+            k0 = 0
+            for i, size, shape in meta:
+                results[i] = (tuple(x[k0:k0 + size] for x in terms), shape)
+                k0 += size
+            if round_ == 0 and two is not None:
+                two_terms = tuple(x[k0:] for x in terms)
+            todo = [i for i in todo if _widen(specs[i], *results[i])]
+            if not todo:
+                break
+        for i in live:
+            out[i] = _summarise(specs[i], *results[i], tb.size, noise_var,
+                                two_terms if two is not None else None, ratios)
+    return out
+
+
+def _weights(nll):
+    w = np.exp(-(nll - np.min(nll)))
+    w = np.where(np.isfinite(w), w, 0.0)
+    return w / w.sum()
+
+
+def _widen(sp: Spec, terms, shape) -> bool:
+    """Widen ``sp``'s timescale grid when the posterior at an end is not negligible."""
+    nll = terms[0]
+    if not np.any(np.isfinite(nll)):
+        return False
+    wt = _weights(nll).reshape(shape[1]).sum(axis=(1, 2))
+    wide_lo = wt[0] > EDGE_MASS and sp.a > sp.u_lo + 1e-9
+    wide_hi = wt[-1] > EDGE_MASS and sp.b < sp.u_hi - 1e-9
+    span = sp.b - sp.a
+    if wide_lo:
+        sp.a = max(sp.a - span, sp.u_lo)
+    if wide_hi:
+        sp.b = min(sp.b + span, sp.u_hi)
+    return wide_lo or wide_hi
+
+
+def _summarise(sp: Spec, terms, shape, n, noise_var, two_terms, ratios) -> SSIntervals | None:
+    nll, mean, var, ml = terms
+    u, gshape = shape
+    if not np.any(np.isfinite(nll)):
+        return None
+    w = _weights(nll)
+    wt = w.reshape(gshape).sum(axis=(1, 2))
+    if two_terms is not None and np.any(np.isfinite(two_terms[3])):
+        # fast + slow modes (theory §7): their plateau mixed in by their BIC weight
+        k_law = 2 + (3 if sp.ti0 > 0 else 2) + (0 if noise_var is not None else 1)
+        k_two = 3 + 3 + (0 if noise_var is not None else 1)
+        d_bic = 2.0 * (float(np.min(ml)) - float(np.min(two_terms[3]))) - (k_two - k_law) * math.log(n)
+        w2 = 1.0 / (1.0 + math.exp(min(-0.5 * d_bic, 700.0)))
+        if w2 >= 0.01:
+            w = np.concatenate([w * (1.0 - w2), _weights(two_terms[0]) * w2])
+            mean = np.concatenate([mean, two_terms[1]])
+            var = np.concatenate([var, two_terms[2]])
+    plateau = _mixture_interval(w, mean, np.sqrt(np.maximum(var, 0.0)))
+    m_all = float(np.sum(w * mean))
+    p_sd = math.sqrt(max(float(np.sum(w * (var + (mean - m_all) ** 2))), 0.0))
+    ts0 = float(sp.times[0])
+    du = (u[1] - u[0]) if u.size > 1 else 1.0
+    q = _cell_quantiles(u, du, wt, (0.025, 0.975))
+    # the posterior still heavy at the fit's bound: not pinned down there
+    ts_lo = None if (wt[0] > EDGE_MASS and sp.a <= sp.u_lo + 1e-9) else ts0 * math.exp(q[0])
+    ts_hi = None if (wt[-1] > EDGE_MASS and sp.b >= sp.u_hi - 1e-9) else ts0 * math.exp(q[1])
+    tvals = ts0 * np.exp(u)
+    tm = float(np.sum(wt * tvals))
+    t_sd = math.sqrt(max(float(np.sum(wt * (tvals - tm) ** 2)), 0.0))
+    wr = _weights(nll).reshape(gshape).sum(axis=(0, 1))
+    r_med = float(ratios[min(int(np.searchsorted(np.cumsum(wr), 0.5)), ratios.size - 1)])
+    if not all(math.isfinite(x) for x in plateau):
+        return None
+    return SSIntervals(plateau, p_sd, (ts_lo, ts_hi), t_sd, r_med)
+
+
+def _cell_quantiles(u, du, w, probs):
+    """Quantiles of a density constant on cells ``[u - du/2, u + du/2]`` with masses ``w``."""
+    edges = np.concatenate([[u[0] - du / 2], u + du / 2])
+    cdf = np.concatenate([[0.0], np.cumsum(w)])
+    cdf /= cdf[-1]
+    return [float(np.interp(p, cdf, edges)) for p in probs]
+
+
+def _mixture_interval(w, m, s, probs=(0.025, 0.975)):
+    """The ``probs`` points of ``sum w N(m, s^2)``: safeguarded Newton steps on the mixture's
+    CDF (bisection whenever a step would leave the bracket), both points at once."""
+    keep = w > 1e-4 * w.max()
+    w, m, s = w[keep] / w[keep].sum(), m[keep], np.maximum(s[keep], 1e-300)
+    p = np.asarray(probs, dtype=float)
+    lo = np.full(p.size, float(np.min(m - 6 * s)))
+    hi = np.full(p.size, float(np.max(m + 6 * s)))
+    if not hi[0] > lo[0]:
+        return (float(m[0]), float(m[0]))
+    mu = float(np.sum(w * m))
+    sd = math.sqrt(max(float(np.sum(w * (s * s + (m - mu) ** 2))), 1e-300))
+    x = np.clip(mu + sd * np.array([-1.959964 if q < 0.5 else 1.959964 for q in p]), lo, hi)
+    tol = 1e-5 * sd
+    for _ in range(30):
+        z = (x[None, :] - m[:, None]) / s[:, None]
+        f = w @ _ncdf(z) - p
+        dens = w @ (np.exp(-0.5 * z * z) / s[:, None]) / math.sqrt(2.0 * math.pi)
+        lo = np.where(f < 0, x, lo)
+        hi = np.where(f > 0, x, hi)
+        step = np.where(dens > 0, f / np.maximum(dens, 1e-300), np.inf)
+        new = x - step
+        new = np.where((new > lo) & (new < hi), new, 0.5 * (lo + hi))
+        done = np.all(np.abs(new - x) < tol)
+        x = new
+        if done:
+            break
+    return (float(x[0]), float(x[1]))
+
+
+def agrees(value, stderr, ci, tol: float = 0.2) -> bool:
+    """``value ± 1.96 stderr`` agrees with ``ci``: each end within ``tol`` of the interval's width."""
+    if value is None or stderr is None or ci is None or ci[0] is None or ci[1] is None:
+        return False
+    width = ci[1] - ci[0]
+    if not width > 0:
+        return False
+    return (abs(value - 1.96 * stderr - ci[0]) <= tol * width
+            and abs(value + 1.96 * stderr - ci[1]) <= tol * width)
+
+
+NOTE = ("95% interval from the state-space likelihood (forcing + observation noise), "
+        "joined with the least-squares one")
+
+
+def apply_to_models(models: dict, ctx, signal) -> None:
+    """Replace the plateau's and timescale's ``ci95`` of both fitted laws by the state-space
+    ones (one filter pass for both), keep ``stderr`` (the posterior sd) only where it agrees
+    with the interval, keep the value inside, and re-apply the oscillator's widening for a
+    turn-over not observed (``ctx._widen``). Nothing changes without a detected rise."""
+    from grpofit.fitting.intervals import extend
+
+    if signal is None or not signal.detected:
+        return
+    specs, fits = [], []
+    for name, law in (("exponential", "one"), ("oscillator", "oscillator")):
+        fit = models.get(name)
+        if fit is None or not fit.ok:
+            continue
+        p = fit.params
+        ts = p["timescale"].value
+        if ts is None or not ts > 0:
+            continue
+        inertia = p.get("inertia")
+        times = (ts,) if law == "one" else (ts, inertia.value or 0.0)
+        specs.append(Spec(law, times, p["timescale"].ci95, ctx.bounds["timescale"],
+                          None if inertia is None else inertia.ci95))
+        fits.append(fit)
+    if not specs:
+        return
+    for fit, ss in zip(fits, intervals_for(ctx.t, ctx.y, specs)):
+        if ss is not None:
+            _publish(fit.params, ss, ctx)
+    osc = models.get("oscillator")
+    for name, lo, hi, why in ctx.__dict__.get("_widen", ()):
+        extend(osc.params[name], lo, hi, ctx.bounds[name], name, why)
+
+
+def _publish(params: dict, ss: SSIntervals, ctx) -> None:
+    for name, (lo, hi), sd in (("plateau", ss.plateau, ss.plateau_sd),
+                               ("timescale", ss.timescale, ss.timescale_sd)):
+        e = params[name]
+        if e.value is None:
+            continue
+        blo, bhi = ctx.bounds[name]
+        note = NOTE
+        if lo is None or hi is None or lo < blo or hi > bhi:
+            note = f"{name} not pinned down by the data: interval reaches the fit bounds"
+        # the hull with the least-squares interval (HAC + profile): the state-space grid over
+        # the inertia is coarse; where the two disagree the wider one is kept
+        old = e.ci95 if e.ci95 is not None and None not in e.ci95 else (e.value, e.value)
+        lo = blo if lo is None else max(min(lo, e.value, old[0]), blo)
+        hi = bhi if hi is None else min(max(hi, e.value, old[1]), bhi)
+        e.ci95 = (lo, hi)
+        if agrees(e.value, sd, e.ci95):
+            e.stderr = sd
+        else:
+            e.stderr = None
+            note += "; no ± stderr: the interval is not value ± 1.96 stderr"
+        e.note = note

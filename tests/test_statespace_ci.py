@@ -1,0 +1,99 @@
+"""The fit's plateau and timescale intervals from the state-space likelihood (theory §6)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from grpofit.fitting import fit_series
+from grpofit.fitting.statespace_ci import Cells, _kalman_cells, agrees, state_space_intervals
+from grpofit.forecasting.statespace import design, process_cov
+from grpofit.testing.synthetic import forced_recovery_set
+
+
+def _dense(law, t, y, times, r):
+    """Restricted likelihood, GLS plateau and its variance from the dense covariance."""
+    X = design(law, t, times)
+    S = r * r * process_cov(law, t, t, times, 1.0) + np.eye(t.size)
+    Si = np.linalg.inv(S)
+    A = X.T @ Si @ X
+    c = X.T @ Si @ y
+    b = np.linalg.solve(A, c)
+    Q = y @ Si @ y - c @ b
+    n, p = t.size, X.shape[1]
+    nll = 0.5 * (np.linalg.slogdet(S)[1] + np.linalg.slogdet(A)[1]) + 0.5 * (n - p) * math.log(Q)
+    return nll, b[0], Q / (n - p) * np.linalg.inv(A)[0, 0]
+
+
+@pytest.mark.parametrize("law,ts,ti,r", [("oscillator", 40.0, 6.0, 0.5), ("oscillator", 40.0, 25.0, 2.0),
+                                         ("oscillator", 40.0, 9.99, 1.0), ("one", 30.0, 0.0, 0.3)])
+def test_kalman_filter_equals_the_dense_likelihood(law, ts, ti, r):
+    rng = np.random.default_rng(1)
+    t = np.concatenate([np.arange(12.0), 12.0 + 7.0 * np.arange(20)])
+    y = 0.7 - 0.5 * np.exp(-t / 35.0) + 0.03 * rng.standard_normal(t.size)
+    cols = np.zeros((1, t.size, 2))
+    cols[0, :, 0] = design(law, t, (ts, ti) if law == "oscillator" else (ts,))[:, 1]
+    nll, b0, var, _ = _kalman_cells(t, y, np.ones(t.size), Cells(np.array([ts]), np.array([ti]), np.array([r]), cols, 1))
+    d = _dense(law, t, y, (ts, ti) if law == "oscillator" else (ts,), r)
+    assert nll[0] == pytest.approx(d[0], abs=1e-8)
+    assert b0[0] == pytest.approx(d[1], rel=1e-10)
+    assert var[0] == pytest.approx(d[2], rel=1e-8)
+
+
+def test_forcing_widens_the_plateau_interval():
+    """Same curve and noise; forcing inside the dynamics must widen the interval a lot."""
+    runs = {lvl: forced_recovery_set(1, seed=4, levels=(lvl,), regimes=("overdamped",))[0]
+            for lvl in (0.0, 0.03)}
+    width = {}
+    for lvl, (truth, table) in runs.items():
+        t = table["step"] - table["step"][0]
+        ss = state_space_intervals("oscillator", t, table["reward"], (truth["timescale"], truth["inertia"]))
+        width[lvl] = ss.plateau[1] - ss.plateau[0]
+    assert width[0.03] > 2.0 * width[0.0]
+
+
+def test_fit_publishes_state_space_intervals_and_drops_disagreeing_stderr():
+    truth, table = forced_recovery_set(1, seed=2, levels=(0.015,), regimes=("overdamped",))[0]
+    res = fit_series(table["step"], table["reward"])
+    for model in ("exponential", "oscillator"):
+        for name in ("plateau", "timescale"):
+            e = res.models[model].params[name]
+            assert e.ci95 is not None and e.ci95[0] <= e.value <= e.ci95[1]
+            assert "state-space" in (e.note or "") or "not pinned down" in (e.note or "")
+            if e.stderr is not None:
+                assert agrees(e.value, e.stderr, e.ci95)
+
+
+def test_agrees():
+    assert agrees(1.0, 0.1, (0.804, 1.196))
+    assert not agrees(1.0, 0.1, (0.9, 1.6))  # skewed: value ± 1.96 se would mislead
+    assert not agrees(1.0, None, (0.8, 1.2))
+
+
+def test_recovery_harness_scores_every_stratum():
+    """The machinery of ``python -m tests.recovery --forced`` on one run per stratum."""
+    from tests.recovery import forced_report, run_forced_recovery
+
+    rows = run_forced_recovery(1, seed=11)
+    assert len(rows) == 12
+    for r in rows:
+        assert 0.0 <= r["plateau_coverage"] <= 1.0 and 0.0 <= r["recovered"] <= 1.0
+        assert r["regime_wrong"] in (0.0, 1.0)
+    assert "| regime wrong |" in forced_report(rows)
+
+
+def test_committed_coverage_table_matches_one_recomputed_stratum():
+    """docs/fit_coverage.md is the output of ``python -m tests.recovery --forced 40 2026``:
+    recompute its hardest stratum (strong forcing, underdamped) and compare the row."""
+    from pathlib import Path
+
+    from tests.recovery import forced_report, run_forced_recovery
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "fit_coverage.md").read_text(encoding="utf-8")
+    assert "python -m tests.recovery --forced 40 2026" in doc
+    rows = run_forced_recovery(40, seed=2026, only=(0.03, "underdamped"))
+    line = forced_report(rows).splitlines()[-1]
+    assert line.startswith("| 0.03 | underdamped | 40 |")
+    assert line in doc.splitlines()
