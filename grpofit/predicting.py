@@ -81,7 +81,7 @@ def run_predict(
     measured = dynamics.from_run(fit, lr, momentum, refresh_interval, group_size=group_size, noise=noise)
     doc = measured.prediction.summary()
     doc["from_run"] = {"run": fit.run, "metric": fit.metric, **measured.summary()}
-    doc["inputs"] = inputs
+    doc["input_sources"] = inputs  # where each hyperparameter came from; doc["inputs"] keeps the numbers used
     if inputs_note:
         doc["notes"].insert(0, inputs_note)
     figure = None

@@ -646,7 +646,7 @@ def predict_tables(doc: dict) -> list[Any]:
             table.add_row(label, num(ex.get("spectral_radius"), 4), num(ex.get("stable")), ex.get("regime") or "-",
                           num(ex.get("critical_refresh_interval")))
     out.append(table)
-    inputs = doc.get("inputs")
+    inputs = doc.get("input_sources")  # predict --from-run: {name: {value, source}}
     if inputs:
         out.append(key_value_table("inputs (flags override the run's config)",
                                    [(k.replace("_", " "), f"{_plain(v.get('value'))}  ({v.get('source')})")
