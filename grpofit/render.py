@@ -461,7 +461,7 @@ def diagnose_evidence(doc: dict, *, errors: bool = True) -> list[str]:
             lines.append(f"{r['run']}: fit: {note}")
         trend = r.get("trend") or {}
         if trend.get("unexpected") and trend.get("note"):
-            lines.append(f"{r['run']}: falling: {trend['note']}")
+            lines.append(f"{r['run']}: {trend['note']}")  # the note says "reward is falling: ..."
     if errors:
         for e in doc.get("errors", []):
             lines.append(f"{e['run']}: error: {e['error']}")
@@ -518,7 +518,8 @@ def diagnose_junit(doc: dict) -> str:
 
     The gate decides: a status that gates (``fail``; ``warn`` with ``--strict``) is a
     ``<failure>``; a ``fail`` outside ``--fail-on`` is ``<skipped>`` ("not gating") with a
-    property; ``unknown`` is ``<skipped>``; a ``--min-r2`` gate adds a ``min_r2`` test case.
+    property; ``unknown`` is ``<skipped>``; a ``--min-r2`` gate adds a ``min_r2`` test case, and a
+    reward that falls when it should rise a ``reward_trend`` one (a ``<failure>`` with ``--strict``).
     """
     from xml.etree import ElementTree as ET
 
@@ -555,6 +556,17 @@ def diagnose_junit(doc: dict) -> str:
                 ET.SubElement(case, "skipped", message=evidence)
             else:
                 ET.SubElement(case, "system-out").text = f"{status}: {evidence}"
+        trend = r.get("trend") or {}
+        if trend.get("unexpected") and trend.get("direction") == "falling":
+            note = xml_text(trend.get("note") or "reward is falling")
+            case = ET.SubElement(suite, "testcase", classname=run, name="reward_trend")
+            counts["tests"] += 1
+            ET.SubElement(props, "property", name="reward_trend", value="falling")
+            if any(x.startswith("reward falling") for x in g.get("reasons", [])):  # --strict
+                counts["failures"] += 1
+                ET.SubElement(case, "failure", message=note, type="falling").text = note
+            else:
+                ET.SubElement(case, "system-out").text = f"warn: {note}"
         if policy.get("min_r2") is not None:
             case = ET.SubElement(suite, "testcase", classname=run, name="min_r2")
             counts["tests"] += 1

@@ -62,3 +62,15 @@ def test_json_examples_show_rounded_floats():
     shown = upd._shown_stdout(["grpofit", "predict", "--format", "json"], raw)
     assert json.loads(shown) == {"schema": "grpofit.predict/1", "stiffness": 0.0278, "critical_refresh_interval": 27}
     assert upd._shown_stdout(["grpofit", "predict"], raw) == raw  # a table command's output is untouched
+
+
+def test_quick_start_count_is_the_pasted_diagnose_output():
+    # the pasted output is checked against the code above; the prose must agree with it
+    upd = _script()
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    body = dict(upd.blocks(text))["grpofit diagnose sample_logs"]
+    n = int(re.search(r"Gate: failed \((\d+) runs failed\)", body).group(1))
+    words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+    flat = " ".join(text.split())
+    assert f"the command exits 1: {words[n]} of the samples carry a planted failure" in flat
+    assert body.rstrip().endswith("(exit code 1)")

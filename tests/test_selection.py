@@ -83,3 +83,15 @@ def test_predict_from_run_reads_the_config_and_flags_override(capsys):
         "pass --refresh-interval (flags override the run's config)"]
     code, out, _ = run_cli(capsys, "predict", "--from-run", WANDB, "--refresh-interval", "2")
     assert "inputs (flags override the run's config)" in out and "1e-06  (config: learning_rate in" in out
+
+
+def test_predict_table_without_a_run_has_no_input_sources(capsys):
+    # the inputs table (where each value came from) belongs to --from-run; the closed form alone
+    # used to crash rendering it from the plain numeric `inputs`
+    args = ("predict", "--lr", "1e-6", "--momentum", "0.9", "--refresh-interval", "4", "--curvature", "2000")
+    code, out, err = run_cli(capsys, *args, "--group-size", "8")
+    assert code == 0 and err == "" and "closed form (step units)" in out and "group_size" in out
+    assert "flags override" not in out
+    code, out, _ = run_cli(capsys, *args, "--format", "json")
+    doc = json.loads(out)
+    assert "input_sources" not in doc and doc["inputs"]["lr"] == 1e-6 and doc["inputs"]["refresh_interval"] == 4.0
