@@ -34,3 +34,20 @@ def test_a_side_the_pattern_empties_is_an_error_naming_the_side(export):
     with pytest.raises(UsageError) as e:
         compare_paths([str(export)], [f"{export}::gamma"], run_pattern="b*")
     assert e.value.one_line().startswith(f"B: --run 'b*' matches no run in {export}::gamma; ")
+
+
+def test_compare_cli_run_pattern_and_file_run(capsys, export):
+    import json
+
+    from tests.conftest import run_cli
+
+    code, out, err = run_cli(capsys, "compare", export, f"{export}::gamma", "--run", "*a", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["a"]["n_runs"] == 3 and doc["b"]["runs"] == [f"{export}::gamma"]
+    code, out, err = run_cli(capsys, "compare", export, f"{export}::gamma", "--run", "b*")
+    assert code == 2 and out == ""
+    assert err.splitlines() == [f"error: B: --run 'b*' matches no run in {export}::gamma; check the run names "
+                                "with grpofit inspect, or use a glob such as '*GRPO*'"]
+    code, out, err = run_cli(capsys, "compare", f"{export}::nope", export)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "nope" in err and "alpha, beta, gamma" in err

@@ -57,3 +57,16 @@ def test_a_selection_that_matches_nothing_lists_the_runs(export):
     with pytest.raises(UsageError) as e:
         _watch([export], "zzz")
     assert e.value.one_line() == f"--run 'zzz' matches no run in {export}; runs there: alpha, beta, gamma"
+
+
+def test_watch_cli_takes_file_run_and_run_pattern(capsys, export):
+    from tests.conftest import run_cli
+
+    code, out, err = run_cli(capsys, "watch", f"{export}::beta", "--once", "--no-forecast")
+    assert code == 0, err
+    assert _runs(out) == ["beta"]
+    code, out, err = run_cli(capsys, "watch", export, "--run", "g*", "--once", "--no-forecast")
+    assert code == 0 and _runs(out) == ["gamma"]
+    code, out, err = run_cli(capsys, "watch", export, "--run", "zzz", "--once", "--no-forecast")
+    assert code == 2
+    assert err.splitlines() == [f"error: --run 'zzz' matches no run in {export}; runs there: alpha, beta, gamma"]
