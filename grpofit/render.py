@@ -271,6 +271,8 @@ def late_level_note(run: dict) -> str | None:
 
 #: narrower consoles get the compact verdict table (no timescale/inertia, short headers)
 FULL_TABLE_WIDTH = 130
+#: ... and the full layout only while it leaves this many characters for the run names
+MIN_NAME_ROOM = 24
 SHORT_REGIME = {"overdamped": "over", "underdamped": "under", "critical": "crit", "indeterminate": "indet"}
 SHORT_STATUS = {"pass": "pass", "warn": "warn", "fail": "FAIL", "unknown": "?"}
 NOT_GATING_MARK = "*"
@@ -343,8 +345,8 @@ def diagnose_table(doc: dict, *, width: int = 200) -> Any:
     longest = max((len(n) for n in names), default=1)
     full = width >= FULL_TABLE_WIDTH
     # the other columns take a fixed width and the run column gets the rest: the full layout
-    # only while that leaves room for a readable name (24 characters, or the longest name)
-    if full and width - _table_width(doc, modes, True, names=["x"]) < min(longest, 24):
+    # only while that leaves room for a readable name (MIN_NAME_ROOM characters, or the longest name)
+    if full and width - _table_width(doc, modes, True, names=["x"]) < min(longest, MIN_NAME_ROOM):
         full = False
     room = max(12, width - _table_width(doc, modes, full, names=["x"]))
     return _build_table(doc, modes, full, [elide(n, min(room, longest)) for n in names])

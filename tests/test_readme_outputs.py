@@ -74,3 +74,11 @@ def test_quick_start_count_is_the_pasted_diagnose_output():
     flat = " ".join(text.split())
     assert f"the command exits 1: {words[n]} of the samples carry a planted failure" in flat
     assert body.rstrip().endswith("(exit code 1)")
+
+
+def test_layout_widths_in_the_readme_are_the_code_constants():
+    from grpofit.render import FULL_TABLE_WIDTH, MIN_NAME_ROOM
+
+    flat = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"From {FULL_TABLE_WIDTH} columns up it shows every fit column" in flat
+    assert f"would leave less than {MIN_NAME_ROOM} characters for run names" in flat
