@@ -364,6 +364,8 @@ def _preload(options: JudgeOptions) -> None:
     import grpofit.fitting  # noqa: F401
     import grpofit.readers.delimited  # noqa: F401
 
+    import ctypes  # noqa: F401 - for the workers' _die_with_parent
+
     if options.plot_dir is not None:
         import grpofit.plotting
 
@@ -390,24 +392,50 @@ def _chunk_size(n: int, jobs: int) -> int:
     return max(1, min(8, n // (8 * jobs)))
 
 
-def _worker_signals() -> None:
+def _worker_signals(parent: int | None = None) -> None:
     """In a worker: die on SIGTERM/SIGHUP (the parent sends them), ignore Ctrl-C (the parent,
-    which gets it too, stops the workers): no worker tracebacks, no orphans."""
+    which gets it too, stops the workers): no worker tracebacks, no orphans. On Linux the kernel
+    also kills the worker when ``parent`` dies, however it dies (SIGKILL, a crash)."""
+    import os
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
+    if parent is not None and _die_with_parent() and os.getppid() != parent:
+        os._exit(1)  # the parent died before the request was made
+
+
+def _die_with_parent() -> bool:
+    """``prctl(PR_SET_PDEATHSIG, SIGKILL)``: True when the kernel took the request."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+        return False
 
 
 def _new_pool(context, jobs: int):
+    import os
     from concurrent.futures import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_signals)
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_signals, initargs=(os.getpid(),))
 
 
 def stop_pool(pool, grace: float = 1.0) -> None:
-    """Stop every worker of ``pool`` now: SIGTERM, then SIGKILL after ``grace`` seconds."""
+    """Stop every worker of ``pool`` now: SIGTERM, then SIGKILL after ``grace`` seconds.
+
+    The pool's own list of workers is complete because workers are forked inside
+    :class:`grpofit.interrupts.deferred` sections (a signal cannot land between ``fork`` and the
+    pool recording the pid), and a worker the parent never stops dies with it
+    (:func:`_worker_signals`)."""
     import time
 
     procs = list((getattr(pool, "_processes", None) or {}).values())
@@ -431,7 +459,10 @@ def _run_round(pool, todo: list[int], items, options, jobs, parts, progress) -> 
     size = _chunk_size(len(todo), jobs)
     chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
     broken = False
-    futures = {pool.submit(_judge_chunk, idx, [items[i] for i in idx], options): idx for idx in chunks}
+    from grpofit import interrupts
+
+    with interrupts.deferred():  # the first submit forks the workers: see stop_pool
+        futures = {pool.submit(_judge_chunk, idx, [items[i] for i in idx], options): idx for idx in chunks}
     for fut in as_completed(futures):
         idx = futures[fut]
         try:
@@ -465,10 +496,13 @@ def _judge_parallel(items, options, jobs, parts, progress):
             pool = _new_pool(context, jobs)
             try:
                 broken = _run_round(pool, todo, items, options, jobs, parts, progress)
+                if not broken:
+                    pool.shutdown(wait=True)
             except BaseException:
                 stop_pool(pool)
                 raise
-            stop_pool(pool) if broken else pool.shutdown(wait=True)
+            if broken:
+                stop_pool(pool)
             left = [i for i in todo if parts[i] is None]
             if not broken or not left:
                 break
@@ -489,9 +523,13 @@ def _judge_alone(context, item, options) -> Outcome:
     """One item in a worker of its own: its death costs only this item."""
     from concurrent.futures.process import BrokenProcessPool
 
+    from grpofit import interrupts
+
     pool = _new_pool(context, 1)
     try:
-        return pool.submit(judge_item, item, options).result()
+        with interrupts.deferred():
+            future = pool.submit(judge_item, item, options)
+        return future.result()
     except BrokenProcessPool:
         label = item if isinstance(item, str) else item.name
         return Outcome(errors=[RunError(label, "the worker judging this run died (out of memory or killed)")])

@@ -59,6 +59,9 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"(?:training|rollout|rollouts)/reward",
         r"(?:train|training|rollout|rollouts)/(?:mean_reward|reward_avg|avg_reward|reward_mean)",
         r"(?:train|training|rollout|rollouts)/rewards?/mean",
+        r"train/rollout/(?:reward_mean|reward)",
+        # TRL before March 2025: one column per reward function, without "/mean"
+        r"rewards/(?!(?:mean|std|min|max)\Z)[^/]+",
         r"accuracy",
         r"(?:train|training|rollout|rollouts)[/_]acc(?:uracy)?",
     ),
@@ -69,6 +72,9 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"eval/rewards?/mean",
         r"eval_rewards/[^/]+/mean",
         r"eval/rewards/[^/]+/mean",
+        # TRL before March 2025: per reward function without "/mean" (W&B: eval/rewards/<fn>)
+        r"eval_rewards/(?!(?:mean|std|min|max)\Z)[^/]+",
+        r"eval/rewards/(?!(?:mean|std|min|max)\Z)[^/]+",
         r"val-core/.+/reward/mean(?:@|_at_)1",
         r"val-core/.+/mean(?:@|_at_)\d+",
         r"val/test_score/.+",
@@ -97,6 +103,7 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"train/rewards/[^/]+/std",
         r"critic/score/std",
         r"(?:train|training|rollout|rollouts)/(?:reward_std|std_reward|reward/std)",
+        r"train/rollout/reward_std",
         r"(?:reward|rewards)_std_mean",
     ),
     "zero_std_frac": (
@@ -112,6 +119,8 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"actor/entropy",
         r"train/entropy",
         r"actor/entropy_loss",
+        r"entropy_loss",
+        r"train/(?:policy_)?entropy(?:_loss)?",
         r"entropy_avg",
         r"policy/entropy",
         r".*/entropy(?:_loss)?",
@@ -126,6 +135,7 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"objective/kl",
         r"kl_loss",
         r"kl_div(?:ergence)?",
+        r"(?:.*/)?ppo_kl",
         r".*/kl(?:_loss)?",
     ),
     "grad_norm": (
@@ -133,6 +143,7 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"actor/grad_norm",
         r"train/grad_norm",
         r"actor_grad_norm",
+        r"train/actor_grad_norm",
         r".*/grad_norm",
     ),
     "clip_ratio": (

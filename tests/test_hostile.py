@@ -559,6 +559,40 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _group(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid``: a worker the parent lost track
+    of, or one reparented after the parent died, is still in its group."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(") ", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":  # state, ppid, pgrp
+            found.append(int(entry))
+    return found
+
+
+def _wait_group_empty(pgid: int, timeout: float) -> list[int]:
+    """Poll until no process of group ``pgid`` lives (generous ``timeout`` for a loaded machine);
+    the survivors, killed so that a failing test leaves no orphans behind."""
+    import signal
+    import time
+
+    deadline = time.monotonic() + timeout
+    while (left := _group(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return left
+
+
 SLOW_SWEEP = (
     "import sys, time\n"
     "import grpofit.pipeline as p\n"
@@ -579,6 +613,28 @@ def _default_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
+def _sweep(code: str, *args) -> subprocess.Popen:
+    """``code`` in a child that leads a process group of its own (its workers join it)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *map(str, args)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        # as from a terminal: a test runner started as a background job inherits SIGINT ignored,
+        # and grpofit rightly keeps an ignored signal ignored (nohup semantics)
+        preexec_fn=_default_signals, start_new_session=True,
+    )
+
+
+def _wait_workers(proc: subprocess.Popen, n: int, timeout: float = 60) -> list[int]:
+    import time
+
+    deadline = time.monotonic() + timeout
+    workers: list[int] = []
+    while time.monotonic() < deadline and len(workers) < n and proc.poll() is None:
+        time.sleep(0.1)
+        workers = [c for c in _children(proc.pid) if _alive(c)]
+    return workers
+
+
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_signal_stops_every_worker_within_2s(tmp_path, sig):
     import signal
@@ -587,38 +643,77 @@ def test_signal_stops_every_worker_within_2s(tmp_path, sig):
     for i in range(6):
         good_csv(tmp_path / "runs" / f"r{i}.csv")
     junit = tmp_path / "out" / "report.xml"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SLOW_SWEEP, "diagnose", str(tmp_path / "runs"), "--jobs", "2", "--junit", str(junit)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        # as from a terminal: a test runner started as a background job inherits SIGINT ignored,
-        # and grpofit rightly keeps an ignored signal ignored (nohup semantics)
-        preexec_fn=_default_signals,
-    )
+    proc = _sweep(SLOW_SWEEP, "diagnose", tmp_path / "runs", "--jobs", "2", "--junit", junit)
     try:
-        deadline = time.monotonic() + 30
-        workers: list[int] = []
-        while time.monotonic() < deadline and len(workers) < 2:
-            time.sleep(0.2)
-            workers = [c for c in _children(proc.pid) if _alive(c)]
-        assert len(workers) == 2, "the workers did not start"
+        assert len(_wait_workers(proc, 2)) == 2, "the workers did not start"
         time.sleep(0.5)
         t = time.monotonic()
         proc.send_signal(getattr(signal, sig))
-        out, err = proc.communicate(timeout=10)
+        proc.wait(timeout=30)  # not communicate(): an orphan would hold the pipes open
         stopped = time.monotonic() - t
     finally:
         if proc.poll() is None:
             proc.kill()
+        orphans = _wait_group_empty(proc.pid, timeout=10)
+    out, err = proc.communicate(timeout=10)
+    assert orphans == [], "orphaned workers"
     assert stopped < 2.0 + 1.0, (stopped, err)  # the target is 2 s; a loaded CI machine gets a second more
-    deadline = time.monotonic() + 2
-    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(_alive(w) for w in workers), "orphaned workers"
     code = 128 + getattr(signal, sig)
     assert proc.returncode == code, err
     lines = err_lines(err)
     assert lines == ["interrupted" if sig == "SIGINT" else f"terminated by {sig}"], err
     assert not junit.exists() and out == b""
+
+
+#: the signal lands while the pool is forking its workers: right after ``fork`` returned a pid
+#: in the parent and before the pool has recorded it (the window that left orphans under load)
+SIGNAL_DURING_FORK = (
+    "import os, signal\n"
+    "real_fork = os.fork\n"
+    "forks = []\n"
+    "def fork():\n"
+    "    pid = real_fork()\n"
+    "    if pid:\n"
+    "        forks.append(pid)\n"
+    "        if len(forks) == 2:\n"
+    "            os.kill(os.getpid(), signal.SIGTERM)\n"
+    "    return pid\n"
+    "os.fork = fork\n"
+) + SLOW_SWEEP
+
+
+def test_signal_while_the_pool_forks_leaves_no_worker(tmp_path):
+    for i in range(6):
+        good_csv(tmp_path / "runs" / f"r{i}.csv")
+    proc = _sweep(SIGNAL_DURING_FORK, "diagnose", tmp_path / "runs", "--jobs", "2")
+    try:
+        proc.wait(timeout=60)  # not communicate(): an orphan would hold the pipes open
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        orphans = _wait_group_empty(proc.pid, timeout=10)
+    out, err = proc.communicate(timeout=10)
+    assert orphans == [], "a worker forked during the signal survived the parent"
+    assert proc.returncode == 143 and err_lines(err) == ["terminated by SIGTERM"], err
+
+
+def test_workers_die_with_a_killed_parent(tmp_path):
+    """SIGKILL cannot be caught: the workers themselves ask the kernel to stop them when the
+    parent dies (so a timed-out CI job leaves no sleeping workers behind)."""
+    import signal
+
+    for i in range(6):
+        good_csv(tmp_path / "runs" / f"r{i}.csv")
+    proc = _sweep(SLOW_SWEEP, "diagnose", tmp_path / "runs", "--jobs", "2")
+    try:
+        assert len(_wait_workers(proc, 2)) == 2, "the workers did not start"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        orphans = _wait_group_empty(proc.pid, timeout=10)
+    assert orphans == [], "workers outlived their killed parent"
 
 
 def test_sigterm_while_reading_stdin_leaves_no_temporary_copy(tmp_path):

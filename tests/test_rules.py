@@ -218,3 +218,99 @@ def test_rolling_slopes_match_a_per_window_fit():
     got = rolling_slopes(t, y, 20)
     want = [np.polyfit(t[i:i + 20], y[i:i + 20], 1)[0] for i in range(t.size - 19)]
     assert got.shape == (181,) and np.allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
+# Every name of issue 16's "Metric names" list and of the README's names table, in the company
+# it keeps in a real log (the other columns of that framework and era), with the role it fills.
+_TRL_OLD = ["loss", "reward", "reward_std", "rewards/accuracy_reward", "rewards/format_reward", "completion_length", "kl",
+            "grad_norm", "learning_rate"]
+_TRL_NEW = ["loss", "reward", "reward_std", "rewards/accuracy_reward/mean", "rewards/accuracy_reward/std",
+            "frac_reward_zero_std", "entropy", "completions/mean_length", "completions/min_length",
+            "completions/max_length", "completions/clipped_ratio", "kl", "grad_norm", "clip_ratio/region_mean",
+            "sampling/importance_sampling_ratio/min", "sampling/importance_sampling_ratio/mean",
+            "sampling/importance_sampling_ratio/max", "sampling/sampling_logp_difference/mean", "eval_reward",
+            "eval_rewards/accuracy_reward/mean"]
+_WANDB = ["train/" + c for c in _TRL_NEW if not c.startswith("eval_")] + ["eval/reward", "eval/rewards/accuracy_reward/mean"]
+_VERL_OLD = ["critic/score/mean", "critic/score/max", "critic/score/min", "actor/entropy_loss", "actor/kl_loss",
+             "actor/ppo_kl", "actor/grad_norm", "actor/pg_clipfrac", "response_length/mean", "response_length/max",
+             "response_length/clip_ratio", "val/test_score/openai/gsm8k"]
+_VERL_NEW = ["critic/score/mean", "actor/entropy", "actor/kl_loss", "actor/grad_norm", "actor/pg_clipfrac",
+             "response_length/mean", "response_length/clip_ratio", "rollout_corr/rollout_is_mean",
+             "rollout_corr/rollout_is_std", "rollout_corr/rollout_is_eff_sample_size", "rollout_corr/kl",
+             "training/rollout_probs_diff_mean", "val-core/openai/gsm8k/reward/mean@1"]
+_OPENRLHF = ["train/policy_loss", "train/reward", "train/return", "train/rollout/reward_mean",
+             "train/rollout/reward_std", "train/group_reward_std", "train/dynamic_filtering_pass_rate",
+             "train/entropy_loss", "train/kl", "train/ppo_kl", "train/vllm_kl", "train/ppo_clip_ratio",
+             "train/actor_grad_norm", "train/response_length", "train/rollout/truncated_rate", "eval/eval_gsm8k_pass1"]
+
+
+@pytest.mark.parametrize("columns, expected", [
+    (_TRL_OLD, {"reward": "reward", "response_length": "completion_length", "kl": "kl", "grad_norm": "grad_norm",
+                "reward_std": "reward_std"}),
+    (["loss", "rewards/accuracy_reward", "rewards/format_reward", "completion_length"],  # no total logged
+     {"reward": "rewards/accuracy_reward", "response_length": "completion_length"}),
+    (["rewards/std", "rewards/accuracy_reward"], {"reward": "rewards/accuracy_reward"}),  # a std is no reward
+    (["reward", "eval_rewards/accuracy_reward"], {"eval_reward": "eval_rewards/accuracy_reward"}),
+    (["train/reward", "eval/rewards/accuracy_reward"], {"eval_reward": "eval/rewards/accuracy_reward"}),
+    (["train/rewards/accuracy_reward", "train/completion_length"],
+     {"reward": "train/rewards/accuracy_reward", "response_length": "train/completion_length"}),
+    (_TRL_NEW, {"reward": "reward", "zero_std_frac": "frac_reward_zero_std", "entropy": "entropy",
+                "response_length": "completions/mean_length", "truncation": "completions/clipped_ratio",
+                "clip_ratio": "clip_ratio/region_mean", "is_ratio": "sampling/importance_sampling_ratio/max",
+                "is_mean": "sampling/importance_sampling_ratio/mean",
+                "rollout_kl": "sampling/sampling_logp_difference/mean", "eval_reward": "eval_reward"}),
+    (_WANDB, {"reward": "train/reward", "zero_std_frac": "train/frac_reward_zero_std", "entropy": "train/entropy",
+              "kl": "train/kl", "grad_norm": "train/grad_norm", "reward_std": "train/reward_std",
+              "response_length": "train/completions/mean_length", "truncation": "train/completions/clipped_ratio",
+              "clip_ratio": "train/clip_ratio/region_mean", "is_mean": "train/sampling/importance_sampling_ratio/mean",
+              "rollout_kl": "train/sampling/sampling_logp_difference/mean", "eval_reward": "eval/reward"}),
+    (_VERL_OLD, {"reward": "critic/score/mean", "entropy": "actor/entropy_loss", "kl": "actor/kl_loss",
+                 "grad_norm": "actor/grad_norm", "clip_ratio": "actor/pg_clipfrac",
+                 "response_length": "response_length/mean", "truncation": "response_length/clip_ratio",
+                 "eval_reward": "val/test_score/openai/gsm8k"}),
+    (_VERL_NEW, {"reward": "critic/score/mean", "entropy": "actor/entropy", "is_mean": "rollout_corr/rollout_is_mean",
+                 "is_std": "rollout_corr/rollout_is_std", "is_ess": "rollout_corr/rollout_is_eff_sample_size",
+                 "rollout_kl": "rollout_corr/kl", "eval_reward": "val-core/openai/gsm8k/reward/mean@1",
+                 "truncation": "response_length/clip_ratio"}),
+    (["critic/score/mean", "training/rollout_probs_diff_mean"], {"rollout_kl": "training/rollout_probs_diff_mean"}),
+    (_OPENRLHF, {"reward": "train/reward", "reward_std": "train/group_reward_std",
+                 "filter_pass_rate": "train/dynamic_filtering_pass_rate", "entropy": "train/entropy_loss",
+                 "kl": "train/kl", "rollout_kl": "train/vllm_kl", "clip_ratio": "train/ppo_clip_ratio",
+                 "grad_norm": "train/actor_grad_norm", "response_length": "train/response_length",
+                 "truncation": "train/rollout/truncated_rate", "eval_reward": "eval/eval_gsm8k_pass1"}),
+    (["train/rollout/reward_mean", "train/rollout/reward_std", "train/ppo_kl", "entropy_loss"],
+     {"reward": "train/rollout/reward_mean", "reward_std": "train/rollout/reward_std", "kl": "train/ppo_kl",
+      "entropy": "entropy_loss"}),
+], ids=["trl-old", "trl-old-no-total", "trl-old-std", "trl-old-eval", "wandb-old-eval", "wandb-old", "trl-new",
+        "wandb", "verl-old", "verl-new", "verl-probs-diff", "openrlhf", "openrlhf-bare"])
+def test_every_framework_name_fills_its_role(columns, expected):
+    from grpofit.roles import detect_roles
+
+    roles = detect_roles(columns)
+    assert {r: roles[r] for r in expected} == expected
+
+
+def test_readme_names_table_lists_the_issue_names():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = text[text.index("Metric names by framework and era"):text.index("## Development")]
+    for name in ("`rewards/<fn>` (no `/mean`) before March 2025", "`completion_length` before April 2025",
+                 "`frac_reward_zero_std` (since May 2025)", "`entropy` (since July 2025)",
+                 "`actor/entropy_loss` before mid-2025", "`val/test_score/<source>` before April 2025",
+                 "`train/`", "`eval/`", "`actor_grad_norm`", "`group_reward_std`", "dynamic_filtering_pass_rate"):
+        assert name in table, name
+
+
+@pytest.mark.parametrize("columns, expected", [
+    (["reward", "eval_reward", "eval_rewards/accuracy_reward/mean", "eval_rewards/format_reward/mean"], ["eval_reward"]),
+    (["train/reward", "eval/reward", "eval/rewards/accuracy_reward"], ["eval/reward"]),
+    (["reward", "eval_gsm8k_reward", "eval_gsm8k_rewards/acc/mean", "eval_math_reward", "eval_aime_rewards/acc/mean"],
+     ["eval_gsm8k_reward", "eval_math_reward", "eval_aime_rewards/acc/mean"]),
+    (["eval/eval_gsm8k_pass1", "eval/eval_math_pass1"], ["eval/eval_gsm8k_pass1", "eval/eval_math_pass1"]),
+])
+def test_reward_function_parts_are_not_benchmarks_beside_their_total(columns, expected):
+    from grpofit.diagnostics.evals import benchmark_name, eval_columns
+
+    assert eval_columns(columns) == expected
+    assert benchmark_name("eval/eval_gsm8k_pass1") == "gsm8k"

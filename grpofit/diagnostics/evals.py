@@ -51,7 +51,20 @@ def eval_columns(columns: Sequence[str], pattern: str | None = None, *, exclude:
              and any(p.match(c) for p in _COMPILED["eval_reward"])]
     if any(c.startswith("val-core/") for c in found):
         found = [c for c in found if not c.startswith("val-aux/")]
-    return found
+    # TRL's per-reward-function parts of an eval reward are not benchmarks: dropped when the
+    # total for the same dataset is logged (``eval_reward`` beside ``eval_rewards/<fn>/mean``)
+    totals = {_dataset(c) for c in found if not _COMPONENT.match(c)}
+    return [c for c in found if not (_COMPONENT.match(c) and _dataset(c) in totals)]
+
+
+_COMPONENT = re.compile(r"(?:eval_|eval/)(?:([^/]+)_)?rewards/[^/]+(?:/mean)?\Z")
+_TOTAL = re.compile(r"(?:eval_|eval/)(?:([^/]+)_)?reward\Z")
+
+
+def _dataset(column: str) -> str | None:
+    """The dataset an ``eval_<ds>_reward(s/...)`` column belongs to ('' for plain ``eval_reward``)."""
+    m = _COMPONENT.match(column) or _TOTAL.match(column)
+    return (m.group(1) or "") if m else None
 
 
 def benchmark_name(column: str) -> str:
@@ -59,6 +72,7 @@ def benchmark_name(column: str) -> str:
     name = re.sub(r"^(?:val-core|val-aux|val/test_score|eval)/", "", column)
     name = re.sub(r"/(?:reward|acc|score|accuracy|pass@?\d*)?/?(?:mean|maj|best)@\d+$", "", name)
     name = re.sub(r"^eval_", "", name)
+    name = re.sub(r"_pass@?1$", "", name) if column.startswith("eval/eval_") else name
     name = re.sub(r"_(?:reward|rewards/[^/]+/mean|accuracy|acc)$", "", name) if column.startswith("eval_") else name
     if name.lower() in ("", "acc", "accuracy", "reward", "score", "mean"):
         return column
