@@ -108,10 +108,13 @@ def _point_var(values: np.ndarray, batch: int | None):
 
 def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at_steps=(),
                     batch: int | None = None, final_steps=None, seed: int = 0,
-                    laws=None, walk: bool = True, validate: bool = True) -> Forecast:
+                    laws=None, warm: dict | None = None, walk: bool = True,
+                    validate: bool = True) -> Forecast:
     """Forecast a run from ``(steps, values)`` seen so far (see the module docstring).
 
     ``final_steps``: the steps whose mean reward a backtest compares with (``Forecast.final``).
+    ``warm``: law -> ``theta`` of an earlier forecast of the same run (``extra["fits"]``):
+    each law's search starts there (:func:`~.likelihood.fit_law`), as ``grpofit watch`` does.
     """
     steps, values = _clean(steps, values)
     at_steps = [float(s) for s in at_steps]
@@ -152,7 +155,8 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     fitter = fit_walk_law if walk else fit_law
     fits, prior = [], None
     for law in laws or LAWS_USED:
-        f = fitter(law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior)
+        f = fitter(law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior,
+                   warm=(warm or {}).get(law))
         if f is not None:
             fits.append(f)
             if law == "one":

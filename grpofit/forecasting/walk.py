@@ -102,8 +102,12 @@ def walk_bounds(series: Series) -> tuple[float, float]:
     return lo, max(hi, lo + 1.0)
 
 
-def fit_walk_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=None) -> WalkFit | None:
+def fit_walk_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=None,
+                 warm=None) -> WalkFit | None:
     """Maximise the law's marginal likelihood with the walk (``None`` when every start fails).
+
+    ``warm``: a ``theta`` of the same law (with its walk) fitted before, as ``grpofit watch``
+    passes: the search starts there alone, and falls back to the usual starts only when it fails.
 
     Starts: the law's own starts, each with a walk whose sd over the seen span is a tenth of
     the noise (the search goes down to no walk where the data ask for none)."""
@@ -121,14 +125,21 @@ def fit_walk_law(law: str, series: Series, *, t_guess: float, t_max: float, prio
     def f(theta):
         return _nll(law, theta, series)[0]
 
-    best = None
-    for start in law_starts(law, series, t_guess, prior_law):
-        for lq in (q_mid,):
-            x0 = np.clip(np.append(start, lq), lo + 1e-6, hi - 1e-6)
+    def search(starts):
+        best = None
+        for x0 in starts:
+            x0 = np.clip(x0, lo + 1e-6, hi - 1e-6)
             res = minimize(f, x0, method="L-BFGS-B", bounds=list(zip(lo, hi)),
                            options={"maxiter": 40, "eps": 1e-5, "ftol": 1e-7})
             if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
                 best = res
+        return best
+
+    best = None
+    if warm is not None and np.shape(warm) == lo.shape and np.all(np.isfinite(warm)):
+        best = search([np.asarray(warm, dtype=float)])
+    if best is None:
+        best = search([np.append(start, q_mid) for start in law_starts(law, series, t_guess, prior_law)])
     if best is None:
         return None
     theta = np.clip(best.x, lo, hi)
