@@ -272,6 +272,24 @@ def test_diagnose_shows_the_forecast_only_when_asked(rising_csv, capsys):
     assert "final [95%]" in out and "95% at" in out and "rising" in out
 
 
+def test_diagnose_horizon_forecasts_to_that_step(rising_csv, capsys):
+    """``diagnose --horizon N``: the forecast (implied) runs to step N for a run whose config
+    names no plan, and says where the planned end came from."""
+    code, out, err = run_cli(capsys, "diagnose", rising_csv, "--horizon", "400", "--format", "json")
+    f = json.loads(out)["runs"][0]["forecast"]
+    assert f["computed"] is True and f["horizon"] == {"step": 400, "source": "--horizon"}
+    assert f["expected_final"]["step"] == 400
+    lo, hi = f["expected_final"]["pi95"]
+    assert lo <= 0.85 and (hi is None or 0.85 <= hi)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf"])
+def test_diagnose_bad_horizon_exits_2_with_one_line(rising_csv, capsys, value):
+    code, out, err = run_cli(capsys, "diagnose", rising_csv, f"--horizon={value}")
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "--horizon" in err
+
+
 def test_diagnose_forecast_uses_the_planned_end():
     from types import SimpleNamespace
 
