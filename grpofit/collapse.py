@@ -16,7 +16,10 @@ climbs back into the plateau band (an underdamped oscillation, a temporary dip) 
 collapse, and neither is a fall whose median from detection to the end is less than the
 threshold below the peak (an overshoot settling at its plateau; the running peak then starts
 afresh from there, so a later fall from the settled level is still seen): oscillation is
-judged by the fit's damping ratio instead. A rise is never a collapse: the median level before the onset
+judged by the fit's damping ratio instead. When the plateau band was last reached long before
+the detection (more than ``max(w, n // 10)`` points: an overshoot's peak), the run settled lower:
+the band is then taken from the highest level of those last points, a dip that climbs back into
+it is ringing (the search starts afresh there), and the onset is where the level left it. A rise is never a collapse: the median level before the onset
 must exceed the median after it by the threshold.
 
 That is only a *candidate*. A collapse is a sustained fall below the run's own settled level
@@ -277,6 +280,22 @@ def _collapse_from(s, v, level, sd, start, i0, w, min_drop, noise_k):
         # onset: the last point before i still inside the plateau band
         inside = np.flatnonzero(level[i0:i] >= band) + i0
         k = int(inside[-1]) if inside.size else i
+        m = max(w, n // 10)
+        if i - k > m:
+            # the band was last reached long before (an overshoot's peak); the run settled lower
+            # and fell from there: the onset is where the level left the band of its settled
+            # level (the highest level of the m points before detection); a dip that climbs back into
+            # that band is ringing around the settled level: the search starts afresh there
+            a = max(i0, i - m)
+            lband = float(np.max(level[a:i])) - 0.5 * t
+            under = np.flatnonzero(level[i:] < lband)
+            if under.size == 0:
+                return None, i  # never left the settled level's band
+            i2 = i + int(under[0])
+            back = np.flatnonzero(level[i2:] >= lband)
+            if back.size:
+                return None, i2 + int(back[0])
+            k = int(np.flatnonzero(level[a:i2] >= lband)[-1]) + a
         onset = min(k + 1, i)
         peak_idx = i0 + int(np.flatnonzero(level[i0 : i + 1] >= p)[0])
         lo = max(i0, onset - max(w, n // 10))

@@ -30,6 +30,7 @@ Uses the exponential law's parameters for every run (always fitted, same definit
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -349,6 +350,79 @@ def group_size_analysis(items: list) -> dict:
     return out
 
 
+#: config keys that name, place or seed a run rather than set its training (ignored when runs are
+#: compared for relatedness)
+_BOOKKEEPING = re.compile(
+    r"(?:^|[._/])(?:seed|\w*name|\w*_?dir|\w*path|project|entity|group|tags?|notes?|wandb\w*|run_?id|id|"
+    r"logging\w*|log_\w*|report_to|save\w*|output\w*|checkpoint\w*|resume\w*|push_to_hub\w*|hub_\w*|"
+    r"timestamp|date|time|world_size|local_rank|rank|nnodes|n_gpus_per_node|port|host\w*|device\w*)\Z",
+    re.IGNORECASE,
+)
+#: the bandit simulator's sidecar: its inputs (outputs such as the fixed point are derived)
+_BANDIT_INPUTS = ("arms", "correct", "lr", "momentum", "refresh_interval", "groups", "beta", "steps",
+                  "importance_ratio", "advantage", "eps", "kl_at", "reference")
+
+
+def _is_group_size_key(key: str) -> bool:
+    k = str(key).replace("/", ".")
+    k = k[: -len(".value")] if k.endswith(".value") else k
+    return any(k == w or k.endswith("." + w) for w in CONFIG_KEYS)
+
+
+def run_settings(run: Any) -> dict | None:
+    """What a run was trained with, but its group size: its config without the group-size keys
+    and the bookkeeping (names, paths, seeds, logging), or the bandit simulator's inputs from its
+    ``.meta.json``; None when the run carries neither."""
+    import json
+    import os
+
+    config = getattr(run, "config", None) or {}
+    if config:
+        out = {}
+        for key, val in config.items():
+            if _is_group_size_key(key) or _BOOKKEEPING.search(str(key).replace("/", ".")):
+                continue
+            if isinstance(val, Mapping) and "value" in val:
+                val = val["value"]
+            out[str(key)] = val if isinstance(val, (int, float, str, bool)) or val is None else repr(val)
+        return out
+    source = getattr(run, "source", None)
+    meta = f"{source}.meta.json" if isinstance(source, str) else None
+    if meta and os.path.isfile(meta):
+        try:
+            with open(meta, encoding="utf-8") as fh:
+                doc = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        if isinstance(doc, dict) and str(doc.get("schema", "")).startswith("grpofit.bandit"):
+            return {k: doc.get(k) for k in _BANDIT_INPUTS}
+    return None
+
+
+#: separators, timestamps (6+ digits) and seeds in a run name: not what a sweep varies
+_NAME_NOISE = re.compile(r"(?:seed|(?<![a-z])s)[_=-]?\d+|\d{6,}", re.IGNORECASE)
+
+
+def name_without_group_size(name: str) -> str:
+    """A run's name with its group-size token, timestamps and seeds removed: runs of one G sweep
+    (``grpo_n32_0113``, ``grpo_n64``) share it, runs of other methods do not."""
+    base = _LOG_SUFFIX.sub("", os.path.basename(str(name).split("::", 1)[-1]))
+    m = _NAME.search(base)
+    if m:
+        base = base[: m.start()] + base[m.end():]
+    base = _NAME_NOISE.sub("", base.lower())
+    return re.sub(r"[^a-z0-9.]+", "-", base).strip("-")
+
+
+def related_key(d: Any) -> tuple:
+    """Runs with the same key differ at most in their group size (and seed): by their settings
+    when they carry them, else by their names without the group-size token."""
+    settings = getattr(d, "settings", None)
+    if settings:
+        return ("settings", tuple(sorted((k, repr(v)) for k, v in settings.items())))
+    return ("name", name_without_group_size(getattr(d, "name", "")))
+
+
 def experiment_of(run_name: str) -> str:
     """The experiment a run belongs to: the folder of its log (runs of one panel export share it)."""
     import os
@@ -357,32 +431,42 @@ def experiment_of(run_name: str) -> str:
 
 
 def group_size_by_experiment(diagnoses: list) -> dict:
-    """:func:`group_size_analysis` within each experiment (folder), never across unrelated runs.
+    """:func:`group_size_analysis` within each experiment, never across unrelated runs.
 
-    Runs in different folders are different experiments (other models, data, hyperparameters),
-    so their plateaus say nothing about ``G``. With one testable folder its analysis is returned
-    (with ``experiment``); with several, ``experiments`` maps folder -> analysis.
+    An experiment is a folder (runs in different folders have other models, data or
+    hyperparameters) and, inside it, the runs that differ in their group size alone
+    (:func:`related_key`: equal settings but G, seed and bookkeeping when the runs carry a config
+    or a bandit sidecar; else equal names once the G token, seeds and timestamps are removed).
+    With one testable experiment its analysis is returned (with ``experiment``); with several,
+    ``experiments`` maps its label (the folder, with the shared name when names decided) to the
+    analysis. When distinct G exist only across unrelated runs, the summary says so.
     """
-    groups: dict[str, list] = {}
+    groups: dict[tuple, list] = {}
     for d in diagnoses:
-        groups.setdefault(experiment_of(d.name), []).append(d)
-    analyses = {folder: group_size_analysis(items) for folder, items in groups.items()}
-    testable = {folder: a for folder, a in analyses.items() if a.get("testable")}
+        groups.setdefault((experiment_of(d.name), related_key(d)), []).append(d)
+    labels = {}
+    for folder, key in groups:
+        same_folder = sum(1 for f, _ in groups if f == folder)
+        labels[(folder, key)] = folder if same_folder == 1 else (
+            f"{folder} [{key[1]}]" if key[0] == "name" else f"{folder} [settings {len(labels) + 1}]")
+    analyses = {labels[k]: group_size_analysis(items) for k, items in groups.items()}
+    testable = {label: a for label, a in analyses.items() if a.get("testable")}
     if not testable:
         out = group_size_analysis(diagnoses)
-        if out.get("testable"):  # distinct G exist, but only across folders
+        if out.get("testable"):  # distinct G exist, but only across unrelated runs
             out = {k: v for k, v in out.items() if k in ("runs", "runs_with_group_size", "group_sizes")}
-            out.update(
-                testable=False,
-                summary="group-size predictions not testable: runs with different G are in different "
-                "folders (different experiments); put the runs of one G sweep in one folder",
-            )
+            folders = {experiment_of(d.name) for d in diagnoses if _unpack(d)[2] is not None}
+            why = ("runs with different G are in different folders (different experiments); put the runs of "
+                   "one G sweep in one folder") if len(folders) > 1 else (
+                "the runs with different G differ in more than G (their settings, or their names once G, "
+                "seeds and timestamps are removed), so their plateaus say nothing about G")
+            out.update(testable=False, summary=f"group-size predictions not testable: {why}")
         return out
     if len(testable) == 1:
-        folder, analysis = next(iter(testable.items()))
-        return {"experiment": folder, **analysis, "summary": f"{folder}: {analysis['summary']}"}
+        label, analysis = next(iter(testable.items()))
+        return {"experiment": label, **analysis, "summary": f"{label}: {analysis['summary']}"}
     return {
         "testable": True,
         "experiments": testable,
-        "summary": "; ".join(f"{folder}: {a['summary']}" for folder, a in testable.items()),
+        "summary": "; ".join(f"{label}: {a['summary']}" for label, a in testable.items()),
     }

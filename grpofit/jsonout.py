@@ -3,15 +3,13 @@
 A large document (``diagnose`` of a thousand runs) is mostly its runs' entries. An entry can be
 an :class:`Encoded` dict, whose JSON text is made once, where it was built (a ``--jobs`` worker,
 in parallel); :func:`dumps` splices those texts into the document instead of encoding them again.
-The output is byte for byte what encoding the whole document would give.
+The output is byte for byte what ``json.dumps(doc, indent=2)`` gives (:func:`indented`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
-import secrets
 from typing import Any
 
 _INDENT = 2
@@ -51,7 +49,7 @@ class Encoded(dict):
         """``json.dumps(self, indent=2)``, made on first use."""
         cached = self.__dict__.get("_text")
         if cached is None:
-            cached = self.__dict__["_text"] = json.dumps(dict(self), indent=_INDENT, allow_nan=False)
+            cached = self.__dict__["_text"] = indented(dict(self))
         return cached
 
 
@@ -60,33 +58,78 @@ def dumps(obj: Any, indent: int | None = _INDENT) -> str:
     clean = jsonable(obj)
     if indent != _INDENT:
         return json.dumps(clean, indent=indent, allow_nan=False)
-    texts: list[str] = []
-    # a fresh random tag per call: text from the logs (column names, run names) cannot know it,
-    # so it can never be taken for a placeholder
-    tag = secrets.token_hex(12)
-    out = json.dumps(_placeholders(clean, texts, tag), indent=indent, allow_nan=False)
-    if not texts:
-        return out
-    pattern = re.compile(r'^( *)([^\n]*?)"\\u0000grpofit-' + tag + r':(\d+)\\u0000"', re.M)
-
-    def splice(m: re.Match) -> str:
-        # the entry's further lines are indented like the line its placeholder is on
-        pad = m.group(1)
-        return m.group(1) + m.group(2) + texts[int(m.group(3))].replace("\n", "\n" + pad)
-
-    spliced, n = pattern.subn(splice, out)
-    if n != len(texts):  # pragma: no cover - a placeholder not on a line of its own
-        return json.dumps(clean, indent=indent, allow_nan=False)
-    return spliced
+    return indented(clean)
 
 
-def _placeholders(obj: Any, texts: list[str], tag: str) -> Any:
-    """``obj`` with every :class:`Encoded` replaced by a placeholder string (its text kept)."""
-    if isinstance(obj, Encoded):
-        texts.append(obj.text)
-        return f"\0grpofit-{tag}:{len(texts) - 1}\0"
-    if isinstance(obj, dict):
-        return {k: _placeholders(v, texts, tag) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_placeholders(v, texts, tag) for v in obj]
-    return obj
+class _Unusual(Exception):
+    """A value :func:`_encode` leaves to the json module (a non-string key, an exotic type)."""
+
+
+_ENCODE_STR = json.encoder.encode_basestring_ascii  # the C function json.dumps itself uses
+_INF = float("inf")
+
+
+def indented(obj: Any) -> str:
+    """``json.dumps(obj, indent=2, allow_nan=False)``, byte for byte, in a fraction of its time.
+
+    With an indent the json module encodes in pure Python, through a chain of generators (about
+    a third of a millisecond per fitted run); this walks the tree once, appending to one list, and
+    splices each :class:`Encoded` value's own text instead of encoding it again. Anything it does
+    not handle the same way (a key that is not a string, a type json would reject or convert,
+    NaN) is left to ``json.dumps`` itself, which then gives the same text or the same error."""
+    parts: list[str] = []
+    try:
+        _encode(obj, parts, "\n")
+    except (_Unusual, RecursionError):
+        return json.dumps(obj, indent=_INDENT, allow_nan=False)
+    return "".join(parts)
+
+
+def _encode(o: Any, parts: list[str], pad: str) -> None:
+    """Append the indented JSON of ``o``; ``pad`` is a line break plus the current indent."""
+    if isinstance(o, str):
+        parts.append(_ENCODE_STR(o))
+    elif o is None:
+        parts.append("null")
+    elif o is True:
+        parts.append("true")
+    elif o is False:
+        parts.append("false")
+    elif isinstance(o, int):
+        parts.append(int.__repr__(o))
+    elif isinstance(o, float):
+        if o != o or o == _INF or o == -_INF:
+            raise _Unusual
+        parts.append(float.__repr__(o))
+    elif isinstance(o, (list, tuple)):
+        if not o:
+            parts.append("[]")
+            return
+        inner = pad + "  "
+        sep = "[" + inner
+        for v in o:
+            parts.append(sep)
+            _encode(v, parts, inner)
+            sep = "," + inner
+        parts.append(pad + "]")
+    elif isinstance(o, dict):
+        if isinstance(o, Encoded) and "_text" in o.__dict__:
+            text = o.__dict__["_text"]
+            parts.append(text if pad == "\n" else text.replace("\n", pad))
+            return
+        if not o:
+            parts.append("{}")
+            return
+        inner = pad + "  "
+        sep = "{" + inner
+        for k, v in o.items():
+            if not isinstance(k, str):
+                raise _Unusual
+            parts.append(sep)
+            parts.append(_ENCODE_STR(k))
+            parts.append(": ")
+            _encode(v, parts, inner)
+            sep = "," + inner
+        parts.append(pad + "}")
+    else:
+        raise _Unusual

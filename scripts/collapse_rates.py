@@ -8,7 +8,8 @@ ratio 0.08 .. 0.25 (log-uniform), timescale 2 .. 3000/(6 x settle factor) steps 
 one to many settling times (``2 x inertia``), logged every 1, 5 or 10 steps. None of them
 collapses: every collapse reported is false. The same runs with a collapse planted at 75% of
 the run (the expected reward falls to 40% of its gain above the start and stays there) measure
-recall. ``tests/test_collapse_claims.py`` runs this with a small ``N`` and checks the README.
+recall (and how many are located: the onset within 10% of the run of the planted step).
+``tests/test_collapse_claims.py`` runs this with a small ``N`` and checks the README.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def rates(n: int = 200, seed: int = 0) -> dict:
     """False collapses on the clean runs; planted collapses found (all, and those planted after the
     run settled: 75% of the run is at least three settling times ``2 x inertia``)."""
     truths = underdamped_truths(n, seed)
-    false, found, examples, candidates = 0, 0, [], 0
+    false, found, located, examples, candidates = 0, 0, 0, [], 0
     settled = settled_found = 0
     for truth in truths:
         # settled before the planted collapse: 75% of the run is >= 3 settling times (2 inertia)
@@ -81,11 +82,14 @@ def rates(n: int = 200, seed: int = 0) -> dict:
                 candidates += find_collapse(tab["step"], tab["reward"]) is not None
             if planted:
                 found += c is not None
+                # located: the onset within 10% of the run's span of the planted step
+                cut = tab["step"][int(0.75 * tab["step"].size)]
+                located += c is not None and abs(c.step - cut) <= 0.1 * (tab["step"][-1] - tab["step"][0])
                 settled_found += is_settled and c is not None
             elif c is not None:
                 false += 1
                 examples.append((truth["damping_ratio"], truth["timescale"], truth["length"], c.describe()))
-    return {"runs": n, "false_collapses": false, "candidates_without_law_check": candidates, "planted": n, "planted_found": found,
+    return {"runs": n, "false_collapses": false, "candidates_without_law_check": candidates, "planted": n, "planted_found": found, "planted_located": located,
             "planted_settled": settled, "planted_settled_found": settled_found, "false_examples": examples}
 
 
@@ -96,7 +100,8 @@ def main(argv: list[str]) -> None:
     print(f"strongly underdamped runs (zeta 0.08-0.25): {r['false_collapses']} false collapses in {r['runs']} "
           f"({r['candidates_without_law_check']} candidates before the law check)")
     print(f"planted collapses found: {r['planted_found']} of {r['planted']}; "
-          f"after the run settled (>= 3 settling times): {r['planted_settled_found']} of {r['planted_settled']}")
+          f"after the run settled (>= 3 settling times): {r['planted_settled_found']} of {r['planted_settled']}; "
+          f"onset within 10% of the run of the planted step: {r['planted_located']} of {r['planted']}")
     for ex in r["false_examples"]:
         print("  false:", ex)
 

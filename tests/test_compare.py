@@ -42,8 +42,11 @@ def test_json_matches_the_contract_schema(capsys, pair):
     # ground truth: same fixed point p*; the lag adds inertia and erodes the damping
     diffs = doc["differences"]
     assert diffs["plateau"]["verdict"] == "same"
-    assert diffs["inertia"]["verdict"] == "differs" and diffs["inertia"]["difference"] > 0
-    assert diffs["damping_ratio"]["verdict"] == "differs" and diffs["damping_ratio"]["difference"] < 0
+    # one run a side: "differs" needs disjoint intervals, which this pair does not reach; the
+    # estimates point the right way and nothing is called the same
+    assert diffs["inertia"]["verdict"] in ("differs", "cannot tell") and diffs["inertia"]["difference"] > 0
+    assert diffs["damping_ratio"]["verdict"] in ("differs", "cannot tell") and diffs["damping_ratio"]["difference"] < 0
+    assert diffs["inertia"]["test"].startswith("disjoint")
     assert "inertia" in doc["summary"] and "plateau" in doc["summary"]
     # the README's example document is this comparison
     p = diffs["plateau"]
@@ -120,10 +123,27 @@ def test_calibration_numbers_in_the_readme():
 
     r = calibration(6)
     same, lagged = r["same"], r["lagged"]
-    assert same[("plateau", "same")] == 6 and same[("inertia", "differs")] == 0
-    assert lagged[("inertia", "differs")] == 6 and lagged[("damping_ratio", "differs")] == 6
-    false_ts = same[("timescale", "differs")]
+    assert same[("plateau", "same")] == 6
+    assert sum(c for (q, v), c in same.items() if v == "differs") == 0  # nothing differs: no false "differs"
+    assert lagged[("inertia", "differs")] == 2 and lagged[("damping_ratio", "differs")] == 2
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    assert (f"on 6 pairs of bandit runs with the same settings, the plateau is called the same in all 6 and "
-            f"inertia never differs, but the timescale is called different in {false_ts} of 6 pairs") in readme
-    assert "refresh interval 1 against 32, inertia and damping ratio differ in all 6 pairs" in readme
+    assert ("on 6 pairs of bandit runs with the same settings, the plateau is called the same in all 6 and "
+            "no quantity is called different in any pair") in readme
+    assert "refresh interval 1 against 32, inertia and damping ratio differ in 2 of 6 pairs" in readme
+
+
+def test_one_run_a_side_needs_disjoint_intervals_to_differ():
+    """p < 0.05 on the published intervals alone is not enough with one run a side: the intervals
+    may be too narrow (the same-settings bandit pairs were called different 4 times in 40)."""
+    def doc(value, lo, hi):
+        return {"models": {"oscillator": {"params": {"timescale": {"value": value, "ci95": [lo, hi]}}}}}
+
+    # 45.3 [43.6, 47.1] vs 48.0 [46.1, 49.9]: z = 2.0, p = 0.046, but the intervals overlap
+    r = compare_quantity("timescale", [doc(45.3, 43.6, 47.1)], [doc(48.0, 46.1, 49.9)])
+    assert r["p_value"] < 0.05 and r["verdict"] == "cannot tell" and r["test"].startswith("disjoint")
+    r = compare_quantity("timescale", [doc(45.3, 43.6, 47.1)], [doc(49.5, 47.5, 51.5)])
+    assert r["verdict"] == "differs"
+    # groups keep the t-test on their scatter
+    a = [doc(45.0 + 0.1 * i, 44.0, 46.0) for i in range(3)]
+    b = [doc(47.0 + 0.1 * i, 46.0, 48.0) for i in range(3)]
+    assert compare_quantity("timescale", a, b)["test"].startswith("Student")

@@ -95,6 +95,12 @@ UNQUOTED_CASES = {
     "semicolon_comma_decimal": "step;reward\n1;0,5\n2;0.6\n",
     "underscores_hex": "step,reward\n1_0,0.1\n0x2,0.2\n",
     "index_column": ",step,reward\n0,1,0.1\n1,2,0.2\n",
+    "wandb_header": '"Step","run - train/reward","run - train/reward__MIN"\n1,0.1,0.1\n2,0.2,0.2\n',
+    "quoted_delimiter_header": '"a,b","reward"\n1,0.1\n2,0.2\n',
+    "inner_quote_header": '"a""b",reward\n1,0.1\n',
+    "half_quoted_header": 'a"b"c,reward\n1,0.1\n',
+    "spaced_quoted_header": ' "step",reward\n1,0.1\n',
+    "empty_quoted_header": '"",reward\n1,0.1\n',
 }
 
 
@@ -119,5 +125,7 @@ def test_unquoted_fast_path_takes_only_clean_tables():
     assert list(table) == ["step", "reward"] and warnings == [] and dropped == 0
     assert table["reward"].tolist() == [0.5, 1e-3] and table["reward"].flags.c_contiguous
     for text in ('step,reward\n1,"0.5"\n', "step,reward\n1,0.5,\n", "step,reward\n1\n", "step,reward\n1,\n",
-                 "step,reward\n1,x\n", "step,step\n1,2\n", "step,reward\n"):
+                 "step,reward\n1,x\n", "step,step\n1,2\n", "step,reward\n", '"a,b",c\n1,2\n', '"a"b",c\n1,2\n'):
         assert take(text, ",") is None, text
+    table, _, _ = take('"Step","r - train/reward"\n1,0.5\n', ",")  # W&B quotes only the header
+    assert list(table) == ["Step", "r - train/reward"] and table["r - train/reward"].tolist() == [0.5]

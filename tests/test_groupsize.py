@@ -141,10 +141,42 @@ def test_group_size_is_compared_within_one_folder_only():
         run = planted_run(None, seed=seed, name=name)
         return diagnose_run(run, group_size=G)
 
-    a = [judged("sweepA/run_1.csv", 1, 4), judged("sweepB/run_2.csv", 2, 16)]
+    a = [judged("sweepA/run_G4_seed1.csv", 1, 4), judged("sweepB/run_G16_seed2.csv", 2, 16)]
     out = group_size_by_experiment(a)
     assert out["testable"] is False and "different folders" in out["summary"]
-    b = a + [judged("sweepB/run_3.csv", 3, 4), judged("sweepB/run_4.csv", 4, 16)]
+    b = a + [judged("sweepB/run_G4_seed3.csv", 3, 4), judged("sweepB/run_G16_seed4.csv", 4, 16)]
     out = group_size_by_experiment(b)
     assert out["testable"] is True and out["experiment"] == "sweepB"
     assert out["runs"] == 3
+
+
+def test_in_one_folder_only_runs_that_differ_in_group_size_alone_are_compared():
+    """A W&B export of one folder holds GRPO n32 / n64 and a CRPO n16 run (the deepgrpo sweep):
+    CRPO is another method, so only the two GRPO runs are compared; with configs, runs whose
+    settings differ in more than G (here the learning rate) are never compared."""
+    from grpofit.diagnostics import diagnose_run
+    from grpofit.groupsize import group_size_by_experiment, name_without_group_size, related_key
+    from grpofit.testing.planted import planted_run
+
+    def judged(name, seed, config=None):
+        run = planted_run(None, seed=seed, name=name)
+        if config is not None:
+            run.config = config
+        return diagnose_run(run)
+
+    names = ["x.csv::Qwen-GSM8K-GRPO-n32-01131200", "x.csv::Qwen-GSM8K-GRPO-n64", "x.csv::qwen-gsm8k-crpo-no-branch-n16-new"]
+    assert name_without_group_size(names[0]) == name_without_group_size(names[1]) != name_without_group_size(names[2])
+    ds = [judged(n, i) for i, n in enumerate(names)]
+    out = group_size_by_experiment(ds)
+    assert out["testable"] and out["runs"] == 2 and out["group_sizes"] == [32, 64]
+    # two runs of different methods only: nothing to compare, and the summary says why
+    out = group_size_by_experiment([ds[0], ds[2]])
+    assert out["testable"] is False and "differ in more than G" in out["summary"]
+    # configs decide when the runs carry them: G, seed and bookkeeping may differ, nothing else
+    base = {"learning_rate": 1e-6, "beta": 0.0, "seed": 1, "output_dir": "a"}
+    cfg = [dict(base, num_generations=4), dict(base, num_generations=8, seed=2, output_dir="b"),
+           dict(base, num_generations=16, learning_rate=3e-6)]
+    ds = [judged(f"sweep/run{i}", i, c) for i, c in enumerate(cfg)]
+    assert related_key(ds[0]) == related_key(ds[1]) != related_key(ds[2])
+    out = group_size_by_experiment(ds)
+    assert out["testable"] and out["group_sizes"] == [4, 8]

@@ -314,3 +314,43 @@ def test_reward_function_parts_are_not_benchmarks_beside_their_total(columns, ex
 
     assert eval_columns(columns) == expected
     assert benchmark_name("eval/eval_gsm8k_pass1") == "gsm8k"
+
+
+def _two_benchmarks(seed, eval_timescale, eval_sd=0.01):
+    rng = np.random.default_rng(seed)
+    n = 300
+    t = np.arange(n, dtype=float)
+    reward = 0.2 + 0.6 * (1 - np.exp(-t / 100)) + rng.normal(0, 0.03, n)
+    every = t % 10 == 0
+    if eval_timescale is None:  # flat and noisy: nothing to compare
+        a = 0.3 + rng.normal(0, 0.05, n)
+    else:
+        a = 0.15 + 0.5 * (1 - np.exp(-t / eval_timescale)) + rng.normal(0, eval_sd, n)
+    b = 0.1 + 0.3 * (1 - np.exp(-t / 100)) + rng.normal(0, 0.01, n)
+    cols = {"step": t + 1, "reward": reward, "val-core/a/acc/mean@1": np.where(every, a, np.nan),
+            "val-core/b/acc/mean@1": np.where(every, b, np.nan)}
+    return diagnose_run(make_run("r", "r", "planted", cols, step="step"))
+
+
+def test_eval_rate_divergence_rests_on_intervals_and_names_the_benchmark():
+    d = _two_benchmarks(0, 10.0)
+    v = d.diagnostics["train_eval_decoupling"]
+    assert v.status == "warn" and v.evidence.startswith("decouples on a (warn)") and "saturates early" in v.evidence
+    by = {e["benchmark"]: e for e in d.evals}
+    div = by["a"]["divergence"]
+    assert div["rate"] == "faster" and div["diverges"] and div["timescale_ratio_ci95"][1] < 0.25
+    assert by["b"]["divergence"]["rate"] == "same" and not by["b"]["decouples"]
+    lo, hi = by["a"]["timescale_ci95"]
+    assert lo <= by["a"]["timescale"] <= hi and hi < 25
+    assert d.summary()["evals"][0]["divergence"]["rate"] == "faster"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_noise_alone_never_makes_an_eval_diverge(seed):
+    # the same law as the train reward, but noisy (sd 0.05 on a 0.5 gain): the intervals widen
+    same = _two_benchmarks(seed, 100.0, eval_sd=0.05)
+    assert same.diagnostics["train_eval_decoupling"].status == "pass"
+    assert all(not e["divergence"]["diverges"] for e in same.evals)
+    flat = _two_benchmarks(seed, None)
+    div = {e["benchmark"]: e["divergence"] for e in flat.evals}["a"]
+    assert div["rate"] is None and not div["diverges"]

@@ -87,6 +87,7 @@ def test_rasbt_7_5_kl_collapse_reward_to_zero_entropy_at_11_9_responses_at_the_c
     dyn = run["diagnostics"]["dynamical_instability"]
     assert dyn["status"] == "fail" and dyn["start_step"] <= 100
     assert run["collapse"] is not None and run["collapse"]["step"] <= 100
+    assert run["collapse"]["level_after"] < 0.05  # the reward goes to 0
     blow = dyn["rules"]["entropy_blowup"]
     assert blow["status"] == "fail" and 11.5 < blow["details"]["peak"] < 12.0
     assert dyn["rules"]["length_cap"]["status"] == "fail"

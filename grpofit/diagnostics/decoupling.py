@@ -12,8 +12,11 @@ eval peak is the maximum of the eval's rolling median; ``sd`` are the sds of tho
 - **warn**, eval stalls: the train still makes ``>= eval_stall_share`` of its gain in the second
   half (significantly), and the eval's second-half gain is below a quarter of what the same share
   of its first-half gain would give (by more than ``eval_noise_k`` sds);
-- **warn**, eval saturates early: with ``>= eval_fit_points`` eval points, quick exponential fits
-  of both curves give train timescale / eval timescale ``>= eval_timescale_ratio``;
+- **warn**, the eval's rate or plateau diverges from the train reward's: with ``>= eval_fit_points``
+  eval points, :func:`grpofit.diagnostics.evals.divergence` on 95% profile intervals: the whole
+  interval of eval timescale / train timescale below ``1 / eval_timescale_ratio`` (saturates
+  early), or the eval within ``eval_stall_share / 4`` of its plateau while the train still has
+  ``eval_stall_share`` of its gain ahead (lower ends and upper ends of the intervals);
 - otherwise pass, with the timescales and gains as evidence.
 """
 
@@ -23,6 +26,7 @@ import numpy as np
 
 from grpofit.collapse import noise_sd, rolling_median
 from grpofit.diagnostics.base import Context, Verdict, fmt, quick_exponential
+from grpofit.diagnostics.evals import divergence, divergence_text
 
 
 def check(ctx: Context) -> Verdict:
@@ -94,13 +98,14 @@ def check(ctx: Context) -> Verdict:
         if qe is not None and qt is not None:
             details.update(eval_timescale=qe.timescale, train_timescale=qt.timescale,
                            eval_fitted_gain=qe.gain, train_fitted_gain=qt.gain)
-            good = qe.gain > 0 and qt.gain > 0 and qe.r2 > 0.5 and qt.r2 > 0.5 and not qe.at_bound and not qt.at_bound
             text = (f"eval timescale {fmt(qe.timescale)} vs train {fmt(qt.timescale)} steps; "
                     f"fitted eval gain {fmt(qe.gain)} vs train {fmt(qt.gain)} ({col}, {n} points)")
-            if good and qt.timescale / qe.timescale >= th.eval_timescale_ratio:
-                return Verdict(
-                    "warn",
-                    f"{col} saturates early: " + text,
-                    start_step=float(s[0] + 3 * qe.timescale), details=details,
-                )
+        # the eval's rate or plateau diverging from the train reward's, judged on 95% intervals
+        d = divergence(s, e, *ctx.pre, ratio=th.eval_timescale_ratio, ahead_share=th.eval_stall_share)
+        if d is not None:
+            details["divergence"] = d
+            if d["diverges"]:
+                Te = details.get("eval_timescale") or 0.0
+                return Verdict("warn", f"{col} {divergence_text(d)} ({text})",
+                               start_step=float(s[0] + 3 * Te) if Te else float(s[-1]), details=details)
     return Verdict("pass", text, details=details)

@@ -104,9 +104,14 @@ def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64) -> d
     a = y.mean() - b * em
     sse = np.maximum(float(yc @ yc) - cov**2 / var, 1e-300)
     k = int(np.argmin(sse))
+    # autocorrelated residuals (a dense train reward) carry fewer independent points than n:
+    # the profile uses n_eff = n (1 - rho) / (1 + rho) with rho their lag-1 autocorrelation
+    res = yc - b[k] * ec[:, k]
+    rho = float(np.clip((res[1:] @ res[:-1]) / max(float(res @ res), 1e-300), 0.0, 0.95)) if n > 3 else 0.0
+    n_eff = max(3.0, n * (1.0 - rho) / (1.0 + rho))
     s2 = sse / max(n - 3, 1)
-    se_a = np.sqrt(s2 * (1.0 / n + em**2 / var))
-    accepted = n * np.log(sse / sse[k]) <= 3.84
+    se_a = np.sqrt(s2 * (1.0 / n_eff + em**2 / var * n / n_eff))
+    accepted = n_eff * np.log(sse / sse[k]) <= 3.84
     lo = float(np.min((a - 1.96 * se_a)[accepted]))
     hi = float(np.max((a + 1.96 * se_a)[accepted]))
     rising = bool(accepted[-1] and b[k] < 0) or bool(accepted[-1] and b[-1] < 0)
@@ -114,7 +119,17 @@ def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64) -> d
     T = float(grid[k])
     gain = float(-b[k] * (1.0 - np.exp(-span / T)))
     sst = float(yc @ yc)
+    # the timescale's 95% profile interval, and the share of the gain still ahead at the last
+    # step, exp(-span / T) (0: at the plateau, 1: not started), over the accepted timescales
+    # (falling curves: the share of the fall still ahead)
+    t_lo = None if accepted[0] else float(grid[accepted].min())
+    t_hi = None if accepted[-1] else float(grid[accepted].max())
+    ahead = np.exp(-span / grid[accepted])
     return {
+        "timescale_ci95": [t_lo, t_hi],
+        "ahead": float(np.exp(-span / T)),
+        "ahead_ci95": [float(ahead.min()), float(ahead.max())],
+        "n_eff": n_eff,
         "t0": float(steps[0]),
         "initial": float(a[k] + b[k]),
         "plateau": float(a[k]),
@@ -127,6 +142,65 @@ def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64) -> d
     }
 
 
+def divergence(eval_steps: np.ndarray, eval_values: np.ndarray, train_steps: np.ndarray, train_values: np.ndarray,
+               *, ratio: float, ahead_share: float) -> dict | None:
+    """Does the eval's rate or plateau diverge from the train reward's? Interval-based, so that
+    noise alone does not flag (a noisy curve's profile accepts a wide range of timescales).
+
+    Both curves get :func:`profile_fit` over the eval's steps (the train reward restricted to
+    them). ``rate``: ``"faster"`` when the eval/train timescale ratio's 95% interval
+    ``[T_e lo / T_t hi, T_e hi / T_t lo]`` lies below ``1 / ratio`` (the eval saturates early),
+    ``"slower"`` when it lies above ``ratio``, ``"same"`` when it lies inside ``[1/ratio, ratio]``,
+    else None (cannot tell). ``plateau``: ``"eval at its plateau, train not"`` when the train still
+    has at least ``ahead_share`` of its gain ahead (lower end of its interval) while the eval has
+    less than ``ahead_share / 4`` ahead (upper end): the eval stopped where the train goes on.
+    Only rising curves are compared; None when either fit fails."""
+    t0, t1 = float(eval_steps[0]), float(eval_steps[-1])
+    keep = (train_steps >= t0) & (train_steps <= t1)
+    fe = profile_fit(eval_steps, eval_values)
+    ft = profile_fit(train_steps[keep], train_values[keep])
+    if fe is None or ft is None:
+        return None
+    (elo, ehi), (tlo, thi) = fe["timescale_ci95"], ft["timescale_ci95"]
+    lo = 0.0 if elo is None or thi is None else elo / thi
+    hi = None if ehi is None or tlo is None else ehi / tlo
+    rising = fe["gain"] > 0 and ft["gain"] > 0
+    rate = None
+    if rising:
+        if hi is not None and hi < 1.0 / ratio:
+            rate = "faster"
+        elif lo > ratio:
+            rate = "slower"
+        elif lo >= 1.0 / ratio and hi is not None and hi <= ratio:
+            rate = "same"
+    plateau = None
+    if rising:
+        if ft["ahead_ci95"][0] >= ahead_share and fe["ahead_ci95"][1] < ahead_share / 4.0:
+            plateau = "eval at its plateau, train not"
+        elif fe["ahead_ci95"][0] >= ahead_share and ft["ahead_ci95"][1] < ahead_share / 4.0:
+            plateau = "train at its plateau, eval not"
+    return {
+        "timescale_ratio": fe["timescale"] / ft["timescale"], "timescale_ratio_ci95": [lo, hi],
+        "eval_timescale_ci95": fe["timescale_ci95"], "train_timescale_ci95": ft["timescale_ci95"],
+        "eval_ahead_ci95": fe["ahead_ci95"], "train_ahead_ci95": ft["ahead_ci95"],
+        "rate": rate, "plateau": plateau,
+        "diverges": rate == "faster" or plateau == "eval at its plateau, train not",
+    }
+
+
+def divergence_text(d: dict) -> str:
+    lo, hi = d["timescale_ratio_ci95"]
+    rng = f"[{lo:.2g}, {'inf' if hi is None else f'{hi:.2g}'}]"
+    parts = []
+    if d["rate"] == "faster":
+        parts.append(f"saturates early: eval timescale x{d['timescale_ratio']:.2g} the train's, 95% {rng}")
+    if d["plateau"] == "eval at its plateau, train not":
+        ea, ta = d["eval_ahead_ci95"], d["train_ahead_ci95"]
+        parts.append(f"at its plateau (<= {100 * ea[1]:.0g}% of its gain ahead) while the train reward still has "
+                     f">= {100 * ta[0]:.0f}% of its gain ahead")
+    return "; ".join(parts)
+
+
 def benchmark_entry(ctx: Context, column: str) -> tuple[dict, Verdict]:
     """One benchmark's numbers and its decoupling verdict."""
     from grpofit.diagnostics import decoupling
@@ -134,7 +208,7 @@ def benchmark_entry(ctx: Context, column: str) -> tuple[dict, Verdict]:
     sub = replace(ctx, roles={**ctx.roles, "eval_reward": column})
     verdict = decoupling.check(sub)
     entry: dict = {"metric": column, "benchmark": benchmark_name(column), "points": 0, "gain": None,
-                   "plateau": {"value": None, "ci95": None, "kind": None}, "timescale": None, "timescale_ratio": None}
+                   "plateau": {"value": None, "ci95": None, "kind": None}, "timescale": None, "timescale_ci95": None, "timescale_ratio": None}
     series = sub.series("eval_reward", before_collapse=True)
     if series is not None:
         s, e = series
@@ -148,6 +222,8 @@ def benchmark_entry(ctx: Context, column: str) -> tuple[dict, Verdict]:
                          timescale=None if fit["timescale_at_bound"] else fit["timescale"], r2=fit["r2"])
             if entry["timescale"] is not None and T_r:
                 entry["timescale_ratio"] = entry["timescale"] / T_r
+            entry["timescale_ci95"] = None if entry["timescale"] is None else fit["timescale_ci95"]
+    entry["divergence"] = (verdict.details or {}).get("divergence")
     entry["status"] = verdict.status
     entry["evidence"] = verdict.evidence
     entry["decouples"] = verdict.status in ("warn", "fail")

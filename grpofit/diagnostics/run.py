@@ -26,6 +26,7 @@ class RunDiagnosis:
     late_variance: float | None = None  #: variance of the fit residuals over the last third of the fitted part
     fluctuation: dict | None = None  #: the policy's late fluctuation (grpofit.groupsize.policy_fluctuation)
     evals: list = field(default_factory=list)  #: one entry per eval series (benchmark), see grpofit.diagnostics.evals
+    settings: dict | None = None  #: the run's settings but G (grpofit.groupsize.run_settings), to tell related runs
 
     @property
     def verdict(self) -> str:
@@ -103,7 +104,7 @@ def diagnose_run(
     Raises MetricNotFound (no reward column, or ``eval_metric`` absent) and TooFewPoints.
     """
     from grpofit.analysis import fit_run, resolve_column
-    from grpofit.groupsize import group_size_of, policy_fluctuation
+    from grpofit.groupsize import group_size_of, policy_fluctuation, run_settings
     from grpofit.roles import detect_roles
 
     from grpofit.diagnostics import evals
@@ -148,6 +149,7 @@ def diagnose_run(
     return RunDiagnosis(
         name=run.name, fit=fit, diagnostics=diagnostics, collapse=collapse, group_size=gs, roles=roles,
         late_variance=_late_variance(fit), evals=eval_entries, fluctuation=policy_fluctuation(run, fit),
+        settings=run_settings(run),
     )
 
 

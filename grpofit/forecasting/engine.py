@@ -108,10 +108,12 @@ def _point_var(values: np.ndarray, batch: int | None):
 
 def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at_steps=(),
                     batch: int | None = None, final_steps=None, seed: int = 0,
-                    laws=None) -> Forecast:
+                    laws=None, warm: dict | None = None) -> Forecast:
     """Forecast a run from ``(steps, values)`` seen so far (see the module docstring).
 
     ``final_steps``: the steps whose mean reward a backtest compares with (``Forecast.final``).
+    ``warm``: law -> ``theta`` of an earlier forecast of the same run (``extra["fits"]``):
+    each law's search starts there (:func:`~.likelihood.fit_law`), as ``grpofit watch`` does.
     """
     steps, values = _clean(steps, values)
     at_steps = [float(s) for s in at_steps]
@@ -149,7 +151,8 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     t_guess = float(guess_exponential(series.t, series.y)["timescale"])
     fits, prior = [], None
     for law in laws or LAWS_USED:
-        f = fit_law(law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior)
+        f = fit_law(law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior,
+                    warm=(warm or {}).get(law))
         if f is not None:
             fits.append(f)
             if law == "one":

@@ -113,17 +113,17 @@ def _read_small(src: Source, delim: str):
 
 
 def _read_unquoted(text: str, delim: str):
-    """:func:`_read_small` for the usual log: no quotes, every row as wide as the header and every
-    cell a number. All cells are split and converted by one ``np.array`` call (the conversion
+    """:func:`_read_small` for the usual log: no quotes (but around header cells), every row as
+    wide as the header and every cell a number. All cells are split and converted by one ``np.array`` call (the conversion
     :func:`_to_numbers` makes per column). None for anything else: the ``csv`` path decides.
     """
-    if '"' in text:
-        return None
     lines = list(filter(None, text.splitlines()))  # csv.reader skips only empty lines
     limit = csv.field_size_limit()
     if len(lines) < 2 or (len(text) > limit and max(map(len, lines)) > limit):
         return None  # too few rows, or a line that may hold a cell too long for the csv module
-    header, body = lines[0].split(delim), lines[1:]
+    header, body = _plain_header(lines[0], delim), lines[1:]
+    if header is None or text.count('"') != lines[0].count('"'):  # quotes only in the header
+        return None
     width = len(header)
     if len(set(header)) != width or any(not h.strip() for h in header):
         return None
@@ -136,6 +136,22 @@ def _read_unquoted(text: str, delim: str):
     grid = values.reshape(len(body), width)
     columns = {name: (grid[:, j].copy(), 0, len(body)) for j, name in enumerate(header)}
     return _assemble(columns, len(body))
+
+
+def _plain_header(line: str, delim: str) -> list[str] | None:
+    """The header's cells when each is bare or wholly quoted with no quote inside (W&B quotes
+    every header cell): what the ``csv`` module reads from that line; None for anything else."""
+    cells = line.split(delim)
+    if '"' not in line:
+        return cells
+    out = []
+    for c in cells:
+        if '"' in c:
+            if len(c) < 2 or c[0] != '"' or c[-1] != '"' or '"' in c[1:-1]:
+                return None
+            c = c[1:-1]
+        out.append(c)
+    return out
 
 
 def _to_numbers(cells: tuple[str, ...]) -> tuple[np.ndarray, int, int]:

@@ -18,7 +18,7 @@ from grpofit.readers.common import RowColumns, build_run
 from grpofit.readers.jsonscan import JsonScanner
 from grpofit.readers.jsonl import flatten_row
 from grpofit.readers.source import SUPPORTED_HINT, Source
-from grpofit.runs import Run
+from grpofit.runs import Run, _to_float
 
 #: keys of the summary row the Trainer appends at the end of training
 SUMMARY_KEYS = ("train_runtime", "train_loss", "train_samples_per_second", "total_flos")
@@ -188,14 +188,50 @@ def merge_rows(rows: list[dict]) -> tuple[dict[str, np.ndarray], dict[str, int]]
 
     Returns the columns (NaN where a merged row lacks a key) and counts for ``Run.stats``.
     """
+    quick = _merge_plain(rows)
+    if quick is not None:
+        return quick
     merger = RowMerger()
     for raw in rows:
         merger.add(raw)
     return merger.build()
 
 
+def _merge_plain(rows: list[dict]) -> tuple[dict[str, np.ndarray], dict[str, int]] | None:
+    """:func:`merge_rows` for the usual log_history, column by column instead of row by row.
+
+    Usual: every row but the summary has a number in ``step``, the steps rise strictly (nothing
+    to merge) and every column converts to float64 in one numpy call (numbers, booleans, missing
+    cells, and text numpy parses as ``float()`` does; no nested objects). None for anything else:
+    the row-by-row path decides, so both paths give the same table (missing cells are NaN here,
+    None there: the same to :func:`grpofit.runs.make_run`)."""
+    first, second = SUMMARY_KEYS[0], SUMMARY_KEYS[1]
+    kept = [r for r in rows if first not in r and second not in r]
+    if not kept:
+        return None
+    steps = [r.get("step") for r in kept]
+    if not set(map(type, steps)) <= {int, float}:
+        return None  # a row without a step, a boolean, a string: the careful path
+    s = np.array(steps, dtype=np.float64)
+    if s.size > 1 and not bool(np.all(s[1:] > s[:-1])):
+        return None  # repeated or unordered steps: rows are merged by the careful path
+    keys: dict[str, None] = {}
+    for r in kept:
+        keys.update(dict.fromkeys(r))
+    table: dict[str, np.ndarray] = {}
+    for k in keys:
+        cells = [r.get(k) for r in kept]
+        try:
+            col = np.array(cells, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if col.shape != (len(kept),):
+            return None  # nested values
+        table[k] = col
+    stats = {"log_rows": len(rows), "merged_rows": 0, "summary_rows": len(rows) - len(kept)}
+    return table, stats
+
+
 def _cell(v) -> float:
     """A log value as the table's float (a bool as 0/1, a numeric string parsed, else NaN)."""
-    from grpofit.runs import _to_float
-
     return _to_float(float(v) if isinstance(v, bool) else (v if isinstance(v, (int, float, str)) else None))

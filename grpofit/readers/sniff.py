@@ -62,7 +62,8 @@ class Probe:
     @cached_property
     def both(self) -> str:
         """Head and tail as text, ANSI colour codes removed."""
-        return ANSI.sub("", self.text + "\n" + decode(self.tail)) if self.tail else ANSI.sub("", self.text)
+        text = self.text + "\n" + decode(self.tail) if self.tail else self.text
+        return ANSI.sub("", text) if "\x1b" in text else text
 
     @cached_property
     def stripped(self) -> str:
@@ -123,12 +124,16 @@ def is_parquet(p: Probe) -> bool:
     return p.head.startswith(PARQUET_MAGIC)
 
 
+# Each console pattern holds a literal that a fast substring test looks for first: a JSON or
+# CSV log (most files) is then never scanned by the regular expression at all.
+
+
 def is_verl_console(p: Probe) -> bool:
-    return bool(VERL_LINE.search(p.both))
+    return "step:" in p.both and bool(VERL_LINE.search(p.both))
 
 
 def is_openrlhf_console(p: Probe) -> bool:
-    return bool(OPENRLHF_LINE.search(p.both))
+    return "Global step " in p.both and bool(OPENRLHF_LINE.search(p.both))
 
 
 def is_progress_console(p: Probe) -> bool:
@@ -140,7 +145,8 @@ def is_progress_console(p: Probe) -> bool:
 
 
 def is_trl_console(p: Probe) -> bool:
-    return bool(TRL_DICT.search(p.both)) and not p.stripped.startswith(('{"', "["))
+    both = p.both
+    return "{'" in both and "': " in both and bool(TRL_DICT.search(both)) and not p.stripped.startswith(('{"', "["))
 
 
 def is_trainer_state(p: Probe) -> bool:

@@ -1,0 +1,102 @@
+"""What the command modules share: format choices, common options, and output helpers
+(warnings and errors on stderr, JSON on stdout, terminal-safe documents, option parsing)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from grpofit.errors import UsageError
+
+
+class TableOrJson(str, Enum):
+    table = "table"
+    json = "json"
+
+
+class DiagnoseFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+METRIC = typer.Option(None, "--metric", help="Reward column (auto-detected from common names).")
+STEP = typer.Option(None, "--step", help="Step column (auto-detected: step, train/global_step, _step, ...).")
+DEBUG = typer.Option(False, "--debug", help="Show a traceback on errors.")
+RUN_PATTERN = typer.Option(None, "--run", help="Only the runs whose name matches this glob (e.g. '*GRPO*'); FILE::RUN also picks one run of a file.")
+
+
+def warn(lines) -> None:
+    for line in lines:
+        echo_err(f"warning: {line}")
+
+
+def echo_err(line: str) -> None:
+    """One line on stderr, control characters and undecodable bytes escaped (names in it come
+    from the user's files); a closed or full stderr is not an error of its own."""
+    from grpofit.safetext import printable
+
+    try:
+        typer.echo(printable(line, one_line=True), err=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def shown(doc):
+    """A document for the terminal (table, markdown): control characters in names escaped."""
+    from grpofit.safetext import printable_doc
+
+    return printable_doc(doc)
+
+
+def print_json(doc: dict) -> None:
+    from grpofit.jsonout import dumps
+
+    typer.echo(dumps(doc))
+
+
+def split_modes(text: str | None):
+    from grpofit.vocabulary import parse_modes
+
+    return parse_modes(text)
+
+
+def parse_thresholds(items: list[str]) -> dict[str, float]:
+    """``--threshold NAME=VALUE`` items as a dict; a bad form or unknown name is one line naming
+    the option and the valid names (value ranges are checked where the thresholds are built)."""
+    if not items:
+        return {}
+    from grpofit.helptext import threshold_names
+
+    known = threshold_names()
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if sep and known and name not in known:
+            raise UsageError(f"--threshold: unknown name {name!r}", fix="valid names: " + ", ".join(known))
+        try:
+            if not sep:
+                raise ValueError
+            out[name] = float(value)
+        except ValueError:
+            raise UsageError(f"--threshold {item!r} is not NAME=NUMBER", fix="e.g. --threshold rise_fail=8") from None
+    return out
+
+
+def check_out_folder(out: Path) -> None:
+    """``--out`` must name a file in a folder that exists (checked before minutes of work)."""
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"the folder {str(folder)!r} of --out does not exist", path=str(out), fix="create it first or choose another --out")
+    if out.is_dir():
+        raise UsageError("--out is a folder", path=str(out), fix="name a .csv or .jsonl file")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` atomically: a reader (or an interrupt) never sees a partial file."""
+    from grpofit.atomic import write_text as atomic_write
+
+    atomic_write(path, text)

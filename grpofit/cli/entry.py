@@ -1,0 +1,161 @@
+"""The process entry point: one line and exit 2 for user errors, a traceback only with --debug,
+interrupts and closed or full output streams handled, one BLAS thread by default."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from grpofit.cli.app import app
+from grpofit.cli.common import echo_err
+from grpofit.errors import ExitCode, GrpofitError
+
+
+def _single_threaded_blas() -> None:
+    """One BLAS thread unless the user chose otherwise (set before numpy loads its BLAS): the
+    fits multiply matrices of a few hundred by four, where BLAS threads cost more than they
+    give, and ``diagnose --jobs N`` already runs one process per core."""
+    import os
+
+    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: one line and exit 2 for user errors, a traceback only with --debug."""
+    _single_threaded_blas()
+    from grpofit import interrupts
+
+    previous = interrupts.install()
+    _closed_streams_to_devnull()
+    try:
+        code = _run(argv)
+        code = _flush_stdout(code)
+    finally:
+        interrupts.restore(previous)
+    if _INTERRUPTED and argv is None:
+        # the process is being stopped: skip the interpreter's exit hooks (they join the
+        # stopped worker pool's threads, which can take seconds)
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        os._exit(int(code))
+    sys.exit(int(code or 0))
+
+
+#: set when the command was stopped by SIGINT, SIGTERM or SIGHUP
+_INTERRUPTED = False
+
+
+def _closed_streams_to_devnull() -> None:
+    """An output stream closed by the caller (``>&-``, ``2>&-``) swallows writes, like
+    /dev/null: the exit code still tells the result. (A closed standard input is an error of
+    ``-`` alone: see :func:`grpofit.readers.read_path`.)"""
+    import os
+
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - lives until exit
+
+
+def _flush_stdout(code):
+    """Flush standard output now, so that a full disk or a closed pipe is one line and exit 2
+    (or, for a reader that went away, exit as usual) instead of a message at interpreter exit."""
+    import os
+
+    try:
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        pass
+    except OSError as e:
+        echo_err(f"error: cannot write to standard output ({e.strerror or e})")
+        code = ExitCode.BAD_INPUT
+    except ValueError:  # closed
+        return code
+    _stdout_to_devnull()
+    return code
+
+
+def _stdout_to_devnull() -> None:
+    """Nothing more can be written: let the interpreter's last flush go nowhere."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _run(argv: list[str] | None) -> int:
+    """:func:`main` without the process plumbing: the exit code of one command."""
+    try:  # recent typer vendors its own click: its exceptions are not ``click``'s
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover - typer on top of an installed click
+        from click.exceptions import ClickException
+    from grpofit import interrupts
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    if not debug:
+        import warnings
+
+        # numpy's overflow/invalid-value notes on extreme logs are not for users: results carry
+        # their own notes, and stderr keeps its one line per problem (--debug shows them)
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
+    try:
+        code = app(args=args, prog_name="grpofit", standalone_mode=False)
+    except GrpofitError as e:
+        if debug:
+            raise
+        echo_err(f"error: {e.one_line()}")
+        code = ExitCode.BAD_INPUT
+    except typer.Exit as e:
+        code = e.exit_code
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        code = ExitCode.BAD_INPUT
+    except ClickException as e:
+        if debug:
+            raise
+        if type(e).__name__ == "NoArgsIsHelpError":  # bare `grpofit` / `grpofit simulate`
+            e.show()
+        else:
+            echo_err(f"error: {_click_line(e)}")
+        code = ExitCode.BAD_INPUT
+    except (KeyboardInterrupt, interrupts.Interrupted) as e:
+        global _INTERRUPTED
+        _INTERRUPTED = True
+        echo_err(interrupts.describe(e))
+        code = interrupts.exit_code(e)
+    except BrokenPipeError:
+        code = ExitCode.OK
+    except OSError as e:
+        if debug:
+            raise
+        if e.filename is not None:
+            echo_err(f"error: {e.filename}: {e.strerror or e}")
+        else:  # a write to standard output (a full disk: > /dev/full)
+            echo_err(f"error: cannot write to standard output ({e.strerror or e})")
+        _stdout_to_devnull()
+        code = ExitCode.BAD_INPUT
+    except Exception as e:  # a bug: still one line, never a traceback without --debug
+        if debug:
+            raise
+        echo_err(f"error: internal error ({type(e).__name__}: {' '.join(str(e).split())}); rerun with --debug and report it")
+        code = ExitCode.BAD_INPUT
+    return code
+
+
+def _click_line(e) -> str:
+    """A usage error as one line: what is wrong and where to look (``grpofit fit --help``)."""
+    text = " ".join(e.format_message().split()).rstrip(".")
+    ctx = getattr(e, "ctx", None)
+    command = getattr(ctx, "command_path", None) or "grpofit"
+    return f"{text}; see '{command} --help'"

@@ -1,0 +1,54 @@
+"""``grpofit forecast``: each run's expected reward at the planned end, with prediction intervals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from grpofit.cli.common import DEBUG, METRIC, RUN_PATTERN, STEP, TableOrJson, print_json, warn
+from grpofit.errors import ExitCode
+
+
+def forecast(
+    runs: List[str] = typer.Argument(..., help="Log files or run folders ('-' reads standard input)."),
+    metric: Optional[str] = METRIC,
+    step: Optional[str] = STEP,
+    horizon: Optional[int] = typer.Option(None, "--horizon", help="Planned last step (else from the config: trainer.total_training_steps, max_steps)."),
+    at: List[float] = typer.Option([], "--at", help="Also forecast at this step (repeatable)."),
+    until: Optional[float] = typer.Option(None, "--until", help="Cut the run after this step: what would have been forecast then."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Binary rewards per logged mean (binomial observation noise; else from the config, else estimated)."),
+    format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a fan chart: data, fit, median forecast, 80/95% bands, planned end (.png/.svg/.pdf)."),
+    run_pattern: Optional[str] = RUN_PATTERN,
+    debug: bool = DEBUG,
+) -> int:
+    """Forecast each run from the steps seen so far: expected reward at the planned end with
+    80/95% prediction intervals, plateau, steps to 90/95% of the gain, gain still expected.
+
+    Example: grpofit forecast run.csv --horizon 1000 --at 500 --plot fan.png
+    """
+    from grpofit.forecasting.command import ForecastOptions, forecast_paths
+
+    if plot is not None:
+        from grpofit.plotting import check_suffix
+
+        check_suffix(plot)
+    done = forecast_paths(runs, ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at),
+                                                until=until, batch_size=batch_size, run_pattern=run_pattern))
+    warn(done.warnings)
+    if format is TableOrJson.json:
+        print_json(done.doc)
+    else:
+        from grpofit import render
+        from grpofit.forecasting.report import forecast_tables
+
+        render.print_tables(forecast_tables(done.doc))
+    if plot is not None and done.items:
+        from grpofit.forecasting.fanchart import save_fan_figure
+
+        save_fan_figure(done.items, plot)
+    for e in done.doc.get("errors", []):
+        typer.echo(f"error: {e['error']}", err=True)
+    return ExitCode.BAD_INPUT if done.doc.get("errors") else ExitCode.OK
