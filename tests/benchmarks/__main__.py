@@ -26,7 +26,7 @@ import numpy as np
 
 from tests.benchmarks import data
 
-SECTIONS = ("fit", "startup", "sweep", "reading", "readers", "long_fit", "growth")
+SECTIONS = ("fit", "startup", "sweep", "reading", "readers", "long_fit", "growth", "watch")
 BASELINE = Path(__file__).resolve().with_name("baseline.py")
 
 try:  # the fitting helper's definition of "recovered" (tests/recovery.py)
@@ -48,12 +48,14 @@ class Sizes:
     growth_lengths: tuple[int, ...] = (100, 1_000, 10_000, 100_000, 1_000_000)
     growth_sweeps: tuple[int, ...] = (10, 30, 100, 300)
     reader_rows: tuple[int, ...] = (1_000, 20_000)  # rows of each reader's content (20 columns)
+    watch_full: bool = True  # False: a few replays and a short memory run, no 100-run load
 
 
 FULL = Sizes()
 #: ``--quick`` (the smoke test): every code path but the sweep-vs-runs loop, on tiny inputs
 QUICK = Sizes(fit_counts=(1, 4, 8), one_steps=1000, sweep_runs=8, sweep_steps=300, big_rows=5_000,
-              growth_lengths=(100, 1_000, 10_000), growth_sweeps=(), reader_rows=(200, 2_000))
+              growth_lengths=(100, 1_000, 10_000), growth_sweeps=(), reader_rows=(200, 2_000),
+              watch_full=False)
 
 
 @dataclass
@@ -685,9 +687,16 @@ def bench_growth(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
 
 # --------------------------------------------------------------------------- output
 
+def bench_watch(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
+    """``grpofit watch``: detection delays, false alerts, refits, memory, load (:mod:`.watch`)."""
+    from tests.benchmarks import watch
+
+    watch.bench(rep, sizes, work, repeats)
+
+
 BENCHES = {"fit": bench_fit, "startup": bench_startup, "sweep": bench_sweep,
            "reading": bench_reading, "readers": bench_readers, "long_fit": bench_long_fit,
-           "growth": bench_growth}
+           "growth": bench_growth, "watch": bench_watch}
 HEADERS = ("Section", "Measure", "Result", "Reference", "Target", "Status")
 
 
