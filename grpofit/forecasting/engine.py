@@ -26,6 +26,7 @@ from grpofit.forecasting.drift import late_slope
 from grpofit.forecasting.likelihood import fit_law, reduce_series
 from grpofit.forecasting.predictive import law_weights, sample_future
 from grpofit.forecasting.statespace import LAWS
+from grpofit.numbers import finite as _num
 
 __all__ = ["forecast_series", "Forecast", "MIN_POINTS"]
 
@@ -50,13 +51,6 @@ class Forecast:
     fan: dict | None = None  #: {"step", "q025", "q10", "q50", "q90", "q975"} of the logged reward
     final: dict | None = None  #: prediction of the mean over ``final_steps``
     extra: dict = field(default_factory=dict)
-
-
-def _num(x):
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 def _step_out(x):

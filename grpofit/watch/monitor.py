@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from grpofit.errors import GrpofitError
+from grpofit.numbers import finite
 from grpofit.vocabulary import SCHEMAS
 
 SCHEMA = SCHEMAS["watch"]
@@ -88,12 +89,7 @@ class Alert:
 
 
 def _num(x):
-    if x is None:
-        return None
-    x = float(x)
-    if not np.isfinite(x):
-        return None
-    return int(x) if x == int(x) else x
+    return finite(x, whole=True)
 
 
 @dataclass
