@@ -94,7 +94,7 @@ class Follower:
                     self.resets[key] = tail.resets
                     out.replaced.update(r.name for r in runs)
         if changed_exports:
-            from grpofit.pipeline import join_by_run_name
+            from grpofit.readers.panels import join_by_run_name
 
             out.changed.extend(join_by_run_name([r for runs in exports.values() for r in runs]))
         for path, why in self.waiting.items():
