@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grpofit.errors import UsageError
+from grpofit.numbers import finite as _f
 
 __all__ = ["QUANTITIES", "MARGIN", "Interval", "published", "resolve_side", "compare_fits", "compare_paths"]
 
@@ -77,10 +78,6 @@ def published(fit_doc: dict, quantity: str, law: str = LAW) -> Interval:
     ci = p.get("ci95")
     lo, hi = (ci if ci else (None, None))
     return Interval(_f(p.get("value")), _f(lo), _f(hi), ci is not None)
-
-
-def _f(x) -> float | None:
-    return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
 # --------------------------------------------------------------------------- reading the sides

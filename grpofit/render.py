@@ -649,7 +649,8 @@ def predict_tables(doc: dict) -> list[Any]:
     inputs = doc.get("inputs")
     if inputs:
         out.append(key_value_table("inputs (flags override the run's config)",
-                                   [(k.replace("_", " "), f"{_plain(v.get('value'))}  ({v.get('source')})")
+                                   [(k.replace("_", " "), f"{_plain(v.get('value'))}  ({v.get('source')})"
+                                     if isinstance(v, dict) else _plain(v))
                                     for k, v in inputs.items()]))
     for key in ("group", "from_run", "what_if"):
         if doc.get(key):
@@ -719,7 +720,7 @@ def eval_table(doc: dict) -> Any:
 
     table = Table(title="eval series (train-eval decoupling per benchmark)", title_justify="left")
     for col, justify in (("run", "left"), ("benchmark", "left"), ("points", "right"), ("gain", "right"),
-                         ("plateau [95%]", "right"), ("T_eval/T_train", "right"), ("decouples", "left")):
+                         ("plateau [95%]", "right"), ("T_eval/T_train [95%]", "right"), ("decouples", "left")):
         table.add_column(col, justify=justify, overflow="fold")
     names = short_names([run for run, _ in rows])
     for name, (_, e) in zip(names, rows):
@@ -729,6 +730,11 @@ def eval_table(doc: dict) -> Any:
         if ci:
             text += f" [{num(ci[0])}, {num(ci[1])}]"
         status = e.get("status", "unknown")
+        ratio = num(e.get("timescale_ratio"))
+        div = e.get("divergence") or {}
+        rci = div.get("timescale_ratio_ci95")
+        if rci:  # the interval the divergence test decides on (eval and train fitted over the eval's steps)
+            ratio += f" [{num(rci[0])}, {'inf' if rci[1] is None else num(rci[1])}]"
         table.add_row(esc(name), esc(e.get("benchmark", "")), str(e.get("points", 0)), num(e.get("gain")), text,
-                      num(e.get("timescale_ratio")), _styled(status, "yes" if e.get("decouples") else status))
+                      ratio, _styled(status, "yes" if e.get("decouples") else status))
     return table

@@ -72,3 +72,17 @@ def test_cli_tie_line_is_consistent(capsys):
     assert ex.value.code in (0, None)
     doc = json.loads(capsys.readouterr().out)
     assert doc["exact_fixed_delay"]["stable"] is False and doc["exact_fixed_delay"]["regime"] == "marginal"
+
+
+@pytest.mark.parametrize("args", [["--lr", "0.01", "--momentum", "0.9", "--refresh-interval", "1", "--curvature", "1"],
+                                  ["--lr", "0.00005", "--momentum", "0.9", "--refresh-interval", "1", "--curvature", "2000"]])
+def test_issue_predict_commands_print_their_table(capsys, args):
+    """The issue's exact commands, in the default table form (the inputs without a run are plain
+    numbers: printing them crashed)."""
+    from grpofit.cli import main
+
+    with pytest.raises(SystemExit) as ex:
+        main(["predict", *args])
+    out = capsys.readouterr().out
+    assert ex.value.code in (0, None)
+    assert "critical refresh interval, computed for these inputs" in " ".join(out.split())

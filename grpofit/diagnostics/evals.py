@@ -79,10 +79,18 @@ def benchmark_name(column: str) -> str:
     return name
 
 
+#: longer series are averaged in consecutive blocks to at most half this many points first
+MAX_PROFILE_POINTS = 4000
+
+
 def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64) -> dict | None:
     """``y = a + b exp(-(t - t0)/T)`` by grid over ``T``: best fit and the plateau's profile interval."""
     t = np.asarray(steps, float)
     y = np.asarray(values, float)
+    if t.size > MAX_PROFILE_POINTS:  # a long dense series: block means keep the grid's memory small
+        k = -(-t.size // (MAX_PROFILE_POINTS // 2))
+        m = t.size // k * k
+        t, y = t[:m].reshape(-1, k).mean(axis=1), y[:m].reshape(-1, k).mean(axis=1)
     n = t.size
     if n < 5:
         return None
@@ -122,9 +130,12 @@ def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64) -> d
     # the timescale's 95% profile interval, and the share of the gain still ahead at the last
     # step, exp(-span / T) (0: at the plateau, 1: not started), over the accepted timescales
     # (falling curves: the share of the fall still ahead)
-    t_lo = None if accepted[0] else float(grid[accepted].min())
-    t_hi = None if accepted[-1] else float(grid[accepted].max())
-    ahead = np.exp(-span / grid[accepted])
+    # (widened by one grid step on either side: the grid's resolution)
+    idx = np.flatnonzero(accepted)
+    i_lo, i_hi = max(int(idx[0]) - 1, 0), min(int(idx[-1]) + 1, n_grid - 1)
+    t_lo = None if accepted[0] else float(grid[i_lo])
+    t_hi = None if accepted[-1] else float(grid[i_hi])
+    ahead = np.exp(-span / grid[i_lo : i_hi + 1])
     return {
         "timescale_ci95": [t_lo, t_hi],
         "ahead": float(np.exp(-span / T)),

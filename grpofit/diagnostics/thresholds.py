@@ -56,7 +56,7 @@ class Thresholds:
     eval_drop: float = _t(0.3, "eval falling this fraction of its gain below its peak while train does not fall -> fail")
     eval_fall_min: float = _t(0.05, "... and by at least this fraction of the eval's peak level (a flat benchmark does not 'fall' by a point)")
     eval_stall_share: float = _t(0.2, "train must still make this share of its gain in the second half for an eval stall to count")
-    eval_timescale_ratio: float = _t(4.0, "train timescale / eval timescale at or above this (eval saturates early) -> warn")
+    eval_timescale_ratio: float = _t(4.0, "the 95% interval of train timescale / eval timescale wholly at or above this (eval saturates early) -> warn")
     # reward hacking without an eval set (train-eval decoupling when no eval series exists)
     hack_window: float = _t(20, "sliding window (points) for the KL and reward slopes")
     kl_slope_min: float = _t(0.005, "KL slope per step above this, with the reward slope > 0 and KL slope / reward slope > kl_reward_slope_ratio -> warn")

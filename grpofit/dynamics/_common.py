@@ -3,17 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from grpofit.errors import UsageError
-
-
-def _f(x: Any) -> float | None:
-    """JSON-safe float: NaN/inf -> None."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
+from grpofit.numbers import finite as _f  # JSON-safe float: NaN/inf -> None
 
 
 def _check(lr: float, momentum: float, refresh_interval: float, curvature: float | None = None) -> None:

@@ -5,13 +5,13 @@ They render (``summary()`` -> JSON-safe dict, NaN and infinity as ``None``) and 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from grpofit.models import MODELS
+from grpofit.numbers import finite
 
 if TYPE_CHECKING:
     from grpofit.collapse import Collapse
@@ -19,15 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["Estimate", "ModelFit", "FitResult", "num"]
 
 
-def num(x: Any) -> float | None:
-    """A JSON-safe float: ``None`` for ``None``, NaN and infinity."""
-    if x is None:
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
+num = finite  #: the JSON-safe float (:func:`grpofit.numbers.finite`), under its old name
 
 
 def _step(x) -> int | float | None:

@@ -15,11 +15,11 @@ baselines are summarised over the cuts where a forecast was made, so the compari
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from grpofit.numbers import finite as _num
 from grpofit.vocabulary import SCHEMAS
 
 __all__ = ["DEFAULT_CUTS", "FINAL_FRACTION", "backtest_series", "backtest_run", "summarise",
@@ -48,13 +48,6 @@ def parse_cuts(text: str | None) -> tuple[float, ...]:
             raise UsageError(f"--cuts: {item} is not between 0 and 100%", fix="e.g. --cuts 20,30,50,70")
         out.append(v)
     return tuple(out)
-
-
-def _num(x):
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = None, seed: int = 0) -> list[dict]:

@@ -41,8 +41,9 @@ def check_options(opts: ForecastOptions) -> None:
         raise UsageError(f"--batch-size {opts.batch_size} is not positive", fix="pass the number of rewards averaged per logged step")
 
 
-def forecast_run(run, opts: ForecastOptions, *, final_steps=None):
-    """``(entry, Forecast, rest)`` for one run; ``rest`` are the points after ``--until``."""
+def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
+    """``(entry, Forecast, rest)`` for one run; ``rest`` are the points after ``--until``
+    (``warm``: see :func:`~grpofit.forecasting.engine.forecast_series`)."""
     from grpofit.analysis import resolve_column
     from grpofit.forecasting.engine import forecast_series
     from grpofit.forecasting.plan import batch_size, planned_last_step
@@ -57,7 +58,7 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None):
     horizon, source = planned_last_step(run.config, opts.horizon)
     batch, batch_source = batch_size(run.config, opts.batch_size)
     fc = forecast_series(steps, values, horizon_step=horizon, horizon_source=source, at_steps=opts.at,
-                         batch=batch, final_steps=final_steps, seed=opts.seed)
+                         batch=batch, final_steps=final_steps, seed=opts.seed, warm=warm)
     entry = {"run": run.name, "metric": column, **fc.doc}
     entry["batch_size"] = {"value": batch, "source": batch_source}
     if opts.until is not None:

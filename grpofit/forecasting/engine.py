@@ -26,6 +26,7 @@ from grpofit.forecasting.drift import late_slope
 from grpofit.forecasting.likelihood import fit_law, reduce_series
 from grpofit.forecasting.predictive import law_weights, sample_future
 from grpofit.forecasting.statespace import LAWS
+from grpofit.numbers import finite as _num
 
 __all__ = ["forecast_series", "Forecast", "MIN_POINTS"]
 
@@ -50,13 +51,6 @@ class Forecast:
     fan: dict | None = None  #: {"step", "q025", "q10", "q50", "q90", "q975"} of the logged reward
     final: dict | None = None  #: prediction of the mean over ``final_steps``
     extra: dict = field(default_factory=dict)
-
-
-def _num(x):
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 def _step_out(x):
@@ -108,10 +102,12 @@ def _point_var(values: np.ndarray, batch: int | None):
 
 def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at_steps=(),
                     batch: int | None = None, final_steps=None, seed: int = 0,
-                    laws=None) -> Forecast:
+                    laws=None, warm: dict | None = None) -> Forecast:
     """Forecast a run from ``(steps, values)`` seen so far (see the module docstring).
 
     ``final_steps``: the steps whose mean reward a backtest compares with (``Forecast.final``).
+    ``warm``: law -> ``theta`` of an earlier forecast of the same run (``extra["fits"]``):
+    each law's search starts there (:func:`~.likelihood.fit_law`), as ``grpofit watch`` does.
     """
     steps, values = _clean(steps, values)
     at_steps = [float(s) for s in at_steps]
@@ -149,7 +145,8 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     t_guess = float(guess_exponential(series.t, series.y)["timescale"])
     fits, prior = [], None
     for law in laws or LAWS_USED:
-        f = fit_law(law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior)
+        f = fit_law(law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior,
+                    warm=(warm or {}).get(law))
         if f is not None:
             fits.append(f)
             if law == "one":

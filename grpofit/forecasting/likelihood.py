@@ -264,8 +264,13 @@ def _starts(law: str, series: Series, t_guess: float, prior=None) -> list[np.nda
     return [np.asarray(s, dtype=float) for s in out]
 
 
-def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=None) -> LawFit | None:
-    """Maximise ``law``'s marginal likelihood; ``None`` when every start fails."""
+def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=None,
+            warm=None) -> LawFit | None:
+    """Maximise ``law``'s marginal likelihood; ``None`` when every start fails.
+
+    ``warm``: a ``theta`` of the same law fitted before (``grpofit watch`` refitting a run that
+    has grown a little): the search starts there alone, and falls back to the usual starts only
+    when it fails."""
     from scipy.optimize import minimize
 
     known = series.point_var is not None
@@ -275,13 +280,21 @@ def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=Non
     def f(theta):
         return evaluate(law, theta, series).reml
 
+    def search(starts):
+        best = None
+        for start in starts:
+            start = np.clip(start, lo + 1e-6, hi - 1e-6)
+            res = minimize(f, start, method="L-BFGS-B", bounds=list(zip(lo, hi)),
+                           options={"maxiter": 40, "eps": 1e-5, "ftol": 1e-7})
+            if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
+                best = res
+        return best
+
     best = None
-    for start in _starts(law, series, t_guess, prior):
-        start = np.clip(start, lo + 1e-6, hi - 1e-6)
-        res = minimize(f, start, method="L-BFGS-B", bounds=list(zip(lo, hi)),
-                       options={"maxiter": 40, "eps": 1e-5, "ftol": 1e-7})
-        if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
-            best = res
+    if warm is not None and np.shape(warm) == lo.shape and np.all(np.isfinite(warm)):
+        best = search([np.asarray(warm, dtype=float)])
+    if best is None:
+        best = search(_starts(law, series, t_guess, prior))
     if best is None:
         return None
     theta = np.clip(best.x, lo, hi)

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from grpofit.numbers import finite
+
 MAX_GAPS = 10
 
 
@@ -26,10 +28,7 @@ def step_gaps(steps: np.ndarray, factor: float = 2.0, limit: int = MAX_GAPS) -> 
 
 
 def _num(x: float) -> float | int | None:
-    x = float(x)
-    if not np.isfinite(x):
-        return None
-    return int(x) if x.is_integer() else x
+    return finite(x, whole=True)
 
 
 def inspect_run(run) -> dict[str, Any]:

@@ -7,8 +7,10 @@ the Trainer callback) and for each:
 - re-judges the run with :func:`grpofit.diagnostics.diagnose_run` and refreshes the forecast
   (:func:`forecast_entry`) when it has grown by ``refit_growth`` (default 5%, at least
   ``refit_min`` points) since the last judgement: fitting is the expensive part, so a run that
-  logs a step every poll is not refitted every poll. (The fits start cold each time: the fitting
-  code takes no starting point; growth-based refits are what keeps the cost down.)
+  logs a step every poll is not refitted every poll. A refresh is warm-started: each law of the
+  forecast starts its likelihood search from the parameters the last refit found (one search
+  instead of several from generic starts), and a cold refit runs again once the run has grown
+  by ``cold_growth`` (50%) since the last cold one.
 - turns every mode whose status becomes ``warn`` or ``fail`` into an :class:`Alert`, once per
   ``(run, mode, status)``, remembering the first step at which it fired.
 
@@ -37,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from grpofit.errors import GrpofitError
+from grpofit.numbers import finite
 from grpofit.vocabulary import SCHEMAS
 
 SCHEMA = SCHEMAS["watch"]
@@ -44,18 +47,27 @@ _RANK = {"pass": 1, "warn": 2, "fail": 3}
 
 
 def forecast_entry(run: Any, *, metric: str | None = None, horizon: float | None = None) -> dict | None:
-    """The run's ``grpofit.forecast/1`` entry from the forecaster, or None when this grpofit has
-    none (the seam between watch and the forecaster: the only place watch calls it)."""
+    """The run's ``grpofit.forecast/1`` entry from the forecaster (a cold fit), or None when
+    this grpofit has none."""
+    return forecast_fit(run, metric=metric, horizon=horizon)[0]
+
+
+def forecast_fit(run: Any, *, metric: str | None = None, horizon: float | None = None,
+                 warm: dict | None = None) -> tuple[dict | None, dict | None]:
+    """``(entry, thetas)``: the run's ``grpofit.forecast/1`` entry and each fitted law's
+    parameters (law -> ``theta``, the next refit's ``warm`` start), or ``(None, None)`` when
+    this grpofit has no forecaster. The seam between watch and the forecaster: the only place
+    watch calls it."""
     try:
-        from grpofit import forecasting
+        from grpofit.forecasting.command import ForecastOptions
+        from grpofit.forecasting.command import forecast_run as _forecast_run
     except ImportError:
-        return None
-    fn = getattr(forecasting, "forecast_run", None)
-    if fn is None:
-        return None
-    out = fn(run, metric=metric, horizon=horizon) if horizon is not None else fn(run, metric=metric)
-    doc = getattr(out, "doc", out)
-    return doc if isinstance(doc, dict) else None
+        return None, None
+    opts = ForecastOptions(metric=metric, horizon=None if horizon is None else int(round(horizon)))
+    entry, fc, _ = _forecast_run(run, opts, warm=warm)
+    fits = (getattr(fc, "extra", None) or {}).get("fits") or []
+    thetas = {f.law: np.array(f.theta, dtype=float) for f in fits}
+    return (entry if isinstance(entry, dict) else None), (thetas or None)
 
 
 @dataclass
@@ -77,12 +89,7 @@ class Alert:
 
 
 def _num(x):
-    if x is None:
-        return None
-    x = float(x)
-    if not np.isfinite(x):
-        return None
-    return int(x) if x == int(x) else x
+    return finite(x, whole=True)
 
 
 @dataclass
@@ -99,6 +106,10 @@ class RunState:
     evidence: dict[str, str] = field(default_factory=dict)
     forecast: dict | None = None
     forecast_note: str | None = "cannot forecast yet: not judged yet"
+    warm: dict | None = None  #: law -> theta of the last forecast fit (the next one starts there)
+    cold_n: int = 0  #: points at the last cold (not warm-started) forecast fit
+    forecast_fits: int = 0  #: forecast fits so far (``warm_fits`` of them warm-started)
+    warm_fits: int = 0
     alerts: dict[tuple[str, str], Alert] = field(default_factory=dict)
     problem: str | None = None
     rule_state: dict = field(default_factory=dict)
@@ -139,6 +150,8 @@ class Monitor:
         min_points: int = 30,
         min_fail_points: int = 100,
         confirm_growth: float = 0.2,
+        warm_start: bool = True,
+        cold_growth: float = 0.5,
     ) -> None:
         self.metric = metric
         self.eval_metric = eval_metric
@@ -152,6 +165,8 @@ class Monitor:
         self.min_points = min_points
         self.min_fail_points = min_fail_points
         self.confirm_growth = confirm_growth
+        self.warm_start = warm_start
+        self.cold_growth = cold_growth
         self.runs: dict[str, RunState] = {}
         self.pending: dict[str, tuple] = {}  #: runs due for a diagnosis (``defer``)
         self.pending_fc: dict[str, tuple] = {}  #: runs due for a forecast (``defer``)
@@ -319,8 +334,17 @@ class Monitor:
 
     def _forecast(self, run, st: RunState, col: str) -> None:
         st.forecast_n = st.n
+        # warm: start from the last fit's parameters, except once the run has grown by
+        # ``cold_growth`` since the last cold fit (a cold fit searches from every usual start)
+        warm = st.warm if (self.warm_start and st.warm and st.n < (1.0 + self.cold_growth) * st.cold_n) else None
         try:
-            entry = forecast_entry(run, metric=col, horizon=self.horizon)
+            entry, thetas = forecast_fit(run, metric=col, horizon=self.horizon, warm=warm)
+            st.forecast_fits += 1
+            if warm is None:
+                st.cold_n = st.n
+            else:
+                st.warm_fits += 1
+            st.warm = thetas
         except GrpofitError as e:
             entry, st.forecast_note = None, f"cannot forecast: {e.one_line()}"
         except Exception as e:  # noqa: BLE001 - the forecaster must never stop the watch

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpofit.collapse import default_window, noise_sd
+from grpofit.watch.grow import Grow
 
 MIN_BASELINE = 20
 
@@ -65,12 +66,16 @@ class RewardDrop:
         self.min_drop = min_drop
         self.noise_k = noise_k
         self.w = 0
-        self.level = np.empty(0)
+        self._level = Grow()
         self.last = None  #: (n, last step) the cached levels belong to
+
+    @property
+    def level(self) -> np.ndarray:
+        return self._level.view()
 
     def _levels(self, s: np.ndarray, v: np.ndarray, w: int) -> np.ndarray:
         n = v.size
-        k = self.level.size
+        k = self._level.n
         if w == self.w and self.last is not None and k <= n and k and s[k - 1] == self.last[1] and k == self.last[0]:
             if n > k:
                 if k >= w - 1:  # full windows only: one sliding view over the new points
@@ -79,10 +84,12 @@ class RewardDrop:
                 else:
                     new = trailing_median(v[: n], w)[k:]
                     new[: max(0, w - 1 - k)] = np.nan
-                self.level = np.concatenate([self.level, new])
+                self._level.extend(new)
         else:
-            self.level = trailing_median(v, w)
-            self.level[: w - 1] = np.nan  # shrunken windows are too noisy to set a peak
+            level = trailing_median(v, w)
+            level[: w - 1] = np.nan  # shrunken windows are too noisy to set a peak
+            self._level = Grow(2 * n)
+            self._level.extend(level)
             self.w = w
         self.last = (n, float(s[-1]))
         return self.level

@@ -133,6 +133,10 @@ class Session:
             events += self.monitor.update(run, force_fit=final, defer=not final)
         events += self.monitor.judge_pending(max(self.tokens, 0.0))
         self.tokens -= self.monitor.rejudge_spent
+        if any(e["event"] == "forecast" for e in events):  # a run was re-judged this poll
+            from grpofit.watch.trim import release
+
+            release()  # its temporaries, freed, go back to the OS (see trim.py)
         for path, why in res.problems.items():
             if self.problems_shown.get(path) != why:
                 self.problems_shown[path] = why

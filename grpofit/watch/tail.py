@@ -29,6 +29,7 @@ import numpy as np
 
 from grpofit.errors import GrpofitError, ReadError
 from grpofit.runs import ROW_INDEX, Run, make_run
+from grpofit.watch.grow import Grow
 
 #: text formats read as appended complete lines
 TEXT_FORMATS = ("csv", "tsv", "csv-long", "wandb-export", "wandb-history", "jsonl", "verl-jsonl",
@@ -85,11 +86,11 @@ def _parse(fmt: str, name: str, path: str | None, data: bytes, step: str | None)
 
 
 class Columns:
-    """One run's steps and metric columns, grown by appending parsed slices."""
+    """One run's steps and metric columns, grown by appending parsed slices (in place)."""
 
     def __init__(self) -> None:
-        self.steps = np.empty(0)
-        self.metrics: dict[str, np.ndarray] = {}
+        self._steps = Grow()
+        self._metrics: dict[str, Grow] = {}
         self.step_column = ROW_INDEX
         self.config: dict[str, Any] = {}
         self.config_source: str | None = None
@@ -97,21 +98,35 @@ class Columns:
         self.warnings: list[str] = []
 
     def __len__(self) -> int:
-        return int(self.steps.size)
+        return self._steps.n
+
+    @property
+    def steps(self) -> np.ndarray:
+        return self._steps.view()
+
+    @property
+    def metrics(self) -> dict[str, np.ndarray]:
+        return {k: g.view() for k, g in self._metrics.items()}
+
+    def nbytes(self) -> int:
+        return self._steps.nbytes + sum(g.nbytes for g in self._metrics.values())
 
     def append(self, run: Run, offset_rows: int = 0) -> None:
-        n_old, n_new = self.steps.size, run.steps.size
+        n_old, n_new = self._steps.n, run.steps.size
         if n_new == 0:
             return
         steps = run.steps + offset_rows if run.step_column == ROW_INDEX else run.steps
-        self.steps = np.concatenate([self.steps, steps])
-        for k in set(self.metrics) | set(run.metrics):
-            old = self.metrics.get(k)
+        self._steps.extend(np.asarray(steps, dtype=float))
+        for k in run.metrics:
+            if k not in self._metrics:
+                g = self._metrics[k] = Grow(self._steps.buf.size)
+                g.fill(np.nan, n_old)
+        for k, g in self._metrics.items():
             new = run.metrics.get(k)
-            self.metrics[k] = np.concatenate([
-                old if old is not None else np.full(n_old, np.nan),
-                new if new is not None else np.full(n_new, np.nan),
-            ])
+            if new is None:
+                g.fill(np.nan, n_new)
+            else:
+                g.extend(np.asarray(new, dtype=float))
         self.step_column = run.step_column
         self.fmt = run.format
         if run.config and not self.config:
@@ -123,15 +138,16 @@ class Columns:
     def run(self, name: str, source: str) -> Run:
         """The accumulated run, normalised like every reader's (sorted, duplicates merged)."""
         s = self.steps
+        metrics = self.metrics
         if s.size > 1 and not np.all(s[1:] > s[:-1]):
             key = "\x00step"
-            r = make_run(name, source, self.fmt, {key: s, **self.metrics}, step=key,
+            r = make_run(name, source, self.fmt, {key: s, **metrics}, step=key,
                          config=self.config, config_source=self.config_source)
             r.step_column = self.step_column
             r.warnings = [w for w in r.warnings if "duplicated" not in w] + list(self.warnings)
             return r
         return Run(name=name, source=source, format=self.fmt, steps=s, step_column=self.step_column,
-                   metrics=dict(self.metrics), config=dict(self.config), config_source=self.config_source,
+                   metrics=metrics, config=dict(self.config), config_source=self.config_source,
                    warnings=list(self.warnings), stats={"rows": int(s.size)})
 
 
