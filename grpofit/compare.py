@@ -115,8 +115,12 @@ def _expand(spec: str) -> list[str]:
     raise UsageError(f"{spec}: no such file or directory", fix="check the path, or use FILE::RUN to pick one run of a file")
 
 
-def resolve_side(label: str, specs: list[str], *, metric: str | None = None, step: str | None = None) -> Side:
-    """Read and fit every run of one side (paths, folders, globs, ``FILE::RUN``)."""
+def resolve_side(label: str, specs: list[str], *, metric: str | None = None, step: str | None = None,
+                 run_pattern: str | None = None) -> Side:
+    """Read and fit every run of one side (paths, folders, globs, ``FILE::RUN``); ``run_pattern``
+    (``--run``) keeps the runs it matches (:mod:`grpofit.selection`)."""
+    from grpofit.selection import matches, no_match
+
     from grpofit.analysis import fit_run
     from grpofit.errors import GrpofitError
     from grpofit.pipeline import fit_paths
@@ -133,15 +137,25 @@ def resolve_side(label: str, specs: list[str], *, metric: str | None = None, ste
                     names = ", ".join(r.name.split("::", 1)[-1] for r in runs[:10])
                     raise UsageError(f"{path}: no run named {name!r} in {base}", fix=f"use one of: {names}")
                 for r in pick:
+                    if not matches(r, run_pattern):
+                        continue
                     try:
                         side.fits.append(fit_run(r, metric=metric))
                     except GrpofitError as e:
                         side.errors.append(e.one_line())
                 continue
-            done = fit_paths([path], metric=metric, step=step)
+            try:
+                done = fit_paths([path], metric=metric, step=step, run_pattern=run_pattern)
+            except UsageError:
+                if run_pattern:  # nothing in this path matches: the side as a whole decides below
+                    continue
+                raise
             side.fits.extend(done.results)
             side.errors.extend(e.error for e in done.errors)
             side.warnings.extend(done.warnings)
+    if not side.fits and run_pattern and not side.errors:
+        err = no_match(run_pattern, specs)
+        raise UsageError(f"{label}: {err.message}", fix=err.fix)
     if not side.fits:
         raise UsageError(f"{label}: no run could be fitted from {' '.join(specs)}",
                          fix="check the paths (each side needs at least one readable run with a reward column)")
@@ -312,10 +326,10 @@ def compare_fits(a: Side, b: Side, *, margin: float = MARGIN) -> dict:
 
 
 def compare_paths(a_specs: list[str], b_specs: list[str], *, metric: str | None = None, step: str | None = None,
-                  margin: float = MARGIN) -> tuple[dict, Side, Side]:
+                  margin: float = MARGIN, run_pattern: str | None = None) -> tuple[dict, Side, Side]:
     """Read, fit and compare; returns the document and both sides (for plots)."""
     if not (0 < margin < 1):
         raise UsageError(f"--margin {margin}: must lie between 0 and 1", fix="e.g. --margin 0.1 (10% of the scale)")
-    a = resolve_side("A", a_specs, metric=metric, step=step)
-    b = resolve_side("B", b_specs, metric=metric, step=step)
+    a = resolve_side("A", a_specs, metric=metric, step=step, run_pattern=run_pattern)
+    b = resolve_side("B", b_specs, metric=metric, step=step, run_pattern=run_pattern)
     return compare_fits(a, b, margin=margin), a, b

@@ -71,7 +71,10 @@ def short_title(run_name: str) -> str:
     import os
 
     path, _, run = run_name.partition("::")
-    base = os.path.basename(path.rstrip("/")) or path
+    path = path.rstrip("/")
+    base = os.path.basename(path) or path
+    if base.startswith("checkpoint-") and os.path.basename(os.path.dirname(path)):  # which run's checkpoint
+        base = f"{os.path.basename(os.path.dirname(path))}/{base}"
     return f"{base}\n{run}" if run else base
 
 
@@ -102,7 +105,8 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdi
     import numpy as np
 
     steps, values = result.steps, result.values
-    ax_data.plot(steps, values, ".", ms=3, color="0.45", label=f"{result.metric} (fitted part)")
+    fitted_part = " (fitted part)" if result.collapse is not None else ""  # the rest is drawn apart
+    ax_data.plot(steps, values, ".", ms=3, color="0.45", label=f"{result.metric}{fitted_part}")
     if collapse_values is not None:
         cs, cv = collapse_values
         ax_data.plot(cs, cv, ".", ms=3, color="0.75", label="after the collapse (not fitted)")
@@ -166,10 +170,15 @@ def overlay_figure(results: list):
 
     fig = new_figure(figsize=(9, 6.5), layout="constrained")
     ax, ax_resid = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
-    names = [short_title(str(r.run)).replace("\n", " ") for r in results]
+    names, source = overlay_names([str(r.run) for r in results])
     for i, (result, name) in enumerate(zip(results, names)):
         colour = f"C{i % 10}"
         ax.plot(result.steps, result.values, ".", ms=2, color=colour, alpha=0.35)
+        after = _after_collapse(result)
+        if after is not None:  # the part after a collapse is not fitted, but it is data: drawn faint
+            ax.plot(*after, "x", ms=2, color=colour, alpha=0.25)
+            ax.axvline(result.collapse.step, color=colour, ls=":", lw=1)
+            name = f"{name} (collapse at step {result.collapse.step:g})"
         model = result.models.get(result.preferred or "")
         if model is None or not model.ok:
             ax.plot([], [], ".", color=colour, label=safe_label(f"{name} (no fit)"))
@@ -182,7 +191,8 @@ def overlay_figure(results: list):
         ax_resid.plot(result.steps, result.values - model.predict(result.steps), ".", ms=2, color=colour, alpha=0.6)
     metrics = sorted({str(r.metric) for r in results})
     ax.set_ylabel(safe_label(", ".join(metrics)))
-    ax.set_title(safe_label(f"{len(results)} runs overlaid: {', '.join(metrics)} with each run's preferred fit"),
+    of = f" of {source}" if source else ""
+    ax.set_title(safe_label(f"{len(results)} runs{of} overlaid: {', '.join(metrics)} with each run's preferred fit"),
                  fontsize=9)
     ax.legend(fontsize=7, loc="best")
     ax_resid.axhline(0, color="k", lw=0.8)
@@ -190,6 +200,15 @@ def overlay_figure(results: list):
     ax_resid.set_xlabel(safe_label(step_label(results[0].step_column) if len({r.step_column for r in results}) == 1
                                    else "step"))
     return fig
+
+
+def overlay_names(runs: list[str]) -> tuple[list[str], str | None]:
+    """Legend names for an overlay, and the file they all come from (then only the run names
+    are shown: ``[paper]GRPO_online``, not the export's long file name three times)."""
+    paths = {r.partition("::")[0] for r in runs}
+    if len(paths) == 1 and all("::" in r for r in runs):
+        return [r.partition("::")[2] for r in runs], short_title(paths.pop())
+    return [short_title(r).replace("\n", " ") for r in runs], None
 
 
 def _after_collapse(result: Any):

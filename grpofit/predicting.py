@@ -58,6 +58,8 @@ def run_predict(
         lr, momentum = dynamics.heavy_ball_from_adam(lr, momentum)
         inputs_note = f"Adam mapped to heavy ball: mu = beta1 = {momentum:g}, eta_eff = lr (1 - beta1) = {lr:g}"
     changes = {k: v for k, v in (what_if or {}).items() if v is not None}
+    if "lr" in changes:  # the figure is titled with the what-if rate, as the user gave it
+        passed["lr_passed"] = changes["lr"]
     if adam and "lr" in changes:
         changes["lr"] = changes["lr"] * (1 - momentum)
     if from_run is None:
@@ -81,7 +83,7 @@ def run_predict(
     measured = dynamics.from_run(fit, lr, momentum, refresh_interval, group_size=group_size, noise=noise)
     doc = measured.prediction.summary()
     doc["from_run"] = {"run": fit.run, "metric": fit.metric, **measured.summary()}
-    doc["inputs"] = inputs
+    doc["input_sources"] = inputs  # where each hyperparameter came from; doc["inputs"] keeps the numbers used
     if inputs_note:
         doc["notes"].insert(0, inputs_note)
     figure = None

@@ -271,6 +271,8 @@ def late_level_note(run: dict) -> str | None:
 
 #: narrower consoles get the compact verdict table (no timescale/inertia, short headers)
 FULL_TABLE_WIDTH = 130
+#: ... and the full layout only while it leaves this many characters for the run names
+MIN_NAME_ROOM = 24
 SHORT_REGIME = {"overdamped": "over", "underdamped": "under", "critical": "crit", "indeterminate": "indet"}
 SHORT_STATUS = {"pass": "pass", "warn": "warn", "fail": "FAIL", "unknown": "?"}
 NOT_GATING_MARK = "*"
@@ -343,8 +345,8 @@ def diagnose_table(doc: dict, *, width: int = 200) -> Any:
     longest = max((len(n) for n in names), default=1)
     full = width >= FULL_TABLE_WIDTH
     # the other columns take a fixed width and the run column gets the rest: the full layout
-    # only while that leaves room for a readable name (24 characters, or the longest name)
-    if full and width - _table_width(doc, modes, True, names=["x"]) < min(longest, 24):
+    # only while that leaves room for a readable name (MIN_NAME_ROOM characters, or the longest name)
+    if full and width - _table_width(doc, modes, True, names=["x"]) < min(longest, MIN_NAME_ROOM):
         full = False
     room = max(12, width - _table_width(doc, modes, full, names=["x"]))
     return _build_table(doc, modes, full, [elide(n, min(room, longest)) for n in names])
@@ -461,7 +463,7 @@ def diagnose_evidence(doc: dict, *, errors: bool = True) -> list[str]:
             lines.append(f"{r['run']}: fit: {note}")
         trend = r.get("trend") or {}
         if trend.get("unexpected") and trend.get("note"):
-            lines.append(f"{r['run']}: falling: {trend['note']}")
+            lines.append(f"{r['run']}: {trend['note']}")  # the note says "reward is falling: ..."
     if errors:
         for e in doc.get("errors", []):
             lines.append(f"{e['run']}: error: {e['error']}")
@@ -518,7 +520,8 @@ def diagnose_junit(doc: dict) -> str:
 
     The gate decides: a status that gates (``fail``; ``warn`` with ``--strict``) is a
     ``<failure>``; a ``fail`` outside ``--fail-on`` is ``<skipped>`` ("not gating") with a
-    property; ``unknown`` is ``<skipped>``; a ``--min-r2`` gate adds a ``min_r2`` test case.
+    property; ``unknown`` is ``<skipped>``; a ``--min-r2`` gate adds a ``min_r2`` test case, and a
+    reward that falls when it should rise a ``reward_trend`` one (a ``<failure>`` with ``--strict``).
     """
     from xml.etree import ElementTree as ET
 
@@ -555,6 +558,17 @@ def diagnose_junit(doc: dict) -> str:
                 ET.SubElement(case, "skipped", message=evidence)
             else:
                 ET.SubElement(case, "system-out").text = f"{status}: {evidence}"
+        trend = r.get("trend") or {}
+        if trend.get("unexpected") and trend.get("direction") == "falling":
+            note = xml_text(trend.get("note") or "reward is falling")
+            case = ET.SubElement(suite, "testcase", classname=run, name="reward_trend")
+            counts["tests"] += 1
+            ET.SubElement(props, "property", name="reward_trend", value="falling")
+            if any(x.startswith("reward falling") for x in g.get("reasons", [])):  # --strict
+                counts["failures"] += 1
+                ET.SubElement(case, "failure", message=note, type="falling").text = note
+            else:
+                ET.SubElement(case, "system-out").text = f"warn: {note}"
         if policy.get("min_r2") is not None:
             case = ET.SubElement(suite, "testcase", classname=run, name="min_r2")
             counts["tests"] += 1
@@ -646,7 +660,7 @@ def predict_tables(doc: dict) -> list[Any]:
             table.add_row(label, num(ex.get("spectral_radius"), 4), num(ex.get("stable")), ex.get("regime") or "-",
                           num(ex.get("critical_refresh_interval")))
     out.append(table)
-    inputs = doc.get("inputs")
+    inputs = doc.get("input_sources")  # predict --from-run: {name: {value, source}}
     if inputs:
         out.append(key_value_table("inputs (flags override the run's config)",
                                    [(k.replace("_", " "), f"{_plain(v.get('value'))}  ({v.get('source')})"

@@ -8,11 +8,17 @@ Every block of the form
     ```
 
 has its fenced body replaced by what the command prints now (stdout, then stderr), run from the
-project root with a fixed terminal width. Usage: ``python scripts/update_readme.py``.
+project root with a fixed terminal width. The JSON a ``--format json`` command prints is shown with
+its floats rounded to 4 significant digits (the document itself keeps every digit).
+
+Usage: ``python scripts/update_readme.py`` rewrites README.md and redraws its figures;
+``python scripts/update_readme.py --check`` changes nothing and exits 1, naming the commands,
+when a pasted output differs from what the code prints now (tests/test_readme_outputs.py runs it).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -22,19 +28,58 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"(<!-- run: (?P<cmd>.+?) -->\n```text\n)(?P<body>.*?)(```)", re.S)
+MAX_LINES = 60
+SIGNIFICANT = 4
+
+
+def round_floats(value):
+    """``value`` with every float rounded to ``SIGNIFICANT`` significant digits (ints untouched)."""
+    if isinstance(value, float):
+        return float(f"{value:.{SIGNIFICANT}g}")
+    if isinstance(value, dict):
+        return {k: round_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [round_floats(v) for v in value]
+    return value
+
+
+def _shown_stdout(args: list[str], stdout: str) -> str:
+    if "json" not in args or args[args.index("json") - 1] != "--format":
+        return stdout
+    try:
+        doc = json.loads(stdout)
+    except ValueError:
+        return stdout  # not one JSON document: show it as printed
+    return json.dumps(round_floats(doc), indent=2, ensure_ascii=False) + "\n"
 
 
 def run(cmd: str) -> str:
+    """What README.md shows for ``cmd``: its output (JSON floats rounded) and its exit code."""
     env = dict(os.environ, COLUMNS="140", NO_COLOR="1", TERM="dumb")
     args = shlex.split(cmd)
     if args[0] == "grpofit":
         args = [sys.executable, "-m", "grpofit", *args[1:]]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=env)
-    text = proc.stdout + proc.stderr
+    text = _shown_stdout(args, proc.stdout) + proc.stderr
     lines = [line.rstrip() for line in text.splitlines()]
-    if len(lines) > 60:
-        lines = lines[:60] + [f"... ({len(lines) - 60} more lines)"]
+    if len(lines) > MAX_LINES:
+        lines = lines[:MAX_LINES] + [f"... ({len(lines) - MAX_LINES} more lines)"]
     return "\n".join(lines) + f"\n(exit code {proc.returncode})\n"
+
+
+def blocks(text: str) -> list[tuple[str, str]]:
+    """The README's ``(command, pasted output)`` pairs, in order."""
+    return [(m.group("cmd"), m.group("body")) for m in BLOCK.finditer(text)]
+
+
+def stale(text: str, *, skip=lambda cmd: False) -> list[tuple[str, str, str]]:
+    """``(command, pasted, now)`` for every block whose pasted output differs from the output now."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    todo = [(cmd, body) for cmd, body in blocks(text) if not skip(cmd)]
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+        now = list(pool.map(run, [cmd for cmd, _ in todo]))
+    return [(cmd, body, out) for (cmd, body), out in zip(todo, now) if out != body]
 
 
 FIGURES = (
@@ -55,13 +100,21 @@ def figures() -> None:
         shutil.copy(fig, ROOT / "docs" / "diagnose_grpo_collapse.png")
 
 
-def main() -> None:
-    figures()
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     path = ROOT / "README.md"
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
+    if "--check" in argv:
+        bad = stale(text)
+        for cmd, _, _ in bad:
+            print(f"README.md: the output pasted under `{cmd}` is stale: run python scripts/update_readme.py",
+                  file=sys.stderr)
+        return 1 if bad else 0
+    figures()
     new = BLOCK.sub(lambda m: m.group(1) + run(m.group("cmd")) + m.group(4), text)
-    path.write_text(new)
+    path.write_text(new, encoding="utf-8")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

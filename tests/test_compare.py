@@ -51,6 +51,12 @@ def test_json_matches_the_contract_schema(capsys, pair):
     # the README's example document is this comparison
     p = diffs["plateau"]
     assert (round(p["a"], 3), round(p["b"], 3), round(p["p_value"], 2)) == (0.499, 0.497, 0.47)
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    lo, hi = p["ci95"]
+    assert (f'"difference": {p["difference"]:.2g}, "ci95": [{lo:.2g}, {hi:.2g}], "p_value": {p["p_value"]:.2f}, '
+            f'"verdict": "same", "a_ci95": [{p["a_ci95"][0]:.3f}, {p["a_ci95"][1]:.3f}], '
+            f'"b_ci95": [{p["b_ci95"][0]:.3f}, {p["b_ci95"][1]:.3f}], "n_a": 1, "n_b": 1, "margin": {p["margin"]:.3f}, '
+            f'"test": "{p["test"]}"}}') in readme
 
 
 def test_groups_by_glob_table_and_plot(capsys, pair, tmp_path):

@@ -48,7 +48,7 @@ def test_a_falling_reward_is_a_falling_finding(capsys, falling_csv):
     assert run["verdict"] == "warn"  # never a quiet pass
     code, out, _ = run_cli(capsys, "diagnose", falling_csv)
     assert "0.198 ↓" in out
-    assert f"{falling_csv}: falling: reward is falling: 0.591 at the start, 0.215 over steps 226-300, " \
+    assert f"{falling_csv}: reward is falling: 0.591 at the start, 0.215 over steps 226-300, " \
            "timescale 82 steps; p* 0.198 is where the fall leads, not a plateau reached by learning" in out
     code, _, _ = run_cli(capsys, "diagnose", falling_csv, "--strict")
     assert code == 1
@@ -66,3 +66,23 @@ def test_a_rising_reward_is_not_marked(capsys):
 def test_steps_print_as_integers():
     assert step_text(395.0) == "395" and step_text(3) == "3" and step_text(12.5) == "12.5"
     assert not math.isnan(float(step_text(1e6)))
+
+
+def test_a_falling_reward_is_in_the_junit_report_and_fails_it_with_strict(capsys, falling_csv, tmp_path):
+    from xml.etree import ElementTree as ET
+
+    junit = tmp_path / "r.xml"
+    for strict, code_expected, failures in ((False, 0, 0), (True, 1, 1)):
+        args = ["diagnose", falling_csv, "--junit", junit] + (["--strict"] if strict else [])
+        code, out, _ = run_cli(capsys, *args)
+        assert code == code_expected
+        suite = ET.parse(junit).getroot().find("testsuite")
+        assert suite.get("failures") == str(failures)
+        (case,) = [c for c in suite.iter("testcase") if c.get("name") == "reward_trend"]
+        props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        assert props["reward_trend"] == "falling" and props["verdict"] == ("fail" if strict else "warn")
+        if strict:
+            assert case.find("failure").get("message").startswith("reward is falling: 0.591 at the start")
+            assert f"  {falling_csv}: reward falling (--strict)" in out
+        else:
+            assert case.find("system-out").text.startswith("warn: reward is falling")

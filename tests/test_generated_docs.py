@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
+import re
 import sys
 from pathlib import Path
+
+import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,45 +38,79 @@ def _readme_section() -> str:
     return text[start:text.index("\n## ", start + 5)]
 
 
-def test_bandit_sweep_numbers_quoted_in_readme_and_doc_are_recomputed():
-    import re
-
-    import numpy as np
-
-    from grpofit import dynamics as dyn
-    from grpofit import simulation as sim
-
+@pytest.fixture(scope="module")
+def sweep():
+    """scripts/bandit_sweep.py's whole computation (about 20 s of CPU), done once for these tests."""
     b = _load("bandit_sweep")
+    return b, b.build()
+
+
+def test_bandit_sweep_doc_is_what_the_script_writes_now(sweep):
+    _, built = sweep
+    committed = (ROOT / "docs" / "bandit_sweep.md").read_text(encoding="utf-8")
+    if built["md"] != committed:
+        diff = difflib.unified_diff(committed.splitlines(), built["md"].splitlines(), "committed", "now", lineterm="", n=0)
+        pytest.fail("rerun `python scripts/bandit_sweep.py`; docs/bandit_sweep.md differs:\n" + "\n".join(list(diff)[:40]))
+
+
+def _e(x: float) -> str:
+    return f"{x:.1e}".replace("e-0", "e-")
+
+
+def test_bandit_sweep_numbers_quoted_in_readme_are_recomputed(sweep):
+    from grpofit import dynamics as dyn
+
+    b, built = sweep
     readme = _readme_section()
-    doc = (ROOT / "docs" / "bandit_sweep.md").read_text(encoding="utf-8")
-    fp = sim.fixed_point(b.ARMS, b.CORRECT, b.BETA, 0)
+    flat = " ".join(readme.split())
+    doc = built["md"]
+    fp, rows, thr, gs = built["fp"], built["rows"], built["thr"], built["gs"]
     K = fp.curvature
     # "p* = 0.514, K = 0.278, so eta K = 0.028"
     m = re.search(r"`p\* = ([\d.]+)`, `K = ([\d.]+)`, so `eta K = ([\d.]+)`", readme)
     assert m, "README no longer states p*, K, eta K in the expected form"
     assert m.groups() == (f"{fp.p:.3f}", f"{K:.3f}", f"{b.LR * K:.3f}")
     # threshold table: closed form, exact fixed delay, exact sawtooth, simulation
-    thr = b.thresholds(fp)
     for t in thr:
         mu = f"{t['mu']:g}"
         row = re.search(rf"^\| {re.escape(mu)} \| ([^|]+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \|$", readme, re.M)
         assert row, f"README threshold row for mu={mu} missing"
         assert [c.strip() for c in row.groups()] == [f"{t['cf']:.2g}", str(t["fx"]), str(t["sw"]), str(t["sim"])]
-        cells = [t["mu"], t["cf"], t["fx"], t["theory_fx"], t["sw"], t["theory_sw"], t["sim"]]
-        assert "| " + " | ".join(b.fmt(c) for c in cells) + " |" in doc
+    assert f"predicts its stability threshold exactly ({', '.join(str(t['sw']) for t in thr)})" in flat
+    assert all(t["sw"] == t["sim"] for t in thr)
     # per-step growth: simulated linear response vs exact sawtooth, over the whole sweep
-    diffs = []
-    for mu in b.MOMENTA:
-        for kref in b.KREFS:
-            g = b.linear_growth(fp, mu, kref)
-            if g is not None:
-                diffs.append(abs(g - dyn.exact_sawtooth(b.LR, mu, kref, K, with_threshold=False).spectral_radius))
+    diffs = [abs(r["sim_growth"] - r["sw_rho"]) for r in rows if r["sim_growth"] is not None]
     worst = max(diffs)
-    assert np.isfinite(worst)
-    assert f"to within\n  {worst:.1e}".replace("e-0", "e-") in readme
+    assert np.isfinite(worst) and worst == max(
+        abs(r["sim_growth"] - dyn.exact_sawtooth(b.LR, r["mu"], r["kref"], K, with_threshold=False).spectral_radius)
+        for r in rows if r["sim_growth"] is not None)
+    assert f"to within {_e(worst)} across the sweep" in flat
     assert f"max |difference| = {worst:.2e} over {len(diffs)} runs" in doc
-    # regime agreement counts the README quotes come from the doc's sweep table
-    n = len(b.MOMENTA) * len(b.KREFS)
-    assert f"sawtooth regime in {n}/{n} runs" in doc and f"matches all {n} runs" in readme
-    cf = re.search(r"closed-form regime \(overdamped->monotone, underdamped->oscillatory\) in (\d+)/(\d+)", doc)
-    assert cf and f"regime matches {cf.group(1)} of {cf.group(2)} runs" in readme
+    # regime agreement counts and the closed form's misses
+    n = len(rows)
+    assert sum(r["sim_label"] == r["sw_regime"] for r in rows) == n
+    assert f"sawtooth regime in {n}/{n} runs" in doc and f"matches all {n} runs" in flat
+    cf_ok = sum(b._cf_label(r["cf_regime"]) == r["sim_label"] for r in rows)
+    assert f"closed-form regime (overdamped->monotone, underdamped->oscillatory) in {cf_ok}/{n}" in doc
+    assert f"regime matches {cf_ok} of {n} runs" in flat
+    unstable = sum(r["cf_regime"] == "unstable" and r["sim_label"] != "unstable" for r in rows)
+    under = sum(r["cf_regime"] == "underdamped" and r["sim_label"] == "monotone" for r in rows)
+    assert f"it calls {unstable} decaying runs unstable and {under} monotone runs underdamped" in flat
+    ratios = [r["fit"]["timescale"] / r["cf_T"] for r in rows if r["fit"] and r["cf_T"] and r["fit"].get("timescale")]
+    assert f"Fitted timescales are {min(ratios):.1f}-{max(ratios):.1f}x the closed form's" in flat
+    # KL on the current policy: no threshold up to the longest refresh interval tried
+    assert all(t["sw_split"] is None and "K_ref=512" in str(t["sim"]) for t in built["thr_cur"])
+    assert "no threshold exists up to 512" in flat
+    # group size: README table, signal factors, curvatures, variance ratio
+    by_g = {r["G"]: r for r in gs}
+    for G, label in ((4, "4"), (16, "16")):
+        r = by_g[G]
+        assert f"| {label} | {r['theory']:.3f} | {r['sim']:.3f} | {_e(r['var'])} |" in readme, G
+    r0 = by_g[0]
+    assert f"| exact (G -> inf) | {r0['theory']:.3f} | {r0['sim']:.3f} | 0 |" in readme
+    assert (f"the signal factor is {by_g[4]['signal']:.2f} for `G = 4`, {by_g[16]['signal']:.2f} for `G = 16`"
+            in flat)
+    assert f"({by_g[4]['K']:.3f}, {by_g[16]['K']:.3f}, {by_g[0]['K']:.3f})" in flat
+    ratio = by_g[4]["var"] / by_g[16]["var"]
+    assert f"falls {ratio:.0f}-fold from `G = 4` to `G = 16`" in flat
+    assert f"Late-run variance ratio G=4/G=16 = {ratio:.1f}" in doc

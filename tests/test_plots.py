@@ -75,3 +75,33 @@ def test_diagnosis_figure_titles_use_the_table_headers_and_thresholds_apply_wher
     (warn,) = [c for c in zero.collections if c.get_label() == "warn (late run)"]
     (segment,) = warn.get_segments()
     assert segment[0][0] >= 290  # the late run (last quarter of 400 steps), not the whole run
+
+
+def test_fit_panels_label_the_data_as_fitted_part_only_after_a_collapse():
+    from grpofit.pipeline import fit_paths
+    from grpofit.plotting import fit_figure
+
+    results = fit_paths([str(SAMPLES / "healthy_slow_start.csv"), str(SAMPLES / "collapse_run")]).results
+    fig = fit_figure(results)
+    healthy, collapsed = [ax for ax in fig.axes if ax.get_ylabel() != "residual"]
+    assert healthy.get_legend_handles_labels()[1][0] == "reward"
+    assert collapsed.get_legend_handles_labels()[1][:2] == ["reward (fitted part)", "after the collapse (not fitted)"]
+    assert collapsed.get_title().startswith("collapse_run/checkpoint-400\n")  # not a bare checkpoint-400
+
+
+def test_overlay_of_one_export_names_the_runs_and_shows_each_collapse():
+    from grpofit.plotting import fit_figure, overlay_names
+
+    names, source = overlay_names(["x/e.csv::[paper]GRPO_online", "x/e.csv::[paper]GSPO_online"])
+    assert names == ["[paper]GRPO_online", "[paper]GSPO_online"] and source == "e.csv"
+    assert overlay_names(["a/r1.csv", "b/r2.csv"]) == (["r1.csv", "r2.csv"], None)
+    from grpofit.pipeline import fit_paths
+
+    results = fit_paths([str(SAMPLES / "collapse_run"), str(SAMPLES / "healthy_slow_start.csv")]).results
+    fig = fit_figure(results, overlay=True)
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert labels[0].startswith("collapse_run/checkpoint-400 (collapse at step 395): ")
+    assert labels[1].startswith("healthy_slow_start.csv: ")
+    # the points after the collapse are drawn (faint), not dropped
+    n_points = sum(len(line.get_xdata()) for line in fig.axes[0].lines if line.get_linestyle() == "None")
+    assert n_points == 600 + 400

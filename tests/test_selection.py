@@ -63,7 +63,8 @@ def test_predict_from_run_reads_the_config_and_flags_override(capsys):
     code, out, _ = run_cli(capsys, "predict", "--from-run", WANDB, "--refresh-interval", "2", "--format", "json")
     doc = json.loads(out)
     assert code == 0
-    inputs = doc["inputs"]
+    inputs = doc["input_sources"]
+    assert doc["inputs"]["lr"] == pytest.approx(1e-07) and doc["inputs"]["refresh_interval"] == 2.0  # the numbers used
     config = f"{WANDB}/files/config.yaml"
     assert inputs["lr"] == {"value": 1e-06, "source": f"config: learning_rate in {config}"}
     assert inputs["momentum"]["value"] == 0.9 and inputs["momentum"]["source"].startswith(f"config: adam_beta1 in {config}")
@@ -73,7 +74,7 @@ def test_predict_from_run_reads_the_config_and_flags_override(capsys):
     assert any("eta_eff = lr (1 - beta1) = 1e-07" in n for n in doc["notes"])
     code, out, _ = run_cli(capsys, "predict", "--from-run", WANDB, "--refresh-interval", "2", "--lr", "3e-6",
                            "--momentum", "0.5", "--format", "json")
-    inputs = json.loads(out)["inputs"]
+    inputs = json.loads(out)["input_sources"]
     assert inputs["lr"]["source"] == "--lr" and inputs["momentum"] == {"value": 0.5, "source": "--momentum"}
     assert inputs["adam"]["value"] is False
     code, out, err = run_cli(capsys, "predict", "--from-run", WANDB)
@@ -82,3 +83,15 @@ def test_predict_from_run_reads_the_config_and_flags_override(capsys):
         "pass --refresh-interval (flags override the run's config)"]
     code, out, _ = run_cli(capsys, "predict", "--from-run", WANDB, "--refresh-interval", "2")
     assert "inputs (flags override the run's config)" in out and "1e-06  (config: learning_rate in" in out
+
+
+def test_predict_table_without_a_run_has_no_input_sources(capsys):
+    # the inputs table (where each value came from) belongs to --from-run; the closed form alone
+    # used to crash rendering it from the plain numeric `inputs`
+    args = ("predict", "--lr", "1e-6", "--momentum", "0.9", "--refresh-interval", "4", "--curvature", "2000")
+    code, out, err = run_cli(capsys, *args, "--group-size", "8")
+    assert code == 0 and err == "" and "closed form (step units)" in out and "group_size" in out
+    assert "flags override" not in out
+    code, out, _ = run_cli(capsys, *args, "--format", "json")
+    doc = json.loads(out)
+    assert "input_sources" not in doc and doc["inputs"]["lr"] == 1e-6 and doc["inputs"]["refresh_interval"] == 4.0

@@ -78,3 +78,10 @@ def test_short_help_completion_and_names_in_help(capsys):
     assert all(name in flat for name in threshold_names())
     _, out, _ = run_cli(capsys, "simulate", "--help")
     assert "grpofit simulate bandit --arms 8" in " ".join(out.split())
+
+
+def test_forecast_plot_suffix_error_names_the_option(capsys):
+    code, out, err = run_cli(capsys, "forecast", RUN, "--plot", "x.jpgz")
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        "error: --plot x.jpgz: cannot tell the figure format from the suffix; end the file name in .png, .svg or .pdf"]

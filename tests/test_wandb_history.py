@@ -84,7 +84,7 @@ def test_parquet_without_the_extra_names_it(tmp_path, monkeypatch, capsys):
         main(["fit", str(p)])
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and str(p) in err[0] and "grpofit[parquet]" in err[0]
+    assert len(err) == 1 and str(p) in err[0] and "pip install '.[parquet]'" in err[0]
 
 
 def test_old_run_folder_history_jsonl(tmp_path):

@@ -46,4 +46,7 @@ def test_predict_plot_shows_the_lr_the_user_passed(capsys, tmp_path, monkeypatch
     assert code == 0, err
     titles = " ".join(t.get_text() for fig in drawn for ax in fig.axes for t in [ax.title, *fig.texts])
     titles += " ".join(fig._suptitle.get_text() for fig in drawn if getattr(fig, "_suptitle", None))
-    assert "lr 0.5" in titles and "Adam" in titles, titles
+    # the title is the what-if's: --what-if-lr 1.0 as given, and its Adam-effective rate 1.0 x (1 - 0.9)
+    assert "at lr 1 (Adam, beta1=0.9; Adam-effective lr 0.1)" in titles, titles
+    labels = [lab for fig in drawn for ax in fig.axes for lab in ax.get_legend_handles_labels()[1]]
+    assert any(lab.startswith("baseline: lr_eff=0.05 ") for lab in labels), labels

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from grpofit.cli.common import DEBUG, METRIC, STEP, TableOrJson, echo_err, print_json, shown, warn
+from grpofit.cli.common import DEBUG, METRIC, RUN_PATTERN, STEP, TableOrJson, echo_err, print_json, shown, warn
 from grpofit.errors import ExitCode
 
 
@@ -19,6 +19,7 @@ def compare(
     margin: float = typer.Option(0.1, "--margin", help="Equivalence margin for 'same', as a fraction of each quantity's scale."),
     format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write an overlay of both sides' data and fits (.png/.svg/.pdf)."),
+    run_pattern: Optional[str] = RUN_PATTERN,
     debug: bool = DEBUG,
 ) -> int:
     """Differences in plateau, timescale, inertia and damping ratio between two runs or groups.
@@ -27,6 +28,8 @@ def compare(
     --margin of its scale) or cannot tell.
 
     Example: grpofit compare sync.csv 'async_*.csv' --format json
+
+    Example: grpofit compare export.csv export.csv --run '*GRPO*' (FILE::RUN picks one run of a file)
     """
     if plot is not None:
         from grpofit.plotting import check_suffix
@@ -34,7 +37,7 @@ def compare(
         check_suffix(plot, option="--plot")
     from grpofit.compare import compare_paths
 
-    doc, side_a, side_b = compare_paths([a], [b], metric=metric, step=step, margin=margin)
+    doc, side_a, side_b = compare_paths([a], [b], metric=metric, step=step, margin=margin, run_pattern=run_pattern)
     warn(side_a.warnings + side_b.warnings)
     if format is TableOrJson.json:
         print_json(doc)

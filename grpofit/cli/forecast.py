@@ -34,7 +34,7 @@ def forecast(
     if plot is not None:
         from grpofit.plotting import check_suffix
 
-        check_suffix(plot)
+        check_suffix(plot, option="--plot")
     done = forecast_paths(runs, ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at),
                                                 until=until, batch_size=batch_size, run_pattern=run_pattern))
     warn(done.warnings)

@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from grpofit.cli.common import DEBUG, METRIC, STEP, parse_thresholds
+from grpofit.cli.common import DEBUG, METRIC, RUN_PATTERN, STEP, parse_thresholds
 
 
 class ExitOn(str, Enum):
@@ -17,7 +17,7 @@ class ExitOn(str, Enum):
 
 
 def watch(
-    paths: List[str] = typer.Argument(..., help="Log files, run folders or folders where runs appear."),
+    paths: List[str] = typer.Argument(..., help="Log files, run folders, folders where runs appear, or FILE::RUN (one run of a multi-run file)."),
     interval: float = typer.Option(10.0, "--interval", help="Seconds between polls."),
     on_fail: Optional[str] = typer.Option(None, "--on-fail", help="Shell command run once per new failure (GRPOFIT_RUN, GRPOFIT_MODE, GRPOFIT_EVIDENCE, GRPOFIT_STEP in its environment)."),
     exit_on: Optional[ExitOn] = typer.Option(None, "--exit-on", help="Exit 1 as soon as a run reaches this status (fail or warn)."),
@@ -32,6 +32,7 @@ def watch(
     horizon: Optional[float] = typer.Option(None, "--horizon", help="Planned last step for the forecasts (else from each run's config)."),
     no_forecast: bool = typer.Option(False, "--no-forecast", help="Judge and alert only; skip the forecasts."),
     cpu_budget: float = typer.Option(0.03, "--cpu-budget", help="Share of one core re-fits may use once caught up (alert rules are not rationed)."),
+    run_pattern: Optional[str] = RUN_PATTERN,
     debug: bool = DEBUG,
 ) -> int:
     """Follow logs still being written: current reward, forecast, verdicts and alerts per run.
@@ -45,6 +46,6 @@ def watch(
         exit_on=exit_on.value if exit_on is not None else None, jsonl=str(jsonl) if jsonl else None,
         metric=metric, step=step, eval_metric=eval_metric, group_size=group_size,
         thresholds=parse_thresholds(threshold), forecast=not no_forecast, horizon=horizon,
-        cpu_budget=cpu_budget,
+        cpu_budget=cpu_budget, run_pattern=run_pattern,
     )
     return Session(opts).run()

@@ -116,10 +116,11 @@ def plot_what_if(
     if observed is not None:
         ax.plot(observed[0], observed[1], ".", ms=2, color="0.6", label="run")
     b, n = result.base, result.new
+    lr_name = "lr_eff" if adam_beta1 is not None else "lr"  # the model's heavy-ball rate
     ax.plot(result.steps, clip(result.baseline), color="C0",
-            label=f"baseline: lr={b.lr:g} mu={b.momentum:g} Kref={b.refresh_interval:g} ({b.regime})")
+            label=f"baseline: {lr_name}={b.lr:g} mu={b.momentum:g} Kref={b.refresh_interval:g} ({b.regime})")
     ax.plot(result.steps, clip(result.predicted), color="C3",
-            label=f"what-if: lr={n.lr:g} mu={n.momentum:g} Kref={n.refresh_interval:g} ({n.regime})")
+            label=f"what-if: {lr_name}={n.lr:g} mu={n.momentum:g} Kref={n.refresh_interval:g} ({n.regime})")
     ax.plot(result.steps, clip(result.predicted_discrete), color="C3", ls=":", label="what-if, exact sawtooth recursion")
     ax.axhline(result.plateau, color="0.5", lw=0.8, ls="--", label=f"plateau {result.plateau:.4g}")
     shown = n.lr if lr_passed is None else lr_passed
@@ -127,7 +128,7 @@ def plot_what_if(
         lr_text = f"lr {shown:g} (Adam, beta1={adam_beta1:g}; Adam-effective lr {n.lr:g})"
     else:
         lr_text = f"lr {shown:g}"
-    ax.set_title(f"What-if trajectory at {lr_text}, momentum {n.momentum:g}, K_ref {n.refresh_interval:g}", fontsize=9)
+    ax.set_title(f"What-if trajectory\nat {lr_text}, momentum {n.momentum:g}, K_ref {n.refresh_interval:g}", fontsize=9)
     ax.set_xlabel("steps from first logged step")
     ax.set_ylabel("reward")
     ax.legend(fontsize=7)

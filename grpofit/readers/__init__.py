@@ -210,7 +210,7 @@ def _read_parquet(src: Source, fmt: str, *, step: str | None = None) -> list:
         raise ReadError(
             "is a parquet file (e.g. a W&B history artifact) and no parquet engine is installed",
             path=src.name,
-            fix="install the optional extra: pip install 'grpofit[parquet]' (pyarrow), or save the history as CSV",
+            fix="install the optional extra from grpofit's checkout: pip install '.[parquet]' (pyarrow), or save the history as CSV",
         ) from None
     except Exception as exc:  # noqa: BLE001 - any engine failure is a read error
         raise ReadError(f"is not a readable parquet file ({exc})", path=src.name, fix="re-export it") from None

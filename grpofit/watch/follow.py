@@ -88,7 +88,7 @@ class Follower:
             if changed:
                 out.changed.extend(tail.runs())
         if changed_exports:
-            from grpofit.pipeline import join_by_run_name
+            from grpofit.readers.panels import join_by_run_name
 
             out.changed.extend(join_by_run_name([r for runs in exports.values() for r in runs]))
         for path, why in self.waiting.items():

@@ -39,6 +39,7 @@ class WatchOptions:
     forecast: bool = True
     horizon: float | None = None
     cpu_budget: float = 0.03  #: share of one core the re-judgements may use once caught up
+    run_pattern: str | None = None  #: ``--run PATTERN``: follow only the runs it matches
 
 
 def validate(opts: WatchOptions) -> None:
@@ -54,6 +55,80 @@ def validate(opts: WatchOptions) -> None:
         raise UsageError(f"--exit-on {opts.exit_on!r} is not fail or warn", fix="use --exit-on fail or --exit-on warn")
 
 
+class RunSelection:
+    """``FILE::RUN`` paths and ``--run PATTERN`` for watch: which of the runs read are followed.
+
+    The files are followed whole (``bases``); a run of a ``FILE::RUN`` file is kept when its name
+    is that run (or matches it as a glob), any run when the file was also given plainly. A
+    selection that matches none of the runs its file holds is an error (exit 2) as soon as the
+    file has been read; ``--run PATTERN`` that matched nothing is an error with ``--once``.
+    """
+
+    def __init__(self, paths: list[str], pattern: str | None = None) -> None:
+        from grpofit.selection import split_selector
+
+        self.pattern = pattern
+        self.bases: list[str] = []
+        self.plain: set[str] = set()
+        self.selectors: dict[str, list[str]] = {}  #: realpath of FILE -> the RUN parts asked for
+        for p in paths:
+            base, sel = split_selector(str(p))
+            if base not in self.bases:
+                self.bases.append(base)
+            key = os.path.realpath(base) if base != "-" else base
+            if sel is None:
+                self.plain.add(key)
+            else:
+                self.selectors.setdefault(key, []).append(sel)
+        self.seen: dict[str, set[str]] = {}  #: realpath of FILE -> its run names read so far
+        self.matched: set[tuple[str, str]] = set()
+        self.kept_any = False
+        self.names_seen: list[str] = []
+
+    def _selected(self, run) -> bool:
+        from fnmatch import fnmatchcase
+
+        from grpofit.selection import matches, run_label
+
+        if not matches(run, self.pattern):
+            return False
+        path, sep, _ = run.name.partition("::")
+        key = os.path.realpath(path)
+        if key in self.plain or key not in self.selectors:
+            return True
+        label = run_label(run)
+        self.seen.setdefault(key, set()).add(label)
+        hit = False
+        for sel in self.selectors[key]:
+            if label == sel or fnmatchcase(label, sel):
+                self.matched.add((key, sel))
+                hit = True
+        return hit
+
+    def keep(self, runs: list, *, final: bool = False) -> list:
+        from grpofit.selection import run_label, select_runs
+
+        kept = [r for r in runs if self._selected(r)]
+        self.kept_any |= bool(kept)
+        self.names_seen += [r.name for r in runs if r.name not in self.names_seen]
+        for key, sels in self.selectors.items():
+            if key not in self.seen:
+                continue  # not read yet
+            for sel in sels:
+                if (key, sel) not in self.matched:
+                    base = next(b for b in self.bases if os.path.realpath(b) == key)
+                    select_runs([_Named(f"{base}::{n}") for n in sorted(self.seen[key])], sel, base, option="::")
+        if final and self.pattern and not self.kept_any and self.names_seen:
+            select_runs([_Named(n) for n in self.names_seen], self.pattern,
+                        ", ".join(self.bases[:3]) + (" ..." if len(self.bases) > 3 else ""))
+        return kept
+
+
+@dataclass
+class _Named:
+    name: str
+
+
 class Session:
     def __init__(self, opts: WatchOptions, out: IO[str] | None = None, err: IO[str] | None = None) -> None:
         from grpofit.diagnostics.thresholds import Thresholds
@@ -62,7 +137,8 @@ class Session:
         self.opts = opts
         self.out = out or sys.stdout
         self.err = err or sys.stderr
-        self.follower = Follower(opts.paths, step=opts.step)
+        self.selection = RunSelection(opts.paths, opts.run_pattern)
+        self.follower = Follower(self.selection.bases, step=opts.step)
         self.follower.check_paths()
         th = Thresholds(**opts.thresholds) if opts.thresholds else None
         self.monitor = Monitor(metric=opts.metric, eval_metric=opts.eval_metric, thresholds=th,
@@ -129,7 +205,7 @@ class Session:
             cap = max(5.0, 10 * self.opts.cpu_budget * self.opts.interval)
             self.tokens = min(cap, self.tokens + self.opts.cpu_budget * (now - self.last_poll))
         self.last_poll = now
-        for run in res.changed:
+        for run in self.selection.keep(res.changed, final=final or self.opts.once):
             events += self.monitor.update(run, force_fit=final, defer=not final)
         events += self.monitor.judge_pending(max(self.tokens, 0.0))
         self.tokens -= self.monitor.rejudge_spent

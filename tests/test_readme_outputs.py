@@ -1,0 +1,84 @@
+"""The outputs pasted into README.md are what the commands print now (scripts/update_readme.py)."""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL = ROOT.parent / "shared" / "real_logs"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("_script_update_readme", ROOT / "scripts" / "update_readme.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_pasted_output_is_what_the_command_prints_now():
+    upd = _script()
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(upd.blocks(text)) >= 8
+    skip = (lambda cmd: "../shared/real_logs" in cmd) if not REAL.is_dir() else (lambda cmd: False)
+    bad = upd.stale(text, skip=skip)
+    report = []
+    for cmd, pasted, now in bad:
+        diff = difflib.unified_diff(pasted.splitlines(), now.splitlines(), "README.md", "now", lineterm="", n=1)
+        report.append(f"`{cmd}`:\n" + "\n".join(list(diff)[:30]))
+    assert not bad, "run `python scripts/update_readme.py`; stale outputs:\n" + "\n\n".join(report)
+
+
+def test_a_stale_output_is_caught_and_named(capsys):
+    upd = _script()
+    good = upd.run("grpofit --version")
+    text = f"<!-- run: grpofit --version -->\n```text\n{good}```\n"
+    assert upd.stale(text) == []
+    wrong = text.replace("(exit code 0)", "(exit code 1)")
+    ((cmd, pasted, now),) = upd.stale(wrong)
+    assert cmd == "grpofit --version" and now == good and pasted != good
+
+
+def test_json_examples_show_rounded_floats():
+    upd = _script()
+    assert upd.round_floats({"a": 0.027800000000000005, "b": [17.985611510791365, 3], "c": None, "d": True}) == {
+        "a": 0.0278, "b": [17.99, 3], "c": None, "d": True}
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    json_blocks = [body for cmd, body in upd.blocks(text) if "--format json" in cmd]
+    assert json_blocks
+    for body in json_blocks:
+        for number in re.findall(r"(?<![\w.])-?\d+\.\d+(?:e[-+]?\d+)?", body.split("\n... (")[0]):
+            digits = number.lstrip("-").split("e")[0].replace(".", "").lstrip("0")
+            assert len(digits.rstrip("0") or "0") <= 4, number
+    # a JSON command's output is still the JSON document, only rounded
+    raw = '{"schema": "grpofit.predict/1", "stiffness": 0.027800000000000005, "critical_refresh_interval": 27}'
+    shown = upd._shown_stdout(["grpofit", "predict", "--format", "json"], raw)
+    assert json.loads(shown) == {"schema": "grpofit.predict/1", "stiffness": 0.0278, "critical_refresh_interval": 27}
+    assert upd._shown_stdout(["grpofit", "predict"], raw) == raw  # a table command's output is untouched
+
+
+def test_quick_start_count_is_the_pasted_diagnose_output():
+    # the pasted output is checked against the code above; the prose must agree with it
+    upd = _script()
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    body = dict(upd.blocks(text))["grpofit diagnose sample_logs"]
+    n = int(re.search(r"Gate: failed \((\d+) runs failed\)", body).group(1))
+    words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+    flat = " ".join(text.split())
+    assert f"the command exits 1: {words[n]} of the samples carry a planted failure" in flat
+    assert body.rstrip().endswith("(exit code 1)")
+
+
+def test_layout_widths_in_the_readme_are_the_code_constants():
+    from grpofit.render import FULL_TABLE_WIDTH, MIN_NAME_ROOM
+
+    flat = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"From {FULL_TABLE_WIDTH} columns up it shows every fit column" in flat
+    assert f"would leave less than {MIN_NAME_ROOM} characters for run names" in flat
