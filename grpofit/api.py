@@ -4,6 +4,7 @@
     runs = grpofit.read("logs/")             # list[Run]; also a DataFrame, a dict of columns or (steps, values)
     res = grpofit.fit(runs[0])               # Fit: .params, .summary(), .plot(ax=None), HTML in Jupyter
     grpofit.diagnose(runs).verdicts          # {run: verdict}, the same document as `diagnose --format json`
+    grpofit.forecast(runs[0], horizon=1000).expected   # the `forecast --format json` entry of one run
     grpofit.predict(lr=1e-6, momentum=0.9, refresh_interval=4, curvature=2000)
 
 Every result keeps the document the command line prints as JSON (``.to_dict()``), so a script
@@ -23,7 +24,8 @@ from grpofit.errors import UsageError
 if TYPE_CHECKING:
     from grpofit.runs import Run
 
-__all__ = ["Document", "Fit", "Diagnosis", "Prediction", "read", "fit", "diagnose", "predict"]
+__all__ = ["Document", "Fit", "Diagnosis", "Forecast", "Backtest", "Prediction", "read", "fit", "diagnose", "forecast",
+           "backtest", "predict"]
 
 
 # --------------------------------------------------------------------------- results
@@ -122,6 +124,83 @@ class Diagnosis(Document):
         return _table(head, rows) + f"<p>gate: <b>{gate}</b></p>"
 
 
+@dataclass(repr=False)
+class Forecast(Document):
+    """One run's forecast (one entry of ``forecast --format json``'s ``runs``): expected reward
+    at the planned end with 80/95% prediction intervals, plateau, steps to 90/95% of the gain."""
+
+    result: Any = None  #: the engine's :class:`grpofit.forecasting.engine.Forecast` (fan, curve)
+    rest: Any = None  #: ``(steps, values)`` after ``until`` (not seen by the forecast), or None
+
+    @property
+    def horizon(self) -> int | float | None:
+        """The planned last step the forecast is for (None without a plan length)."""
+        return (self.doc.get("horizon") or {}).get("step")
+
+    @property
+    def expected(self) -> float | None:
+        """Expected reward at the planned end (None when it cannot be forecast: see ``note``)."""
+        at = self.doc.get("at") or [{}]
+        return at[0].get("mean")
+
+    @property
+    def pi95(self) -> list | None:
+        """95% prediction interval of the reward logged at the planned end."""
+        at = self.doc.get("at") or [{}]
+        return at[0].get("pi95")
+
+    @property
+    def plateau(self) -> float | None:
+        return (self.doc.get("plateau") or {}).get("value")
+
+    @property
+    def note(self) -> str | None:
+        return self.doc.get("note")
+
+    def plot(self, ax=None):
+        """The fan chart on ``ax`` (a new figure if None): data, the fitted law, the median
+        forecast with its 80% and 95% bands, the planned end. Returns the matplotlib Figure;
+        the user's backend is never changed."""
+        from grpofit.forecasting.fanchart import draw_fan
+
+        if ax is None:
+            from matplotlib.figure import Figure
+
+            fig = Figure(figsize=(6.5, 4.2))
+            ax = fig.add_subplot(1, 1, 1)
+        draw_fan(ax, self.result, self.doc, rest=self.rest)
+        return ax.figure
+
+    def __repr__(self) -> str:
+        return (f"Forecast(run={self.doc.get('run')!r}, horizon={self.horizon!r}, expected={self.expected!r}, "
+                f"pi95={self.pi95!r})")
+
+
+@dataclass(repr=False)
+class Backtest(Document):
+    """``backtest``'s document: forecasts from cut points of finished runs against what happened
+    (95% coverage of the final level, error against persistence and a plain exponential)."""
+
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def coverage(self) -> float | None:
+        """Share of the cuts whose 95% interval held the final level (None: no forecast made)."""
+        return (self.doc.get("summary") or {}).get("coverage")
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for r in self.doc.get("runs", []):
+            for c in r.get("cuts", []):
+                pred = c.get("predicted") or {}
+                rows.append([r["run"], f"{c['fraction']:.0%}", _scalar(c.get("step")), _scalar(pred.get("mean")),
+                             _scalar(c.get("actual")), {True: "yes", False: "no", None: "–"}[c.get("covered")],
+                             _scalar(c.get("error"))])
+        head = ["run", "cut", "step", "forecast", "actual", "in 95%", "error"]
+        s = self.doc.get("summary") or {}
+        return _table(head, rows) + f"<p>coverage: <b>{_scalar(s.get('coverage'))}</b> over {s.get('n_forecasts', 0)} forecasts</p>"
+
+
 class Prediction(Document):
     """``predict``'s document: closed-form coefficients, regime and stability."""
 
@@ -198,6 +277,60 @@ def predict(
         group_size=group_size, noise=noise, adam=adam, from_run=from_run, metric=metric,
     )
     return Prediction(doc)
+
+
+def forecast(
+    run: Any,
+    *,
+    horizon: int | None = None,
+    at: Sequence[float] = (),
+    until: float | None = None,
+    batch_size: int | None = None,
+    metric: str | None = None,
+    step: str | None = None,
+) -> Forecast:
+    """Forecast one run from the steps seen so far: expected reward at the planned end
+    (``horizon``, else the run's config) with 80/95% prediction intervals, the plateau, the steps
+    to 90/95% of the gain. ``until`` cuts the run first (what would have been forecast then).
+
+    ``run`` is anything :func:`read` takes that holds exactly one run.
+    """
+    from grpofit.forecasting.command import ForecastOptions, check_options, forecast_run
+
+    opts = ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at), until=until,
+                           batch_size=batch_size)
+    check_options(opts)
+    entry, fc, rest = forecast_run(_one(run, step), opts)
+    return Forecast(entry, result=fc, rest=rest)
+
+
+def backtest(
+    runs: Any,
+    *,
+    cuts: Sequence[float] | None = None,
+    batch_size: int | None = None,
+    metric: str | None = None,
+    step: str | None = None,
+) -> Backtest:
+    """Forecast finished runs (paths, folders or :class:`Run` objects) from cut points, in
+    percent of their steps (default 20, 30, 50, 70), and compare with what happened."""
+    from grpofit.forecasting.backtest import DEFAULT_CUTS, backtest_paths, backtest_run, parse_cuts, summarise
+
+    chosen = DEFAULT_CUTS if cuts is None else parse_cuts(",".join(str(c) for c in cuts))
+    items = _items(runs, step)
+    paths = [i for i in items if isinstance(i, str)]
+    in_memory = [i for i in items if not isinstance(i, str)]
+    if paths and not in_memory:
+        doc, warnings = backtest_paths(paths, metric=metric, step=step, cuts=chosen, batch_size=batch_size)
+        return Backtest(doc, warnings=list(warnings))
+    from grpofit.forecasting.backtest import FINAL_FRACTION
+    from grpofit.vocabulary import SCHEMAS
+
+    runs_read = [r for i in items for r in (read(i, step=step) if isinstance(i, str) else [i])]
+    entries = [backtest_run(r, metric=metric, cuts=chosen, batch_size=batch_size) for r in runs_read]
+    doc = {"schema": SCHEMAS["backtest"], "final_level": f"mean of the last {FINAL_FRACTION:.0%} of steps",
+           "runs": entries, "summary": summarise(entries)}
+    return Backtest(doc)
 
 
 # --------------------------------------------------------------------------- inputs

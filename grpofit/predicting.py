@@ -155,8 +155,8 @@ def _fit_one(run, metric: str | None):
 
     path = run.name
     fit = fit_run(run, metric=metric)
-    osc = fit.models.get("oscillator")
-    if osc is None or not osc.ok or osc.params["timescale"].value is None:
+    timescale = fit.param("timescale", "oscillator")
+    if timescale is None or timescale.value is None:
         raise UsageError(
             "the run's oscillator fit did not converge, so K cannot be measured",
             path=path,

@@ -100,3 +100,19 @@ def test_predict_matches_the_cli(capsys):
     args = dict(lr=1e-6, momentum=0.9, refresh_interval=4, curvature=2000)
     cli = cli_json(capsys, "predict", "--lr", "1e-6", "--momentum", "0.9", "--refresh-interval", "4", "--curvature", "2000")
     assert grpofit.predict(**args).to_dict() == cli
+
+
+def test_fit_result_param_accessor():
+    """One accessor for a fitted parameter: value, stderr, ci95 and whether it is identified."""
+    from grpofit.analysis import fit_run
+
+    result = fit_run(grpofit.read(HEALTHY)[0])
+    p = result.param("plateau")
+    assert p is result.models[result.preferred].params["plateau"]
+    assert p.identified and p.ci95[0] < p.value < p.ci95[1] and p.stderr > 0
+    assert result.param("inertia", "oscillator") is result.models["oscillator"].params["inertia"]
+    assert result.param("no_such") is None and result.param("plateau", "no_such_law") is None
+    from grpofit.fitting.results import Estimate
+
+    assert not Estimate(None).identified
+    assert not Estimate(0.3, note="not identifiable: no rise").identified

@@ -1054,13 +1054,53 @@ def test_closed_and_full_standard_streams(tmp_path):
     assert r.returncode == 2 and err_lines(r.stderr) == ["error: cannot write to standard output (No space left on device)"]
     r = subprocess.run(["bash", "-c", '"$0" -m grpofit fit "$1" >&-', sys.executable, str(run)],
                        capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert r.returncode == 0 and r.stderr == b""
+    assert r.returncode == 2 and err_lines(r.stderr) == [CLOSED_LINE]
+    r = subprocess.run(["bash", "-c", '"$0" -m grpofit fit "$1" 2>&-', sys.executable, str(run)],
+                       capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0 and b"reward" in r.stdout  # a closed stderr: the exit code tells
     r = subprocess.run(["bash", "-c", '"$0" -m grpofit fit - <&-', sys.executable],
                        capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert r.returncode == 2 and err_lines(r.stderr) == ["error: -: standard input is closed; pipe a log into grpofit or pass a file"]
     r = subprocess.run(["bash", "-c", '"$0" -m grpofit fit "$1" 2>&- >/dev/full', sys.executable, str(tmp_path / "missing.csv")],
                        capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert r.returncode == 2
+
+
+CLOSED_LINE = "error: cannot write to standard output (it is closed); the results were not shown"
+
+
+def test_closed_stdout_still_writes_the_reports(tmp_path):
+    """item 19: with standard output closed the results cannot be shown: one line, exit 2; the
+    JUnit report, the figures and --out files are still written whole, and nothing that grpofit
+    opens can take the closed descriptor and receive stray output."""
+    from xml.etree import ElementTree as ET
+
+    for i in range(2):
+        good_csv(tmp_path / "runs" / f"r{i}.csv")
+    junit, plots = tmp_path / "out" / "report.xml", tmp_path / "out" / "plots"
+    r = subprocess.run(["bash", "-c", '"$0" -m grpofit diagnose "$1" --junit "$2" --plot-dir "$3" >&-', sys.executable,
+                        str(tmp_path / "runs"), str(junit), str(plots)],
+                       capture_output=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 2 and err_lines(r.stderr) == [CLOSED_LINE], r.stderr
+    assert len(list(ET.parse(junit).getroot().iter("testcase"))) >= 2
+    assert sorted(p.suffix for p in plots.iterdir()) == [".png", ".png"]
+    sim = tmp_path / "out" / "sim.csv"
+    r = subprocess.run(["bash", "-c", '"$0" -m grpofit simulate bandit --steps 20 --out "$1" >&- <&-', sys.executable, str(sim)],
+                       capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 2 and err_lines(r.stderr) == [CLOSED_LINE]
+    assert sim.read_text().startswith("step,") and len(sim.read_text().splitlines()) == 21
+    code = ("import os, sys\n"
+            "from grpofit.streams import guard_closed\n"
+            "guard_closed()\n"
+            "f = open(sys.argv[1], 'w')\n"
+            "print(f.fileno(), sys.stdout.fileno(), file=sys.stderr)\n"
+            "os.write(1, b'stray')\n"
+            "f.write('report'); f.close()\n")
+    r = subprocess.run(["bash", "-c", '"$0" -c "$1" "$2" >&-', sys.executable, code, str(tmp_path / "f.txt")],
+                       capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr
+    fd, out_fd = map(int, r.stderr.split())
+    assert fd > 2 and out_fd == 1 and (tmp_path / "f.txt").read_text() == "report"
 
 
 def test_simulate_out_into_a_missing_folder(capsys, tmp_path):

@@ -1,7 +1,7 @@
-"""SwanLab offline runs, read without the swanlab package. The backups here are written the way
-SwanLab's backup handler writes them (its record models and, for the framed container, the
-LevelDB log framing its DataStore documents): a Header, PROJECT and EXPERIMENT record, COLUMN
-records, then one SCALAR record per logged value."""
+"""SwanLab offline runs, read without the swanlab package. The synthetic backups here exercise
+the JSON variants (one record per line, LevelDB framing; upper-case model types) and damage; the
+folders in tests/data/swanlab/ were written by the genuine package (0.10.3: protobuf records,
+0.6.13: JSON records) and are checked against the package's own decoding."""
 
 from __future__ import annotations
 
@@ -101,3 +101,89 @@ def test_truncated_and_arbitrary_bytes(which, cut, junk):
             continue
         for r in runs:
             assert np.all(np.diff(r.steps) > 0)
+
+
+# ------------------------------------------------------------------ genuine SwanLab folders
+
+from pathlib import Path  # noqa: E402
+
+GENUINE = Path(__file__).resolve().parent / "data" / "swanlab"
+
+
+def _genuine(version: str) -> tuple[Path, dict]:
+    expected = json.loads((GENUINE / version / "expected.json").read_text())
+    return GENUINE / version / expected["run"], expected
+
+
+@pytest.mark.parametrize("version", ["0.10.3", "0.6.13"])
+def test_genuine_swanlab_folder_reads_exactly(version):
+    """Folders written by the real swanlab package, offline: every training scalar equals what
+    the package's own reader decodes; SwanLab's system metrics are left out."""
+    folder, expected = _genuine(version)
+    assert expected["swanlab"] == version
+    [found] = discover([str(folder.parent)])
+    assert found.kind == "swanlab-run" and found.path == str(folder)
+    (run,) = read_path(str(folder))
+    assert run.format == "swanlab" and run.step_column == "step" and run.warnings == []
+    scalars = {k: v for k, v in expected["scalars"].items() if not k.startswith("__swanlab__.")}
+    assert len(scalars) < len(expected["scalars"])  # the fixture does hold system metrics
+    assert sorted(run.metrics) == sorted(scalars) == ["eval/reward", "train/completions", "train/kl", "train/loss", "train/reward"]
+    assert list(run.steps) == list(range(40))
+    for key, points in scalars.items():
+        col = run.metrics[key]
+        assert np.isfinite(col).sum() == sum(v is not None for _, v in points), key
+        for step, value in points:
+            got = col[int(np.searchsorted(run.steps, step))]
+            assert (np.isnan(got) if value is None else got == value), (key, step, got, value)
+    assert run.metrics["train/reward"][0] == 0.0  # proto3 leaves a zero step and value out
+    assert np.isnan(run.metrics["train/loss"][7])
+    assert choose_reward(run.numeric_columns())["column"] == "train/reward"
+    assert run.config == {"beta": 0.04, "learning_rate": 1e-06, "num_generations": 8}
+
+
+@pytest.mark.parametrize("version", ["0.10.3", "0.6.13"])
+def test_genuine_swanlab_log_file_given_directly_and_cut(version, tmp_path):
+    folder, _ = _genuine(version)
+    [log] = [p for p in folder.iterdir() if p.suffix == ".swanlab"]
+    (run,) = read_path(str(log))
+    assert run.steps.size == 40 and "train/reward" in run.metrics
+    data = log.read_bytes()
+    cut = tmp_path / log.name
+    warned = 0
+    for end in range(len(data) // 3, len(data), len(data) // 25):  # a run still being written
+        cut.write_bytes(data[:end])
+        (part,) = read_path(str(cut))
+        assert 0 < part.steps.size <= 40
+        warned += any("incomplete" in w for w in part.warnings)
+        for key, col in part.metrics.items():  # a prefix, never a wrong value
+            full = run.metrics[key][: part.steps.size]
+            assert np.array_equal(col[np.isfinite(col)], full[np.isfinite(col)]), (end, key)
+    assert warned  # most cuts fall inside a record
+
+
+def test_genuine_swanlab_folder_on_the_command_line(tmp_path, capsys):
+    from grpofit.cli import main
+
+    folder, _ = _genuine("0.10.3")
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", str(folder.parent), "--format", "json"])
+    assert exc.value.code == 0
+    [run] = json.loads(capsys.readouterr().out)["runs"]
+    assert run["run"] == str(folder) and run["metric"] == "train/reward" and run["n_points"] == 40
+
+
+def test_only_system_metrics_is_a_clear_error(tmp_path):
+    from grpofit.readers.protobuf import field_bytes, field_double, field_varint
+
+    def record(key, step, value):
+        scalar = field_bytes(1, key) + field_varint(2, step) + field_bytes(5, field_double(1, value))
+        return field_varint(1, step + 1) + field_bytes(13, scalar)
+
+    out = bytearray(struct.pack("<4sHB", b":SWL", 0xE1D6, 2))
+    for s in range(5):
+        data = record("__swanlab__.cpu.pct", s, 12.5)
+        out += struct.pack("<IHB", zlib.crc32(data, zlib.crc32(b"\x01")) & 0xFFFFFFFF, len(data), 1) + data
+    path = tmp_path / "run-abc.swanlab"
+    path.write_bytes(bytes(out))
+    with pytest.raises(GrpofitError, match="only SwanLab's system metrics"):
+        read_path(str(path))

@@ -32,6 +32,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = _run(argv)
         code = _flush_stdout(code)
+        from grpofit.streams import CLOSED_STDOUT, lost_output
+
+        if lost_output() and not _INTERRUPTED:
+            echo_err(f"error: {CLOSED_STDOUT}")
+            code = ExitCode.BAD_INPUT
     finally:
         interrupts.restore(previous)
     if _INTERRUPTED and argv is None:
@@ -53,14 +58,13 @@ _INTERRUPTED = False
 
 
 def _closed_streams_to_devnull() -> None:
-    """An output stream closed by the caller (``>&-``, ``2>&-``) swallows writes, like
-    /dev/null: the exit code still tells the result. (A closed standard input is an error of
-    ``-`` alone: see :func:`grpofit.readers.read_path`.)"""
-    import os
+    """A stream closed by the caller (``>&-``, ``2>&-``) takes writes and keeps nothing; a
+    closed standard output that had results is one error line and exit 2 (see
+    :mod:`grpofit.streams`). A closed standard input is an error of ``-`` alone: see
+    :func:`grpofit.readers.read_path`."""
+    from grpofit.streams import guard_closed
 
-    for name in ("stdout", "stderr"):
-        if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - lives until exit
+    guard_closed()
 
 
 def _flush_stdout(code):

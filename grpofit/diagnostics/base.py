@@ -121,14 +121,12 @@ def quick_exponential(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 48
 
 
 def model_param(fit: Any, model: str, name: str) -> float | None:
-    """``fit.models[model].params[name].value`` or None."""
+    """``fit.param(name, model).value`` as a float, or None (no fit, a failed fit, not finite)."""
     try:
-        m = fit.models[model]
-        if not getattr(m, "ok", True):
-            return None
-        v = m.params[name].value
-    except (AttributeError, KeyError, TypeError):
+        est = fit.param(name, model)
+    except AttributeError:  # no fit
         return None
+    v = None if est is None else est.value
     return float(v) if v is not None and np.isfinite(v) else None
 
 

@@ -44,6 +44,11 @@ class Estimate:
         if self.ci95 is not None:
             self.ci95 = (num(self.ci95[0]), num(self.ci95[1]))
 
+    @property
+    def identified(self) -> bool:
+        """Whether the data identified this value: it is known and not marked "not identifiable"."""
+        return self.value is not None and not str(self.note or "").startswith("not identifiable")
+
     def summary(self) -> dict:
         """``{"value", "stderr", "ci95"}`` (+ ``"note"`` when there is one); JSON-safe.
 
@@ -136,6 +141,15 @@ class FitResult:
     #: the whole series of the fitted column, collapse included (``steps``/``values`` stop at the cut)
     column_steps: np.ndarray | None = None
     column_values: np.ndarray | None = None
+
+    def param(self, name: str, model: str | None = None) -> Estimate | None:
+        """The :class:`Estimate` of ``name`` (``.value``, ``.stderr``, ``.ci95``, ``.identified``)
+        in ``model``, the preferred law unless given; None when that law was not fitted, its fit
+        failed, or it has no such parameter."""
+        fit = self.models.get(model or self.preferred or "")
+        if fit is None or not fit.ok:
+            return None
+        return fit.params.get(name)
 
     def summary(self) -> dict:
         """One entry of the contract's ``fit`` runs list (additive keys: ``noise``,

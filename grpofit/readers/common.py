@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from array import array
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -26,6 +27,68 @@ def rows_to_columns(rows: Sequence[Mapping[str, Any]], convert=None) -> dict[str
     if convert is None:
         return {k: [r.get(k) for r in rows] for k in keys}
     return {k: [convert(r.get(k)) for r in rows] for k in keys}
+
+
+def text_lines(src: Source, split=str.splitlines) -> Iterator[str]:
+    """The lines of ``src``'s text as ``split(decode(whole file))`` gives them, read one line at
+    a time (the file is never held whole): each ``\\n``-terminated piece is decoded on its own
+    (a ``\\n`` byte is never inside a UTF-8 sequence, so the text is the same) and ``split``
+    (``str.splitlines`` by default) splits it further."""
+    with src.open() as f:
+        first = True
+        for raw in f:
+            if first:
+                first = False
+                if raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+            yield from split(raw.decode("utf-8", errors="replace")) or [""]
+
+
+class RowColumns:
+    """Rows added one at a time straight into float64 columns (8 bytes a cell), keys in
+    first-seen order; a key a row lacks, or a ``None`` value, is NaN. What a list of row dicts
+    and :func:`rows_to_columns` give, without holding every row as a dict (several times the
+    size of the log it came from)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.cols: dict[str, array] = {}
+
+    def _column(self, key: str, size: int) -> array:
+        col = self.cols.get(key)
+        if col is None:
+            col = self.cols[key] = array("d", _NAN) * size
+        elif len(col) < size:
+            col.extend(array("d", _NAN) * (size - len(col)))
+        return col
+
+    def append(self, row: Mapping[str, float | None]) -> int:
+        """Add ``row`` (values already floats or None); its position."""
+        n = self.n
+        for k, v in row.items():
+            self._column(k, n).append(_NAN[0] if v is None else v)
+        self.n += 1
+        return n
+
+    def set(self, pos: int, key: str, value: float | None) -> None:
+        """Overwrite one cell of an added row."""
+        col = self._column(key, pos + 1)
+        col[pos] = _NAN[0] if value is None else value
+
+    def get(self, pos: int, key: str) -> float:
+        col = self.cols.get(key)
+        return col[pos] if col is not None and pos < len(col) else _NAN[0]
+
+    def build(self, order: list[str] | None = None) -> dict[str, np.ndarray]:
+        """The columns as float64 arrays (no copy), in first-seen order or ``order``."""
+        out = {}
+        for k in order if order is not None else list(self.cols):
+            col = self._column(k, self.n)
+            out[k] = np.frombuffer(col, dtype=np.float64) if len(col) else np.empty(0)
+        return out
+
+
+_NAN = array("d", [float("nan")])
 
 
 def build_run(

@@ -10,7 +10,7 @@ import ast
 import re
 
 from grpofit.errors import ReadError
-from grpofit.readers.common import build_run, rows_to_columns
+from grpofit.readers.common import RowColumns, build_run, text_lines
 from grpofit.readers.sniff import ANSI
 from grpofit.readers.source import Source
 from grpofit.runs import Run, parse_number
@@ -55,12 +55,12 @@ def parse_verl_line(line: str) -> dict[str, float | None] | None:
 def read_verl_console(src: Source, fmt: str = "verl-console", *, step: str | None = None) -> list[Run]:
     """Metric lines of a verl console log (ANSI codes and Ray ``(TaskRunner pid=...)`` prefixes
     stripped); the config dump printed before training becomes the run's config."""
-    rows: list[dict] = []
+    rows = RowColumns()
     dump: list[str] = []
     depth = size = 0
     dump_done = False
     config: dict | None = None
-    for raw in src.read_text().splitlines():
+    for raw in text_lines(src):
         line = _PREFIX.sub("", ANSI.sub("", raw)).rstrip("\r")
         row = parse_verl_line(line)
         if row is not None:
@@ -74,15 +74,15 @@ def read_verl_console(src: Source, fmt: str = "verl-console", *, step: str | Non
                 config = _literal_config("\n".join(dump)) if size <= _MAX_DUMP else None
                 dump_done = config is not None
                 dump, depth, size = [], 0, 0
-    if not rows:
+    if not rows.n:
         raise ReadError("has no verl metric lines (step:N - key:value)", path=src.name, fix="point at the training stdout log")
-    table = rows_to_columns(rows)
+    table = rows.build()
     cfg, cfg_src = None, None
     if config:
         from grpofit.readers.config import flatten
 
         cfg, cfg_src = flatten(config), f"{src.name} (config dump)"
-    return [build_run(src, "verl-console", table, step=step, config=cfg, config_source=cfg_src, stats={"metric_lines": len(rows)})]
+    return [build_run(src, "verl-console", table, step=step, config=cfg, config_source=cfg_src, stats={"metric_lines": rows.n})]
 
 
 def _literal_config(text: str) -> dict | None:
@@ -100,52 +100,62 @@ def read_trl_console(src: Source, fmt: str = "trl-console", *, step: str | None 
     (``| 10/100 [``) drawn just before it on the same line, when every training dict has one
     and they increase; OpenRLHF's ``Global step N: {...}`` lines give theirs (``fmt``
     ``openrlhf-console``: only those lines are read, the tqdm postfix copies are not)."""
-    rows: list[dict] = []
+    rows = RowColumns()
     bad = 0
-    text = ANSI.sub("", src.read_text())
     openrlhf = fmt == "openrlhf-console"
     counted = 0
-    for m in _TRL_DICT.finditer(text):
-        before = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
-        if openrlhf:
-            g = _GLOBAL_STEP.search(before)
-            if g is None:
+    for text in text_lines(src, split=_newline_only):
+        if "{" not in text:
+            continue
+        text = ANSI.sub("", text)
+        for m in _TRL_DICT.finditer(text):
+            before = text[: m.start()]
+            if openrlhf:
+                g = _GLOBAL_STEP.search(before)
+                if g is None:
+                    continue
+            try:
+                obj = ast.literal_eval(m.group(0))
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                bad += 1
                 continue
-        try:
-            obj = ast.literal_eval(m.group(0))
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            bad += 1
-            continue
-        if not isinstance(obj, dict) or "train_runtime" in obj:
-            continue
-        row = {str(k): parse_value(str(v)) for k, v in obj.items() if not isinstance(v, (dict, list))}
-        if not any(v is not None for v in row.values()):
-            continue
-        if rows and all(k.startswith("eval_") or k in ("epoch", "step") for k in row):
-            rows[-1].update({k: v for k, v in row.items() if k != "epoch"})
-            continue
-        if openrlhf:
-            row.setdefault("step", float(g.group(1)))
-        else:
-            counters = _TQDM_COUNTER.findall(before)
-            if counters:
-                row[_COUNTER] = float(counters[-1])
-                counted += 1
-        rows.append(row)
-    if not rows:
+            if not isinstance(obj, dict) or "train_runtime" in obj:
+                continue
+            row = {str(k): parse_value(str(v)) for k, v in obj.items() if not isinstance(v, (dict, list))}
+            if not any(v is not None for v in row.values()):
+                continue
+            if rows.n and all(k.startswith("eval_") or k in ("epoch", "step") for k in row):
+                for k, v in row.items():
+                    if k != "epoch":
+                        rows.set(rows.n - 1, k, v)
+                continue
+            if openrlhf:
+                row.setdefault("step", float(g.group(1)))
+            else:
+                counters = _TQDM_COUNTER.findall(before)
+                if counters:
+                    row[_COUNTER] = float(counters[-1])
+                    counted += 1
+            rows.append(row)
+    if not rows.n:
         raise ReadError("has no metric dict lines ({'loss': ...})", path=src.name, fix="point at the training stdout log")
-    table = rows_to_columns(rows)
+    table = rows.build()
     warnings = []
     counter = table.pop(_COUNTER, None)
     if counter is not None and "step" not in table and step is None:
         import numpy as np
 
-        values = np.array([np.nan if v is None else v for v in counter], dtype=float)
-        if counted == len(rows) and np.all(np.diff(values) > 0):
-            table["step"] = list(values)
+        values = np.asarray(counter, dtype=float)
+        if counted == rows.n and np.all(np.diff(values) > 0):
+            table["step"] = values
             warnings.append("console dicts carry no step; steps are the tqdm progress counter drawn before each")
     if "step" not in table and step is None:
         warnings.append("console dicts carry no step; steps are the log row numbers (times logging_steps)")
     if bad:
         warnings.append(f"{bad} dict-like line(s) could not be parsed and were skipped")
-    return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"metric_lines": len(rows)})]
+    return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"metric_lines": rows.n})]
+
+
+def _newline_only(text: str) -> list[str]:
+    """A piece of text split at ``\\n`` only (tqdm's ``\\r`` redraws stay on their line)."""
+    return [text[:-1] if text.endswith("\n") else text]

@@ -9,16 +9,16 @@ row lacks stays missing (NaN), never 0. The closing summary row (``train_runtime
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
 from grpofit.errors import ReadError, UnknownFormat
-from grpofit.readers.common import build_run, rows_to_columns
+from grpofit.readers.common import RowColumns, build_run
+from grpofit.readers.jsonscan import JsonScanner
 from grpofit.readers.jsonl import flatten_row
 from grpofit.readers.source import SUPPORTED_HINT, Source
-from grpofit.runs import Run
+from grpofit.runs import Run, _to_float
 
 #: keys of the summary row the Trainer appends at the end of training
 SUMMARY_KEYS = ("train_runtime", "train_loss", "train_samples_per_second", "total_flos")
@@ -35,37 +35,44 @@ STATE_CONFIG = (
 
 
 def read_hf(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
-    """Read a trainer_state.json (object with ``log_history``) or a bare log_history array."""
-    try:
-        doc = json.loads(src.read_text())
-    except (ValueError, RecursionError) as exc:
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise ReadError(
-            f"is not valid JSON ({reason})",
-            path=src.name,
-            fix="the file may be truncated; use the copy in the newest complete checkpoint-N/",
-        ) from None
+    """Read a trainer_state.json (object with ``log_history``) or a bare log_history array.
+
+    The document is scanned, not loaded: each log row is parsed on its own and goes straight
+    into float columns, so memory stays a fraction of the file's size (a loaded document of
+    dicts is several times it)."""
+    merger = RowMerger()
+    top: dict[str, Any] = {}
+    kind = None
+    with src.open() as f:
+        scan = JsonScanner(f)
+        try:
+            kind = _scan_document(scan, merger, top)
+        except (ValueError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise ReadError(
+                f"is not valid JSON ({reason})",
+                path=src.name,
+                fix="the file may be truncated; use the copy in the newest complete checkpoint-N/",
+            ) from None
     state_config: dict[str, Any] = {}
-    if isinstance(doc, dict):
-        if not isinstance(doc.get("log_history"), list):
+    if kind == "object":
+        if not top.get("log_history"):
             raise UnknownFormat(
                 "is a JSON object without log_history, not a training log",
                 path=src.name,
                 fix=f"point at trainer_state.json or a metrics log ({SUPPORTED_HINT})",
             )
-        rows, fmt = doc["log_history"], "trainer_state"
-        state_config = {
-            f"trainer_state.{k}": doc[k] for k in STATE_CONFIG if isinstance(doc.get(k), (int, float))
-        }
-    elif isinstance(doc, list):
-        rows, fmt = doc, "log_history"
+        fmt = "trainer_state"
+        state_config = {f"trainer_state.{k}": top[k] for k in STATE_CONFIG if isinstance(top.get(k), (int, float))}
+    elif kind == "array":
+        fmt = "log_history"
     else:
         raise UnknownFormat("is JSON but not a list of log rows", path=src.name, fix=f"grpofit reads {SUPPORTED_HINT}")
-    if not rows:
-        raise ReadError("log_history is empty", path=src.name, fix="the run has not logged a step yet; point at a later checkpoint")
-    if not all(isinstance(r, dict) for r in rows):
+    if merger.not_rows:
         raise UnknownFormat("is a JSON array whose items are not log rows (objects)", path=src.name, fix=f"grpofit reads {SUPPORTED_HINT}")
-    table, stats = merge_rows(rows)
+    if not merger.rows:
+        raise ReadError("log_history is empty", path=src.name, fix="the run has not logged a step yet; point at a later checkpoint")
+    table, stats = merger.build()
     config, config_source = None, None
     if src.path is not None:
         from grpofit.readers.config import config_near
@@ -78,41 +85,116 @@ def read_hf(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
     return [run]
 
 
-def merge_rows(rows: list[dict]) -> tuple[dict[str, list], dict[str, int]]:
+def _scan_document(scan: JsonScanner, merger: RowMerger, top: dict[str, Any]) -> str:
+    """Feed the log rows to ``merger`` and the top-level scalars to ``top`` (``top["log_history"]``
+    is True when that key holds an array); the document's kind: "object", "array" or "other"."""
+    first = scan.peek()
+    if first == "[":
+        scan.array(merger.add)
+        kind = "array"
+    elif first == "{":
+        scan.advance()
+        kind = "object"
+        if scan.peek() == "}":
+            scan.advance()
+        else:
+            while True:
+                key = scan.value()
+                if not isinstance(key, str):
+                    raise ValueError("Expecting property name enclosed in double quotes")
+                scan.expect(":")
+                if key == "log_history" and scan.peek() == "[":
+                    merger.reset()  # a repeated key: the last one wins, as with json.loads
+                    scan.array(merger.add)
+                    top[key] = True
+                else:
+                    value = scan.value()  # a large value (a callback's state) is not kept
+                    top[key] = False if key == "log_history" else (value if isinstance(value, (int, float)) else None)
+                c = scan.peek()
+                scan.advance()
+                if c == "}":
+                    break
+                if c != ",":
+                    raise ValueError("Expecting ',' delimiter")
+    else:
+        scan.value()
+        kind = "other"
+    if scan.peek() != "":
+        raise ValueError("Extra data")
+    return kind
+
+
+class RowMerger:
+    """Sparse rows merged by ``step`` (later keys win); the summary row dropped; rows without a
+    step kept after the others. What :func:`merge_rows` does, one row at a time."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.merged = RowColumns()
+        self.loose = RowColumns()  # rows without a step
+        self.index: dict[Any, int] = {}
+        #: where each key first appears in the merged table: (part, row, insertion number)
+        self.first: dict[str, tuple[int, int, int]] = {}
+        self.seq = 0
+        self.rows = self.summary = self.not_rows = 0
+
+    def _seen(self, key: str, where: tuple[int, int, int]) -> None:
+        old = self.first.get(key)
+        if old is None or where < old:
+            self.first[key] = where
+
+    def add(self, raw: Any) -> None:
+        self.rows += 1
+        if not isinstance(raw, dict):
+            self.not_rows += 1
+            return
+        if any(k in raw for k in SUMMARY_KEYS[:2]):
+            self.summary += 1
+            return
+        row = flatten_row(raw)
+        s = row.get("step")
+        if not isinstance(s, (int, float)) or isinstance(s, bool):
+            pos = self.loose.append({k: _cell(v) for k, v in row.items()})
+            for k in row:
+                self.seq += 1
+                self._seen(k, (1, pos, self.seq))
+            return
+        pos = self.index.get(s)
+        if pos is None:
+            self.index[s] = pos = self.merged.append({k: _cell(v) for k, v in row.items()})
+            for k in row:
+                self.seq += 1
+                self._seen(k, (0, pos, self.seq))
+            return
+        for k, v in row.items():
+            if v is not None:
+                self.merged.set(pos, k, _cell(v))
+                self.seq += 1
+                self._seen(k, (0, pos, self.seq))
+
+    def build(self) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+        order = sorted(self.first, key=self.first.__getitem__)
+        a, b = self.merged.build(order), self.loose.build(order)
+        table = {k: np.concatenate([a[k], b[k]]) if b[k].size else a[k] for k in order}
+        n = self.merged.n + self.loose.n
+        stats = {"log_rows": self.rows, "merged_rows": self.rows - self.summary - n, "summary_rows": self.summary}
+        return table, stats
+
+
+def merge_rows(rows: list[dict]) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """Sparse rows merged by ``step`` (later keys win); the summary row dropped.
 
-    Returns the columns (``None`` where a merged row lacks a key, or float64 arrays with NaN
-    there) and counts for ``Run.stats``.
+    Returns the columns (NaN where a merged row lacks a key) and counts for ``Run.stats``.
     """
     quick = _merge_plain(rows)
     if quick is not None:
         return quick
-    merged: dict[Any, dict] = {}
-    order: list[Any] = []
-    no_step: list[dict] = []
-    summary = 0
+    merger = RowMerger()
     for raw in rows:
-        if any(k in raw for k in SUMMARY_KEYS[:2]):
-            summary += 1
-            continue
-        row = flatten_row(raw)
-        s = row.get("step")
-        if not isinstance(s, (int, float)) or isinstance(s, bool):
-            no_step.append(row)
-            continue
-        if s in merged:
-            merged[s].update({k: v for k, v in row.items() if v is not None})
-        else:
-            merged[s] = dict(row)
-            order.append(s)
-    out_rows = [merged[s] for s in order] + no_step
-    table = rows_to_columns(out_rows, _scalar)
-    stats = {
-        "log_rows": len(rows),
-        "merged_rows": len(rows) - summary - len(out_rows),
-        "summary_rows": summary,
-    }
-    return table, stats
+        merger.add(raw)
+    return merger.build()
 
 
 def _merge_plain(rows: list[dict]) -> tuple[dict[str, np.ndarray], dict[str, int]] | None:
@@ -150,9 +232,6 @@ def _merge_plain(rows: list[dict]) -> tuple[dict[str, np.ndarray], dict[str, int
     return table, stats
 
 
-def _scalar(v):
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float, str)):
-        return v
-    return None
+def _cell(v) -> float:
+    """A log value as the table's float (a bool as 0/1, a numeric string parsed, else NaN)."""
+    return _to_float(float(v) if isinstance(v, bool) else (v if isinstance(v, (int, float, str)) else None))

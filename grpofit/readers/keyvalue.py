@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from grpofit.errors import ReadError
-from grpofit.readers.common import build_run, rows_to_columns
+from grpofit.readers.common import RowColumns, build_run, text_lines
 from grpofit.readers.sniff import ANSI
 from grpofit.readers.source import Source
 from grpofit.runs import Run, parse_number
@@ -64,9 +64,13 @@ def looks_like_progress(text: str) -> bool:
 
 def read_progress(src: Source, fmt: str = "kv-console", *, step: str | None = None) -> list[Run]:
     """Every metric line of a "Key: value" progress log as one row (see the module docstring)."""
-    rows: list[dict] = []
-    counters: list[tuple[int, int, int] | None] = []  # (epoch, i, N) per row
-    for raw in src.read_text().replace("\r", "\n").splitlines():
+    from array import array
+
+    rows = RowColumns()
+    # the (e/E) epoch and (i/N) counter of each row; -1 where a row has none
+    epochs, counts, totals = array("q"), array("q"), array("q")
+    has_step = False
+    for raw in text_lines(src, split=_lines):
         line = ANSI.sub("", raw).replace("\x00", "")
         row = parse_line(line)
         if row is None:
@@ -74,23 +78,31 @@ def read_progress(src: Source, fmt: str = "kv-console", *, step: str | None = No
         for key in list(row):
             if key.lower() in _STEP_KEYS and "step" not in row:
                 row["step"] = row.pop(key)
+        has_step = has_step or "step" in row
         m = _COUNTER.search(line)
         e = _EPOCH.search(line)
-        counters.append((int(e.group(1)) if e else 1, int(m.group(1)), int(m.group(2))) if m else None)
+        epochs.append(int(e.group(1)) if e else 1)
+        counts.append(int(m.group(1)) if m else -1)
+        totals.append(int(m.group(2)) if m else -1)
         rows.append(row)
-    if not rows:
+    if not rows.n:
         raise ReadError(
             'has no "Key: value" metric lines',
             path=src.name,
             fix="point at the training log (lines like 'Step: 3, Reward: 0.5, KL: 0.01')",
         )
     warnings: list[str] = []
-    if step is None and not any("step" in r for r in rows) and all(c is not None for c in counters):
-        steps = [(epoch - 1) * total + i for epoch, i, total in counters]  # type: ignore[misc]
-        for r, s in zip(rows, steps):
-            r["step"] = float(s)
-        warnings.append("steps are the (i/N) progress counter" + (", continued across epochs" if any(c[0] > 1 for c in counters) else ""))  # type: ignore[index]
-    elif step is None and not any("step" in r for r in rows):
+    table = rows.build()
+    if step is None and not has_step and min(counts) >= 0:
+        import numpy as np
+
+        e, i, total = (np.frombuffer(a, dtype=np.int64) for a in (epochs, counts, totals))
+        table["step"] = ((e - 1) * total + i).astype(np.float64)
+        warnings.append("steps are the (i/N) progress counter" + (", continued across epochs" if (e > 1).any() else ""))
+    elif step is None and not has_step:
         warnings.append("progress lines carry no step; steps are the metric line numbers")
-    table = rows_to_columns(rows)
-    return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"metric_lines": len(rows)})]
+    return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"metric_lines": rows.n})]
+
+
+def _lines(text: str) -> list[str]:
+    return text.replace("\r", "\n").splitlines()

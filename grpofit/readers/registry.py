@@ -133,7 +133,7 @@ FORMATS_TABLE: tuple[Format, ...] = (
         suffixes=(".swanlab",),
         folders=(Folder("swanlab-run", _swanlab_run_folder, "grpofit.readers.swanlab:read_run_folder", rank=5),),
         binary=True,
-        doc="SwanLab offline run: swanlog/run-*/backup.swanlab (JSON records, text or LevelDB-framed)",
+        doc="SwanLab offline run: swanlog/run-*/run-<id>.swanlab (protobuf records) or backup.swanlab (0.6: JSON records), LevelDB-framed",
     ),
     Format(
         "parquet",

@@ -1,18 +1,25 @@
-"""SwanLab offline runs (``swanlog/run-*/backup.swanlab``), read without the ``swanlab`` package.
+"""SwanLab offline runs (``swanlog/run-*/``), read without the ``swanlab`` package.
 
-SwanLab backs every run up to ``backup.swanlab`` in the run folder. Each record is one JSON
-object ``{"model_type": ..., "data": {...}}``; a scalar is ``{"model_type": "SCALAR", "data":
-{"key": "train/reward", "step": 3, "epoch": 3, "metric": {"index": 3, "data": 0.5,
-"create_time": ...}}}`` (``"data": "NaN"`` for a NaN); ``EXPERIMENT`` carries the run's name.
-Two containers have been used:
+Checked against folders written by the genuine package (see ``tests/data/swanlab/README.md``):
 
-- text: one record per line (SwanLab 0.6.x);
-- LevelDB log framing, the same as W&B's ``.wandb``: a 7-byte header (``b":SWL"``, uint16
-  0xE1D6, version 0), 32768-byte blocks, chunks ``<uint32 crc, uint16 length, uint8 type>`` with
-  ``crc = zlib.crc32(data, zlib.crc32(type byte))`` and type FULL=1, FIRST=2, MIDDLE=3, LAST=4.
+- **recent swanlab** (checked: 0.9.8 and 0.10.3; when it changed is not known) writes ``run-<id>.swanlab``: LevelDB log
+  framing (below) with header version 2, each record one protobuf ``swanlab.record.v1.Record``.
+  Its fields used here: ``start`` (10) holds the run's ``name`` (4); ``scalar`` (13) holds
+  ``key`` (1, string), ``step`` (2, int64) and ``value`` (5, a ``ScalarValue`` whose ``number``
+  (1) is a double; NaN is stored as a NaN). Proto3 leaves zeros out: a missing step is step 0
+  and an empty value is 0.0.
+- **swanlab 0.6** (checked: 0.6.13) writes ``backup.swanlab``: the same framing with header
+  version 1, each record one JSON object ``{"model_type": "Scalar", "data": {"key": ...,
+  "step": 3, "epoch": 4, "metric": {"index": 3, "data": 0.5, ...}}}`` (``"data": "NaN"`` for a
+  NaN); ``Experiment`` carries the run's name. A backup with one JSON record per line is read
+  too.
 
-A torn tail (a run still writing) keeps every complete record; a chunk whose checksum fails is
-skipped with the rest of its block. Media, logs and columns are ignored.
+The framing, the same as W&B's ``.wandb``: a 7-byte header (``b":SWL"``, uint16 0xE1D6, uint8
+version), 32768-byte blocks, chunks ``<uint32 crc, uint16 length, uint8 type>`` with ``crc =
+zlib.crc32(data, zlib.crc32(type byte))`` and type FULL=1, FIRST=2, MIDDLE=3, LAST=4. The file
+is read one block at a time. A torn tail (a run still writing) keeps every complete record; a
+chunk whose checksum fails is skipped with the rest of its block. SwanLab's own system metrics
+(keys ``__swanlab__.*``: CPU, memory, disk, network), media, logs and columns are left out.
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ import json
 import os
 import struct
 import zlib
+from typing import BinaryIO, Iterator
 
 import numpy as np
 
 from grpofit.errors import ReadError
+from grpofit.readers import protobuf as pb
 from grpofit.readers.source import Source
 from grpofit.runs import Run
 
@@ -34,9 +43,15 @@ HEADER = struct.Struct("<4sHB")
 CHUNK = struct.Struct("<IHB")
 BLOCK = 32768
 FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+#: the backup of swanlab 0.6; later versions write run-<id>.swanlab
 BACKUP = "backup.swanlab"
-FIX = "pass a SwanLab run folder (swanlog/run-*/) or its backup.swanlab"
+#: SwanLab's own hardware metrics, not the training's
+SYSTEM_PREFIX = "__swanlab__."
+#: a record assembled from FIRST/MIDDLE chunks longer than this is skipped (damage, not data)
+MAX_RECORD = 64 * 1024 * 1024
+FIX = "pass a SwanLab run folder (swanlog/run-*/) or its run-<id>.swanlab / backup.swanlab"
 _SEED = {t: zlib.crc32(bytes([t])) for t in (FULL, FIRST, MIDDLE, LAST)}
+_TORN = "the last record is incomplete (a run still being written?); skipped it"
 
 
 def looks_like_swanlab(head: bytes) -> bool:
@@ -47,93 +62,177 @@ def looks_like_swanlab(head: bytes) -> bool:
     return first.startswith(b'{"model_type": "Header"') or first.startswith(b'{"model_type":"Header"')
 
 
+def run_file(path: str, names: list[str]) -> str | None:
+    """The log of a run folder: ``run-<id>.swanlab`` (the newest when several), else
+    ``backup.swanlab``; None when the folder holds neither."""
+    logs = sorted(n for n in names if n.startswith("run-") and n.endswith(".swanlab"))
+    for name in logs[::-1] + ([BACKUP] if BACKUP in names else []):
+        if os.path.isfile(os.path.join(path, name)):
+            return os.path.join(path, name)
+    return None
+
+
 def is_run_folder(path: str, names: list[str]) -> bool:
-    return BACKUP in names and os.path.isfile(os.path.join(path, BACKUP))
+    return run_file(path, names) is not None
 
 
-def records(data: bytes, warnings: list[str]) -> list[str]:
-    """The JSON texts of a backup, framed or line by line."""
-    if not data.startswith(IDENT):
-        return [line for line in data.decode("utf-8", errors="replace").splitlines() if line.strip()]
-    if len(data) < HEADER.size:
-        return []
-    ident, magic, version = HEADER.unpack_from(data, 0)
+def _framed(head: bytes, f: BinaryIO, warnings: list[str]) -> Iterator[bytes]:
+    """The payloads of a framed log (``head``: its first bytes, already read), read one 32 KiB
+    block at a time."""
+    head += f.read(HEADER.size - len(head))
+    if len(head) < HEADER.size:
+        return
+    _, magic, _version = HEADER.unpack(head)
     if magic != MAGIC:
         warnings.append(f"unexpected header magic 0x{magic:04x} (expected 0x{MAGIC:04x}); read anyway")
-    out: list[str] = []
-    pos = HEADER.size
+    size = BLOCK - HEADER.size  # the header fills the start of the first block
     pending: bytearray | None = None
     bad = 0
-    while pos + CHUNK.size <= len(data):
-        left = BLOCK - pos % BLOCK
-        if left < CHUNK.size:  # zero padding at the end of a block
-            pos += left
-            continue
-        crc, length, kind = CHUNK.unpack_from(data, pos)
-        start, end = pos + CHUNK.size, pos + CHUNK.size + length
-        if end > len(data):
-            warnings.append("the last record is incomplete (a run still being written?); skipped it")
+    while True:
+        block = f.read(size)
+        if not block:
             break
-        chunk = data[start:end]
-        if kind not in _SEED or zlib.crc32(chunk, _SEED[kind]) & 0xFFFFFFFF != crc or end > pos + left:
-            bad += 1
-            pending = None
-            pos += left  # resume at the next block
-            continue
-        pos = end
-        if kind == FULL:
-            out.append(chunk.decode("utf-8", errors="replace"))
-            pending = None
-        elif kind == FIRST:
-            pending = bytearray(chunk)
-        elif pending is not None:
-            pending += chunk
-            if kind == LAST:
-                out.append(pending.decode("utf-8", errors="replace"))
+        last = len(block) < size  # the file ends inside this block
+        size = BLOCK
+        pos = 0
+        while pos + CHUNK.size <= len(block):
+            crc, length, kind = CHUNK.unpack_from(block, pos)
+            start, end = pos + CHUNK.size, pos + CHUNK.size + length
+            if end > len(block):
+                if last:
+                    warnings.append(_TORN)
+                    pending = None
+                    return
+                bad += 1  # a length past the block: damage
                 pending = None
+                break
+            chunk = block[start:end]
+            if kind not in _SEED or zlib.crc32(chunk, _SEED[kind]) & 0xFFFFFFFF != crc:
+                if last and not any(block[pos:]):  # zeros after the last record: not written yet
+                    break
+                bad += 1
+                pending = None
+                break  # resume at the next block
+            pos = end
+            if kind == FULL:
+                pending = None
+                yield chunk
+            elif kind == FIRST:
+                pending = bytearray(chunk)
+            elif pending is not None:
+                if len(pending) + len(chunk) > MAX_RECORD:
+                    bad += 1
+                    pending = None
+                    continue
+                pending += chunk
+                if kind == LAST:
+                    yield bytes(pending)
+                    pending = None
+        if last:
+            break
+    if pending is not None:
+        warnings.append(_TORN)
     if bad:
         warnings.append(f"{bad} damaged chunk(s) skipped")
-    return out
 
 
-def parse_backup(data: bytes, name: str) -> tuple[dict[str, np.ndarray], list[str], str | None]:
-    """``(table, warnings, experiment name)`` of a backup's scalars."""
-    warnings: list[str] = []
+def _lines(head: bytes, f: BinaryIO) -> Iterator[bytes]:
+    first = head + f.readline()
+    if first.strip():
+        yield first
+    for line in f:
+        if line.strip():
+            yield line
+
+
+def payloads(f: BinaryIO, warnings: list[str]) -> Iterator[bytes]:
+    """The records of a SwanLab log (framed, or one JSON record per line), read as they are
+    needed: the file is never held whole."""
+    head = f.read(len(IDENT))
+    return _framed(head, f, warnings) if head == IDENT else _lines(head, f)
+
+
+def _proto_record(data: bytes) -> tuple[str, object] | None:
+    """``("scalar", (key, step, value))``, ``("name", str)`` or None for other records."""
+    for number, wire, value in pb.iter_fields(data):
+        if number == 13:
+            key, step, number_ = None, 0, None
+            for n, w, v in pb.iter_fields(pb.as_bytes(wire, value)):
+                if n == 1:
+                    key = pb.as_str(w, v)
+                elif n == 2:
+                    step = pb.as_int(w, v)
+                elif n == 5:
+                    number_ = 0.0  # proto3 leaves a 0.0 out
+                    for n2, w2, v2 in pb.iter_fields(pb.as_bytes(w, v)):
+                        if n2 == 1:
+                            number_ = pb.as_double(w2, v2)
+            if key is None or number_ is None:
+                raise pb.DecodeError("a scalar without key or value")
+            return "scalar", (key, step, number_)
+        if number == 10:
+            for n, w, v in pb.iter_fields(pb.as_bytes(wire, value)):
+                if n == 4:
+                    return "name", pb.as_str(w, v)
+            return None
+    return None
+
+
+def _json_record(text: bytes) -> tuple[str, object] | None:
+    rec = json.loads(text)
+    if not isinstance(rec, dict) or not isinstance(rec.get("data"), dict):
+        return None
+    kind, body = str(rec.get("model_type", "")).lower(), rec["data"]
+    if kind == "experiment":
+        return ("name", body["name"]) if isinstance(body.get("name"), str) else None
+    if kind != "scalar":
+        return None
+    key, step, metric = body.get("key"), body.get("step"), body.get("metric")
+    value = metric.get("data") if isinstance(metric, dict) else None
+    if not isinstance(key, str) or isinstance(step, bool) or not isinstance(step, (int, float)):
+        raise ValueError("a scalar without key or step")
+    if isinstance(value, str) and value.lower() == "nan":
+        value = float("nan")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("a scalar without a number")
+    return "scalar", (key, int(step), float(value))
+
+
+def parse_records(records: Iterator[bytes], name: str, warnings: list[str]) -> tuple[dict[str, np.ndarray], str | None]:
+    """``(table, experiment name)`` of a log's scalars (each record JSON or protobuf)."""
     series: dict[str, dict[int, float]] = {}
     exp_name = None
     bad = 0
-    texts = records(data, warnings)
-    for i, text in enumerate(texts):
+    failed_last = False
+    system = 0
+    for data in records:
         try:
-            rec = json.loads(text)
-        except (ValueError, RecursionError):
-            if i == len(texts) - 1:
-                warnings.append("the last record is incomplete (a run still being written?); skipped it")
-            else:
-                bad += 1
-            continue
-        if not isinstance(rec, dict) or not isinstance(rec.get("data"), dict):
-            continue
-        body = rec["data"]
-        if rec.get("model_type") == "EXPERIMENT" and isinstance(body.get("name"), str):
-            exp_name = body["name"]
-        if rec.get("model_type") != "SCALAR":
-            continue
-        key, step, metric = body.get("key"), body.get("step"), body.get("metric")
-        value = metric.get("data") if isinstance(metric, dict) else None
-        if not isinstance(key, str) or isinstance(step, bool) or not isinstance(step, (int, float)):
+            hit = _json_record(data) if data.lstrip()[:1] == b"{" else _proto_record(data)
+        except (ValueError, OverflowError, RecursionError):  # pb.DecodeError is a ValueError
             bad += 1
+            failed_last = True
             continue
-        if isinstance(value, str) and value.lower() == "nan":
-            value = float("nan")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            bad += 1
+        failed_last = False
+        if hit is None:
             continue
-        series.setdefault(key, {})[int(step)] = float(value)
+        kind, body = hit
+        if kind == "name":
+            exp_name = body
+            continue
+        key, step, value = body
+        if key.startswith(SYSTEM_PREFIX):
+            system += 1
+            continue
+        series.setdefault(key, {})[step] = value
+    if failed_last:  # the writer's last record, cut off
+        bad -= 1
+        if _TORN not in warnings:
+            warnings.append(_TORN)
     if bad:
         warnings.append(f"{bad} record(s) that are not readable scalars skipped")
     if not series:
-        raise ReadError("the SwanLab backup holds no scalar metrics", path=name, fix="the run may not have logged yet; " + FIX)
+        why = "holds only SwanLab's system metrics" if system else "holds no scalar metrics"
+        raise ReadError(f"the SwanLab log {why}", path=name, fix="the run may not have logged yet; " + FIX)
     steps = np.array(sorted({s for pts in series.values() for s in pts}), dtype=np.float64)
     index = {int(s): i for i, s in enumerate(steps)}
     table: dict[str, np.ndarray] = {"step": steps}
@@ -142,30 +241,46 @@ def parse_backup(data: bytes, name: str) -> tuple[dict[str, np.ndarray], list[st
         for s, v in pts.items():
             col[index[s]] = v
         table[key if key != "step" else "metric/step"] = col
+    return table, exp_name
+
+
+def parse_backup(data: bytes, name: str) -> tuple[dict[str, np.ndarray], list[str], str | None]:
+    """``(table, warnings, experiment name)`` of a log held in memory."""
+    import io
+
+    warnings: list[str] = []
+    table, exp_name = parse_records(payloads(io.BytesIO(data), warnings), name, warnings)
     return table, warnings, exp_name
 
 
 def read_backup(src: Source, fmt: str = "swanlab", *, step: str | None = None) -> list[Run]:
-    """One run from a ``backup.swanlab`` file."""
+    """One run from a ``run-<id>.swanlab`` or ``backup.swanlab`` file."""
     from grpofit.readers.common import build_run
 
-    table, warnings, _ = parse_backup(src.read_bytes(), src.name)
+    warnings: list[str] = []
+    with src.open() as f:
+        table, _ = parse_records(payloads(f, warnings), src.name, warnings)
     return [build_run(src, "swanlab", table, step=step if step is not None else "step", warnings=warnings)]
 
 
 def read_run_folder(path: str, step: str | None = None) -> list[Run]:
-    """One run from ``swanlog/run-*/`` (its ``backup.swanlab``; the config from
-    ``files/config.yaml`` when present)."""
+    """One run from ``swanlog/run-*/`` (its log; the config from ``files/config.yaml`` when
+    present, SwanLab's ``{key: {value: ...}}`` wrapping removed)."""
     from grpofit.readers.config import load_config_file
     from grpofit.runs import make_run
 
-    backup = os.path.join(path, BACKUP)
     try:
-        with open(backup, "rb") as f:
-            data = f.read()
+        log = run_file(path, os.listdir(path))
     except OSError as exc:
-        raise ReadError(f"cannot read {BACKUP} ({exc.strerror or exc})", path=path, fix=FIX) from None
-    table, warnings, _ = parse_backup(data, backup)
+        raise ReadError(f"cannot read the folder ({exc.strerror or exc})", path=path, fix=FIX) from None
+    if log is None:
+        raise ReadError("holds no run-<id>.swanlab or backup.swanlab", path=path, fix=FIX)
+    warnings: list[str] = []
+    try:
+        with open(log, "rb") as f:
+            table, _ = parse_records(payloads(f, warnings), log, warnings)
+    except OSError as exc:
+        raise ReadError(f"cannot read {os.path.basename(log)} ({exc.strerror or exc})", path=path, fix=FIX) from None
     cfg_path = os.path.join(path, "files", "config.yaml")
     config = load_config_file(cfg_path) if os.path.isfile(cfg_path) else None
     return [
