@@ -268,6 +268,7 @@ class JudgeOptions:
     policy: Any = None  #: grpofit.gate.GatePolicy: the gated verdict is written into each entry
     run_pattern: str | None = None  #: ``--run PATTERN``: judge only the runs it matches
     forecast: bool = False  #: also forecast each run (expected final reward, steps to 95%)
+    horizon: float | None = None  #: planned last step for runs whose config names none
 
 
 def internal_error(what: str, exc: BaseException) -> str:
@@ -318,7 +319,8 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
             from grpofit.forecasting.brief import diagnose_forecast
             from grpofit.jsonout import jsonable
 
-            entry["forecast"] = jsonable(diagnose_forecast(run, diagnosis.fit, full=options.forecast))
+            entry["forecast"] = jsonable(diagnose_forecast(run, diagnosis.fit, full=options.forecast,
+                                                           horizon=options.horizon))
         if options.policy is not None:
             from grpofit.gate import apply_policy
 
@@ -554,6 +556,7 @@ def diagnose_paths(
     plot_dir: str | None = None,
     encode_json: bool = False,
     forecast: bool = False,
+    horizon: float | None = None,
 ) -> tuple[dict, list[str]]:
     """Find, read, judge and gate every run under ``paths``.
 
@@ -580,7 +583,8 @@ def diagnose_paths(
         encode_json=encode_json,
         policy=policy,
         run_pattern=run_pattern,
-        forecast=forecast,
+        forecast=forecast or horizon is not None,
+        horizon=horizon,
     )
     items, found = plan_work(paths, step=step)
     if not items and len(found.errors) == 1 and len(paths) == 1:

@@ -52,6 +52,8 @@ def estimate_text(p: dict | None) -> str:
     """``value ± stderr [lo, hi]`` from a contract parameter dict."""
     if not p or p.get("value") is None:
         return "-"
+    if str(p.get("note") or "").startswith("not identifiable"):  # no number the data cannot support
+        return f"{DASH} ({p['note']})"
     text = num(p["value"])
     if p.get("stderr") is not None:
         text += f" ± {num(p['stderr'], 2)}"

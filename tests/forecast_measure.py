@@ -13,7 +13,15 @@
 4. **Plateau interval coverage per stratum** on the same runs, for the ``fit`` command's
    ``ci95`` of the preferred law and for the forecast's plateau interval (state-space).
 
-Not collected by pytest (no ``test_`` prefix); ``tests/test_forecast.py`` runs it on a subset.
+The real runs are also reported in two halves (A: the runs at even positions of the sorted
+list, B: the odd ones), and every real cut is written to :data:`TABLE`
+(``docs/forecast_real_runs.md``, committed): the README's real-run figures are computed from
+that table, and ``tests/test_forecast.py`` recomputes one run's rows and the README's figures.
+A cut whose forecast is a lower bound (still rising, the rise's end not in the seen steps)
+counts as covered when the final level reached the bound; the tables count those cuts.
+
+``--jobs N`` runs the forecasts in N processes. Not collected by pytest (no ``test_`` prefix);
+``tests/test_forecast.py`` runs it on a subset.
 """
 
 from __future__ import annotations
@@ -25,7 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
+ROOT = Path(__file__).resolve().parents[1]
+REAL = ROOT.parent / "shared" / "real_logs"
+TABLE = ROOT / "docs" / "forecast_real_runs.md"
 CUTS = (0.25, 0.5)
 FINAL = 0.1
 
@@ -66,38 +76,58 @@ def trend_runs(limit: int | None = None):
     return out
 
 
-def _backtest(items, cuts, truth_key=None, batch=None):
-    """Rows of ``(name, cut, covered, error, persistence error, exponential error)``."""
+def _backtest_one(args):
+    """Rows of one item: ``(name, cut, covered, error, persistence error, exponential error,
+    lower bound?)``."""
     from grpofit.forecasting.backtest import backtest_series
 
+    item, cuts, batch = args
     rows = []
-    for item in items:
-        name, s, v = item[:3]
-        truth = item[3] if len(item) > 3 else None
-        b = item[4] if len(item) > 4 else batch
-        for c in backtest_series(s, v, cuts=cuts, batch=b):
-            if c["error"] is None:
-                rows.append((name, c["fraction"], None, None, None, None))
-                continue
-            actual = c["actual"]
-            lo, hi = c["predicted"]["pi95"]
-            if truth is not None:  # compare with the true level, not the noisy logged one
-                window = s >= s[-1] - FINAL * (s[-1] - s[0])
-                actual = float(truth[window].mean())
-            mean = c["predicted"]["mean"]
-            pers = c["baselines"]["persistence"]["prediction"]
-            expo = c["baselines"]["exponential"]["prediction"]
-            rows.append((name, c["fraction"], bool(lo <= actual <= hi), abs(mean - actual),
-                         None if pers is None else abs(pers - actual),
-                         None if expo is None else abs(expo - actual)))
+    name, s, v = item[:3]
+    truth = item[3] if len(item) > 3 else None
+    b = item[4] if len(item) > 4 else batch
+    for c in backtest_series(s, v, cuts=cuts, batch=b):
+        if c["error"] is None:
+            rows.append((name, c["fraction"], None, None, None, None, None))
+            continue
+        actual = c["actual"]
+        lo, hi = c["predicted"]["pi95"]
+        if truth is not None:  # compare with the true level, not the noisy logged one
+            window = s >= s[-1] - FINAL * (s[-1] - s[0])
+            actual = float(truth[window].mean())
+        mean = c["predicted"]["median"]
+        pers = c["baselines"]["persistence"]["prediction"]
+        expo = c["baselines"]["exponential"]["prediction"]
+        rows.append((name, c["fraction"], bool(lo <= actual and (hi is None or actual <= hi)), abs(mean - actual),
+                     None if pers is None else abs(pers - actual),
+                     None if expo is None else abs(expo - actual), hi is None))
     return rows
+
+
+#: processes for the forecasts (``--jobs``)
+JOBS = 1
+
+
+def _backtest(items, cuts, batch=None):
+    """Rows of ``(name, cut, covered, error, persistence error, exponential error, lower bound?)``."""
+    tasks = [(item, tuple(cuts), batch) for item in items]
+    if JOBS > 1 and len(tasks) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(JOBS) as pool:
+            parts = list(pool.map(_backtest_one, tasks))
+    else:
+        parts = [_backtest_one(t) for t in tasks]
+    return [r for p in parts for r in p]
 
 
 def _summary(rows) -> dict:
     made = [r for r in rows if r[2] is not None]
     med = lambda k: float(np.median([r[k] for r in made if r[k] is not None])) if made else float("nan")
     return {
-        "n": len(rows), "made": len(made),
+        "n": len(rows), "made": len(made), "bounds": sum(1 for r in made if r[6]),
+        "bounds_held": sum(1 for r in made if r[6] and r[2]),
+        "two_sided": sum(1 for r in made if not r[6]), "two_sided_covered": sum(1 for r in made if not r[6] and r[2]),
         "coverage": float(np.mean([r[2] for r in made])) if made else float("nan"),
         "median_error": med(3), "worst_error": float(max((r[3] for r in made), default=float("nan"))),
         "persistence": med(4), "exponential": med(5),
@@ -105,25 +135,74 @@ def _summary(rows) -> dict:
 
 
 def _line(label: str, s: dict) -> str:
-    return (f"| {label} | {s['made']}/{s['n']} | {s['coverage']:.0%} | {s['median_error']:.4f} | "
+    return (f"| {label} | {s['made']}/{s['n']} | {s['two_sided_covered']}/{s['two_sided']} | "
+            f"{s['bounds_held']}/{s['bounds']} | {s['coverage']:.0%} | {s['median_error']:.4f} | "
             f"{s['worst_error']:.3f} | {s['persistence']:.4f} | {s['exponential']:.4f} |")
 
 
-HEAD = ("| set | forecasts | 95% coverage | median error | worst error | persistence median | exponential median |\n"
-        "| --- | --- | --- | --- | --- | --- | --- |")
+HEAD = ("| set | forecasts | 95% intervals covering | lower bounds held | 95% coverage (both) | median error "
+        "| worst error | persistence median | exponential median |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
-def real_block(limit=None) -> tuple[str, list]:
-    items = trend_runs(limit)
-    rows = _backtest(items, CUTS)
-    lines = [f"Real runs with a trend: {len(items)}", HEAD]
+def real_lines(rows, n_runs: int) -> list[str]:
+    """The real-run summary table from per-cut rows (all runs, then halves A and B)."""
+    names = list(dict.fromkeys(r[0] for r in rows))
+    half = {name: "AB"[i % 2] for i, name in enumerate(names)}
+    lines = [f"Real runs with a trend: {n_runs}", HEAD]
     for frac in CUTS:
         lines.append(_line(f"real, cut {frac:.0%}", _summary([r for r in rows if r[1] == frac])))
     lines.append(_line("real, both cuts", _summary(rows)))
+    for h in "AB":
+        for frac in CUTS:
+            lines.append(_line(f"half {h}, cut {frac:.0%}", _summary([r for r in rows if r[1] == frac and half[r[0]] == h])))
     misses = [r for r in rows if r[2] is False]
     if misses:
         lines.append("missed: " + "; ".join(f"{r[0][-48:]} @{r[1]:.0%} (error {r[3]:.3f})" for r in misses))
-    return "\n".join(lines), rows
+    return lines
+
+
+TABLE_HEAD = ("| run | cut | covered | lower bound | error | persistence error | exponential error |\n"
+              "| --- | --- | --- | --- | --- | --- | --- |")
+
+
+def _cell(x):
+    return "-" if x is None else ("yes" if x is True else "no" if x is False else f"{x:.4f}")
+
+
+def table_text(rows) -> str:
+    """The committed per-cut table (``docs/forecast_real_runs.md``)."""
+    out = ["# Backtest of the shared real runs (generated by `python -m tests.forecast_measure`)", "",
+           "Each run with a trend in `../shared/real_logs`, cut at 25% and 50% of its steps; the final level "
+           "is the mean reward over the last 10% of steps; errors are absolute, of the predictive median. "
+           "Do not edit by hand.", "", TABLE_HEAD]
+    for r in rows:
+        out.append(f"| {r[0]} | {r[1]:.0%} | " + " | ".join(_cell(x) for x in (r[2], r[6], r[3], r[4], r[5])) + " |")
+    return "\n".join(out) + "\n"
+
+
+def parse_table(text: str) -> list[tuple]:
+    """Rows back from :func:`table_text`."""
+    conv = lambda x: None if x == "-" else True if x == "yes" else False if x == "no" else float(x)
+    rows = []
+    for line in text.splitlines():
+        if not line.startswith("| ") or line.startswith("| run |") or line.startswith("| ---"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        name, frac = cells[0], float(cells[1].rstrip("%")) / 100.0
+        covered, bound, err, pers, expo = (conv(c) for c in cells[2:7])
+        rows.append((name, frac, covered, err, pers, expo, bound))
+    return rows
+
+
+def real_block(limit=None, write: bool = False) -> tuple[str, list]:
+    items = trend_runs(limit)
+    rows = _backtest(items, CUTS)
+    text = table_text(rows)
+    if write:
+        TABLE.write_text(text)
+    rows = parse_table(text)  # the summary from the table's rounded numbers, as the test recomputes it
+    return "\n".join(real_lines(rows, len(items))), rows
 
 
 def bandit_items(n: int):
@@ -201,9 +280,12 @@ def plateau_block(runs) -> str:
 
 
 def main(argv=None) -> None:
+    global JOBS
     argv = sys.argv[1:] if argv is None else argv
     quick = "--quick" in argv
-    text, _ = real_block(limit=2 if quick else None)
+    if "--jobs" in argv:
+        JOBS = int(argv[argv.index("--jobs") + 1])
+    text, _ = real_block(limit=2 if quick else None, write=not quick)
     print(text)
     print()
     print(bandit_block(1 if quick else 12))

@@ -272,6 +272,24 @@ def test_diagnose_shows_the_forecast_only_when_asked(rising_csv, capsys):
     assert "final [95%]" in out and "95% at" in out and "rising" in out
 
 
+def test_diagnose_horizon_forecasts_to_that_step(rising_csv, capsys):
+    """``diagnose --horizon N``: the forecast (implied) runs to step N for a run whose config
+    names no plan, and says where the planned end came from."""
+    code, out, err = run_cli(capsys, "diagnose", rising_csv, "--horizon", "400", "--format", "json")
+    f = json.loads(out)["runs"][0]["forecast"]
+    assert f["computed"] is True and f["horizon"] == {"step": 400, "source": "--horizon"}
+    assert f["expected_final"]["step"] == 400
+    lo, hi = f["expected_final"]["pi95"]
+    assert lo <= 0.85 and (hi is None or 0.85 <= hi)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf"])
+def test_diagnose_bad_horizon_exits_2_with_one_line(rising_csv, capsys, value):
+    code, out, err = run_cli(capsys, "diagnose", rising_csv, f"--horizon={value}")
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "--horizon" in err
+
+
 def test_diagnose_forecast_uses_the_planned_end():
     from types import SimpleNamespace
 
@@ -287,6 +305,12 @@ def test_diagnose_forecast_uses_the_planned_end():
     lo, hi = f["expected_final"]["pi95"]
     assert lo <= 0.8 <= hi
     assert f["steps_to_95"]["value"] == pytest.approx(1 + 30 * math.log(20), rel=0.35)
+    # --horizon is the fallback for runs whose config names no plan, never an override
+    g = diagnose_forecast(run, fit, full=True, horizon=300)
+    assert g["horizon"] == {"step": 600, "source": "config: trainer.total_training_steps"}
+    h = diagnose_forecast(SimpleNamespace(config={}), fit, full=True, horizon=300)
+    assert h["horizon"] == {"step": 300, "source": "--horizon"} and h["expected_final"]["step"] == 300
+    assert h["expected_final"]["pi95"][0] <= 0.8
 
 
 def test_misfit_is_surfaced_under_the_fit_table():
@@ -327,3 +351,50 @@ def test_steps_before_the_run_get_no_forecast():
     assert "before the first seen step" in fc.doc["note"]
     assert a["pi95"][0] <= 1e6 * (1 - math.exp(-50 / 30)) <= a["pi95"][1]
     assert fc.doc["recommendation"].startswith("done: the planned end")
+
+
+def test_readme_real_run_figures_come_from_the_committed_table():
+    """The README's real-run table is computed from ``docs/forecast_real_runs.md`` (written by
+    ``python -m tests.forecast_measure``), cut by cut."""
+    from tests import forecast_measure as fm
+
+    rows = fm.parse_table(fm.TABLE.read_text())
+    assert len(rows) == 2 * len({r[0] for r in rows}) >= 30
+    readme = (ROOT / "README.md").read_text()
+    lines = [ln for ln in fm.real_lines(rows, len({r[0] for r in rows}))
+             if ln.startswith("| real, ") or ln.startswith("| half ")]
+    assert len(lines) == 7
+    for line in lines:
+        assert line in readme, line
+
+
+def test_committed_real_run_table_reproduces_for_one_run():
+    """Re-run the backtest of the first real run with a trend: the committed rows hold."""
+    from tests import forecast_measure as fm
+
+    committed = fm.parse_table(fm.TABLE.read_text())
+    items = fm.trend_runs(limit=1)
+    new = fm._backtest(items, fm.CUTS)
+    old = [r for r in committed if r[0] == items[0][0]]
+    assert len(old) == len(new) == 2
+    for a, b in zip(new, old):
+        assert a[1] == b[1] and a[2] == b[2] and a[6] == b[6]
+        for x, y in zip(a[3:6], b[3:6]):
+            assert (x is None) == (y is None) and (x is None or abs(x - y) < 2e-3)
+
+
+def test_level_drift_is_estimated_from_the_seen_steps():
+    """The random-walk level drift (forecasting.walk): found where the level wanders, not where
+    it does not, and it widens the forecast of a far final level."""
+    from grpofit.forecasting.likelihood import reduce_series
+    from grpofit.forecasting.walk import fit_walk_law
+
+    rng = np.random.default_rng(11)
+    t = np.arange(200, dtype=float)
+    curve = 0.6 - 0.3 * np.exp(-t / 10.0)
+    noise = 0.01 * rng.standard_normal(t.size)
+    walk = np.cumsum(0.004 * rng.standard_normal(t.size))
+    drifting = fit_walk_law("one", reduce_series(t, curve + walk + noise), t_guess=10.0, t_max=600.0)
+    still = fit_walk_law("one", reduce_series(t, curve + noise), t_guess=10.0, t_max=600.0)
+    assert 0.002 < drifting.params()["drift_sd_per_step"] < 0.008
+    assert still.params()["drift_sd_per_step"] < 0.001

@@ -82,3 +82,14 @@ def test_layout_widths_in_the_readme_are_the_code_constants():
     flat = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert f"From {FULL_TABLE_WIDTH} columns up it shows every fit column" in flat
     assert f"would leave less than {MIN_NAME_ROOM} characters for run names" in flat
+
+
+def test_limits_the_readme_states_are_the_code_constants():
+    from grpofit.fitting import MIN_POINTS as FIT_MIN
+    from grpofit.forecasting.engine import MIN_POINTS as FORECAST_MIN
+    from grpofit.forecasting.likelihood import MAX_POINTS
+
+    flat = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"a fit needs at least {FIT_MIN} points" in flat
+    assert f"(fewer than {FORECAST_MIN} points," in flat
+    assert f"at most {MAX_POINTS} binned points" in flat

@@ -55,3 +55,17 @@ def test_a_good_fit_is_not_marked(capsys):
     for run in ("healthy_slow_start.csv", "bandit_g16.csv", "bandit_oscillating.jsonl"):
         code, out, _ = run_cli(capsys, "diagnose", SAMPLES / run, "--format", "json")
         assert json.loads(out)["runs"][0]["fit_check"]["disagrees"] is False
+
+
+def test_fit_table_shows_no_number_for_what_was_not_identified(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run_cli(capsys, "fit", SAMPLES / "dead_run")
+    assert code == 0
+    for label in ("timescale 1/K_eff", "inertia M/C", "damping ratio"):
+        row = next(x for x in out.splitlines() if label in x)
+        cells = [c.strip() for c in row.split("│")[1:-1]]
+        assert all(c in ("", ) or c.startswith("– (not identifiable: no significant rise") for c in cells[1:]), row
+    assert "2489" not in out and "1.78" not in out  # the numbers the issue saw printed as if identified
+    code, out, _ = run_cli(capsys, "fit", SAMPLES / "dead_run", "--format", "json")
+    inertia = json.loads(out)["runs"][0]["models"]["oscillator"]["params"]["inertia"]
+    assert inertia["value"] is not None and inertia["ci95"] is None  # JSON keeps the number, with its note

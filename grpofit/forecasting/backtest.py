@@ -5,7 +5,12 @@ For each run and each cut fraction ``f`` (default 20/30/50/70%) the run is cut a
 to its last step. What is compared is the run's **final level**: the mean logged reward over
 its last 10% of steps. The forecast predicts that mean (the expected reward averaged over
 those steps plus the observation noise of the average) with a 95% interval; ``covered`` says
-whether the actual level is inside, ``error`` is ``|predicted mean - actual|``.
+whether the actual level is inside, ``error`` is ``|predicted median - actual|`` (the
+predictive median: the point forecast that minimises the expected absolute error). Where the
+run is still rising and the seen steps do not show where the rise stops, the prediction is a
+lower bound (``kind: lower_bound``, upper end null): ``covered`` then says whether the level
+reached it, and the summary counts these cuts (``lower_bounds``) so that coverage is not read
+as two-sided.
 
 Two baselines on the same cut: **persistence** (the mean of the last tenth of the seen points)
 and a plain **single exponential** (grpofit's exponential fit of the seen points, averaged over
@@ -74,11 +79,12 @@ def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = Non
         entry = {"fraction": frac, "step": _num(s[-1]) if s.size else _num(cut), "n_seen": int(s.size)}
         if fc.final is not None:
             lo, hi = fc.final["pi95"]
-            entry["predicted"] = {"mean": fc.final["mean"], "pi95": [lo, hi]}
-            entry["covered"] = bool(lo <= actual <= hi)
-            entry["error"] = abs(fc.final["mean"] - actual)
+            entry["predicted"] = {"mean": fc.final["mean"], "median": fc.final["median"], "pi95": [lo, hi],
+                                  "kind": fc.final["kind"]}
+            entry["covered"] = bool(lo <= actual and (hi is None or actual <= hi))
+            entry["error"] = abs(fc.final["median"] - actual)
         else:
-            entry["predicted"] = {"mean": None, "pi95": None}
+            entry["predicted"] = {"mean": None, "median": None, "pi95": None}
             entry["covered"] = None
             entry["error"] = None
         entry["actual"] = actual
@@ -140,6 +146,7 @@ def summarise(runs: list[dict]) -> dict:
         return {
             "n": len(items),
             "coverage": float(np.mean(cov)) if cov else None,
+            "lower_bounds": sum(1 for c in items if c["predicted"].get("kind") == "lower_bound"),
             **_stats([c["error"] for c in items]),
             "baselines": {name: _stats([c["baselines"][name]["error"] for c in items])
                           for name in ("persistence", "exponential")},
@@ -150,11 +157,13 @@ def summarise(runs: list[dict]) -> dict:
     for frac in sorted({c["fraction"] for c in cuts}):
         b = block([c for c in made if c["fraction"] == frac])
         by_fraction[f"{frac:.0%}"] = {
-            "n": b["n"], "coverage": b["coverage"], "median_error": b["median_error"],
+            "n": b["n"], "coverage": b["coverage"], "lower_bounds": b["lower_bounds"],
+            "median_error": b["median_error"],
             "persistence_median_error": b["baselines"]["persistence"]["median_error"],
             "exponential_median_error": b["baselines"]["exponential"]["median_error"],
         }
     return {"n_cuts": len(cuts), "n_forecasts": len(made), "coverage": overall["coverage"],
+            "lower_bounds": overall["lower_bounds"],
             "median_error": overall["median_error"], "worst_error": overall["worst_error"],
             "baselines": overall["baselines"], "by_fraction": by_fraction}
 

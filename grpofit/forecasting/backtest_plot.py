@@ -29,10 +29,16 @@ def save_backtest_figure(run, entry: dict, plot_dir) -> Path:
             color = colors[i % len(colors)]
             ax.axvline(c["step"], color=color, ls=":", lw=1)
             pred = c.get("predicted") or {}
-            if pred.get("mean") is not None:
+            if pred.get("median") is not None:
                 x = w0 + (i + 1) * (last - w0) / (len(cuts) + 1)
                 lo, hi = pred["pi95"]
-                ax.errorbar([x], [pred["mean"]], yerr=[[pred["mean"] - lo], [hi - pred["mean"]]], fmt="o",
+                if hi is None:  # a lower bound: an arrow up from it
+                    ax.annotate("", xy=(x, max(pred["median"], lo) + 0.05 * (max(values) - min(values))),
+                                xytext=(x, lo), arrowprops={"arrowstyle": "->", "color": color})
+                    ax.plot([x], [pred["median"]], "o", color=color, ms=4,
+                            label=f"cut {c['fraction']:.0%}: lower bound")
+                    continue
+                ax.errorbar([x], [pred["median"]], yerr=[[pred["median"] - lo], [hi - pred["median"]]], fmt="o",
                             color=color, ms=4, capsize=3, label=f"cut {c['fraction']:.0%}: 95% PI")
     ax.set_title(short_title(run.name), fontsize=8)
     ax.set_xlabel("step")

@@ -1,6 +1,9 @@
 """The forecast as ``diagnose`` shows it: a still-rising flag for every run (cheap: the late-slope
-test of :mod:`.drift` on the fitted part of the reward) and, with ``diagnose --forecast``, the
-expected final reward at the planned end and the step reaching 95% of the gain."""
+test of :mod:`.drift` on the fitted part of the reward) and, with ``diagnose --forecast`` (or
+``--horizon N``), the expected final reward at the planned end and the step reaching 95% of the
+gain. The planned end is each run's own (its config, :mod:`.plan`); ``--horizon N`` is the
+fallback for runs whose config names none (one option for many runs must not override the
+plans the runs carry), and ``horizon.source`` says which was used."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import numpy as np
 __all__ = ["diagnose_forecast"]
 
 
-def diagnose_forecast(run: Any, fit: Any, *, full: bool = False, horizon: int | None = None) -> dict:
+def diagnose_forecast(run: Any, fit: Any, *, full: bool = False, horizon: float | None = None) -> dict:
     """``{"still_rising", "computed", "horizon", "expected_final", "steps_to_95", "note"}``."""
     from grpofit.forecasting.drift import late_slope
 
@@ -27,7 +30,9 @@ def diagnose_forecast(run: Any, fit: Any, *, full: bool = False, horizon: int | 
     from grpofit.forecasting.plan import batch_size, planned_last_step
 
     config = getattr(run, "config", {}) or {}
-    step, source = planned_last_step(config, horizon)
+    step, source = planned_last_step(config)
+    if step is None and horizon is not None:
+        step, source = float(horizon), "--horizon"
     batch, _ = batch_size(config)
     fc = forecast_series(steps, values, horizon_step=step, horizon_source=source, batch=batch)
     doc = fc.doc

@@ -102,7 +102,8 @@ def _point_var(values: np.ndarray, batch: int | None):
 
 def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at_steps=(),
                     batch: int | None = None, final_steps=None, seed: int = 0,
-                    laws=None, warm: dict | None = None) -> Forecast:
+                    laws=None, warm: dict | None = None, walk: bool = True,
+                    validate: bool = True) -> Forecast:
     """Forecast a run from ``(steps, values)`` seen so far (see the module docstring).
 
     ``final_steps``: the steps whose mean reward a backtest compares with (``Forecast.final``).
@@ -143,10 +144,13 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     from grpofit.models import guess_exponential
 
     t_guess = float(guess_exponential(series.t, series.y)["timescale"])
+    from grpofit.forecasting.walk import fit_walk_law
+
+    fitter = fit_walk_law if walk else fit_law
     fits, prior = [], None
     for law in laws or LAWS_USED:
-        f = fit_law(law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior,
-                    warm=(warm or {}).get(law))
+        f = fitter(law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior,
+                   warm=(warm or {}).get(law))
         if f is not None:
             fits.append(f)
             if law == "one":
@@ -210,10 +214,41 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
         else:
             sd = draws.obs_sd / math.sqrt(n_final)
         level = window + sd * rng.standard_normal(window.shape)
-        final = {"mean": float(level.mean()), "pi95": [float(np.percentile(level, 2.5)),
-                                                      float(np.percentile(level, 97.5))]}
-
+        final = {"mean": float(level.mean()), "median": float(np.median(level)),
+                 "pi95": [float(np.percentile(level, 2.5)), float(np.percentile(level, 97.5))],
+                 "kind": "interval"}
     weights = law_weights(fits)
+    point = None
+    target = None
+    if final is not None:
+        target = float(np.mean(np.asarray(final_steps, dtype=float))) - step0 - t_last
+    elif horizon_t is not None and horizon_t > t_last:
+        target = horizon_t - t_last
+    if validate and target is not None and target > 0:
+        from grpofit.forecasting.validate import rolling_origin
+
+        point = rolling_origin(fits, weights, series, t, values, target, seed=seed)
+    if point is not None and point["choice"] == "persistence":
+        pers = float(values[-max(1, n // 10):].mean())
+        if final is not None:
+            _recentre(final, pers, "median")
+        if horizon_t is not None and horizon_t > t_last and at_entries and at_entries[0].get("mean") is not None:
+            _recentre(at_entries[0], pers, "mean")
+    open_ended = bool(drift.rising) and not _saturation_seen(draws, fits)
+    if open_ended:
+        # still rising and no draw of the slowest timescale is held below its bound: the data do
+        # not say where the rise stops, so the future's upper ends are unknown (lower bounds)
+        # the bound is the lower end of the prediction, but never above where the run already is
+        # (the law's continued rise is exactly what the data cannot confirm)
+        floor80, floor95 = float(np.percentile(now, 10.0)), float(np.percentile(now, 2.5))
+        for entry in at_entries:
+            if entry.get("pi95") is not None:
+                entry["pi80"] = [min(entry["pi80"][0], floor80), None]
+                entry["pi95"] = [min(entry["pi95"][0], floor95), None]
+        if final is not None:
+            final["pi95"] = [min(final["pi95"][0], floor95), None]
+            final["kind"] = "lower_bound"
+
     doc = {
         "seen": {"steps": [_step_out(steps[0]), _step_out(steps[-1])], "n_points": int(n)},
         "horizon": {"step": _step_out(horizon_step), "source": horizon_source},
@@ -233,11 +268,15 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     doc["note"] = None if horizon_step is not None else (
         "cannot forecast yet: no plan length (the run's config names no trainer.total_training_steps "
         "or max_steps; pass --horizon N); the plateau and the steps to 90/95% are still given")
+    if open_ended and doc["note"] is None:
+        doc["note"] = ("still rising, and the seen steps do not show where the rise stops: the upper ends of "
+                       "the prediction intervals are unknown (lower bounds)")
     if horizon_t is not None and horizon_t < 0:
         doc["note"] = (f"the planned end (step {_step_out(horizon_step)}) lies before the first seen step "
                        f"({_step_out(step0)}): no forecast there")
     doc["current"] = {"step": _step_out(steps[-1]), "mean": float(np.mean(now)),
                       "ci95": [float(np.percentile(now, 2.5)), float(np.percentile(now, 97.5))]}
+    doc["point"] = {"method": "model" if point is None else point["choice"], "validation": point}
     doc["still_rising"] = bool(drift.rising)
     doc["late_slope"] = drift.summary()
     doc["laws"] = {f.law: {"weight": float(w), "bic": float(f.bic), "params": f.params()}
@@ -252,6 +291,23 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     return Forecast(doc, steps, values, fan, final, extra={"baseline": baseline, "draws": draws,
                                                             "fits": fits, "curve": curve,
                                                             "law": best.law})
+
+
+def _recentre(entry: dict, value: float, key: str) -> None:
+    """Make ``value`` the point forecast of ``entry`` and widen its intervals to hold both the
+    model's and the same spread moved to ``value``."""
+    shift = value - entry[key]
+    for k in ("mean", "median"):
+        if entry.get(k) is not None:
+            entry[k] = entry[k] + shift
+    entry[key] = value
+    for k in ("pi80", "pi95"):
+        iv = entry.get(k)
+        if iv is None:
+            continue
+        lo = min(iv[0], iv[0] + shift)
+        hi = None if iv[1] is None else max(iv[1], iv[1] + shift)
+        entry[k] = [lo, hi]
 
 
 def _at_entry(step, draws: np.ndarray) -> dict:
@@ -271,9 +327,21 @@ def _plateau(draws, now: np.ndarray, bounded: bool, rising: bool, fits) -> dict:
     # still rising: the plateau is at least where the run already is
     floor = float(np.percentile(now, 50.0))
     value = max(lo, floor)
-    upper_known = any(np.percentile(draws.slow[draws.law == i], 97.5) < 0.5 * np.exp(f.upper[0])
-                      for i, f in enumerate(fits) if np.any(draws.law == i))
+    upper_known = _saturation_seen(draws, fits)
     return {"value": value, "ci95": [value, max(hi, value) if upper_known else None], "kind": "lower_bound"}
+
+
+def _saturation_seen(draws, fits) -> bool:
+    """Whether the data hold the slowest timescale well below its upper bound, for the laws
+    carrying most of the mixture: a law holds it when 97.5% of its draws lie below half its
+    bound, and the laws that do carry at least half of the draws. Then the rise's end is
+    identified; otherwise where the run stops is not in the seen steps."""
+    held = 0
+    for i, f in enumerate(fits):
+        mine = draws.law == i
+        if np.any(mine) and np.percentile(draws.slow[mine], 97.5) < 0.5 * math.exp(float(f.upper[0])):
+            held += int(mine.sum())
+    return held >= 0.5 * draws.law.size
 
 
 def _steps_to(times: np.ndarray, step0: float) -> dict:

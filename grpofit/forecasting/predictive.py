@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.forecasting.likelihood import LOG2PI, LawFit, Series, system
+from grpofit.forecasting.likelihood import LOG2PI, LawFit, Series
 from grpofit.forecasting.statespace import design, process_cov
 from grpofit.models import relaxation
 
@@ -65,16 +65,23 @@ def _conditional(fit: LawFit, theta, series: Series, tf: np.ndarray, rng):
     the predictive is Student-t) and the negative log marginal likelihood."""
     from scipy.linalg import solve_triangular
 
-    times, sd, Xs, b0, Sb, S = system(fit.law, theta, series)
+    from grpofit.forecasting.walk import walk_cov, walk_q, walk_system
+
+    q = walk_q(fit, theta)
+    times, sd, Xs, b0, Sb, S = walk_system(fit.law, theta, series, walk=q > 0)
     ts = series.t
     Xf = design(fit.law, tf, times)
     L = np.linalg.cholesky(S)
     w = solve_triangular(L, series.y - Xs @ b0, lower=True, check_finite=False)
-    K = solve_triangular(L, process_cov(fit.law, ts, tf, times, sd) + Xs @ Sb @ Xf.T, lower=True,
-                         check_finite=False)
+    Psf = process_cov(fit.law, ts, tf, times, sd)
+    Pff = process_cov(fit.law, tf, tf, times, sd)
+    if q > 0:
+        Psf = Psf + walk_cov(ts, tf, q)
+        Pff = Pff + walk_cov(tf, tf, q)
+    K = solve_triangular(L, Psf + Xs @ Sb @ Xf.T, lower=True, check_finite=False)
     V = solve_triangular(L, Xs @ Sb, lower=True, check_finite=False)
     mean = Xf @ b0 + K.T @ w
-    cov = process_cov(fit.law, tf, tf, times, sd) + Xf @ Sb @ Xf.T - K.T @ K
+    cov = Pff + Xf @ Sb @ Xf.T - K.T @ K
     beta = b0 + V.T @ w
     beta_cov = Sb - V.T @ V
     n = ts.size

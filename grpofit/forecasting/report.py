@@ -61,7 +61,7 @@ def _cut_rows(doc: dict):
         for c in r.get("cuts", []):
             pred = c.get("predicted") or {}
             base = c.get("baselines") or {}
-            yield [r.get("run"), f"{c['fraction']:.0%}", num(c.get("step")), num(pred.get("mean")),
+            yield [r.get("run"), f"{c['fraction']:.0%}", num(c.get("step")), num(pred.get("median", pred.get("mean"))),
                    _interval(pred.get("pi95")), num(c.get("actual")),
                    {True: "yes", False: "NO", None: "-"}[c.get("covered")], num(c.get("error")),
                    num((base.get("persistence") or {}).get("error")), num((base.get("exponential") or {}).get("error")),
@@ -77,7 +77,9 @@ def _summary_lines(doc: dict) -> list[str]:
     s = doc.get("summary") or {}
     b = s.get("baselines") or {}
     lines = [f"forecasts made: {s.get('n_forecasts')} of {s.get('n_cuts')} cuts; 95% interval coverage "
-             f"{num(s.get('coverage'))}; error median {num(s.get('median_error'))}, worst {num(s.get('worst_error'))}"]
+             f"{num(s.get('coverage'))}"
+             + (f" ({s['lower_bounds']} of them lower bounds: still rising, end not seen)" if s.get("lower_bounds") else "")
+             + f"; error median {num(s.get('median_error'))}, worst {num(s.get('worst_error'))}"]
     for name in ("persistence", "exponential"):
         x = b.get(name) or {}
         lines.append(f"{name} (same cuts): error median {num(x.get('median_error'))}, worst {num(x.get('worst_error'))}")
