@@ -8,6 +8,7 @@ pattern the first column (in the file's order) wins. ``--metric`` / ``--eval-met
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Iterable, Mapping, Sequence
 
 ROLES = (
@@ -244,8 +245,19 @@ def detect_roles(
     One column never fills two roles: the reward column is taken first, then the others in
     :data:`ROLES` order among the remaining columns.
     """
-    columns = list(columns)
     overrides = {k: v for k, v in (overrides or {}).items() if v}
+    if not overrides:  # the usual call: the same columns in every run of a sweep
+        return dict(_detect_plain(tuple(columns)))
+    return _detect(list(columns), overrides)
+
+
+@lru_cache(maxsize=256)
+def _detect_plain(columns: tuple[str, ...]) -> dict[str, str | None]:
+    """:func:`detect_roles` without overrides, remembered per column list (callers get a copy)."""
+    return _detect(list(columns), {})
+
+
+def _detect(columns: list[str], overrides: dict[str, str]) -> dict[str, str | None]:
     taken = set(overrides.values())
     out: dict[str, str | None] = {}
     for role in ROLES:
@@ -283,6 +295,13 @@ def choose_reward(columns: Sequence[str], metric: str | None = None) -> dict:
     ``metric`` (``--metric``) is taken as given; its role is ``eval_reward`` when only the
     validation patterns name it. ``column`` is None when nothing fits the role.
     """
+    got = _choose(tuple(columns), metric)
+    return {**got, "candidates": list(got["candidates"])}
+
+
+@lru_cache(maxsize=256)
+def _choose(columns: tuple[str, ...], metric: str | None) -> dict:
+    """:func:`choose_reward`, remembered per column list and ``metric`` (callers get a copy)."""
     columns = list(columns)
     train = reward_candidates(columns)
     if metric is not None:

@@ -141,3 +141,81 @@ def test_max_polls_stops(tmp_path):
 def test_empty_folder_waits_without_error(tmp_path):
     p = grpofit("watch", str(tmp_path), "--interval", "0.05", "--max-polls", "2")
     assert p.returncode == 0 and p.stderr == ""
+
+
+def test_a_replaced_log_is_judged_afresh(tmp_path, collapse_table):
+    """A file replaced by a new run (new inode, fewer rows) is a new run: its state and alerts
+    start again, so a failure of the new run is reported too."""
+    run = tmp_path / "run.csv"
+    write_csv(run, collapse_table)
+    hook_log = tmp_path / "hook.txt"
+    s = Session(WatchOptions(paths=[str(run)], forecast=False, on_fail=f'echo "$GRPOFIT_STEP" >> {hook_log}'),
+                out=io.StringIO(), err=io.StringIO())
+    s.poll(final=True)
+    st = s.monitor.runs[str(run)]
+    assert ("dynamical_instability", "fail") in st.alerts and st.n == 300
+    new = tmp_path / "new.csv"
+    write_csv(new, make_planted_run(None, seed=4, n_steps=120))
+    os.replace(new, run)
+    s.poll(final=True)
+    st = s.monitor.runs[str(run)]
+    assert st.restarts == 1 and st.n == 120 and st.last_step == 120
+    assert not [a for a in st.alerts.values() if a.status == "fail"]
+    write_csv(new, collapse_table)  # and again a collapsing run: its failure is a new alert
+    os.replace(new, run)
+    s.poll(final=True)
+    assert s.monitor.runs[str(run)].restarts == 2
+    assert len(hook_log.read_text().splitlines()) == 2
+
+
+def test_exit_on_warn_and_every_hook_variable(tmp_path, collapse_table):
+    run = tmp_path / "run.csv"
+    write_csv(run, collapse_table)
+    hook_log = tmp_path / "hook.txt"
+    names = ("RUN", "MODE", "STATUS", "STEP", "ONSET", "SOURCE", "EVIDENCE")
+    hook = 'echo "' + "|".join(f"$GRPOFIT_{k}" for k in names) + f'" >> {hook_log}'
+    s = Session(WatchOptions(paths=[str(run)], forecast=False, exit_on="warn", on_fail=hook),
+                out=io.StringIO(), err=io.StringIO())
+    events = s.poll(final=True)
+    assert s.exit_code == 1
+    assert any(e["event"] == "alert" and e["status"] == "warn" for e in events)
+    fails = [e for e in events if e["event"] == "alert" and e["status"] == "fail"]
+    got = [dict(zip(names, line.split("|", len(names) - 1))) for line in hook_log.read_text().splitlines()]
+    assert len(got) == len(fails) >= 1
+    for e, g in zip(fails, got):
+        assert g["RUN"] == e["run"] and g["MODE"] == e["mode"] and g["STATUS"] == "fail"
+        assert float(g["STEP"]) == e["step"] and g["SOURCE"] == e["source"] and g["EVIDENCE"] == e["evidence"]
+        assert g["ONSET"] == ("" if e["onset"] is None else str(e["onset"]))
+
+
+def test_readme_documents_every_jsonl_field(tmp_path, collapse_table):
+    """The --jsonl schema in the README names exactly the fields watch writes."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("`--jsonl FILE` appends one JSON object per line"):]
+    section = section[: section.index("####")]
+    documented = {}
+    for kind in ("alert", "forecast"):
+        line = next(x for x in section.split("\n- ") if x.startswith(f"`{kind}`:"))
+        documented[kind] = set(re.findall(r"`(\w+)`", line)) - {kind, "warn", "fail", "diagnose"}
+    write_csv(tmp_path / "run.csv", collapse_table)
+    s = Session(WatchOptions(paths=[str(tmp_path / "run.csv")], forecast=False), out=io.StringIO(), err=io.StringIO())
+    events = s.poll(final=True)
+    common = {"schema", "event", "time", "run"}
+    for kind in ("alert", "forecast"):
+        keys = set().union(*(e.keys() for e in events if e["event"] == kind))
+        assert keys - common == documented[kind], kind
+
+
+def test_live_panel_on_a_terminal_shows_every_column(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    write_csv(tmp_path / "run.csv", make_planted_run(None, seed=1, n_steps=120))
+    out = io.StringIO()
+    s = Session(WatchOptions(paths=[str(tmp_path)], forecast=False, live=True, max_polls=1), out=out, err=io.StringIO())
+    assert s.run() == 0
+    text = out.getvalue()
+    for column in ("run", "reward", "forecast final", "steps to 95%", "alerts (first step)"):
+        assert column in text
+    assert "UPDATE" not in text  # the live table, not the line mode

@@ -20,6 +20,7 @@ from grpofit.watch.tail import Tail, open_tail
 class PollResult:
     changed: list[Run] = field(default_factory=list)  #: runs with new data, newest snapshot
     problems: dict[str, str] = field(default_factory=dict)  #: container -> current reading problem
+    replaced: set[str] = field(default_factory=set)  #: runs whose file was replaced or rotated since
 
 
 class Follower:
@@ -32,6 +33,7 @@ class Follower:
         self.tails: dict[str, Tail] = {}
         self.polls = 0
         self.waiting: dict[str, str] = {}  #: containers not readable yet -> why
+        self.resets: dict[str, int] = {}  #: container -> its tail's resets already reported
 
     def check_paths(self) -> None:
         """Raise :class:`ReadError` for a path that does not exist (bad input: exit 2)."""
@@ -86,7 +88,11 @@ class Follower:
                 changed_exports |= changed
                 continue
             if changed:
-                out.changed.extend(tail.runs())
+                runs = tail.runs()
+                out.changed.extend(runs)
+                if tail.resets != self.resets.get(key, 0):
+                    self.resets[key] = tail.resets
+                    out.replaced.update(r.name for r in runs)
         if changed_exports:
             from grpofit.readers.panels import join_by_run_name
 

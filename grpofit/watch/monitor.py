@@ -106,6 +106,8 @@ class RunState:
     evidence: dict[str, str] = field(default_factory=dict)
     forecast: dict | None = None
     forecast_note: str | None = "cannot forecast yet: not judged yet"
+    first_step: float | None = None
+    restarts: int = 0  #: times the run's log was replaced (or rotated) and judged afresh
     warm: dict | None = None  #: law -> theta of the last forecast fit (the next one starts there)
     cold_n: int = 0  #: points at the last cold (not warm-started) forecast fit
     forecast_fits: int = 0  #: forecast fits so far (``warm_fits`` of them warm-started)
@@ -174,11 +176,13 @@ class Monitor:
         self.rejudge_spent = 0.0  #: seconds the last :meth:`judge_pending` spent re-judging
 
     # ------------------------------------------------------------------ updating
-    def update(self, run: Any, *, force_fit: bool = False, defer: bool = False) -> list[dict]:
+    def update(self, run: Any, *, force_fit: bool = False, defer: bool = False, replaced: bool = False) -> list[dict]:
         """Take a new snapshot of ``run``; return the events it caused (alerts, forecasts).
 
         ``defer``: a due re-judgement is queued for :meth:`judge_pending` instead of done now
-        (``grpofit watch`` rations them to a CPU budget); the rules still run now."""
+        (``grpofit watch`` rations them to a CPU budget); the rules still run now. ``replaced``:
+        the run's file was replaced or rotated (also assumed when the run has fewer points than
+        before or another first step): it is judged afresh, alerts included."""
         from grpofit.analysis import resolve_column
 
         st = self.runs.get(run.name)
@@ -201,9 +205,20 @@ class Monitor:
         st.problem = None
         st.reward_column = col
         s, v = run.series(col)
+        if s.size and st.n and (replaced or s.size < st.n or float(s[0]) != st.first_step):
+            # fewer points than before, or another first step: the file was replaced by a new
+            # run (or rotated): judge it afresh, its alerts included
+            restarts = st.restarts + 1
+            self.pending.pop(run.name, None)
+            self.pending_fc.pop(run.name, None)
+            st = self.runs[run.name] = RunState(run.name, restarts=restarts)
+            st.reward_column = col
+            st.rule_state["grad_col"] = _grad_column(run)
+            st.rule_state["columns"] = (columns, col, st.rule_state["grad_col"])
         st.n = int(s.size)
         if not s.size:
             return events
+        st.first_step = float(s[0])
         st.last_step = float(s[-1])
         st.reward = float(v[-1])
         st.level = float(np.median(v[-min(s.size, 9):]))

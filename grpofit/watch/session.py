@@ -206,7 +206,7 @@ class Session:
             self.tokens = min(cap, self.tokens + self.opts.cpu_budget * (now - self.last_poll))
         self.last_poll = now
         for run in self.selection.keep(res.changed, final=final or self.opts.once):
-            events += self.monitor.update(run, force_fit=final, defer=not final)
+            events += self.monitor.update(run, force_fit=final, defer=not final, replaced=run.name in res.replaced)
         events += self.monitor.judge_pending(max(self.tokens, 0.0))
         self.tokens -= self.monitor.rejudge_spent
         if any(e["event"] == "forecast" for e in events):  # a run was re-judged this poll

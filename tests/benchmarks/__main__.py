@@ -26,7 +26,7 @@ import numpy as np
 
 from tests.benchmarks import data
 
-SECTIONS = ("fit", "startup", "sweep", "reading", "readers", "long_fit", "growth")
+SECTIONS = ("fit", "startup", "sweep", "reading", "readers", "long_fit", "growth", "watch")
 BASELINE = Path(__file__).resolve().with_name("baseline.py")
 
 try:  # the fitting helper's definition of "recovered" (tests/recovery.py)
@@ -48,12 +48,14 @@ class Sizes:
     growth_lengths: tuple[int, ...] = (100, 1_000, 10_000, 100_000, 1_000_000)
     growth_sweeps: tuple[int, ...] = (10, 30, 100, 300)
     reader_rows: tuple[int, ...] = (1_000, 20_000)  # rows of each reader's content (20 columns)
+    watch_full: bool = True  # False: a few replays and a short memory run, no 100-run load
 
 
 FULL = Sizes()
 #: ``--quick`` (the smoke test): every code path but the sweep-vs-runs loop, on tiny inputs
 QUICK = Sizes(fit_counts=(1, 4, 8), one_steps=1000, sweep_runs=8, sweep_steps=300, big_rows=5_000,
-              growth_lengths=(100, 1_000, 10_000), growth_sweeps=(), reader_rows=(200, 2_000))
+              growth_lengths=(100, 1_000, 10_000), growth_sweeps=(), reader_rows=(200, 2_000),
+              watch_full=False)
 
 
 @dataclass
@@ -685,9 +687,16 @@ def bench_growth(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
 
 # --------------------------------------------------------------------------- output
 
+def bench_watch(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
+    """``grpofit watch``: detection delays, false alerts, refits, memory, load (:mod:`.watch`)."""
+    from tests.benchmarks import watch
+
+    watch.bench(rep, sizes, work, repeats)
+
+
 BENCHES = {"fit": bench_fit, "startup": bench_startup, "sweep": bench_sweep,
            "reading": bench_reading, "readers": bench_readers, "long_fit": bench_long_fit,
-           "growth": bench_growth}
+           "growth": bench_growth, "watch": bench_watch}
 HEADERS = ("Section", "Measure", "Result", "Reference", "Target", "Status")
 
 
@@ -730,6 +739,75 @@ def print_table(rep: Report) -> None:
     console.print(table)
 
 
+#: the README's benchmark table sits between these lines; ``--record`` rewrites it
+README_START = "<!-- benchmark table: written by `python -m tests.benchmarks --record`, do not edit by hand -->"
+README_END = "<!-- end of benchmark table -->"
+ROOT = Path(__file__).resolve().parents[2]
+RECORD = ROOT / "docs" / "benchmark.json"
+README = ROOT / "README.md"
+
+
+def readme_block(doc: dict) -> str:
+    """The README's performance table, rendered from a recorded benchmark document only.
+
+    ``doc`` is :data:`RECORD` (``{"sections": {name: {"machine", "config"}}, "rows": [...]}``):
+    one line per section run says when, on what and under which load; then the table; then the
+    rows that miss their target, as a list of where grpofit still loses."""
+    lines = [README_START, ""]
+    for name in SECTIONS:
+        sec = doc["sections"].get(name)
+        if sec is None:
+            continue
+        m, c = sec["machine"], sec["config"]
+        lines.append(f"- `{name}`: {sec.get('date', '?')}; {machine_line(m)}; repeats {c['repeats']}"
+                     + (" (QUICK sizes)" if c.get("quick") else "") + ".")
+    esc = lambda x: str(x).replace("|", "\\|")
+    lines += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    rows = [r for r in doc["rows"]]
+    lines += ["| " + " | ".join(esc(r[h.lower()]) for h in HEADERS) + " |" for r in rows]
+    misses = [r for r in rows if r["status"] == "MISS"]
+    lines += ["", "Where grpofit still misses a target in this run:" if misses else "Every target is met in this run.", ""]
+    for r in misses:
+        ref = f" against {r['reference']}" if r["reference"] else ""
+        lines.append(f"- {r['section']}, {r['measure']}: {r['result']}{ref} (target {r['target']})")
+    lines += ["", README_END]
+    return "\n".join(lines) + "\n"
+
+
+def record(rep: Report, record_path: Path = RECORD, readme: Path = README) -> None:
+    """Merge this run's sections into ``record_path`` (sections not run keep their last figures)
+    and rewrite the README's table from that file alone."""
+    import datetime
+
+    doc = json.loads(record_path.read_text()) if record_path.exists() else {"sections": {}, "rows": [], "raw": {}}
+    ran = [s for s in rep.config["sections"] if s not in rep.raw.get("failures", {})]
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    for name in ran:
+        doc["sections"][name] = {"date": date, "machine": rep.machine, "config": rep.config}
+        doc["raw"][name] = rep.raw.get(name)
+    new_rows = [asdict(r) for r in rep.rows]
+    kept = [r for r in doc["rows"] if _row_section(r["section"]) not in ran]
+    order = {name: i for i, name in enumerate(SECTIONS)}
+    doc["rows"] = sorted(kept + new_rows, key=lambda r: order.get(_row_section(r["section"]), len(order)))
+    record_path.parent.mkdir(parents=True, exist_ok=True)
+    record_path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    text = readme.read_text()
+    start, end = text.find(README_START), text.find(README_END)
+    if start < 0 or end < start:
+        raise SystemExit(f"{readme}: no benchmark table markers; add {README_START!r} ... {README_END!r}")
+    readme.write_text(text[:start] + readme_block(doc) + text[end + len(README_END) + 1:])
+
+
+#: the section names of the table (``"1 fit"``) back to the benchmark's own (``"fit"``)
+_SECTION_OF = {"fit": "fit", "start-up": "startup", "sweep": "sweep", "reading": "reading",
+               "readers": "readers", "long": "long_fit", "growth": "growth"}
+
+
+def _row_section(label: str) -> str:
+    words = label.split()
+    return next((_SECTION_OF[w] for w in words if w in _SECTION_OF), label)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m tests.benchmarks", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (the smoke test)")
@@ -737,6 +815,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--only", default=None, help="comma-separated sections: " + ",".join(SECTIONS))
     ap.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown")
     ap.add_argument("--json", type=Path, default=None, help="also write every figure as JSON")
+    ap.add_argument("--record", action="store_true",
+                    help="merge the figures into docs/benchmark.json and rewrite the README's table from it")
     ap.add_argument("--workdir", type=Path, default=None,
                     help="where inputs go (kept and reused; default a temp dir removed at the end)")
     args = ap.parse_args(argv)
@@ -784,6 +864,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         doc = {"machine": rep.machine, "config": rep.config, "rows": [asdict(r) for r in rep.rows], "raw": rep.raw}
         args.json.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    if args.record:
+        if args.quick:
+            log("--record ignored with --quick: the README shows full-size figures only")
+        else:
+            record(rep)
     return 1 if "failures" in rep.raw else 0
 
 

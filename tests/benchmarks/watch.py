@@ -134,7 +134,8 @@ def shared_detections(cases=SHARED, every: int = 1):
     return out
 
 
-def planted_detections(seeds=(0, 1, 2), n_steps: int = 300, healthy_seeds=(0, 1, 2, 3, 4, 5), every: int = 1):
+def planted_detections(seeds=(0, 1, 2), n_steps: int = 300, healthy_seeds=(0, 1, 2, 3, 4, 5), every: int = 1,
+                       kinds=None):
     from grpofit.testing.planted import planted_run
     from grpofit.watch.replay import detection
 
@@ -142,6 +143,8 @@ def planted_detections(seeds=(0, 1, 2), n_steps: int = 300, healthy_seeds=(0, 1,
     for seed in healthy_seeds:
         out.append(detection(planted_run(None, seed=seed, n_steps=n_steps), "healthy", None, every=every))
     for mode, kind, frac, _ in PLANTED:
+        if kinds is not None and kind not in kinds:
+            continue
         for seed in seeds:
             kw = {"kind": kind} if kind else {}
             run = planted_run(mode, seed=seed, n_steps=n_steps, **kw)
@@ -259,6 +262,122 @@ def load(runs: int = 100, interval: float = 10.0, backlog: int = 200, duration: 
     }
 
 
+# --------------------------------------------------------------------------- warm refits
+
+
+def refit_cases(quick: bool = False):
+    """(run, metric, horizon) refitted by :func:`refit_costs`: a planted healthy run and, when
+    the shared logs are there, two real runs with a rise (a forecast needs one)."""
+    from grpofit.testing.planted import planted_run
+
+    out = [(planted_run(None, seed=0, n_steps=300), None, 300.0)]
+    if quick or not REAL.is_dir():
+        return out
+    for case in SHARED:
+        if case.file.startswith(("verl_grpo_qwen2_7b_fsdp", "countdown_grpo")):
+            run = shared_run(case)
+            out.append((run, case.metric, float(run.steps[-1])))
+    return out
+
+
+def refit_costs(cases, *, growth: float = 0.05, first: float = 0.25, last: int | None = None) -> dict:
+    """Refit each run as ``watch`` does (each time it has grown by ``growth``, from ``first`` of
+    it) with two monitors side by side, warm-started and cold; CPU seconds per refresh and how
+    far apart their forecasts are (in units of the cold 95% interval's width)."""
+    from grpofit.analysis import resolve_column
+    from grpofit.watch.monitor import Monitor, RunState
+    from grpofit.watch.replay import prefix
+
+    per_run, warm_s, cold_s, worst_mean, worst_pi = [], [], [], 0.0, 0.0
+    for run, metric, horizon in cases:
+        col = resolve_column(run, "reward", metric)
+        mons = {"warm": Monitor(horizon=horizon), "cold": Monitor(horizon=horizon, warm_start=False)}
+        states = {k: RunState(run.name) for k in mons}
+        n = int(run.steps.size)
+        k = max(30, int(first * n))
+        ks = []
+        while k < n:
+            ks.append(k)
+            k = int(k * (1 + growth)) + 1
+        ks.append(n)
+        if last:
+            ks = ks[:last]
+        times = {"warm": [], "cold": []}
+        for k in ks:
+            p = prefix(run, k)
+            for key in ("warm", "cold"):  # alternating, so that load changes hit both alike
+                states[key].n = k
+                t0 = time.process_time()
+                mons[key]._forecast(p, states[key], col)
+                times[key].append(time.process_time() - t0)
+            w, c = states["warm"].forecast_final(), states["cold"].forecast_final()
+            if w[0] is not None and c[0] is not None and c[1] and None not in c[1]:
+                width = max(c[1][1] - c[1][0], 1e-12)
+                worst_mean = max(worst_mean, abs(w[0] - c[0]) / width)
+                worst_pi = max(worst_pi, max(abs(a - b) for a, b in zip(w[1], c[1])) / width)
+        warm_s += times["warm"]
+        cold_s += times["cold"]
+        per_run.append({"run": run.name, "refreshes": len(ks), "warm_fits": states["warm"].warm_fits,
+                        "warm_cpu_s": float(np.sum(times["warm"])), "cold_cpu_s": float(np.sum(times["cold"]))})
+    return {"runs": per_run, "refreshes": len(warm_s), "warm_cpu_s_per_refresh": float(np.mean(warm_s)),
+            "cold_cpu_s_per_refresh": float(np.mean(cold_s)), "worst_mean_gap": worst_mean,
+            "worst_pi95_gap": worst_pi}
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def memory_replay(steps: int = 10_000, per_poll: int = 100, forecast: bool = True, workdir: str | None = None) -> dict:
+    """One ``watch`` session, in this process, following a JSONL run that a writer grows to
+    ``steps`` steps, ``per_poll`` steps per poll, every poll counted as ``--interval`` 10 s
+    (so the CPU budget rations the re-judgements as it would live): RSS every 1,000 steps."""
+    import io
+
+    from grpofit.watch.session import Session, WatchOptions
+
+    folder = Path(tempfile.mkdtemp(prefix="grpofit-watch-memory-", dir=workdir))
+    path = folder / "long.jsonl"
+    rng = np.random.default_rng(2)
+
+    def rows(a: int, b: int) -> str:
+        out = []
+        for s in range(a, b):
+            r = 0.7 - 0.5 * np.exp(-s / 3000.0) + rng.normal(0, 0.03)
+            out.append(json.dumps({"step": s, "reward": round(float(r), 4), "kl": round(s / 1e5, 6),
+                                   "grad_norm": round(float(0.2 * np.exp(rng.normal(0, 0.2))), 4),
+                                   "entropy": round(float(1 - s / 2e5), 5)}))
+        return "\n".join(out) + "\n"
+
+    path.write_text(rows(1, per_poll + 1))
+    sess = Session(WatchOptions(paths=[str(folder)], interval=10.0, forecast=forecast), out=io.StringIO(), err=io.StringIO())
+    sess.open()
+    samples, judged = [], 0
+    s = per_poll + 1
+    t0 = time.perf_counter()
+    try:
+        while True:
+            sess.last_poll = time.monotonic() - sess.opts.interval  # as if --interval had passed
+            judged += sum(e["event"] == "forecast" for e in sess.poll())
+            if (s - 1) % 1000 == 0:
+                samples.append((s - 1, _proc_stat(os.getpid())[1]))
+            if s > steps:
+                break
+            with open(path, "a") as f:
+                f.write(rows(s, s + per_poll))
+            s += per_poll
+    finally:
+        sess.close()
+    st = next(iter(sess.monitor.runs.values()))
+    xs = np.array([a for a, _ in samples], float)
+    ys = np.array([b for _, b in samples], float)
+    half = xs >= xs[-1] / 2  # the second half: after the first judgements' imports and caches
+    slope = float(np.polyfit(xs[half], ys[half], 1)[0] * 10_000) if half.sum() >= 2 else float("nan")
+    return {"steps": int(st.n), "per_poll": per_poll, "forecast": forecast, "rejudgements": judged,
+            "rss_mb": [(int(a), round(b, 1)) for a, b in samples], "rss_first_mb": float(ys[0]),
+            "rss_mid_mb": float(ys[half][0]), "rss_last_mb": float(ys[-1]),
+            "mb_per_10k_steps_second_half": slope, "seconds": time.perf_counter() - t0}
+
+
 def main(argv=None) -> int:
     from grpofit.watch.replay import fmt_table
 
@@ -315,3 +434,88 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --------------------------------------------------------------------------- the main harness
+
+
+def _n(x) -> str:
+    return "-" if x is None else f"{x:g}"
+
+
+def _span(xs) -> str:
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "-"
+    lo, hi = min(xs), max(xs)
+    return f"{lo:g}" if lo == hi else f"{lo:g}-{hi:g}"
+
+
+def bench(rep, sizes, work, repeats: int) -> None:
+    """The ``watch`` section of ``python -m tests.benchmarks``: detection delays and false
+    alerts (replays), warm-started refits, memory over a long run, and the load of one watch
+    process on live runs. ``sizes.watch_full`` False (``--quick``): a few replays, no load."""
+    full = getattr(sizes, "watch_full", True)
+    sec = "6 watch"
+    raw: dict = {}
+    # detection
+    if full:
+        shared = shared_detections()
+        planted = planted_detections()
+    else:
+        shared = []
+        planted = planted_detections(seeds=(0,), healthy_seeds=(0,), kinds=("collapse",))
+    raw["detection"] = {"shared": [d.row() for d in shared], "planted": [d.row() for d in planted]}
+    for d in (x for x in shared if not x.healthy and x.label != "unclear"):
+        hetero = "GRPO_online" in d.run
+        ok = (d.fail_delay is not None and 0 <= d.fail_delay <= 50) if hetero else d.first_alert is not None
+        rep.add(sec, f"replay {Path(d.run.split('::')[0]).name[:40]}{' ' + d.run.split('::')[1] if '::' in d.run else ''} ({d.label})",
+                f"fail @{_n(d.first_fail)}, delay {_n(d.fail_delay)}", f"onset {_n(d.onset)}; first warn @{_n(d.first_warn)}",
+                "fail <= 50 steps after onset" if hetero else "flagged before the end", "ok" if ok else "MISS")
+    kinds: dict[str, list] = {}
+    for d in planted:
+        if not d.healthy:
+            kinds.setdefault(d.label, []).append(d)
+    for label, ds in kinds.items():
+        ok = all(d.first_alert is not None and d.first_alert < d.end for d in ds)
+        rep.add(sec, f"replay planted {label} ({len(ds)} seeds)",
+                f"first alert @{_span([d.first_alert for d in ds])}, fail @{_span([d.first_fail for d in ds])}",
+                f"onset {_span([d.onset for d in ds])}; fail delay {_span([d.fail_delay for d in ds])}", "flagged before the end",
+                "ok" if ok else "MISS")
+    for name, rows in (("shared", shared), ("planted", planted)):
+        healthy = [d for d in rows if d.healthy]
+        if healthy:
+            bad = [d.run for d in healthy if d.first_fail is not None]
+            warned = sum(d.first_warn is not None for d in healthy)
+            rep.add(sec, f"healthy {name} runs with a fail alert", f"{len(bad)} of {len(healthy)}",
+                    f"with a warn: {warned}", "0", "ok" if not bad else "MISS")
+    # warm-started refits
+    r = refit_costs(refit_cases(quick=not full), last=None if full else 2)
+    raw["refits"] = r
+    cut = 1 - r["warm_cpu_s_per_refresh"] / r["cold_cpu_s_per_refresh"]
+    rep.add(sec, f"forecast refresh CPU, warm-started vs cold ({r['refreshes']} refreshes, {len(r['runs'])} runs)",
+            f"{r['warm_cpu_s_per_refresh']:.2f} s vs {r['cold_cpu_s_per_refresh']:.2f} s ({100 * cut:.0f}% less)",
+            f"largest gap: mean {100 * r['worst_mean_gap']:.1f}%, 95% bounds {100 * r['worst_pi95_gap']:.1f}% of the interval's width",
+            "warm < cold", "ok" if cut > 0 else "MISS")
+    # memory over a long run, in process
+    m = memory_replay(steps=10_000 if full else 1_000, per_poll=100, forecast=full, workdir=str(work))
+    raw["memory"] = m
+    growth = m["rss_last_mb"] - m["rss_mid_mb"]
+    rep.add(sec, f"RSS while one followed run grows to {m['steps']:,} steps (in process)",
+            f"{m['rss_first_mb']:.1f} -> {m['rss_mid_mb']:.1f} -> {m['rss_last_mb']:.1f} MB",
+            f"second half: +{growth:.1f} MB ({m['mb_per_10k_steps_second_half']:.1f} MB per 10k steps); {m['rejudgements']} re-judgements",
+            "flat: < 5 MB per 10k steps",
+            "" if not np.isfinite(m["mb_per_10k_steps_second_half"]) else "ok" if m["mb_per_10k_steps_second_half"] < 5 else "MISS")
+    # load
+    if full:
+        res = load(runs=100, interval=10.0, duration=240.0, long_steps=10_000, workdir=str(work))
+        raw["load"] = res
+        rep.add(sec, f"{res['runs']} live runs polled every {res['interval']:g} s: CPU once caught up",
+                f"{100 * res['cpu_share_caught_up']:.1f}% of one core", f"{res['duration']:g} s measured",
+                "< 5%", "ok" if res["cpu_share_caught_up"] < 0.05 else "MISS")
+        rep.add(sec, f"  its RSS while one more run grew to {res['long_run_steps']:,} steps",
+                f"{res['rss_mb_first']:.0f} -> {res['rss_mb_last']:.0f} MB", f"max {res['rss_mb_max']:.0f} MB",
+                "flat", "")
+    else:
+        rep.add(sec, "100 live runs polled every 10 s", "skipped (--quick)")
+    rep.raw["watch"] = raw
