@@ -716,7 +716,27 @@ def test_workers_die_with_a_killed_parent(tmp_path):
     assert orphans == [], "workers outlived their killed parent"
 
 
-def test_sigterm_while_reading_stdin_leaves_no_temporary_copy(tmp_path):
+SLOW_READ = (  # the signal arrives while the temporary copy is being read
+    "import grpofit.readers.tensorboard as tb\n"
+    "real = tb.read_tfevents\n"
+    "def slow(path):\n"
+    "    time.sleep(30)\n"
+    "    return real(path)\n"
+    "tb.read_tfevents = slow\n"
+)
+SLOW_COPY = (  # the signal arrives after the copy exists but before its cleanup is known
+    "import tempfile\n"
+    "real = tempfile.mkstemp\n"
+    "def slow(*a, **k):\n"
+    "    made = real(*a, **k)\n"
+    "    time.sleep(3)\n"
+    "    return made\n"
+    "tempfile.mkstemp = slow\n"
+)
+
+
+@pytest.mark.parametrize("slow_part", [SLOW_READ, SLOW_COPY], ids=["reading", "copying"])
+def test_sigterm_while_reading_stdin_leaves_no_temporary_copy(tmp_path, slow_part):
     import signal
     import time
 
@@ -726,17 +746,7 @@ def test_sigterm_while_reading_stdin_leaves_no_temporary_copy(tmp_path):
     tb.write_tfevents(str(events), [(s, {"reward": s / 300}) for s in range(300)])
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    code = (
-        "import sys, time\n"
-        "import grpofit.readers.tensorboard as tb\n"
-        "real = tb.read_tfevents\n"
-        "def slow(path):\n"
-        "    time.sleep(30)\n"
-        "    return real(path)\n"
-        "tb.read_tfevents = slow\n"
-        "from grpofit.cli import main\n"
-        "main(['fit', '-'])\n"
-    )
+    code = "import sys, time\n" + slow_part + "from grpofit.cli import main\nmain(['fit', '-'])\n"
     with open(events, "rb") as stdin:
         proc = subprocess.Popen([sys.executable, "-c", code], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp)))

@@ -188,13 +188,17 @@ def _read_wandb_binary(src: Source, fmt: str, *, step: str | None = None) -> lis
 
 def _read_binary(src: Source, fmt: str, read_file: Callable, step: str | None) -> list:
     """A binary container read by ``read_file(path) -> (table, warnings)`` (stdin via a temp file)."""
+    from grpofit.interrupts import deferred
     from grpofit.readers.common import build_run
 
-    path, cleanup = _materialise(src)
+    cleanup = None
     try:
+        with deferred():  # a signal here is raised once cleanup is known, so no copy is left
+            path, cleanup = _materialise(src)
         table, warnings = _named(src, path, read_file)
     finally:
-        cleanup()
+        if cleanup is not None:
+            cleanup()
     return [build_run(src, fmt, table, step=step, warnings=list(warnings))]
 
 
