@@ -142,9 +142,6 @@ MEASURES = ("policy", "policy (sampling variance subtracted)", "logged reward (p
 
 def _batch(run: Any) -> tuple[int | None, str | None]:
     """Rewards per logged mean: the run's config, or the bandit simulator's ``.meta.json``."""
-    import json
-    import os
-
     try:
         from grpofit.forecasting.plan import batch_size  # one reading of the batch size for all commands
 
@@ -153,18 +150,31 @@ def _batch(run: Any) -> tuple[int | None, str | None]:
         n, src = None, None
     if n:
         return n, src
+    meta, doc = _sidecar(run)
+    try:
+        g, groups = int(doc.get("group_size") or 0), int(doc.get("groups") or 0)
+    except (AttributeError, ValueError, TypeError):
+        return None, None
+    if g > 0 and groups > 0:
+        return g * groups, f"{os.path.basename(meta)}: groups x group_size"
+    return None, None
+
+
+def _sidecar(run: Any) -> tuple[str | None, dict | None]:
+    """The bandit simulator's ``<log>.meta.json`` beside the run's file: ``(path, document)``,
+    the document None when there is none or it cannot be read."""
+    import json
+
     source = getattr(run, "source", None)
     meta = f"{source}.meta.json" if isinstance(source, str) else None
-    if meta and os.path.isfile(meta):
-        try:
-            with open(meta, encoding="utf-8") as fh:
-                doc = json.load(fh)
-            g, groups = int(doc.get("group_size") or 0), int(doc.get("groups") or 0)
-        except (OSError, ValueError, TypeError):
-            return None, None
-        if g > 0 and groups > 0:
-            return g * groups, f"{os.path.basename(meta)}: groups x group_size"
-    return None, None
+    if not (meta and os.path.isfile(meta)):
+        return meta, None
+    try:
+        with open(meta, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return meta, None
+    return meta, doc if isinstance(doc, dict) else None
 
 
 def policy_fluctuation(run: Any, fit: Any) -> dict | None:
@@ -373,9 +383,6 @@ def run_settings(run: Any) -> dict | None:
     """What a run was trained with, but its group size: its config without the group-size keys
     and the bookkeeping (names, paths, seeds, logging), or the bandit simulator's inputs from its
     ``.meta.json``; None when the run carries neither."""
-    import json
-    import os
-
     config = getattr(run, "config", None) or {}
     if config:
         out = {}
@@ -386,16 +393,9 @@ def run_settings(run: Any) -> dict | None:
                 val = val["value"]
             out[str(key)] = val if isinstance(val, (int, float, str, bool)) or val is None else repr(val)
         return out
-    source = getattr(run, "source", None)
-    meta = f"{source}.meta.json" if isinstance(source, str) else None
-    if meta and os.path.isfile(meta):
-        try:
-            with open(meta, encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except (OSError, ValueError):
-            return None
-        if isinstance(doc, dict) and str(doc.get("schema", "")).startswith("grpofit.bandit"):
-            return {k: doc.get(k) for k in _BANDIT_INPUTS}
+    _, doc = _sidecar(run)
+    if doc is not None and str(doc.get("schema", "")).startswith("grpofit.bandit"):
+        return {k: doc.get(k) for k in _BANDIT_INPUTS}
     return None
 
 

@@ -271,8 +271,6 @@ def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=Non
     ``warm``: a ``theta`` of the same law fitted before (``grpofit watch`` refitting a run that
     has grown a little): the search starts there alone, and falls back to the usual starts only
     when it fails."""
-    from scipy.optimize import minimize
-
     known = series.point_var is not None
     lo, hi = bounds_for(law, series, t_max)
     t_guess = float(np.clip(t_guess, math.exp(lo[0]) * 1.01, math.exp(hi[0]) * 0.99))
@@ -280,21 +278,7 @@ def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=Non
     def f(theta):
         return evaluate(law, theta, series).reml
 
-    def search(starts):
-        best = None
-        for start in starts:
-            start = np.clip(start, lo + 1e-6, hi - 1e-6)
-            res = minimize(f, start, method="L-BFGS-B", bounds=list(zip(lo, hi)),
-                           options={"maxiter": 40, "eps": 1e-5, "ftol": 1e-7})
-            if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
-                best = res
-        return best
-
-    best = None
-    if warm is not None and np.shape(warm) == lo.shape and np.all(np.isfinite(warm)):
-        best = search([np.asarray(warm, dtype=float)])
-    if best is None:
-        best = search(_starts(law, series, t_guess, prior))
+    best = minimise(f, lo, hi, lambda: _starts(law, series, t_guess, prior), warm)
     if best is None:
         return None
     theta = np.clip(best.x, lo, hi)
@@ -304,6 +288,28 @@ def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=Non
     cov = laplace_cov(f, theta, lo, hi)
     return LawFit(law, theta, lo, hi, cov, ev.reml, ev.nll, ev.beta, ev.beta_cov, ev.sigma, ev.dof,
                   int(series.t.size), known)
+
+
+def minimise(f, lo: np.ndarray, hi: np.ndarray, starts, warm=None):
+    """The best bounded L-BFGS-B minimum of ``f`` (``None`` when every start fails): from
+    ``warm`` alone when it is a finite point of the right shape and succeeds, else from each of
+    ``starts()`` (a callable, so the usual starts are only built when needed)."""
+    from scipy.optimize import minimize
+
+    def search(points):
+        best = None
+        for x0 in points:
+            x0 = np.clip(x0, lo + 1e-6, hi - 1e-6)
+            res = minimize(f, x0, method="L-BFGS-B", bounds=list(zip(lo, hi)),
+                           options={"maxiter": 40, "eps": 1e-5, "ftol": 1e-7})
+            if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
+                best = res
+        return best
+
+    best = None
+    if warm is not None and np.shape(warm) == lo.shape and np.all(np.isfinite(warm)):
+        best = search([np.asarray(warm, dtype=float)])
+    return best if best is not None else search(starts())
 
 
 def laplace_cov(f, theta: np.ndarray, lo: np.ndarray, hi: np.ndarray, h: float = 0.02) -> np.ndarray:

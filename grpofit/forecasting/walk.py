@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.forecasting.likelihood import LOG2PI, LawFit, Series, bounds_for, laplace_cov, system
+from grpofit.forecasting.likelihood import LOG2PI, LawFit, Series, bounds_for, laplace_cov, minimise, system
 from grpofit.forecasting.likelihood import _starts as law_starts
 
 __all__ = ["WalkFit", "walk_cov", "walk_system", "fit_walk_law", "walk_q"]
@@ -111,8 +111,6 @@ def fit_walk_law(law: str, series: Series, *, t_guess: float, t_max: float, prio
 
     Starts: the law's own starts, each with a walk whose sd over the seen span is a tenth of
     the noise (the search goes down to no walk where the data ask for none)."""
-    from scipy.optimize import minimize
-
     lo, hi = bounds_for(law, series, t_max)
     qlo, qhi = walk_bounds(series)
     lo, hi = np.append(lo, qlo), np.append(hi, qhi)
@@ -125,21 +123,8 @@ def fit_walk_law(law: str, series: Series, *, t_guess: float, t_max: float, prio
     def f(theta):
         return _nll(law, theta, series)[0]
 
-    def search(starts):
-        best = None
-        for x0 in starts:
-            x0 = np.clip(x0, lo + 1e-6, hi - 1e-6)
-            res = minimize(f, x0, method="L-BFGS-B", bounds=list(zip(lo, hi)),
-                           options={"maxiter": 40, "eps": 1e-5, "ftol": 1e-7})
-            if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
-                best = res
-        return best
-
-    best = None
-    if warm is not None and np.shape(warm) == lo.shape and np.all(np.isfinite(warm)):
-        best = search([np.asarray(warm, dtype=float)])
-    if best is None:
-        best = search([np.append(start, q_mid) for start in law_starts(law, series, t_guess, prior_law)])
+    best = minimise(f, lo, hi, lambda: [np.append(start, q_mid)
+                                        for start in law_starts(law, series, t_guess, prior_law)], warm)
     if best is None:
         return None
     theta = np.clip(best.x, lo, hi)
