@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpofit.fitting.binning import bin_tail
+
 __all__ = ["SSIntervals", "Spec", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS"]
 
 #: points the likelihood sees: the first :data:`RAW_HEAD` as logged, then equal-width bins
@@ -78,17 +80,8 @@ def _reduce(t: np.ndarray, y: np.ndarray):
     n = t.size
     if n <= MAX_POINTS:
         return t, y, np.ones(n)
-    head = RAW_HEAD
-    nb = MAX_POINTS - head
-    edges = np.linspace(t[head], t[-1], nb + 1)
-    idx = np.clip(np.searchsorted(edges, t[head:], side="right") - 1, 0, nb - 1)
-    cnt = np.bincount(idx, minlength=nb).astype(float)
-    keep = cnt > 0
-    st = np.bincount(idx, weights=t[head:], minlength=nb)[keep]
-    sy = np.bincount(idx, weights=y[head:], minlength=nb)[keep]
-    cnt = cnt[keep]
-    return (np.concatenate([t[:head], st / cnt]), np.concatenate([y[:head], sy / cnt]),
-            np.concatenate([np.ones(head), cnt]))
+    tb, (yb,), cnt = bin_tail(t, [y], RAW_HEAD, MAX_POINTS)
+    return tb, yb, cnt
 
 
 def _bin_widths(t: np.ndarray, count: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from grpofit.fitting.binning import bin_tail
 from grpofit.forecasting.statespace import LAWS, design, process_cov
 
 __all__ = ["Series", "LawFit", "reduce_series", "evaluate", "fit_law", "MAX_POINTS"]
@@ -80,23 +81,10 @@ def _reduce(t: np.ndarray, y: np.ndarray, point_var) -> Series:
     if n <= MAX_POINTS:
         pv = None if point_var is None else np.asarray(point_var, dtype=float)
         return Series(t, y, np.ones(n), pv, scale, noise, dt)
-    head = RAW_HEAD
-    nb = MAX_POINTS - head
-    edges = np.linspace(t[head], t[-1], nb + 1)
-    idx = np.clip(np.searchsorted(edges, t[head:], side="right") - 1, 0, nb - 1)
-    cnt = np.bincount(idx, minlength=nb).astype(float)
-    keep = cnt > 0
-    sum_t = np.bincount(idx, weights=t[head:], minlength=nb)[keep]
-    sum_y = np.bincount(idx, weights=y[head:], minlength=nb)[keep]
-    cnt = cnt[keep]
-    tb = np.concatenate([t[:head], sum_t / cnt])
-    yb = np.concatenate([y[:head], sum_y / cnt])
-    cb = np.concatenate([np.ones(head), cnt])
-    pv = None
-    if point_var is not None:
-        point_var = np.asarray(point_var, dtype=float)
-        sum_v = np.bincount(idx, weights=point_var[head:], minlength=nb)[keep]
-        pv = np.concatenate([point_var[:head], sum_v / cnt])
+    if point_var is None:
+        tb, (yb,), cb = bin_tail(t, [y], RAW_HEAD, MAX_POINTS)
+        return Series(tb, yb, cb, None, scale, noise, dt)
+    tb, (yb, pv), cb = bin_tail(t, [y, np.asarray(point_var, dtype=float)], RAW_HEAD, MAX_POINTS)
     return Series(tb, yb, cb, pv, scale, noise, dt)
 
 
@@ -155,32 +143,43 @@ def evaluate(law: str, theta, series: Series, *, levels: bool = False) -> Evalua
     from scipy.linalg import solve_triangular
 
     known = series.point_var is not None
-    n = series.t.size
     with np.errstate(all="ignore"):
         times, sd, X, b0, Sb, S = system(law, theta, series)
-        try:
-            L = np.linalg.cholesky(S)
-        except np.linalg.LinAlgError:
-            return Evaluation(math.inf, math.inf)
-        w = solve_triangular(L, series.y - X @ b0, lower=True, check_finite=False)
-        q = float(w @ w)
-        logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
-        if known:
-            s2 = 1.0
-            nll = 0.5 * (q + logdet + n * LOG2PI)
-        else:
-            s2 = q / n
-            if not s2 > 0:
-                return Evaluation(math.inf, math.inf)
-            nll = 0.5 * (n * math.log(s2) + logdet + n * (LOG2PI + 1.0))
-    if not math.isfinite(nll):
+        g = gaussian_nll(S, series.y - X @ b0, known)
+    if g is None:
         return Evaluation(math.inf, math.inf)
-    out = Evaluation(nll, nll, sigma=None if known else math.sqrt(s2), dof=n)
+    nll, L, w, s2 = g
+    out = Evaluation(nll, nll, sigma=None if known else math.sqrt(s2), dof=series.t.size)
     if levels:
         V = solve_triangular(L, X @ Sb, lower=True, check_finite=False)
         out.beta = b0 + V.T @ w
         out.beta_cov = s2 * (Sb - V.T @ V)
     return out
+
+
+def gaussian_nll(S: np.ndarray, resid: np.ndarray, known: bool):
+    """``(nll, L, w, s2)`` of ``resid ~ N(0, s2 S)``: ``s2 = 1`` when the noise is known, else
+    profiled (``q / n``); ``L`` the Cholesky factor of ``S`` and ``w = L^-1 resid``. ``None``
+    when ``S`` is not positive definite or the value is not finite. Call inside ``errstate``."""
+    from scipy.linalg import solve_triangular
+
+    n = resid.size
+    try:
+        L = np.linalg.cholesky(S)
+    except np.linalg.LinAlgError:
+        return None
+    w = solve_triangular(L, resid, lower=True, check_finite=False)
+    q = float(w @ w)
+    logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
+    if known:
+        s2 = 1.0
+        nll = 0.5 * (q + logdet + n * LOG2PI)
+    else:
+        s2 = q / n
+        if not s2 > 0:
+            return None
+        nll = 0.5 * (n * math.log(s2) + logdet + n * (LOG2PI + 1.0))
+    return (nll, L, w, s2) if math.isfinite(nll) else None
 
 
 @dataclass

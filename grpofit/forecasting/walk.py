@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.forecasting.likelihood import LOG2PI, LawFit, Series, bounds_for, laplace_cov, minimise, system
+from grpofit.forecasting.likelihood import LawFit, Series, bounds_for, gaussian_nll, laplace_cov, minimise, system
 from grpofit.forecasting.likelihood import _starts as law_starts
 
 __all__ = ["WalkFit", "walk_cov", "walk_system", "fit_walk_law", "walk_q"]
@@ -68,26 +68,12 @@ def _nll(law: str, theta, series: Series) -> tuple[float, object]:
     from scipy.linalg import solve_triangular
 
     known = series.point_var is not None
-    n = series.t.size
     with np.errstate(all="ignore"):
         times, sd, X, b0, Sb, S = walk_system(law, theta, series)
-        try:
-            L = np.linalg.cholesky(S)
-        except np.linalg.LinAlgError:
-            return math.inf, None
-        w = solve_triangular(L, series.y - X @ b0, lower=True, check_finite=False)
-        q = float(w @ w)
-        logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
-        if known:
-            s2 = 1.0
-            nll = 0.5 * (q + logdet + n * LOG2PI)
-        else:
-            s2 = q / n
-            if not s2 > 0:
-                return math.inf, None
-            nll = 0.5 * (n * math.log(s2) + logdet + n * (LOG2PI + 1.0))
-    if not math.isfinite(nll):
+        g = gaussian_nll(S, series.y - X @ b0, known)
+    if g is None:
         return math.inf, None
+    nll, L, w, s2 = g
     V = solve_triangular(L, X @ Sb, lower=True, check_finite=False)
     return nll, (b0 + V.T @ w, s2 * (Sb - V.T @ V), None if known else math.sqrt(s2))
 
