@@ -726,18 +726,40 @@ def simulate_tables(doc: dict, out: str) -> list[Any]:
 # --------------------------------------------------------------------------- several eval series
 
 
-def eval_table(doc: dict) -> Any:
+#: widths tried for the run and benchmark names of the eval-series table, widest first
+EVAL_NAME_WIDTHS = (28, 24, 20, 16, 12, 8)
+
+
+def eval_table(doc: dict, width: int | None = None) -> Any:
     """One row per benchmark of every run that logs two or more eval series (None when none does):
-    points, fitted gain, plateau with its 95% interval, eval/train timescale, decoupling status."""
+    points, fitted gain, plateau with its 95% interval, eval/train timescale, decoupling status.
+
+    Run and benchmark names are elided in the middle (never wrapped) to the widest of
+    :data:`EVAL_NAME_WIDTHS` that lets the table fit ``width`` columns; numbers are never cut."""
     rows = [(r.get("run", ""), e) for r in doc.get("runs", []) if len(r.get("evals") or []) >= 2 for e in r["evals"]]
     if not rows:
         return None
+    table = None
+    for name_width in EVAL_NAME_WIDTHS:
+        table = _eval_rows(rows, name_width)
+        if width is None or _measure(table) <= width:
+            break
+    return table
+
+
+def _measure(table: Any) -> int:
+    from rich.console import Console
+
+    return Console(width=10_000).measure(table).maximum
+
+
+def _eval_rows(rows: list, name_width: int) -> Any:
     from rich.table import Table
 
     table = Table(title="eval series (train-eval decoupling per benchmark)", title_justify="left")
     for col, justify in (("run", "left"), ("benchmark", "left"), ("points", "right"), ("gain", "right"),
                          ("plateau [95%]", "right"), ("T_eval/T_train [95%]", "right"), ("decouples", "left")):
-        table.add_column(col, justify=justify, overflow="fold")
+        table.add_column(col, justify=justify, no_wrap=col in ("run", "benchmark"), overflow="fold")
     names = short_names([run for run, _ in rows])
     for name, (_, e) in zip(names, rows):
         plat = e.get("plateau") or {}
@@ -751,6 +773,15 @@ def eval_table(doc: dict) -> Any:
         rci = div.get("timescale_ratio_ci95")
         if rci:  # the interval the divergence test decides on (eval and train fitted over the eval's steps)
             ratio += f" [{num(rci[0])}, {'inf' if rci[1] is None else num(rci[1])}]"
-        table.add_row(esc(name), esc(e.get("benchmark", "")), str(e.get("points", 0)), num(e.get("gain")), text,
-                      ratio, _styled(status, "yes" if e.get("decouples") else status))
+        table.add_row(esc(elide(name, name_width)), esc(elide(str(e.get("benchmark", "")), name_width)),
+                      str(e.get("points", 0)), num(e.get("gain")), text, ratio,
+                      _styled(status, "yes" if e.get("decouples") else status))
     return table
+
+
+def print_eval_table(doc: dict) -> None:
+    """The eval-series table (if any run has one) laid out for the console's width."""
+    console = _console()
+    table = eval_table(doc, width=console.width)
+    if table is not None:
+        _emit(console, table)

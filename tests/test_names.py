@@ -4,6 +4,7 @@ middle (never wrapped), no trailing spaces off a terminal, each run judged once 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -72,3 +73,27 @@ def test_the_same_run_given_twice_is_judged_once(capsys, tmp_path, monkeypatch):
                                 "warning: ./f.csv: the same run as f.csv; judged once"]
     code, out, _ = run_cli(capsys, "fit", "f.csv", "./f.csv", "--format", "json")
     assert len(json.loads(out)["runs"]) == 1
+
+
+def test_eval_table_elides_names_and_never_cuts_numbers():
+    """The per-benchmark table keeps one line per row at 120 columns (long run and benchmark names
+    elided in the middle, not wrapped mid-word) and prints every number whole, even at 80."""
+    from rich.console import Console
+
+    from grpofit.render import eval_table
+
+    ev = {"points": 27, "gain": -0.0127, "plateau": {"value": 0.468, "ci95": [0.401, 0.535]}, "status": "pass"}
+    doc = {"runs": [{"run": "logs/verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents",
+                     "evals": [dict(ev, benchmark="openai/gsm8k"),
+                               dict(ev, benchmark="DigitalLearningGmbH/MATH-lighteval")]}]}
+    for width in (120, 160):
+        console = Console(width=width, record=True, file=open(os.devnull, "w"))
+        console.print(eval_table(doc, width=width))
+        rows = [line for line in console.export_text().splitlines() if line.startswith("│")]
+        assert len(rows) == 2, rows  # one line per benchmark: nothing wrapped
+        assert all("-0.0127" in r and "0.468 [0.401, 0.535]" in r for r in rows)
+        assert "…" in rows[1] and "lighteval" in rows[1]
+    console = Console(width=80, record=True, file=open(os.devnull, "w"))
+    console.print(eval_table(doc, width=80))
+    text = console.export_text()
+    assert "-0.0127" in text and "0.468" in text and "0.535" in text  # folded, never cut

@@ -80,9 +80,7 @@ def diagnose(
     else:
         safe = shown(doc)
         render.print_diagnose(safe)
-        evals = render.eval_table(safe)  # runs with several eval series: one row per benchmark
-        if evals is not None:
-            render.print_tables([evals])
+        render.print_eval_table(safe)  # runs with several eval series: one row per benchmark
         for line in render.diagnose_evidence(safe, errors=False):  # errors: once, on stderr
             typer.echo(line)
     if junit is not None:
