@@ -144,20 +144,29 @@ def fit_entry_json(result) -> Any:
     return entry
 
 
+def _read_item(item: Any, step: str | None, out: Outcome) -> list | None:
+    """The runs of one work item (a path, read here, or a run already read); None with the error
+    recorded in ``out`` when it cannot be read (a reader bug included: it must not hide the others)."""
+    from grpofit.readers import read_path
+
+    label = item if isinstance(item, str) else item.name
+    try:
+        return read_path(item, step=step) if isinstance(item, str) else [item]
+    except GrpofitError as e:
+        out.errors.append(RunError(label, e.one_line()))
+    except Exception as e:  # noqa: BLE001 - a reader bug on one file must not hide the others
+        out.errors.append(RunError(label, internal_error("reading", e)))
+    return None
+
+
 def fit_item(path: str, options: FitOptions) -> Outcome:
     """Read and fit every run of one file, in a worker: errors recorded, never raised."""
     from grpofit.analysis import fit_run
-    from grpofit.readers import read_path
     from grpofit.selection import matches
 
     out = Outcome()
-    try:
-        runs = read_path(path, step=options.step)
-    except GrpofitError as e:
-        out.errors.append(RunError(path, e.one_line()))
-        return out
-    except Exception as e:  # noqa: BLE001 - a reader bug on one file must not hide the others
-        out.errors.append(RunError(path, internal_error("reading", e)))
+    runs = _read_item(path, options.step, out)
+    if runs is None:
         return out
     for run in [r for r in runs if matches(r, options.run_pattern)]:
         out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
@@ -282,17 +291,10 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
     if isinstance(options, FitOptions):  # ``fit --jobs`` shares diagnose's pool
         return fit_item(item, options)
     from grpofit.diagnostics import diagnose_run
-    from grpofit.readers import read_path
 
     out = Outcome()
-    label = item if isinstance(item, str) else item.name
-    try:
-        runs = read_path(item, step=options.step) if isinstance(item, str) else [item]
-    except GrpofitError as e:
-        out.errors.append(RunError(label, e.one_line()))
-        return out
-    except Exception as e:  # noqa: BLE001 - a reader bug on one file must not hide the others
-        out.errors.append(RunError(label, internal_error("reading", e)))
+    runs = _read_item(item, options.step, out)
+    if runs is None:
         return out
     from grpofit.selection import matches
 

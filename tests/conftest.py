@@ -17,3 +17,21 @@ def run_cli(capsys, *args) -> tuple[int, str, str]:
         main([str(a) for a in args])
     out, err = capsys.readouterr()
     return exc.value.code, out, err
+
+
+def assert_reads_or_fails_cleanly(blobs) -> None:
+    """Each blob, given as stdin, reads into runs whose steps rise, or fails with one clean line
+    (the property every reader's arbitrary-and-truncated-bytes test checks)."""
+    import numpy as np
+
+    from grpofit.errors import GrpofitError
+    from grpofit.readers import read_bytes
+
+    for blob in blobs:
+        try:
+            runs = read_bytes(blob, "-")
+        except GrpofitError as e:
+            assert "\n" not in e.one_line()
+            continue
+        for r in runs:
+            assert np.all(np.diff(r.steps) > 0)

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from grpofit.errors import GrpofitError
 from grpofit.readers import discover, read_bytes, read_path
+
+from tests.conftest import assert_reads_or_fails_cleanly
 from grpofit.roles import choose_reward
 
 
@@ -93,14 +95,7 @@ def test_framed_backup_spanning_blocks():
 @given(which=st.sampled_from(["text", "framed"]), cut=st.floats(0, 1), junk=st.binary(max_size=64))
 def test_truncated_and_arbitrary_bytes(which, cut, junk):
     good = text_backup(20) if which == "text" else framed_backup(20)
-    for blob in (good[: int(len(good) * cut)], good[: int(len(good) * cut)] + junk, b":SWL" + junk):
-        try:
-            runs = read_bytes(blob, "-")
-        except GrpofitError as e:
-            assert "\n" not in e.one_line()
-            continue
-        for r in runs:
-            assert np.all(np.diff(r.steps) > 0)
+    assert_reads_or_fails_cleanly((good[: int(len(good) * cut)], good[: int(len(good) * cut)] + junk, b":SWL" + junk))
 
 
 # ------------------------------------------------------------------ genuine SwanLab folders

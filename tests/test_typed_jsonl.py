@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from grpofit.errors import GrpofitError
 from grpofit.readers import inspect_run, read_bytes, read_path
+
+from tests.conftest import assert_reads_or_fails_cleanly
 from grpofit.roles import choose_reward, detect_roles
 
 
@@ -87,11 +89,4 @@ def test_arbitrary_and_truncated_bytes(tmp_path_factory, data, cut):
     """Random bytes, and a real typed log cut anywhere: a run or a one-line GrpofitError."""
     base = tmp_path_factory.mktemp("t")
     good = _typed_log(base / "m.jsonl", n=8).read_bytes()
-    for blob in (data, good[: int(len(good) * cut)], good[: int(len(good) * cut)] + data):
-        try:
-            runs = read_bytes(blob, "-")
-        except GrpofitError as e:
-            assert "\n" not in e.one_line()
-            continue
-        for r in runs:
-            assert np.all(np.diff(r.steps) > 0)
+    assert_reads_or_fails_cleanly((data, good[: int(len(good) * cut)], good[: int(len(good) * cut)] + data))

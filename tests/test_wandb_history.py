@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grpofit.errors import GrpofitError
 from grpofit.readers import read_bytes, read_path
+
+from tests.conftest import assert_reads_or_fails_cleanly
 from grpofit.roles import choose_reward
 
 
@@ -101,11 +102,4 @@ def test_old_run_folder_history_jsonl(tmp_path):
 def test_truncated_and_arbitrary_bytes(cut, junk, as_json):
     rows = _rows(20)
     good = ("".join(json.dumps(r) + "\n" for r in rows) if as_json else pd.DataFrame(rows).to_csv(index=False)).encode()
-    for blob in (good[: int(len(good) * cut)], good[: int(len(good) * cut)] + junk, junk):
-        try:
-            runs = read_bytes(blob, "-")
-        except GrpofitError as e:
-            assert "\n" not in e.one_line()
-            continue
-        for r in runs:
-            assert np.all(np.diff(r.steps) > 0)
+    assert_reads_or_fails_cleanly((good[: int(len(good) * cut)], good[: int(len(good) * cut)] + junk, junk))
