@@ -409,10 +409,13 @@ def _forecast_cells(r: dict) -> list[str]:
     text = DASH
     if final.get("mean") is not None:
         lo, hi = final.get("pi95") or (None, None)
-        text = f"{num(final['mean'])} [{num(lo)}, {num(hi)}]"
-    s95 = (f.get("steps_to_95") or {}).get("value")
+        # upper end unknown (the rise's end is not in the seen steps): a lower bound only
+        text = f"{num(final['mean'])} [{num(lo)}, {num(hi)}]" if hi is not None else f"{num(final['mean'])} [≥ {num(lo)}]"
+    s95d = f.get("steps_to_95") or {}
+    s95 = s95d.get("value")
+    s95_text = DASH if s95 is None else (f"≥ {num(s95)}" if s95d.get("kind") == "lower_bound" else num(s95))
     rising = f.get("still_rising")
-    return [text, DASH if s95 is None else num(s95), DASH if rising is None else ("yes" if rising else "no")]
+    return [text, s95_text, DASH if rising is None else ("yes" if rising else "no")]
 
 
 def _gate_r2(r: dict) -> float | None:

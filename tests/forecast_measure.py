@@ -78,7 +78,8 @@ def trend_runs(limit: int | None = None):
 
 def _backtest_one(args):
     """Rows of one item: ``(name, cut, covered, error, persistence error, exponential error,
-    lower bound?)``."""
+    lower bound?, actual, model median, persistence, model weight, still rising?)`` (the last five
+    let :func:`selection_lines` recompute the point forecast under other rules)."""
     from grpofit.forecasting.backtest import backtest_series
 
     item, cuts, batch = args
@@ -88,7 +89,7 @@ def _backtest_one(args):
     b = item[4] if len(item) > 4 else batch
     for c in backtest_series(s, v, cuts=cuts, batch=b):
         if c["error"] is None:
-            rows.append((name, c["fraction"], None, None, None, None, None))
+            rows.append((name, c["fraction"], None, None, None, None, None, None, None, None, None, None))
             continue
         actual = c["actual"]
         lo, hi = c["predicted"]["pi95"]
@@ -98,9 +99,12 @@ def _backtest_one(args):
         mean = c["predicted"]["median"]
         pers = c["baselines"]["persistence"]["prediction"]
         expo = c["baselines"]["exponential"]["prediction"]
+        pt = c.get("point") or {}
         rows.append((name, c["fraction"], bool(lo <= actual and (hi is None or actual <= hi)), abs(mean - actual),
                      None if pers is None else abs(pers - actual),
-                     None if expo is None else abs(expo - actual), hi is None))
+                     None if expo is None else abs(expo - actual), hi is None,
+                     actual, pt.get("model_median"), pt.get("persistence"), pt.get("model_weight"),
+                     pt.get("still_rising")))
     return rows
 
 
@@ -162,8 +166,56 @@ def real_lines(rows, n_runs: int) -> list[str]:
     return lines
 
 
-TABLE_HEAD = ("| run | cut | covered | lower bound | error | persistence error | exponential error |\n"
-              "| --- | --- | --- | --- | --- | --- | --- |")
+#: point-forecast rules the selection compares, from a cut's (model median m, persistence p, model
+#: weight w from the rolling-origin check, still rising?); the shipped one is the last
+RULES = {
+    "model": lambda m, p, w, up: m,
+    "persistence": lambda m, p, w, up: p,
+    "average": lambda m, p, w, up: 0.5 * (m + p),
+    "floor": lambda m, p, w, up: max(m, p) if up else m,
+    "floor, then average": lambda m, p, w, up: 0.5 * ((max(m, p) if up else m) + p),
+    "validation weight": lambda m, p, w, up: p + w * (m - p),
+    "floor, then validation weight": lambda m, p, w, up: p + w * ((max(m, p) if up else m) - p),
+}
+SHIPPED = "floor, then validation weight"
+
+
+def _rule_medians(rows, rule: str) -> dict:
+    f = RULES[rule]
+    out = {}
+    for frac in CUTS:
+        errs = [abs(f(r[8], r[9], r[10], r[11]) - r[7]) for r in rows if r[1] == frac and r[2] is not None]
+        out[frac] = float(np.median(errs)) if errs else float("nan")
+    return out
+
+
+def selection_lines(rows) -> list[str]:
+    """Choose the point rule on one half, report it on the other (both ways): the rule with the
+    smallest sum over the cuts of its median error relative to persistence's on the half it is
+    chosen on. Recomputed from the committed table's rounded numbers."""
+    names = list(dict.fromkeys(r[0] for r in rows))
+    half = {name: "AB"[i % 2] for i, name in enumerate(names)}
+    part = {h: [r for r in rows if half[r[0]] == h] for h in "AB"}
+    if any(r[2] is not None and None in r[7:11] for r in rows):
+        return ["(the table lacks the columns the selection needs)"]
+    med = {h: {rule: _rule_medians(part[h], rule) for rule in RULES} for h in "AB"}
+    score = lambda h, rule: sum(med[h][rule][c] / med[h]["persistence"][c] for c in CUTS)
+    lines = ["| rule | " + " | ".join(f"half {h}, cut {c:.0%}" for h in "AB" for c in CUTS) + " |",
+             "| --- |" + " --- |" * (2 * len(CUTS))]
+    for rule in RULES:
+        lines.append(f"| {rule}{' (shipped)' if rule == SHIPPED else ''} | "
+                     + " | ".join(f"{med[h][rule][c]:.4f}" for h in "AB" for c in CUTS) + " |")
+    for on, other in (("A", "B"), ("B", "A")):
+        best = min((r for r in RULES if r != "persistence"), key=lambda r: score(on, r))
+        got = ", ".join(f"cut {c:.0%}: {med[other][best][c]:.4f} against persistence's "
+                        f"{med[other]['persistence'][c]:.4f}" for c in CUTS)
+        lines.append(f"chosen on half {on}: {best}; on half {other}: {got}")
+    return lines
+
+
+TABLE_HEAD = ("| run | cut | covered | lower bound | error | persistence error | exponential error | actual "
+              "| model median | persistence | model weight | still rising |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
 def _cell(x):
@@ -177,7 +229,8 @@ def table_text(rows) -> str:
            "is the mean reward over the last 10% of steps; errors are absolute, of the predictive median. "
            "Do not edit by hand.", "", TABLE_HEAD]
     for r in rows:
-        out.append(f"| {r[0]} | {r[1]:.0%} | " + " | ".join(_cell(x) for x in (r[2], r[6], r[3], r[4], r[5])) + " |")
+        out.append(f"| {r[0]} | {r[1]:.0%} | " + " | ".join(_cell(x) for x in (r[2], r[6], r[3], r[4], r[5], *r[7:12]))
+                   + " |")
     return "\n".join(out) + "\n"
 
 
@@ -191,7 +244,8 @@ def parse_table(text: str) -> list[tuple]:
         cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
         name, frac = cells[0], float(cells[1].rstrip("%")) / 100.0
         covered, bound, err, pers, expo = (conv(c) for c in cells[2:7])
-        rows.append((name, frac, covered, err, pers, expo, bound))
+        extra = tuple(conv(c) for c in cells[7:12]) + (None,) * (5 - len(cells[7:12]))
+        rows.append((name, frac, covered, err, pers, expo, bound, *extra))
     return rows
 
 
@@ -285,8 +339,10 @@ def main(argv=None) -> None:
     quick = "--quick" in argv
     if "--jobs" in argv:
         JOBS = int(argv[argv.index("--jobs") + 1])
-    text, _ = real_block(limit=2 if quick else None, write=not quick)
+    text, rows = real_block(limit=2 if quick else None, write=not quick)
     print(text)
+    print()
+    print("\n".join(selection_lines(rows)))
     print()
     print(bandit_block(1 if quick else 12))
     print()

@@ -12,6 +12,10 @@ lower bound (``kind: lower_bound``, upper end null): ``covered`` then says wheth
 reached it, and the summary counts these cuts (``lower_bounds``) so that coverage is not read
 as two-sided.
 
+``point`` records how the point forecast was made (the model's median before it was held
+against persistence, persistence, the rolling-origin model weight, still rising?), so that other
+point rules can be recomputed from a backtest (``tests/forecast_measure.py`` does).
+
 Two baselines on the same cut: **persistence** (the mean of the last tenth of the seen points)
 and a plain **single exponential** (grpofit's exponential fit of the seen points, averaged over
 the final window). The summary gives coverage, median and worst error, per fraction and overall;
@@ -108,6 +112,10 @@ def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = Non
             "exponential": {"prediction": exp_pred, "error": None if exp_pred is None else abs(exp_pred - actual)},
         }
         entry["plateau"] = fc.doc.get("plateau")
+        if fc.final is not None:
+            pt = fc.doc.get("point") or {}
+            entry["point"] = {"model_median": fc.final.get("model_median"), "persistence": pt.get("persistence"),
+                              "model_weight": pt.get("model_weight"), "still_rising": fc.doc.get("still_rising")}
         entry["note"] = fc.doc.get("note") if fc.final is None else None
         out.append(entry)
     return out

@@ -10,9 +10,15 @@
 3. Draw the future (:mod:`.predictive`) at the horizon, the ``--at`` steps, a fan grid and (for
    backtests) the final window; the logged reward adds observation noise to the expected one.
    Rewards seen inside [0, 1] are forecast inside [0, 1].
-4. Summarise: mean and 80/95% prediction intervals, plateau (``lower_bound`` when the late
+4. The point forecast: the model's, held against persistence (the mean of the last tenth
+   seen): a significantly rising run is not forecast below it (falling: not above), then shrunk
+   towards it by the rolling-origin weight of :mod:`.validate` (:class:`_Blend`; intervals widened
+   to hold both spreads).
+5. Summarise: mean and 80/95% prediction intervals, plateau (``lower_bound`` when the late
    slope is still significantly positive), steps to 90/95% of the gain, the gain still
-   expected by the horizon, and a recommendation.
+   expected by the horizon, and a recommendation. When the rise's end is not in the seen steps
+   every number derived from the unknown upper end is one-sided (``kind: lower_bound``, upper
+   end null) or null with a ``reason``; the fan is marked ``one_sided``.
 """
 
 from __future__ import annotations
@@ -66,7 +72,7 @@ def empty_doc(steps, horizon_step, horizon_source, at_steps, note: str) -> dict:
             "n_points": int(len(steps))}
     at = [{"step": _step_out(horizon_step), "mean": None, "pi80": None, "pi95": None}]
     at += [{"step": _step_out(s), "mean": None, "pi80": None, "pi95": None} for s in at_steps]
-    null = {"value": None, "ci95": None}
+    null = {"value": None, "ci95": None, "kind": None}
     return {
         "seen": seen,
         "horizon": {"step": _step_out(horizon_step), "source": horizon_source},
@@ -218,22 +224,28 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
                  "pi95": [float(np.percentile(level, 2.5)), float(np.percentile(level, 97.5))],
                  "kind": "interval"}
     weights = law_weights(fits)
-    point = None
-    target = None
+    pers = float(values[-max(1, n // 10):].mean())
     if final is not None:
         target = float(np.mean(np.asarray(final_steps, dtype=float))) - step0 - t_last
     elif horizon_t is not None and horizon_t > t_last:
         target = horizon_t - t_last
-    if validate and target is not None and target > 0:
-        from grpofit.forecasting.validate import rolling_origin
+    else:
+        target = fan_end - t_last
+    point = None
+    if validate:
+        from grpofit.forecasting.validate import model_weight, rolling_origin
 
-        point = rolling_origin(fits, weights, series, t, values, target, seed=seed)
-    if point is not None and point["choice"] == "persistence":
-        pers = float(values[-max(1, n // 10):].mean())
-        if final is not None:
-            _recentre(final, pers, "median")
-        if horizon_t is not None and horizon_t > t_last and at_entries and at_entries[0].get("mean") is not None:
-            _recentre(at_entries[0], pers, "mean")
+        point = rolling_origin(fits, weights, series, t, values, target, seed=seed) if target > 0 else None
+        blend = _Blend(pers, model_weight(point), 1 if drift.rising else -1 if drift.falling else 0)
+    else:
+        blend = _Blend(pers, 1.0, 0)
+    if final is not None:
+        final["model_median"] = final["median"]
+        blend.apply(final, "median")
+    for entry, s_at in zip(at_entries, ([horizon_t] if horizon_t is not None else [None]) + [s - step0 for s in at_steps]):
+        if entry.get("mean") is not None and s_at is not None and s_at > t_last:
+            blend.apply(entry, "mean")
+    blend.apply_fan(fan)
     open_ended = bool(drift.rising) and not _saturation_seen(draws, fits)
     if open_ended:
         # still rising and no draw of the slowest timescale is held below its bound: the data do
@@ -245,6 +257,10 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
             if entry.get("pi95") is not None:
                 entry["pi80"] = [min(entry["pi80"][0], floor80), None]
                 entry["pi95"] = [min(entry["pi95"][0], floor95), None]
+                entry["kind"] = "lower_bound"
+        fan["one_sided"] = True
+        fan["q10"] = np.minimum(fan["q10"], floor80)
+        fan["q025"] = np.minimum(fan["q025"], floor95)
         if final is not None:
             final["pi95"] = [min(final["pi95"][0], floor95), None]
             final["kind"] = "lower_bound"
@@ -255,15 +271,18 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
         "at": at_entries,
     }
     doc["plateau"] = _plateau(draws, now, bounded, drift.rising, fits)
-    s90 = _steps_to(draws.t90, step0)
-    s95 = _steps_to(draws.t95, step0)
-    doc["steps_to_90"], doc["steps_to_95"] = s90, s95
+    doc["steps_to_90"] = _steps_to(draws.t90, step0, open_ended, float(steps[-1]))
+    doc["steps_to_95"] = _steps_to(draws.t95, step0, open_ended, float(steps[-1]))
     if horizon_t is not None and horizon_t >= 0:
         gain = h_cols[:, 0] - now
+        if horizon_t > t_last:
+            gain = gain + blend.shift(float(np.mean(h_cols[:, 0])))
+        lo = float(np.percentile(gain, 2.5))
         doc["remaining_gain"] = {"value": float(np.mean(gain)),
-                                 "ci95": [float(np.percentile(gain, 2.5)), float(np.percentile(gain, 97.5))]}
+                                 "ci95": [lo, None if open_ended else float(np.percentile(gain, 97.5))],
+                                 "kind": "lower_bound" if open_ended else "estimate"}
     else:
-        doc["remaining_gain"] = {"value": None, "ci95": None}
+        doc["remaining_gain"] = {"value": None, "ci95": None, "kind": None}
     doc["recommendation"] = _recommend(doc, steps, drift.rising, horizon_step)
     doc["note"] = None if horizon_step is not None else (
         "cannot forecast yet: no plan length (the run's config names no trainer.total_training_steps "
@@ -276,7 +295,9 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
                        f"({_step_out(step0)}): no forecast there")
     doc["current"] = {"step": _step_out(steps[-1]), "mean": float(np.mean(now)),
                       "ci95": [float(np.percentile(now, 2.5)), float(np.percentile(now, 97.5))]}
-    doc["point"] = {"method": "model" if point is None else point["choice"], "validation": point}
+    doc["point"] = {"method": blend.method(), "persistence": pers, "model_weight": blend.weight,
+                    "floor": {1: "rising: not below persistence", -1: "falling: not above persistence",
+                              0: None}[blend.sign], "validation": point}
     doc["still_rising"] = bool(drift.rising)
     doc["late_slope"] = drift.summary()
     doc["laws"] = {f.law: {"weight": float(w), "bic": float(f.bic), "params": f.params()}
@@ -293,21 +314,48 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
                                                             "law": best.law})
 
 
-def _recentre(entry: dict, value: float, key: str) -> None:
-    """Make ``value`` the point forecast of ``entry`` and widen its intervals to hold both the
-    model's and the same spread moved to ``value``."""
-    shift = value - entry[key]
-    for k in ("mean", "median"):
-        if entry.get(k) is not None:
-            entry[k] = entry[k] + shift
-    entry[key] = value
-    for k in ("pi80", "pi95"):
-        iv = entry.get(k)
-        if iv is None:
-            continue
-        lo = min(iv[0], iv[0] + shift)
-        hi = None if iv[1] is None else max(iv[1], iv[1] + shift)
-        entry[k] = [lo, hi]
+@dataclass
+class _Blend:
+    """The point forecast from the model's and persistence's (the mean of the last tenth seen).
+
+    ``sign`` > 0 (the late slope is significantly positive): the model's value is first raised to
+    persistence if below it (a run still rising is not forecast below the level it has reached;
+    < 0: falling, not above it); then ``persistence + weight (model - persistence)``, the weight
+    from the rolling-origin validation (:func:`~.validate.model_weight`). Intervals are widened
+    to hold both the model's and the same spread moved to the point."""
+
+    persistence: float
+    weight: float
+    sign: int
+
+    def point(self, model: float) -> float:
+        base = max(model, self.persistence) if self.sign > 0 else min(model, self.persistence) if self.sign < 0 else model
+        return self.persistence + self.weight * (base - self.persistence)
+
+    def shift(self, model: float) -> float:
+        return self.point(model) - model
+
+    def method(self) -> str:
+        return "model" if self.weight >= 1.0 and self.sign == 0 else "blend of model and persistence"
+
+    def apply(self, entry: dict, key: str) -> None:
+        d = self.shift(entry[key])
+        for k in ("mean", "median"):
+            if entry.get(k) is not None:
+                entry[k] = entry[k] + d
+        for k in ("pi80", "pi95"):
+            iv = entry.get(k)
+            if iv is not None:
+                entry[k] = [min(iv[0], iv[0] + d), None if iv[1] is None else max(iv[1], iv[1] + d)]
+
+    def apply_fan(self, fan: dict) -> None:
+        d = np.array([self.shift(float(x)) for x in fan["q50"]])
+        for k in ("mean", "q50"):
+            fan[k] = fan[k] + d
+        for k in ("q025", "q10"):
+            fan[k] = np.minimum(fan[k], fan[k] + d)
+        for k in ("q90", "q975"):
+            fan[k] = np.maximum(fan[k], fan[k] + d)
 
 
 def _at_entry(step, draws: np.ndarray) -> dict:
@@ -316,6 +364,7 @@ def _at_entry(step, draws: np.ndarray) -> dict:
         "mean": float(np.mean(draws)),
         "pi80": [float(np.percentile(draws, 10.0)), float(np.percentile(draws, 90.0))],
         "pi95": [float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))],
+        "kind": "interval",
     }
 
 
@@ -344,14 +393,25 @@ def _saturation_seen(draws, fits) -> bool:
     return held >= 0.5 * draws.law.size
 
 
-def _steps_to(times: np.ndarray, step0: float) -> dict:
+def _steps_to(times: np.ndarray, step0: float, open_ended: bool = False, last: float = math.inf) -> dict:
+    """The step reaching a share of the gain, with its 95% interval. ``open_ended`` (the rise's
+    end is not in the seen steps): the gain itself has no known upper end, so neither has the
+    step reaching a share of it; the value is a lower bound (the draws' 2.5% point) and the
+    interval's upper end is null, or null with a ``reason`` when that bound is not past the
+    ``last`` step seen (it would say nothing)."""
     ok = times[~np.isnan(times)]
     if ok.size < 0.5 * times.size:
-        return {"value": None, "ci95": None}
+        return {"value": None, "ci95": None, "kind": None}
     mid = float(np.percentile(ok, 50.0))
     lo, hi = float(np.percentile(ok, 2.5)), float(np.percentile(ok, 97.5))
     conv = lambda x: _step_out(step0 + x) if math.isfinite(x) else None
-    return {"value": conv(mid), "ci95": [conv(lo), conv(hi)]}
+    if open_ended:
+        low = conv(lo)
+        if low is None or step0 + lo <= last:
+            return {"value": None, "ci95": None, "kind": "unknown",
+                    "reason": "the rise's end is not in the seen steps (the gain has no known upper end)"}
+        return {"value": low, "ci95": [low, None], "kind": "lower_bound"}
+    return {"value": conv(mid), "ci95": [conv(lo), conv(hi)], "kind": "estimate"}
 
 
 def _recommend(doc: dict, steps: np.ndarray, rising: bool, horizon_step) -> str | None:

@@ -17,12 +17,35 @@ def _interval(iv) -> str:
     return f"[{num(iv[0])}, {num(iv[1]) if iv[1] is not None else '?'}]"
 
 
-def _est(e: dict | None) -> str:
+def _est(e: dict | None, unit: str = "") -> str:
+    """``value [lo, hi]``; a lower bound (``kind: lower_bound``, upper end null) reads
+    ``at least value`` and shows no interval (the value is its lower end)."""
     from grpofit.render import num
 
     if not e or e.get("value") is None:
+        return f"unknown: {e['reason']}" if e and e.get("reason") else "-"
+    iv = e.get("ci95")
+    if e.get("kind") == "lower_bound" and (not iv or iv[1] is None):
+        low = num(iv[0]) if iv else num(e["value"])
+        if iv and iv[0] != e["value"]:
+            return f"{num(e['value'])}, at least {unit}{low} (95%; upper end unknown)"
+        return f"at least {unit}{low} (upper end unknown)"
+    return f"{num(e['value'])} {_interval(iv)}"
+
+
+def _at_text(a: dict) -> str:
+    """Expected reward at a step: mean and 80/95% intervals, or their lower ends when the
+    upper ends are unknown."""
+    from grpofit.render import num
+
+    if a.get("mean") is None:
         return "-"
-    return f"{num(e['value'])} {_interval(e.get('ci95'))}"
+    p80, p95 = a.get("pi80"), a.get("pi95")
+    if a.get("kind") == "lower_bound" or (p95 and p95[1] is None):
+        lo80 = num(p80[0]) if p80 else "-"
+        lo95 = num(p95[0]) if p95 else "-"
+        return f"{num(a['mean'])}  at least {lo80} (80%), at least {lo95} (95%); upper end unknown"
+    return f"{num(a['mean'])}  80% {_interval(p80)}  95% {_interval(p95)}"
 
 
 def forecast_tables(doc: dict) -> list[Any]:
@@ -37,14 +60,13 @@ def forecast_tables(doc: dict) -> list[Any]:
         for a in r.get("at", []):
             if a.get("step") is None:
                 continue
-            rows.append((f"expected reward at step {num(a['step'])}",
-                         f"{num(a.get('mean'))}  80% {_interval(a.get('pi80'))}  95% {_interval(a.get('pi95'))}"))
+            rows.append((f"expected reward at step {num(a['step'])}", _at_text(a)))
         p = r.get("plateau") or {}
         kind = p.get("kind")
-        label = "plateau (at least: still rising)" if kind == "lower_bound" else "plateau"
+        label = "plateau (still rising)" if kind == "lower_bound" else "plateau"
         rows.append((label, _est(p)))
-        rows.append(("step reaching 90% of the gain", _est(r.get("steps_to_90"))))
-        rows.append(("step reaching 95% of the gain", _est(r.get("steps_to_95"))))
+        rows.append(("step reaching 90% of the gain", _est(r.get("steps_to_90"), "step ")))
+        rows.append(("step reaching 95% of the gain", _est(r.get("steps_to_95"), "step ")))
         rows.append(("gain still expected by the planned end", _est(r.get("remaining_gain"))))
         if r.get("recommendation"):
             rows.append(("recommendation", r["recommendation"]))

@@ -28,7 +28,18 @@ def forecast_text(st: RunState, *, short: bool = False) -> str:
         return note
     if pi95 and None not in pi95:
         return f"{mean:.3g} [{pi95[0]:.3g}, {pi95[1]:.3g}]"
+    if pi95 and pi95[0] is not None:  # upper end unknown: a lower bound only
+        return f"{mean:.3g} [>= {pi95[0]:.3g}]"
     return f"{mean:.3g}"
+
+
+def steps_to_95_text(st: RunState) -> str:
+    """The step reaching 95% of the gain; ``>=`` when only a lower bound is known."""
+    s95 = st.steps_to_95()
+    if s95 is None:
+        return "–"
+    kind = ((st.forecast or {}).get("steps_to_95") or {}).get("kind")
+    return (">= " if kind == "lower_bound" else "") + f"{s95:.0f}"
 
 
 def alerts_text(st: RunState) -> str:
@@ -60,7 +71,7 @@ def table(monitor: Monitor, *, title: str = "grpofit watch", footer: str | None 
                       *["–" for _ in _modes()], "–")
             continue
         verdicts = [Text(st.verdicts.get(m, "–"), style=_STYLE.get(st.verdicts.get(m, ""), "")) for m in _modes()]
-        t.add_row(st.name, _f(st.last_step, "g"), _f(st.level), forecast_text(st, short=True), _f(st.steps_to_95(), ".0f"),
+        t.add_row(st.name, _f(st.last_step, "g"), _f(st.level), forecast_text(st, short=True), steps_to_95_text(st),
                   *verdicts, Text(alerts_text(st), style=_STYLE.get(st.status, "")))
     return t
 
@@ -74,4 +85,4 @@ def alert_line(event: dict) -> str:
 def update_line(st: RunState) -> str:
     verdicts = " ".join(f"{MODE_TITLES.get(m, m)}={st.verdicts.get(m, '–')}" for m in _modes())
     return (f"UPDATE run={st.name} step={_f(st.last_step, 'g')} reward={_f(st.level)} "
-            f"forecast={forecast_text(st)} steps_to_95={_f(st.steps_to_95(), '.0f')} {verdicts}")
+            f"forecast={forecast_text(st)} steps_to_95={steps_to_95_text(st)} {verdicts}")
