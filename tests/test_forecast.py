@@ -398,3 +398,15 @@ def test_level_drift_is_estimated_from_the_seen_steps():
     still = fit_walk_law("one", reduce_series(t, curve + noise), t_guess=10.0, t_max=600.0)
     assert 0.002 < drifting.params()["drift_sd_per_step"] < 0.008
     assert still.params()["drift_sd_per_step"] < 0.001
+
+
+def test_committed_real_run_doc_is_its_own_table_and_selection():
+    """``docs/forecast_real_runs.md`` is exactly what the script writes from its own rows: the
+    per-cut table, and the point-rule selection (chosen on one half, reported on the other)
+    recomputed from that table; the shipped rule is the one chosen on half A."""
+    from tests import forecast_measure as fm
+
+    text = fm.TABLE.read_text()
+    assert fm.table_text(fm.parse_table(text)) == text
+    chosen = [ln for ln in text.splitlines() if ln.startswith("- chosen on half A: ")]
+    assert chosen and chosen[0].startswith(f"- chosen on half A: {fm.SHIPPED};")
