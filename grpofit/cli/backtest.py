@@ -45,7 +45,7 @@ def backtest(
         print_json(doc)
     elif format is DiagnoseFormat.markdown:
         typer.echo(backtest_markdown(doc), nl=False)
-    else:
+    elif doc["runs"] or not doc.get("errors"):  # nothing backtested, only errors: they say it all (stderr)
         from grpofit import render
 
         table, lines = backtest_table(doc)

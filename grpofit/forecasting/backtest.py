@@ -179,7 +179,7 @@ class _Task:
     run_pattern: str | None = None
 
 
-def _work(task: _Task) -> tuple[list[dict], list, list[str]]:
+def _work(task: _Task, _extra=None) -> tuple[list[dict], list, list[str]]:
     from grpofit.errors import GrpofitError
     from grpofit.readers import read_path
 
@@ -207,10 +207,41 @@ def _work(task: _Task) -> tuple[list[dict], list, list[str]]:
     return entries, errors, warnings
 
 
+def _lost(task: _Task) -> tuple[list, list, list]:
+    from grpofit.pipeline import RunError
+
+    return [], [RunError(task.path, "the worker backtesting this file died (out of memory or killed)")], []
+
+
+def _run_tasks(tasks: list[_Task], jobs: int) -> list:
+    """:func:`_work` on every task, in ``jobs`` workers of the ``--jobs`` pool
+    (:func:`grpofit.pipeline.map_items`: workers stopped on a signal, none orphaned, the pool
+    rebuilt after a worker dies)."""
+    if jobs > 1 and len(tasks) > 1:
+        from grpofit.limits import cap_jobs
+
+        jobs = cap_jobs(jobs, len(tasks))
+    if jobs > 1 and len(tasks) > 1:
+        import ctypes  # noqa: F401 - imported once here for the forked workers
+        import grpofit.fitting  # noqa: F401
+        import grpofit.forecasting.engine  # noqa: F401
+        import grpofit.readers.delimited  # noqa: F401
+        from grpofit.pipeline import map_items
+
+        if tasks[0].plot_dir is not None:
+            import grpofit.forecasting.backtest_plot  # noqa: F401
+        try:
+            return map_items(_work, tasks, None, jobs=jobs, lost=_lost)
+        except OSError:  # no process could be started: work here instead
+            pass
+    return [_work(t) for t in tasks]
+
+
 def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUTS, batch_size=None,
                    jobs: int = 1, plot_dir=None, run_pattern: str | None = None) -> tuple[dict, list[str]]:
     """The ``grpofit.backtest/1`` document for every run under ``paths`` and the warnings."""
     from grpofit.errors import GrpofitError
+    from grpofit.pipeline import RunError
     from grpofit.readers import discover
 
     files, early = [], []
@@ -223,13 +254,7 @@ def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUT
             early.append(RunError.of(path, e))
     tasks = [_Task(f.path, metric, step, tuple(cuts), batch_size,
                    None if plot_dir is None else str(plot_dir), run_pattern) for f in files]
-    if jobs > 1 and len(tasks) > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
-            results = list(pool.map(_work, tasks))
-    else:
-        results = [_work(t) for t in tasks]
+    results = _run_tasks(tasks, jobs)
     runs, errors, warnings = [], list(early), []
     for e, err, w in results:
         runs.extend(e)
