@@ -100,3 +100,9 @@ def test_watch_while_following_warns_about_the_option_and_keeps_waiting(capsys):
     assert code == 0 and "UPDATE run=" in out  # the column may still appear (a first eval)
     (line,) = err.splitlines()
     assert line.startswith("warning: ") and "--eval-metric 'nope' is not a column" in line
+
+
+def test_backtest_with_nothing_backtested_prints_only_the_errors(capsys):
+    code, out, err = run_cli(capsys, "backtest", RUN, str(ROOT / "no_such_dir"), "--metric", "nope")
+    assert (code, out) == (2, "")  # no empty table
+    assert len(err.splitlines()) == 2 and "no_such_dir" in err and "--metric 'nope'" in err
