@@ -1,5 +1,9 @@
 """From a least-squares solution to a :class:`~grpofit.fitting.results.ModelFit`: fit
-statistics on every point, HAC intervals, the damping-ratio profile and the regime."""
+statistics on every point, HAC intervals, the damping-ratio profile and the regime.
+
+:func:`exponential_fit` and :func:`oscillator_fit` assemble the two laws fitted from the
+profile grid; :func:`law_fit` any other law of the registry (:mod:`grpofit.laws`);
+:func:`failed` and :func:`degenerate` read each law's row for its parameter names."""
 
 from __future__ import annotations
 
@@ -7,27 +11,28 @@ import math
 
 import numpy as np
 
-from grpofit.fitting.hac import hac_meat, sandwich
+from grpofit.fitting import hac
+from grpofit.fitting.hac import blocked_parts, hac_meat, sandwich
 from grpofit.fitting.intervals import Ctx, estimates, extend, profile_intervals, widen_to_grid
 from grpofit.fitting.profile import Binned, Profile
 from grpofit.fitting.regime import Signal, information_criteria, regime_rule, reversal_test
 from grpofit.fitting.results import Estimate, ModelFit, num
 from grpofit.fitting.solve import Solution
-from grpofit.models import EXPONENTIAL, OSCILLATOR, CurveModel, damping_ratio
+from grpofit.laws import MODELS
+from grpofit.models import EXPONENTIAL, LEVELS, OSCILLATOR, CurveModel, damping_ratio
 
-__all__ = ["exponential_fit", "oscillator_fit", "failed", "degenerate", "gain_stat"]
+__all__ = ["exponential_fit", "oscillator_fit", "law_fit", "failed", "degenerate", "gain_stat", "on_points"]
 
 _AT_ZERO = 1e-4  # inertia / timescale below this counts as "at its bound 0"
 
 
 def failed(model: CurveModel, message: str, step0: float, n: int) -> ModelFit:
-    params = {k: Estimate(None, None, None, "fit failed") for k in model.param_names}
-    if model is OSCILLATOR:
-        params["damping_ratio"] = Estimate(None, None, None, "fit failed")
+    params = {k: Estimate(None, None, None, "fit failed")
+              for k in (*model.param_names, *model.derived_names)}
     return ModelFit(
         model.name, None, None, None, params,
-        regime="indeterminate" if model is OSCILLATOR else None,
-        regime_reason="the fit failed" if model is OSCILLATOR else None,
+        regime="indeterminate" if model.reports_regime else None,
+        regime_reason="the fit failed" if model.reports_regime else None,
         ok=False, message=message, step0=step0, n_points=n,
     )
 
@@ -47,11 +52,43 @@ def _stats(fit_ssr: float, ctx: Ctx, k: int):
     return r2, aic, bic
 
 
+def on_points(jacobian, x, t, y, func=None):
+    """``(Jacobian, residuals)`` of the curve with parameters ``x`` on every point. Without
+    ``func`` the curve is ``plateau + (initial - plateau) * g`` with ``g`` the Jacobian's
+    ``initial`` column (the two grid-fitted laws: one evaluation).
+
+    A series longer than :data:`~grpofit.fitting.hac.BLOCK` gets its Jacobian as a function of
+    a row range instead (``rows(lo, hi)``, for :func:`~grpofit.fitting.hac.blocked_parts`) and
+    its residuals block by block: no ``(n, k)`` array is ever held (issue 14 item 5)."""
+    p, p0 = x[0], x[1]
+    n, block = t.size, hac.BLOCK
+    if n <= block:
+        jac = jacobian(t, *x)
+        return jac, (p + (p0 - p) * jac[:, 1] if func is None else func(t, *x)) - y
+    r = np.empty(n)
+    for lo in range(0, n, block):
+        tb = t[lo:lo + block]
+        r[lo:lo + block] = (p + (p0 - p) * jacobian(tb, *x)[:, 1] if func is None else func(tb, *x)) - y[lo:lo + block]
+    return (lambda lo, hi: jacobian(t[lo:hi], *x)), r
+
+
 def _full(model: CurveModel, x, ctx: Ctx, full):
     """``(Jacobian, residuals)`` on every point (``full`` if the caller has them)."""
     if full is not None:
         return full
+    if ctx.n > hac.BLOCK:
+        return on_points(model.jacobian, x, ctx.t, ctx.y, model.func)
     return model.jacobian(ctx.t, *x), model.func(ctx.t, *x) - ctx.y
+
+
+def _hac_cov(jac, r, bw: int, cols: int | None = None):
+    """:func:`~grpofit.fitting.hac.sandwich` of the first ``cols`` columns (all by default) of
+    a Jacobian array, or of a long series' row function (summed by blocks)."""
+    if callable(jac):
+        parts = blocked_parts(jac, r, bw)
+        k = cols or parts.bread.shape[0]
+        return sandwich(None, r, bw, parts.meat[:k, :k], bread=parts.bread[:k, :k])
+    return sandwich(jac if cols is None else jac[:, :cols], r, bw)
 
 
 def exponential_fit(sol: Solution, ctx: Ctx, step0: float, full=None):
@@ -61,9 +98,9 @@ def exponential_fit(sol: Solution, ctx: Ctx, step0: float, full=None):
         return failed(EXPONENTIAL, sol.message or "fit failed", step0, ctx.n), None
     x = sol.x
     jac, r = _full(EXPONENTIAL, x, ctx, full)
-    cov = sandwich(jac, r, ctx.bw)
+    cov = _hac_cov(jac, r, ctx.bw)
     if cov is None:  # gain 0: timescale column vanishes; levels still have errors
-        cov2 = sandwich(jac[:, :2], r, ctx.bw)
+        cov2 = _hac_cov(jac, r, ctx.bw, 2)
         cov = np.full((3, 3), np.nan)
         if cov2 is not None:
             cov[:2, :2] = cov2
@@ -79,10 +116,11 @@ def exponential_fit(sol: Solution, ctx: Ctx, step0: float, full=None):
 def no_signal(fit: ModelFit, signal: Signal) -> None:
     """Strip the dynamics of a fit to a series without a significant rise."""
     why = f"not identifiable: {signal.reason}"
-    for name in ("timescale", "inertia", "damping_ratio"):
-        if name in fit.params:
+    for name in fit.params:  # the dynamics: everything but the levels
+        if name not in LEVELS:
             fit.params[name] = Estimate(fit.params[name].value, None, None, why)
-    if fit.model == "oscillator":
+    spec = MODELS.get(fit.model)
+    if spec is not None and spec.reports_regime:
         fit.regime, fit.regime_reason = "indeterminate", signal.reason
 
 
@@ -96,9 +134,14 @@ def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, ste
     p, p0, ts, ti = x
     jac, r = _full(OSCILLATOR, x, ctx, full)
     at_zero = ti <= _AT_ZERO * ts
-    meat = hac_meat(jac * r[:, None], ctx.bw)
-    cov_full = None if at_zero else sandwich(jac, r, ctx.bw, meat)
-    cov_red = sandwich(jac[:, :3], r, ctx.bw, meat[:3, :3])
+    if callable(jac):  # a long series: J'J and the meat summed by blocks
+        parts = blocked_parts(jac, r, ctx.bw)
+        cov_full = None if at_zero else sandwich(None, r, ctx.bw, parts.meat, bread=parts.bread)
+        cov_red = sandwich(None, r, ctx.bw, parts.meat[:3, :3], bread=parts.bread[:3, :3])
+    else:
+        meat = hac_meat(jac * r[:, None], ctx.bw)
+        cov_full = None if at_zero else sandwich(jac, r, ctx.bw, meat)
+        cov_red = sandwich(jac[:, :3], r, ctx.bw, meat[:3, :3])
     zeta = damping_ratio(ts, ti)
     names = OSCILLATOR.param_names
     ssr = float(r @ r)
@@ -174,17 +217,40 @@ def degenerate(y, ctx: Ctx, step0: float) -> dict[str, ModelFit]:
     lv = Estimate(c, 0.0 if ctx.sst <= 0 else None, (c, c) if ctx.sst <= 0 else None,
                   "constant series" if ctx.sst <= 0 else why)
     out = {}
-    for model in (EXPONENTIAL, OSCILLATOR):
-        params = {"plateau": lv, "initial": lv, "timescale": Estimate(None, None, None, why)}
-        if model is OSCILLATOR:
-            params["inertia"] = Estimate(None, None, None, why)
-            params["damping_ratio"] = Estimate(None, None, None, why)
+    for model in MODELS.values():
+        params = {k: lv if k in LEVELS else Estimate(None, None, None, why)
+                  for k in (*model.param_names, *model.derived_names)}
         ssr = float(np.sum((y - c) ** 2))
         aic, bic = information_criteria(ssr, ctx.n, len(model.param_names))
         out[model.name] = ModelFit(
             model.name, None, aic, bic, params,
-            regime="indeterminate" if model is OSCILLATOR else None,
-            regime_reason=why if model is OSCILLATOR else None,
+            regime="indeterminate" if model.reports_regime else None,
+            regime_reason=why if model.reports_regime else None,
             ok=True, message=why, step0=step0, ssr=ssr, n_points=ctx.n,
         )
     return out
+
+
+def law_fit(sol: Solution, ctx: Ctx, step0: float, signal: Signal | None = None) -> ModelFit:
+    """The ModelFit of a registry law other than the two the profile grid fits: the HAC
+    sandwich on every point for every parameter (its ``time_params`` widened to the logging
+    interval), its ``derived`` quantities as values without an interval, AIC/BIC with its
+    number of parameters; the dynamics stripped without a significant rise."""
+    model = sol.model
+    if not sol.ok:
+        return failed(model, sol.message or "fit failed", step0, ctx.n)
+    x = sol.x
+    jac, r = _full(model, x, ctx, None)
+    params = estimates(model.param_names, x, _hac_cov(jac, r, ctx.bw), ctx)
+    widen_to_grid(params, model.time_params, ctx)
+    for name, value in model.derived(dict(zip(model.param_names, x.tolist()))).items():
+        params[name] = Estimate(num(value), None, None, "derived from the fitted parameters")
+    ssr = float(r @ r)
+    r2, aic, bic = _stats(ssr, ctx, len(model.param_names))
+    fit = ModelFit(model.name, r2, aic, bic, params, ok=True, message=sol.message, step0=step0,
+                   ssr=ssr, n_points=ctx.n)
+    if model.reports_regime:
+        fit.regime, fit.regime_reason = "indeterminate", "no regime rule for this law"
+    if signal is not None and not signal.detected:
+        no_signal(fit, signal)
+    return fit
