@@ -31,6 +31,7 @@ def resolve_column(run: "Run", role: str, name: str | None = None) -> str:
             f"{option} {name!r} {what} in run {run.name}",
             path=run.source,
             columns=numeric,
+            option=f"{option} {name!r}",
             fix=f"pass {option} with one of the numeric columns: " + _listing(numeric),
         )
     column = detect_roles(numeric).get(role)
