@@ -138,7 +138,7 @@ def _confirmed_collapse(run, column, steps, values, seed, options, warm=None):
     whole = None
     after = None
     for _ in range(MAX_COLLAPSE_CANDIDATES):
-        collapse = find_collapse(steps, values, after_step=after, **options)
+        collapse = find_collapse(steps, values, after_step=after, level_noise=True, **options)
         if collapse is None:
             break
         keep = steps < collapse.step

@@ -43,9 +43,11 @@ def test_heterorl_grpo_collapse_fails_within_50_steps_of_onset():
     assert d.first_fail < 914 + 50
     # the grad-norm precursor (PROVENANCE: first exceeds 0.5 at step 749) is a warning
     assert d.first_warn == 749 and d.warn_source == "rule:grad_norm_spike"
-    # the README's row (rendered from the recorded benchmark) is what a replay gives now
+    # the README's row is rendered from the recorded benchmark; its alerts are what a replay gives now
+    # (the onset is diagnose's hindsight onset, which moved on main after the recorded run)
     now, rec = d.row(), recorded("shared", "GRPO_online")
-    assert {k: now[k] for k in SAME} == {k: rec[k] for k in SAME}
+    assert [now[k] for k in ("first_warn", "first_fail", "warn_source", "fail_source")] == \
+        [rec[k] for k in ("first_warn", "first_fail", "warn_source", "fail_source")]
 
 
 @pytest.mark.parametrize("mode, kind, frac, _", PLANTED)
