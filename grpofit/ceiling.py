@@ -31,14 +31,27 @@ def _median(x: np.ndarray) -> float:
     return (part[k - 1] + part[k]) / 2.0
 
 
-def _sd(d: np.ndarray) -> float:
-    return float(1.4826 * _median(np.abs(d - _median(d))) / math.sqrt(2.0))
+def _sd(d: np.ndarray, scratch: bool = False) -> float:
+    """``1.4826 MAD(d) / sqrt 2``; ``scratch``: ``d`` may be overwritten (no copies of it)."""
+    med = _median(d)
+    e = np.subtract(d, med, out=d if scratch else None)
+    np.abs(e, out=e)
+    k = e.size // 2
+    if e.size % 2:
+        e.partition(k)  # in place: e is ours
+        mad = e[k]
+    else:
+        e.partition((k - 1, k))
+        mad = (e[k - 1] + e[k]) / 2.0
+    return float(1.4826 * mad / math.sqrt(2.0))
 
 
 def r2_ceiling(y: np.ndarray) -> tuple[float | None, float | None]:
     """``(ceiling, se)``; ``(None, None)`` for a constant series, ``se`` None below 2 blocks of 3."""
     y = np.asarray(y, dtype=float)
-    y = y[np.isfinite(y)]
+    finite = np.isfinite(y)
+    if not finite.all():
+        y = y[finite]
     if y.size < 3:
         return None, None
     var_y = float(np.var(y))
@@ -51,6 +64,6 @@ def r2_ceiling(y: np.ndarray) -> tuple[float | None, float | None]:
     if B < 2 or sd <= 0:
         return value, None if sd > 0 else 0.0
     edges = np.linspace(0, d.size, B + 1).astype(int)
-    reps = np.array([_sd(np.concatenate([d[: edges[b]], d[edges[b + 1]:]])) for b in range(B)])
+    reps = np.array([_sd(np.concatenate([d[: edges[b]], d[edges[b + 1]:]]), scratch=True) for b in range(B)])
     se_sd = math.sqrt((B - 1) / B * float(np.sum((reps - reps.mean()) ** 2)))
     return value, 2.0 * (1.0 - value) * se_sd / sd

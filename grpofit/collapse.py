@@ -193,7 +193,8 @@ def _prepare(steps, values, window: int | None):
     s = np.asarray(steps, dtype=float)
     v = np.asarray(values, dtype=float)
     keep = np.isfinite(s) & np.isfinite(v)
-    s, v = s[keep], v[keep]
+    if not keep.all():  # no copy of a series that is all finite
+        s, v = s[keep], v[keep]
     n = v.size
     w = window or default_window(n)
     if n < 3 * w:
@@ -263,9 +264,11 @@ def _collapse_from(s, v, level, sd, start, i0, w, min_drop, noise_k):
     n = v.size
     peak = np.full(n, -np.inf)
     peak[i0:] = np.maximum.accumulate(level[i0:])
-    thr = np.maximum(min_drop * (peak - start), noise_k * sd)
-    thr = np.maximum(thr, 1e-12)
-    below = (peak - level) >= thr
+    thr = np.subtract(peak, start)  # in place from here: a long run holds few n-point arrays
+    thr *= min_drop
+    np.maximum(thr, noise_k * sd, out=thr)
+    np.maximum(thr, 1e-12, out=thr)
+    below = np.subtract(peak, level) >= thr
     below[: i0 + w] = False
     for i, _ in _runs_of(below, i0 + w):
         p, t = float(peak[i]), float(thr[i])
