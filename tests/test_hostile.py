@@ -429,12 +429,15 @@ def test_nul_column_name_keeps_json_valid_and_stderr_clean(tmp_path):
     path = tmp_path / "nul.jsonl"
     rows = [{"step": s, "reward": 1 - math.exp(-s / 50), "\0grpofit:0\0": s} for s in range(300)]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    other = tmp_path / "nul2.jsonl"
-    other.write_text(path.read_text())
+    other = tmp_path / "nul2.jsonl"  # has the column: judged; the first run's error row names the NUL column
+    other.write_text("\n".join(json.dumps(dict(r, nope=r["reward"])) for r in rows) + "\n")
     r = grpofit("diagnose", path, other, "--metric", "nope", "--format", "json")
     assert r.returncode == 2
     doc = json.loads(r.stdout)
-    assert len(doc["errors"]) == 2 and "\0grpofit:0\0" in doc["errors"][0]["error"]
+    assert len(doc["errors"]) == 1 and "\0grpofit:0\0" in doc["errors"][0]["error"]
+    assert b"\x00" not in r.stderr and b"\\x00grpofit:0\\x00" in r.stderr
+    r = grpofit("diagnose", path, "--metric", "nope", "--format", "json")  # no run has it: a usage error
+    assert r.returncode == 2 and r.stdout == b""
     assert b"\x00" not in r.stderr and b"\\x00grpofit:0\\x00" in r.stderr
     r = grpofit("diagnose", path, "--format", "json")
     assert r.returncode in (0, 1) and json.loads(r.stdout)["runs"][0]["run"] == str(path)

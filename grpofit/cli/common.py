@@ -100,3 +100,22 @@ def write_text(path: Path, text: str) -> None:
     from grpofit.atomic import write_text as atomic_write
 
     atomic_write(path, text)
+
+
+def check_writable(path: Path, option: str, *, folder: bool = False) -> None:
+    """A :class:`UsageError` before any work when ``option``'s ``path`` cannot be written: it is a
+    folder (or, for ``folder``, a file), or its nearest existing parent is not a writable folder
+    (missing parents are created when writing). Nothing is created here."""
+    import os
+
+    p = Path(path)
+    if p.exists() and p.is_dir() != folder:
+        what = "a folder" if p.is_dir() else "a file"
+        raise UsageError(f"{option} {path}: is {what}", fix="choose " + ("a folder" if folder else "a file name") + " there")
+    parent = p if folder else p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: {parent} is not a folder", fix="choose a path in a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: cannot write in {parent} (permission denied)", fix="choose a writable path")

@@ -121,7 +121,8 @@ def diagnose_run(
             from grpofit.analysis import _listing
 
             raise MetricNotFound(f"no column matches --eval-metric {eval_metric!r} in run {run.name}", path=run.source,
-                                 columns=columns, fix="pass a glob or a column among the numeric columns: " + _listing(columns))
+                                 columns=columns, option=f"--eval-metric {eval_metric!r}",
+                                 fix="pass a glob or a column among the numeric columns: " + _listing(columns))
         overrides["eval_reward"] = eval_cols[0]
     elif eval_metric is not None:
         overrides["eval_reward"] = resolve_column(run, "eval_reward", eval_metric)
