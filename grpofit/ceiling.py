@@ -20,30 +20,31 @@ __all__ = ["r2_ceiling", "BLOCKS"]
 BLOCKS = 10
 
 
-def _median(x: np.ndarray) -> float:
-    """``np.median`` of a finite 1-d array (the same value: the middle element, or the mean of
-    the two middle ones), without its per-call overhead; it runs 22 times per fit."""
+def _middle(x: np.ndarray) -> float:
+    """The median of a finite 1-d array (the middle element, or the mean of the two middle
+    ones), found by partitioning ``x`` itself (its order changes)."""
     n = x.size
     k = n // 2
     if n % 2:
-        return np.partition(x, k)[k]
-    part = np.partition(x, (k - 1, k))
-    return (part[k - 1] + part[k]) / 2.0
+        x.partition(k)
+        return x[k]
+    x.partition((k - 1, k))
+    return (x[k - 1] + x[k]) / 2.0
+
+
+def _median(x: np.ndarray) -> float:
+    """``np.median`` of a finite 1-d array (the same value), without its per-call overhead; it
+    runs 22 times per fit."""
+    return _middle(x.copy())
 
 
 def _sd(d: np.ndarray, scratch: bool = False) -> float:
-    """``1.4826 MAD(d) / sqrt 2``; ``scratch``: ``d`` may be overwritten (no copies of it)."""
-    med = _median(d)
+    """``1.4826 MAD(d) / sqrt 2``; ``scratch``: ``d`` may be overwritten (a long run's jackknife
+    then holds no further copies of it)."""
+    med = _middle(d) if scratch else _median(d)
     e = np.subtract(d, med, out=d if scratch else None)
     np.abs(e, out=e)
-    k = e.size // 2
-    if e.size % 2:
-        e.partition(k)  # in place: e is ours
-        mad = e[k]
-    else:
-        e.partition((k - 1, k))
-        mad = (e[k - 1] + e[k]) / 2.0
-    return float(1.4826 * mad / math.sqrt(2.0))
+    return float(1.4826 * _middle(e) / math.sqrt(2.0))
 
 
 def r2_ceiling(y: np.ndarray) -> tuple[float | None, float | None]:

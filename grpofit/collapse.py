@@ -109,9 +109,9 @@ def noise_sd(values: np.ndarray) -> float:
     if v.size < 3:
         return 0.0
     d = np.diff(v)
-    sd = 1.4826 * median(np.abs(d)) / np.sqrt(2.0)
+    sd = 1.4826 * median(np.abs(d, out=d)) / np.sqrt(2.0)  # in place: one array of differences
     if sd <= 0.0:
-        sd = float(np.std(d)) / np.sqrt(2.0)
+        sd = float(np.std(np.diff(v))) / np.sqrt(2.0)
     return sd
 
 
