@@ -84,8 +84,7 @@ def step_label(step_column: str) -> str:
 
 def fit_title(result: Any, verdict: str | None = None) -> str:
     """``run`` then ``metric · p* 0.73 · overdamped · verdict pass`` (what the table's row says)."""
-    pref = result.models.get(result.preferred or "")
-    plateau = pref.params.get("plateau") if pref is not None and pref.ok else None
+    plateau = result.param("plateau")
     parts = [str(result.metric)]
     if plateau is not None and plateau.value is not None:
         parts.append(f"p* {plateau.value:.3g}")
@@ -120,8 +119,7 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdi
         if ax_resid is not None:
             ax_resid.plot(steps, values - model.predict(steps), ".", ms=2, color=style.get("color"), alpha=0.6,
                           label=f"{name} residual")
-    pref = result.models.get(result.preferred or "")
-    plateau = pref.params.get("plateau") if pref is not None and pref.ok else None
+    plateau = result.param("plateau")
     if plateau is not None and plateau.value is not None:
         ax_data.axhline(plateau.value, color="tab:blue", lw=1, label=f"plateau p* ({result.preferred})")
         if plateau.ci95:
@@ -183,7 +181,7 @@ def overlay_figure(results: list):
         if model is None or not model.ok:
             ax.plot([], [], ".", color=colour, label=safe_label(f"{name} (no fit)"))
             continue
-        plateau = model.params.get("plateau")
+        plateau = result.param("plateau")
         p = f", p* {plateau.value:.3g}" if plateau is not None and plateau.value is not None else ""
         grid = np.linspace(result.steps[0], result.steps[-1], 400)
         ax.plot(grid, model.predict(grid), lw=1.8, color=colour,

@@ -97,12 +97,10 @@ def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = Non
                 base = fit_series(s, v)
             except GrpofitError:
                 base = None
-        if base is not None and base.models["exponential"].ok:
-            p = base.models["exponential"].params
-            if None not in (p["plateau"].value, p["initial"].value, p["timescale"].value):
-                curve = exponential(steps[window] - s[0], p["plateau"].value, p["initial"].value,
-                                    p["timescale"].value)
-                exp_pred = float(np.mean(curve))
+        est = [base.param(k, "exponential") for k in ("plateau", "initial", "timescale")] if base else []
+        if est and all(e is not None and e.value is not None for e in est):
+            curve = exponential(steps[window] - s[0], *(e.value for e in est))
+            exp_pred = float(np.mean(curve))
         entry["baselines"] = {
             "persistence": {"prediction": pers, "error": None if pers is None else abs(pers - actual)},
             "exponential": {"prediction": exp_pred, "error": None if exp_pred is None else abs(exp_pred - actual)},
