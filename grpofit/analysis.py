@@ -89,6 +89,7 @@ def fit_run(
 
     column = resolve_column(run, "reward", metric)
     steps, values = run.series(column)
+    _release_if_long(steps.size)
     if steps.size < MIN_POINTS:
         raise TooFewPoints(
             f"{column!r} has {steps.size} finite point(s) in run {run.name}; a fit needs at least {MIN_POINTS}",
@@ -114,6 +115,17 @@ def fit_run(
     result.collapse = collapse
     result.column_steps, result.column_values = steps, values
     return result
+
+
+def _release_if_long(n: int) -> None:
+    """Before fitting a long run, give the heap its reading freed (pandas' parse buffers: about
+    1x a large CSV) back to the OS, so the fit's arrays do not stack on top of it."""
+    from grpofit.fitting.hac import BLOCK
+
+    if n > BLOCK:
+        from grpofit.watch.trim import release
+
+        release()
 
 
 #: candidates examined per run: an underdamped run may ring through a few before settling

@@ -38,7 +38,8 @@ def _clean(steps, values, run: str, metric: str):
     steps = np.asarray(steps, dtype=float).ravel()
     values = np.asarray(values, dtype=float).ravel()
     keep = np.isfinite(steps) & np.isfinite(values)
-    steps, values = steps[keep], values[keep]
+    if not keep.all():  # no copy of a series that is all finite
+        steps, values = steps[keep], values[keep]
     if steps.size < MIN_POINTS:
         raise TooFewPoints(
             f"{steps.size} finite points of {metric or 'the metric'}; a fit needs at least {MIN_POINTS}",
@@ -142,6 +143,7 @@ def _fit(steps, values, run, metric, step_column, warm: dict | None = None) -> F
     others = {m.name: solve(m, binned, m.guess(t, y), bounds)
               for m in MODELS.values() if m is not EXPONENTIAL and m is not OSCILLATOR}
     exp_fit, exp_cov = exponential_fit(exp, ctx, step0, full=exp_full)
+    exp_full = None  # a long series' residuals: not held past their last use
     gain, gain_se = gain_stat(exp.x, exp_cov) if exp.ok else (None, None)
     osc_ssr = float(osc_full[1] @ osc_full[1]) if osc.ok else None
     ssrs = [(exp_fit.ssr, 3), (osc_ssr, 4)]
@@ -154,6 +156,7 @@ def _fit(steps, values, run, metric, step_column, warm: dict | None = None) -> F
         "oscillator": oscillator_fit(osc, prof if osc.ok else None, binned, ctx, step0, signal,
                                      full=osc_full),
     }
+    osc_full = None
     fits.update({name: law_fit(sol, ctx, step0, signal) for name, sol in others.items()})
     models = {name: fits[name] for name in MODELS}  # the registry's order
     # the plateau's and timescale's intervals from the likelihood with the forcing (theory §6)
