@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from grpofit.errors import GrpofitError
+
+if TYPE_CHECKING:  # names for the annotations only (``grpofit --help`` loads none of them)
+    from grpofit.diagnostics.thresholds import Thresholds
+    from grpofit.gate import GatePolicy
 
 
 @dataclass
@@ -295,15 +299,31 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
 # --------------------------------------------------------------------------- judging
 
 
+@dataclass(frozen=True)
+class DiagnoseOptions:
+    """What :func:`grpofit.diagnostics.diagnose_run` takes besides the run, the same for every
+    run of one ``diagnose``."""
+
+    thresholds: Thresholds
+    metric: str | None = None  #: ``--metric``: the reward column (auto-detected when None)
+    eval_metric: str | None = None  #: ``--eval-metric``: a column or glob of eval series
+    group_size: int | None = None  #: ``--group-size``: G for every run (else from its config or name)
+
+    def arguments(self) -> dict:
+        """The keyword arguments of :func:`grpofit.diagnostics.diagnose_run`."""
+        return {"metric": self.metric, "eval_metric": self.eval_metric,
+                "thresholds": self.thresholds, "group_size": self.group_size}
+
+
 @dataclass
 class JudgeOptions:
     """Everything a worker needs to judge (and draw) a run."""
 
-    diagnose: dict  #: keyword arguments of :func:`grpofit.diagnostics.diagnose_run`
+    diagnose: DiagnoseOptions
     step: str | None = None
     plot_dir: str | None = None
     encode_json: bool = False  #: the output is JSON: encode each run's entry where it is judged
-    policy: Any = None  #: grpofit.gate.GatePolicy: the gated verdict is written into each entry
+    policy: GatePolicy | None = None  #: the gated verdict is written into each entry
     run_pattern: str | None = None  #: ``--run PATTERN``: judge only the runs it matches
     forecast: bool = False  #: also forecast each run (expected final reward, steps to 95%)
     horizon: float | None = None  #: planned last step for runs whose config names none
@@ -332,7 +352,7 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
         if isinstance(item, str):
             out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
         try:
-            diagnosis = diagnose_run(run, **options.diagnose)
+            diagnosis = diagnose_run(run, **options.diagnose.arguments())
         except GrpofitError as e:
             out.errors.append(RunError.of(run.name, e))
             continue
@@ -359,7 +379,7 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
         if options.plot_dir is not None:
             from grpofit.plotting import save_diagnosis_figure
 
-            save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose["thresholds"], entry=entry)
+            save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose.thresholds, entry=entry)
         if options.encode_json:
             entry.text  # noqa: B018 - made here, spliced by grpofit.jsonout.dumps
         out.results.append(diagnosis)
@@ -632,7 +652,7 @@ def diagnose_paths(
         fail_on=None if not fail_on else check_modes(fail_on, MODES), min_r2=min_r2, strict=strict
     )
     options = JudgeOptions(
-        diagnose={"metric": metric, "eval_metric": eval_metric, "thresholds": th, "group_size": group_size},
+        diagnose=DiagnoseOptions(th, metric=metric, eval_metric=eval_metric, group_size=group_size),
         step=step,
         plot_dir=None if plot_dir is None else str(plot_dir),
         encode_json=encode_json,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
@@ -12,16 +12,22 @@ from grpofit.diagnostics.findings import fold
 from grpofit.diagnostics.registry import CHECKS, RULES
 from grpofit.diagnostics.thresholds import Thresholds
 
+if TYPE_CHECKING:  # names for the annotations only
+    from grpofit.collapse import Collapse
+    from grpofit.fitting.results import FitResult, ModelFit
+    from grpofit.groupsize import GroupSize
+    from grpofit.runs import Run
+
 
 @dataclass
 class RunDiagnosis:
     """The diagnosis of one run; ``summary()`` is one entry of the contract's ``runs`` list."""
 
     name: str
-    fit: Any  #: grpofit.fitting.FitResult of the reward before any collapse
+    fit: FitResult | None  #: the fit of the reward before any collapse
     diagnostics: dict[str, Verdict]
-    collapse: Any = None  #: grpofit.collapse.Collapse or None
-    group_size: Any = None  #: grpofit.groupsize.GroupSize
+    collapse: Collapse | None = None
+    group_size: GroupSize | None = None
     roles: dict[str, str | None] = field(default_factory=dict)
     late_variance: float | None = None  #: variance of the fit residuals over the last third of the fitted part
     fluctuation: dict | None = None  #: the policy's late fluctuation (grpofit.groupsize.policy_fluctuation)
@@ -34,7 +40,7 @@ class RunDiagnosis:
         return worst(v.status for v in self.diagnostics.values())
 
     @property
-    def preferred_model(self) -> Any:
+    def preferred_model(self) -> ModelFit | None:
         pref = getattr(self.fit, "preferred", None)
         return self.fit.models.get(pref) if pref else None
 
@@ -74,7 +80,7 @@ class RunDiagnosis:
         })
 
 
-def _late_variance(fit: Any) -> float | None:
+def _late_variance(fit: FitResult | None) -> float | None:
     model = getattr(fit, "models", {}).get(getattr(fit, "preferred", None) or "")
     if model is None or not getattr(model, "ok", True):
         return None
@@ -91,17 +97,20 @@ def _late_variance(fit: Any) -> float | None:
 
 
 def diagnose_run(
-    run: Any,
+    run: Run,
     *,
     metric: str | None = None,
     eval_metric: str | None = None,
     thresholds: Thresholds | None = None,
     group_size: int | None = None,
     fit_seed: int = 0,
+    warm: dict | None = None,
 ) -> RunDiagnosis:
     """Fit the reward (before any collapse) and judge the four failure modes of ``run``.
 
     Raises MetricNotFound (no reward column, or ``eval_metric`` absent) and TooFewPoints.
+    ``warm``: kept between refits of a growing run, the fit starts from the last one's optimum
+    (:func:`grpofit.analysis.fit_run`).
     """
     from grpofit.analysis import fit_run, resolve_column
     from grpofit.groupsize import group_size_of, policy_fluctuation, run_settings
@@ -134,7 +143,7 @@ def diagnose_run(
         eval_cols.insert(0, roles["eval_reward"])
     fit = fit_run(
         run, metric=reward, seed=fit_seed,
-        collapse_options={"min_drop": th.collapse_min_drop, "noise_k": th.collapse_noise_k},
+        collapse_options={"min_drop": th.collapse_min_drop, "noise_k": th.collapse_noise_k}, warm=warm,
     )
     collapse, steps, values = fit.collapse, fit.column_steps, fit.column_values
     gs = group_size_of(run, group_size)
