@@ -72,7 +72,11 @@ class Fit(Document):
         }
 
     def param(self, name: str, model: str | None = None) -> float | None:
-        """One fitted value, from the preferred law unless ``model`` is given."""
+        """One fitted value, from the preferred law unless ``model`` is given (``None`` when that
+        law has no such parameter or its fit failed)."""
+        if self.result is not None:
+            est = self.result.param(name, model)
+            return None if est is None else est.value
         entry = self.doc.get("models", {}).get(model or self.preferred or "", {})
         return (entry.get("params", {}).get(name) or {}).get("value")
 

@@ -23,11 +23,10 @@ def late_level_check(fit: Any, *, fraction: float = 0.25, minimum: int = 10, z: 
     by at least ``gain_share`` of the fitted gain ``|p* - p0|``, and at least ``share_min`` of the
     late points (a 5-point rolling median) are beyond it too.
     """
-    model = getattr(fit, "models", {}).get(getattr(fit, "preferred", None) or "")
-    if model is None or not getattr(model, "ok", True):
+    if fit is None:
         return None
-    plateau = getattr(model.params.get("plateau"), "value", None)
-    initial = getattr(model.params.get("initial"), "value", None)
+    plateau = getattr(fit.param("plateau"), "value", None)  # of the preferred law; None if it failed
+    initial = getattr(fit.param("initial"), "value", None)
     steps = np.asarray(getattr(fit, "steps", []), float)
     values = np.asarray(getattr(fit, "values", []), float)
     if plateau is None or initial is None or not np.isfinite(plateau) or values.size < 2 * minimum:

@@ -120,8 +120,10 @@ def group_size_of(run: Any, explicit: int | None = None) -> GroupSize:
 def _estimate(fit: Any, name: str) -> tuple[float | None, float | None]:
     """``(value, se)`` with ``se`` from the published 95% interval (larger half-width / 1.96)."""
     try:
-        p = fit.models["exponential"].params[name]
-    except (AttributeError, KeyError, TypeError):
+        p = fit.param(name, "exponential")
+    except AttributeError:  # no fit
+        return None, None
+    if p is None:
         return None, None
     ok = lambda x: x is not None and np.isfinite(x)  # noqa: E731
     v, ci = p.value, getattr(p, "ci95", None)

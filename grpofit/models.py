@@ -8,9 +8,11 @@ steps used as logged: every 5, every 10, resumed at 101 ...).
   units with damping normalised to one (``timescale = C/K``, ``inertia = M/C``).
 
 Both come with analytic Jacobians with respect to their parameters (used by the fitter).
-Each model is described once in :data:`MODELS` (parameter names, bounds, deterministic
-data-driven ``guess`` and derived quantities). The set of laws ``fit`` fits is fixed: the
-fitter names the two laws directly (see the note at :data:`MODELS`).
+Each is described once as a :class:`CurveModel` (parameter names, bounds, deterministic
+data-driven ``guess``, derived quantities, table titles, plot style); the registry of the laws
+``fit`` fits, :data:`grpofit.laws.MODELS`, lists them (``grpofit.models.MODELS`` is the same
+dict). Fitting, selection, the JSON, the tables and the plots read that registry: a new law is
+one module with its ``CurveModel``, one row in :mod:`grpofit.laws` and one test.
 
 For lmfit users, :func:`lmfit_model` wraps a law as an ``lmfit.Model`` (same function,
 bounds as parameter hints, the data-driven guess as ``Model.guess``) for lmfit's reports,
@@ -22,7 +24,7 @@ constraints and confidence intervals. grpofit's own fitter uses its numpy Levenb
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -37,6 +39,7 @@ __all__ = [
     "damping_ratio",
     "regime_of",
     "CurveModel",
+    "LEVELS",
     "MODELS",
     "EXPONENTIAL",
     "OSCILLATOR",
@@ -599,9 +602,24 @@ def _bounds_oscillator(t, y):
 # registry
 
 
+#: the two levels every law has: ``plateau`` (p*, the contract's plateau) and ``initial`` (p0);
+#: they are rescaled with the values, never with the steps, and stay identifiable without a rise
+LEVELS = ("plateau", "initial")
+
+
 @dataclass(frozen=True)
 class CurveModel:
-    """One law: its function, Jacobian, parameter names, bounds, guess and derived quantities."""
+    """One law: its function, Jacobian, parameter names, bounds, guess and derived quantities.
+
+    Every law has the two :data:`LEVELS` among its parameters. ``time_params`` are the
+    parameters in steps (rescaled with the steps; their intervals widened to the logging
+    interval); ``derived_names`` are the keys ``derived`` returns (reported after the
+    parameters); ``reports_regime`` makes the fit report a regime (the oscillator's damping
+    ratio); ``statespace_law`` names the forecaster's law
+    (:data:`grpofit.forecasting.statespace.LAWS`) whose likelihood gives the plateau and
+    timescale intervals (``None``: the least-squares HAC intervals only); ``titles`` are the
+    table rows of its parameters and ``style`` its line in the plots (matplotlib keywords).
+    """
 
     name: str
     func: Callable[..., np.ndarray]
@@ -613,6 +631,18 @@ class CurveModel:
     formula: str = ""
     #: ``jacobian`` without its own ``np.errstate``, for the fitter (see the ``raw_`` note)
     raw_jacobian: Callable[..., np.ndarray] | None = None
+    time_params: tuple[str, ...] = ("timescale",)
+    derived_names: tuple[str, ...] = ()
+    reports_regime: bool = False
+    statespace_law: str | None = None
+    titles: dict[str, str] = field(default_factory=dict)
+    style: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        missing = [k for k in LEVELS if k not in self.param_names]
+        if missing:
+            raise ValueError(f"law {self.name!r} lacks the level parameter(s) {missing}: "
+                             f"every law has {LEVELS}")
 
     def __call__(self, t, params: dict[str, float]) -> np.ndarray:
         return self.func(t, *(params[k] for k in self.param_names))
@@ -627,6 +657,10 @@ EXPONENTIAL = CurveModel(
     guess=guess_exponential,
     formula="p* - (p* - p0) exp(-t/T)",
     raw_jacobian=raw_exponential_jacobian,
+    time_params=("timescale",),
+    statespace_law="one",
+    titles={"plateau": "plateau p*", "initial": "initial p0", "timescale": "timescale 1/K_eff"},
+    style={"color": "tab:orange", "ls": "--"},
 )
 
 OSCILLATOR = CurveModel(
@@ -639,16 +673,24 @@ OSCILLATOR = CurveModel(
     derived=lambda p: {"damping_ratio": damping_ratio(p["timescale"], p["inertia"])},
     formula="Ti Ts e'' + Ts e' + e = 0, e(0) = p0 - p*, e'(0) = 0",
     raw_jacobian=raw_oscillator_jacobian,
+    time_params=("timescale", "inertia"),
+    derived_names=("damping_ratio",),
+    reports_regime=True,
+    statespace_law="oscillator",
+    titles={"plateau": "plateau p*", "initial": "initial p0", "timescale": "timescale 1/K_eff",
+            "inertia": "inertia M/C", "damping_ratio": "damping ratio"},
+    style={"color": "tab:red", "ls": "-"},
 )
 
-#: the two deterministic laws ``grpofit fit`` reports, by name: their parameter names, bounds,
-#: guesses and the lmfit wrappers (:func:`lmfit_model`) and result summaries read it. The set of
-#: laws is fixed (issue 10 item 3 is NOT done): the fitter (:mod:`grpofit.fitting.driver`),
-#: selection, rendering and plotting name these two laws directly, and adding a law here does
-#: not make ``fit`` fit it. The forecaster's laws (one mode, damped oscillator, fast + slow
-#: modes, each with forcing and observation noise) are a separate registry,
-#: :data:`grpofit.forecasting.statespace.LAWS`, which does drive the forecast.
-MODELS: dict[str, CurveModel] = {m.name: m for m in (EXPONENTIAL, OSCILLATOR)}
+
+def __getattr__(name: str):
+    """``MODELS``: the registry of :mod:`grpofit.laws`, loaded on first use (the law modules
+    import this one, so the registry cannot live here without an import cycle)."""
+    if name == "MODELS":
+        from grpofit.laws import MODELS
+
+        return MODELS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def lmfit_model(name: str, t=None, y=None):
@@ -667,6 +709,8 @@ def lmfit_model(name: str, t=None, y=None):
     lmfit is imported here, not at module import (``import grpofit.models`` stays light).
     """
     import lmfit
+
+    from grpofit.laws import MODELS
 
     spec = MODELS[name]
 

@@ -345,18 +345,28 @@ def judge_items(
     progress: Callable[[int], None] | None = None,
 ) -> Outcome:
     """Judge every work item in ``jobs`` processes; results keep the items' order."""
-    parts: list[Outcome | None] = [None] * len(items)
     if jobs <= 1 or len(items) <= 1:
-        for i, item in enumerate(items):
-            parts[i] = judge_item(item, options)
+        parts = []
+        for item in items:
+            parts.append(judge_item(item, options))
             if progress:
                 progress(1)
     else:
-        _judge_parallel(items, options, jobs, parts, progress)
+        _preload(options)
+        parts = map_items(_judge_one, items, options, jobs=jobs, progress=progress, lost=_lost_item)
     out = Outcome()
     for part in parts:
         out.extend(part)
     return out
+
+
+def _judge_one(item: Any, options: JudgeOptions) -> Outcome:
+    return judge_item(item, options)  # looked up at call time (tests replace judge_item)
+
+
+def _lost_item(item: Any) -> Outcome:
+    label = item if isinstance(item, str) else item.name
+    return Outcome(errors=[RunError(label, "the worker judging this run died (out of memory or killed)")])
 
 
 def _preload(options: JudgeOptions) -> None:
@@ -374,18 +384,21 @@ def _preload(options: JudgeOptions) -> None:
         grpofit.plotting._pyplot()
 
 
-#: set by a worker when it starts judging an item (shared with forked workers by inheritance):
+# --------------------------------------------------------------------------- the worker pool
+
+
+#: set by a worker when it starts an item (shared with forked workers by inheritance):
 #: after a worker dies, the started but unfinished items are the suspects
 _STARTED = None
 
 
-def _judge_chunk(chunk: list, items: list, options: JudgeOptions) -> list[Outcome]:
-    """:func:`judge_item` for a few items in one worker call (fewer round trips)."""
+def _work_chunk(work: Callable, chunk: list, items: list, extra: Any) -> list:
+    """``work(item, extra)`` for a few items in one worker call (fewer round trips)."""
     out = []
     for i, item in zip(chunk, items):
         if _STARTED is not None:
             _STARTED[i] = 1
-        out.append(judge_item(item, options))
+        out.append(work(item, extra))
     return out
 
 
@@ -453,8 +466,8 @@ def stop_pool(pool, grace: float = 1.0) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _run_round(pool, todo: list[int], items, options, jobs, parts, progress) -> bool:
-    """Judge ``todo`` in ``pool``; True when a worker died (the pool is then broken)."""
+def _run_round(pool, work, todo: list[int], items, extra, jobs, parts, progress) -> bool:
+    """``work`` on ``todo`` in ``pool``; True when a worker died (the pool is then broken)."""
     from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
@@ -464,7 +477,7 @@ def _run_round(pool, todo: list[int], items, options, jobs, parts, progress) -> 
     from grpofit import interrupts
 
     with interrupts.deferred():  # the first submit forks the workers: see stop_pool
-        futures = {pool.submit(_judge_chunk, idx, [items[i] for i in idx], options): idx for idx in chunks}
+        futures = {pool.submit(_work_chunk, work, idx, [items[i] for i in idx], extra): idx for idx in chunks}
     for fut in as_completed(futures):
         idx = futures[fut]
         try:
@@ -479,16 +492,27 @@ def _run_round(pool, todo: list[int], items, options, jobs, parts, progress) -> 
     return broken
 
 
-def _judge_parallel(items, options, jobs, parts, progress):
-    """Judge in a pool of ``jobs`` forked workers. A worker that dies breaks the pool: the items
-    it may have been judging are retried one by one in a process of their own (only an item
-    that kills its worker again is lost), and the pool is rebuilt for everything else. On
-    SIGINT/SIGTERM/SIGHUP (an exception here, see :func:`grpofit.cli.main`) every worker is
-    stopped before the exception goes on."""
+_PENDING = object()
+
+
+def map_items(work: Callable, items: list, extra: Any, *, jobs: int, lost: Callable,
+              progress: Callable[[int], None] | None = None) -> list:
+    """``[work(item, extra) for item in items]`` in a pool of ``jobs`` forked workers, in order.
+
+    ``work`` is a module-level function (workers call it by name). The guarantees of every
+    ``--jobs`` command (diagnose, fit, backtest):
+
+    - workers are forked inside :class:`grpofit.interrupts.deferred` sections and die with the
+      parent (:func:`_worker_signals`): no orphans, even when the parent is SIGKILLed;
+    - on SIGINT/SIGTERM/SIGHUP (an exception here, see :func:`grpofit.cli.main`) every worker is
+      stopped (:func:`stop_pool`: within about a second) before the exception goes on;
+    - a worker that dies breaks the pool: the items it may have been working on are retried one
+      by one in a process of their own (an item that kills its worker again gets ``lost(item)``),
+      and the pool is rebuilt for everything else."""
     import multiprocessing
 
     global _STARTED
-    _preload(options)
+    parts: list = [_PENDING] * len(items)
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     _STARTED = context.RawArray("b", len(items)) if "fork" in methods else None
@@ -497,7 +521,7 @@ def _judge_parallel(items, options, jobs, parts, progress):
         while todo:
             pool = _new_pool(context, jobs)
             try:
-                broken = _run_round(pool, todo, items, options, jobs, parts, progress)
+                broken = _run_round(pool, work, todo, items, extra, jobs, parts, progress)
                 if not broken:
                     pool.shutdown(wait=True)
             except BaseException:
@@ -505,7 +529,7 @@ def _judge_parallel(items, options, jobs, parts, progress):
                 raise
             if broken:
                 stop_pool(pool)
-            left = [i for i in todo if parts[i] is None]
+            left = [i for i in todo if parts[i] is _PENDING]
             if not broken or not left:
                 break
             if _STARTED is None:
@@ -514,14 +538,15 @@ def _judge_parallel(items, options, jobs, parts, progress):
                 suspects = [i for i in left if _STARTED[i]]
                 todo = [i for i in left if not _STARTED[i]]
             for i in suspects:
-                parts[i] = _judge_alone(context, items[i], options)
+                parts[i] = _run_alone(context, work, items[i], extra, lost)
                 if progress:
                     progress(1)
     finally:
         _STARTED = None
+    return parts
 
 
-def _judge_alone(context, item, options) -> Outcome:
+def _run_alone(context, work, item, extra, lost) -> Any:
     """One item in a worker of its own: its death costs only this item."""
     from concurrent.futures.process import BrokenProcessPool
 
@@ -530,11 +555,10 @@ def _judge_alone(context, item, options) -> Outcome:
     pool = _new_pool(context, 1)
     try:
         with interrupts.deferred():
-            future = pool.submit(judge_item, item, options)
+            future = pool.submit(work, item, extra)
         return future.result()
     except BrokenProcessPool:
-        label = item if isinstance(item, str) else item.name
-        return Outcome(errors=[RunError(label, "the worker judging this run died (out of memory or killed)")])
+        return lost(item)
     finally:
         stop_pool(pool)
 

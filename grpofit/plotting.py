@@ -1,4 +1,4 @@
-"""Figures: fits (data, both laws, residuals, plateau band) and per-run diagnosis panels.
+"""Figures: fits (data, every fitted law in its registry style, residuals, plateau band) and per-run diagnosis panels.
 
 Functions build and return a :class:`matplotlib.figure.Figure` (never ``plt.show()``); ``save_*``
 writes it by the file's suffix (PNG, SVG or PDF). matplotlib is imported only here, lazily.
@@ -12,7 +12,6 @@ from typing import Any
 from grpofit.errors import UsageError
 
 SUFFIXES = (".png", ".svg", ".pdf")
-MODEL_STYLE = {"exponential": dict(color="tab:orange", ls="--"), "oscillator": dict(color="tab:red", ls="-")}
 
 
 def _pyplot():
@@ -85,13 +84,11 @@ def step_label(step_column: str) -> str:
 
 def fit_title(result: Any, verdict: str | None = None) -> str:
     """``run`` then ``metric · p* 0.73 · overdamped · verdict pass`` (what the table's row says)."""
-    pref = result.models.get(result.preferred or "")
-    plateau = pref.params.get("plateau") if pref is not None and pref.ok else None
-    osc = result.models.get("oscillator")
+    plateau = result.param("plateau")
     parts = [str(result.metric)]
     if plateau is not None and plateau.value is not None:
         parts.append(f"p* {plateau.value:.3g}")
-    regime = getattr(osc, "regime", None)
+    regime = next((m.regime for m in result.models.values() if m.regime), None)  # the oscillator's
     if regime:
         parts.append(regime)
     if verdict:
@@ -100,7 +97,7 @@ def fit_title(result: Any, verdict: str | None = None) -> str:
 
 
 def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdict: str | None = None) -> None:
-    """Data, both fitted curves and the plateau with its 95% interval; residuals below, with a
+    """Data, every fitted law's curve and the plateau with its 95% interval; residuals below, with a
     legend per model. The title carries the metric, p*, regime and (when given) the verdict."""
     import numpy as np
 
@@ -110,18 +107,19 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdi
     if collapse_values is not None:
         cs, cv = collapse_values
         ax_data.plot(cs, cv, ".", ms=3, color="0.75", label="after the collapse (not fitted)")
+    from grpofit.laws import MODELS
+
     grid = np.linspace(steps[0], steps[-1], 400)
     for name, model in result.models.items():
         if not model.ok:
             continue
-        style = MODEL_STYLE.get(name, {})
+        style = MODELS[name].style if name in MODELS else {}  # each law's line, from its registry row
         r2 = model.r2
         ax_data.plot(grid, model.predict(grid), lw=1.8, label=f"{name} (R² {r2:.3f})" if r2 is not None else name, **style)
         if ax_resid is not None:
             ax_resid.plot(steps, values - model.predict(steps), ".", ms=2, color=style.get("color"), alpha=0.6,
                           label=f"{name} residual")
-    pref = result.models.get(result.preferred or "")
-    plateau = pref.params.get("plateau") if pref is not None and pref.ok else None
+    plateau = result.param("plateau")
     if plateau is not None and plateau.value is not None:
         ax_data.axhline(plateau.value, color="tab:blue", lw=1, label=f"plateau p* ({result.preferred})")
         if plateau.ci95:
@@ -183,7 +181,7 @@ def overlay_figure(results: list):
         if model is None or not model.ok:
             ax.plot([], [], ".", color=colour, label=safe_label(f"{name} (no fit)"))
             continue
-        plateau = model.params.get("plateau")
+        plateau = result.param("plateau")
         p = f", p* {plateau.value:.3g}" if plateau is not None and plateau.value is not None else ""
         grid = np.linspace(result.steps[0], result.steps[-1], 400)
         ax.plot(grid, model.predict(grid), lw=1.8, color=colour,

@@ -12,13 +12,21 @@ from typing import Any, Iterable
 from grpofit.vocabulary import MODE_TITLES, MODES, SHORT_TITLES  # the contract's names, spelled once
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim"}
-PARAM_TITLES = {
-    "plateau": "plateau p*",
-    "initial": "initial p0",
-    "timescale": "timescale 1/K_eff",
-    "inertia": "inertia M/C",
-    "damping_ratio": "damping ratio",
-}
+
+
+def param_rows(models: dict) -> list[tuple[str, str]]:
+    """``(key, title)`` of the fit table's parameter rows: every parameter of the fitted laws in
+    the order they first appear, titled by the laws' registry rows (:mod:`grpofit.laws`)."""
+    from grpofit.laws import MODELS
+
+    titles: dict[str, str] = {}
+    for spec in MODELS.values():
+        for key, title in spec.titles.items():
+            titles.setdefault(key, title)
+    keys: dict[str, None] = {}
+    for m in models.values():
+        keys.update(dict.fromkeys(m.get("params") or {}))
+    return [(key, titles.get(key, key)) for key in keys]
 
 
 def num(x: Any, digits: int = 3) -> str:
@@ -142,7 +150,7 @@ def fit_tables(runs: list[dict]) -> list[Any]:
             table.add_column(name + (" (preferred)" if name == r.get("preferred") else ""))
         for key, title in (("r2", "R²"), ("aic", "AIC"), ("bic", "BIC")):
             table.add_row(title, *[num(m.get(key), 5 if key != "r2" else 3) for m in models.values()])
-        for key, title in PARAM_TITLES.items():
+        for key, title in param_rows(models):
             table.add_row(title, *[estimate_text((m.get("params") or {}).get(key)) if key in (m.get("params") or {}) else "" for m in models.values()])
         table.add_row("regime", *[m.get("regime") or "" for m in models.values()])
         if any(m.get("observed_overshoot") for m in models.values()):

@@ -67,3 +67,50 @@ def test_the_rule_example_adds_its_finding_to_the_mode(monkeypatch, capsys):
     code, out, err = run_cli(capsys, "diagnose", HEALTHY, "--format", "json")
     rule = json.loads(out)["runs"][0]["diagnostics"][mode]["rules"]["reward_floor"]
     assert rule["status"] == "pass" and "above its start" in rule["evidence"]
+
+
+def _law_run(path, law, seed):
+    """A 400-step reward run of ``law`` (plateau 0.8 from 0.2, timescale 60) with seeded noise."""
+    import numpy as np
+
+    steps = np.arange(0, 800, 2.0)
+    values = law(steps, 0.8, 0.2, 60.0) + np.random.default_rng(seed).normal(0.0, 0.01, steps.size)
+    path.write_text("step,reward\n" + "".join(f"{s:g},{v:.6f}\n" for s, v in zip(steps, values)))
+    return path
+
+
+def test_the_law_example_is_fitted_selected_tabled_and_plotted(tmp_path, monkeypatch, capsys):
+    import grpofit
+    from grpofit import laws
+    from grpofit.models import exponential
+
+    law = _plant(monkeypatch, "grpofit.hyperbolic", _example("law"))
+    monkeypatch.setattr(laws, "LAWS", laws.LAWS + (law.HYPERBOLIC,))
+    monkeypatch.setitem(laws.MODELS, "hyperbolic", law.HYPERBOLIC)
+    hyper = _law_run(tmp_path / "hyper.csv", law.hyperbolic, 1)
+    code, out, err = run_cli(capsys, "fit", hyper, "--format", "json")
+    assert code == 0, err
+    run = json.loads(out)["runs"][0]
+    assert list(run["models"]) == ["exponential", "oscillator", "hyperbolic"]
+    fitted = run["models"]["hyperbolic"]
+    assert run["preferred"] == "hyperbolic", run["preferred_reason"]
+    assert run["preferred_reason"].startswith("BIC lower by")
+    assert abs(fitted["params"]["plateau"]["value"] - 0.8) < 0.02
+    assert abs(fitted["params"]["timescale"]["value"] - 60.0) < 6.0
+    lo, hi = fitted["params"]["timescale"]["ci95"]
+    assert lo < 60.0 < hi and "regime" not in fitted
+    assert fitted["r2"] > run["models"]["exponential"]["r2"]
+    # the table has its column, its parameters under the registry's titles
+    code, out, err = run_cli(capsys, "fit", hyper)
+    assert code == 0, err
+    assert "hyperbolic (preferred)" in out and "timescale 1/K_eff" in out
+    # an exponential run: the hyperbolic law is fitted too but not preferred
+    expo = _law_run(tmp_path / "expo.csv", exponential, 2)
+    code, out, err = run_cli(capsys, "fit", expo, "--format", "json")
+    run = json.loads(out)["runs"][0]
+    assert run["preferred"] != "hyperbolic" and run["models"]["hyperbolic"]["params"]["plateau"]["value"] is not None
+    # the plot draws it in its registry style
+    fig = grpofit.fit(grpofit.read(str(hyper))[0]).plot()
+    ax = fig.axes[0]
+    lines = {line.get_label().split(" ")[0]: line for line in ax.get_lines()}
+    assert lines["hyperbolic"].get_color() == "tab:green" and lines["hyperbolic"].get_linestyle() == ":"

@@ -80,6 +80,9 @@ class Fit:
     run: str
     models: dict
 
+    def param(self, name, model=None):  # FitResult.param's reading
+        return self.models[model].params.get(name)
+
 
 def fake_fit(name, plateau, timescale, se=0.01, tse=2.0):
     return Fit(name, {"exponential": Model({"plateau": Est(plateau, se), "timescale": Est(timescale, tse)})})

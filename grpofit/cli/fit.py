@@ -1,4 +1,4 @@
-"""``grpofit fit``: both laws fitted to each run's reward; a table or the fit document."""
+"""``grpofit fit``: every law of the registry (:mod:`grpofit.laws`) fitted to each run's reward; a table or the fit document."""
 
 from __future__ import annotations
 

@@ -55,12 +55,12 @@ def remaining_gain(ctx: Context) -> float | None:
     plateau is significantly above the fitted end level (the 95% interval's lower end); else None."""
     fit = ctx.fit
     try:
-        model = fit.models["exponential"]
-        if not getattr(model, "ok", True):
-            return None
-        p = model.params["plateau"]
-    except (AttributeError, KeyError, TypeError):
+        p = fit.param("plateau", "exponential")  # None when the exponential was not fitted
+    except AttributeError:  # no fit
         return None
+    if p is None:
+        return None
+    model = fit.models["exponential"]
     plateau = model_param(fit, "exponential", "plateau")
     initial = model_param(fit, "exponential", "initial")
     ci = getattr(p, "ci95", None)

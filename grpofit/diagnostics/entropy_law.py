@@ -52,11 +52,11 @@ def _plateau(ctx: Context):
     pref = getattr(fit, "preferred", None)
     for name in ([pref] if pref else []) + ["exponential"]:
         try:
-            p = fit.models[name].params["plateau"]
-        except (AttributeError, KeyError, TypeError):
-            continue
+            p = fit.param("plateau", name)
+        except AttributeError:  # no fit
+            return None
         v = model_param(fit, name, "plateau")
-        if v is not None:
+        if p is not None and v is not None:
             ci = getattr(p, "ci95", None) or (None, None)
             return v, ci[0], ci[1]
     return None

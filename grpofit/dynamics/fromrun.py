@@ -16,8 +16,9 @@ __all__ = ["RunPrediction", "from_run"]
 def _param(fit: Any, name: str) -> tuple[float | None, tuple[float, float] | None]:
     """``(value, ci95)`` of a parameter from a FitResult, ModelFit, dict of Estimates or numbers."""
     obj = fit
-    if hasattr(obj, "models"):  # FitResult
-        obj = obj.models["oscillator"]
+    if hasattr(obj, "param") and hasattr(obj, "models"):  # FitResult
+        est = obj.param(name, "oscillator")
+        obj = {} if est is None else {name: est}
     if hasattr(obj, "params"):  # ModelFit
         obj = obj.params
     if isinstance(obj, Mapping) and "params" in obj:  # summary() dict of a model

@@ -1,7 +1,7 @@
-"""Fit the two laws to one series, with honest uncertainties.
+"""Fit the laws of the registry to one series, with honest uncertainties.
 
-``fit_series(steps, values)`` fits the single exponential and the damped oscillator
-(:mod:`grpofit.models`) with a numpy Levenberg-Marquardt solver (:mod:`.lm`: MINPACK
+``fit_series(steps, values)`` fits every law of :data:`grpofit.laws.MODELS` (the single
+exponential and the damped oscillator, :mod:`grpofit.models`) with a numpy Levenberg-Marquardt solver (:mod:`.lm`: MINPACK
 ``lmder``'s scaling and stopping rules; the fit path imports no scipy) and returns a
 :class:`FitResult` whose ``summary()`` is one entry of the contract's ``fit`` runs list.
 
@@ -92,7 +92,11 @@ Method (documented here once; the README links to it):
   widened to cover the accepted no-turn-over curves and the best overdamped/critical one.
 - **Preferred model**: the oscillator when its BIC is lower than the exponential's by more
   than :data:`PREFER_DELTA_BIC` (= 2) and a signal is detected, else the exponential (the
-  simpler law wins ties). ``AIC = n ln(SSR/n) + 2k``, ``BIC = n ln(SSR/n) + k ln n``.
+  simpler law wins ties). With more laws in the registry, its order (simplest first) is walked
+  the same way: a later law replaces the choice only when its BIC is lower by more than 2.
+- **Other laws** (any registry row besides these two, none by default): fitted from the law's
+  own ``guess`` by the same bounded solver on the binned data, HAC intervals on every point
+  (:func:`.assemble.law_fit`); no profile, regime or state-space interval. ``AIC = n ln(SSR/n) + 2k``, ``BIC = n ln(SSR/n) + k ln n``.
 - **Extreme magnitudes** (:mod:`.scaling`): values or steps whose spread is beyond
   ``1e100`` or below ``1e-100`` are fitted rescaled and mapped back exactly (the method is
   affine-invariant); numbers that do not fit in a double come back ``None`` with a note.

@@ -1,5 +1,9 @@
 """From a least-squares solution to a :class:`~grpofit.fitting.results.ModelFit`: fit
-statistics on every point, HAC intervals, the damping-ratio profile and the regime."""
+statistics on every point, HAC intervals, the damping-ratio profile and the regime.
+
+:func:`exponential_fit` and :func:`oscillator_fit` assemble the two laws fitted from the
+profile grid; :func:`law_fit` any other law of the registry (:mod:`grpofit.laws`);
+:func:`failed` and :func:`degenerate` read each law's row for its parameter names."""
 
 from __future__ import annotations
 
@@ -13,21 +17,21 @@ from grpofit.fitting.profile import Binned, Profile
 from grpofit.fitting.regime import Signal, information_criteria, regime_rule, reversal_test
 from grpofit.fitting.results import Estimate, ModelFit, num
 from grpofit.fitting.solve import Solution
-from grpofit.models import EXPONENTIAL, OSCILLATOR, CurveModel, damping_ratio
+from grpofit.laws import MODELS
+from grpofit.models import EXPONENTIAL, LEVELS, OSCILLATOR, CurveModel, damping_ratio
 
-__all__ = ["exponential_fit", "oscillator_fit", "failed", "degenerate", "gain_stat"]
+__all__ = ["exponential_fit", "oscillator_fit", "law_fit", "failed", "degenerate", "gain_stat"]
 
 _AT_ZERO = 1e-4  # inertia / timescale below this counts as "at its bound 0"
 
 
 def failed(model: CurveModel, message: str, step0: float, n: int) -> ModelFit:
-    params = {k: Estimate(None, None, None, "fit failed") for k in model.param_names}
-    if model is OSCILLATOR:
-        params["damping_ratio"] = Estimate(None, None, None, "fit failed")
+    params = {k: Estimate(None, None, None, "fit failed")
+              for k in (*model.param_names, *model.derived_names)}
     return ModelFit(
         model.name, None, None, None, params,
-        regime="indeterminate" if model is OSCILLATOR else None,
-        regime_reason="the fit failed" if model is OSCILLATOR else None,
+        regime="indeterminate" if model.reports_regime else None,
+        regime_reason="the fit failed" if model.reports_regime else None,
         ok=False, message=message, step0=step0, n_points=n,
     )
 
@@ -79,10 +83,11 @@ def exponential_fit(sol: Solution, ctx: Ctx, step0: float, full=None):
 def no_signal(fit: ModelFit, signal: Signal) -> None:
     """Strip the dynamics of a fit to a series without a significant rise."""
     why = f"not identifiable: {signal.reason}"
-    for name in ("timescale", "inertia", "damping_ratio"):
-        if name in fit.params:
+    for name in fit.params:  # the dynamics: everything but the levels
+        if name not in LEVELS:
             fit.params[name] = Estimate(fit.params[name].value, None, None, why)
-    if fit.model == "oscillator":
+    spec = MODELS.get(fit.model)
+    if spec is not None and spec.reports_regime:
         fit.regime, fit.regime_reason = "indeterminate", signal.reason
 
 
@@ -174,17 +179,40 @@ def degenerate(y, ctx: Ctx, step0: float) -> dict[str, ModelFit]:
     lv = Estimate(c, 0.0 if ctx.sst <= 0 else None, (c, c) if ctx.sst <= 0 else None,
                   "constant series" if ctx.sst <= 0 else why)
     out = {}
-    for model in (EXPONENTIAL, OSCILLATOR):
-        params = {"plateau": lv, "initial": lv, "timescale": Estimate(None, None, None, why)}
-        if model is OSCILLATOR:
-            params["inertia"] = Estimate(None, None, None, why)
-            params["damping_ratio"] = Estimate(None, None, None, why)
+    for model in MODELS.values():
+        params = {k: lv if k in LEVELS else Estimate(None, None, None, why)
+                  for k in (*model.param_names, *model.derived_names)}
         ssr = float(np.sum((y - c) ** 2))
         aic, bic = information_criteria(ssr, ctx.n, len(model.param_names))
         out[model.name] = ModelFit(
             model.name, None, aic, bic, params,
-            regime="indeterminate" if model is OSCILLATOR else None,
-            regime_reason=why if model is OSCILLATOR else None,
+            regime="indeterminate" if model.reports_regime else None,
+            regime_reason=why if model.reports_regime else None,
             ok=True, message=why, step0=step0, ssr=ssr, n_points=ctx.n,
         )
     return out
+
+
+def law_fit(sol: Solution, ctx: Ctx, step0: float, signal: Signal | None = None) -> ModelFit:
+    """The ModelFit of a registry law other than the two the profile grid fits: the HAC
+    sandwich on every point for every parameter (its ``time_params`` widened to the logging
+    interval), its ``derived`` quantities as values without an interval, AIC/BIC with its
+    number of parameters; the dynamics stripped without a significant rise."""
+    model = sol.model
+    if not sol.ok:
+        return failed(model, sol.message or "fit failed", step0, ctx.n)
+    x = sol.x
+    jac, r = _full(model, x, ctx, None)
+    params = estimates(model.param_names, x, sandwich(jac, r, ctx.bw), ctx)
+    widen_to_grid(params, model.time_params, ctx)
+    for name, value in model.derived(dict(zip(model.param_names, x.tolist()))).items():
+        params[name] = Estimate(num(value), None, None, "derived from the fitted parameters")
+    ssr = float(r @ r)
+    r2, aic, bic = _stats(ssr, ctx, len(model.param_names))
+    fit = ModelFit(model.name, r2, aic, bic, params, ok=True, message=sol.message, step0=step0,
+                   ssr=ssr, n_points=ctx.n)
+    if model.reports_regime:
+        fit.regime, fit.regime_reason = "indeterminate", "no regime rule for this law"
+    if signal is not None and not signal.detected:
+        no_signal(fit, signal)
+    return fit

@@ -1,4 +1,5 @@
-"""``fit_series``: the fit of both laws to one series, start to finish."""
+"""``fit_series``: the fit of every law of the registry (:data:`grpofit.laws.MODELS`) to one
+series, start to finish, and the choice of the preferred law."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from grpofit.fitting.assemble import (
     degenerate,
     exponential_fit,
     gain_stat,
+    law_fit,
     no_signal,
     oscillator_fit,
 )
@@ -22,6 +24,7 @@ from grpofit.fitting.results import FitResult, ModelFit
 from grpofit.fitting.scaling import scaled, scales, unscale
 from grpofit.fitting.solve import better, solve, solve_many
 from grpofit.fitting.statespace_ci import apply_to_models
+from grpofit.laws import MODELS
 from grpofit.models import EXPONENTIAL, OSCILLATOR, median
 
 __all__ = ["fit_series", "MIN_POINTS"]
@@ -51,7 +54,8 @@ def _clean(steps, values, run: str, metric: str):
 
 def fit_series(steps, values, *, run: str = "", metric: str = "", step_column: str = "",
                seed: int = 0) -> FitResult:
-    """Fit both laws to ``values`` against ``steps`` (non-finite points are dropped).
+    """Fit every law of :data:`grpofit.laws.MODELS` to ``values`` against ``steps``
+    (non-finite points are dropped).
 
     Raises :class:`grpofit.errors.TooFewPoints` below :data:`MIN_POINTS` finite points. A
     model that cannot be fitted comes back as ``ModelFit(ok=False, message=...)``. The method
@@ -77,8 +81,7 @@ def _fit(steps, values, run, metric, step_column) -> FitResult:
     t = steps - step0
     y = values
     n = y.size
-    ctx = Ctx(t, y, n, float(np.sum((y - y.mean()) ** 2)), OSCILLATOR.bounds(t, y),
-              dt=median(np.diff(t)))
+    ctx = Ctx(t, y, n, float(np.sum((y - y.mean()) ** 2)), _bounds(t, y), dt=median(np.diff(t)))
     noise_sd = noise_floor(y)
     if t[-1] <= 0 or ctx.sst <= 0:
         models = degenerate(y, ctx, step0)
@@ -125,20 +128,46 @@ def _fit(steps, values, run, metric, step_column) -> FitResult:
         ctx.bw = bandwidth(exp_full[1])
         ctx.cv = critical_value(ctx.bw / n)
 
+    # every other law of the registry from its own guess (none by default)
+    others = {m.name: solve(m, binned, m.guess(t, y), bounds)
+              for m in MODELS.values() if m is not EXPONENTIAL and m is not OSCILLATOR}
     exp_fit, exp_cov = exponential_fit(exp, ctx, step0, full=exp_full)
     gain, gain_se = gain_stat(exp.x, exp_cov) if exp.ok else (None, None)
     osc_ssr = float(osc_full[1] @ osc_full[1]) if osc.ok else None
-    signal = signal_test(ctx.sst, n, [(exp_fit.ssr, 3), (osc_ssr, 4)], gain, gain_se, ctx.cv)
+    ssrs = [(exp_fit.ssr, 3), (osc_ssr, 4)]
+    ssrs += [(_point_ssr(sol, t, y), len(sol.model.param_names)) for sol in others.values()]
+    signal = signal_test(ctx.sst, n, ssrs, gain, gain_se, ctx.cv)
     if not signal.detected and exp_fit.ok:
         no_signal(exp_fit, signal)
-    models = {
+    fits = {
         "exponential": exp_fit,
         "oscillator": oscillator_fit(osc, prof if osc.ok else None, binned, ctx, step0, signal,
                                      full=osc_full),
     }
+    fits.update({name: law_fit(sol, ctx, step0, signal) for name, sol in others.items()})
+    models = {name: fits[name] for name in MODELS}  # the registry's order
     # the plateau's and timescale's intervals from the likelihood with the forcing (theory §6)
     apply_to_models(models, ctx, signal)
     return _result(run, metric, step_column, steps, values, models, noise_sd, ctx, signal)
+
+
+def _bounds(t, y) -> dict[str, tuple[float, float]]:
+    """Every registry law's parameter bounds in one dict (a law whose parameters are already
+    covered is not asked: the oscillator's bounds cover the exponential's)."""
+    out: dict[str, tuple[float, float]] = {}
+    for model in sorted(MODELS.values(), key=lambda m: -len(m.param_names)):
+        if not set(model.param_names) <= out.keys():
+            for name, rng in model.bounds(t, y).items():
+                out.setdefault(name, rng)
+    return out
+
+
+def _point_ssr(sol, t, y) -> float | None:
+    """The sum of squares of a solution on every point (``None`` if it failed)."""
+    if not sol.ok:
+        return None
+    r = sol.model.func(t, *sol.x) - y
+    return float(r @ r)
 
 
 def _on_points(model, sol, t, y):
@@ -152,13 +181,12 @@ def _on_points(model, sol, t, y):
 
 def _result(run, metric, step_column, steps, values, models, noise_sd, ctx: Ctx,
             signal) -> FitResult:
-    exp_fit, osc_fit = models["exponential"], models["oscillator"]
-    preferred, reason = _prefer(exp_fit, osc_fit, signal)
+    preferred, reason = _prefer(models, signal)
     best = models.get(preferred) if preferred else None
     var_y = ctx.sst / ctx.n if ctx.n else 0.0
     resid_sd = None
     if best is not None and best.ssr is not None:
-        k = 4 if best.model == "oscillator" else 3
+        k = len(MODELS[best.model].param_names)
         resid_sd = math.sqrt(best.ssr / max(ctx.n - k, 1))
     noise = {
         "noise_sd": noise_sd,
@@ -183,18 +211,26 @@ def _ceiling_se(values) -> float | None:
     return r2_ceiling(values)[1]
 
 
-def _prefer(exp_fit: ModelFit, osc_fit: ModelFit, signal) -> tuple[str | None, str]:
-    """The oscillator when its BIC is lower by more than :data:`PREFER_DELTA_BIC` and the
-    series shows a significant rise; else the exponential (the simpler law wins ties)."""
-    if exp_fit.ok and osc_fit.ok and exp_fit.bic is not None and osc_fit.bic is not None:
-        if signal is not None and not signal.detected:
-            return "exponential", f"{signal.reason}: the simpler law"
-        delta = exp_fit.bic - osc_fit.bic
+def _prefer(models: dict[str, ModelFit], signal) -> tuple[str | None, str]:
+    """The preferred law, walking the registry's order (the simplest law first): a later law
+    replaces the current choice when its BIC is lower by more than :data:`PREFER_DELTA_BIC`
+    and the series shows a significant rise. With two laws: the oscillator when it beats the
+    exponential so, else the exponential (the simpler law wins ties)."""
+    ok = [(name, fit) for name, fit in models.items() if fit.ok]
+    if not ok:
+        return None, "no model could be fitted"
+    if len(ok) < 2 or any(fit.bic is None for _, fit in ok):
+        return ok[0][0], "only fit that succeeded"
+    if signal is not None and not signal.detected:
+        return ok[0][0], f"{signal.reason}: the simpler law"
+    best, best_fit = ok[0]
+    reason = None
+    for name, fit in ok[1:]:
+        delta = best_fit.bic - fit.bic
         if delta > PREFER_DELTA_BIC:
-            return "oscillator", f"BIC lower by {delta:.1f} > {PREFER_DELTA_BIC:g}"
-        return "exponential", f"BIC of the oscillator not lower by more than {PREFER_DELTA_BIC:g}"
-    if exp_fit.ok:
-        return "exponential", "only fit that succeeded"
-    if osc_fit.ok:
-        return "oscillator", "only fit that succeeded"
-    return None, "no model could be fitted"
+            best, best_fit = name, fit
+            reason = f"BIC lower by {delta:.1f} > {PREFER_DELTA_BIC:g}"
+    if reason is None:
+        others = " or ".join(f"the {name}" for name, _ in ok[1:])
+        reason = f"BIC of {others} not lower by more than {PREFER_DELTA_BIC:g}"
+    return best, reason

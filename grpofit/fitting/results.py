@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from grpofit.models import MODELS
+from grpofit.laws import MODELS
 from grpofit.numbers import finite
 
 if TYPE_CHECKING:
@@ -96,14 +96,16 @@ class ModelFit:
         return model(steps - self.step0, vals)
 
     def summary(self) -> dict:
-        """``{"r2", "aic", "bic", "params"}`` (+ ``"regime"`` for the oscillator), JSON-safe."""
+        """``{"r2", "aic", "bic", "params"}`` (+ ``"regime"`` for a law that reports one, the
+        oscillator), JSON-safe."""
         out: dict[str, Any] = {
             "r2": num(self.r2),
             "aic": num(self.aic),
             "bic": num(self.bic),
             "params": {k: e.summary() for k, e in self.params.items()},
         }
-        if self.model == "oscillator":
+        spec = MODELS.get(self.model)
+        if spec is not None and spec.reports_regime:
             out["regime"] = self.regime or "indeterminate"
             if self.regime_reason:
                 out["regime_reason"] = self.regime_reason

@@ -17,15 +17,14 @@ import math
 import numpy as np
 
 from grpofit.fitting.results import Estimate, FitResult
-from grpofit.models import median
+from grpofit.laws import MODELS
+from grpofit.models import LEVELS, median
 
 __all__ = ["scales", "scaled", "unscale"]
 
 #: spreads outside ``[_TINY, _HUGE]`` are rescaled
 _HUGE = 1e100
 _TINY = 1e-100
-_LEVELS = ("plateau", "initial")
-_TIMES = ("timescale", "inertia")
 _TOO_BIG = "not representable as a double after rescaling (beyond ~1.8e308)"
 
 
@@ -82,10 +81,11 @@ def unscale(res: FitResult, steps: np.ndarray, values: np.ndarray, step0: float,
     shift = 2.0 * math.log(s)  # ln s^2
     for fit in res.models.values():
         fit.step0 = step0
+        times = MODELS[fit.model].time_params  # in steps; the rest is dimensionless
         for name, e in list(fit.params.items()):
-            if name in _LEVELS:
+            if name in LEVELS:
                 fit.params[name] = _estimate(e, c, s, s)
-            elif name in _TIMES:
+            elif name in times:
                 fit.params[name] = _estimate(e, 0.0, tau, tau)
         if fit.ssr is not None:
             fit.ssr = _map(fit.ssr, 0.0, s * s) if math.isfinite(s * s) else math.inf

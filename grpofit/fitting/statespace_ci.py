@@ -537,7 +537,9 @@ def apply_to_models(models: dict, ctx, signal) -> None:
     if signal is None or not signal.detected:
         return
     specs, fits = [], []
-    for name, law in (("exponential", "one"), ("oscillator", "oscillator")):
+    from grpofit.laws import MODELS
+
+    for name, law in ((m.name, m.statespace_law) for m in MODELS.values() if m.statespace_law):
         fit = models.get(name)
         if fit is None or not fit.ok:
             continue

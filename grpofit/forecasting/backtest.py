@@ -97,12 +97,10 @@ def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = Non
                 base = fit_series(s, v)
             except GrpofitError:
                 base = None
-        if base is not None and base.models["exponential"].ok:
-            p = base.models["exponential"].params
-            if None not in (p["plateau"].value, p["initial"].value, p["timescale"].value):
-                curve = exponential(steps[window] - s[0], p["plateau"].value, p["initial"].value,
-                                    p["timescale"].value)
-                exp_pred = float(np.mean(curve))
+        est = [base.param(k, "exponential") for k in ("plateau", "initial", "timescale")] if base else []
+        if est and all(e is not None and e.value is not None for e in est):
+            curve = exponential(steps[window] - s[0], *(e.value for e in est))
+            exp_pred = float(np.mean(curve))
         entry["baselines"] = {
             "persistence": {"prediction": pers, "error": None if pers is None else abs(pers - actual)},
             "exponential": {"prediction": exp_pred, "error": None if exp_pred is None else abs(exp_pred - actual)},
@@ -179,7 +177,7 @@ class _Task:
     run_pattern: str | None = None
 
 
-def _work(task: _Task) -> tuple[list[dict], list[dict], list[str]]:
+def _work(task: _Task, _extra=None) -> tuple[list[dict], list[dict], list[str]]:
     from grpofit.errors import GrpofitError
     from grpofit.readers import read_path
 
@@ -205,6 +203,34 @@ def _work(task: _Task) -> tuple[list[dict], list[dict], list[str]]:
     return entries, errors, warnings
 
 
+def _lost(task: _Task) -> tuple[list, list, list]:
+    return [], [{"run": task.path, "error": "the worker backtesting this file died (out of memory or killed)"}], []
+
+
+def _run_tasks(tasks: list[_Task], jobs: int) -> list:
+    """:func:`_work` on every task, in ``jobs`` workers of the ``--jobs`` pool
+    (:func:`grpofit.pipeline.map_items`: workers stopped on a signal, none orphaned, the pool
+    rebuilt after a worker dies)."""
+    if jobs > 1 and len(tasks) > 1:
+        from grpofit.limits import cap_jobs
+
+        jobs = cap_jobs(jobs, len(tasks))
+    if jobs > 1 and len(tasks) > 1:
+        import ctypes  # noqa: F401 - imported once here for the forked workers
+        import grpofit.fitting  # noqa: F401
+        import grpofit.forecasting.engine  # noqa: F401
+        import grpofit.readers.delimited  # noqa: F401
+        from grpofit.pipeline import map_items
+
+        if tasks[0].plot_dir is not None:
+            import grpofit.forecasting.backtest_plot  # noqa: F401
+        try:
+            return map_items(_work, tasks, None, jobs=jobs, lost=_lost)
+        except OSError:  # no process could be started: work here instead
+            pass
+    return [_work(t) for t in tasks]
+
+
 def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUTS, batch_size=None,
                    jobs: int = 1, plot_dir=None, run_pattern: str | None = None) -> tuple[dict, list[str]]:
     """The ``grpofit.backtest/1`` document for every run under ``paths`` and the warnings."""
@@ -221,13 +247,7 @@ def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUT
             early.append({"run": path, "error": e.one_line()})
     tasks = [_Task(f.path, metric, step, tuple(cuts), batch_size,
                    None if plot_dir is None else str(plot_dir), run_pattern) for f in files]
-    if jobs > 1 and len(tasks) > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
-            results = list(pool.map(_work, tasks))
-    else:
-        results = [_work(t) for t in tasks]
+    results = _run_tasks(tasks, jobs)
     runs, errors, warnings = [], list(early), []
     for e, err, w in results:
         runs.extend(e)

@@ -45,9 +45,11 @@ def save_backtest_figure(run, entry: dict, plot_dir) -> Path:
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     path = Path(plot_dir) / figure_name(run.name, ".png")
+    from grpofit.atomic import replacing
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=100)
-    except OSError as e:
-        raise UsageError(f"cannot write the figure: {e.strerror}", path=str(path), fix="choose a writable --plot-dir") from None
+        with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)
+            fig.savefig(tmp, dpi=100, format="png")
+    except UsageError as e:
+        raise UsageError(f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable --plot-dir") from None
     return path

@@ -90,7 +90,8 @@ def _scan_document(scan: JsonScanner, merger: RowMerger, top: dict[str, Any]) ->
     is True when that key holds an array); the document's kind: "object", "array" or "other"."""
     first = scan.peek()
     if first == "[":
-        scan.array(merger.add)
+        scan.array(merger.feed)
+        merger.flush()
         kind = "array"
     elif first == "{":
         scan.advance()
@@ -105,7 +106,8 @@ def _scan_document(scan: JsonScanner, merger: RowMerger, top: dict[str, Any]) ->
                 scan.expect(":")
                 if key == "log_history" and scan.peek() == "[":
                     merger.reset()  # a repeated key: the last one wins, as with json.loads
-                    scan.array(merger.add)
+                    scan.array(merger.feed)
+                    merger.flush()
                     top[key] = True
                 else:
                     value = scan.value()  # a large value (a callback's state) is not kept
@@ -126,7 +128,13 @@ def _scan_document(scan: JsonScanner, merger: RowMerger, top: dict[str, Any]) ->
 
 class RowMerger:
     """Sparse rows merged by ``step`` (later keys win); the summary row dropped; rows without a
-    step kept after the others. What :func:`merge_rows` does, one row at a time."""
+    step kept after the others. What :func:`merge_rows` does, one row at a time.
+
+    Rows given to :meth:`feed` are taken in batches of :data:`BATCH`: while every row so far
+    has a number for its step and the steps rise strictly, a batch goes into the columns
+    column by column (one numpy conversion per key, as :func:`_merge_plain`), leaving exactly
+    the state :meth:`add` would have left; the first batch that is not so plain, and every
+    row after it, goes through :meth:`add`."""
 
     def __init__(self) -> None:
         self.reset()
@@ -139,6 +147,69 @@ class RowMerger:
         self.first: dict[str, tuple[int, int, int]] = {}
         self.seq = 0
         self.rows = self.summary = self.not_rows = 0
+        self.pending: list[Any] = []
+        #: the last step while every row went in column-wise (None once one did not)
+        self.plain_last: float | None = -np.inf
+
+    def feed(self, raw: Any) -> None:
+        """:meth:`add`, batched (call :meth:`flush` after the last row)."""
+        self.pending.append(raw)
+        if len(self.pending) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        rows, self.pending = self.pending, []
+        if not rows:
+            return
+        if self.plain_last is not None and self._add_plain(rows):
+            return
+        self.plain_last = None
+        for raw in rows:
+            self.add(raw)
+
+    def _add_plain(self, rows: list[Any]) -> bool:
+        """Add ``rows`` column by column when they are plain (see :func:`_merge_plain`) and
+        their steps rise above every earlier step; False (nothing added) otherwise."""
+        if not all(type(r) is dict for r in rows):
+            return False
+        first, second = SUMMARY_KEYS[0], SUMMARY_KEYS[1]
+        kept = [r for r in rows if first not in r and second not in r]
+        if kept:
+            steps = [r.get("step") for r in kept]
+            if not set(map(type, steps)) <= {int, float}:
+                return False
+            try:
+                s = np.array(steps, dtype=np.float64)
+            except OverflowError:  # an integer step beyond float range
+                return False
+            if not s[0] > self.plain_last or (s.size > 1 and not bool(np.all(s[1:] > s[:-1]))):
+                return False
+            keys: dict[str, int] = {}  # key -> the kept row it first appears in
+            for i, r in enumerate(kept):
+                if not r.keys() <= keys.keys():
+                    for k in r:
+                        keys.setdefault(k, i)
+            columns = []
+            for k in keys:
+                try:
+                    col = np.array([r.get(k) for r in kept], dtype=np.float64)
+                except (TypeError, ValueError, OverflowError):
+                    return False
+                if col.shape != (len(kept),):
+                    return False  # nested values
+                columns.append(col)
+            n0 = self.merged.n
+            for (k, i), col in zip(keys.items(), columns):
+                self.merged._column(k, n0).frombytes(col.tobytes())
+                if k not in self.first:
+                    self.seq += 1
+                    self.first[k] = (0, n0 + i, self.seq)
+            self.merged.n = n0 + len(kept)
+            self.index.update(zip(steps, range(n0, n0 + len(kept))))
+            self.plain_last = float(s[-1])
+        self.rows += len(rows)
+        self.summary += len(rows) - len(kept)
+        return True
 
     def _seen(self, key: str, where: tuple[int, int, int]) -> None:
         old = self.first.get(key)
@@ -146,6 +217,7 @@ class RowMerger:
             self.first[key] = where
 
     def add(self, raw: Any) -> None:
+        self.plain_last = None
         self.rows += 1
         if not isinstance(raw, dict):
             self.not_rows += 1
@@ -181,6 +253,10 @@ class RowMerger:
         n = self.merged.n + self.loose.n
         stats = {"log_rows": self.rows, "merged_rows": self.rows - self.summary - n, "summary_rows": self.summary}
         return table, stats
+
+
+#: rows converted together by :meth:`RowMerger.feed` (a bound on the dicts held at once)
+BATCH = 512
 
 
 def merge_rows(rows: list[dict]) -> tuple[dict[str, np.ndarray], dict[str, int]]:

@@ -17,6 +17,10 @@ from typing import Any, BinaryIO, Callable
 
 CHUNK = 1 << 18
 _WS = re.compile(r"[ \t\n\r]*")
+#: what may continue a number that a chunk's edge cut ("0." of "0.5", "1e" of "1e-3")
+_NUMBER_TAIL = frozenset("0123456789.eE+-")
+#: the comma between two array values, with the white space around it
+_COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 
 
 class JsonScanner:
@@ -72,7 +76,8 @@ class JsonScanner:
                     raise
                 self._more()
                 continue
-            if end < len(self.buf) or self.eof:
+            if self.eof or end < len(self.buf) and not (
+                    self.buf[end] in _NUMBER_TAIL and type(obj) in (int, float)):
                 self.i = end
                 return obj
             self._more()
@@ -84,6 +89,7 @@ class JsonScanner:
             self.i += 1
             return
         while True:
+            self._run(each)
             each(self.value())
             c = self.peek()
             self.i += 1
@@ -91,3 +97,21 @@ class JsonScanner:
                 return
             if c != ",":
                 raise ValueError("Expecting ',' delimiter")
+
+    def _run(self, each: Callable[[Any], None]) -> None:
+        """The values of an array from here on that lie wholly in the buffer, each followed by a
+        comma and the start of the next value (what :meth:`array` does one value at a time,
+        without its checks between values); stops before the first value that is not so."""
+        scan_once, comma, buf = self.decoder.scan_once, _COMMA.match, self.buf
+        i, n = _WS.match(buf, self.i).end(), len(buf)
+        while True:
+            try:
+                obj, end = scan_once(buf, i)
+            except (StopIteration, ValueError, RecursionError):
+                break  # an invalid value, or one cut at the buffer's end: the careful path decides
+            m = comma(buf, end)
+            if m is None or m.end() >= n:
+                break
+            each(obj)
+            i = m.end()
+        self.i = i

@@ -65,6 +65,16 @@ class Probe:
         text = self.text + "\n" + decode(self.tail) if self.tail else self.text
         return ANSI.sub("", text) if "\x1b" in text else text
 
+    def may_contain(self, literal: str) -> bool:
+        """Whether ``literal`` (ASCII) may be in :attr:`both`; False only when it is certainly
+        not, found from the bytes without decoding them: UTF-8 decoding (bad bytes replaced)
+        keeps every ASCII byte as it is, and only an ANSI code removed from between its
+        characters could make it appear."""
+        if b"\x1b" in self.head or b"\x1b" in self.tail:
+            return True
+        raw = literal.encode("ascii")
+        return raw in self.head or raw in self.tail
+
     @cached_property
     def stripped(self) -> str:
         return self.text.lstrip()
@@ -129,11 +139,11 @@ def is_parquet(p: Probe) -> bool:
 
 
 def is_verl_console(p: Probe) -> bool:
-    return "step:" in p.both and bool(VERL_LINE.search(p.both))
+    return p.may_contain("step:") and "step:" in p.both and bool(VERL_LINE.search(p.both))
 
 
 def is_openrlhf_console(p: Probe) -> bool:
-    return "Global step " in p.both and bool(OPENRLHF_LINE.search(p.both))
+    return p.may_contain("Global step ") and "Global step " in p.both and bool(OPENRLHF_LINE.search(p.both))
 
 
 def is_progress_console(p: Probe) -> bool:
@@ -145,8 +155,10 @@ def is_progress_console(p: Probe) -> bool:
 
 
 def is_trl_console(p: Probe) -> bool:
+    if p.stripped.startswith(('{"', "[")) or not (p.may_contain("{'") and p.may_contain("': ")):
+        return False
     both = p.both
-    return "{'" in both and "': " in both and bool(TRL_DICT.search(both)) and not p.stripped.startswith(('{"', "["))
+    return "{'" in both and "': " in both and bool(TRL_DICT.search(both))
 
 
 def is_trainer_state(p: Probe) -> bool:
