@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-from grpofit.fitting.hac import hac_meat, sandwich
+from grpofit.fitting import hac
+from grpofit.fitting.hac import blocked_parts, hac_meat, sandwich
 from grpofit.fitting.intervals import Ctx, estimates, extend, profile_intervals, widen_to_grid
 from grpofit.fitting.profile import Binned, Profile
 from grpofit.fitting.regime import Signal, information_criteria, regime_rule, reversal_test
@@ -20,7 +21,7 @@ from grpofit.fitting.solve import Solution
 from grpofit.laws import MODELS
 from grpofit.models import EXPONENTIAL, LEVELS, OSCILLATOR, CurveModel, damping_ratio
 
-__all__ = ["exponential_fit", "oscillator_fit", "law_fit", "failed", "degenerate", "gain_stat"]
+__all__ = ["exponential_fit", "oscillator_fit", "law_fit", "failed", "degenerate", "gain_stat", "on_points"]
 
 _AT_ZERO = 1e-4  # inertia / timescale below this counts as "at its bound 0"
 
@@ -51,11 +52,43 @@ def _stats(fit_ssr: float, ctx: Ctx, k: int):
     return r2, aic, bic
 
 
+def on_points(jacobian, x, t, y, func=None):
+    """``(Jacobian, residuals)`` of the curve with parameters ``x`` on every point. Without
+    ``func`` the curve is ``plateau + (initial - plateau) * g`` with ``g`` the Jacobian's
+    ``initial`` column (the two grid-fitted laws: one evaluation).
+
+    A series longer than :data:`~grpofit.fitting.hac.BLOCK` gets its Jacobian as a function of
+    a row range instead (``rows(lo, hi)``, for :func:`~grpofit.fitting.hac.blocked_parts`) and
+    its residuals block by block: no ``(n, k)`` array is ever held (issue 14 item 5)."""
+    p, p0 = x[0], x[1]
+    n, block = t.size, hac.BLOCK
+    if n <= block:
+        jac = jacobian(t, *x)
+        return jac, (p + (p0 - p) * jac[:, 1] if func is None else func(t, *x)) - y
+    r = np.empty(n)
+    for lo in range(0, n, block):
+        tb = t[lo:lo + block]
+        r[lo:lo + block] = (p + (p0 - p) * jacobian(tb, *x)[:, 1] if func is None else func(tb, *x)) - y[lo:lo + block]
+    return (lambda lo, hi: jacobian(t[lo:hi], *x)), r
+
+
 def _full(model: CurveModel, x, ctx: Ctx, full):
     """``(Jacobian, residuals)`` on every point (``full`` if the caller has them)."""
     if full is not None:
         return full
+    if ctx.n > hac.BLOCK:
+        return on_points(model.jacobian, x, ctx.t, ctx.y, model.func)
     return model.jacobian(ctx.t, *x), model.func(ctx.t, *x) - ctx.y
+
+
+def _hac_cov(jac, r, bw: int, cols: int | None = None):
+    """:func:`~grpofit.fitting.hac.sandwich` of the first ``cols`` columns (all by default) of
+    a Jacobian array, or of a long series' row function (summed by blocks)."""
+    if callable(jac):
+        parts = blocked_parts(jac, r, bw)
+        k = cols or parts.bread.shape[0]
+        return sandwich(None, r, bw, parts.meat[:k, :k], bread=parts.bread[:k, :k])
+    return sandwich(jac if cols is None else jac[:, :cols], r, bw)
 
 
 def exponential_fit(sol: Solution, ctx: Ctx, step0: float, full=None):
@@ -65,9 +98,9 @@ def exponential_fit(sol: Solution, ctx: Ctx, step0: float, full=None):
         return failed(EXPONENTIAL, sol.message or "fit failed", step0, ctx.n), None
     x = sol.x
     jac, r = _full(EXPONENTIAL, x, ctx, full)
-    cov = sandwich(jac, r, ctx.bw)
+    cov = _hac_cov(jac, r, ctx.bw)
     if cov is None:  # gain 0: timescale column vanishes; levels still have errors
-        cov2 = sandwich(jac[:, :2], r, ctx.bw)
+        cov2 = _hac_cov(jac, r, ctx.bw, 2)
         cov = np.full((3, 3), np.nan)
         if cov2 is not None:
             cov[:2, :2] = cov2
@@ -101,9 +134,14 @@ def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, ste
     p, p0, ts, ti = x
     jac, r = _full(OSCILLATOR, x, ctx, full)
     at_zero = ti <= _AT_ZERO * ts
-    meat = hac_meat(jac * r[:, None], ctx.bw)
-    cov_full = None if at_zero else sandwich(jac, r, ctx.bw, meat)
-    cov_red = sandwich(jac[:, :3], r, ctx.bw, meat[:3, :3])
+    if callable(jac):  # a long series: J'J and the meat summed by blocks
+        parts = blocked_parts(jac, r, ctx.bw)
+        cov_full = None if at_zero else sandwich(None, r, ctx.bw, parts.meat, bread=parts.bread)
+        cov_red = sandwich(None, r, ctx.bw, parts.meat[:3, :3], bread=parts.bread[:3, :3])
+    else:
+        meat = hac_meat(jac * r[:, None], ctx.bw)
+        cov_full = None if at_zero else sandwich(jac, r, ctx.bw, meat)
+        cov_red = sandwich(jac[:, :3], r, ctx.bw, meat[:3, :3])
     zeta = damping_ratio(ts, ti)
     names = OSCILLATOR.param_names
     ssr = float(r @ r)
@@ -203,7 +241,7 @@ def law_fit(sol: Solution, ctx: Ctx, step0: float, signal: Signal | None = None)
         return failed(model, sol.message or "fit failed", step0, ctx.n)
     x = sol.x
     jac, r = _full(model, x, ctx, None)
-    params = estimates(model.param_names, x, sandwich(jac, r, ctx.bw), ctx)
+    params = estimates(model.param_names, x, _hac_cov(jac, r, ctx.bw), ctx)
     widen_to_grid(params, model.time_params, ctx)
     for name, value in model.derived(dict(zip(model.param_names, x.tolist()))).items():
         params[name] = Estimate(num(value), None, None, "derived from the fitted parameters")

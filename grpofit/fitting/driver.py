@@ -14,6 +14,7 @@ from grpofit.fitting.assemble import (
     gain_stat,
     law_fit,
     no_signal,
+    on_points,
     oscillator_fit,
 )
 from grpofit.fitting.hac import bandwidth, critical_value, noise_floor
@@ -174,9 +175,7 @@ def _on_points(model, sol, t, y):
     """``(Jacobian, residuals)`` of a solution on every point (``None`` if it failed)."""
     if not sol.ok:
         return None
-    jac = (model.raw_jacobian or model.jacobian)(t, *sol.x)  # inside fit_series' errstate
-    p, p0 = sol.x[0], sol.x[1]
-    return jac, p + (p0 - p) * jac[:, 1] - y
+    return on_points(model.raw_jacobian or model.jacobian, sol.x, t, y)  # inside fit_series' errstate
 
 
 def _result(run, metric, step_column, steps, values, models, noise_sd, ctx: Ctx,

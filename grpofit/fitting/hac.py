@@ -9,18 +9,25 @@ fixed-b critical value of Kiefer & Vogelsang (2005).
 from __future__ import annotations
 
 import math
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 from grpofit.models import median
 
 __all__ = ["noise_floor", "bandwidth", "critical_value", "hac_meat", "hac_scalar", "sandwich",
-           "MIN_BANDWIDTH_FRACTION"]
+           "MIN_BANDWIDTH_FRACTION", "BLOCK", "Parts", "blocked_parts"]
 
 #: the HAC bandwidth is at least this fraction of the series (fixed-b): the slow forcing of a
 #: training curve is often too weak to detect in the residual autocorrelation (c ~ 0.01) yet
 #: inflates the long-run variance several times (1 + 2 c tau with tau ~ 100s of points)
 MIN_BANDWIDTH_FRACTION = 0.1
+
+#: rows per block of the sums over a long series: a series of up to this many points is summed
+#: in one piece (the plain formulas below); a longer one is summed block by block, never holding
+#: its full Jacobian, its scores ``J_t r_t`` or an FFT over twice its length (issue 14 item 5:
+#: a 10^7-point fit held several GB). Results then differ from one piece in rounding only.
+BLOCK = 1 << 18
 
 
 def noise_floor(y: np.ndarray) -> float:
@@ -28,18 +35,36 @@ def noise_floor(y: np.ndarray) -> float:
     d = np.diff(np.asarray(y, dtype=float))
     if d.size == 0:
         return 0.0
-    mad = median(np.abs(d - median(d)))
+    d -= median(d)  # in place: one series-long array, not three
+    mad = median(np.abs(d, out=d))
     return float(1.4826 * mad / math.sqrt(2.0))
 
 
 def _acf(r: np.ndarray, maxlag: int) -> np.ndarray:
     """Autocorrelation of ``r`` (mean removed) at lags ``0..maxlag-1``."""
     n = r.size
-    x = r - r.mean()
-    nfft = 1 << (2 * n - 1).bit_length()
-    f = np.fft.rfft(x, nfft)
-    ac = np.fft.irfft(f * np.conj(f), nfft)[:maxlag]
+    if n > BLOCK:
+        ac = _lagged_sums(r, maxlag)
+    else:
+        x = r - r.mean()
+        nfft = 1 << (2 * n - 1).bit_length()
+        f = np.fft.rfft(x, nfft)
+        ac = np.fft.irfft(f * np.conj(f), nfft)[:maxlag]
     return ac / ac[0] if ac[0] > 0 else np.zeros(maxlag)
+
+
+def _lagged_sums(r: np.ndarray, maxlag: int, block: int | None = None) -> np.ndarray:
+    """``sum_t x_t x_{t+j}`` for ``j < maxlag`` (``x = r - mean(r)``), one block of ``t`` at a
+    time: each block's FFT correlation with the block plus the ``maxlag`` points after it."""
+    block = block or BLOCK
+    mean = r.mean()
+    nfft = 1 << (block + maxlag - 1).bit_length()
+    ac = np.zeros(maxlag)
+    for a in range(0, r.size, block):
+        x = r[a:a + block] - mean
+        y = r[a:a + block + maxlag] - mean
+        ac += np.fft.irfft(np.conj(np.fft.rfft(x, nfft)) * np.fft.rfft(y, nfft), nfft)[:maxlag]
+    return ac
 
 
 _TAU_FRACTIONS = np.linspace(0.0, 1.0, 40)
@@ -134,10 +159,76 @@ def hac_scalar(u: np.ndarray, bw: int) -> np.ndarray:
     return np.einsum("ij,ij->i", w, w) / bw
 
 
-def sandwich(jac: np.ndarray, r: np.ndarray, bw: int, meat: np.ndarray | None = None
-             ) -> np.ndarray | None:
-    """HAC covariance ``B^-1 Omega B^-1`` (``None`` if ``J'J`` is singular)."""
-    bread = jac.T @ jac
+class Parts(NamedTuple):
+    """``J'J`` and the HAC meat ``Omega`` of a long series (:func:`blocked_parts`): what
+    :func:`sandwich` needs, for any leading subset of the columns (their sub-matrices)."""
+
+    bread: np.ndarray
+    meat: np.ndarray
+
+
+def blocked_parts(jac_rows: Callable[[int, int], np.ndarray], r: np.ndarray, bw: int,
+                  block: int | None = None) -> Parts:
+    """:class:`Parts` of the Jacobian given by row blocks (``jac_rows(lo, hi)``: rows
+    ``lo..hi-1``) and residuals ``r``, holding one block of rows at a time.
+
+    ``Omega = (1/L) sum_m S_m S_m'`` as in :func:`hac_meat`, with the window sum
+    ``S_m = C_m - C_{m-L}`` (``C_j`` the running sum of ``s_t = J_t r_t`` up to ``j``: 0 before
+    the start, the total after the end) read by two cursors ``L`` apart, each keeping its own
+    running sum (the Jacobian is evaluated twice, never stored)."""
+    n, block = r.size, block or BLOCK
+    lead, lag = _RunningSum(jac_rows, r, 0), _RunningSum(jac_rows, r, -bw)
+    meat = None
+    for m in range(0, n + bw - 1, block):
+        size = min(block, n + bw - 1 - m)
+        w = lead.next(size)
+        w -= lag.next(size)
+        part = w.T @ w
+        meat = part if meat is None else meat + part
+    return Parts(lead.bread, meat / bw)
+
+
+class _RunningSum:
+    """``C_j`` for ``j = start, start + 1, ...`` in blocks (see :func:`blocked_parts`); the
+    rows it passes add to ``bread`` (``J'J``)."""
+
+    def __init__(self, jac_rows, r: np.ndarray, start: int):
+        self.jac_rows, self.r, self.j = jac_rows, r, start
+        self.total = None
+        self.bread = None
+
+    def next(self, size: int) -> np.ndarray:
+        n, j = self.r.size, self.j
+        self.j += size
+        lo, hi = max(j, 0), min(j + size, n)
+        if hi <= lo:  # wholly before the start or after the end
+            if j < 0 and self.total is None:
+                k = self.jac_rows(0, 1).shape[1]
+                return np.zeros((size, k))
+            return np.broadcast_to(self.total, (size, self.total.shape[0])).copy()
+        jac = self.jac_rows(lo, hi)
+        part = jac.T @ jac
+        self.bread = part if self.bread is None else self.bread + part
+        s = jac * self.r[lo:hi, None]
+        if self.total is not None:
+            s[0] += self.total
+        np.cumsum(s, axis=0, out=s)
+        self.total = s[-1].copy()
+        if lo == j and hi == j + size:
+            return s
+        out = np.empty((size, s.shape[1]))
+        out[: lo - j] = 0.0
+        out[lo - j: hi - j] = s
+        out[hi - j:] = self.total
+        return out
+
+
+def sandwich(jac: np.ndarray | None, r: np.ndarray | None, bw: int, meat: np.ndarray | None = None,
+             *, bread: np.ndarray | None = None) -> np.ndarray | None:
+    """HAC covariance ``B^-1 Omega B^-1`` (``None`` if ``J'J`` is singular); ``bread`` and
+    ``meat`` when the caller has them (:class:`Parts` of a long series)."""
+    if bread is None:
+        bread = jac.T @ jac
     if not np.all(np.isfinite(bread)):
         return None
     try:
