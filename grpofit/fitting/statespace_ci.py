@@ -12,9 +12,11 @@ Kalman filter propagates; :mod:`grpofit.forecasting.kalman` checks it). Unknowns
 observation sd ``s``. The levels get a flat prior and ``s`` Jeffreys' prior, both integrated out
 in closed form (restricted likelihood, one Cholesky factor per parameter point); the timescale,
 the inertia and the ratio ``r`` are integrated numerically over a grid (flat in ``log T`` and
-``log Ti``, flat in ``r`` itself: a prior flat in ``log r`` puts most of its mass on negligible
+``log Ti``, and ``sqrt(r)``: a prior flat in ``log r`` puts most of its mass on negligible
 forcing whenever the data cannot rule it out, and the intervals under weak forcing came out too
-narrow, 85% plateau coverage on the tuning seed), all grid points at once (batched linear
+narrow, 85% plateau coverage on the tuning seed; flat in ``r`` itself let a strong forcing at a
+timescale past the run's end, a random walk that fits any shape, take over a saturated noisy
+run, sample_logs/group_sweep G = 4), all grid points at once (batched linear
 algebra, no Python loop over grid cells). The ``r`` grid must be fine (a factor of about 2.4
 between points): with a factor 5.6 the posterior sat on the grid point below the true forcing
 and strong-forcing plateaus were too narrow. The inertia grid is sheared along the least-squares
@@ -63,7 +65,7 @@ R_LO, R_HI = 0.05, 10.0
 EDGE_MASS = 0.004
 MAX_WIDEN = 2
 #: prior density of the forcing ratio: proportional to r ** R_PRIOR on the log-r grid
-R_PRIOR = 1.0
+R_PRIOR = 0.5
 
 
 @dataclass
