@@ -31,6 +31,7 @@ def resolve_column(run: "Run", role: str, name: str | None = None) -> str:
             f"{option} {name!r} {what} in run {run.name}",
             path=run.source,
             columns=numeric,
+            option=f"{option} {name!r}",
             fix=f"pass {option} with one of the numeric columns: " + _listing(numeric),
         )
     column = detect_roles(numeric).get(role)
@@ -132,7 +133,7 @@ def _confirmed_collapse(run, column, steps, values, seed, options):
     whole = None
     after = None
     for _ in range(MAX_COLLAPSE_CANDIDATES):
-        collapse = find_collapse(steps, values, after_step=after, **options)
+        collapse = find_collapse(steps, values, after_step=after, level_noise=True, **options)
         if collapse is None:
             break
         keep = steps < collapse.step

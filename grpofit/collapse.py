@@ -5,10 +5,14 @@ Both work on a robust level, the centred rolling median over ``w`` points
 and on the point noise ``sd = 1.4826 * median(|diff(values)|) / sqrt(2)`` (robust to trends
 and to the break itself).
 
-Collapse: with ``peak(i) = max(level[:i+1])`` and ``start = median(values[:w])``, the reward
-has collapsed at ``i`` when
+Collapse: with ``peak(i) = max(level[:i+1])`` and ``start`` the lower of ``median(values[:w])``
+and the lowest 3-point median of those ``w`` points (:func:`start_level`: a rise or overshoot
+inside the first window must not count as the start), the reward has collapsed at ``i`` when
 
     peak(i) - level(i) >= max(min_drop * (peak(i) - start), noise_k * sd)
+
+(``sd`` becomes the sd of the level, ``sd * sqrt(pi / 2) / sqrt(w)``, with ``level_noise=True``:
+what :func:`grpofit.analysis.fit_run` uses, since it then tests the candidate against the law)
 
 and the level then stays below ``peak(i) - threshold / 2`` until the end of the run, for at
 least ``w`` points. A single dip moves no median; noise is below ``noise_k * sd``; a fall that
@@ -224,6 +228,7 @@ def find_collapse(
     noise_k: float = 4.0,
     window: int | None = None,
     after_step: float | None = None,
+    level_noise: bool = False,
 ) -> Collapse | None:
     """The first sustained fall of ``values`` from its running peak, or None (module docstring).
 
@@ -232,7 +237,10 @@ def find_collapse(
     the end of the run (at least ``w`` points). ``after_step``: look only after this step, with
     the running peak started afresh there (the start level stays the run's): after an
     overshoot that the law explains, the next candidate is a fall from the level the run
-    settled at, not from the overshoot's peak.
+    settled at, not from the overshoot's peak. ``level_noise``: the noise term is ``noise_k``
+    sds of the rolling-median level (``1.2533 sd / sqrt(w)``, the sd of a median of ``w``
+    points) rather than of a point; for callers that then test the candidate against the law
+    fitted to the whole run (:func:`grpofit.analysis.fit_run` does, :func:`explained_by_law`).
     """
     prepared = _prepare(steps, values, window)
     if prepared is None:
@@ -241,11 +249,12 @@ def find_collapse(
     i0 = 0 if after_step is None else int(np.searchsorted(s, after_step, side="right"))
     level = rolling_median(v, w)
     sd = noise_sd(v)
-    start = median(v[:w])
+    k_sd = noise_k * sd * (level_noise_factor(w) if level_noise else 1.0)
+    start = start_level(v, w)
     for _ in range(MAX_RESETS):
         if n - i0 < 2 * w:
             return None
-        found, reset = _collapse_from(s, v, level, sd, start, i0, w, min_drop, noise_k)
+        found, reset = _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd)
         if reset is None:
             return found
         i0 = reset
@@ -256,14 +265,27 @@ def find_collapse(
 MAX_RESETS = 12
 
 
-def _collapse_from(s, v, level, sd, start, i0, w, min_drop, noise_k):
+def start_level(values: np.ndarray, w: int) -> float:
+    """The run's start level: the median of its first ``w`` points, or the lowest 3-point
+    median among them when that is lower (a rise faster than ``w`` points, or an overshoot
+    within them, would otherwise count as the start and hide the gain)."""
+    head = np.asarray(values[:w], dtype=float)
+    return float(min(median(head), float(np.min(rolling_median(head, 3)))))
+
+
+def level_noise_factor(w: int) -> float:
+    """sd of the median of ``w`` independent Gaussian points over the point sd: ``sqrt(pi/2) / sqrt(w)``."""
+    return float(np.sqrt(np.pi / 2.0) / np.sqrt(w))
+
+
+def _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd):
     """``(collapse, None)``, ``(None, None)``, or ``(None, i)``: a fall from an overshoot that
     settles less than the threshold below its peak; the search restarts at ``i`` with a fresh
     running peak (so a later collapse within the same stretch below the old peak is seen)."""
     n = v.size
     peak = np.full(n, -np.inf)
     peak[i0:] = np.maximum.accumulate(level[i0:])
-    thr = np.maximum(min_drop * (peak - start), noise_k * sd)
+    thr = np.maximum(min_drop * (peak - start), k_sd)
     thr = np.maximum(thr, 1e-12)
     below = (peak - level) >= thr
     below[: i0 + w] = False
@@ -303,7 +325,10 @@ def _collapse_from(s, v, level, sd, start, i0, w, min_drop, noise_k):
         after = median(v[i:j])
         drop = before - after
         if drop < 0.5 * t:
-            continue  # not a fall from a settled level (e.g. the onset sits in the rise)
+            # not a fall from a settled level: the onset sits in the rise, or the level only
+            # settled below an overshoot's peak and never came back to its band; the search
+            # starts afresh at the detection (a later fall from the settled level is still seen)
+            return None, i
         gain = before - start
         return Collapse(
             step=float(s[onset]),

@@ -47,9 +47,11 @@ class UnknownFormat(ReadError):
 class MetricNotFound(GrpofitError):
     """A requested or auto-detected metric column is absent; carries the numeric columns."""
 
-    def __init__(self, message: str, *, columns: list[str] | None = None, **kw):
+    def __init__(self, message: str, *, columns: list[str] | None = None, option: str | None = None, **kw):
         super().__init__(message, **kw)
         self.columns = list(columns or [])
+        #: the option and value at fault (``"--eval-metric 'nope'"``) when the user named the column
+        self.option = option
 
 
 class TooFewPoints(GrpofitError):

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from grpofit.errors import GrpofitError
+
+if TYPE_CHECKING:  # names for the annotations only (``grpofit --help`` loads none of them)
+    from grpofit.diagnostics.thresholds import Thresholds
+    from grpofit.gate import GatePolicy
 
 
 @dataclass
@@ -22,9 +26,37 @@ class RunError:
 
     run: str
     error: str
+    option: str | None = None  #: ``"--metric 'nope'"`` when the option the user passed is at fault
+    columns: tuple = ()  #: the run's numeric columns, for the combined message of an option error
+
+    @classmethod
+    def of(cls, run: str, exc: GrpofitError) -> "RunError":
+        return cls(run, exc.one_line(), getattr(exc, "option", None), tuple(getattr(exc, "columns", ()) or ()))
 
     def summary(self) -> dict:
         return {"run": self.run, "error": self.error}
+
+
+def raise_bad_option(errors: list[RunError], n_results: int) -> None:
+    """A usage error (exit 2, one line, nothing on stdout) when no run could be used and every
+    run failed because of the same option value (``--metric nope`` names no column of any run).
+
+    One run: its own line. Several: one line naming the option, how many runs lack the column and
+    the columns they all share (a column some runs lack is still a per-run error, shown beside the
+    runs judged)."""
+    from grpofit.errors import UsageError
+
+    if n_results or not errors or errors[0].option is None or any(e.option != errors[0].option for e in errors):
+        return
+    if len(errors) == 1:
+        raise UsageError(errors[0].error)
+    option = errors[0].option
+    name = option.split(" ", 1)[0]
+    shared = [c for c in errors[0].columns if all(c in e.columns for e in errors[1:])]
+    listing = ", ".join(shared[:25]) + (f", ... ({len(shared) - 25} more)" if len(shared) > 25 else "")
+    raise UsageError(f"{option} matches no column in any of the {len(errors)} runs read ({errors[0].run}, ...)",
+                     fix=f"pass {name} with one of the numeric columns they all have: {listing}" if shared
+                     else f"pass {name} with a column of each run (they share no numeric column; see grpofit inspect)")
 
 
 @dataclass
@@ -73,7 +105,7 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
             except GrpofitError as e:
                 if len(paths) == 1:
                     raise
-                out.errors.append(RunError(path, e.one_line()))
+                out.errors.append(RunError.of(path, e))
             add_skipped(out, skipped)
         else:
             units.append(path)
@@ -95,7 +127,7 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
         except GrpofitError as e:
             if len(units) == 1 and not out.errors:
                 raise
-            out.errors.append(RunError(path, e.one_line()))
+            out.errors.append(RunError.of(path, e))
             continue
         from grpofit.selection import matches
 
@@ -108,7 +140,8 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
             except GrpofitError as e:
                 if len(units) == 1 and len(runs) == 1 and not out.errors:
                     raise
-                out.errors.append(RunError(run.name, e.one_line()))
+                out.errors.append(RunError.of(run.name, e))
+    raise_bad_option(out.errors, len(out.results))
     if run_pattern and not out.results and not out.errors:
         raise _no_match(run_pattern, paths)
     return out
@@ -153,7 +186,7 @@ def _read_item(item: Any, step: str | None, out: Outcome) -> list | None:
     try:
         return read_path(item, step=step) if isinstance(item, str) else [item]
     except GrpofitError as e:
-        out.errors.append(RunError(label, e.one_line()))
+        out.errors.append(RunError.of(label, e))
     except Exception as e:  # noqa: BLE001 - a reader bug on one file must not hide the others
         out.errors.append(RunError(label, internal_error("reading", e)))
     return None
@@ -174,7 +207,7 @@ def fit_item(path: str, options: FitOptions) -> Outcome:
             result = fit_run(run, metric=options.metric)
             out.results.append(options.keep(result) if options.keep is not None else result)
         except GrpofitError as e:
-            out.errors.append(RunError(run.name, e.one_line()))
+            out.errors.append(RunError.of(run.name, e))
         except Exception as e:  # noqa: BLE001 - a bug on one run must not hide the others
             out.errors.append(RunError(run.name, internal_error("fitting", e)))
     return out
@@ -236,7 +269,7 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
         try:
             sources.extend(discover([path], skipped))
         except GrpofitError as e:
-            out.errors.append(RunError(path, e.one_line()))
+            out.errors.append(RunError.of(path, e))
         add_skipped(out, skipped)
     sources = unique_sources(sources, out.warnings,
                              path_of=lambda s: s if isinstance(s, str) else getattr(s, "path", None))
@@ -249,7 +282,7 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
             try:
                 runs = read_path(src.path, step=step)
             except GrpofitError as e:
-                out.errors.append(RunError(src.path, e.one_line()))
+                out.errors.append(RunError.of(src.path, e))
                 continue
             exports.extend(runs)
             items.append(None)  # placeholder: joined runs keep the position of their first file
@@ -266,15 +299,31 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
 # --------------------------------------------------------------------------- judging
 
 
+@dataclass(frozen=True)
+class DiagnoseOptions:
+    """What :func:`grpofit.diagnostics.diagnose_run` takes besides the run, the same for every
+    run of one ``diagnose``."""
+
+    thresholds: Thresholds
+    metric: str | None = None  #: ``--metric``: the reward column (auto-detected when None)
+    eval_metric: str | None = None  #: ``--eval-metric``: a column or glob of eval series
+    group_size: int | None = None  #: ``--group-size``: G for every run (else from its config or name)
+
+    def arguments(self) -> dict:
+        """The keyword arguments of :func:`grpofit.diagnostics.diagnose_run`."""
+        return {"metric": self.metric, "eval_metric": self.eval_metric,
+                "thresholds": self.thresholds, "group_size": self.group_size}
+
+
 @dataclass
 class JudgeOptions:
     """Everything a worker needs to judge (and draw) a run."""
 
-    diagnose: dict  #: keyword arguments of :func:`grpofit.diagnostics.diagnose_run`
+    diagnose: DiagnoseOptions
     step: str | None = None
     plot_dir: str | None = None
     encode_json: bool = False  #: the output is JSON: encode each run's entry where it is judged
-    policy: Any = None  #: grpofit.gate.GatePolicy: the gated verdict is written into each entry
+    policy: GatePolicy | None = None  #: the gated verdict is written into each entry
     run_pattern: str | None = None  #: ``--run PATTERN``: judge only the runs it matches
     forecast: bool = False  #: also forecast each run (expected final reward, steps to 95%)
     horizon: float | None = None  #: planned last step for runs whose config names none
@@ -303,9 +352,9 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
         if isinstance(item, str):
             out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
         try:
-            diagnosis = diagnose_run(run, **options.diagnose)
+            diagnosis = diagnose_run(run, **options.diagnose.arguments())
         except GrpofitError as e:
-            out.errors.append(RunError(run.name, e.one_line()))
+            out.errors.append(RunError.of(run.name, e))
             continue
         except Exception as e:  # noqa: BLE001 - a bug on one run must not hide the others
             out.errors.append(RunError(run.name, internal_error("judging", e)))
@@ -330,7 +379,7 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
         if options.plot_dir is not None:
             from grpofit.plotting import save_diagnosis_figure
 
-            save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose["thresholds"], entry=entry)
+            save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose.thresholds, entry=entry)
         if options.encode_json:
             entry.text  # noqa: B018 - made here, spliced by grpofit.jsonout.dumps
         out.results.append(diagnosis)
@@ -603,7 +652,7 @@ def diagnose_paths(
         fail_on=None if not fail_on else check_modes(fail_on, MODES), min_r2=min_r2, strict=strict
     )
     options = JudgeOptions(
-        diagnose={"metric": metric, "eval_metric": eval_metric, "thresholds": th, "group_size": group_size},
+        diagnose=DiagnoseOptions(th, metric=metric, eval_metric=eval_metric, group_size=group_size),
         step=step,
         plot_dir=None if plot_dir is None else str(plot_dir),
         encode_json=encode_json,
@@ -627,6 +676,7 @@ def diagnose_paths(
             found.warnings.append(f"--jobs {jobs}: cannot start worker processes ({e.strerror or e}); judged the runs in one process")
             judged = judge_items(items, options, jobs=1, progress=advance)
     found.extend(judged)
+    raise_bad_option(found.errors, len(found.results))
     diagnoses = found.results
     if run_pattern and not diagnoses and not found.errors:
         raise _no_match(run_pattern, list(paths))

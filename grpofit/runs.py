@@ -136,6 +136,7 @@ def make_run(
             f"no step column {step!r}",
             path=source,
             columns=[k for k, v in cols.items() if np.isfinite(v).any()],
+            option=f"--step {step!r}",
             fix="pass --step with one of: " + ", ".join(sorted(cols)[:20]),
         )
     if step_col is None:

@@ -79,7 +79,7 @@ def rates(n: int = 200, seed: int = 0) -> dict:
             run = make_run("synthetic", "synthetic.csv", "csv", {"step": tab["step"], "reward": tab["reward"]})
             c = fit_run(run).collapse
             if not planted:
-                candidates += find_collapse(tab["step"], tab["reward"]) is not None
+                candidates += find_collapse(tab["step"], tab["reward"], level_noise=True) is not None
             if planted:
                 found += c is not None
                 # located: the onset within 10% of the run's span of the planted step

@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from grpofit.models import oscillator  # noqa: E402
 from grpofit.testing.planted import make_dead_run, make_planted_run  # noqa: E402
-from grpofit.readers.tensorboard import write_tfevents  # noqa: E402
-from grpofit.readers.wandb_binary import write_wandb_file  # noqa: E402
+from grpofit.testing.writers import write_tfevents  # noqa: E402
+from grpofit.testing.writers import write_wandb_file  # noqa: E402
 from grpofit.simulation import run_simulation  # noqa: E402
 
 

@@ -18,6 +18,7 @@ from grpofit.readers import protobuf as pb
 from grpofit.readers import tensorboard as tb
 from grpofit.readers import wandb_binary as wb
 from grpofit.runs import make_run
+from grpofit.testing import writers
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
 REAL_7B = REAL / "verl_grpo_qwen2_7b_fsdp_base.tfevents"
@@ -117,7 +118,7 @@ ROWS = [
 
 def _write_events(tmp_path, rows=ROWS, name="events.out.tfevents.1.host", **kw) -> Path:
     path = tmp_path / name
-    tb.write_tfevents(str(path), rows, **kw)
+    writers.write_tfevents(str(path), rows, **kw)
     return path
 
 
@@ -188,7 +189,7 @@ def test_tfevents_scalar_tensor_variants(tmp_path):
         _raw_event(1, _tensor_value("k", pb.field_varint(1, 1) + pb.field_float(5, 1.0), plugin="histograms")),
     ]
     path = tmp_path / "events.out.tfevents.2"
-    path.write_bytes(b"".join(tb._frame(e) for e in events))
+    path.write_bytes(b"".join(writers.frame_record(e) for e in events))
     table, warnings = tb.read_tfevents(str(path))
     assert warnings == []
     assert sorted(table) == ["a", "b", "c", "d", "e", "f", "g", "step"]
@@ -199,10 +200,10 @@ def test_tfevents_scalar_tensor_variants(tmp_path):
 def test_tfevents_directory_merges_subfolders(tmp_path):
     (tmp_path / "train").mkdir()
     (tmp_path / "eval").mkdir()
-    tb.write_tfevents(str(tmp_path / "events.out.tfevents.1.a"), [(0, {"lr": 1.0}), (10, {"lr": 0.5})])
-    tb.write_tfevents(str(tmp_path / "train" / "events.out.tfevents.1.b"), [(0, {"loss": 2.0, "reward": 0.25})])
-    tb.write_tfevents(str(tmp_path / "train" / "events.out.tfevents.2.b"), [(10, {"loss": 1.0, "reward": 0.5})])
-    tb.write_tfevents(str(tmp_path / "eval" / "events.out.tfevents.1.c"), [(10, {"loss": 1.5, "accuracy": 0.75})])
+    writers.write_tfevents(str(tmp_path / "events.out.tfevents.1.a"), [(0, {"lr": 1.0}), (10, {"lr": 0.5})])
+    writers.write_tfevents(str(tmp_path / "train" / "events.out.tfevents.1.b"), [(0, {"loss": 2.0, "reward": 0.25})])
+    writers.write_tfevents(str(tmp_path / "train" / "events.out.tfevents.2.b"), [(10, {"loss": 1.0, "reward": 0.5})])
+    writers.write_tfevents(str(tmp_path / "eval" / "events.out.tfevents.1.c"), [(10, {"loss": 1.5, "accuracy": 0.75})])
     (tmp_path / "notes.txt").write_text("not an event file")
     table, warnings = tb.read_tfevents(str(tmp_path))
     assert warnings == []
@@ -224,7 +225,7 @@ def test_tfevents_directory_without_events(tmp_path):
 
 def test_tfevents_without_scalars_is_a_read_error(tmp_path):
     path = tmp_path / "events.out.tfevents.3"
-    tb.write_tfevents(str(path), [])
+    writers.write_tfevents(str(path), [])
     with pytest.raises(ReadError, match="no scalar"):
         tb.read_tfevents(str(path))
 
@@ -381,7 +382,7 @@ def test_wandb_round_trip(tmp_path):
     rows[1]["media"] = {"_type": "image-file", "path": "x.png"}
     rows[1]["list"] = [1, 2]
     rows[1]["text"] = "hello"
-    wb.write_wandb_file(str(path), rows)
+    writers.write_wandb_file(str(path), rows)
     assert path.read_bytes()[:7] == b":W&B\xe1\xbe\x00"
     table, warnings = wb.read_wandb_file(str(path))
     assert warnings == []
@@ -403,7 +404,7 @@ def test_wandb_nested_key_and_step_from_history_step(tmp_path):
     item = pb.field_bytes(2, "eval") + pb.field_bytes(2, "reward") + pb.field_bytes(16, "0.75")
     history = pb.field_bytes(1, item) + pb.field_bytes(2, pb.field_varint(1, 42))
     path = tmp_path / "run-x.wandb"
-    path.write_bytes(wb.frame_records([pb.field_bytes(2, history)]))
+    path.write_bytes(writers.frame_records([pb.field_bytes(2, history)]))
     table, _ = wb.read_wandb_file(str(path))
     assert table["eval/reward"].tolist() == [0.75]
     assert table["_step"].tolist() == [42]
@@ -431,7 +432,7 @@ def test_wandb_records_spanning_blocks(tmp_path):
     rows = [{"_step": i, "v": float(i), "pad": "x" * int(rng.integers(0, 3000))} for i in range(60)]
     rows[7]["big"] = "y" * 100_000  # FIRST, MIDDLE, MIDDLE, LAST
     path = tmp_path / "run-span.wandb"
-    wb.write_wandb_file(str(path), rows)
+    writers.write_wandb_file(str(path), rows)
     data = path.read_bytes()
     kinds = [k for _, _, k in _chunks(data)]
     assert kinds.count(wb.MIDDLE) >= 2 and kinds.count(wb.FIRST) >= 3 and kinds.count(wb.LAST) == kinds.count(wb.FIRST)
@@ -445,7 +446,7 @@ def test_wandb_block_tail_cases(left):
     """A block ending with 0..6 bytes (padding), exactly 7 (empty FIRST) or more free."""
     first = 32768 - 7 - 7 - left  # payload size that leaves `left` bytes in block 0
     payloads = [b"a" * first, b"b" * 50, b"c" * 40000]
-    data = wb.frame_records(payloads)
+    data = writers.frame_records(payloads)
     chunks = _chunks(data)
     if left == 7:
         assert chunks[1][1:] == (0, wb.FIRST)  # the empty FIRST fills the block
@@ -456,7 +457,7 @@ def test_wandb_block_tail_cases(left):
 
 def _small_wandb(tmp_path) -> tuple[bytes, list[int]]:
     path = tmp_path / "run-small.wandb"
-    wb.write_wandb_file(str(path), [{"r": i / 4} for i in range(4)])
+    writers.write_wandb_file(str(path), [{"r": i / 4} for i in range(4)])
     data = path.read_bytes()
     return data, [pos + 7 + n for pos, n, _ in _chunks(data)]
 
@@ -477,7 +478,7 @@ def test_wandb_torn_tail_at_every_offset(tmp_path):
 
 def test_wandb_torn_tail_inside_a_split_record(tmp_path):
     path = tmp_path / "run-big.wandb"
-    wb.write_wandb_file(str(path), [{"r": 0.5}, {"r": 0.75, "blob": "z" * 70_000}, {"r": 1.0}])
+    writers.write_wandb_file(str(path), [{"r": 0.5}, {"r": 0.75, "blob": "z" * 70_000}, {"r": 1.0}])
     data = path.read_bytes()
     last_end = next(pos + 7 + n for pos, n, kind in _chunks(data) if kind == wb.LAST)
     for cut in (32768 - 3, 32768 + 100, 65536 + 7, last_end - 1):
@@ -489,7 +490,7 @@ def test_wandb_torn_tail_inside_a_split_record(tmp_path):
 def test_wandb_corrupt_length_and_crc_resume_at_next_block(tmp_path):
     rows = [{"_step": i, "v": float(i), "pad": "p" * 2000} for i in range(40)]
     path = tmp_path / "run-c.wandb"
-    wb.write_wandb_file(str(path), rows)
+    writers.write_wandb_file(str(path), rows)
     data = bytearray(path.read_bytes())
     chunks = _chunks(bytes(data))
     pos = chunks[3][0]
@@ -577,7 +578,7 @@ def test_wandb_run_folder_with_config(tmp_path):
     run_dir = tmp_path / "wandb" / "run-20250101_120000-abc123"
     (run_dir / "files").mkdir(parents=True)
     rows = [{"train/global_step": 5 * (i + 1), "train/reward": 0.1 * i} for i in range(8)]
-    wb.write_wandb_file(str(run_dir / "run-abc123.wandb"), rows)
+    writers.write_wandb_file(str(run_dir / "run-abc123.wandb"), rows)
     (run_dir / "files" / "config.yaml").write_text(CONFIG_YAML)
     run = wb.read_wandb_run_dir(str(run_dir))[0]
     assert run.name == str(run_dir) and run.source == str(run_dir) and run.format == "wandb-run"
@@ -600,7 +601,7 @@ def test_wandb_run_folder_with_config(tmp_path):
 def test_offline_run_without_files_uses_binary_config(tmp_path):
     run_dir = tmp_path / "offline-run-20250101_120000-zz9"
     run_dir.mkdir()
-    wb.write_wandb_file(
+    writers.write_wandb_file(
         str(run_dir / "run-zz9.wandb"),
         [{"reward": 0.5}, {"reward": 0.75}],
         config={"learning_rate": 3e-6, "_wandb": {"x": 1}, "model": {"name": "qwen"}},

@@ -421,3 +421,41 @@ def test_thousand_small_runs_each_reported(capsys, tmp_path):
     assert all("at least" in e["error"] for e in doc["errors"])
     assert len([ln for ln in err.splitlines() if ln.startswith("error: ")]) == 1000
     assert elapsed < 20, elapsed  # ~1.5 ms per file
+
+
+# ------------------------------------------------------------------ --debug is an option of the app
+
+
+def test_debug_is_parsed_by_the_app_not_read_from_argv(tmp_path, monkeypatch, capsys):
+    import sys
+
+    from grpofit.cli.entry import _run
+    from grpofit.errors import GrpofitError
+
+    missing = str(tmp_path / "missing.csv")
+    assert _run(["fit", missing]) == 2  # one line, no traceback
+    assert capsys.readouterr().err.count("\n") == 1
+    with pytest.raises(GrpofitError):  # on the command
+        _run(["fit", missing, "--debug"])
+    with pytest.raises(GrpofitError):  # at the root
+        _run(["--debug", "fit", missing])
+    with pytest.raises(GrpofitError):  # anywhere among the command's arguments
+        _run(["fit", "--debug", missing])
+    # a word "--debug" that the parser does not take as the option is not the option (the old
+    # check of the raw argument list took both as --debug and showed a traceback)
+    assert _run(["fit", missing, "--metric", "--debug"]) == 2  # the value of --metric
+    assert _run(["fit", missing, "--", "--debug"]) == 2  # a path after --
+    assert "--debug: no such file" in capsys.readouterr().err
+    # the flag does not outlive its invocation, and the process's own argv is not read
+    monkeypatch.setattr(sys, "argv", ["grpofit", "fit", missing, "--debug"])
+    assert _run(["fit", missing]) == 2
+    capsys.readouterr()
+
+
+def test_debug_shows_a_bad_option_value_as_a_traceback(capsys):
+    from grpofit.cli.entry import _run
+
+    assert _run(["fit", "--format", "bogus", "x.csv"]) == 2
+    assert "--format" in capsys.readouterr().err
+    with pytest.raises(Exception, match="bogus"):  # --debug after the bad value: seen first (eager)
+        _run(["fit", "--format", "bogus", "x.csv", "--debug"])

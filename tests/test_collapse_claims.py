@@ -69,20 +69,21 @@ def test_decaying_metric_has_no_rise_and_the_baseline_skips_the_transient():
 def test_false_collapse_rate_on_strongly_underdamped_runs_and_recall():
     from collapse_rates import rates
 
-    r = rates(40, seed=0)
+    # seed 1 is held out: the rule was tuned on seed 0 (there: 37 of 40, 20 of 21 settled)
+    r = rates(40, seed=1)
     assert r["false_collapses"] == 0, r["false_examples"]
-    assert r["candidates_without_law_check"] == 3
-    assert (r["planted_found"], r["planted"]) == (36, 40)
-    assert (r["planted_settled_found"], r["planted_settled"]) == (19, 21)
-    assert r["planted_located"] == 32
+    assert r["candidates_without_law_check"] == 1
+    assert (r["planted_found"], r["planted"]) == (39, 40)
+    assert (r["planted_settled_found"], r["planted_settled"]) == (23, 23)
+    assert r["planted_located"] == 37
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert ("0 false collapses in 40 strongly underdamped synthetic runs (damping ratio 0.08-0.25; "
-            "3 of them are candidates before the law check)") in readme
-    assert ("36 of 40 planted collapses (19 of 21 planted after the run settled) are found, 32 of them dated "
+            "1 of them is a candidate before the law check)") in readme
+    assert ("39 of 40 planted collapses (23 of 23 planted after the run settled) are found, 37 of them dated "
             "within 10% of the run of the planted step") in readme
 
 
-@pytest.mark.parametrize("name, onset", [("GRPO", 898), ("GSPO", 1184)])
+@pytest.mark.parametrize("name, onset", [("GRPO", 892), ("GSPO", 1183)])
 def test_real_collapses_are_kept(name, onset):
     from grpofit.readers import read_path
 

@@ -9,20 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpofit.cli import main
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "real_logs"
 
 CONTRACT_KEYS = {"run", "metric", "seen", "horizon", "at", "plateau", "steps_to_90", "steps_to_95",
                  "remaining_gain", "recommendation", "note"}
-
-
-def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def write_csv(path: Path, steps, values) -> Path:

@@ -17,19 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from grpofit.cli import main
+from grpofit.testing import writers
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
 #: a hang fails the test after this many seconds (a normal run takes one or two)
 HANG_S = 60
-
-
-def run_cli(capsys, *args) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def grpofit(*args, timeout: float = HANG_S, mem_mb: int | None = None, cwd=None, **kw) -> subprocess.CompletedProcess:
@@ -383,7 +377,7 @@ def test_too_long_path_is_named_as_such(capsys, tmp_path):
 
 
 def _wandb_run(folder: Path, name: str, tau: float = 40.0) -> Path:
-    from grpofit.readers.wandb_binary import write_wandb_file
+    from grpofit.testing.writers import write_wandb_file
 
     run = folder / f"run-20260101_000000-{name}"
     (run / "files").mkdir(parents=True)
@@ -429,12 +423,15 @@ def test_nul_column_name_keeps_json_valid_and_stderr_clean(tmp_path):
     path = tmp_path / "nul.jsonl"
     rows = [{"step": s, "reward": 1 - math.exp(-s / 50), "\0grpofit:0\0": s} for s in range(300)]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    other = tmp_path / "nul2.jsonl"
-    other.write_text(path.read_text())
+    other = tmp_path / "nul2.jsonl"  # has the column: judged; the first run's error row names the NUL column
+    other.write_text("\n".join(json.dumps(dict(r, nope=r["reward"])) for r in rows) + "\n")
     r = grpofit("diagnose", path, other, "--metric", "nope", "--format", "json")
     assert r.returncode == 2
     doc = json.loads(r.stdout)
-    assert len(doc["errors"]) == 2 and "\0grpofit:0\0" in doc["errors"][0]["error"]
+    assert len(doc["errors"]) == 1 and "\0grpofit:0\0" in doc["errors"][0]["error"]
+    assert b"\x00" not in r.stderr and b"\\x00grpofit:0\\x00" in r.stderr
+    r = grpofit("diagnose", path, "--metric", "nope", "--format", "json")  # no run has it: a usage error
+    assert r.returncode == 2 and r.stdout == b""
     assert b"\x00" not in r.stderr and b"\\x00grpofit:0\\x00" in r.stderr
     r = grpofit("diagnose", path, "--format", "json")
     assert r.returncode in (0, 1) and json.loads(r.stdout)["runs"][0]["run"] == str(path)
@@ -497,15 +494,12 @@ def test_huge_sparse_binary_is_rejected_after_its_first_header(tmp_path, name):
 
 @pytest.mark.parametrize("kind", ["tfevents", "wandb"])
 def test_binary_log_with_a_huge_tail_is_streamed(tmp_path, kind):
-    from grpofit.readers import tensorboard as tb
-    from grpofit.readers import wandb_binary as wb
-
     if kind == "tfevents":
         path = tmp_path / "events.out.tfevents.2.host"
-        tb.write_tfevents(str(path), [(s, {"reward": 1 - math.exp(-s / 50)}) for s in range(300)])
+        writers.write_tfevents(str(path), [(s, {"reward": 1 - math.exp(-s / 50)}) for s in range(300)])
     else:
         path = tmp_path / "run-abc.wandb"
-        wb.write_wandb_file(str(path), [{"reward": 1 - math.exp(-s / 50), "_step": s} for s in range(300)])
+        writers.write_wandb_file(str(path), [{"reward": 1 - math.exp(-s / 50), "_step": s} for s in range(300)])
     with open(path, "r+b") as f:
         f.truncate(1536 * 1024**2)  # then 1.5 GB of zeros (preallocated space)
     r = grpofit("fit", path, "--format", "json", mem_mb=1000, timeout=120)
@@ -522,7 +516,7 @@ def test_streamed_binary_readers_match_the_in_memory_parse(tmp_path, monkeypatch
     monkeypatch.setattr(wb, "WINDOW_BLOCKS", 2)
     monkeypatch.setattr(tb, "WINDOW", 4096)
     path = tmp_path / "run-x.wandb"
-    wb.write_wandb_file(str(path), [{"r": i / 7, "a": i * 1.5} for i in range(3000)])
+    writers.write_wandb_file(str(path), [{"r": i / 7, "a": i * 1.5} for i in range(3000)])
     data = path.read_bytes()
     assert len(data) > 2 * wb.BLOCK * wb.WINDOW_BLOCKS  # several windows
     for cut in (len(data), len(data) - 5, len(data) // 2, wb.BLOCK * wb.WINDOW_BLOCKS, wb.BLOCK * wb.WINDOW_BLOCKS + 3):
@@ -532,7 +526,7 @@ def test_streamed_binary_readers_match_the_in_memory_parse(tmp_path, monkeypatch
         assert streamed.keys() == whole.keys() and w1 == w2
         assert all(np.array_equal(streamed[k], whole[k], equal_nan=True) for k in whole)
     tf = tmp_path / "events.out.tfevents.3.host"
-    tb.write_tfevents(str(tf), [(s, {"reward": s / 7, "x": -s}) for s in range(3000)])
+    writers.write_tfevents(str(tf), [(s, {"reward": s / 7, "x": -s}) for s in range(3000)])
     data = tf.read_bytes()
     assert len(data) > 2 * tb.WINDOW
     for cut in (len(data), len(data) - 3, tb.WINDOW + 1):
@@ -740,10 +734,8 @@ def test_sigterm_while_reading_stdin_leaves_no_temporary_copy(tmp_path, slow_par
     import signal
     import time
 
-    from grpofit.readers import tensorboard as tb
-
     events = tmp_path / "events.out.tfevents.1.host"
-    tb.write_tfevents(str(events), [(s, {"reward": s / 300}) for s in range(300)])
+    writers.write_tfevents(str(events), [(s, {"reward": s / 300}) for s in range(300)])
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     code = "import sys, time\n" + slow_part + "from grpofit.cli import main\nmain(['fit', '-'])\n"

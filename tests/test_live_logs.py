@@ -17,8 +17,7 @@ import pytest
 from grpofit.errors import ReadError
 from grpofit.readers import inspect_run, read_bytes, read_path
 from grpofit.readers import protobuf as pb
-from grpofit.readers import tensorboard as tb
-from grpofit.readers import wandb_binary as wb
+from grpofit.testing import writers
 
 
 def reward(step: float) -> float:
@@ -36,16 +35,16 @@ def csv_rows(steps, header: bool = True) -> bytes:
 
 def tf_bytes(steps, tmp_path, name="ev") -> bytes:
     path = tmp_path / f"events.out.tfevents.{name}"
-    tb.write_tfevents(str(path), [(s, {"reward": reward(s)}) for s in steps])
+    writers.write_tfevents(str(path), [(s, {"reward": reward(s)}) for s in steps])
     return path.read_bytes()
 
 
 def wandb_bytes(steps) -> bytes:
     payloads = [
-        pb.field_varint(1, i + 1) + wb.encode_history({"train/global_step": s, "reward": reward(s), "_step": i}, i)
+        pb.field_varint(1, i + 1) + writers.encode_history({"train/global_step": s, "reward": reward(s), "_step": i}, i)
         for i, s in enumerate(steps)
     ]
-    return wb.frame_records(payloads)
+    return writers.frame_records(payloads)
 
 
 def live_file(tmp_path, name: str, full: bytes, cuts: list[int]):
@@ -205,11 +204,11 @@ def _resume_logs(tmp_path) -> dict[str, str]:
     paths["csv"] = str(p)
     d = tmp_path / "tb"
     d.mkdir()
-    tb.write_tfevents(str(d / "events.out.tfevents.1.a"), [(r["step"], {"reward": r["reward"]}) for r in rows(first, 0)])
-    tb.write_tfevents(str(d / "events.out.tfevents.2.a"), [(r["step"], {"reward": r["reward"]}) for r in rows(second, bump)])
+    writers.write_tfevents(str(d / "events.out.tfevents.1.a"), [(r["step"], {"reward": r["reward"]}) for r in rows(first, 0)])
+    writers.write_tfevents(str(d / "events.out.tfevents.2.a"), [(r["step"], {"reward": r["reward"]}) for r in rows(second, bump)])
     paths["tensorboard"] = str(d)
     p = tmp_path / "run-r.wandb"
-    wb.write_wandb_file(str(p), [{"train/global_step": r["step"], "reward": r["reward"]} for r in all_rows])
+    writers.write_wandb_file(str(p), [{"train/global_step": r["step"], "reward": r["reward"]} for r in all_rows])
     paths["wandb"] = str(p)
     p = tmp_path / "trainer_state.json"
     p.write_text(json.dumps({"log_history": all_rows}))

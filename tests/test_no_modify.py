@@ -13,10 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grpofit.testing import writers
 from tests.conftest import run_cli as _run_cli
-
-from grpofit.readers import tensorboard as tb
-from grpofit.readers import wandb_binary as wb
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
 
@@ -64,10 +62,10 @@ def tree(tmp_path) -> Path:
         (d / "training_args.bin").write_bytes(pickle.dumps({"learning_rate": 1e-6}))
     (out / "config.json").write_text('{"hidden_size": 8}')
     (root / "tb" / "train").mkdir(parents=True)
-    tb.write_tfevents(str(root / "tb" / "train" / "events.out.tfevents.1.host"), [(s, {"reward": r}) for s, r in rows])
+    writers.write_tfevents(str(root / "tb" / "train" / "events.out.tfevents.1.host"), [(s, {"reward": r}) for s, r in rows])
     run_dir = root / "wandb" / "run-20250101_000000-abc"
     (run_dir / "files").mkdir(parents=True)
-    wb.write_wandb_file(str(run_dir / "run-abc.wandb"), [{"train/global_step": s, "reward": r} for s, r in rows], config={"lr": 1e-6})
+    writers.write_wandb_file(str(run_dir / "run-abc.wandb"), [{"train/global_step": s, "reward": r} for s, r in rows], config={"lr": 1e-6})
     (run_dir / "files" / "config.yaml").write_text("num_generations:\n  value: 8\n")
     data = (run_dir / "run-abc.wandb").read_bytes()
     torn = root / "wandb" / "run-20250102_000000-def"

@@ -16,6 +16,7 @@ import pytest
 from grpofit.errors import MetricNotFound, ReadError, UnknownFormat
 from grpofit.readers import inspect_run, read_bytes, read_path, require_column, sniff
 from grpofit.readers.config import detect_group_size, flatten, hyperparameters
+from grpofit.testing import writers
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
 
@@ -704,15 +705,12 @@ def test_real_tfevents_dispatch_by_name_and_by_content():
 
 
 def test_wandb_run_folder_is_discovered_and_read(tmp_path):
-    wb = pytest.importorskip("grpofit.readers.wandb_binary")
-    if not hasattr(wb, "write_wandb_file"):
-        pytest.skip("no .wandb writer")
     from grpofit.readers import discover, read_source
 
     folder = tmp_path / "wandb" / "run-20250101_000000-abc"
     folder.mkdir(parents=True)
     rows = [{"_step": i, "train/global_step": 10 * (i + 1), "train/reward": 0.1 * i} for i in range(5)]
-    wb.write_wandb_file(str(folder / "run-abc.wandb"), rows)
+    writers.write_wandb_file(str(folder / "run-abc.wandb"), rows)
     (folder / "files").mkdir()
     (folder / "files" / "config.yaml").write_text("num_generations:\n  value: 4\n")
     sources = discover([str(tmp_path)])

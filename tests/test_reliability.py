@@ -26,7 +26,7 @@ from grpofit.errors import GrpofitError
 from grpofit.readers import protobuf as pb
 from grpofit.readers import read_bytes, read_path
 from grpofit.readers import tensorboard as tb
-from grpofit.readers import wandb_binary as wb
+from grpofit.testing import writers
 
 SETTINGS = dict(
     deadline=None,
@@ -164,17 +164,17 @@ def _tfevents_sample(table: dict[str, np.ndarray], tmp) -> bytes:
         for i in range(len(table["step"]))
     ]
     path = tmp / "events.out.tfevents.sample"
-    tb.write_tfevents(str(path), rows)
+    writers.write_tfevents(str(path), rows)
     return path.read_bytes()
 
 
 def _wandb_sample(table: dict[str, np.ndarray]) -> bytes:
-    payloads = [pb.field_varint(1, 1) + wb.encode_config({"num_generations": 8})]
+    payloads = [pb.field_varint(1, 1) + writers.encode_config({"num_generations": 8})]
     for i in range(len(table["step"])):
         row = {("train/global_step" if k == "step" else k): float(table[k][i]) for k in table if not np.isnan(table[k][i])}
         row["_step"] = i
-        payloads.append(pb.field_varint(1, i + 2) + wb.encode_history(row, i))
-    return wb.frame_records(payloads)
+        payloads.append(pb.field_varint(1, i + 2) + writers.encode_history(row, i))
+    return writers.frame_records(payloads)
 
 
 TEXT_FORMATS = (
@@ -385,7 +385,7 @@ def test_corrupted_tfevents_lengths_never_allocate(samples, length, where):
     """A length field (the record's own, with a valid CRC, or a protobuf length inside a record
     with valid CRCs) claiming up to 2**64 bytes allocates nothing beyond the file."""
     first = _tf_frame(pb.field_double(1, 1.0) + pb.field_bytes(3, "brain.Event:2"))
-    good = _tf_frame(tb.encode_event(1, {"reward": 0.5}, wall_time=2.0))
+    good = _tf_frame(writers.encode_event(1, {"reward": 0.5}, wall_time=2.0))
     key = {"summary": (5 << 3) | 2, "value": (1 << 3) | 2, "tensor": (8 << 3) | 2}
     if where == "record":
         bad = _tf_frame(b"\x00" * 40, length=length)[:-4]
@@ -404,7 +404,7 @@ def test_corrupted_tfevents_lengths_never_allocate(samples, length, where):
 @given(length=st.integers(0, 2**64 - 1), chunk_len=st.integers(0, 0xFFFF), where=st.sampled_from(["chunk", "record", "item"]))
 def test_corrupted_wandb_lengths_never_allocate(length, chunk_len, where):
     header = struct.pack("<4sHB", b":W&B", 0xBEE1, 0)
-    good = _wandb_chunk(1, pb.field_varint(1, 1) + wb.encode_history({"reward": 0.5, "_step": 0}, 0))
+    good = _wandb_chunk(1, pb.field_varint(1, 1) + writers.encode_history({"reward": 0.5, "_step": 0}, 0))
     if where == "chunk":
         bad = _wandb_chunk(1, b"\x12\x05hello", length=chunk_len)
     else:

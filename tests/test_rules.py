@@ -354,3 +354,50 @@ def test_noise_alone_never_makes_an_eval_diverge(seed):
     flat = _two_benchmarks(seed, None)
     div = {e["benchmark"]: e["divergence"] for e in flat.evals}["a"]
     assert div["rate"] is None and not div["diverges"]
+
+
+def _train_and_eval(seed, eval_curve, eval_sd=0.005):
+    """A train reward 0.2 -> 0.8 (timescale 100, 300 steps) and one benchmark every 10 steps."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(300, dtype=float)
+    reward = 0.2 + 0.6 * (1 - np.exp(-t / 100)) + rng.normal(0, 0.03, t.size)
+    ev = np.where(t % 10 == 0, eval_curve(t) + rng.normal(0, eval_sd, t.size), np.nan)
+    d = diagnose_run(make_run("r", "r", "planted", {"step": t + 1, "reward": reward, "val-core/x/acc/mean@1": ev}, step="step"))
+    (entry,) = d.evals
+    return d.diagnostics["train_eval_decoupling"], entry["divergence"]
+
+
+def test_eval_plateau_diverges_while_the_rate_agrees():
+    """Issue 16: the plateau check is a comparison of levels, independent of the timescale. The
+    eval follows the train reward's rate exactly but gains 10% of its headroom (train: 75%)."""
+    v, div = _train_and_eval(0, lambda t: 0.2 + 0.08 * (1 - np.exp(-t / 100)))
+    assert div["rate"] == "same" and div["plateau"] == "lower" and div["diverges"]
+    e_lo, e_hi = div["eval_plateau_share"]["ci95"]
+    t_lo, t_hi = div["train_plateau_share"]["ci95"]
+    assert e_lo < 0.1 < e_hi < 0.2 and t_lo < 0.75 < t_hi
+    assert v.status == "warn" and "levels off low" in v.evidence and "saturates early" not in v.evidence
+
+
+def test_eval_rate_diverges_while_the_plateau_agrees():
+    v, div = _train_and_eval(0, lambda t: 0.2 + 0.6 * (1 - np.exp(-t / 10)))
+    assert div["rate"] == "faster" and div["plateau"] == "same" and div["diverges"]
+    assert v.status == "warn" and "saturates early" in v.evidence and "levels off low" not in v.evidence
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_noise_alone_never_makes_a_plateau_diverge(seed):
+    # coupled (same law, noisy), and a harder benchmark gaining a third of its headroom (train: 75%)
+    _, div = _train_and_eval(seed, lambda t: 0.15 + 0.5 * (1 - np.exp(-t / 100)), eval_sd=0.05)
+    assert div["plateau"] != "lower" and not div["diverges"]
+    v, div = _train_and_eval(seed, lambda t: 0.1 + 0.3 * (1 - np.exp(-t / 100)), eval_sd=0.02)
+    assert div["plateau"] in ("same", None) and v.status == "pass", v.evidence
+
+
+def test_plateau_shares_need_a_known_headroom():
+    from grpofit.diagnostics.evals import headroom_share, profile_fit
+
+    t = np.arange(0, 300, 10.0)
+    fit = profile_fit(t, 0.2 + 0.6 * (1 - np.exp(-t / 100)))
+    share = headroom_share(fit)
+    assert share["value"] == pytest.approx(0.75, abs=0.01)
+    assert headroom_share(profile_fit(t, 2.0 + 6.0 * (1 - np.exp(-t / 100)))) is None  # not a 0-1 metric

@@ -49,9 +49,9 @@ def test_unknown_mode_names_the_option_and_the_modes(capsys):
 
 
 def test_eval_metric_error_names_eval_metric(capsys):
-    code, _, err = run_cli(capsys, "diagnose", RUN, "--eval-metric", "nope")
+    code, out, err = run_cli(capsys, "diagnose", RUN, "--eval-metric", "nope")
     (line,) = err.splitlines()
-    assert code == 2
+    assert code == 2 and out == ""  # no error row first: a bad option prints nothing on stdout
     assert "--eval-metric 'nope' is not a column" in line and "pass --eval-metric with one of" in line
     assert "--metric " not in line
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from grpofit.readers import read_path
-from grpofit.readers import tensorboard as tb
 from grpofit.readers import wandb_binary as wb
+from grpofit.testing import writers
 from grpofit.watch.follow import Follower
 from grpofit.watch.tail import TextTail, open_tail
 from tests.test_live_logs import csv_rows, jsonl_rows, reward, wandb_bytes
@@ -143,7 +143,7 @@ def test_replaced_or_truncated_file_is_read_again(tmp_path):
 def test_tensorboard_records_in_pieces(tmp_path):
     src = tmp_path / "src" / "events.out.tfevents.1"
     src.parent.mkdir()
-    tb.write_tfevents(str(src), [(s, {"reward": reward(s), "kl": s / 1000}) for s in range(1, 150)])
+    writers.write_tfevents(str(src), [(s, {"reward": reward(s), "kl": s / 1000}) for s in range(1, 150)])
     full = src.read_bytes()
     logdir = tmp_path / "logs"
     logdir.mkdir()

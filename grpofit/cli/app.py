@@ -9,6 +9,7 @@ import typer
 
 from grpofit import __version__
 from grpofit.cli import backtest, compare, diagnose, fit, forecast, inspect, predict, simulate, watch
+from grpofit.cli.common import DEBUG
 
 app = typer.Typer(
     name="grpofit",
@@ -41,7 +42,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
-    debug: bool = typer.Option(False, "--debug", help="Show a traceback on errors."),
+    debug: bool = DEBUG,
 ) -> None:
     """Fit, forecast and diagnose GRPO training runs from their logs."""
 

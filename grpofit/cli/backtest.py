@@ -32,6 +32,10 @@ def backtest(
 
     if batch_size is not None and batch_size < 1:
         raise UsageError(f"--batch-size {batch_size} is not positive", fix="pass the number of rewards averaged per logged step")
+    if plot_dir is not None:
+        from grpofit.cli.common import check_writable
+
+        check_writable(plot_dir, "--plot-dir", folder=True)
     doc, warnings = backtest_paths(paths, metric=metric, step=step, cuts=parse_cuts(cuts), batch_size=batch_size,
                                    jobs=jobs, plot_dir=plot_dir, run_pattern=run_pattern)
     warn(warnings)
@@ -41,7 +45,7 @@ def backtest(
         print_json(doc)
     elif format is DiagnoseFormat.markdown:
         typer.echo(backtest_markdown(doc), nl=False)
-    else:
+    elif doc["runs"] or not doc.get("errors"):  # nothing backtested, only errors: they say it all (stderr)
         from grpofit import render
 
         table, lines = backtest_table(doc)

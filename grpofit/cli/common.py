@@ -24,7 +24,44 @@ class DiagnoseFormat(str, Enum):
 
 METRIC = typer.Option(None, "--metric", help="Reward column (auto-detected from common names).")
 STEP = typer.Option(None, "--step", help="Step column (auto-detected: step, train/global_step, _step, ...).")
-DEBUG = typer.Option(False, "--debug", help="Show a traceback on errors.")
+
+
+class _Debug:
+    """Whether this invocation was given ``--debug`` (at the root or on its command): set by the
+    option's callback while typer parses the command line, reset by the entry point before each
+    invocation. The entry point reads it to let an error show its traceback."""
+
+    on = False
+
+
+def debugging() -> bool:
+    """Whether ``--debug`` was given to the command being run."""
+    return _Debug.on
+
+
+def reset_debug() -> None:
+    """Before an invocation: no ``--debug`` yet (numpy's overflow notes hidden, see the entry)."""
+    import warnings
+
+    _Debug.on = False
+    # numpy's overflow/invalid-value notes on extreme logs are not for users: results carry
+    # their own notes, and stderr keeps its one line per problem (--debug shows them)
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
+
+
+def _debug_given(value: bool) -> bool:
+    """``--debug``'s callback (eager: it is seen before any other option can fail)."""
+    if value:
+        import warnings
+
+        _Debug.on = True
+        warnings.filterwarnings("default", category=RuntimeWarning)
+    return value
+
+
+#: ``--debug``, accepted at the root (``grpofit --debug fit ...``) and on every command
+DEBUG = typer.Option(False, "--debug", help="Show a traceback on errors.", callback=_debug_given,
+                     is_eager=True)
 RUN_PATTERN = typer.Option(None, "--run", help="Only the runs whose name matches this glob (e.g. '*GRPO*'); FILE::RUN also picks one run of a file.")
 
 
@@ -100,3 +137,22 @@ def write_text(path: Path, text: str) -> None:
     from grpofit.atomic import write_text as atomic_write
 
     atomic_write(path, text)
+
+
+def check_writable(path: Path, option: str, *, folder: bool = False) -> None:
+    """A :class:`UsageError` before any work when ``option``'s ``path`` cannot be written: it is a
+    folder (or, for ``folder``, a file), or its nearest existing parent is not a writable folder
+    (missing parents are created when writing). Nothing is created here."""
+    import os
+
+    p = Path(path)
+    if p.exists() and p.is_dir() != folder:
+        what = "a folder" if p.is_dir() else "a file"
+        raise UsageError(f"{option} {path}: is {what}", fix="choose " + ("a folder" if folder else "a file name") + " there")
+    parent = p if folder else p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: {parent} is not a folder", fix="choose a path in a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: cannot write in {parent} (permission denied)", fix="choose a writable path")

@@ -32,9 +32,11 @@ def compare(
     Example: grpofit compare export.csv export.csv --run '*GRPO*' (FILE::RUN picks one run of a file)
     """
     if plot is not None:
+        from grpofit.cli.common import check_writable
         from grpofit.plotting import check_suffix
 
         check_suffix(plot, option="--plot")
+        check_writable(plot, "--plot")
     from grpofit.compare import compare_paths
 
     doc, side_a, side_b = compare_paths([a], [b], metric=metric, step=step, margin=margin, run_pattern=run_pattern)

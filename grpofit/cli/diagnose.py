@@ -8,8 +8,8 @@ from typing import List, Optional
 import typer
 from typer.core import TyperCommand
 
-from grpofit.cli.common import (DEBUG, METRIC, RUN_PATTERN, STEP, DiagnoseFormat, echo_err, parse_thresholds,
-                                print_json, shown, split_modes, warn, write_text)
+from grpofit.cli.common import (DEBUG, METRIC, RUN_PATTERN, STEP, DiagnoseFormat, check_writable, echo_err,
+                                parse_thresholds, print_json, shown, split_modes, warn, write_text)
 from grpofit.errors import ExitCode
 
 
@@ -48,6 +48,11 @@ def diagnose(
     Example: grpofit diagnose outputs/ --fail-on dynamical_instability --junit grpofit.xml
     """
     from grpofit.pipeline import diagnose_paths
+
+    if junit is not None:  # an output that cannot be written is an error before any work
+        check_writable(junit, "--junit")
+    if plot_dir is not None:
+        check_writable(plot_dir, "--plot-dir", folder=True)
 
     if horizon is not None and not (horizon > 0 and horizon < float("inf")):
         from grpofit.errors import UsageError

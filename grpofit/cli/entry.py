@@ -8,7 +8,7 @@ import sys
 import typer
 
 from grpofit.cli.app import app
-from grpofit.cli.common import echo_err
+from grpofit.cli.common import debugging, echo_err, reset_debug
 from grpofit.errors import ExitCode, GrpofitError
 
 
@@ -106,17 +106,11 @@ def _run(argv: list[str] | None) -> int:
     from grpofit import interrupts
 
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args
-    if not debug:
-        import warnings
-
-        # numpy's overflow/invalid-value notes on extreme logs are not for users: results carry
-        # their own notes, and stderr keeps its one line per problem (--debug shows them)
-        warnings.filterwarnings("ignore", category=RuntimeWarning)
+    reset_debug()  # --debug is an option of the app: its callback sets it while parsing
     try:
         code = app(args=args, prog_name="grpofit", standalone_mode=False)
     except GrpofitError as e:
-        if debug:
+        if debugging():
             raise
         echo_err(f"error: {e.one_line()}")
         code = ExitCode.BAD_INPUT
@@ -126,7 +120,7 @@ def _run(argv: list[str] | None) -> int:
         typer.echo("aborted", err=True)
         code = ExitCode.BAD_INPUT
     except ClickException as e:
-        if debug:
+        if debugging():
             raise
         if type(e).__name__ == "NoArgsIsHelpError":  # bare `grpofit` / `grpofit simulate`
             e.show()
@@ -141,7 +135,7 @@ def _run(argv: list[str] | None) -> int:
     except BrokenPipeError:
         code = ExitCode.OK
     except OSError as e:
-        if debug:
+        if debugging():
             raise
         if e.filename is not None:
             echo_err(f"error: {e.filename}: {e.strerror or e}")
@@ -150,7 +144,7 @@ def _run(argv: list[str] | None) -> int:
         _stdout_to_devnull()
         code = ExitCode.BAD_INPUT
     except Exception as e:  # a bug: still one line, never a traceback without --debug
-        if debug:
+        if debugging():
             raise
         echo_err(f"error: internal error ({type(e).__name__}: {' '.join(str(e).split())}); rerun with --debug and report it")
         code = ExitCode.BAD_INPUT

@@ -27,9 +27,11 @@ def fit(
     Example: grpofit fit run.csv --format json
     """
     if plot is not None:  # a bad figure name is an error before any work, not after the table
+        from grpofit.cli.common import check_writable
         from grpofit.plotting import check_suffix
 
         check_suffix(plot, option="--plot")
+        check_writable(plot, "--plot")
     from grpofit.analysis import fit_summary
     from grpofit.pipeline import fit_paths
     from grpofit.vocabulary import SCHEMAS

@@ -32,9 +32,11 @@ def forecast(
     from grpofit.forecasting.command import ForecastOptions, forecast_paths
 
     if plot is not None:
+        from grpofit.cli.common import check_writable
         from grpofit.plotting import check_suffix
 
         check_suffix(plot, option="--plot")
+        check_writable(plot, "--plot")
     done = forecast_paths(runs, ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at),
                                                 until=until, batch_size=batch_size, run_pattern=run_pattern))
     warn(done.warnings)

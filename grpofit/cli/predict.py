@@ -38,9 +38,11 @@ def predict(
     grpofit predict --from-run run.csv --lr 1e-6 --momentum 0.9 --refresh-interval 2 --what-if-refresh-interval 8
     """
     if plot is not None:
+        from grpofit.cli.common import check_writable
         from grpofit.plotting import check_suffix
 
         check_suffix(plot, option="--plot")
+        check_writable(plot, "--plot")
     from grpofit.limits import check_predict
     from grpofit.predicting import run_predict
 

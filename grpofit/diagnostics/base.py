@@ -9,13 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from grpofit.collapse import Collapse, default_window, noise_sd, rolling_median
 
 from grpofit.vocabulary import MODES, STATUS_RANK, STATUSES  # noqa: F401  (re-exported)
+
+if TYPE_CHECKING:  # names for the annotations only (no import cycle, nothing loaded at run time)
+    from grpofit.diagnostics.findings import Finding
+    from grpofit.diagnostics.thresholds import Thresholds
+    from grpofit.fitting.results import FitResult
+    from grpofit.runs import Run
 
 
 @dataclass
@@ -26,7 +32,7 @@ class Verdict:
     evidence: str  #: one sentence with the numbers and the step where the problem starts
     start_step: float | None = None  #: where the problem starts (warn/fail), when known
     details: dict[str, Any] = field(default_factory=dict)  #: numbers behind the evidence
-    findings: list[Any] = field(default_factory=list)  #: the mode's rules (grpofit.diagnostics.findings.Finding)
+    findings: list[Finding] = field(default_factory=list)  #: the mode's rules
 
     def summary(self) -> dict:
         from grpofit.jsonout import jsonable
@@ -120,7 +126,7 @@ def quick_exponential(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 48
     return QuickFit(plateau=a, initial=a + b, timescale=T, r2=r2, gain=float(gain), at_bound=k in (0, n_grid - 1))
 
 
-def model_param(fit: Any, model: str, name: str) -> float | None:
+def model_param(fit: FitResult | None, model: str, name: str) -> float | None:
     """``fit.param(name, model).value`` as a float, or None (no fit, a failed fit, not finite)."""
     try:
         est = fit.param(name, model)
@@ -134,15 +140,15 @@ def model_param(fit: Any, model: str, name: str) -> float | None:
 class Context:
     """One run, ready to be judged: its roles, the reward (full and before any collapse), the fit."""
 
-    run: Any  #: grpofit.runs.Run
+    run: Run
     roles: dict[str, str | None]
     reward_column: str
     steps: np.ndarray  #: reward steps, whole run
     values: np.ndarray  #: reward values, whole run
     collapse: Collapse | None
-    fit: Any  #: grpofit.fitting.FitResult of the part before the collapse
+    fit: FitResult | None  #: the fit of the part before the collapse (None: no fit)
     group_size: int | None
-    th: Any  #: Thresholds
+    th: Thresholds
     eval_columns: tuple[str, ...] = ()  #: every eval series judged (several benchmarks)
 
     @cached_property

@@ -15,8 +15,8 @@ eval peak is the maximum of the eval's rolling median; ``sd`` are the sds of tho
 - **warn**, the eval's rate or plateau diverges from the train reward's: with ``>= eval_fit_points``
   eval points, :func:`grpofit.diagnostics.evals.divergence` on 95% profile intervals: the whole
   interval of eval timescale / train timescale below ``1 / eval_timescale_ratio`` (saturates
-  early), or the eval within ``eval_stall_share / 4`` of its plateau while the train still has
-  ``eval_stall_share`` of its gain ahead (lower ends and upper ends of the intervals);
+  early), or, independently of the rates, the eval's plateau as a share of its headroom (0-1
+  metrics) wholly below ``1 / eval_plateau_ratio`` of the train reward's (it levels off low);
 - otherwise pass, with the timescales and gains as evidence.
 """
 
@@ -101,7 +101,7 @@ def check(ctx: Context) -> Verdict:
             text = (f"eval timescale {fmt(qe.timescale)} vs train {fmt(qt.timescale)} steps; "
                     f"fitted eval gain {fmt(qe.gain)} vs train {fmt(qt.gain)} ({col}, {n} points)")
         # the eval's rate or plateau diverging from the train reward's, judged on 95% intervals
-        d = divergence(s, e, *ctx.pre, ratio=th.eval_timescale_ratio, ahead_share=th.eval_stall_share)
+        d = divergence(s, e, *ctx.pre, ratio=th.eval_timescale_ratio, plateau_ratio=th.eval_plateau_ratio)
         if d is not None:
             details["divergence"] = d
             if d["diverges"]:

@@ -149,12 +149,29 @@ def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64) -> d
         "timescale": T,
         "timescale_at_bound": k in (0, n_grid - 1),
         "gain": gain,
+        "y_min": float(np.min(values)),
+        "y_max": float(np.max(values)),
         "r2": 1.0 - float(sse[k]) / sst if sst > 0 else 0.0,
     }
 
 
+def headroom_share(fit: dict) -> dict | None:
+    """The plateau on a scale common to every 0-1 metric (an accuracy, a pass rate, a 0/1 reward):
+    the share of the headroom above the start level that the curve gains at its plateau,
+    ``(plateau - initial) / (1 - initial)``, with the plateau's 95% profile interval carried
+    through (an open end stays open). None when the headroom is not known: the curve leaves
+    [0, 1], or starts within 0.02 of 1."""
+    i0, p = fit["initial"], fit["plateau"]
+    top = 1.0 - i0
+    if not (0.0 <= min(fit["y_min"], i0) and max(fit["y_max"], i0) <= 1.0) or top < 0.02:
+        return None
+    lo, hi = fit["ci95"]
+    return {"value": (p - i0) / top, "ci95": [None if lo is None else (lo - i0) / top,
+                                              None if hi is None else (hi - i0) / top]}
+
+
 def divergence(eval_steps: np.ndarray, eval_values: np.ndarray, train_steps: np.ndarray, train_values: np.ndarray,
-               *, ratio: float, ahead_share: float) -> dict | None:
+               *, ratio: float, plateau_ratio: float = 4.0) -> dict | None:
     """Does the eval's rate or plateau diverge from the train reward's? Interval-based, so that
     noise alone does not flag (a noisy curve's profile accepts a wide range of timescales).
 
@@ -162,10 +179,17 @@ def divergence(eval_steps: np.ndarray, eval_values: np.ndarray, train_steps: np.
     them). ``rate``: ``"faster"`` when the eval/train timescale ratio's 95% interval
     ``[T_e lo / T_t hi, T_e hi / T_t lo]`` lies below ``1 / ratio`` (the eval saturates early),
     ``"slower"`` when it lies above ``ratio``, ``"same"`` when it lies inside ``[1/ratio, ratio]``,
-    else None (cannot tell). ``plateau``: ``"eval at its plateau, train not"`` when the train still
-    has at least ``ahead_share`` of its gain ahead (lower end of its interval) while the eval has
-    less than ``ahead_share / 4`` ahead (upper end): the eval stopped where the train goes on.
-    Only rising curves are compared; None when either fit fails."""
+    else None (cannot tell).
+
+    ``plateau`` compares the levels, not the rates: each plateau as its share of the headroom
+    (:func:`headroom_share`, 0-1 metrics only), with its 95% interval. ``"lower"`` when the
+    eval's whole interval lies below ``1 / plateau_ratio`` of the train's lower end (the eval
+    levels off at a small part of what the train reward gains: it stops transferring, whatever
+    the rates), ``"higher"`` when the eval's lower end exceeds ``plateau_ratio`` x the train's
+    upper end, ``"same"`` when the two intervals lie within a factor ``plateau_ratio`` of each
+    other, else None. A plateau still rising past the observed steps has an open upper end,
+    so it can be "lower" only where it is the train's. Only rising curves are compared
+    (``diverges`` on ``rate == "faster"`` or ``plateau == "lower"``); None when either fit fails."""
     t0, t1 = float(eval_steps[0]), float(eval_steps[-1])
     keep = (train_steps >= t0) & (train_steps <= t1)
     fe = profile_fit(eval_steps, eval_values)
@@ -184,19 +208,31 @@ def divergence(eval_steps: np.ndarray, eval_values: np.ndarray, train_steps: np.
             rate = "slower"
         elif lo >= 1.0 / ratio and hi is not None and hi <= ratio:
             rate = "same"
+    se, st = headroom_share(fe), headroom_share(ft)
     plateau = None
-    if rising:
-        if ft["ahead_ci95"][0] >= ahead_share and fe["ahead_ci95"][1] < ahead_share / 4.0:
-            plateau = "eval at its plateau, train not"
-        elif fe["ahead_ci95"][0] >= ahead_share and ft["ahead_ci95"][1] < ahead_share / 4.0:
-            plateau = "train at its plateau, eval not"
+    if rising and se is not None and st is not None:
+        (e_lo, e_hi), (t_lo, t_hi) = se["ci95"], st["ci95"]
+        if e_hi is not None and t_lo is not None and t_lo > 0 and e_hi < t_lo / plateau_ratio:
+            plateau = "lower"
+        elif e_lo is not None and t_hi is not None and e_lo > 0 and e_lo > plateau_ratio * max(t_hi, 0.0):
+            plateau = "higher"
+        elif (None not in (e_lo, e_hi, t_lo, t_hi) and min(e_lo, t_lo) > 0
+              and max(e_hi, t_hi) <= plateau_ratio * min(e_lo, t_lo)):
+            plateau = "same"
     return {
         "timescale_ratio": fe["timescale"] / ft["timescale"], "timescale_ratio_ci95": [lo, hi],
         "eval_timescale_ci95": fe["timescale_ci95"], "train_timescale_ci95": ft["timescale_ci95"],
         "eval_ahead_ci95": fe["ahead_ci95"], "train_ahead_ci95": ft["ahead_ci95"],
+        "eval_plateau_share": se, "train_plateau_share": st,
         "rate": rate, "plateau": plateau,
-        "diverges": rate == "faster" or plateau == "eval at its plateau, train not",
+        "diverges": rate == "faster" or plateau == "lower",
     }
+
+
+def _share_text(share: dict) -> str:
+    lo, hi = share["ci95"]
+    rng = f"[{'-inf' if lo is None else f'{100 * lo:.0f}'}, {'inf' if hi is None else f'{100 * hi:.0f}'}]%"
+    return f"{100 * share['value']:.0f}% {rng}"
 
 
 def divergence_text(d: dict) -> str:
@@ -205,10 +241,9 @@ def divergence_text(d: dict) -> str:
     parts = []
     if d["rate"] == "faster":
         parts.append(f"saturates early: eval timescale x{d['timescale_ratio']:.2g} the train's, 95% {rng}")
-    if d["plateau"] == "eval at its plateau, train not":
-        ea, ta = d["eval_ahead_ci95"], d["train_ahead_ci95"]
-        parts.append(f"at its plateau (<= {100 * ea[1]:.0g}% of its gain ahead) while the train reward still has "
-                     f">= {100 * ta[0]:.0f}% of its gain ahead")
+    if d["plateau"] == "lower":
+        parts.append(f"levels off low: its plateau gains {_share_text(d['eval_plateau_share'])} of its headroom, "
+                     f"the train reward's {_share_text(d['train_plateau_share'])}")
     return "; ".join(parts)
 
 

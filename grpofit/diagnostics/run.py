@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
@@ -12,16 +12,22 @@ from grpofit.diagnostics.findings import fold
 from grpofit.diagnostics.registry import CHECKS, RULES
 from grpofit.diagnostics.thresholds import Thresholds
 
+if TYPE_CHECKING:  # names for the annotations only
+    from grpofit.collapse import Collapse
+    from grpofit.fitting.results import FitResult, ModelFit
+    from grpofit.groupsize import GroupSize
+    from grpofit.runs import Run
+
 
 @dataclass
 class RunDiagnosis:
     """The diagnosis of one run; ``summary()`` is one entry of the contract's ``runs`` list."""
 
     name: str
-    fit: Any  #: grpofit.fitting.FitResult of the reward before any collapse
+    fit: FitResult | None  #: the fit of the reward before any collapse
     diagnostics: dict[str, Verdict]
-    collapse: Any = None  #: grpofit.collapse.Collapse or None
-    group_size: Any = None  #: grpofit.groupsize.GroupSize
+    collapse: Collapse | None = None
+    group_size: GroupSize | None = None
     roles: dict[str, str | None] = field(default_factory=dict)
     late_variance: float | None = None  #: variance of the fit residuals over the last third of the fitted part
     fluctuation: dict | None = None  #: the policy's late fluctuation (grpofit.groupsize.policy_fluctuation)
@@ -34,7 +40,7 @@ class RunDiagnosis:
         return worst(v.status for v in self.diagnostics.values())
 
     @property
-    def preferred_model(self) -> Any:
+    def preferred_model(self) -> ModelFit | None:
         pref = getattr(self.fit, "preferred", None)
         return self.fit.models.get(pref) if pref else None
 
@@ -74,7 +80,7 @@ class RunDiagnosis:
         })
 
 
-def _late_variance(fit: Any) -> float | None:
+def _late_variance(fit: FitResult | None) -> float | None:
     model = getattr(fit, "models", {}).get(getattr(fit, "preferred", None) or "")
     if model is None or not getattr(model, "ok", True):
         return None
@@ -91,7 +97,7 @@ def _late_variance(fit: Any) -> float | None:
 
 
 def diagnose_run(
-    run: Any,
+    run: Run,
     *,
     metric: str | None = None,
     eval_metric: str | None = None,
@@ -121,7 +127,8 @@ def diagnose_run(
             from grpofit.analysis import _listing
 
             raise MetricNotFound(f"no column matches --eval-metric {eval_metric!r} in run {run.name}", path=run.source,
-                                 columns=columns, fix="pass a glob or a column among the numeric columns: " + _listing(columns))
+                                 columns=columns, option=f"--eval-metric {eval_metric!r}",
+                                 fix="pass a glob or a column among the numeric columns: " + _listing(columns))
         overrides["eval_reward"] = eval_cols[0]
     elif eval_metric is not None:
         overrides["eval_reward"] = resolve_column(run, "eval_reward", eval_metric)

@@ -23,7 +23,7 @@ class Thresholds:
 
     # reward collapse (grpofit.collapse.find_collapse)
     collapse_min_drop: float = _t(0.5, "a collapse loses at least this fraction of the reward's gain (running peak minus start level)")
-    collapse_noise_k: float = _t(4.0, "... and at least this many point-noise sds of the reward")
+    collapse_noise_k: float = _t(4.0, "... and at least this many noise sds of the reward's rolling-median level (point sd x 1.25/sqrt(window))")
     # shared
     late_fraction: float = _t(0.25, "the 'late run' is the last fraction of the points (at least one rolling window)")
     baseline_fraction: float = _t(0.2, "a metric's baseline is the median over the first fraction of its points")
@@ -57,6 +57,7 @@ class Thresholds:
     eval_fall_min: float = _t(0.05, "... and by at least this fraction of the eval's peak level (a flat benchmark does not 'fall' by a point)")
     eval_stall_share: float = _t(0.2, "train must still make this share of its gain in the second half for an eval stall to count")
     eval_timescale_ratio: float = _t(4.0, "the 95% interval of train timescale / eval timescale wholly at or above this (eval saturates early) -> warn")
+    eval_plateau_ratio: float = _t(4.0, "the 95% interval of the eval plateau's share of its headroom wholly below 1/this of the train reward's (levels off low) -> warn")
     # reward hacking without an eval set (train-eval decoupling when no eval series exists)
     hack_window: float = _t(20, "sliding window (points) for the KL and reward slopes")
     kl_slope_min: float = _t(0.005, "KL slope per step above this, with the reward slope > 0 and KL slope / reward slope > kl_reward_slope_ratio -> warn")

@@ -177,15 +177,17 @@ class _Task:
     run_pattern: str | None = None
 
 
-def _work(task: _Task, _extra=None) -> tuple[list[dict], list[dict], list[str]]:
+def _work(task: _Task, _extra=None) -> tuple[list[dict], list, list[str]]:
     from grpofit.errors import GrpofitError
     from grpofit.readers import read_path
 
     entries, errors, warnings = [], [], []
+    from grpofit.pipeline import RunError
+
     try:
         runs = read_path(task.path, step=task.step)
     except GrpofitError as e:
-        return [], [{"run": task.path, "error": e.one_line()}], []
+        return [], [RunError.of(task.path, e)], []
     from grpofit.selection import matches
 
     for run in [r for r in runs if matches(r, task.run_pattern)]:
@@ -193,7 +195,7 @@ def _work(task: _Task, _extra=None) -> tuple[list[dict], list[dict], list[str]]:
         try:
             entry = backtest_run(run, metric=task.metric, cuts=task.cuts, batch_size=task.batch_size)
         except GrpofitError as e:
-            errors.append({"run": run.name, "error": e.one_line()})
+            errors.append(RunError.of(run.name, e))
             continue
         entries.append(entry)
         if task.plot_dir:
@@ -204,7 +206,9 @@ def _work(task: _Task, _extra=None) -> tuple[list[dict], list[dict], list[str]]:
 
 
 def _lost(task: _Task) -> tuple[list, list, list]:
-    return [], [{"run": task.path, "error": "the worker backtesting this file died (out of memory or killed)"}], []
+    from grpofit.pipeline import RunError
+
+    return [], [RunError(task.path, "the worker backtesting this file died (out of memory or killed)")], []
 
 
 def _run_tasks(tasks: list[_Task], jobs: int) -> list:
@@ -235,6 +239,7 @@ def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUT
                    jobs: int = 1, plot_dir=None, run_pattern: str | None = None) -> tuple[dict, list[str]]:
     """The ``grpofit.backtest/1`` document for every run under ``paths`` and the warnings."""
     from grpofit.errors import GrpofitError
+    from grpofit.pipeline import RunError
     from grpofit.readers import discover
 
     files, early = [], []
@@ -244,7 +249,7 @@ def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUT
         except GrpofitError as e:
             if len(paths) == 1:
                 raise
-            early.append({"run": path, "error": e.one_line()})
+            early.append(RunError.of(path, e))
     tasks = [_Task(f.path, metric, step, tuple(cuts), batch_size,
                    None if plot_dir is None else str(plot_dir), run_pattern) for f in files]
     results = _run_tasks(tasks, jobs)
@@ -253,6 +258,10 @@ def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUT
         runs.extend(e)
         errors.extend(err)
         warnings.extend(w)
+    from grpofit.pipeline import raise_bad_option
+
+    raise_bad_option(errors, len(runs))  # --metric/--step that no run has: exit 2, nothing on stdout
+    errors = [e.summary() for e in errors]
     if run_pattern and not runs and not errors:
         from grpofit.selection import no_match
 

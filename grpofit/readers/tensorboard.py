@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Iterator
 
 import numpy as np
 
@@ -38,7 +38,6 @@ __all__ = [
     "looks_like_tfevents",
     "parse_tfevents",
     "read_tfevents",
-    "write_tfevents",
     "event_files",
 ]
 
@@ -223,12 +222,6 @@ def _masked_crc32c_batch(buf: bytes, starts: np.ndarray, lengths: np.ndarray) ->
         masked = (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
         out[order] = masked.astype(np.uint32)
     return out
-
-
-def _frame(data: bytes) -> bytes:
-    """One TFRecord: length, masked CRC of the length, data, masked CRC of the data."""
-    head = struct.pack("<Q", len(data))
-    return head + _U32.pack(masked_crc32c(head)) + data + _U32.pack(masked_crc32c(data))
 
 
 def _base(name: str) -> str:
@@ -592,43 +585,3 @@ def _to_table(series: dict[str, dict[int, float]]) -> dict[str, np.ndarray]:
             key = f"{key} (tag)"
         table[key] = values
     return table
-
-
-# --- writing -------------------------------------------------------------------------------
-
-
-def _scalar_value(tag: str, value: float, tensor: bool) -> bytes:
-    if not tensor:
-        return pb.field_bytes(1, tag) + pb.field_float(2, value)
-    proto = (
-        pb.field_varint(1, 1)  # DT_FLOAT
-        + pb.field_bytes(2, b"")  # shape {} : a scalar
-        + pb.field_bytes(5, struct.pack("<f", value))  # packed float_val
-    )
-    metadata = pb.field_bytes(1, pb.field_bytes(1, "scalars"))
-    return pb.field_bytes(1, tag) + pb.field_bytes(9, metadata) + pb.field_bytes(8, proto)
-
-
-def encode_event(step: int, scalars: dict[str, float], *, wall_time: float, tensor: bool = False) -> bytes:
-    """One serialized Event holding ``scalars`` at ``step`` (simple_value, or scalar tensors)."""
-    summary = b"".join(pb.field_bytes(1, _scalar_value(t, float(v), tensor)) for t, v in scalars.items())
-    return pb.field_double(1, wall_time) + pb.field_varint(2, int(step)) + pb.field_bytes(5, summary)
-
-
-def write_tfevents(
-    path: str,
-    rows: Iterable[tuple[int, dict[str, float]]],
-    *,
-    wall_time: float = 1_700_000_000.0,
-    tensor: bool = False,
-) -> None:
-    """Write a valid event file: a ``file_version`` event, then one event per ``(step, scalars)``.
-
-    Scalars go in ``simple_value`` (or, with ``tensor=True``, as TF2-style scalar tensors with
-    ``float_val``). Wall times are ``wall_time + i`` so the output is deterministic.
-    """
-    chunks = [_frame(pb.field_double(1, wall_time) + pb.field_bytes(3, "brain.Event:2"))]
-    for i, (step, scalars) in enumerate(rows):
-        chunks.append(_frame(encode_event(step, scalars, wall_time=wall_time + i + 1, tensor=tensor)))
-    with open(path, "wb") as fh:
-        fh.write(b"".join(chunks))

@@ -38,8 +38,6 @@ __all__ = [
     "iter_wandb_records",
     "parse_wandb",
     "read_wandb_file",
-    "write_wandb_file",
-    "frame_records",
     "read_wandb_run_dir",
     "is_wandb_run_dir",
     "read_history_jsonl",
@@ -188,37 +186,6 @@ def _file_windows(f: BinaryIO, head: bytes) -> Iterator[bytes]:
         if len(window) < size:
             return
         window = f.read(size)
-
-
-def frame_records(payloads: Iterable[bytes], *, version: int = VERSION) -> bytes:
-    """The ``.wandb`` bytes of ``payloads``: header, then LevelDB log chunks in 32 KiB blocks.
-
-    A payload that does not fit in the current block is split into FIRST, MIDDLE..., LAST
-    chunks; a block's last < 7 bytes are zero padding (a chunk header never straddles a block).
-    """
-    out = bytearray(HEADER.pack(IDENT, MAGIC, version))
-    for data in payloads:
-        data = bytes(data)
-        left = BLOCK - len(out) % BLOCK
-        if left < CHUNK.size:
-            out += b"\0" * left
-            left = BLOCK
-        if len(data) + CHUNK.size <= left:
-            _append_chunk(out, FULL, data)
-            continue
-        room = left - CHUNK.size
-        _append_chunk(out, FIRST, data[:room])
-        used = room
-        while len(data) - used > BLOCK - CHUNK.size:
-            _append_chunk(out, MIDDLE, data[used : used + BLOCK - CHUNK.size])
-            used += BLOCK - CHUNK.size
-        _append_chunk(out, LAST, data[used:])
-    return bytes(out)
-
-
-def _append_chunk(out: bytearray, kind: int, data: bytes) -> None:
-    out += CHUNK.pack(zlib.crc32(data, _TYPE_SEED[kind]), len(data), kind)
-    out += data
 
 
 # --- records -------------------------------------------------------------------------------
@@ -397,56 +364,6 @@ def _read_bytes(path: str, fix: str) -> bytes:
 
 def _base(name: str) -> str:
     return os.path.basename(str(name).rstrip("/\\")) or str(name)
-
-
-# --- writing -------------------------------------------------------------------------------
-
-
-def _json(value: Any) -> str:
-    if isinstance(value, np.generic):
-        value = value.item()
-    return json.dumps(value, allow_nan=True, default=str)
-
-
-def encode_history(row: dict[str, Any], step: int) -> bytes:
-    """A serialized ``Record{history=2}`` for one logged row (keys with ``/`` kept whole)."""
-    items = b"".join(
-        pb.field_bytes(1, pb.field_bytes(1, str(k)) + pb.field_bytes(16, _json(v)))
-        for k, v in row.items()
-    )
-    history = items + pb.field_bytes(2, pb.field_varint(1, step))
-    return pb.field_bytes(2, history)
-
-
-def encode_config(config: dict[str, Any]) -> bytes:
-    """A serialized ``Record{config=5}`` with one ConfigItem per key."""
-    items = b"".join(
-        pb.field_bytes(1, pb.field_bytes(1, str(k)) + pb.field_bytes(16, _json(v)))
-        for k, v in config.items()
-    )
-    return pb.field_bytes(5, items)
-
-
-def write_wandb_file(path: str, rows: list[dict[str, Any]], *, config: dict[str, Any] | None = None) -> None:
-    """Write a ``.wandb`` file with one history record per row (and a config record if given).
-
-    ``_step`` is taken from each row or numbered 0, 1, ...; it goes both in HistoryStep and as
-    a ``_step`` item, as the W&B client does. Framing, block boundaries and CRCs follow the
-    format, so the reader here (and in principle wandb's own) accepts the file.
-    """
-    payloads = []
-    num = 1
-    if config:
-        payloads.append(pb.field_varint(1, num) + encode_config(config))
-        num += 1
-    for i, row in enumerate(rows):
-        step = int(row.get("_step", i))
-        full = dict(row)
-        full["_step"] = step
-        payloads.append(pb.field_varint(1, num) + encode_history(full, step))
-        num += 1
-    with open(path, "wb") as fh:
-        fh.write(frame_records(payloads))
 
 
 # --- run folders ---------------------------------------------------------------------------

@@ -114,6 +114,8 @@ class RunState:
     warm_fits: int = 0
     alerts: dict[tuple[str, str], Alert] = field(default_factory=dict)
     problem: str | None = None
+    #: the option the user passed is at fault (``--metric nope``): a :class:`~grpofit.pipeline.RunError`
+    option_error: Any = None
     rule_state: dict = field(default_factory=dict)
 
     @property
@@ -198,8 +200,10 @@ class Monitor:
                 col = resolve_column(run, "reward", self.metric)
             except GrpofitError as e:
                 st.problem = e.one_line()
+                st.option_error = _option_error(run.name, e)
                 st.n = int(run.steps.size)
                 return events
+            st.option_error = None
             st.rule_state["grad_col"] = _grad_column(run)
             st.rule_state["columns"] = (columns, col, st.rule_state["grad_col"])
         st.problem = None
@@ -328,7 +332,10 @@ class Monitor:
         except GrpofitError as e:
             st.verdicts = {}
             st.evidence = {"fit": e.one_line()}
+            st.option_error = _option_error(run.name, e)
             d = None
+        else:
+            st.option_error = None
         if d is not None:
             st.verdicts = {m: v.status for m, v in d.diagnostics.items()}
             st.evidence = {m: v.evidence for m, v in d.diagnostics.items()}
@@ -428,3 +435,12 @@ def _grad_column(run) -> str | None:
     except Exception:  # noqa: BLE001 - a role table without grad_norm
         return None
     return col if col in run.metrics else None
+
+
+def _option_error(name: str, exc: GrpofitError):
+    """The run's error as a :class:`~grpofit.pipeline.RunError` when an option's value caused it."""
+    if getattr(exc, "option", None) is None:
+        return None
+    from grpofit.pipeline import RunError
+
+    return RunError.of(name, exc)

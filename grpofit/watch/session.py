@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from grpofit.errors import UsageError
+from grpofit.errors import ReadError, UsageError
 from grpofit.watch.follow import Follower
 from grpofit.watch.monitor import _RANK, Monitor
 
@@ -148,7 +148,7 @@ class Session:
         self.exit_code = 0
         self.jsonl: IO[str] | None = None
         self.printed: dict[str, str] = {}
-        self.problems_shown: dict[str, str] = {}
+        self.problems_shown: dict = {}  #: path (or ("option", run)) -> the problem last shown
         self.polls = 0
         self.tokens = 0.0  #: seconds of re-judging allowed now (a token bucket)
         self.last_poll: float | None = None
@@ -213,6 +213,14 @@ class Session:
             from grpofit.watch.trim import release
 
             release()  # its temporaries, freed, go back to the OS (see trim.py)
+        self._option_errors(final=final or self.opts.once)
+        if (final or self.opts.once) and res.problems and not self.monitor.runs:
+            # --once and not one run could be read: bad input (exit 2, one line, nothing on stdout)
+            (path, why), *more = res.problems.items()
+            line = why if path in why else f"{path}: {why}"
+            more_text = f" (and {len(more)} more path(s) that could not be read)" if more else ""
+            fix = None if "; " in line else "nothing to judge with --once (without it, watch waits for the first records)"
+            raise ReadError(line + more_text, fix=fix)
         for path, why in res.problems.items():
             if self.problems_shown.get(path) != why:
                 self.problems_shown[path] = why
@@ -223,8 +231,25 @@ class Session:
             if e["event"] == "alert" and e["status"] == "fail" and self.opts.on_fail:
                 self._hook(e)
         if self.opts.exit_on and any(e["event"] == "alert" and _RANK[e["status"]] >= _RANK[self.opts.exit_on] for e in events):
-            self.exit_code = 1
+            self.exit_code = max(self.exit_code, 1)
         return events
+
+    def _option_errors(self, *, final: bool) -> None:
+        """An option value no run has (``--metric nope``): with ``--once`` an error (exit 2, one
+        line, nothing on stdout when no run could be judged); while following, a warning per run
+        on stderr (the column may still appear, e.g. a first eval)."""
+        from grpofit.pipeline import raise_bad_option
+
+        bad = [st.option_error for st in self.monitor.runs.values() if st.option_error is not None]
+        if not bad:
+            return
+        if final:
+            raise_bad_option(bad, len(self.monitor.runs) - len(bad))
+            self.exit_code = 2
+        for e in bad:
+            if self.problems_shown.get(("option", e.run)) != e.error:
+                self.problems_shown[("option", e.run)] = e.error
+                print(f"error: {e.error}" if final else f"warning: {e.error}", file=self.err, flush=True)
 
     # ------------------------------------------------------------------ output
     def _write(self, event: dict) -> None:

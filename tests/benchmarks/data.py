@@ -297,7 +297,7 @@ def reader_inputs(folder: Path, rows: int, seed: int = 0) -> dict[str, Path]:
         for r in records:
             fh.write(json.dumps({"type": "rollout", "grpo_step": r["step"], **{k: r[k] for k in keys[:half]}}) + "\n")
             fh.write(json.dumps({"type": "train", "grpo_step": r["step"], **{k: r[k] for k in keys[half:]}}) + "\n")
-    from grpofit.readers.tensorboard import write_tfevents
+    from grpofit.testing.writers import write_tfevents
 
     cols = {k: df[k].to_numpy(float) for k in keys}
     write_tfevents(str(paths["tfevents"]),

@@ -1,0 +1,43 @@
+"""The lmfit fallback does not import pandas (issue 17: a third of a second or more for one
+fallback fit), and its answer is the one lmfit gives with pandas loaded."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_FIT = (
+    "import sys\n"
+    "{pre}"
+    "import numpy as np\n"
+    "from grpofit.fitting.profile import log_bins\n"
+    "from grpofit.fitting.solve import solve_lmfit\n"
+    "from grpofit.models import OSCILLATOR\n"
+    "t = np.arange(0, 200.0)\n"
+    "y = 0.1 + 0.002 * t + np.random.default_rng(3).normal(0, 0.02, t.size)\n"
+    "b = log_bins(t, y)\n"
+    "start = {{'plateau': 0.5, 'initial': 0.1, 'timescale': 100.0, 'inertia': 5.0}}\n"
+    "sol = solve_lmfit(OSCILLATOR, b, start, OSCILLATOR.bounds(t, y))\n"
+    "print(sol.method, sol.ok, [float(v).hex() for v in sol.x], float(sol.ssr).hex(), 'pandas' in sys.modules)\n"
+    "import pandas\n"  # still importable afterwards
+)
+
+
+def _run(pre: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", _FIT.format(pre=pre)], capture_output=True, text=True,
+                         cwd=ROOT, check=True)
+    return out.stdout.split()
+
+
+def test_lmfit_fallback_leaves_pandas_unloaded_and_answers_the_same():
+    pytest.importorskip("lmfit")
+    lean = _run("")
+    loaded = _run("import pandas\n")
+    assert lean[0] == "lmfit" and lean[1] == "True"
+    assert lean[-1] == "False" and loaded[-1] == "True"
+    assert lean[:-1] == loaded[:-1]  # the same parameters and sum of squares, to the bit

@@ -1,0 +1,74 @@
+"""The objects that carry a run through ``diagnose`` are typed: no ``Any`` fields, and every
+annotation names a real class (the names are imported for type checkers only, so they are
+resolved here against the modules that define them)."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import typing
+
+import pytest
+
+
+def _hints(cls) -> dict:
+    import grpofit.collapse
+    import grpofit.diagnostics.findings
+    import grpofit.diagnostics.thresholds
+    import grpofit.fitting.results
+    import grpofit.gate
+    import grpofit.groupsize
+    import grpofit.runs
+
+    namespace: dict = {}
+    for module in (grpofit.collapse, grpofit.diagnostics.findings, grpofit.diagnostics.thresholds,
+                   grpofit.fitting.results, grpofit.gate, grpofit.groupsize, grpofit.runs,
+                   sys.modules[cls.__module__]):
+        namespace.update(vars(module))
+    return typing.get_type_hints(cls, globalns=namespace)
+
+
+def _classes():
+    from grpofit.diagnostics.base import Context
+    from grpofit.diagnostics.run import RunDiagnosis
+    from grpofit.pipeline import DiagnoseOptions, JudgeOptions
+
+    return [Context, RunDiagnosis, JudgeOptions, DiagnoseOptions]
+
+
+@pytest.mark.parametrize("cls", _classes(), ids=lambda c: c.__name__)
+def test_no_field_is_any_and_every_type_resolves(cls):
+    hints = _hints(cls)
+    for f in dataclasses.fields(cls):
+        assert "Any" not in str(f.type), f"{cls.__name__}.{f.name}: {f.type}"
+        assert hints[f.name] is not typing.Any
+
+
+def test_the_typed_fields_name_the_result_classes():
+    from grpofit.collapse import Collapse
+    from grpofit.diagnostics.base import Context
+    from grpofit.diagnostics.run import RunDiagnosis
+    from grpofit.diagnostics.thresholds import Thresholds
+    from grpofit.fitting.results import FitResult
+    from grpofit.groupsize import GroupSize
+    from grpofit.pipeline import DiagnoseOptions, JudgeOptions
+    from grpofit.runs import Run
+
+    ctx, diag = _hints(Context), _hints(RunDiagnosis)
+    assert ctx["run"] is Run and ctx["th"] is Thresholds and ctx["fit"] == FitResult | None
+    assert diag["fit"] == FitResult | None and diag["collapse"] == Collapse | None
+    assert diag["group_size"] == GroupSize | None
+    assert _hints(JudgeOptions)["diagnose"] is DiagnoseOptions
+
+
+def test_diagnose_options_are_the_keyword_arguments_of_diagnose_run():
+    import inspect
+
+    from grpofit.diagnostics import Thresholds
+    from grpofit.diagnostics.run import diagnose_run
+    from grpofit.pipeline import DiagnoseOptions
+
+    th = Thresholds()
+    args = DiagnoseOptions(th, metric="reward", eval_metric="eval/*", group_size=8).arguments()
+    assert args == {"metric": "reward", "eval_metric": "eval/*", "thresholds": th, "group_size": 8}
+    assert set(args) <= set(inspect.signature(diagnose_run).parameters)
