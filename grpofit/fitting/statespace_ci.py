@@ -193,7 +193,9 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
     B[:, 0, :] = y[:, None]
     B[:, 1, :] = 1.0
     B[:, 2:, :] = c.cols[:, :, :c.modes].transpose(1, 2, 0)
-    F, Q = _transitions(np.diff(t), c)
+    # the head's steps and the tail's bins share a few spacings: transitions once per spacing
+    dts, step_of = np.unique(np.diff(t), return_inverse=True)
+    F, Q = _transitions(dts, c)
     f11, f12, f21, f22 = F[..., 0, 0], F[..., 0, 1], F[..., 1, 0], F[..., 1, 1]
     # P = (p11, p12, p22) <- F P F' + Q, as one (3 x 3) map per step and cell
     C = np.stack([np.stack([f11 * f11, 2.0 * f11 * f12, f12 * f12], axis=1),
@@ -216,9 +218,10 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
     gi, pi = np.array([0, 0, 1]), np.array([0, 1, 1])
     for j in range(n):
         if j:
-            X = Fc0[j - 1] * X[0] + Fc1[j - 1] * X[1]
-            Cj = C[j - 1]
-            P = Cj[:, 0] * P[0] + Cj[:, 1] * P[1] + Cj[:, 2] * P[2] + Qv[j - 1]
+            k = step_of[j - 1]
+            X = Fc0[k] * X[0] + Fc1[k] * X[1]
+            Cj = C[k]
+            P = Cj[:, 0] * P[0] + Cj[:, 1] * P[1] + Cj[:, 2] * P[2] + Qv[k]
         s = P[0] + obs[j]
         innov = B[j] - X[0]
         Z[j] = innov * (1.0 / np.sqrt(s))
