@@ -72,6 +72,7 @@ def fit_run(
     seed: int = 0,
     cut_collapse: bool = True,
     collapse_options: dict | None = None,
+    warm: dict | None = None,
 ) -> "FitResult":
     """Fit both laws to the run's reward (or ``metric``).
 
@@ -80,12 +81,15 @@ def fit_run(
     ``collapse_options`` are passed to :func:`~grpofit.collapse.find_collapse`) only the part
     before the break is fitted, and the collapse is attached as ``result.collapse`` so the
     plateau is never smeared by the fall. ``result.column_steps/column_values`` keep the whole
-    series for plots.
+    series for plots. ``warm``: a dict kept between refits of a growing run (``grpofit watch``): each fit
+    starts from the last refit's optimum (:func:`grpofit.fitting.fit_series`), the whole run's
+    and the part before a collapse each from its own.
     """
     from grpofit.fitting import MIN_POINTS, fit_series
 
     column = resolve_column(run, "reward", metric)
     steps, values = run.series(column)
+    _release_if_long(steps.size)
     if steps.size < MIN_POINTS:
         raise TooFewPoints(
             f"{column!r} has {steps.size} finite point(s) in run {run.name}; a fit needs at least {MIN_POINTS}",
@@ -100,9 +104,10 @@ def fit_run(
     if cut_collapse and metric_kind(column) == "decays":
         cut_collapse = False  # a loss, KL or cost falls by design: its fall is fitted as a decay
     if cut_collapse:
-        collapse, result = _confirmed_collapse(run, column, steps, values, seed, collapse_options or {})
+        collapse, result = _confirmed_collapse(run, column, steps, values, seed, collapse_options or {}, warm)
     if result is None:
-        result = fit_series(steps, values, run=run.name, metric=column, step_column=run.step_column, seed=seed)
+        result = fit_series(steps, values, run=run.name, metric=column, step_column=run.step_column, seed=seed,
+                            warm=None if warm is None else warm.setdefault("whole", {}))
     from grpofit.roles import choose_reward
 
     choice = choose_reward(run.numeric_columns(), column)
@@ -112,11 +117,22 @@ def fit_run(
     return result
 
 
+def _release_if_long(n: int) -> None:
+    """Before fitting a long run, give the heap its reading freed (pandas' parse buffers: about
+    1x a large CSV) back to the OS, so the fit's arrays do not stack on top of it."""
+    from grpofit.fitting.hac import BLOCK
+
+    if n > BLOCK:
+        from grpofit.watch.trim import release
+
+        release()
+
+
 #: candidates examined per run: an underdamped run may ring through a few before settling
 MAX_COLLAPSE_CANDIDATES = 4
 
 
-def _confirmed_collapse(run, column, steps, values, seed, options):
+def _confirmed_collapse(run, column, steps, values, seed, options, warm=None):
     """``(collapse, fit of the part before it)`` or ``(None, fit of the whole run | None)``.
 
     Candidates come from :func:`~grpofit.collapse.find_collapse`. Each is checked against the
@@ -127,8 +143,9 @@ def _confirmed_collapse(run, column, steps, values, seed, options):
     from grpofit.collapse import explained_by_law, find_collapse
     from grpofit.fitting import MIN_POINTS, fit_series
 
-    def fit(s, v):
-        return fit_series(s, v, run=run.name, metric=column, step_column=run.step_column, seed=seed)
+    def fit(s, v, part="whole"):
+        return fit_series(s, v, run=run.name, metric=column, step_column=run.step_column, seed=seed,
+                          warm=None if warm is None else warm.setdefault(part, {}))
 
     whole = None
     after = None
@@ -139,7 +156,7 @@ def _confirmed_collapse(run, column, steps, values, seed, options):
         keep = steps < collapse.step
         if keep.sum() < MIN_POINTS:
             break
-        before = fit(steps[keep], values[keep])
+        before = fit(steps[keep], values[keep], "before")
         whole = whole or fit(steps, values)
         w_osc, b_osc = whole.models.get("oscillator"), before.models.get("oscillator")
         if w_osc is None or b_osc is None or not explained_by_law(

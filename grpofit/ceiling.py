@@ -20,25 +20,39 @@ __all__ = ["r2_ceiling", "BLOCKS"]
 BLOCKS = 10
 
 
-def _median(x: np.ndarray) -> float:
-    """``np.median`` of a finite 1-d array (the same value: the middle element, or the mean of
-    the two middle ones), without its per-call overhead; it runs 22 times per fit."""
+def _middle(x: np.ndarray) -> float:
+    """The median of a finite 1-d array (the middle element, or the mean of the two middle
+    ones), found by partitioning ``x`` itself (its order changes)."""
     n = x.size
     k = n // 2
     if n % 2:
-        return np.partition(x, k)[k]
-    part = np.partition(x, (k - 1, k))
-    return (part[k - 1] + part[k]) / 2.0
+        x.partition(k)
+        return x[k]
+    x.partition((k - 1, k))
+    return (x[k - 1] + x[k]) / 2.0
 
 
-def _sd(d: np.ndarray) -> float:
-    return float(1.4826 * _median(np.abs(d - _median(d))) / math.sqrt(2.0))
+def _median(x: np.ndarray) -> float:
+    """``np.median`` of a finite 1-d array (the same value), without its per-call overhead; it
+    runs 22 times per fit."""
+    return _middle(x.copy())
+
+
+def _sd(d: np.ndarray, scratch: bool = False) -> float:
+    """``1.4826 MAD(d) / sqrt 2``; ``scratch``: ``d`` may be overwritten (a long run's jackknife
+    then holds no further copies of it)."""
+    med = _middle(d) if scratch else _median(d)
+    e = np.subtract(d, med, out=d if scratch else None)
+    np.abs(e, out=e)
+    return float(1.4826 * _middle(e) / math.sqrt(2.0))
 
 
 def r2_ceiling(y: np.ndarray) -> tuple[float | None, float | None]:
     """``(ceiling, se)``; ``(None, None)`` for a constant series, ``se`` None below 2 blocks of 3."""
     y = np.asarray(y, dtype=float)
-    y = y[np.isfinite(y)]
+    finite = np.isfinite(y)
+    if not finite.all():
+        y = y[finite]
     if y.size < 3:
         return None, None
     var_y = float(np.var(y))
@@ -51,6 +65,6 @@ def r2_ceiling(y: np.ndarray) -> tuple[float | None, float | None]:
     if B < 2 or sd <= 0:
         return value, None if sd > 0 else 0.0
     edges = np.linspace(0, d.size, B + 1).astype(int)
-    reps = np.array([_sd(np.concatenate([d[: edges[b]], d[edges[b + 1]:]])) for b in range(B)])
+    reps = np.array([_sd(np.concatenate([d[: edges[b]], d[edges[b + 1]:]]), scratch=True) for b in range(B)])
     se_sd = math.sqrt((B - 1) / B * float(np.sum((reps - reps.mean()) ** 2)))
     return value, 2.0 * (1.0 - value) * se_sd / sd

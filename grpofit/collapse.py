@@ -109,9 +109,9 @@ def noise_sd(values: np.ndarray) -> float:
     if v.size < 3:
         return 0.0
     d = np.diff(v)
-    sd = 1.4826 * median(np.abs(d)) / np.sqrt(2.0)
+    sd = 1.4826 * median(np.abs(d, out=d)) / np.sqrt(2.0)  # in place: one array of differences
     if sd <= 0.0:
-        sd = float(np.std(d)) / np.sqrt(2.0)
+        sd = float(np.std(np.diff(v))) / np.sqrt(2.0)
     return sd
 
 
@@ -197,7 +197,8 @@ def _prepare(steps, values, window: int | None):
     s = np.asarray(steps, dtype=float)
     v = np.asarray(values, dtype=float)
     keep = np.isfinite(s) & np.isfinite(v)
-    s, v = s[keep], v[keep]
+    if not keep.all():  # no copy of a series that is all finite
+        s, v = s[keep], v[keep]
     n = v.size
     w = window or default_window(n)
     if n < 3 * w:
@@ -285,9 +286,11 @@ def _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd):
     n = v.size
     peak = np.full(n, -np.inf)
     peak[i0:] = np.maximum.accumulate(level[i0:])
-    thr = np.maximum(min_drop * (peak - start), k_sd)
-    thr = np.maximum(thr, 1e-12)
-    below = (peak - level) >= thr
+    thr = np.subtract(peak, start)  # in place from here: a long run holds few n-point arrays
+    thr *= min_drop
+    np.maximum(thr, k_sd, out=thr)
+    np.maximum(thr, 1e-12, out=thr)
+    below = np.subtract(peak, level) >= thr
     below[: i0 + w] = False
     for i, _ in _runs_of(below, i0 + w):
         p, t = float(peak[i]), float(thr[i])

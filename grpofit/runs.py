@@ -55,9 +55,14 @@ class Run:
         return [k for k, v in self.metrics.items() if np.isfinite(v).any()]
 
     def series(self, column: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(steps, values)`` of one column, finite points only."""
+        """``(steps, values)`` of one column, finite points only (read-only views of the run's
+        own arrays when every value is finite: a long run is not copied)."""
         values = self.metrics[column]
         keep = np.isfinite(values)
+        if keep.all():
+            steps, values = self.steps.view(), values.view()
+            steps.flags.writeable = values.flags.writeable = False
+            return steps, values
         return self.steps[keep], values[keep]
 
 

@@ -11,13 +11,25 @@ has its fenced body replaced by what the command prints now (stdout, then stderr
 project root with a fixed terminal width. The JSON a ``--format json`` command prints is shown with
 its floats rounded to 4 significant digits (the document itself keeps every digit).
 
-Usage: ``python scripts/update_readme.py`` rewrites README.md and redraws its figures;
-``python scripts/update_readme.py --check`` changes nothing and exits 1, naming the commands,
-when a pasted output differs from what the code prints now (tests/test_readme_outputs.py runs it).
+Measured results (benchmarks, replays) are too slow to run here: each sits in a block
+
+    <!-- generated: NAME (from docs/RECORD.json, written by `COMMAND`; do not edit by hand) -->
+    ...
+    <!-- end generated -->
+
+rendered from the file its measuring script records (:data:`GENERATED`: the record and the
+function that renders it). The measuring script's ``--record`` writes the record and rewrites
+its blocks; tests recompute rows of the records where that is quick.
+
+Usage: ``python scripts/update_readme.py`` rewrites README.md (pasted outputs and generated
+blocks) and redraws its figures; ``python scripts/update_readme.py --check`` changes nothing and
+exits 1, naming the commands and blocks, when a pasted output differs from what the code prints
+now or a generated block from what its record renders (tests/test_readme_outputs.py runs it).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -82,6 +94,55 @@ def stale(text: str, *, skip=lambda cmd: False) -> list[tuple[str, str, str]]:
     return [(cmd, body, out) for (cmd, body), out in zip(todo, now) if out != body]
 
 
+#: generated blocks: name -> (record file, "module:function" rendering the record's JSON to markdown)
+GENERATED = {
+    "watch-detection": ("docs/watch_benchmark.json", "tests.benchmarks.watch:readme_detection"),
+    "watch-load": ("docs/watch_benchmark.json", "tests.benchmarks.watch:readme_load"),
+}
+GEN_BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) [^\n]*-->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
+
+
+def render_generated(name: str, root: Path = ROOT) -> str:
+    """What the block ``name`` shows now: its renderer applied to its record (``root``-relative)."""
+    record, where = GENERATED[name]
+    path = root / record
+    if not path.exists():
+        return f"(no record: {record} is missing)\n"
+    module, func = where.split(":")
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    text = getattr(importlib.import_module(module), func)(json.loads(path.read_text(encoding="utf-8")))
+    return text if text.endswith("\n") else text + "\n"
+
+
+def stale_generated(text: str, root: Path = ROOT) -> list[tuple[str, str, str]]:
+    """``(name, shown, now)`` for every generated block that differs from its record's rendering,
+    a block named twice or not known, and every known block missing from ``text``."""
+    out, seen = [], []
+    for m in GEN_BLOCK.finditer(text):
+        name = m.group("name")
+        if name not in GENERATED or name in seen:
+            out.append((name, m.group("body"), "(unknown or repeated block)\n"))
+            continue
+        seen.append(name)
+        now = render_generated(name, root)
+        if now != m.group("body"):
+            out.append((name, m.group("body"), now))
+    out += [(name, "", "(block missing from README.md)\n") for name in GENERATED if name not in seen]
+    return out
+
+
+def rewrite_generated(text: str, names=None, root: Path = ROOT) -> str:
+    """``text`` with the generated blocks ``names`` (default: all) rendered from their records."""
+    def sub(m):
+        name = m.group("name")
+        if name not in GENERATED or (names is not None and name not in names):
+            return m.group(0)
+        return m.group(1) + render_generated(name, root) + m.group(4)
+
+    return GEN_BLOCK.sub(sub, text)
+
+
 FIGURES = (
     "grpofit fit sample_logs/healthy_slow_start.csv --plot docs/fit_healthy.png",
     "grpofit diagnose ../shared/real_logs/heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv "
@@ -100,19 +161,25 @@ def figures() -> None:
         shutil.copy(fig, ROOT / "docs" / "diagnose_grpo_collapse.png")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    path = ROOT / "README.md"
+    path = root / "README.md"
     text = path.read_text(encoding="utf-8")
     if "--check" in argv:
         bad = stale(text)
         for cmd, _, _ in bad:
             print(f"README.md: the output pasted under `{cmd}` is stale: run python scripts/update_readme.py",
                   file=sys.stderr)
-        return 1 if bad else 0
+        gen = stale_generated(text, root)
+        for name, _, now in gen:
+            record = GENERATED.get(name, ("its record",))[0]
+            print(f"README.md: the generated block {name!r} is not what {record} renders "
+                  f"{now.strip() if now.startswith('(') else ''}: run python scripts/update_readme.py "
+                  "(or the block's measuring script with --record)", file=sys.stderr)
+        return 1 if bad or gen else 0
     figures()
     new = BLOCK.sub(lambda m: m.group(1) + run(m.group("cmd")) + m.group(4), text)
-    path.write_text(new, encoding="utf-8")
+    path.write_text(rewrite_generated(new, root=root), encoding="utf-8")
     return 0
 
 

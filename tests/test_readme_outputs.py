@@ -93,3 +93,69 @@ def test_limits_the_readme_states_are_the_code_constants():
     assert f"a fit needs at least {FIT_MIN} points" in flat
     assert f"(fewer than {FORECAST_MIN} points," in flat
     assert f"at most {MAX_POINTS} binned points" in flat
+
+
+def test_generated_blocks_are_what_their_records_render():
+    """The measured figures (watch detection, load, refits, memory) are rendered from the
+    recorded files, never typed: each block is exactly its record's rendering."""
+    upd = _script()
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    names = [m.group("name") for m in upd.GEN_BLOCK.finditer(text)]
+    assert sorted(names) == sorted(upd.GENERATED)
+    assert upd.stale_generated(text) == []
+    for name in names:
+        assert "(no record" not in upd.render_generated(name)
+
+
+def test_check_fails_when_a_generated_block_or_its_record_drifts(tmp_path, capsys):
+    import shutil
+
+    upd = _script()
+    (tmp_path / "docs").mkdir()
+    for rec in {r for r, _ in upd.GENERATED.values()}:
+        shutil.copy(ROOT / rec, tmp_path / rec)
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    # the pasted command outputs are checked above; here only the generated blocks
+    plain = upd.BLOCK.sub(lambda m: m.group(0), text)
+    assert upd.stale_generated(plain, tmp_path) == []
+    # a hand edit of a number in a block
+    edited = plain.replace("fails 36 steps after its onset", "fails 30 steps after its onset")
+    assert edited != plain
+    assert [name for name, _, _ in upd.stale_generated(edited, tmp_path)] == ["watch-detection"]
+    # a record that changed (re-measured) while the README was not rewritten
+    rec = tmp_path / "docs" / "watch_benchmark.json"
+    doc = json.loads(rec.read_text())
+    doc["detection"]["shared"][0]["first_fail"] = 950.0
+    rec.write_text(json.dumps(doc))
+    assert [name for name, _, _ in upd.stale_generated(plain, tmp_path)] == ["watch-detection"]
+    # a block removed, and a record missing
+    assert ("watch-load", "", "(block missing from README.md)\n") in upd.stale_generated(
+        upd.GEN_BLOCK.sub(lambda m: "" if m.group("name") == "watch-load" else m.group(0), plain), tmp_path)
+    rec.unlink()
+    assert {name for name, _, _ in upd.stale_generated(plain, tmp_path)} == {"watch-detection", "watch-load"}
+    # --check itself exits 1 and names the block (run on a copy whose pasted outputs are current)
+    (tmp_path / "README.md").write_text(edited, encoding="utf-8")
+    monkey_stale = upd.stale
+    upd.stale = lambda text, **kw: []  # the pasted outputs: checked by the test above, slow to rerun
+    try:
+        assert upd.main(["--check"], root=tmp_path) == 1
+    finally:
+        upd.stale = monkey_stale
+    assert "generated block 'watch-detection'" in capsys.readouterr().err
+
+
+def test_math_lighteval_figures_are_the_runs():
+    """The README's 'MATH-lighteval: 0.51 to 0.55 over its 27 evaluations, mean 0.53' is the run's."""
+    path = REAL / "verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents"
+    if not path.exists():
+        pytest.skip("shared/real_logs not present")
+    import numpy as np
+
+    from grpofit.readers import read_path
+
+    (run,) = read_path(str(path))
+    _, v = run.series("val-core/DigitalLearningGmbH/MATH-lighteval/acc/mean@1")
+    text = (f"MATH-lighteval: {np.min(v):.2f} to {np.max(v):.2f} over its {v.size} evaluations, "
+            f"mean {np.mean(v):.2f}) is no decoupling")
+    flat = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert text in flat, text

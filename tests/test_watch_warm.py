@@ -98,3 +98,112 @@ def test_a_cold_refit_comes_back_once_the_run_grew_by_half(run, monkeypatch):
     for k in (100, 110):
         off.update(prefix(run, k), force_fit=True)
     assert seen == [None, None]
+
+
+# --------------------------------------------------------------------------- the verdicts' curve fit
+
+
+def _fit_numbers(fit):
+    """The preferred law, the SSR and the parameters of both laws (what the verdicts read)."""
+    out = {"preferred": fit.preferred, "collapse": None if fit.collapse is None else fit.collapse.step}
+    for name in ("exponential", "oscillator"):
+        m = fit.models[name]
+        out[name] = (m.ssr, {k: p.value for k, p in m.params.items()})
+    return out
+
+
+def _counting_solver(monkeypatch):
+    from grpofit.fitting import solve as solve_mod
+
+    calls = {"n": 0}
+    real = solve_mod._Problem.evaluate
+
+    def counted(self, q):
+        calls["n"] += 1
+        return real(self, q)
+
+    monkeypatch.setattr(solve_mod._Problem, "evaluate", counted)
+    return calls
+
+
+def _refreshes(run, first=0.5, growth=0.08):
+    n = int(run.steps.size)
+    k, ks = max(30, int(first * n)), []
+    while k < n:
+        ks.append(k)
+        k = int(k * (1 + growth)) + 1
+    return ks + [n]
+
+
+REAL_RUNS = [("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv", "GRPO_online")]  # collapses: two fits
+
+
+@pytest.mark.parametrize("source", ["planted collapse", *[f for f, _ in REAL_RUNS]])
+def test_warm_curve_fit_reaches_the_cold_optimum_with_fewer_evaluations(source, monkeypatch):
+    """Refit a growing run as watch does (every 5% of growth): the fit started from the last
+    refresh's optimum has the cold fit's optimum (SSR and every parameter), for fewer solver
+    evaluations over the refreshes."""
+    from pathlib import Path
+
+    from grpofit.analysis import fit_run
+    from grpofit.readers import read_path
+
+    if source == "planted collapse":
+        full = planted_run("dynamical_instability", seed=0, n_steps=300, kind="collapse")
+    else:
+        path = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs" / source
+        if not path.exists():
+            pytest.skip("shared/real_logs not present")
+        key = dict(REAL_RUNS)[source]
+        full = next(r for r in read_path(str(path)) if key is None or key in r.name)
+    calls = _counting_solver(monkeypatch)
+    warm, n_warm, n_cold = {}, 0, 0
+    for k in _refreshes(full):
+        p = prefix(full, k)
+        calls["n"] = 0
+        w = fit_run(p, warm=warm)
+        n_warm += calls["n"]
+        calls["n"] = 0
+        c = fit_run(p)
+        n_cold += calls["n"]
+        a, b = _fit_numbers(w), _fit_numbers(c)
+        assert (a["preferred"], a["collapse"]) == (b["preferred"], b["collapse"]), k
+        for law in ("exponential", "oscillator"):
+            (sa, pa), (sb, pb) = a[law], b[law]
+            assert sa == pytest.approx(sb, rel=1e-5, abs=1e-12), (k, law)  # the solver's tolerance is 1e-6
+            for name, x in pb.items():
+                y = pa[name]
+                assert (x is None) == (y is None), (k, law, name)
+                if x is not None:
+                    assert y == pytest.approx(x, rel=2e-3, abs=1e-6 * max(1.0, abs(x))), (k, law, name)
+    assert "whole" in warm and set(warm["whole"]) == {"exponential", "oscillator"}
+    # never more; fewer where the oscillator's grid start is far from its optimum (the real run)
+    assert n_warm <= n_cold and (source == "planted collapse" or n_warm < 0.9 * n_cold), (n_warm, n_cold)
+
+
+def test_a_warm_start_worse_than_the_grid_is_dropped():
+    """A start far from the optimum that the solver cannot bring below the grid's best point is
+    not kept: the fit is the cold one."""
+    from grpofit.fitting import fit_series
+
+    run = planted_run(None, seed=1, n_steps=300)
+    s, v = run.series("reward")
+    cold = fit_series(s, v)
+    bad = {"exponential": np.array([5.0, -5.0, 1e-3]), "oscillator": np.array([5.0, -5.0, 1e-3, 0.0])}
+    warm = fit_series(s, v, warm=bad)
+    for law in ("exponential", "oscillator"):
+        assert warm.models[law].ssr == pytest.approx(cold.models[law].ssr, rel=1e-9)
+    assert bad["exponential"][0] != 5.0  # the optimum found was stored back
+
+
+def test_monitor_keeps_the_curve_fit_optimum_between_refreshes(run):
+    mon = Monitor(rules=False, forecast=False)
+    mon.update(prefix(run, 150), force_fit=True)
+    st = mon.runs[run.name]
+    first = {k: v.copy() for k, v in st.fit_warm["whole"].items()}
+    mon.update(prefix(run, 158), force_fit=True)
+    assert set(first) == {"exponential", "oscillator"}
+    assert not np.array_equal(first["oscillator"], st.fit_warm["whole"]["oscillator"])  # refit, stored
+    cold = Monitor(rules=False, forecast=False, warm_start=False)
+    cold.update(prefix(run, 150), force_fit=True)
+    assert cold.runs[run.name].fit_warm == {}  # warm_start=False: every refit from the grid

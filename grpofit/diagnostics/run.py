@@ -104,10 +104,13 @@ def diagnose_run(
     thresholds: Thresholds | None = None,
     group_size: int | None = None,
     fit_seed: int = 0,
+    warm: dict | None = None,
 ) -> RunDiagnosis:
     """Fit the reward (before any collapse) and judge the four failure modes of ``run``.
 
     Raises MetricNotFound (no reward column, or ``eval_metric`` absent) and TooFewPoints.
+    ``warm``: kept between refits of a growing run, the fit starts from the last one's optimum
+    (:func:`grpofit.analysis.fit_run`).
     """
     from grpofit.analysis import fit_run, resolve_column
     from grpofit.groupsize import group_size_of, policy_fluctuation, run_settings
@@ -140,7 +143,7 @@ def diagnose_run(
         eval_cols.insert(0, roles["eval_reward"])
     fit = fit_run(
         run, metric=reward, seed=fit_seed,
-        collapse_options={"min_drop": th.collapse_min_drop, "noise_k": th.collapse_noise_k},
+        collapse_options={"min_drop": th.collapse_min_drop, "noise_k": th.collapse_noise_k}, warm=warm,
     )
     collapse, steps, values = fit.collapse, fit.column_steps, fit.column_values
     gs = group_size_of(run, group_size)

@@ -15,7 +15,9 @@ def bin_tail(t: np.ndarray, columns: list[np.ndarray], head: int, max_points: in
     """``(t, columns, counts)`` binned as the module says (call only when ``t.size > max_points``)."""
     nb = max_points - head
     edges = np.linspace(t[head], t[-1], nb + 1)
-    idx = np.clip(np.searchsorted(edges, t[head:], side="right") - 1, 0, nb - 1)
+    idx = np.searchsorted(edges, t[head:], side="right")
+    idx -= 1  # in place: one index array for a long run, not three
+    np.clip(idx, 0, nb - 1, out=idx)
     cnt = np.bincount(idx, minlength=nb).astype(float)
     keep = cnt > 0
     cnt = cnt[keep]

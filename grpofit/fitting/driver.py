@@ -23,7 +23,7 @@ from grpofit.fitting.profile import log_bins, profile
 from grpofit.fitting.regime import PREFER_DELTA_BIC, signal_test
 from grpofit.fitting.results import FitResult, ModelFit
 from grpofit.fitting.scaling import scaled, scales, unscale
-from grpofit.fitting.solve import better, solve, solve_many
+from grpofit.fitting.solve import better, binned_ssr, solve
 from grpofit.fitting.statespace_ci import apply_to_models
 from grpofit.laws import MODELS
 from grpofit.models import EXPONENTIAL, OSCILLATOR, median
@@ -38,7 +38,8 @@ def _clean(steps, values, run: str, metric: str):
     steps = np.asarray(steps, dtype=float).ravel()
     values = np.asarray(values, dtype=float).ravel()
     keep = np.isfinite(steps) & np.isfinite(values)
-    steps, values = steps[keep], values[keep]
+    if not keep.all():  # no copy of a series that is all finite
+        steps, values = steps[keep], values[keep]
     if steps.size < MIN_POINTS:
         raise TooFewPoints(
             f"{steps.size} finite points of {metric or 'the metric'}; a fit needs at least {MIN_POINTS}",
@@ -54,7 +55,7 @@ def _clean(steps, values, run: str, metric: str):
 
 
 def fit_series(steps, values, *, run: str = "", metric: str = "", step_column: str = "",
-               seed: int = 0) -> FitResult:
+               seed: int = 0, warm: dict | None = None) -> FitResult:
     """Fit every law of :data:`grpofit.laws.MODELS` to ``values`` against ``steps``
     (non-finite points are dropped).
 
@@ -62,12 +63,18 @@ def fit_series(steps, values, *, run: str = "", metric: str = "", step_column: s
     model that cannot be fitted comes back as ``ModelFit(ok=False, message=...)``. The method
     (see :mod:`grpofit.fitting`) is deterministic; ``seed`` is accepted for interface
     stability and unused.
+
+    ``warm``: a dict the caller keeps between refits of a growing series (``grpofit watch``), law
+    name -> the parameters its last fit found. The exponential's and the oscillator's least
+    squares start there instead of at the grid's best point, and the start is kept only when the
+    solve ends no higher than that grid point (else it is solved from the grid, as cold): the
+    same optimum for fewer evaluations. The optima found are stored back into it.
     """
     steps, values = _clean(steps, values, run, metric)
     with np.errstate(all="ignore"):  # every non-finite intermediate is handled explicitly
         step0, tau, c, s = scales(steps, values)
         if tau == 1.0 and s == 1.0 and c == 0.0:
-            res = _fit(steps, values, run, metric, step_column)
+            res = _fit(steps, values, run, metric, step_column, warm=warm)
         else:  # values or steps near the limits of double precision: fit the rescaled series
             res = _fit(scaled(steps, step0, tau), scaled(values, c, s), run, metric, step_column)
             res = unscale(res, steps, values, step0, tau, c, s)
@@ -77,7 +84,7 @@ def fit_series(steps, values, *, run: str = "", metric: str = "", step_column: s
     return res
 
 
-def _fit(steps, values, run, metric, step_column) -> FitResult:
+def _fit(steps, values, run, metric, step_column, warm: dict | None = None) -> FitResult:
     step0 = float(steps[0])
     t = steps - step0
     y = values
@@ -104,7 +111,8 @@ def _fit(steps, values, run, metric, step_column) -> FitResult:
         exp_start = prof.row(last, exponential=True)
     else:
         exp_start = g_exp
-    exp, osc = solve_many((EXPONENTIAL, OSCILLATOR), binned, [exp_start, osc_start], bounds)
+    exp = _solve_from(EXPONENTIAL, binned, exp_start, bounds, warm, float(prof.ssr[last]))
+    osc = _solve_from(OSCILLATOR, binned, osc_start, bounds, warm, float(prof.ssr[k]))
     # poor fits: the oscillator nests the exponential (inertia 0), so it must not fit worse
     if exp.ok and (not osc.ok or osc.ssr > exp.ssr * (1 + 1e-9)):
         p, p0, ts = exp.x
@@ -114,6 +122,8 @@ def _fit(steps, values, run, metric, step_column) -> FitResult:
         p, p0, ts, ti = osc.x
         exp = solve(EXPONENTIAL, binned, {"plateau": p, "initial": p0, "timescale": ts + ti},
                     bounds)
+    if warm is not None:  # the next refit of this series starts here
+        warm.update({sol.model.name: sol.x.copy() for sol in (exp, osc) if sol.ok})
     # every statistic on every point needs the curve and its Jacobian there: one evaluation
     # per model (the curve is ``plateau + (initial - plateau) * g`` and ``g`` is the
     # Jacobian's ``initial`` column)
@@ -133,6 +143,7 @@ def _fit(steps, values, run, metric, step_column) -> FitResult:
     others = {m.name: solve(m, binned, m.guess(t, y), bounds)
               for m in MODELS.values() if m is not EXPONENTIAL and m is not OSCILLATOR}
     exp_fit, exp_cov = exponential_fit(exp, ctx, step0, full=exp_full)
+    exp_full = None  # a long series' residuals: not held past their last use
     gain, gain_se = gain_stat(exp.x, exp_cov) if exp.ok else (None, None)
     osc_ssr = float(osc_full[1] @ osc_full[1]) if osc.ok else None
     ssrs = [(exp_fit.ssr, 3), (osc_ssr, 4)]
@@ -145,6 +156,7 @@ def _fit(steps, values, run, metric, step_column) -> FitResult:
         "oscillator": oscillator_fit(osc, prof if osc.ok else None, binned, ctx, step0, signal,
                                      full=osc_full),
     }
+    osc_full = None
     fits.update({name: law_fit(sol, ctx, step0, signal) for name, sol in others.items()})
     models = {name: fits[name] for name in MODELS}  # the registry's order
     # the plateau's and timescale's intervals from the likelihood with the forcing (theory §6)
@@ -169,6 +181,25 @@ def _point_ssr(sol, t, y) -> float | None:
         return None
     r = sol.model.func(t, *sol.x) - y
     return float(r @ r)
+
+
+def _solve_from(model, binned, start: dict, bounds: dict, warm: dict | None, grid_ssr: float):
+    """``model`` solved from the last refit's optimum in ``warm`` when that point fits the new
+    data better than the grid's ``start`` and the solve from it ends no higher than the grid's
+    best point (``grid_ssr``, where the cold solve starts); else from ``start``, as cold. An
+    optimum with its inertia at the bound 0 is not a start (the solver moves off that bound
+    slowly): the grid's is."""
+    x = None if warm is None else warm.get(model.name)
+    if x is not None and math.isfinite(grid_ssr) and np.all(np.isfinite(x)):
+        names = model.param_names
+        at_bound = "inertia" in names and x[names.index("inertia")] <= 1e-4 * abs(x[names.index("timescale")])
+        first = dict(zip(names, map(float, x)))
+        cold_x = [start[n] for n in names]
+        if not at_bound and binned_ssr(binned, model, x) < binned_ssr(binned, model, cold_x):
+            sol = solve(model, binned, first, bounds)
+            if sol.ok and sol.ssr <= grid_ssr * (1.0 + 1e-12):
+                return sol
+    return solve(model, binned, start, bounds)
 
 
 def _on_points(model, sol, t, y):

@@ -51,8 +51,13 @@ def log_bins(t: np.ndarray, y: np.ndarray) -> Binned:
     late = t >= t_ind
     if late.any():
         first_late = int(np.argmax(late))
-        bid = np.floor(np.log(t[late] / t_ind) / math.log1p(_BIN_WIDTH)).astype(np.int64)
-        ids[late] = first_late + bid
+        x = t[late]  # then in place: a long run holds few point-long arrays
+        x /= t_ind
+        np.log(x, out=x)
+        x /= math.log1p(_BIN_WIDTH)
+        np.floor(x, out=x)
+        x += first_late  # exact: whole numbers far below 2^53
+        ids[late] = x
     # ids are non-decreasing: bin boundaries where they change
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     w = np.diff(np.r_[starts, n]).astype(float)

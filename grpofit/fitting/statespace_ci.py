@@ -368,7 +368,8 @@ def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
     if y.size > MAX_POINTS:  # the per-point noise from the raw points' differences (binning
         # hides it from the likelihood): the forcing is smooth from step to step, noise is not
         d = np.diff(y)
-        sd = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2.0)
+        d -= np.median(d)  # in place: a long run holds one array of differences, not three
+        sd = 1.4826 * float(np.median(np.abs(d, out=d))) / math.sqrt(2.0)
         noise_var = sd * sd if sd > 0 else None
     ratios = np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_R))
     live = []

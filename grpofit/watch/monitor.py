@@ -109,6 +109,7 @@ class RunState:
     first_step: float | None = None
     restarts: int = 0  #: times the run's log was replaced (or rotated) and judged afresh
     warm: dict | None = None  #: law -> theta of the last forecast fit (the next one starts there)
+    fit_warm: dict = field(default_factory=dict)  #: the verdicts' curve fit's last optima (fit_run's ``warm``)
     cold_n: int = 0  #: points at the last cold (not warm-started) forecast fit
     forecast_fits: int = 0  #: forecast fits so far (``warm_fits`` of them warm-started)
     warm_fits: int = 0
@@ -328,7 +329,7 @@ class Monitor:
         st.fitted_n = st.n
         try:
             d = diagnose_run(run, metric=col, eval_metric=self.eval_metric, thresholds=self.thresholds,
-                             group_size=self.group_size)
+                             group_size=self.group_size, warm=st.fit_warm if self.warm_start else None)
         except GrpofitError as e:
             st.verdicts = {}
             st.evidence = {"fit": e.one_line()}
