@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tests.benchmarks.__main__ import README, README_END, README_START, RECORD, Report, readme_block, record
+from tests.benchmarks.__main__ import (README, README_END, README_START, RECORD, SECTIONS, Report, _row_section,
+                                      readme_block, record)
 
 
 def test_readme_table_is_the_recorded_benchmark():
@@ -17,8 +18,8 @@ def test_readme_table_is_the_recorded_benchmark():
         return
     doc = json.loads(RECORD.read_text())
     assert readme_block(doc) in text
-    assert {r["section"] for r in doc["rows"]} and set(doc["sections"]) <= {"fit", "startup", "sweep", "reading",
-                                                                              "readers", "long_fit", "growth"}
+    assert {r["section"] for r in doc["rows"]} and set(doc["sections"]) <= set(SECTIONS)
+    assert {_row_section(r["section"]) for r in doc["rows"]} <= set(SECTIONS)
 
 
 def _report(sections, rows):
@@ -44,3 +45,22 @@ def test_record_merges_sections_and_rewrites_only_the_block(tmp_path):
     record(_report(["fit"], [("1 fit", "120 runs", "0.9 s", "plain 1 s", "<= 1.0", "ok")]), rec, readme)
     doc = json.loads(rec.read_text())
     assert [r["result"] for r in doc["rows"]] == ["0.9 s", "2 ms"]  # a section run again replaces its rows
+
+
+def test_every_section_of_the_table_maps_back_to_its_benchmark(tmp_path):
+    """Re-recording a section replaces its rows, for every section the benchmark has (the watch
+    section's rows used to pile up: its table name did not map back)."""
+    from tests.benchmarks.__main__ import SECTIONS
+
+    labels = {"fit": "1 fit", "startup": "2 start-up", "sweep": "3 sweep", "reading": "4 reading",
+              "readers": "4b readers", "long_fit": "4c long run", "growth": "5 growth", "watch": "6 watch"}
+    assert set(labels) == set(SECTIONS)
+    readme, rec = tmp_path / "README.md", tmp_path / "bench.json"
+    readme.write_text(f"{README_START}\n{README_END}\n")
+    for name, label in labels.items():
+        assert _row_section(label) == name
+        for result in ("1 s", "2 s"):
+            record(_report([name], [(label, "m", result, "", "", "")]), rec, readme)
+    doc = json.loads(rec.read_text())
+    assert [r["section"] for r in doc["rows"]] == list(labels.values())
+    assert {r["result"] for r in doc["rows"]} == {"2 s"}

@@ -798,9 +798,10 @@ def record(rep: Report, record_path: Path = RECORD, readme: Path = README) -> No
     readme.write_text(text[:start] + readme_block(doc) + text[end + len(README_END) + 1:])
 
 
-#: the section names of the table (``"1 fit"``) back to the benchmark's own (``"fit"``)
+#: the section names of the table (``"1 fit"``) back to the benchmark's own (``"fit"``); a
+#: section missing here would never have its recorded rows replaced (they would pile up)
 _SECTION_OF = {"fit": "fit", "start-up": "startup", "sweep": "sweep", "reading": "reading",
-               "readers": "readers", "long": "long_fit", "growth": "growth"}
+               "readers": "readers", "long": "long_fit", "growth": "growth", "watch": "watch"}
 
 
 def _row_section(label: str) -> str:
