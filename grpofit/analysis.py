@@ -123,7 +123,7 @@ def _release_if_long(n: int) -> None:
     from grpofit.fitting.hac import BLOCK
 
     if n > BLOCK:
-        from grpofit.watch.trim import release
+        from grpofit.trim import release
 
         release()
 

@@ -64,6 +64,7 @@ def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = Non
     from grpofit.errors import GrpofitError
     from grpofit.fitting import MIN_POINTS as FIT_MIN
     from grpofit.fitting import fit_series
+    from grpofit.forecasting.drift import persistence
     from grpofit.forecasting.engine import forecast_series
     from grpofit.models import exponential
 
@@ -92,8 +93,7 @@ def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = Non
             entry["covered"] = None
             entry["error"] = None
         entry["actual"] = actual
-        k = max(1, s.size // 10)
-        pers = float(v[-k:].mean()) if s.size else None
+        pers = persistence(v) if s.size else None
         exp_pred = None
         base = fc.extra.get("baseline")
         if base is None and s.size >= FIT_MIN:

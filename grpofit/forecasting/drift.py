@@ -16,9 +16,16 @@ import numpy as np
 
 from grpofit.fitting.hac import critical_value
 
-__all__ = ["Drift", "late_slope", "MIN_POINTS"]
+__all__ = ["Drift", "late_slope", "persistence", "MIN_POINTS"]
 
 MIN_POINTS = 8
+
+
+def persistence(y) -> float:
+    """The level a run has reached: the mean of the last tenth of its points (at least one).
+    The forecast's baseline ("it stays where it is") and the prior centre of its plateau."""
+    y = np.asarray(y, dtype=float)
+    return float(y[-max(1, y.size // 10):].mean())
 
 
 @dataclass

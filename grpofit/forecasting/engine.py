@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grpofit.forecasting.drift import late_slope
+from grpofit.forecasting.drift import late_slope, persistence
 from grpofit.forecasting.likelihood import fit_law, reduce_series
 from grpofit.forecasting.predictive import law_weights, sample_future
 from grpofit.forecasting.statespace import LAWS
@@ -224,7 +224,7 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
                  "pi95": [float(np.percentile(level, 2.5)), float(np.percentile(level, 97.5))],
                  "kind": "interval"}
     weights = law_weights(fits)
-    pers = float(values[-max(1, n // 10):].mean())
+    pers = persistence(values)
     if final is not None:
         target = float(np.mean(np.asarray(final_steps, dtype=float))) - step0 - t_last
     elif horizon_t is not None and horizon_t > t_last:

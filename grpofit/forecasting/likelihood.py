@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grpofit.fitting.binning import bin_tail
+from grpofit.forecasting.drift import persistence
 from grpofit.forecasting.statespace import LAWS, design, process_cov
 
 __all__ = ["Series", "LawFit", "reduce_series", "evaluate", "fit_law", "MAX_POINTS"]
@@ -63,9 +64,8 @@ def reduce_series(t: np.ndarray, y: np.ndarray, point_var: np.ndarray | None = N
     ``level_sd``: the prior sd of the levels (default twice the data's range)."""
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
-    n = t.size
     out = _reduce(t, y, point_var)
-    out.level = float(y[-max(1, n // 10):].mean())
+    out.level = persistence(y)
     out.level_sd = float(level_sd) if level_sd else 2.0 * out.scale
     return out
 

@@ -28,6 +28,8 @@ import dataclasses
 
 import numpy as np
 
+from grpofit.forecasting.drift import persistence
+
 __all__ = ["rolling_origin", "model_weight", "SHARES", "MIN_POINTS"]
 
 #: candidate origins: these shares of the seen points lie before them
@@ -54,8 +56,7 @@ def _sub(series, upto: float):
     keep = series.t <= upto
     pv = None if series.point_var is None else series.point_var[keep]
     sub = dataclasses.replace(series, t=series.t[keep], y=series.y[keep], count=series.count[keep], point_var=pv)
-    k = max(1, int(keep.sum()) // 10)
-    sub.level = float(sub.y[-k:].mean())
+    sub.level = persistence(sub.y)
     return sub
 
 
@@ -89,7 +90,7 @@ def rolling_origin(fits, weights, series, t: np.ndarray, y: np.ndarray, horizon:
     rng = np.random.default_rng(seed + 7)
     m_err, p_err, origins = [], [], []
     for _, o, k in sorted(cands, key=lambda c: c[1]):
-        pers = float(y[:k][-max(1, k // 10):].mean())
+        pers = persistence(y[:k])
         sub = _sub(series, o)
         if sub.t.size < 8:
             continue

@@ -210,7 +210,7 @@ class Session:
         events += self.monitor.judge_pending(max(self.tokens, 0.0))
         self.tokens -= self.monitor.rejudge_spent
         if any(e["event"] == "forecast" for e in events):  # a run was re-judged this poll
-            from grpofit.watch.trim import release
+            from grpofit.trim import release
 
             release()  # its temporaries, freed, go back to the OS (see trim.py)
         self._option_errors(final=final or self.opts.once)

@@ -1,4 +1,4 @@
-"""Give memory freed by a poll back to the operating system, so a long watch stays flat.
+"""Give freed heap memory back to the OS: after each poll of a long watch, before fitting a long run.
 
 Each re-judgement of a run allocates temporaries in proportion to its length (about 1 kB per
 point for ``diagnose``) and frees them again; glibc's allocator keeps freed memory in its heap,
