@@ -101,7 +101,8 @@ def check(ctx: Context) -> Verdict:
             text = (f"eval timescale {fmt(qe.timescale)} vs train {fmt(qt.timescale)} steps; "
                     f"fitted eval gain {fmt(qe.gain)} vs train {fmt(qt.gain)} ({col}, {n} points)")
         # the eval's rate or plateau diverging from the train reward's, judged on 95% intervals
-        d = divergence(s, e, *ctx.pre, ratio=th.eval_timescale_ratio, plateau_ratio=th.eval_plateau_ratio)
+        d = divergence(s, e, *ctx.pre, ratio=th.eval_timescale_ratio, plateau_ratio=th.eval_plateau_ratio,
+                       names=(col, ctx.roles.get("reward") or ""))
         if d is not None:
             details["divergence"] = d
             if d["diverges"]:

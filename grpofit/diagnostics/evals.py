@@ -83,8 +83,9 @@ def benchmark_name(column: str) -> str:
 MAX_PROFILE_POINTS = 4000
 
 
-def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64) -> dict | None:
-    """``y = a + b exp(-(t - t0)/T)`` by grid over ``T``: best fit and the plateau's profile interval."""
+def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64, percent: bool = False) -> dict | None:
+    """``y = a + b exp(-(t - t0)/T)`` by grid over ``T``: best fit and the plateau's profile
+    interval. ``percent``: the metric's name says it is a percentage (:func:`ceiling`)."""
     t = np.asarray(steps, float)
     y = np.asarray(values, float)
     if t.size > MAX_PROFILE_POINTS:  # a long dense series: block means keep the grid's memory small
@@ -152,26 +153,62 @@ def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64) -> d
         "y_min": float(np.min(values)),
         "y_max": float(np.max(values)),
         "r2": 1.0 - float(sse[k]) / sst if sst > 0 else 0.0,
+        "headroom_share": _share(ceiling(float(np.min(values)), float(np.max(values)), percent),
+                                 y.mean(), a, b, em, var, s2, n, n_eff, accepted, k, rising, falling),
     }
 
 
-def headroom_share(fit: dict) -> dict | None:
-    """The plateau on a scale common to every 0-1 metric (an accuracy, a pass rate, a 0/1 reward):
-    the share of the headroom above the start level that the curve gains at its plateau,
-    ``(plateau - initial) / (1 - initial)``, with the plateau's 95% profile interval carried
-    through (an open end stays open). None when the headroom is not known: the curve leaves
-    [0, 1], or starts within 0.02 of 1."""
-    i0, p = fit["initial"], fit["plateau"]
-    top = 1.0 - i0
-    if not (0.0 <= min(fit["y_min"], i0) and max(fit["y_max"], i0) <= 1.0) or top < 0.02:
+#: a column name that says its values are a percentage (an accuracy, a pass rate) when they exceed 1
+PERCENT_NAME = re.compile(r"acc|pass|pct|percent|%", re.I)
+
+
+def ceiling(y_min: float, y_max: float, percent: bool = False) -> float | None:
+    """The metric's known upper bound: 1 for a 0-1 metric (an accuracy, a pass rate, a 0/1
+    reward), 100 for a percentage (``percent``: its name says so, :data:`PERCENT_NAME`, and every
+    value lies in [0, 100], some above 1.5); None otherwise (a sum of rewards, a score on no
+    fixed scale: its headroom is not known)."""
+    if y_min < 0.0:
         return None
-    lo, hi = fit["ci95"]
-    return {"value": (p - i0) / top, "ci95": [None if lo is None else (lo - i0) / top,
-                                              None if hi is None else (hi - i0) / top]}
+    if y_max <= 1.0:
+        return 1.0
+    if percent and 1.5 < y_max <= 100.0:
+        return 100.0
+    return None
+
+
+def _share(c, ybar, a, b, em, var, s2, n, n_eff, accepted, k, rising, falling) -> dict | None:
+    """The plateau's share of the headroom above the start level, ``(plateau - initial) /
+    (ceiling - initial)`` = ``-b / (c - ybar - b (1 - mean e))`` on the profile's grid, with a
+    95% interval over the accepted timescales that carries the uncertainty of the start level as
+    well as the plateau's (delta method on the two independent linear estimates, the centred mean
+    ``ybar`` and the slope ``b``, at each timescale). None when the ceiling is not known or the
+    curve starts within 2% of the ceiling's scale of it."""
+    i0 = a[k] + b[k]
+    if c is None or not (0.0 <= i0 <= c) or c - i0 < 0.02 * c:
+        return None
+    d = c - ybar - b * (1.0 - em)
+    ok = accepted & (d > 0.02 * c)
+    if not ok[k]:
+        return None
+    share = -b[ok] / d[ok]
+    var_b = s2[ok] / var[ok] * (n / n_eff)
+    var_m = s2[ok] / n_eff
+    se = np.sqrt(((c - ybar) ** 2 * var_b + b[ok] ** 2 * var_m)) / d[ok] ** 2
+    lo, hi = float(np.min(share - 1.96 * se)), float(np.max(share + 1.96 * se))
+    return {"value": float(-b[k] / d[k]), "ci95": [None if falling else lo, None if rising else hi], "ceiling": c}
+
+
+def headroom_share(fit: dict) -> dict | None:
+    """The plateau on a scale common to metrics with a known ceiling (a 0-1 metric or a
+    percentage, :func:`ceiling`): the share of the headroom above the start level that the curve
+    gains at its plateau, ``(plateau - initial) / (ceiling - initial)``, with a 95% interval that
+    carries the start level's uncertainty as well as the plateau's (an open end stays open). None
+    when the headroom is not known."""
+    return fit.get("headroom_share")
 
 
 def divergence(eval_steps: np.ndarray, eval_values: np.ndarray, train_steps: np.ndarray, train_values: np.ndarray,
-               *, ratio: float, plateau_ratio: float = 4.0) -> dict | None:
+               *, ratio: float, plateau_ratio: float = 4.0, names: tuple[str, str] = ("", "")) -> dict | None:
     """Does the eval's rate or plateau diverge from the train reward's? Interval-based, so that
     noise alone does not flag (a noisy curve's profile accepts a wide range of timescales).
 
@@ -182,18 +219,19 @@ def divergence(eval_steps: np.ndarray, eval_values: np.ndarray, train_steps: np.
     else None (cannot tell).
 
     ``plateau`` compares the levels, not the rates: each plateau as its share of the headroom
-    (:func:`headroom_share`, 0-1 metrics only), with its 95% interval. ``"lower"`` when the
+    (:func:`headroom_share`: 0-1 metrics and percentages), with its 95% interval. ``"lower"`` when the
     eval's whole interval lies below ``1 / plateau_ratio`` of the train's lower end (the eval
     levels off at a small part of what the train reward gains: it stops transferring, whatever
     the rates), ``"higher"`` when the eval's lower end exceeds ``plateau_ratio`` x the train's
     upper end, ``"same"`` when the two intervals lie within a factor ``plateau_ratio`` of each
     other, else None. A plateau still rising past the observed steps has an open upper end,
-    so it can be "lower" only where it is the train's. Only rising curves are compared
+    so it can be "lower" only where it is the train's. ``names``: the eval's and the train
+    reward's column names (a percentage is known by its name). Only rising curves are compared
     (``diverges`` on ``rate == "faster"`` or ``plateau == "lower"``); None when either fit fails."""
     t0, t1 = float(eval_steps[0]), float(eval_steps[-1])
     keep = (train_steps >= t0) & (train_steps <= t1)
-    fe = profile_fit(eval_steps, eval_values)
-    ft = profile_fit(train_steps[keep], train_values[keep])
+    fe = profile_fit(eval_steps, eval_values, percent=bool(PERCENT_NAME.search(names[0])))
+    ft = profile_fit(train_steps[keep], train_values[keep], percent=bool(PERCENT_NAME.search(names[1])))
     if fe is None or ft is None:
         return None
     (elo, ehi), (tlo, thi) = fe["timescale_ci95"], ft["timescale_ci95"]
