@@ -94,10 +94,15 @@ def stale(text: str, *, skip=lambda cmd: False) -> list[tuple[str, str, str]]:
     return [(cmd, body, out) for (cmd, body), out in zip(todo, now) if out != body]
 
 
-#: generated blocks: name -> (record file, "module:function" rendering the record's JSON to markdown)
+#: generated blocks: name -> (record file, "module:function" rendering the record to markdown; a
+#: ``.json`` record is passed parsed, any other as its text)
 GENERATED = {
     "watch-detection": ("docs/watch_benchmark.json", "tests.benchmarks.watch:readme_detection"),
     "watch-load": ("docs/watch_benchmark.json", "tests.benchmarks.watch:readme_load"),
+    "forecast-real": ("docs/forecast_real_runs.md", "tests.forecast_measure:readme_real"),
+    "forecast-bandit": ("docs/forecast_generated.json", "tests.forecast_measure:readme_bandit"),
+    "forecast-forced": ("docs/forecast_generated.json", "tests.forecast_measure:readme_forced"),
+    "forecast-plateau": ("docs/forecast_generated.json", "tests.forecast_measure:readme_plateau"),
 }
 GEN_BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) [^\n]*-->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
@@ -111,7 +116,8 @@ def render_generated(name: str, root: Path = ROOT) -> str:
     module, func = where.split(":")
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    text = getattr(importlib.import_module(module), func)(json.loads(path.read_text(encoding="utf-8")))
+    raw = path.read_text(encoding="utf-8")
+    text = getattr(importlib.import_module(module), func)(json.loads(raw) if path.suffix == ".json" else raw)
     return text if text.endswith("\n") else text + "\n"
 
 

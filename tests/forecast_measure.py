@@ -20,7 +20,11 @@ that table, and ``tests/test_forecast.py`` recomputes one run's rows and the REA
 A cut whose forecast is a lower bound (still rising, the rise's end not in the seen steps)
 counts as covered when the final level reached the bound; the tables count those cuts.
 
-``--jobs N`` runs the forecasts in N processes. Not collected by pytest (no ``test_`` prefix);
+``--record`` (full size only) also writes the generated-run rows to :data:`RECORD`
+(``docs/forecast_generated.json``, committed) and rewrites the README's ``forecast-*`` generated
+blocks, which ``scripts/update_readme.py --check`` renders from the two committed files (the
+real-run summary from the per-cut table, the rest from the record); ``tests/test_forecast.py``
+recomputes rows of both. ``--jobs N`` runs the forecasts in N processes. Not collected by pytest (no ``test_`` prefix);
 ``tests/test_forecast.py`` runs it on a subset.
 """
 
@@ -303,57 +307,154 @@ def bandit_items(n: int):
     return items
 
 
-def bandit_block(n: int) -> str:
-    rows = _backtest(bandit_items(n), (0.25,))
-    return "\n".join([f"simulate bandit runs (8 arms, G=16 x 16 groups, beta 1, 400 steps): {n}", HEAD,
-                      _line("bandit, cut 25% vs the simulator's expected reward", _summary(rows))])
+def bandit_rows(n: int) -> list:
+    """Per-cut rows of ``n`` bandit runs cut at 25% (truth: the simulator's expected reward)."""
+    return _backtest(bandit_items(n), (0.25,))
 
 
-def forced_block(n_per_stratum: int, **strata) -> str:
+def bandit_lines(rows, n: int) -> list[str]:
+    return [f"simulate bandit runs (8 arms, G=16 x 16 groups, beta 1, 400 steps): {n}", HEAD,
+            _line("bandit, cut 25% vs the simulator's expected reward", _summary(rows))]
+
+
+def forced_strata(n_per_stratum: int, **strata) -> list[dict]:
+    """Per stratum (forcing level x regime) of the generated runs with forcing inside the
+    dynamics: its label, its per-cut rows and (one-timescale regimes) each run's plateau
+    coverage ``(fit ci95 covers p*, fit timescale ci95 covers, forecast plateau ci95 covers)``."""
     from grpofit.testing.synthetic import forced_recovery_set
 
-    runs = forced_recovery_set(n_per_stratum, seed=1, **strata)
-    lines = [f"generated runs, forcing inside the dynamics: {len(runs)} ({n_per_stratum} per stratum)", HEAD]
-    all_rows = []
-    strata = {}
+    runs = forced_recovery_set(n_per_stratum, seed=FORCED_SEED, **strata)
+    groups: dict = {}
     for truth, table in runs:
-        strata.setdefault((truth["forcing_sd"], truth["regime"]), []).append(
-            (f"#{truth['index']}", table["step"], table["reward"], table["latent"], truth["batch"]))
-    for (level, regime), items in strata.items():
-        rows = _backtest(items, CUTS)
-        all_rows += rows
-        lines.append(_line(f"forcing sd {level:g}, {regime}", _summary(rows)))
-    lines.append(_line("all generated", _summary(all_rows)))
-    lines.append("")
-    lines.append(plateau_block(runs))
-    return "\n".join(lines)
+        groups.setdefault((truth["forcing_sd"], truth["regime"]), []).append((truth, table))
+    out = []
+    for (level, regime), members in groups.items():
+        items = [(f"#{t['index']}", tb["step"], tb["reward"], tb["latent"], t["batch"]) for t, tb in members]
+        out.append({"label": f"forcing sd {level:g}, {regime}", "forcing_sd": level, "regime": regime,
+                    "rows": _backtest(items, CUTS),
+                    "plateau": None if regime == "two_class" else [plateau_covers(t, tb) for t, tb in members]})
+    return out
 
 
-def plateau_block(runs) -> str:
-    """Plateau 95% interval coverage per stratum: the fit command's and the forecast's."""
+def forced_lines(strata: list[dict], n_per_stratum: int) -> list[str]:
+    n = sum(len(st["rows"]) for st in strata) // len(CUTS)
+    lines = [f"generated runs, forcing inside the dynamics: {n} ({n_per_stratum} per stratum)", HEAD]
+    lines += [_line(st["label"], _summary(st["rows"])) for st in strata]
+    lines.append(_line("all generated", _summary([r for st in strata for r in st["rows"]])))
+    return lines
+
+
+def plateau_covers(truth: dict, table) -> tuple[bool, bool, bool]:
+    """Does the ``fit`` command's plateau / timescale ci95 (preferred law), and the forecast's
+    plateau ci95, cover the generating run's own value?"""
     from grpofit.fitting import fit_series
     from grpofit.forecasting.engine import forecast_series
 
+    fr = fit_series(table["step"], table["reward"])
+    model = fr.models.get(fr.preferred or "oscillator")
+    inside = lambda ci, x: ci is not None and (ci[0] is None or ci[0] <= x) and (ci[1] is None or x <= ci[1])
+    fc = forecast_series(table["step"], table["reward"], batch=truth["batch"])
+    return (inside(model.params["plateau"].ci95, truth["plateau"]),
+            inside(model.params["timescale"].ci95, truth["timescale"]),
+            inside(fc.doc["plateau"]["ci95"], truth["plateau"]))
+
+
+def plateau_lines(strata: list[dict]) -> list[str]:
+    """Plateau 95% interval coverage per stratum: the fit command's and the forecast's."""
     lines = ["| stratum | runs | fit ci95 covers p* | fit timescale ci95 covers | forecast plateau ci95 covers |",
              "| --- | --- | --- | --- | --- |"]
-    strata = {}
-    for truth, table in runs:
-        if truth["regime"] == "two_class":
-            continue  # one plateau, but no single timescale to cover
-        fr = fit_series(table["step"], table["reward"])
-        model = fr.models.get(fr.preferred or "oscillator")
-        pc = model.params["plateau"].ci95
-        tc = model.params["timescale"].ci95
-        inside = lambda ci, x: ci is not None and (ci[0] is None or ci[0] <= x) and (ci[1] is None or x <= ci[1])
-        fc = forecast_series(table["step"], table["reward"], batch=truth["batch"])
-        fpc = fc.doc["plateau"]["ci95"]
-        strata.setdefault((truth["forcing_sd"], truth["regime"]), []).append(
-            (inside(pc, truth["plateau"]), inside(tc, truth["timescale"]), inside(fpc, truth["plateau"])))
-    for (level, regime), v in strata.items():
-        a = np.array(v, dtype=float)
-        lines.append(f"| forcing sd {level:g}, {regime} | {len(v)} | {a[:, 0].mean():.0%} | {a[:, 1].mean():.0%} | "
-                     f"{a[:, 2].mean():.0%} |")
-    return "\n".join(lines)
+    for st in strata:
+        if st["plateau"] is None:
+            continue  # two classes: one plateau, but no single timescale to cover
+        a = np.array(st["plateau"], dtype=float)
+        lines.append(f"| {st['label']} | {len(a)} | {a[:, 0].mean():.0%} | {a[:, 1].mean():.0%} | {a[:, 2].mean():.0%} |")
+    return lines
+
+
+#: seed of the generated runs with forcing; the record of the full-size run (README blocks)
+FORCED_SEED = 1
+RECORD = ROOT / "docs" / "forecast_generated.json"
+BANDIT_RUNS = 12
+FORCED_PER_STRATUM = 6
+
+
+def _json_row(row) -> list:
+    return [round(x, 6) if isinstance(x, float) else x for x in row]
+
+
+def make_record(bandit: list, strata: list[dict]) -> dict:
+    """The JSON record of the generated-run measurements (rows rounded to 6 decimals)."""
+    import datetime
+
+    return {
+        "command": "python -m tests.forecast_measure --record",
+        "date": datetime.date.today().isoformat(), "load": [round(x, 2) for x in os.getloadavg()],
+        "bandit": {"runs": BANDIT_RUNS, "rows": [_json_row(r) for r in bandit]},
+        "forced": {"per_stratum": FORCED_PER_STRATUM, "seed": FORCED_SEED,
+                   "strata": [dict(st, rows=[_json_row(r) for r in st["rows"]],
+                                   plateau=None if st["plateau"] is None else [list(map(bool, p)) for p in st["plateau"]])
+                              for st in strata]},
+    }
+
+
+def _rows(rows) -> list[tuple]:
+    return [tuple(r) for r in rows]
+
+
+def readme_bandit(doc: dict) -> str:
+    """The README's bandit table, from the record."""
+    lines = bandit_lines(_rows(doc["bandit"]["rows"]), doc["bandit"]["runs"])
+    return lines[0] + "\n\n" + "\n".join(lines[1:]) + "\n"
+
+
+def readme_forced(doc: dict) -> str:
+    """The README's table of generated runs with forcing, from the record."""
+    strata = [dict(st, rows=_rows(st["rows"])) for st in doc["forced"]["strata"]]
+    lines = forced_lines(strata, doc["forced"]["per_stratum"])
+    return lines[0] + ", cut at " + " and ".join(f"{c:.0%}" for c in CUTS) + "\n\n" + "\n".join(lines[1:]) + "\n"
+
+
+def readme_plateau(doc: dict) -> str:
+    """The README's plateau-coverage table, from the record."""
+    return "\n".join(plateau_lines(doc["forced"]["strata"])) + "\n"
+
+
+def readme_real(text: str) -> str:
+    """The README's real-run summary, from the committed per-cut table (docs/forecast_real_runs.md):
+    the table, then how it stands against the forecast issue's targets (coverage >= 90% at each
+    cut; median error below persistence's, overall and in each half, and <= 0.02 at the 50% cut)."""
+    rows = parse_table(text)
+    lines = real_lines(rows, len({r[0] for r in rows}))
+    return "\n".join(lines[1:]) + "\n\n" + real_verdict(rows) + "\n"
+
+
+def real_verdict(rows) -> str:
+    """One paragraph, computed from the rows: which targets hold, where, and the worst cuts."""
+    names = list(dict.fromkeys(r[0] for r in rows))
+    half = {name: "AB"[i % 2] for i, name in enumerate(names)}
+    made = [r for r in rows if r[2] is not None]
+    sets = [(f"{frac:.0%} cut", [r for r in rows if r[1] == frac]) for frac in CUTS]
+    sets += [(f"half {h}, {frac:.0%} cut", [r for r in rows if r[1] == frac and half[r[0]] == h]) for h in "AB" for frac in CUTS]
+    low = [f"{label} ({s['coverage']:.0%})" for label, part in sets[:len(CUTS)]
+           if (s := _summary(part))["coverage"] < 0.9]
+    beat, lose = [], []
+    for label, part in sets:
+        s = _summary(part)
+        (beat if s["median_error"] < s["persistence"] else lose).append(
+            f"{label} ({s['median_error']:.4f} against {s['persistence']:.4f})")
+    last = _summary([r for r in rows if r[1] == CUTS[-1]])["median_error"]
+    worst = sorted(made, key=lambda r: -r[3])[:2]
+    out = [f"Against the targets, on {len(names)} runs: 95% coverage of at least 90% is "
+           + (f"**not** met at the {', '.join(low)}" if low else "met at every cut")
+           + f"; {sum(1 for r in made if r[6])} of the {len(made)} forecasts are lower bounds (the run still rising, its end "
+           "not in sight). The median error is below persistence's at the " + "; ".join(beat)
+           + (f", but **not** at the {'; '.join(lose)}" if lose else "")
+           + f". At the {CUTS[-1]:.0%} cut it is {last:.4f} ({'within' if last <= 0.02 else '**above**'} the 0.02 target). "
+           "The largest errors: "
+           + "; ".join(f"`{r[0]}` at {r[1]:.0%} ({r[3]:.3f}{', a lower bound' if r[6] else ''}; the model's median "
+                       f"alone: {abs(r[8] - r[7]):.3f})" if r[8] is not None else f"`{r[0]}` at {r[1]:.0%} ({r[3]:.3f})"
+                       for r in worst) + "."]
+    return out[0]
 
 
 def main(argv=None) -> None:
@@ -367,10 +468,26 @@ def main(argv=None) -> None:
     print()
     print("\n".join(selection_lines(rows)))
     print()
-    print(bandit_block(1 if quick else 12))
+    n_bandit = 1 if quick else BANDIT_RUNS
+    bandit = bandit_rows(n_bandit)
+    print("\n".join(bandit_lines(bandit, n_bandit)))
     print()
-    strata = {"levels": (0.015,), "regimes": ("overdamped",)} if quick else {}
-    print(forced_block(1 if quick else 6, **strata))
+    per = 1 if quick else FORCED_PER_STRATUM
+    strata = forced_strata(per, **({"levels": (0.015,), "regimes": ("overdamped",)} if quick else {}))
+    print("\n".join(forced_lines(strata, per)))
+    print()
+    print("\n".join(plateau_lines(strata)))
+    if "--record" in argv and not quick:
+        import json
+
+        RECORD.write_text(json.dumps(make_record(bandit, strata), indent=1) + "\n")
+        sys.path.insert(0, str(ROOT / "scripts"))
+        import update_readme
+
+        readme = ROOT / "README.md"
+        names = [n for n in update_readme.GENERATED if n.startswith("forecast-")]
+        readme.write_text(update_readme.rewrite_generated(readme.read_text(encoding="utf-8"), names), encoding="utf-8")
+        print(f"\nrecorded {RECORD.relative_to(ROOT)} and the README's blocks {', '.join(names)}")
 
 
 if __name__ == "__main__":

@@ -403,3 +403,56 @@ def test_committed_real_run_doc_is_its_own_table_and_selection():
     assert fm.table_text(fm.parse_table(text)) == text
     chosen = [ln for ln in text.splitlines() if ln.startswith("- chosen on half A: ")]
     assert chosen and chosen[0].startswith(f"- chosen on half A: {fm.SHIPPED};")
+
+
+def _same_rows(new, old):
+    """Recomputed backtest rows against recorded ones: flags exact, numbers to the record's rounding."""
+    assert len(new) == len(old)
+    for a, b in zip(new, old):
+        assert a[0] == b[0] and a[1] == b[1] and a[2] == b[2] and a[6] == b[6] and a[11] == b[11]
+        for x, y in zip(a[3:11], b[3:11]):
+            if isinstance(x, bool) or isinstance(y, bool):
+                assert x == y
+                continue
+            assert (x is None) == (y is None) and (x is None or abs(x - y) < 2e-3), (a, b)
+
+
+def test_generated_run_record_reproduces_for_a_stratum():
+    """The README's generated-run tables are rendered from ``docs/forecast_generated.json``
+    (``python -m tests.forecast_measure --record``); recompute the first bandit run and the first
+    two runs of the hardest stratum (strong forcing, underdamped): the recorded rows and plateau
+    coverage flags hold."""
+    import json
+
+    from grpofit.testing.synthetic import forced_recovery_set
+    from tests import forecast_measure as fm
+
+    doc = json.loads(fm.RECORD.read_text())
+    assert doc["bandit"]["runs"] == len(doc["bandit"]["rows"]) == fm.BANDIT_RUNS
+    _same_rows(fm.bandit_rows(1), [tuple(r) for r in doc["bandit"]["rows"][:1]])
+
+    forced = doc["forced"]
+    assert forced["per_stratum"] == fm.FORCED_PER_STRATUM and forced["seed"] == fm.FORCED_SEED
+    assert all(len(st["rows"]) == len(fm.CUTS) * fm.FORCED_PER_STRATUM for st in forced["strata"])
+    stratum = next(st for st in forced["strata"] if st["label"] == "forcing sd 0.03, underdamped")
+    runs = [(t, tb) for t, tb in forced_recovery_set(forced["per_stratum"], seed=forced["seed"])
+            if t["forcing_sd"] == 0.03 and t["regime"] == "underdamped"][:2]
+    items = [(f"#{t['index']}", tb["step"], tb["reward"], tb["latent"], t["batch"]) for t, tb in runs]
+    names = {it[0] for it in items}
+    _same_rows(fm._backtest(items, fm.CUTS), [tuple(r) for r in stratum["rows"] if r[0] in names])
+    assert [list(fm.plateau_covers(t, tb)) for t, tb in runs] == stratum["plateau"][:2]
+
+
+def test_readme_generated_forecast_blocks_are_their_records():
+    """Each forecast table in the README is its record's rendering (a hand edit fails)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import update_readme
+
+    text = (ROOT / "README.md").read_text()
+    names = [n for n in update_readme.GENERATED if n.startswith("forecast-")]
+    assert len(names) == 4
+    assert not [s for s in update_readme.stale_generated(text) if s[0] in names]
+    edited = text.replace("| forcing sd 0.03, underdamped |", "| forcing sd 0.03, underdamped (edited) |", 1)
+    assert "forecast-forced" in [s[0] for s in update_readme.stale_generated(edited)]
