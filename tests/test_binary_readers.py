@@ -36,7 +36,7 @@ def _real(path: Path) -> str:
 
 @pytest.mark.parametrize("value", [0, 1, 127, 128, 300, 2**31, 2**63 - 1, -1, -(2**63)])
 def test_varint_round_trip(value):
-    data = pb.encode_varint(value)
+    data = writers.encode_varint(value)
     decoded, end = pb.decode_varint(data, 0)
     assert end == len(data) <= 10
     assert pb.to_signed64(decoded) == value
@@ -44,11 +44,11 @@ def test_varint_round_trip(value):
 
 def test_fields_round_trip():
     msg = (
-        pb.field_varint(1, 7)
-        + pb.field_bytes(2, "héllo")
-        + pb.field_double(3, 0.1)
-        + pb.field_float(4, 0.5)
-        + pb.field_varint(300, -5)
+        writers.field_varint(1, 7)
+        + writers.field_bytes(2, "héllo")
+        + writers.field_double(3, 0.1)
+        + writers.field_float(4, 0.5)
+        + writers.field_varint(300, -5)
     )
     fields = pb.parse(msg)
     assert pb.as_int(*fields[1][0]) == 7
@@ -78,7 +78,7 @@ def test_malformed_messages_raise_decode_error(data):
 
 def test_packed_helpers():
     assert pb.unpack_fixed(struct.pack("<3f", 1.0, 2.0, 0.5), "f") == [1.0, 2.0, 0.5]
-    assert pb.unpack_varints(pb.encode_varint(3) + pb.encode_varint(-2)) == [3, -2]
+    assert pb.unpack_varints(writers.encode_varint(3) + writers.encode_varint(-2)) == [3, -2]
     with pytest.raises(pb.DecodeError):
         pb.unpack_fixed(b"\0" * 5, "f")
 
@@ -156,37 +156,37 @@ def test_tfevents_same_step_twice_keeps_last(tmp_path):
 
 def _raw_event(step: int, value: bytes) -> bytes:
     """An Event holding one hand-made Summary.Value."""
-    return pb.field_varint(2, step) + pb.field_bytes(5, pb.field_bytes(1, value))
+    return writers.field_varint(2, step) + writers.field_bytes(5, writers.field_bytes(1, value))
 
 
 def _tensor_value(tag: str, tensor: bytes, plugin: str = "scalars") -> bytes:
-    meta = pb.field_bytes(1, pb.field_bytes(1, plugin))
-    return pb.field_bytes(1, tag) + pb.field_bytes(9, meta) + pb.field_bytes(8, tensor)
+    meta = writers.field_bytes(1, writers.field_bytes(1, plugin))
+    return writers.field_bytes(1, tag) + writers.field_bytes(9, meta) + writers.field_bytes(8, tensor)
 
 
 def _shape(*dims: int) -> bytes:
-    return pb.field_bytes(2, b"".join(pb.field_bytes(2, pb.field_varint(1, d)) for d in dims))
+    return writers.field_bytes(2, b"".join(writers.field_bytes(2, writers.field_varint(1, d)) for d in dims))
 
 
 def test_tfevents_scalar_tensor_variants(tmp_path):
     events = [
         # DT_FLOAT with tensor_content (torch >= 2 and TF2 writers)
-        _raw_event(1, _tensor_value("a", pb.field_varint(1, 1) + _shape() + pb.field_bytes(4, struct.pack("<f", 0.5)))),
+        _raw_event(1, _tensor_value("a", writers.field_varint(1, 1) + _shape() + writers.field_bytes(4, struct.pack("<f", 0.5)))),
         # DT_DOUBLE with tensor_content
-        _raw_event(1, _tensor_value("b", pb.field_varint(1, 2) + pb.field_bytes(4, struct.pack("<d", 0.1)))),
+        _raw_event(1, _tensor_value("b", writers.field_varint(1, 2) + writers.field_bytes(4, struct.pack("<d", 0.1)))),
         # DT_INT64 int64_val, DT_INT32 int_val (unpacked)
-        _raw_event(1, _tensor_value("c", pb.field_varint(1, 9) + pb.field_varint(10, -7))),
-        _raw_event(1, _tensor_value("d", pb.field_varint(1, 3) + pb.field_varint(7, 12))),
+        _raw_event(1, _tensor_value("c", writers.field_varint(1, 9) + writers.field_varint(10, -7))),
+        _raw_event(1, _tensor_value("d", writers.field_varint(1, 3) + writers.field_varint(7, 12))),
         # unpacked float_val, double_val
-        _raw_event(1, _tensor_value("e", pb.field_varint(1, 1) + pb.field_float(5, 0.25))),
-        _raw_event(1, _tensor_value("f", pb.field_varint(1, 2) + pb.field_double(6, 0.3))),
+        _raw_event(1, _tensor_value("e", writers.field_varint(1, 1) + writers.field_float(5, 0.25))),
+        _raw_event(1, _tensor_value("f", writers.field_varint(1, 2) + writers.field_double(6, 0.3))),
         # a shape of [1, 1] is still one element
-        _raw_event(1, _tensor_value("g", pb.field_varint(1, 1) + _shape(1, 1) + pb.field_float(5, 2.0))),
+        _raw_event(1, _tensor_value("g", writers.field_varint(1, 1) + _shape(1, 1) + writers.field_float(5, 2.0))),
         # skipped: a histogram-like [3] tensor, a string tensor, an image, a histogram plugin
-        _raw_event(1, _tensor_value("h", pb.field_varint(1, 1) + _shape(3) + pb.field_bytes(4, b"\0" * 12))),
-        _raw_event(1, _tensor_value("i", pb.field_varint(1, 7) + pb.field_bytes(8, b"text"), plugin="text")),
-        _raw_event(1, pb.field_bytes(1, "j") + pb.field_bytes(4, pb.field_varint(1, 8))),
-        _raw_event(1, _tensor_value("k", pb.field_varint(1, 1) + pb.field_float(5, 1.0), plugin="histograms")),
+        _raw_event(1, _tensor_value("h", writers.field_varint(1, 1) + _shape(3) + writers.field_bytes(4, b"\0" * 12))),
+        _raw_event(1, _tensor_value("i", writers.field_varint(1, 7) + writers.field_bytes(8, b"text"), plugin="text")),
+        _raw_event(1, writers.field_bytes(1, "j") + writers.field_bytes(4, writers.field_varint(1, 8))),
+        _raw_event(1, _tensor_value("k", writers.field_varint(1, 1) + writers.field_float(5, 1.0), plugin="histograms")),
     ]
     path = tmp_path / "events.out.tfevents.2"
     path.write_bytes(b"".join(writers.frame_record(e) for e in events))
@@ -401,10 +401,10 @@ def test_wandb_round_trip(tmp_path):
 
 
 def test_wandb_nested_key_and_step_from_history_step(tmp_path):
-    item = pb.field_bytes(2, "eval") + pb.field_bytes(2, "reward") + pb.field_bytes(16, "0.75")
-    history = pb.field_bytes(1, item) + pb.field_bytes(2, pb.field_varint(1, 42))
+    item = writers.field_bytes(2, "eval") + writers.field_bytes(2, "reward") + writers.field_bytes(16, "0.75")
+    history = writers.field_bytes(1, item) + writers.field_bytes(2, writers.field_varint(1, 42))
     path = tmp_path / "run-x.wandb"
-    path.write_bytes(writers.frame_records([pb.field_bytes(2, history)]))
+    path.write_bytes(writers.frame_records([writers.field_bytes(2, history)]))
     table, _ = wb.read_wandb_file(str(path))
     assert table["eval/reward"].tolist() == [0.75]
     assert table["_step"].tolist() == [42]
@@ -536,7 +536,7 @@ def test_wandb_mutated_files_never_crash(tmp_path):
 
 
 def test_wandb_accepts_leveldb_crc32c_chunks():
-    payload = pb.field_bytes(2, pb.field_bytes(1, pb.field_bytes(1, "r") + pb.field_bytes(16, "0.5")))
+    payload = writers.field_bytes(2, writers.field_bytes(1, writers.field_bytes(1, "r") + writers.field_bytes(16, "0.5")))
     chunk = struct.pack("<IHB", tb.masked_crc32c(b"\x01" + payload), len(payload), 1) + payload
     table, warnings, _ = wb.parse_wandb(b":W&B\xe1\xbe\x00" + chunk, "leveldb")
     assert table["r"].tolist() == [0.5] and warnings == []

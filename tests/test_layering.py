@@ -38,3 +38,16 @@ def test_simulator_uses_the_dynamics_theory():
     assert sim.fixed_point is bandit.fixed_point
     assert sim.group_signal is bandit.group_signal
     assert sim.plateau_at_group_size is bandit.plateau_at_group_size
+
+
+def test_readers_only_decode_and_never_import_the_writers():
+    """The protobuf encoders live with the writers (grpofit.testing.writers); readers decode."""
+    from grpofit.readers import protobuf
+    from grpofit.testing import writers
+
+    for name in ("encode_varint", "field_varint", "field_bytes", "field_double", "field_float"):
+        assert not hasattr(protobuf, name), name
+        assert callable(getattr(writers, name)), name
+    for path in sorted((PKG / "readers").glob("*.py")):
+        bad = {n for n in _imports(path) if n.startswith("grpofit.testing")}
+        assert not bad, f"{path.name} imports {bad}"

@@ -16,7 +16,6 @@ import pytest
 
 from grpofit.errors import ReadError
 from grpofit.readers import inspect_run, read_bytes, read_path
-from grpofit.readers import protobuf as pb
 from grpofit.testing import writers
 
 
@@ -41,7 +40,7 @@ def tf_bytes(steps, tmp_path, name="ev") -> bytes:
 
 def wandb_bytes(steps) -> bytes:
     payloads = [
-        pb.field_varint(1, i + 1) + writers.encode_history({"train/global_step": s, "reward": reward(s), "_step": i}, i)
+        writers.field_varint(1, i + 1) + writers.encode_history({"train/global_step": s, "reward": reward(s), "_step": i}, i)
         for i, s in enumerate(steps)
     ]
     return writers.frame_records(payloads)

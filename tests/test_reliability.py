@@ -23,7 +23,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpofit.errors import GrpofitError
-from grpofit.readers import protobuf as pb
 from grpofit.readers import read_bytes, read_path
 from grpofit.readers import tensorboard as tb
 from grpofit.testing import writers
@@ -169,11 +168,11 @@ def _tfevents_sample(table: dict[str, np.ndarray], tmp) -> bytes:
 
 
 def _wandb_sample(table: dict[str, np.ndarray]) -> bytes:
-    payloads = [pb.field_varint(1, 1) + writers.encode_config({"num_generations": 8})]
+    payloads = [writers.field_varint(1, 1) + writers.encode_config({"num_generations": 8})]
     for i in range(len(table["step"])):
         row = {("train/global_step" if k == "step" else k): float(table[k][i]) for k in table if not np.isnan(table[k][i])}
         row["_step"] = i
-        payloads.append(pb.field_varint(1, i + 2) + writers.encode_history(row, i))
+        payloads.append(writers.field_varint(1, i + 2) + writers.encode_history(row, i))
     return writers.frame_records(payloads)
 
 
@@ -384,13 +383,13 @@ MEMORY_LIMIT = 8_000_000
 def test_corrupted_tfevents_lengths_never_allocate(samples, length, where):
     """A length field (the record's own, with a valid CRC, or a protobuf length inside a record
     with valid CRCs) claiming up to 2**64 bytes allocates nothing beyond the file."""
-    first = _tf_frame(pb.field_double(1, 1.0) + pb.field_bytes(3, "brain.Event:2"))
+    first = _tf_frame(writers.field_double(1, 1.0) + writers.field_bytes(3, "brain.Event:2"))
     good = _tf_frame(writers.encode_event(1, {"reward": 0.5}, wall_time=2.0))
     key = {"summary": (5 << 3) | 2, "value": (1 << 3) | 2, "tensor": (8 << 3) | 2}
     if where == "record":
         bad = _tf_frame(b"\x00" * 40, length=length)[:-4]
     else:
-        payload = pb.field_double(1, 3.0) + pb.field_varint(2, 2) + pb.encode_varint(key[where]) + pb.encode_varint(length) + b"\x01" * 16
+        payload = writers.field_double(1, 3.0) + writers.field_varint(2, 2) + writers.encode_varint(key[where]) + writers.encode_varint(length) + b"\x01" * 16
         bad = _tf_frame(payload)
     data = first + good + bad + good
     for name in ("events.out.tfevents.1.x", "-"):
@@ -404,13 +403,13 @@ def test_corrupted_tfevents_lengths_never_allocate(samples, length, where):
 @given(length=st.integers(0, 2**64 - 1), chunk_len=st.integers(0, 0xFFFF), where=st.sampled_from(["chunk", "record", "item"]))
 def test_corrupted_wandb_lengths_never_allocate(length, chunk_len, where):
     header = struct.pack("<4sHB", b":W&B", 0xBEE1, 0)
-    good = _wandb_chunk(1, pb.field_varint(1, 1) + writers.encode_history({"reward": 0.5, "_step": 0}, 0))
+    good = _wandb_chunk(1, writers.field_varint(1, 1) + writers.encode_history({"reward": 0.5, "_step": 0}, 0))
     if where == "chunk":
         bad = _wandb_chunk(1, b"\x12\x05hello", length=chunk_len)
     else:
-        key = pb.encode_varint((2 << 3) | 2) if where == "record" else pb.encode_varint((1 << 3) | 2)
-        inner = key + pb.encode_varint(length) + b"\x01" * 8
-        bad = _wandb_chunk(1, inner if where == "record" else pb.field_bytes(2, inner))
+        key = writers.encode_varint((2 << 3) | 2) if where == "record" else writers.encode_varint((1 << 3) | 2)
+        inner = key + writers.encode_varint(length) + b"\x01" * 8
+        bad = _wandb_chunk(1, inner if where == "record" else writers.field_bytes(2, inner))
     data = header + good + bad + good
     for name in ("run-abc.wandb", "-"):
         out, peak = _peak_bytes(lambda: read_bytes(data, name))

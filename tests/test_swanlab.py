@@ -168,7 +168,7 @@ def test_genuine_swanlab_folder_on_the_command_line(tmp_path, capsys):
 
 
 def test_only_system_metrics_is_a_clear_error(tmp_path):
-    from grpofit.readers.protobuf import field_bytes, field_double, field_varint
+    from grpofit.testing.writers import field_bytes, field_double, field_varint
 
     def record(key, step, value):
         scalar = field_bytes(1, key) + field_varint(2, step) + field_bytes(5, field_double(1, value))

@@ -32,7 +32,7 @@ def _counting(monkeypatch):
 
 
 def test_warm_fit_law_reaches_the_cold_optimum_with_fewer_evaluations(run, monkeypatch):
-    from grpofit.forecasting.engine import LAWS_USED  # noqa: F401 - the laws watch refits
+    from grpofit.forecasting.statespace import LAWS  # noqa: F401 - the laws watch refits
 
     s, v = run.series("reward")
     t = s - s[0]

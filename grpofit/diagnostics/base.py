@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -23,6 +23,12 @@ if TYPE_CHECKING:  # names for the annotations only (no import cycle, nothing lo
     from grpofit.fitting.results import FitResult
     from grpofit.runs import Run
 
+#: one value of a verdict's or a finding's ``details`` (the numbers behind the evidence): a number,
+#: a flag, a text, nothing, or a list or a string-keyed dict of them (a collapse's or a rise's
+#: ``summary()``, an interval); numpy scalars too, which the JSON makes plain
+#: (:func:`grpofit.jsonout.jsonable`)
+Detail = Union[float, int, bool, str, None, np.generic, Sequence["Detail"], Mapping[str, "Detail"]]
+
 
 @dataclass
 class Verdict:
@@ -31,7 +37,7 @@ class Verdict:
     status: str  #: pass | warn | fail | unknown
     evidence: str  #: one sentence with the numbers and the step where the problem starts
     start_step: float | None = None  #: where the problem starts (warn/fail), when known
-    details: dict[str, Any] = field(default_factory=dict)  #: numbers behind the evidence
+    details: dict[str, Detail] = field(default_factory=dict)  #: numbers behind the evidence
     findings: list[Finding] = field(default_factory=list)  #: the mode's rules
 
     def summary(self) -> dict:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from grpofit.diagnostics.base import Verdict, worst
+from grpofit.diagnostics.base import Detail, Verdict, worst
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Finding:
     status: str  #: pass | warn | fail | unknown
     evidence: str
     start_step: float | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Detail] = field(default_factory=dict)
     gates: bool = True  #: False: reported, but the mode's status ignores it
     panel: Panel | None = None
 

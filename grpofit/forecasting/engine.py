@@ -39,9 +39,6 @@ __all__ = ["forecast_series", "Forecast", "MIN_POINTS"]
 #: fewer seen points than this: "cannot forecast yet"
 MIN_POINTS = 12
 FAN_POINTS = 30
-#: the laws mixed by default: one mode, the damped oscillator (slow start, overshoot) and a fast
-#: + a slow mode with independent amplitudes (two classes of prompts)
-LAWS_USED = ("one", "oscillator", "two")
 #: the slowest timescale searched, in multiples of the furthest step asked about: beyond it a
 #: mode is a straight line over the whole forecast anyway
 T_MAX_FACTOR = 3.0
@@ -113,6 +110,8 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     """Forecast a run from ``(steps, values)`` seen so far (see the module docstring).
 
     ``final_steps``: the steps whose mean reward a backtest compares with (``Forecast.final``).
+    ``laws``: the state-space laws to mix (default: every row of
+    :data:`~.statespace.LAWS`, in its order).
     ``warm``: law -> ``theta`` of an earlier forecast of the same run (``extra["fits"]``):
     each law's search starts there (:func:`~.likelihood.fit_law`), as ``grpofit watch`` does.
     """
@@ -154,7 +153,7 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
 
     fitter = fit_walk_law if walk else fit_law
     fits, prior = [], None
-    for law in laws or LAWS_USED:
+    for law in laws or LAWS:
         f = fitter(law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior,
                    warm=(warm or {}).get(law))
         if f is not None:

@@ -1,4 +1,4 @@
-"""A tiny, bounded decoder (and encoder) for the protobuf wire format.
+"""A tiny, bounded decoder for the protobuf wire format.
 
 Enough to read TensorBoard ``Event`` records and W&B ``Record`` messages without the
 ``protobuf`` package. A message is a sequence of fields ``key = (number << 3) | wire_type``
@@ -16,7 +16,8 @@ followed by a payload:
 The decoder never trusts a length beyond the buffer: a truncated or oversized field raises
 :class:`DecodeError` (a ``ValueError``), and nothing is allocated from a length before it has
 been checked against the bytes actually present. Groups (types 3 and 4) are obsolete and
-rejected.
+rejected. Readers only decode: the encoders (for tests and sample logs) are in
+:mod:`grpofit.testing.writers`.
 """
 
 from __future__ import annotations
@@ -165,47 +166,3 @@ def unpack_fixed(data: bytes, fmt: str) -> list[float]:
     if len(data) % size:
         raise DecodeError("packed field length is not a multiple of its element size")
     return [v[0] for v in struct.iter_unpack("<" + fmt, data)]
-
-
-# --- encoding (writers for tests and sample logs) -------------------------------------------
-
-
-def encode_varint(value: int) -> bytes:
-    """Base-128 encoding of a non-negative int (negative ints as 64-bit two's complement)."""
-    if value < 0:
-        value += _U64
-    out = bytearray()
-    while True:
-        b = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _key(number: int, wire: int) -> bytes:
-    return encode_varint((number << 3) | wire)
-
-
-def field_varint(number: int, value: int) -> bytes:
-    """An int64/int32/enum/bool field."""
-    return _key(number, VARINT) + encode_varint(int(value))
-
-
-def field_bytes(number: int, value: bytes | str) -> bytes:
-    """A bytes/string/sub-message field."""
-    if isinstance(value, str):
-        value = value.encode("utf-8")
-    return _key(number, LENGTH) + encode_varint(len(value)) + value
-
-
-def field_double(number: int, value: float) -> bytes:
-    """A double field."""
-    return _key(number, FIXED64) + struct.pack("<d", value)
-
-
-def field_float(number: int, value: float) -> bytes:
-    """A float field."""
-    return _key(number, FIXED32) + struct.pack("<f", value)

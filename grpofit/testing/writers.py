@@ -1,5 +1,6 @@
-"""Writers of the binary log formats, for tests and ``scripts/make_sample_logs.py``: TensorBoard
-event files and W&B ``.wandb`` files, byte-exact to their formats (framing, CRCs, block
+"""Writers of the binary log formats, for tests and ``scripts/make_sample_logs.py``: the protobuf
+wire format's encoders (:func:`encode_varint`, ``field_*``; :mod:`grpofit.readers.protobuf` only
+decodes), TensorBoard event files and W&B ``.wandb`` files, byte-exact to their formats (framing, CRCs, block
 boundaries), so the readers in :mod:`grpofit.readers.tensorboard` and
 :mod:`grpofit.readers.wandb_binary` (and in principle TensorBoard's and wandb's own) accept them.
 
@@ -22,6 +23,11 @@ from grpofit.readers.wandb_binary import (
 )
 
 __all__ = [
+    "encode_varint",
+    "field_varint",
+    "field_bytes",
+    "field_double",
+    "field_float",
     "frame_record",
     "encode_event",
     "write_tfevents",
@@ -30,6 +36,50 @@ __all__ = [
     "encode_config",
     "write_wandb_file",
 ]
+
+
+# --- protobuf wire format (the encoders of what grpofit.readers.protobuf decodes) ---------
+
+
+def encode_varint(value: int) -> bytes:
+    """Base-128 encoding of a non-negative int (negative ints as 64-bit two's complement)."""
+    if value < 0:
+        value += 1 << 64
+    out = bytearray()
+    while True:
+        b = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _key(number: int, wire: int) -> bytes:
+    return encode_varint((number << 3) | wire)
+
+
+def field_varint(number: int, value: int) -> bytes:
+    """An int64/int32/enum/bool field."""
+    return _key(number, pb.VARINT) + encode_varint(int(value))
+
+
+def field_bytes(number: int, value: bytes | str) -> bytes:
+    """A bytes/string/sub-message field."""
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    return _key(number, pb.LENGTH) + encode_varint(len(value)) + value
+
+
+def field_double(number: int, value: float) -> bytes:
+    """A double field."""
+    return _key(number, pb.FIXED64) + struct.pack("<d", value)
+
+
+def field_float(number: int, value: float) -> bytes:
+    """A float field."""
+    return _key(number, pb.FIXED32) + struct.pack("<f", value)
 
 
 # --- TensorBoard ---------------------------------------------------------------------------
@@ -43,20 +93,20 @@ def frame_record(data: bytes) -> bytes:
 
 def _scalar_value(tag: str, value: float, tensor: bool) -> bytes:
     if not tensor:
-        return pb.field_bytes(1, tag) + pb.field_float(2, value)
+        return field_bytes(1, tag) + field_float(2, value)
     proto = (
-        pb.field_varint(1, 1)  # DT_FLOAT
-        + pb.field_bytes(2, b"")  # shape {} : a scalar
-        + pb.field_bytes(5, struct.pack("<f", value))  # packed float_val
+        field_varint(1, 1)  # DT_FLOAT
+        + field_bytes(2, b"")  # shape {} : a scalar
+        + field_bytes(5, struct.pack("<f", value))  # packed float_val
     )
-    metadata = pb.field_bytes(1, pb.field_bytes(1, "scalars"))
-    return pb.field_bytes(1, tag) + pb.field_bytes(9, metadata) + pb.field_bytes(8, proto)
+    metadata = field_bytes(1, field_bytes(1, "scalars"))
+    return field_bytes(1, tag) + field_bytes(9, metadata) + field_bytes(8, proto)
 
 
 def encode_event(step: int, scalars: dict[str, float], *, wall_time: float, tensor: bool = False) -> bytes:
     """One serialized Event holding ``scalars`` at ``step`` (simple_value, or scalar tensors)."""
-    summary = b"".join(pb.field_bytes(1, _scalar_value(t, float(v), tensor)) for t, v in scalars.items())
-    return pb.field_double(1, wall_time) + pb.field_varint(2, int(step)) + pb.field_bytes(5, summary)
+    summary = b"".join(field_bytes(1, _scalar_value(t, float(v), tensor)) for t, v in scalars.items())
+    return field_double(1, wall_time) + field_varint(2, int(step)) + field_bytes(5, summary)
 
 
 def write_tfevents(
@@ -71,7 +121,7 @@ def write_tfevents(
     Scalars go in ``simple_value`` (or, with ``tensor=True``, as TF2-style scalar tensors with
     ``float_val``). Wall times are ``wall_time + i`` so the output is deterministic.
     """
-    chunks = [frame_record(pb.field_double(1, wall_time) + pb.field_bytes(3, "brain.Event:2"))]
+    chunks = [frame_record(field_double(1, wall_time) + field_bytes(3, "brain.Event:2"))]
     for i, (step, scalars) in enumerate(rows):
         chunks.append(frame_record(encode_event(step, scalars, wall_time=wall_time + i + 1, tensor=tensor)))
     with open(path, "wb") as fh:
@@ -121,20 +171,20 @@ def _json(value: Any) -> str:
 def encode_history(row: dict[str, Any], step: int) -> bytes:
     """A serialized ``Record{history=2}`` for one logged row (keys with ``/`` kept whole)."""
     items = b"".join(
-        pb.field_bytes(1, pb.field_bytes(1, str(k)) + pb.field_bytes(16, _json(v)))
+        field_bytes(1, field_bytes(1, str(k)) + field_bytes(16, _json(v)))
         for k, v in row.items()
     )
-    history = items + pb.field_bytes(2, pb.field_varint(1, step))
-    return pb.field_bytes(2, history)
+    history = items + field_bytes(2, field_varint(1, step))
+    return field_bytes(2, history)
 
 
 def encode_config(config: dict[str, Any]) -> bytes:
     """A serialized ``Record{config=5}`` with one ConfigItem per key."""
     items = b"".join(
-        pb.field_bytes(1, pb.field_bytes(1, str(k)) + pb.field_bytes(16, _json(v)))
+        field_bytes(1, field_bytes(1, str(k)) + field_bytes(16, _json(v)))
         for k, v in config.items()
     )
-    return pb.field_bytes(5, items)
+    return field_bytes(5, items)
 
 
 def write_wandb_file(path: str, rows: list[dict[str, Any]], *, config: dict[str, Any] | None = None) -> None:
@@ -147,13 +197,13 @@ def write_wandb_file(path: str, rows: list[dict[str, Any]], *, config: dict[str,
     payloads = []
     num = 1
     if config:
-        payloads.append(pb.field_varint(1, num) + encode_config(config))
+        payloads.append(field_varint(1, num) + encode_config(config))
         num += 1
     for i, row in enumerate(rows):
         step = int(row.get("_step", i))
         full = dict(row)
         full["_step"] = step
-        payloads.append(pb.field_varint(1, num) + encode_history(full, step))
+        payloads.append(field_varint(1, num) + encode_history(full, step))
         num += 1
     with open(path, "wb") as fh:
         fh.write(frame_records(payloads))
