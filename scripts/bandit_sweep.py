@@ -28,10 +28,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from grpofit.testing.numerics import pin  # noqa: E402
+
+pin()  # the reference numerics (grpofit/testing/numerics.py)
+
+import numpy as np  # noqa: E402
 
 from grpofit import dynamics as dyn  # noqa: E402
 from grpofit import simulation as sim  # noqa: E402
@@ -64,7 +67,9 @@ def linear_growth(fp, mu, kref, kl_at="sampling", lr=LR):
     """Per-step growth factor of |p - p*| for a run started 1e-7 away from the fixed point.
 
     Envelope (max |e| over blocks of 2 K_ref + 10 steps plus two predicted oscillation periods;
-    the prediction only sets the window) between 1e-14 and 1e-3, log-linear fit.
+    the prediction only sets the window) between 1e-12 and 1e-3, log-linear fit. Below 1e-12 the
+    error meets the round-off floor of p* (which differs between CPUs: numpy and OpenBLAS pick
+    AVX-512 or AVX2 kernels at run time) and the slope would measure that floor, not the decay.
     """
     steps = 40 * kref + 3000
     pred = dyn.exact_sawtooth(lr, mu, kref, fp.curvature, max(fp.curvature_current, 0.0), with_threshold=False)
@@ -78,7 +83,7 @@ def linear_growth(fp, mu, kref, kl_at="sampling", lr=LR):
     nb = len(e) // B
     m = e[: nb * B].reshape(nb, B).max(axis=1)
     j = np.arange(nb)
-    ok = (m > 1e-15) & (m < 1e-3) & (j >= 1)
+    ok = (m > 1e-12) & (m < 1e-3) & (j >= 1)  # above the round-off floor of p* (CPU-dependent)
     if ok.sum() < 3:
         return None
     return float(np.exp(np.polyfit(j[ok], np.log(m[ok]), 1)[0] / B))

@@ -23,10 +23,13 @@ import shutil
 import sys
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from grpofit.testing.numerics import pin  # noqa: E402
+
+pin()  # the reference numerics, so the logs rebuild the same on any CPU
+
+import numpy as np  # noqa: E402
 
 from grpofit.models import oscillator  # noqa: E402
 from grpofit.testing.planted import make_dead_run, make_planted_run  # noqa: E402

@@ -6,7 +6,11 @@ would see: ``(exit code, stdout, stderr)``. Import it with ``from tests.conftest
 
 from __future__ import annotations
 
-import pytest
+from grpofit.testing.numerics import pin
+
+pin()  # the recorded figures' numerics, before anything imports numpy (grpofit/testing/numerics.py)
+
+import pytest  # noqa: E402
 
 
 def run_cli(capsys, *args) -> tuple[int, str, str]:

@@ -35,7 +35,12 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
+if __name__ == "__main__":  # writing a record: the reference numerics (grpofit/testing/numerics.py)
+    from grpofit.testing.numerics import pin
+
+    pin()
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "real_logs"

@@ -19,7 +19,12 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
+if __name__ == "__main__":  # writing a record: the reference numerics (grpofit/testing/numerics.py)
+    from grpofit.testing.numerics import pin
+
+    pin()
+
+import numpy as np  # noqa: E402
 
 from grpofit.fitting import fit_series
 from grpofit.models import guess_exponential, oscillator
