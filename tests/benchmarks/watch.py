@@ -174,7 +174,7 @@ def summarise(rows) -> dict:
 WRITER = r"""
 import json, os, sys, time
 import numpy as np
-folder, runs, interval, steps_per_tick, long_steps, duration = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+folder, runs, interval, steps_per_tick, long_steps, duration, backlog = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
 rng = np.random.default_rng(0)
 def row(s):
     r = 0.7 - 0.5 * np.exp(-s / 300.0) + rng.normal(0, 0.03)
@@ -183,7 +183,7 @@ def row(s):
                        "entropy": round(float(1 - s / 2e4), 4)}) + "\n"
 files = [open(os.path.join(folder, f"run{i:03d}.jsonl"), "a") for i in range(runs)]
 longf = open(os.path.join(folder, "long.jsonl"), "a")
-step = {i: 0 for i in range(runs)}
+step = {i: backlog for i in range(runs)}  # each run goes on after its backlog
 long_step = 0
 t_end = time.time() + duration
 while time.time() < t_end:
@@ -231,7 +231,7 @@ def load(runs: int = 100, interval: float = 10.0, backlog: int = 200, duration: 
     watch = subprocess.Popen(cmd + ["watch", str(folder), "--interval", str(interval)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder), str(runs), str(interval), "1",
-                               str(long_steps), str(duration)])
+                               str(long_steps), str(duration), str(backlog)])
     samples = []
     t0 = time.time()
     try:
