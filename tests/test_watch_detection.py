@@ -119,3 +119,5 @@ def test_load_benchmark_runs_end_to_end(tmp_path):
     assert res["long_run_steps"] >= 100
     assert len(res["samples"]) >= 4
     assert res["rss_mb_max"] > 10 and res["cpu_share_caught_up"] >= 0
+    # the forecast events were read back: how fresh the verdicts stayed under the budget
+    assert res["rejudgements_caught_up"] >= 0 and res["rejudgements_per_min"] >= 0

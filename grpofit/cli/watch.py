@@ -31,7 +31,7 @@ def watch(
     threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (names below); each has a finite valid range."),
     horizon: Optional[float] = typer.Option(None, "--horizon", help="Planned last step for the forecasts (else from each run's config)."),
     no_forecast: bool = typer.Option(False, "--no-forecast", help="Judge and alert only; skip the forecasts."),
-    cpu_budget: float = typer.Option(0.03, "--cpu-budget", help="Share of one core re-fits may use once caught up (alert rules are not rationed)."),
+    cpu_budget: float = typer.Option(0.03, "--cpu-budget", help="Share of one core watch may use once caught up; re-fits wait for it (alert rules are never rationed)."),
     run_pattern: Optional[str] = RUN_PATTERN,
     debug: bool = DEBUG,
 ) -> int:
@@ -39,6 +39,11 @@ def watch(
 
     Example: grpofit watch outputs/ --exit-on fail --on-fail 'touch STOP' --jsonl watch.jsonl
     """
+    import os
+
+    # a sidecar keeps to one core: numpy's BLAS would start a thread per core for small matrices
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
     from grpofit.watch.session import Session, WatchOptions
 
     opts = WatchOptions(

@@ -176,7 +176,8 @@ class Monitor:
         self.pending: dict[str, tuple] = {}  #: runs due for a diagnosis (``defer``)
         self.pending_fc: dict[str, tuple] = {}  #: runs due for a forecast (``defer``)
         self.judge_seconds = 0.0
-        self.rejudge_spent = 0.0  #: seconds the last :meth:`judge_pending` spent re-judging
+        self.rejudge_spent = 0.0  #: CPU seconds the last :meth:`judge_pending` spent re-judging
+        self.catchup_spent = 0.0  #: CPU seconds it spent on first judgements (not rationed)
 
     # ------------------------------------------------------------------ updating
     def update(self, run: Any, *, force_fit: bool = False, defer: bool = False, replaced: bool = False) -> list[dict]:
@@ -249,11 +250,13 @@ class Monitor:
         """Work through the queued judgements (``defer``).
 
         First judgements and first forecasts (catching up) may take ``catchup`` seconds per
-        call whatever the budget; then re-judgements (the most grown first), then re-forecasts,
-        until ``budget`` seconds are spent. :attr:`rejudge_spent` is what the budget paid.
+        call whatever the budget (:attr:`catchup_spent`: their CPU seconds); then re-judgements
+        (the most grown first), then re-forecasts, until ``budget`` CPU seconds are spent
+        (:attr:`rejudge_spent`).
         """
         events: list[dict] = []
         t0 = time.perf_counter()
+        c0 = time.process_time()
         spent = 0.0
         touched: set[str] = set()
 
@@ -274,14 +277,15 @@ class Monitor:
                 run, col = self.pending_fc.pop(name)
                 self._forecast(run, self.runs[name], col)
             touched.add(name)
+        self.catchup_spent = time.process_time() - c0 if first or first_fc else 0.0
         for queue, attr, work in ((self.pending, "fitted_n", self._diagnose), (self.pending_fc, "forecast_n", self._forecast)):
             for name in sorted(queue, key=lambda n: grown(n, attr)):
                 if spent >= budget:
                     break
                 run, col = queue.pop(name)
-                t1 = time.perf_counter()
+                t1 = time.process_time()
                 out = work(run, self.runs[name], col)
-                spent += time.perf_counter() - t1
+                spent += time.process_time() - t1
                 events += out or []
                 touched.add(name)
         for name in touched:
@@ -297,7 +301,7 @@ class Monitor:
             self.runs[n].forecast_n == 0 for n in self.pending_fc)
 
     def _rules(self, run, st: RunState, s, v):
-        from grpofit.watch.rules import RewardDrop, grad_spike
+        from grpofit.watch.rules import GradSpike, RewardDrop
 
         drop = st.rule_state.get("drop")
         if drop is None:
@@ -307,10 +311,10 @@ class Monitor:
             yield sig
         gcol = st.rule_state.get("grad_col")
         if gcol is not None and ("dynamical_instability", "warn") not in st.alerts:
-            gs, gv = run.series(gcol)
-            since = st.rule_state.get("grad_since", 0)
-            sig = grad_spike(gs, gv, since=since)
-            st.rule_state["grad_since"] = int(gs.size)
+            spike = st.rule_state.get("spike")
+            if spike is None:
+                spike = st.rule_state["spike"] = GradSpike()
+            sig = spike.update(*run.series(gcol))
             if sig is not None:
                 yield sig
 

@@ -20,6 +20,7 @@ live, that costs a window of steps before anything is said. These two rules use 
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -137,24 +138,70 @@ def reward_drop(steps: np.ndarray, values: np.ndarray, *, min_drop: float = 0.5,
     return RewardDrop(min_drop=min_drop, noise_k=noise_k).update(steps, values)
 
 
-def grad_spike(steps: np.ndarray, values: np.ndarray, *, spike_factor: float = 5.0, since: int = 0) -> Signal | None:
-    """The first gradient-norm spike at index >= ``since`` (module docstring), or None."""
-    s = np.asarray(steps, float)
-    v = np.asarray(values, float)
-    keep = np.isfinite(s) & np.isfinite(v)
-    s, v = s[keep], v[keep]
-    n = v.size
-    if n <= MIN_BASELINE:
-        return None
-    for i in range(max(since, MIN_BASELINE), n):
-        base = float(np.median(v[:i]))  # one median per new point: callers pass ``since``
-        if base > 0 and v[i] >= spike_factor * base:
-            return Signal(
-                rule="grad_norm_spike",
-                status="warn",
-                mode="dynamical_instability",
-                step=float(s[-1]),
-                onset=float(s[i]),
-                evidence=f"gradient norm spiked to {v[i]:.3g}, x{v[i] / base:.1f} its median so far, at step {s[i]:g}",
-            )
-    return None
+class GradSpike:
+    """The gradient-norm spike rule (module docstring), point by point: the points already seen
+    are kept in two heaps (the lower half as a max-heap, the upper half as a min-heap), so the
+    median of all earlier points costs ``O(log n)`` per new point instead of a sort of them all."""
+
+    def __init__(self, *, spike_factor: float = 5.0) -> None:
+        self.spike_factor = spike_factor
+        self._lo: list[float] = []  #: the lower half, negated (a max-heap)
+        self._hi: list[float] = []  #: the upper half (a min-heap)
+        self.n = 0  #: finite points taken in
+        self.last_step: float | None = None
+
+    def median(self) -> float:
+        """The median of the points taken in (``np.median`` of them; at least one)."""
+        if len(self._lo) > len(self._hi):
+            return -self._lo[0]
+        return (-self._lo[0] + self._hi[0]) / 2
+
+    def _push(self, x: float) -> None:
+        if not self._lo or x <= -self._lo[0]:
+            heapq.heappush(self._lo, -x)
+        else:
+            heapq.heappush(self._hi, x)
+        if len(self._lo) > len(self._hi) + 1:
+            heapq.heappush(self._hi, -heapq.heappop(self._lo))
+        elif len(self._hi) > len(self._lo):
+            heapq.heappush(self._lo, -heapq.heappop(self._hi))
+
+    def update(self, steps: np.ndarray, values: np.ndarray) -> Signal | None:
+        """Take in the points after the ones already seen; the first of them that spikes, or
+        None. A series that no longer extends the one seen (fewer points, another step at the
+        last point seen) is taken afresh."""
+        s = np.asarray(steps, float)
+        v = np.asarray(values, float)
+        keep = np.isfinite(s) & np.isfinite(v)
+        if not keep.all():
+            s, v = s[keep], v[keep]
+        k = self.n
+        if k and (s.size < k or float(s[k - 1]) != self.last_step):
+            self.__init__(spike_factor=self.spike_factor)
+            k = 0
+        hit = None
+        for i, x in enumerate(v[k:].tolist(), start=k):
+            if hit is None and i >= MIN_BASELINE:
+                base = self.median()
+                if base > 0 and x >= self.spike_factor * base:
+                    hit = (i, x, base)
+            self._push(x)
+        self.n = int(v.size)
+        if v.size:
+            self.last_step = float(s[-1])
+        if hit is None:
+            return None
+        i, x, base = hit
+        return Signal(
+            rule="grad_norm_spike",
+            status="warn",
+            mode="dynamical_instability",
+            step=float(s[-1]),
+            onset=float(s[i]),
+            evidence=f"gradient norm spiked to {x:.3g}, x{x / base:.1f} its median so far, at step {s[i]:g}",
+        )
+
+
+def grad_spike(steps: np.ndarray, values: np.ndarray, *, spike_factor: float = 5.0) -> Signal | None:
+    """The first gradient-norm spike of a whole series (a fresh :class:`GradSpike`), or None."""
+    return GradSpike(spike_factor=spike_factor).update(steps, values)

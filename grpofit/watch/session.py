@@ -38,7 +38,7 @@ class WatchOptions:
     live: bool | None = None  #: None: a live panel when stdout is a terminal
     forecast: bool = True
     horizon: float | None = None
-    cpu_budget: float = 0.03  #: share of one core the re-judgements may use once caught up
+    cpu_budget: float = 0.03  #: share of one core watch may use once caught up (re-judgements wait for it)
     run_pattern: str | None = None  #: ``--run PATTERN``: follow only the runs it matches
 
 
@@ -198,6 +198,7 @@ class Session:
         """One poll: read what was appended, update every changed run, act on new alerts."""
         self.open()
         self.polls += 1
+        cpu0 = time.process_time()
         res = self.follower.poll(final=final)
         events: list[dict] = []
         now = time.monotonic()
@@ -207,12 +208,17 @@ class Session:
         self.last_poll = now
         for run in self.selection.keep(res.changed, final=final or self.opts.once):
             events += self.monitor.update(run, force_fit=final, defer=not final, replaced=run.name in res.replaced)
-        events += self.monitor.judge_pending(max(self.tokens, 0.0))
-        self.tokens -= self.monitor.rejudge_spent
+        # once caught up, the budget pays for the whole poll: reading and the rules first, then
+        # re-judgements with what is left (a poll that judged a run for the first time is free)
+        events += self.monitor.judge_pending(max(self.tokens - (time.process_time() - cpu0), 0.0))
         if any(e["event"] == "forecast" for e in events):  # a run was re-judged this poll
             from grpofit.trim import release
 
             release()  # its temporaries, freed, go back to the OS (see trim.py)
+        if self.monitor.catchup_spent:
+            self.tokens = 0.0  # catching up is free, and earns no credit for the polls after it
+        else:
+            self.tokens -= time.process_time() - cpu0
         self._option_errors(final=final or self.opts.once)
         if (final or self.opts.once) and res.problems and not self.monitor.runs:
             # --once and not one run could be read: bad input (exit 2, one line, nothing on stdout)

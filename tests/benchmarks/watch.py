@@ -174,7 +174,7 @@ def summarise(rows) -> dict:
 WRITER = r"""
 import json, os, sys, time
 import numpy as np
-folder, runs, interval, steps_per_tick, long_steps, duration = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+folder, runs, interval, steps_per_tick, long_steps, duration, backlog = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
 rng = np.random.default_rng(0)
 def row(s):
     r = 0.7 - 0.5 * np.exp(-s / 300.0) + rng.normal(0, 0.03)
@@ -183,7 +183,7 @@ def row(s):
                        "entropy": round(float(1 - s / 2e4), 4)}) + "\n"
 files = [open(os.path.join(folder, f"run{i:03d}.jsonl"), "a") for i in range(runs)]
 longf = open(os.path.join(folder, "long.jsonl"), "a")
-step = {i: 0 for i in range(runs)}
+step = {i: backlog for i in range(runs)}  # each run goes on after its backlog
 long_step = 0
 t_end = time.time() + duration
 while time.time() < t_end:
@@ -228,10 +228,11 @@ def load(runs: int = 100, interval: float = 10.0, backlog: int = 200, duration: 
     (folder / "long.jsonl").write_text("")
     exe = Path(sys.executable).with_name("grpofit")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "grpofit"]
-    watch = subprocess.Popen(cmd + ["watch", str(folder), "--interval", str(interval)],
+    events = folder.parent / (folder.name + ".watch.jsonl")
+    watch = subprocess.Popen(cmd + ["watch", str(folder), "--interval", str(interval), "--jsonl", str(events)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder), str(runs), str(interval), "1",
-                               str(long_steps), str(duration)])
+                               str(long_steps), str(duration), str(backlog)])
     samples = []
     t0 = time.time()
     try:
@@ -253,13 +254,40 @@ def load(runs: int = 100, interval: float = 10.0, backlog: int = 200, duration: 
     k = max(1, len(samples) // 3)
     share = float((cpu[-1] - cpu[k]) / (t[-1] - t[k])) if len(samples) > k + 1 else float("nan")
     long_rows = sum(1 for _ in open(folder / "long.jsonl"))
+    lag = refresh_lag(events, t0 + float(t[k]) if len(t) > k else float("inf"))
+    events.unlink(missing_ok=True)
     return {
+        **lag,
         "runs": runs, "interval": interval, "duration": duration, "cpu_share_caught_up": share,
         "rss_mb_first": float(rss[k]) if len(rss) > k else float("nan"), "rss_mb_last": float(rss[-1]) if len(rss) else float("nan"),
         "rss_mb_max": float(rss.max()) if len(rss) else float("nan"), "long_run_steps": long_rows,
         "samples": [(round(a, 1), round(b, 2), round(c, 1)) for a, b, c in samples],
         "watch_exit": watch.returncode,
     }
+
+
+def refresh_lag(events: Path, since: float) -> dict:
+    """How fresh the forecasts stay under the budget: from watch's ``--jsonl`` events after
+    ``since`` (epoch seconds), the re-judgements per minute and, per re-judged run, the steps it
+    had grown since its previous judgement (median and largest over the re-judgements)."""
+    last: dict[str, int] = {}
+    grown: list[int] = []
+    times: list[float] = []
+    if events.exists():
+        for line in events.read_text().splitlines():
+            e = json.loads(line)
+            if e.get("event") != "forecast":
+                continue
+            prev = last.get(e["run"])
+            last[e["run"]] = e["n_points"]
+            if e["time"] >= since and prev is not None:
+                grown.append(e["n_points"] - prev)
+                times.append(e["time"])
+    span = (max(times) - since) if times else 0.0
+    return {"rejudgements_caught_up": len(grown),
+            "rejudgements_per_min": 60.0 * len(grown) / span if span > 0 else 0.0,
+            "steps_between_rejudgements_median": float(np.median(grown)) if grown else None,
+            "steps_between_rejudgements_max": int(max(grown)) if grown else None}
 
 
 # --------------------------------------------------------------------------- warm refits
@@ -614,7 +642,11 @@ def readme_load(doc: dict) -> str:
                    f"first third of {r['duration']:g} s) the watch process used **{100 * share:.1f}% of one core**{parts} "
                    f"(target < 5%: {'met' if share < 0.05 else 'NOT met'}); its RSS went {r['rss_mb_first']:.0f} -> "
                    f"{r['rss_mb_last']:.0f} MB (max {r['rss_mb_max']:.0f} MB) while one more run grew to "
-                   f"{r['long_run_steps']:,} steps ({_when(doc, 'load')}).")
+                   f"{r['long_run_steps']:,} steps ({_when(doc, 'load')})."
+                   + (f" Within that budget it re-judged {r['rejudgements_per_min']:.1f} runs a minute: a run had grown "
+                      f"by a median of {r['steps_between_rejudgements_median']:g} steps (at most "
+                      f"{r['steps_between_rejudgements_max']:,}) since its previous verdicts and forecast."
+                      if r.get("steps_between_rejudgements_median") is not None else ""))
     if "memory" in doc:
         m = doc["memory"]
         out.append(f"- **Memory over a long run** (in process, forecasts {'on' if m['forecast'] else 'off'}, "
