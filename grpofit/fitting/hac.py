@@ -36,7 +36,7 @@ def noise_floor(y: np.ndarray) -> float:
     if d.size == 0:
         return 0.0
     d -= median(d)  # in place: one series-long array, not three
-    mad = median(np.abs(d, out=d))
+    mad = median(np.abs(d, out=d), overwrite=True)
     return float(1.4826 * mad / math.sqrt(2.0))
 
 
