@@ -59,7 +59,7 @@ def test_blocked_parts_are_the_plain_bread_and_meat():
     jac = rng.normal(size=(2500, 3))
     r = rng.normal(size=2500)
     for bw in (1, 7, 250, 1249):
-        parts = hac.blocked_parts(lambda lo, hi: jac[lo:hi], r, bw, block=300)
+        parts = hac.blocked_parts(lambda lo, hi: jac[lo:hi].copy(), r, bw, block=300)
         np.testing.assert_allclose(parts.bread, jac.T @ jac, rtol=1e-12)
         np.testing.assert_allclose(parts.meat, hac.hac_meat(jac * r[:, None], bw), rtol=1e-10, atol=1e-12)
 
