@@ -119,13 +119,15 @@ def fit_run(
 
 def _release_if_long(n: int) -> None:
     """Before fitting a long run, give the heap its reading freed (pandas' parse buffers: about
-    1x a large CSV) back to the OS, so the fit's arrays do not stack on top of it."""
+    1x a large CSV) back to the OS, so the fit's arrays do not stack on top of it, and have the
+    fit's large temporaries mapped on their own, so that each goes back to the OS when freed."""
     from grpofit.fitting.hac import BLOCK
 
     if n > BLOCK:
-        from grpofit.trim import release
+        from grpofit.trim import mmap_large, release
 
         release()
+        mmap_large()
 
 
 #: candidates examined per run: an underdamped run may ring through a few before settling

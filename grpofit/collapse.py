@@ -54,6 +54,8 @@ from grpofit.models import median
 
 MIN_WINDOW = 7
 MAX_WINDOW = 51
+#: points per block of the element-wise work on a long run (its temporaries stay this short)
+_BLOCK = 1 << 18
 
 
 def default_window(n: int, *, fraction: float = 0.03) -> int:
@@ -109,7 +111,7 @@ def noise_sd(values: np.ndarray) -> float:
     if v.size < 3:
         return 0.0
     d = np.diff(v)
-    sd = 1.4826 * median(np.abs(d, out=d)) / np.sqrt(2.0)  # in place: one array of differences
+    sd = 1.4826 * median(np.abs(d, out=d), overwrite=True) / np.sqrt(2.0)  # in place: one array of differences
     if sd <= 0.0:
         sd = float(np.std(np.diff(v))) / np.sqrt(2.0)
     return sd
@@ -206,17 +208,32 @@ def _prepare(steps, values, window: int | None):
     return s, v, n, w
 
 
+def _first(mask: np.ndarray) -> int:
+    """Index of the first True of a boolean array, -1 when there is none (``np.argmax``: no
+    index array as long as the run, which ``np.flatnonzero`` makes on a long one)."""
+    if mask.size == 0:
+        return -1
+    i = int(np.argmax(mask))
+    return i if mask[i] else -1
+
+
+def _last(mask: np.ndarray) -> int:
+    """Index of the last True of a boolean array, -1 when there is none."""
+    i = _first(mask[::-1])
+    return -1 if i < 0 else mask.size - 1 - i
+
+
 def _runs_of(mask: np.ndarray, start: int = 0):
     """Yield ``(i, j)`` for each maximal run ``mask[i:j]`` of True at or after ``start``."""
     n = mask.size
     i = start
     while i < n:
-        nxt = np.flatnonzero(mask[i:])
-        if nxt.size == 0:
+        nxt = _first(mask[i:])
+        if nxt < 0:
             return
-        i += int(nxt[0])
-        rest = np.flatnonzero(~mask[i:])
-        j = n if rest.size == 0 else i + int(rest[0])
+        i += nxt
+        rest = _first(~mask[i:])
+        j = n if rest < 0 else i + rest
         yield i, j
         i = j
 
@@ -290,21 +307,22 @@ def _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd):
     thr *= min_drop
     np.maximum(thr, k_sd, out=thr)
     np.maximum(thr, 1e-12, out=thr)
-    below = np.subtract(peak, level) >= thr
+    below = np.empty(n, dtype=bool)
+    for a in range(0, n, _BLOCK):  # peak - level >= thr by blocks: no third point-long array
+        np.greater_equal(np.subtract(peak[a:a + _BLOCK], level[a:a + _BLOCK]), thr[a:a + _BLOCK], out=below[a:a + _BLOCK])
     below[: i0 + w] = False
     for i, _ in _runs_of(below, i0 + w):
         p, t = float(peak[i]), float(thr[i])
         band = p - 0.5 * t
-        out = level[i:] >= band
-        rest = np.flatnonzero(out)
-        j = n if rest.size == 0 else i + int(rest[0])
+        rest = _first(level[i:] >= band)
+        j = n if rest < 0 else i + rest
         if j < n or n - i < w:
             continue  # climbed back (oscillation, dip) or too close to the end to tell
         if p - median(v[i:]) < t:
             return None, i  # settled (e.g. after an overshoot) less than the threshold below the peak
         # onset: the last point before i still inside the plateau band
-        inside = np.flatnonzero(level[i0:i] >= band) + i0
-        k = int(inside[-1]) if inside.size else i
+        inside = _last(level[i0:i] >= band)
+        k = inside + i0 if inside >= 0 else i
         m = max(w, n // 10)
         if i - k > m:
             # the band was last reached long before (an overshoot's peak); the run settled lower
@@ -313,16 +331,16 @@ def _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd):
             # that band is ringing around the settled level: the search starts afresh there
             a = max(i0, i - m)
             lband = float(np.max(level[a:i])) - 0.5 * t
-            under = np.flatnonzero(level[i:] < lband)
-            if under.size == 0:
+            under = _first(level[i:] < lband)
+            if under < 0:
                 return None, i  # never left the settled level's band
-            i2 = i + int(under[0])
-            back = np.flatnonzero(level[i2:] >= lband)
-            if back.size:
-                return None, i2 + int(back[0])
-            k = int(np.flatnonzero(level[a:i2] >= lband)[-1]) + a
+            i2 = i + under
+            back = _first(level[i2:] >= lband)
+            if back >= 0:
+                return None, i2 + back
+            k = _last(level[a:i2] >= lband) + a  # level[a:i] reaches its own max, above lband
         onset = min(k + 1, i)
-        peak_idx = i0 + int(np.flatnonzero(level[i0 : i + 1] >= p)[0])
+        peak_idx = i0 + _first(level[i0 : i + 1] >= p)  # p is the max of these levels
         lo = max(i0, onset - max(w, n // 10))
         before = median(v[lo:onset]) if onset > lo else float(level[onset])
         after = median(v[i:j])

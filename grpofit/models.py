@@ -455,10 +455,11 @@ def regime_of(zeta: float) -> str:
 # data-driven guesses
 
 
-def median(a) -> float:
+def median(a, overwrite: bool = False) -> float:
     """``np.median`` of a 1-D array of finite values, through ``np.partition`` (several times
     cheaper for the small arrays of a fit; constant arrays, e.g. a fixed logging interval,
-    return at once). NaN for an empty array."""
+    return at once). NaN for an empty array. ``overwrite``: ``a`` is scratch and may be
+    reordered in place (no copy of a long one)."""
     a = np.asarray(a, dtype=float).ravel()
     n = a.size
     if n == 0:
@@ -468,7 +469,7 @@ def median(a) -> float:
     if lo == np.maximum.reduce(a):
         return float(lo)
     k = n // 2
-    p = a.copy()
+    p = a if overwrite else a.copy()
     if n % 2:
         p.partition(k)
         return float(p[k])
@@ -476,15 +477,24 @@ def median(a) -> float:
     return 0.5 * float(p[k - 1]) + 0.5 * float(p[k])  # no overflow near the double limit
 
 
+#: points per block of :func:`_smooth`'s index arithmetic (a long run holds no point-long index arrays)
+_SMOOTH_BLOCK = 1 << 18
+
+
 def _smooth(y: np.ndarray) -> np.ndarray:
     """Centered running mean over ``max(1, n // 25)`` points on each side (edges shrink)."""
     n = y.size
     h = max(1, n // 25)
-    c = np.concatenate(([0.0], np.cumsum(y)))
-    i = np.arange(n)
-    lo = np.maximum(i - h, 0)
-    hi = np.minimum(i + h + 1, n)
-    return (c[hi] - c[lo]) / (hi - lo)
+    c = np.empty(n + 1)
+    c[0] = 0.0
+    np.cumsum(y, out=c[1:])
+    out = np.empty(n)
+    for a in range(0, n, _SMOOTH_BLOCK):
+        i = np.arange(a, min(n, a + _SMOOTH_BLOCK))
+        lo = np.maximum(i - h, 0)
+        hi = np.minimum(i + h + 1, n)
+        out[a:a + i.size] = (c[hi] - c[lo]) / (hi - lo)
+    return out
 
 
 def _level_ends(y: np.ndarray) -> tuple[float, float]:
@@ -498,10 +508,9 @@ def _level_ends(y: np.ndarray) -> tuple[float, float]:
 def _crossing(t: np.ndarray, ys: np.ndarray, level: float, rising: bool) -> float | None:
     """First time the smoothed series reaches ``level`` (linear interpolation)."""
     hit = ys >= level if rising else ys <= level
-    idx = np.flatnonzero(hit)
-    if idx.size == 0:
+    i = int(np.argmax(hit)) if hit.size else 0  # the first hit (no point-long index array)
+    if not hit.size or not hit[i]:
         return None
-    i = int(idx[0])
     if i == 0:
         return float(t[0])
     y0, y1 = ys[i - 1], ys[i]

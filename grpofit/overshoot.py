@@ -69,7 +69,8 @@ def observed_overshoot(steps, values) -> Overshoot:
     s = np.asarray(steps, dtype=float)
     v = np.asarray(values, dtype=float)
     keep = np.isfinite(s) & np.isfinite(v)
-    s, v = s[keep], v[keep]
+    if not keep.all():  # no copy of a series that is all finite
+        s, v = s[keep], v[keep]
     n = v.size
     if n < 8:
         return Overshoot(None, None, None, None, False, "too few points")
@@ -88,7 +89,8 @@ def observed_overshoot(steps, values) -> Overshoot:
     if not abs(gain) > Z * math.sqrt(se**2 + se_s**2) or gain == 0:
         return Overshoot(None, None, None, None, False, "no significant rise or fall to overshoot")
     d = 1.0 if gain > 0 else -1.0
-    x = d * (level - settled)
+    x = level - settled
+    x *= d  # in place: one point-long temporary
     ip = int(np.argmax(x[: n - w]))  # a peak needs w points after it to show the return
     over = max(float(x[ip]), 0.0)
     back = float(x[ip] - np.min(x[ip:])) if over > 0 else 0.0

@@ -86,7 +86,8 @@ def fit_series(steps, values, *, run: str = "", metric: str = "", step_column: s
 
 def _fit(steps, values, run, metric, step_column, warm: dict | None = None) -> FitResult:
     step0 = float(steps[0])
-    t = steps - step0
+    # a run logged from step 0 (not -0.0) is its own time axis: no copy of its steps
+    t = steps if step0 == 0.0 and math.copysign(1.0, step0) > 0 else steps - step0
     y = values
     n = y.size
     ctx = Ctx(t, y, n, float(np.sum((y - y.mean()) ** 2)), _bounds(t, y), dt=median(np.diff(t)))

@@ -36,7 +36,7 @@ def noise_floor(y: np.ndarray) -> float:
     if d.size == 0:
         return 0.0
     d -= median(d)  # in place: one series-long array, not three
-    mad = median(np.abs(d, out=d))
+    mad = median(np.abs(d, out=d), overwrite=True)
     return float(1.4826 * mad / math.sqrt(2.0))
 
 
@@ -170,7 +170,8 @@ class Parts(NamedTuple):
 def blocked_parts(jac_rows: Callable[[int, int], np.ndarray], r: np.ndarray, bw: int,
                   block: int | None = None) -> Parts:
     """:class:`Parts` of the Jacobian given by row blocks (``jac_rows(lo, hi)``: rows
-    ``lo..hi-1``) and residuals ``r``, holding one block of rows at a time.
+    ``lo..hi-1``, a new array each call, which is overwritten) and residuals ``r``, holding one
+    block of rows at a time.
 
     ``Omega = (1/L) sum_m S_m S_m'`` as in :func:`hac_meat`, with the window sum
     ``S_m = C_m - C_{m-L}`` (``C_j`` the running sum of ``s_t = J_t r_t`` up to ``j``: 0 before
@@ -206,10 +207,10 @@ class _RunningSum:
                 k = self.jac_rows(0, 1).shape[1]
                 return np.zeros((size, k))
             return np.broadcast_to(self.total, (size, self.total.shape[0])).copy()
-        jac = self.jac_rows(lo, hi)
-        part = jac.T @ jac
+        s = self.jac_rows(lo, hi)
+        part = s.T @ s
         self.bread = part if self.bread is None else self.bread + part
-        s = jac * self.r[lo:hi, None]
+        s *= self.r[lo:hi, None]  # the scores J_t r_t in the Jacobian's own array
         if self.total is not None:
             s[0] += self.total
         np.cumsum(s, axis=0, out=s)
