@@ -125,6 +125,11 @@ def reward_hacking(out: Path) -> None:
 
 def main(out: Path = ROOT / "sample_logs") -> None:
     if out.exists():
+        mine = (out / "README.md").is_file() and (out / "README.md").read_text().startswith("# sample_logs")
+        if any(out.iterdir()) and not mine:
+            print(f"error: {out}: not a folder this script wrote (no sample_logs README.md in it); "
+                  "pass an empty or new folder", file=sys.stderr)
+            raise SystemExit(2)
         shutil.rmtree(out)
     out.mkdir(parents=True)
     healthy_slow_start(out)
@@ -140,4 +145,9 @@ def main(out: Path = ROOT / "sample_logs") -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "sample_logs")
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Rebuild the sample logs (seeded, reference numerics).")
+    ap.add_argument("out", nargs="?", type=Path, default=ROOT / "sample_logs",
+                    help="folder to write (default: sample_logs/; replaced whole, so it must be empty, new or a sample_logs folder)")
+    main(ap.parse_args().out)

@@ -114,3 +114,19 @@ def test_bandit_sweep_numbers_quoted_in_readme_are_recomputed(sweep):
     ratio = by_g[4]["var"] / by_g[16]["var"]
     assert f"falls {ratio:.0f}-fold from `G = 4` to `G = 16`" in flat
     assert f"Late-run variance ratio G=4/G=16 = {ratio:.1f}" in doc
+
+
+def test_sample_log_script_never_replaces_a_folder_it_did_not_write(tmp_path):
+    import subprocess
+    import sys
+
+    keep = tmp_path / "docs"
+    keep.mkdir()
+    (keep / "notes.md").write_text("mine")
+    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_sample_logs.py"), str(keep)],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "not a folder this script wrote" in p.stderr
+    assert (keep / "notes.md").read_text() == "mine"
+    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_sample_logs.py"), "--help"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "usage" in p.stdout and not (ROOT / "--help").exists()
