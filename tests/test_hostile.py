@@ -1001,6 +1001,62 @@ def test_jsonl_row_with_200k_keys_is_an_error_within_memory(tmp_path):
     ]
 
 
+def _wide_row_logs(tmp_path: Path) -> list[tuple[Path, str]]:
+    """The other readers whose table is dense (a float per row and key), each given a log of
+    2,000 rows whose sixth row has 200,000 keys (3.2 GB dense); the expected error's start."""
+    many = {f"k{i}": float(i) for i in range(200_000)}
+    rows = [{"step": s, "reward": 1 - math.exp(-s / 50)} for s in range(2000)]
+    wide = [dict(r, **many) if s == 5 else r for s, r in enumerate(rows)]
+    out = []
+    state = tmp_path / "state" / "trainer_state.json"
+    state.parent.mkdir()
+    state.write_text(json.dumps({"global_step": 2000, "log_history": wide}))
+    out.append((state, "log_history row 6 brings the number of distinct keys above 10000"))
+    bare = tmp_path / "history.json"  # a bare log_history array
+    bare.write_text(json.dumps(wide))
+    out.append((bare, "log_history row 6 brings the number of distinct keys above 10000"))
+    verl = tmp_path / "verl.log"
+    lines = [f"step:{s} - reward:{r['reward']:.5f} - kl:0.01" for s, r in enumerate(rows)]
+    lines[5] += "".join(f" - k{i}:{i}" for i in range(200_000))
+    verl.write_text("\n".join(lines) + "\n")
+    out.append((verl, "row 6 brings the number of distinct keys above 10000"))
+    run = tmp_path / "run-wide.wandb"
+    writers.write_wandb_file(str(run), [{**{k: v for k, v in r.items() if k != "step"}, "_step": r["step"]} for r in wide])
+    out.append((run, "history row 6 brings the number of distinct keys above 10000"))
+    old = tmp_path / "wandb" / "run-20260101_000000-wide" / "files"
+    old.mkdir(parents=True)
+    (old / "wandb-history.jsonl").write_text("\n".join(json.dumps(dict(r, _step=r["step"])) for r in wide) + "\n")
+    out.append((old.parent, "history row 6 brings the number of distinct keys above 10000"))
+    return out
+
+
+def test_dense_readers_bound_the_keys_of_a_wide_row(tmp_path):
+    """item 5, second bullet, beyond JSONL: trainer_state.json, a log_history array, verl's
+    console log, a .wandb file and an old W&B run folder each hold their rows as a dense table,
+    so one row of 200,000 keys is an error naming the file and the row, within 1.2 GB (it was
+    a MemoryError traceback or an OOM kill)."""
+    for path, message in _wide_row_logs(tmp_path):
+        r = grpofit("fit", path, mem_mb=1200, timeout=HANG_S)
+        where = path / "files" / "wandb-history.jsonl" if path.is_dir() else path
+        assert r.returncode == 2, (path, r.stderr[-300:])
+        assert err_lines(r.stderr) == [
+            f"error: {where}: {message}; grpofit reads logs of at most 10000 metrics; log fewer keys or split the file"
+        ], path
+
+
+def test_tensorboard_tags_are_bounded(tmp_path):
+    path = tmp_path / "events.out.tfevents.1.host"
+    events = [(s, {"reward": 1 - math.exp(-s / 50)}) for s in range(300)]
+    events[3][1].update({f"t{i}": 1.0 for i in range(10_001)})
+    writers.write_tfevents(str(path), events)
+    r = grpofit("fit", path, timeout=HANG_S)
+    assert r.returncode == 2
+    assert err_lines(r.stderr) == [
+        f"error: {path}: has 10002 scalar tags, more than 10000; "
+        "grpofit reads logs of at most 10000 metrics; log fewer tags or split the log"
+    ]
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
