@@ -108,6 +108,21 @@ def test_nan_thresholds_cannot_turn_planted_failures_into_a_pass(capsys):
     assert code == 2 and out == "" and len(err_lines(err)) == 1
 
 
+@pytest.mark.parametrize("bad", ["nan", "inf", "-1", "5"])
+def test_watch_checks_threshold_ranges_too(capsys, bad):
+    """``watch --threshold`` built its thresholds without the range check: NaN was an internal
+    error (late_fraction) or accepted, and out-of-range values were accepted."""
+    code, out, err = run_cli(capsys, "watch", SAMPLES / "collapse_run", "--once", "--exit-on", "fail",
+                             "--threshold", f"late_fraction={bad}")
+    assert code == 2 and out == ""
+    assert err_lines(err) == [
+        f"error: --threshold late_fraction={float(bad):g} is out of range; late_fraction takes a finite value in [0.01, 1]"
+    ]
+    code, _, err = run_cli(capsys, "watch", SAMPLES / "collapse_run", "--once", "--exit-on", "fail",
+                           "--threshold", f"collapse_min_drop={bad}")
+    assert code == 2 and "collapse_min_drop" in err and "out of range" in err
+
+
 @pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "1.5", "-2"])
 def test_min_r2_range(capsys, bad):
     code, out, err = run_cli(capsys, "diagnose", SAMPLES / "collapse_run", "--min-r2", bad)

@@ -140,7 +140,7 @@ class Session:
         self.selection = RunSelection(opts.paths, opts.run_pattern)
         self.follower = Follower(self.selection.bases, step=opts.step)
         self.follower.check_paths()
-        th = Thresholds(**opts.thresholds) if opts.thresholds else None
+        th = Thresholds.from_overrides(opts.thresholds) if opts.thresholds else None
         self.monitor = Monitor(metric=opts.metric, eval_metric=opts.eval_metric, thresholds=th,
                                group_size=opts.group_size, forecast=opts.forecast,
                                horizon=opts.horizon)
