@@ -1184,6 +1184,26 @@ def test_closed_stdout_still_writes_the_reports(tmp_path):
     assert fd > 2 and out_fd == 1 and (tmp_path / "f.txt").read_text() == "report"
 
 
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["forecast", "{run}", "--at", "1e308"], "--at 1e+308 is out of range; --at takes a step in [-1e+15, 1e+15], e.g. --at 500"),
+        (["forecast", "{run}", "--until", "-1e308"], "--until -1e+308 is out of range; --until takes a step in [-1e+15, 1e+15], e.g. --until 250"),
+        (["forecast", "{run}", "--at", "nan"], "--at nan is out of range; --at takes a step in [-1e+15, 1e+15], e.g. --at 500"),
+        (["forecast", "{run}", "--horizon", str(10**23)], "--horizon 1e+23 is out of range; --horizon takes a positive step of at most 1e+15, e.g. --horizon 1000"),
+        (["diagnose", "{run}", "--horizon", "1e308"], "--horizon 1e+308 is out of range; --horizon takes a positive step of at most 1e+15, e.g. --horizon 1000"),
+        (["watch", "{run}", "--once", "--horizon", "1e308"], "--horizon 1e+308 is out of range; --horizon takes a positive step of at most 1e+15, e.g. --horizon 1000"),
+    ],
+)
+def test_huge_step_options_are_bounded(capsys, tmp_path, args, line):
+    """item 19 (huge values give internal errors), for the step options: ``forecast --at 1e308``
+    and ``diagnose --horizon 1e308`` were an internal OverflowError in the forecast's proposals."""
+    run = good_csv(tmp_path / "run.csv")
+    code, out, err = run_cli(capsys, *[a.format(run=run) for a in args])
+    assert code == 2 and out == ""
+    assert err_lines(err) == [f"error: {line}"]
+
+
 def test_simulate_out_into_a_missing_folder(capsys, tmp_path):
     out_file = tmp_path / "nowhere" / "sim.csv"
     code, out, err = run_cli(capsys, "simulate", "bandit", "--out", out_file, "--steps", "10")
