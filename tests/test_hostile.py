@@ -477,6 +477,18 @@ def test_undecodable_and_control_names_in_junit_plots_and_terminal(tmp_path):
     assert r.returncode == 0 and b"\x1b" not in r.stdout
 
 
+def test_tab_and_carriage_return_in_a_name_keep_stderr_quiet(tmp_path):
+    """item 15: a tab or CR in a file name reached the figure titles raw, and matplotlib printed
+    "Glyph 9 missing from font(s)" warnings (four lines of Python source) on stderr."""
+    d = tmp_path / "runs"
+    good_csv(d / "tab\there.csv")
+    good_csv(d / "cr\rhere.csv")
+    plots = tmp_path / "plots"
+    r = grpofit("diagnose", d, "--plot-dir", plots)
+    assert r.returncode == 0 and r.stderr == b"", r.stderr
+    assert len(list(plots.iterdir())) == 2
+
+
 def test_plot_dir_names_never_collide(tmp_path):
     from grpofit.plotting import figure_name
 
