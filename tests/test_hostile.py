@@ -1269,6 +1269,45 @@ def test_huge_step_options_are_bounded(capsys, tmp_path, args, line):
     assert err_lines(err) == [f"error: {line}"]
 
 
+def test_reports_into_devices_pipes_and_links_are_not_renamed_over(tmp_path, monkeypatch):
+    """item 20's atomic writes (temporary file, then rename) replaced whatever the path named:
+    ``--junit j.xml`` on a FIFO swapped the pipe for a regular file (its reader never got the
+    report), a link became a file, and as root ``--junit /dev/null`` or ``/dev/stdout`` would
+    replace the device node in /dev itself. Devices, pipes and this process's streams are now
+    written in place (whole, appended); a link's target is replaced, the link kept."""
+    from grpofit import atomic
+
+    def no_rename(src, dst):
+        raise AssertionError(f"renamed over {dst}")
+
+    with monkeypatch.context() as m:  # never rename over /dev/null, even on the old code
+        m.setattr(atomic.os, "replace", no_rename)
+        with atomic.replacing("/dev/null") as tmp:
+            tmp.write_text("report")
+    assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+    run = good_csv(tmp_path / "run.csv")
+    fifo = tmp_path / "j.xml"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    r = grpofit("diagnose", run, "--junit", fifo)
+    reader.join(10)
+    assert r.returncode == 0, r.stderr
+    assert fifo.is_fifo() and got and got[0].count(b"<testcase") == 4
+    (tmp_path / "target.xml").write_text("old")
+    os.symlink("target.xml", tmp_path / "link.xml")
+    r = grpofit("diagnose", run, "--junit", tmp_path / "link.xml")
+    assert r.returncode == 0 and (tmp_path / "link.xml").is_symlink()
+    assert (tmp_path / "target.xml").read_text().count("<testcase") == 4
+    with open(tmp_path / "out.txt", "wb") as out:  # /dev/stdout leads to out.txt: appended, not truncated
+        r = subprocess.run([sys.executable, "-m", "grpofit", "diagnose", str(run), "--junit", "/dev/stdout", "--format", "json"],
+                           stdout=out, stderr=subprocess.PIPE, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "out.txt").read_text()
+    assert text.startswith("{") and text.count("<testcase") == 4
+
+
 def test_simulate_out_into_a_missing_folder(capsys, tmp_path):
     out_file = tmp_path / "nowhere" / "sim.csv"
     code, out, err = run_cli(capsys, "simulate", "bandit", "--out", out_file, "--steps", "10")

@@ -146,6 +146,11 @@ def check_writable(path: Path, option: str, *, folder: bool = False) -> None:
     import os
 
     p = Path(path)
+    if not folder and p.exists() and (str(p.absolute()).startswith(("/dev/", "/proc/")) or not (p.is_dir() or p.is_file())):
+        # /dev/null, /dev/stdout, a FIFO: written in place (see grpofit.atomic)
+        if not os.access(p, os.W_OK):
+            raise UsageError(f"{option} {path}: cannot be written (permission denied)", fix="choose a writable path")
+        return
     if p.exists() and p.is_dir() != folder:
         what = "a folder" if p.is_dir() else "a file"
         raise UsageError(f"{option} {path}: is {what}", fix="choose " + ("a folder" if folder else "a file name") + " there")
