@@ -999,7 +999,7 @@ def test_duplicate_column_names_are_warned(capsys, tmp_path):
     assert f"warning: {path}: column 'reward' appears 2 times in the header; 'reward' is the first, the others are read as 'reward.1'" in err
 
 
-@pytest.mark.parametrize("damage", ["drop_open", "swap_braces", "brace_moved", "open_at_end"])
+@pytest.mark.parametrize("damage", ["drop_open", "swap_braces", "brace_moved", "open_at_end", "split_number"])
 def test_jsonl_fast_path_rejects_what_the_line_path_rejects(capsys, tmp_path, damage):
     lines = [json.dumps({"step": s, "reward": 1 - math.exp(-s / 50)}) for s in range(300)]
     line = lines[100]
@@ -1008,6 +1008,7 @@ def test_jsonl_fast_path_rejects_what_the_line_path_rejects(capsys, tmp_path, da
         "swap_braces": "}" + line[1:-1] + "{",
         "brace_moved": line[1:-1] + "{}",
         "open_at_end": "{" + line[1:-1] + "}}{",
+        "split_number": line.replace(": 100,", ": 1 00,"),  # read as 100 by the fast path
     }[damage]
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -1015,6 +1016,35 @@ def test_jsonl_fast_path_rejects_what_the_line_path_rejects(capsys, tmp_path, da
     assert code == 2 and out == ""
     [line_] = err_lines(err)
     assert line_.startswith(f"error: {path}: line 101 is not valid JSON")
+
+
+@pytest.mark.parametrize("rows", [300, 80_000], ids=["small-block", "pandas-block"])
+def test_jsonl_fast_path_keeps_spaces_inside_tokens(tmp_path, rows, monkeypatch):
+    """The fast path deletes spaces before parsing: '"reward": 1 2' read as 12 and
+    '"rew ard": 0.5' as the key 'reward', where the line-by-line path rejects the line and
+    keeps the key 'rew ard'. Both paths now give the same table."""
+    import numpy as np
+
+    import grpofit.readers.jsonl as J
+    from grpofit.errors import ReadError
+    from grpofit.readers import read_path
+
+    path = tmp_path / "s.jsonl"
+    lines = [json.dumps({"step": s, "reward": round(1 - math.exp(-s / 50), 6)}) for s in range(rows)]
+    assert (len("\n".join(lines)) > J.SMALL_BLOCK) == (rows > 300)
+    lines[100] = '{"step": 100, "rew ard": 0.5}'
+    path.write_text("\n".join(lines) + "\n")
+    [fast] = read_path(str(path))
+    assert np.isnan(fast.metrics["reward"][100]) and fast.metrics["rew ard"][100] == 0.5
+    with monkeypatch.context() as m:
+        m.setattr(J._Plan, "fast", lambda self, body: None)
+        [slow] = read_path(str(path))
+    assert fast.metrics.keys() == slow.metrics.keys()
+    assert all(np.array_equal(fast.metrics[k], slow.metrics[k], equal_nan=True) for k in slow.metrics)
+    lines[100] = '{"step": 100, "reward": 1 2}'
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ReadError, match="line 101 is not valid JSON"):
+        read_path(str(path))
 
 
 # ------------------------------------------------------------------ 10. W&B exports
