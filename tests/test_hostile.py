@@ -519,6 +519,37 @@ def test_huge_sparse_binary_is_rejected_after_its_first_header(tmp_path, name):
     assert line.startswith(f"error: {path}: ") and ("TensorBoard" in line or "W&B" in line)
 
 
+def test_huge_binary_on_standard_input_is_rejected_after_its_head(tmp_path):
+    """item 3 through ``-``: ``grpofit fit - < sparse`` read 2 GiB into memory (2.1 GB RSS,
+    9 s) before rejecting it, and under a 1 GB cap died with "internal error (MemoryError)".
+    The stream's first 256 KiB are sniffed before the rest is read."""
+    path = tmp_path / "zeros.bin"
+    with open(path, "wb") as f:
+        f.truncate(4 * 1024**3)  # sparse
+    with open(path, "rb") as stdin:
+        r = grpofit("fit", "-", stdin=stdin, mem_mb=1000, timeout=30)
+    assert r.returncode == 2
+    assert err_lines(r.stderr) == [
+        "error: -: binary content that is not a known log; grpofit reads CSV/TSV, JSONL, trainer_state.json, W&B exports "
+        "or run folders, events.out.tfevents.*, MLflow stores, verl/TRL/OpenRLHF/'Key: value' console logs"
+    ]
+
+
+def test_a_stream_beyond_memory_is_a_read_error():
+    import io
+
+    from grpofit.errors import ReadError
+    from grpofit.readers.source import read_stream
+
+    class Huge(io.RawIOBase):
+        def read(self, n=-1):
+            raise MemoryError
+
+    with pytest.raises(ReadError, match="too large to hold in memory") as info:
+        read_stream(Huge(), "-")
+    assert info.value.one_line() == "-: is a stream too large to hold in memory; save it to a file and pass the file"
+
+
 @pytest.mark.parametrize("kind", ["tfevents", "wandb"])
 def test_binary_log_with_a_huge_tail_is_streamed(tmp_path, kind):
     if kind == "tfevents":

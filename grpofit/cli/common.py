@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from grpofit.errors import UsageError
+from grpofit.safetext import printable  # imported up front: an error met at the memory limit is still shown
 
 
 class TableOrJson(str, Enum):
@@ -73,8 +74,6 @@ def warn(lines) -> None:
 def echo_err(line: str) -> None:
     """One line on stderr, control characters and undecodable bytes escaped (names in it come
     from the user's files); a closed or full stderr is not an error of its own."""
-    from grpofit.safetext import printable
-
     try:
         typer.echo(printable(line, one_line=True), err=True)
     except (OSError, ValueError, AttributeError):

@@ -136,26 +136,48 @@ class _Limited(io.RawIOBase):
 
 def read_stream(stream: BinaryIO, name: str, limit: int | None = None) -> bytes:
     """All of a pipe, FIFO or standard input, read once from its start in chunks; more than
-    ``limit`` bytes (default :data:`grpofit.limits.MAX_STREAM_BYTES`) is a :class:`ReadError`."""
+    ``limit`` bytes (default :data:`grpofit.limits.MAX_STREAM_BYTES`) is a :class:`ReadError`.
+
+    Its first :data:`PEEK` bytes are checked before the rest is read: binary content that no
+    reader knows (``fit - < sparse.bin``: gigabytes of zeros) is rejected at once instead of
+    after 2 GiB read into memory. Running out of memory is a :class:`ReadError` too."""
     from grpofit.errors import ReadError
     from grpofit.limits import MAX_STREAM_BYTES
 
     limit = MAX_STREAM_BYTES if limit is None else limit
     parts: list[bytes] = []
     total = 0
-    while True:
-        chunk = stream.read(min(1 << 20, limit + 1 - total))
-        if not chunk:
-            break
-        parts.append(chunk)
-        total += len(chunk)
-        if total > limit:
-            raise ReadError(
-                f"is a stream longer than {limit // 1024**2} MiB, the limit for pipes and standard input",
-                path=name,
-                fix="save it to a file and pass the file",
-            )
-    return b"".join(parts)
+    checked = False
+    try:
+        while True:
+            chunk = stream.read(min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            parts.append(chunk)
+            total += len(chunk)
+            if not checked and total >= PEEK:
+                checked = True
+                _check_binary_head(b"".join(parts)[:PEEK], name)
+            if total > limit:
+                raise ReadError(
+                    f"is a stream longer than {limit // 1024**2} MiB, the limit for pipes and standard input",
+                    path=name,
+                    fix="save it to a file and pass the file",
+                )
+        return b"".join(parts)
+    except MemoryError:
+        parts.clear()
+        raise ReadError("is a stream too large to hold in memory", path=name, fix="save it to a file and pass the file") from None
+
+
+def _check_binary_head(head: bytes, name: str) -> None:
+    """An :class:`~grpofit.errors.UnknownFormat` when ``head`` is binary (holds a NUL byte) and
+    the sniffer knows no format for it; text is left to the reader (a CSV header may be wider
+    than the head)."""
+    if b"\0" in head:
+        from grpofit.readers.sniff import sniff
+
+        sniff(head, name, b"")
 
 
 def decode(raw: bytes) -> str:
