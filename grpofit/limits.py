@@ -100,6 +100,10 @@ MAX_CURVATURE = 1e12
 MAX_REFRESH = 1e6
 MAX_NOISE = 1e12
 
+#: step options (``--horizon``, ``--at``, ``--until``): at most this in size (the forecast's
+#: proposals overflowed near 1e308; 1e15 is still an exact integer as a float)
+MAX_STEP = 1e15
+
 #: a named pipe or standard input is read up to this many bytes
 MAX_STREAM_BYTES = 2 * 1024**3
 #: config files: bytes read, keys kept after flattening, nesting depth followed
@@ -127,6 +131,17 @@ def check_range(what: str, value: float, lo: float, hi: float, fix: str | None =
             f"{what}{sep}{_fmt(x)} is out of range",
             fix=fix or f"use a finite value in [{_fmt(lo)}, {_fmt(hi)}]",
         )
+    return x
+
+
+def check_step(option: str, value: float, *, example: str, positive: bool = False) -> float:
+    """A step option's value: finite, at most :data:`MAX_STEP` in size, and above 0 when
+    ``positive``; else one line naming the option, the value and the range."""
+    x = float(value)
+    ok = math.isfinite(x) and abs(x) <= MAX_STEP and (x > 0 or not positive)
+    if not ok:
+        kind = f"a positive step of at most {_fmt(MAX_STEP)}" if positive else f"a step in [{_fmt(-MAX_STEP)}, {_fmt(MAX_STEP)}]"
+        raise UsageError(f"{option} {_fmt(x)} is out of range", fix=f"{option} takes {kind}, e.g. {option} {example}")
     return x
 
 

@@ -59,10 +59,12 @@ def _save(fig, path: Path) -> None:
 
 def safe_label(text: str) -> str:
     """Text from the logs as a figure label: control characters and undecodable bytes escaped,
-    ``$`` kept literal (matplotlib would read it as the start of math)."""
+    ``$`` kept literal (matplotlib would read it as the start of math). Only the line breaks the
+    titles are made of are kept: a tab or carriage return (from a file name) is escaped too, as
+    the font has no glyph for it (matplotlib warned on stderr)."""
     from grpofit.safetext import printable
 
-    return printable(str(text)).replace("$", r"\$")
+    return printable(str(text)).replace("\t", "\\x09").replace("\r", "\\x0d").replace("$", r"\$")
 
 
 def short_title(run_name: str) -> str:

@@ -108,6 +108,21 @@ def test_nan_thresholds_cannot_turn_planted_failures_into_a_pass(capsys):
     assert code == 2 and out == "" and len(err_lines(err)) == 1
 
 
+@pytest.mark.parametrize("bad", ["nan", "inf", "-1", "5"])
+def test_watch_checks_threshold_ranges_too(capsys, bad):
+    """``watch --threshold`` built its thresholds without the range check: NaN was an internal
+    error (late_fraction) or accepted, and out-of-range values were accepted."""
+    code, out, err = run_cli(capsys, "watch", SAMPLES / "collapse_run", "--once", "--exit-on", "fail",
+                             "--threshold", f"late_fraction={bad}")
+    assert code == 2 and out == ""
+    assert err_lines(err) == [
+        f"error: --threshold late_fraction={float(bad):g} is out of range; late_fraction takes a finite value in [0.01, 1]"
+    ]
+    code, _, err = run_cli(capsys, "watch", SAMPLES / "collapse_run", "--once", "--exit-on", "fail",
+                           "--threshold", f"collapse_min_drop={bad}")
+    assert code == 2 and "collapse_min_drop" in err and "out of range" in err
+
+
 @pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "1.5", "-2"])
 def test_min_r2_range(capsys, bad):
     code, out, err = run_cli(capsys, "diagnose", SAMPLES / "collapse_run", "--min-r2", bad)
@@ -462,6 +477,18 @@ def test_undecodable_and_control_names_in_junit_plots_and_terminal(tmp_path):
     assert r.returncode == 0 and b"\x1b" not in r.stdout
 
 
+def test_tab_and_carriage_return_in_a_name_keep_stderr_quiet(tmp_path):
+    """item 15: a tab or CR in a file name reached the figure titles raw, and matplotlib printed
+    "Glyph 9 missing from font(s)" warnings (four lines of Python source) on stderr."""
+    d = tmp_path / "runs"
+    good_csv(d / "tab\there.csv")
+    good_csv(d / "cr\rhere.csv")
+    plots = tmp_path / "plots"
+    r = grpofit("diagnose", d, "--plot-dir", plots)
+    assert r.returncode == 0 and r.stderr == b"", r.stderr
+    assert len(list(plots.iterdir())) == 2
+
+
 def test_plot_dir_names_never_collide(tmp_path):
     from grpofit.plotting import figure_name
 
@@ -490,6 +517,37 @@ def test_huge_sparse_binary_is_rejected_after_its_first_header(tmp_path, name):
     assert r.returncode == 2
     [line] = err_lines(r.stderr)
     assert line.startswith(f"error: {path}: ") and ("TensorBoard" in line or "W&B" in line)
+
+
+def test_huge_binary_on_standard_input_is_rejected_after_its_head(tmp_path):
+    """item 3 through ``-``: ``grpofit fit - < sparse`` read 2 GiB into memory (2.1 GB RSS,
+    9 s) before rejecting it, and under a 1 GB cap died with "internal error (MemoryError)".
+    The stream's first 256 KiB are sniffed before the rest is read."""
+    path = tmp_path / "zeros.bin"
+    with open(path, "wb") as f:
+        f.truncate(4 * 1024**3)  # sparse
+    with open(path, "rb") as stdin:
+        r = grpofit("fit", "-", stdin=stdin, mem_mb=1000, timeout=30)
+    assert r.returncode == 2
+    assert err_lines(r.stderr) == [
+        "error: -: binary content that is not a known log; grpofit reads CSV/TSV, JSONL, trainer_state.json, W&B exports "
+        "or run folders, events.out.tfevents.*, MLflow stores, verl/TRL/OpenRLHF/'Key: value' console logs"
+    ]
+
+
+def test_a_stream_beyond_memory_is_a_read_error():
+    import io
+
+    from grpofit.errors import ReadError
+    from grpofit.readers.source import read_stream
+
+    class Huge(io.RawIOBase):
+        def read(self, n=-1):
+            raise MemoryError
+
+    with pytest.raises(ReadError, match="too large to hold in memory") as info:
+        read_stream(Huge(), "-")
+    assert info.value.one_line() == "-: is a stream too large to hold in memory; save it to a file and pass the file"
 
 
 @pytest.mark.parametrize("kind", ["tfevents", "wandb"])
@@ -899,6 +957,59 @@ def test_unterminated_quote_loses_one_line_not_the_rest(capsys, tmp_path):
     assert f"warning: {path}: line 103 opens a quote that is never closed ('101,\"0.5'); skipped that line" in err
 
 
+def test_unterminated_quote_in_a_large_csv(capsys, tmp_path, monkeypatch):
+    """item 8 on the large-file path (over 32 MB, parsed in chunks, never held whole): it was
+    "is not a well-formed CSV table (EOF inside string)", exit 2, every row lost."""
+    import grpofit.readers.delimited as d
+
+    from grpofit.readers import PEEK
+
+    monkeypatch.setattr(d, "CHUNKED_FILE", 100_000)
+    monkeypatch.setattr(d, "SMALL_FILE", 1000)
+    monkeypatch.setattr(d, "CHUNK_ROWS", 7000)
+    path = tmp_path / "q.csv"
+    rows = good_rows(30_000, tau=5000)
+    rows[101] = '101,"0.5'
+    path.write_text("step,reward\n" + "\n".join(rows) + "\n29999")  # and a torn last row
+    assert path.stat().st_size > max(PEEK, d.CHUNKED_FILE)  # not read into memory at once
+    code, out, err = run_cli(capsys, "fit", path, "--format", "json")
+    assert code == 0, err
+    run = json.loads(out)["runs"][0]
+    assert run["n_points"] == 29_999 and run["steps"] == [0, 29_999]
+    assert any("last line is incomplete" in ln for ln in err_lines(err))
+    assert f"warning: {path}: line 103 opens a quote that is never closed ('101,\"0.5'); skipped that line" in err_lines(err)
+
+
+def test_streamed_quote_scan_matches_the_in_memory_one(tmp_path):
+    """The large path's block-by-block scan finds the line the in-memory one drops, and the
+    file read without that byte range is exactly the in-memory result."""
+    import io
+    import random
+
+    from grpofit.readers.delimited import _drop_unclosed_quote, _unclosed_quote_span
+    from grpofit.readers.source import Source
+
+    rng = random.Random(0)
+    path = tmp_path / "x.csv"
+    for trial in range(300):
+        lines = [rng.choice(["1,2", '"a",1', '1,"b', 'c",2', "", '""', '"x\ny"', "3,4,5"]) for _ in range(rng.randint(1, 12))]
+        data = "\n".join(lines).encode()
+        if rng.random() < 0.5:
+            data += b"\n"
+        path.write_bytes(data)
+        kept, note = _drop_unclosed_quote(data)
+        span = _unclosed_quote_span(io.BytesIO(data), len(data), block=rng.choice([1, 2, 3, 7, 64]))
+        if note is None:
+            assert span is None, (trial, data)
+            continue
+        start, end, note2 = span
+        assert note2 == note, (trial, data)
+        src = Source(str(path), str(path), limit=len(data), skip=(start, end))
+        got = src.read_bytes()
+        assert got.rstrip(b"\n") == kept.rstrip(b"\n"), (trial, data, got, kept)
+        assert src.head(5) == got[:5] and src.size() == len(got)
+
+
 # ------------------------------------------------------------------ 9. silent drops and picks
 
 
@@ -919,7 +1030,7 @@ def test_duplicate_column_names_are_warned(capsys, tmp_path):
     assert f"warning: {path}: column 'reward' appears 2 times in the header; 'reward' is the first, the others are read as 'reward.1'" in err
 
 
-@pytest.mark.parametrize("damage", ["drop_open", "swap_braces", "brace_moved", "open_at_end"])
+@pytest.mark.parametrize("damage", ["drop_open", "swap_braces", "brace_moved", "open_at_end", "split_number"])
 def test_jsonl_fast_path_rejects_what_the_line_path_rejects(capsys, tmp_path, damage):
     lines = [json.dumps({"step": s, "reward": 1 - math.exp(-s / 50)}) for s in range(300)]
     line = lines[100]
@@ -928,6 +1039,7 @@ def test_jsonl_fast_path_rejects_what_the_line_path_rejects(capsys, tmp_path, da
         "swap_braces": "}" + line[1:-1] + "{",
         "brace_moved": line[1:-1] + "{}",
         "open_at_end": "{" + line[1:-1] + "}}{",
+        "split_number": line.replace(": 100,", ": 1 00,"),  # read as 100 by the fast path
     }[damage]
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -935,6 +1047,35 @@ def test_jsonl_fast_path_rejects_what_the_line_path_rejects(capsys, tmp_path, da
     assert code == 2 and out == ""
     [line_] = err_lines(err)
     assert line_.startswith(f"error: {path}: line 101 is not valid JSON")
+
+
+@pytest.mark.parametrize("rows", [300, 80_000], ids=["small-block", "pandas-block"])
+def test_jsonl_fast_path_keeps_spaces_inside_tokens(tmp_path, rows, monkeypatch):
+    """The fast path deletes spaces before parsing: '"reward": 1 2' read as 12 and
+    '"rew ard": 0.5' as the key 'reward', where the line-by-line path rejects the line and
+    keeps the key 'rew ard'. Both paths now give the same table."""
+    import numpy as np
+
+    import grpofit.readers.jsonl as J
+    from grpofit.errors import ReadError
+    from grpofit.readers import read_path
+
+    path = tmp_path / "s.jsonl"
+    lines = [json.dumps({"step": s, "reward": round(1 - math.exp(-s / 50), 6)}) for s in range(rows)]
+    assert (len("\n".join(lines)) > J.SMALL_BLOCK) == (rows > 300)
+    lines[100] = '{"step": 100, "rew ard": 0.5}'
+    path.write_text("\n".join(lines) + "\n")
+    [fast] = read_path(str(path))
+    assert np.isnan(fast.metrics["reward"][100]) and fast.metrics["rew ard"][100] == 0.5
+    with monkeypatch.context() as m:
+        m.setattr(J._Plan, "fast", lambda self, body: None)
+        [slow] = read_path(str(path))
+    assert fast.metrics.keys() == slow.metrics.keys()
+    assert all(np.array_equal(fast.metrics[k], slow.metrics[k], equal_nan=True) for k in slow.metrics)
+    lines[100] = '{"step": 100, "reward": 1 2}'
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ReadError, match="line 101 is not valid JSON"):
+        read_path(str(path))
 
 
 # ------------------------------------------------------------------ 10. W&B exports
@@ -998,6 +1139,62 @@ def test_jsonl_row_with_200k_keys_is_an_error_within_memory(tmp_path):
     assert err_lines(r.stderr) == [
         f"error: {path}: line 6 brings the number of distinct keys above 10000; "
         "grpofit reads logs of at most 10000 metrics; log fewer keys or split the file"
+    ]
+
+
+def _wide_row_logs(tmp_path: Path) -> list[tuple[Path, str]]:
+    """The other readers whose table is dense (a float per row and key), each given a log of
+    2,000 rows whose sixth row has 200,000 keys (3.2 GB dense); the expected error's start."""
+    many = {f"k{i}": float(i) for i in range(200_000)}
+    rows = [{"step": s, "reward": 1 - math.exp(-s / 50)} for s in range(2000)]
+    wide = [dict(r, **many) if s == 5 else r for s, r in enumerate(rows)]
+    out = []
+    state = tmp_path / "state" / "trainer_state.json"
+    state.parent.mkdir()
+    state.write_text(json.dumps({"global_step": 2000, "log_history": wide}))
+    out.append((state, "log_history row 6 brings the number of distinct keys above 10000"))
+    bare = tmp_path / "history.json"  # a bare log_history array
+    bare.write_text(json.dumps(wide))
+    out.append((bare, "log_history row 6 brings the number of distinct keys above 10000"))
+    verl = tmp_path / "verl.log"
+    lines = [f"step:{s} - reward:{r['reward']:.5f} - kl:0.01" for s, r in enumerate(rows)]
+    lines[5] += "".join(f" - k{i}:{i}" for i in range(200_000))
+    verl.write_text("\n".join(lines) + "\n")
+    out.append((verl, "row 6 brings the number of distinct keys above 10000"))
+    run = tmp_path / "run-wide.wandb"
+    writers.write_wandb_file(str(run), [{**{k: v for k, v in r.items() if k != "step"}, "_step": r["step"]} for r in wide])
+    out.append((run, "history row 6 brings the number of distinct keys above 10000"))
+    old = tmp_path / "wandb" / "run-20260101_000000-wide" / "files"
+    old.mkdir(parents=True)
+    (old / "wandb-history.jsonl").write_text("\n".join(json.dumps(dict(r, _step=r["step"])) for r in wide) + "\n")
+    out.append((old.parent, "history row 6 brings the number of distinct keys above 10000"))
+    return out
+
+
+def test_dense_readers_bound_the_keys_of_a_wide_row(tmp_path):
+    """item 5, second bullet, beyond JSONL: trainer_state.json, a log_history array, verl's
+    console log, a .wandb file and an old W&B run folder each hold their rows as a dense table,
+    so one row of 200,000 keys is an error naming the file and the row, within 1.2 GB (it was
+    a MemoryError traceback or an OOM kill)."""
+    for path, message in _wide_row_logs(tmp_path):
+        r = grpofit("fit", path, mem_mb=1200, timeout=HANG_S)
+        where = path / "files" / "wandb-history.jsonl" if path.is_dir() else path
+        assert r.returncode == 2, (path, r.stderr[-300:])
+        assert err_lines(r.stderr) == [
+            f"error: {where}: {message}; grpofit reads logs of at most 10000 metrics; log fewer keys or split the file"
+        ], path
+
+
+def test_tensorboard_tags_are_bounded(tmp_path):
+    path = tmp_path / "events.out.tfevents.1.host"
+    events = [(s, {"reward": 1 - math.exp(-s / 50)}) for s in range(300)]
+    events[3][1].update({f"t{i}": 1.0 for i in range(10_001)})
+    writers.write_tfevents(str(path), events)
+    r = grpofit("fit", path, timeout=HANG_S)
+    assert r.returncode == 2
+    assert err_lines(r.stderr) == [
+        f"error: {path}: has 10002 scalar tags, more than 10000; "
+        "grpofit reads logs of at most 10000 metrics; log fewer tags or split the log"
     ]
 
 
@@ -1111,6 +1308,65 @@ def test_closed_stdout_still_writes_the_reports(tmp_path):
     assert r.returncode == 0, r.stderr
     fd, out_fd = map(int, r.stderr.split())
     assert fd > 2 and out_fd == 1 and (tmp_path / "f.txt").read_text() == "report"
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["forecast", "{run}", "--at", "1e308"], "--at 1e+308 is out of range; --at takes a step in [-1e+15, 1e+15], e.g. --at 500"),
+        (["forecast", "{run}", "--until", "-1e308"], "--until -1e+308 is out of range; --until takes a step in [-1e+15, 1e+15], e.g. --until 250"),
+        (["forecast", "{run}", "--at", "nan"], "--at nan is out of range; --at takes a step in [-1e+15, 1e+15], e.g. --at 500"),
+        (["forecast", "{run}", "--horizon", str(10**23)], "--horizon 1e+23 is out of range; --horizon takes a positive step of at most 1e+15, e.g. --horizon 1000"),
+        (["diagnose", "{run}", "--horizon", "1e308"], "--horizon 1e+308 is out of range; --horizon takes a positive step of at most 1e+15, e.g. --horizon 1000"),
+        (["watch", "{run}", "--once", "--horizon", "1e308"], "--horizon 1e+308 is out of range; --horizon takes a positive step of at most 1e+15, e.g. --horizon 1000"),
+    ],
+)
+def test_huge_step_options_are_bounded(capsys, tmp_path, args, line):
+    """item 19 (huge values give internal errors), for the step options: ``forecast --at 1e308``
+    and ``diagnose --horizon 1e308`` were an internal OverflowError in the forecast's proposals."""
+    run = good_csv(tmp_path / "run.csv")
+    code, out, err = run_cli(capsys, *[a.format(run=run) for a in args])
+    assert code == 2 and out == ""
+    assert err_lines(err) == [f"error: {line}"]
+
+
+def test_reports_into_devices_pipes_and_links_are_not_renamed_over(tmp_path, monkeypatch):
+    """item 20's atomic writes (temporary file, then rename) replaced whatever the path named:
+    ``--junit j.xml`` on a FIFO swapped the pipe for a regular file (its reader never got the
+    report), a link became a file, and as root ``--junit /dev/null`` or ``/dev/stdout`` would
+    replace the device node in /dev itself. Devices, pipes and this process's streams are now
+    written in place (whole, appended); a link's target is replaced, the link kept."""
+    from grpofit import atomic
+
+    def no_rename(src, dst):
+        raise AssertionError(f"renamed over {dst}")
+
+    with monkeypatch.context() as m:  # never rename over /dev/null, even on the old code
+        m.setattr(atomic.os, "replace", no_rename)
+        with atomic.replacing("/dev/null") as tmp:
+            tmp.write_text("report")
+    assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+    run = good_csv(tmp_path / "run.csv")
+    fifo = tmp_path / "j.xml"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    r = grpofit("diagnose", run, "--junit", fifo)
+    reader.join(10)
+    assert r.returncode == 0, r.stderr
+    assert fifo.is_fifo() and got and got[0].count(b"<testcase") == 4
+    (tmp_path / "target.xml").write_text("old")
+    os.symlink("target.xml", tmp_path / "link.xml")
+    r = grpofit("diagnose", run, "--junit", tmp_path / "link.xml")
+    assert r.returncode == 0 and (tmp_path / "link.xml").is_symlink()
+    assert (tmp_path / "target.xml").read_text().count("<testcase") == 4
+    with open(tmp_path / "out.txt", "wb") as out:  # /dev/stdout leads to out.txt: appended, not truncated
+        r = subprocess.run([sys.executable, "-m", "grpofit", "diagnose", str(run), "--junit", "/dev/stdout", "--format", "json"],
+                           stdout=out, stderr=subprocess.PIPE, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "out.txt").read_text()
+    assert text.startswith("{") and text.count("<testcase") == 4
 
 
 def test_simulate_out_into_a_missing_folder(capsys, tmp_path):

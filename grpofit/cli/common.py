@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from grpofit.errors import UsageError
+from grpofit.safetext import printable  # imported up front: an error met at the memory limit is still shown
 
 
 class TableOrJson(str, Enum):
@@ -73,8 +74,6 @@ def warn(lines) -> None:
 def echo_err(line: str) -> None:
     """One line on stderr, control characters and undecodable bytes escaped (names in it come
     from the user's files); a closed or full stderr is not an error of its own."""
-    from grpofit.safetext import printable
-
     try:
         typer.echo(printable(line, one_line=True), err=True)
     except (OSError, ValueError, AttributeError):
@@ -146,6 +145,11 @@ def check_writable(path: Path, option: str, *, folder: bool = False) -> None:
     import os
 
     p = Path(path)
+    if not folder and p.exists() and (str(p.absolute()).startswith(("/dev/", "/proc/")) or not (p.is_dir() or p.is_file())):
+        # /dev/null, /dev/stdout, a FIFO: written in place (see grpofit.atomic)
+        if not os.access(p, os.W_OK):
+            raise UsageError(f"{option} {path}: cannot be written (permission denied)", fix="choose a writable path")
+        return
     if p.exists() and p.is_dir() != folder:
         what = "a folder" if p.is_dir() else "a file"
         raise UsageError(f"{option} {path}: is {what}", fix="choose " + ("a folder" if folder else "a file name") + " there")

@@ -40,7 +40,7 @@ def diagnose(
     jobs: int = typer.Option(1, "--jobs", min=1, help="Judge runs in N parallel processes (at most one per CPU and per run)."),
     run_pattern: Optional[str] = RUN_PATTERN,
     forecast: bool = typer.Option(False, "--forecast", help="Also forecast each run: expected final reward and the step reaching 95% of the gain (slower)."),
-    horizon: Optional[float] = typer.Option(None, "--horizon", help="Planned last step for the forecast of runs whose config names none (implies --forecast)."),
+    horizon: Optional[float] = typer.Option(None, "--horizon", help="Planned last step (at most 1e15) for the forecast of runs whose config names none (implies --forecast)."),
     debug: bool = DEBUG,
 ) -> int:
     """Judge every run under PATHS for the four failure modes; exit 1 when a run fails (a CI gate).
@@ -58,6 +58,10 @@ def diagnose(
         from grpofit.errors import UsageError
 
         raise UsageError(f"--horizon {horizon} is not a positive step", fix="pass the planned last step, e.g. --horizon 1000")
+    if horizon is not None:
+        from grpofit.limits import check_step
+
+        check_step("--horizon", horizon, example="1000", positive=True)
     doc, warnings = diagnose_paths(
         paths,
         metric=metric,

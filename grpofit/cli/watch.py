@@ -29,7 +29,7 @@ def watch(
     eval_metric: Optional[str] = typer.Option(None, "--eval-metric", help="Eval column (auto-detected: eval_*, val-core/*, val/*)."),
     group_size: Optional[int] = typer.Option(None, "--group-size", min=1, help="Group size G for every run (else from config or run name)."),
     threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (names below); each has a finite valid range."),
-    horizon: Optional[float] = typer.Option(None, "--horizon", help="Planned last step for the forecasts (else from each run's config)."),
+    horizon: Optional[float] = typer.Option(None, "--horizon", help="Planned last step for the forecasts, at most 1e15 (else from each run's config)."),
     no_forecast: bool = typer.Option(False, "--no-forecast", help="Judge and alert only; skip the forecasts."),
     cpu_budget: float = typer.Option(0.03, "--cpu-budget", help="Share of one core watch may use once caught up; re-fits wait for it (alert rules are never rationed)."),
     run_pattern: Optional[str] = RUN_PATTERN,

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from grpofit.errors import GrpofitError, UsageError
 from grpofit.vocabulary import SCHEMAS
 
@@ -30,13 +28,16 @@ class ForecastOptions:
 
 def check_options(opts: ForecastOptions) -> None:
     """Bad option values: one line naming the option and the fix."""
+    from grpofit.limits import check_step
+
     if opts.horizon is not None and opts.horizon < 1:
         raise UsageError(f"--horizon {opts.horizon} is not a positive step", fix="pass the planned last step, e.g. --horizon 1000")
+    if opts.horizon is not None:
+        check_step("--horizon", opts.horizon, example="1000", positive=True)
     for s in opts.at:
-        if not np.isfinite(s):
-            raise UsageError(f"--at {s} is not a finite step", fix="pass a step number, e.g. --at 500")
-    if opts.until is not None and not np.isfinite(opts.until):
-        raise UsageError(f"--until {opts.until} is not a finite step", fix="pass a step number, e.g. --until 250")
+        check_step("--at", s, example="500")
+    if opts.until is not None:
+        check_step("--until", opts.until, example="250")
     if opts.batch_size is not None and opts.batch_size < 1:
         raise UsageError(f"--batch-size {opts.batch_size} is not positive", fix="pass the number of rewards averaged per logged step")
 

@@ -48,15 +48,21 @@ class RowColumns:
     """Rows added one at a time straight into float64 columns (8 bytes a cell), keys in
     first-seen order; a key a row lacks, or a ``None`` value, is NaN. What a list of row dicts
     and :func:`rows_to_columns` give, without holding every row as a dict (several times the
-    size of the log it came from)."""
+    size of the log it came from).
 
-    def __init__(self) -> None:
+    The table is dense (a float for every row and key), so at most
+    :data:`grpofit.limits.MAX_COLUMNS` distinct keys are taken: one more is a
+    :class:`ReadError` naming ``name`` (the log) and the row that brought it."""
+
+    def __init__(self, name: str | None = None) -> None:
         self.n = 0
         self.cols: dict[str, array] = {}
+        self.name = name
 
     def _column(self, key: str, size: int) -> array:
         col = self.cols.get(key)
         if col is None:
+            check_columns(len(self.cols) + 1, self.name, f"row {self.n + 1}")
             col = self.cols[key] = array("d", _NAN) * size
         elif len(col) < size:
             col.extend(array("d", _NAN) * (size - len(col)))
@@ -89,6 +95,20 @@ class RowColumns:
 
 
 _NAN = array("d", [float("nan")])
+
+
+def check_columns(count: int, name: str | None, where: str) -> None:
+    """A :class:`ReadError` when a log's ``count`` distinct keys (reached at ``where``, e.g.
+    "line 6") exceed :data:`grpofit.limits.MAX_COLUMNS`: its table is dense, so a row of
+    200,000 keys would cost 1.6 MB for every row of the log."""
+    from grpofit.limits import MAX_COLUMNS
+
+    if count > MAX_COLUMNS:
+        raise ReadError(
+            f"{where} brings the number of distinct keys above {MAX_COLUMNS}",
+            path=name,
+            fix=f"grpofit reads logs of at most {MAX_COLUMNS} metrics; log fewer keys or split the file",
+        )
 
 
 def build_run(

@@ -55,7 +55,7 @@ def parse_verl_line(line: str) -> dict[str, float | None] | None:
 def read_verl_console(src: Source, fmt: str = "verl-console", *, step: str | None = None) -> list[Run]:
     """Metric lines of a verl console log (ANSI codes and Ray ``(TaskRunner pid=...)`` prefixes
     stripped); the config dump printed before training becomes the run's config."""
-    rows = RowColumns()
+    rows = RowColumns(src.name)
     dump: list[str] = []
     depth = size = 0
     dump_done = False
@@ -100,7 +100,7 @@ def read_trl_console(src: Source, fmt: str = "trl-console", *, step: str | None 
     (``| 10/100 [``) drawn just before it on the same line, when every training dict has one
     and they increase; OpenRLHF's ``Global step N: {...}`` lines give theirs (``fmt``
     ``openrlhf-console``: only those lines are read, the tqdm postfix copies are not)."""
-    rows = RowColumns()
+    rows = RowColumns(src.name)
     bad = 0
     openrlhf = fmt == "openrlhf-console"
     counted = 0

@@ -215,13 +215,19 @@ def _settled(src: Source, delim: str) -> tuple[Source, list[str]]:
                 f.seek(max(0, st.st_size - 64 * 1024))
                 tail = f.read(st.st_size - f.tell())
                 last = _last_break(tail)
-                if last == len(tail):
-                    return src.__class__(src.name, src.path, limit=st.st_size), notes
-                line = tail[last:]
-                if live or _visibly_cut(line, delim, _header_width(src, delim)):
-                    notes.append(_torn_note(line))
-                    return Source(src.name, src.path, limit=st.st_size - (len(tail) - last)), notes
-                return Source(src.name, src.path, limit=st.st_size), notes
+                limit = st.st_size
+                if last < len(tail):
+                    line = tail[last:]
+                    if live or _visibly_cut(line, delim, _header_width(src, delim)):
+                        notes.append(_torn_note(line))
+                        limit = st.st_size - (len(tail) - last)
+                f.seek(0)
+                opened = _unclosed_quote_span(f, limit)
+                if opened is None:
+                    return Source(src.name, src.path, limit=limit), notes
+                start, end, note = opened
+                notes.append(note)
+                return Source(src.name, src.path, limit=limit, skip=(start, end)), notes
     else:
         live = src.path is None or _changed_lately(src.path)  # a pipe may be a live log too
     data = src.data
@@ -327,6 +333,53 @@ def _drop_unclosed_quote(data: bytes) -> tuple[bytes, str | None]:
     shown = decode(lines[opened][:40]).strip()
     del lines[opened]
     return b"\n".join(lines), f"line {opened + 1} opens a quote that is never closed ({shown!r}); skipped that line"
+
+
+def _unclosed_quote_span(f, limit: int, block: int = 1 << 20) -> tuple[int, int, str] | None:
+    """:func:`_drop_unclosed_quote` for a file too large to hold: the first ``limit`` bytes of
+    ``f`` are read block by block (once to count the quotes; a second time, only when the count
+    is odd, to find the line), never whole. ``(start, end, note)``: the byte range of the line
+    that opens the quote never closed (with its line break) and the warning; None when every
+    quote is closed."""
+    quotes = 0
+    left = limit
+    while left > 0 and (b := f.read(min(block, left))):
+        quotes += b.count(b'"')
+        left -= len(b)
+    if quotes % 2 == 0:
+        return None
+    f.seek(0)
+    odd = False
+    opened = None
+    start = carry = line = offset = 0  # the current line's start, its quotes so far, its number
+    left = limit
+    while left > 0 and (b := f.read(min(block, left))):
+        left -= len(b)
+        arr = np.frombuffer(b, dtype=np.uint8)
+        breaks = np.flatnonzero(arr == 10)
+        quotes_at = np.flatnonzero(arr == 34)
+        starts = np.concatenate(([0], breaks[:-1] + 1))
+        counts = np.searchsorted(quotes_at, breaks) - np.searchsorted(quotes_at, starts)
+        if counts.size:
+            counts[0] += carry
+        for i in np.flatnonzero(counts % 2).tolist():  # the lines with an odd number of quotes
+            odd = not odd
+            if odd:
+                opened = (start if i == 0 else offset + int(starts[i]), offset + int(breaks[i]) + 1, line + i)
+        rest = int(quotes_at.size - np.searchsorted(quotes_at, breaks[-1] + 1)) if breaks.size else quotes_at.size
+        if breaks.size:
+            start, carry, line = offset + int(breaks[-1]) + 1, rest, line + breaks.size
+        else:
+            carry += rest
+        offset += len(b)
+    if carry % 2 and not odd:  # the last line, without a line break
+        opened = (start, offset, line)
+    if opened is None:
+        return None
+    begin, end, number = opened
+    f.seek(begin)
+    shown = f.read(min(40, end - begin)).split(b"\n")[0]
+    return begin, end, f"line {number + 1} opens a quote that is never closed ({decode(shown).strip()!r}); skipped that line"
 
 
 def _read_frame(src: Source, delim: str, chunksize: int | None = None):

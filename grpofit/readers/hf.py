@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from grpofit.errors import ReadError, UnknownFormat
-from grpofit.readers.common import RowColumns, build_run
+from grpofit.readers.common import RowColumns, build_run, check_columns
 from grpofit.readers.jsonscan import JsonScanner
 from grpofit.readers.jsonl import flatten_row
 from grpofit.readers.source import SUPPORTED_HINT, Source
@@ -40,7 +40,7 @@ def read_hf(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
     The document is scanned, not loaded: each log row is parsed on its own and goes straight
     into float columns, so memory stays a fraction of the file's size (a loaded document of
     dicts is several times it)."""
-    merger = RowMerger()
+    merger = RowMerger(src.name)
     top: dict[str, Any] = {}
     kind = None
     with src.open() as f:
@@ -136,12 +136,13 @@ class RowMerger:
     the state :meth:`add` would have left; the first batch that is not so plain, and every
     row after it, goes through :meth:`add`."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name  #: the log's name, for the error of a row with too many keys
         self.reset()
 
     def reset(self) -> None:
-        self.merged = RowColumns()
-        self.loose = RowColumns()  # rows without a step
+        self.merged = RowColumns(self.name)
+        self.loose = RowColumns(self.name)  # rows without a step
         self.index: dict[Any, int] = {}
         #: where each key first appears in the merged table: (part, row, insertion number)
         self.first: dict[str, tuple[int, int, int]] = {}
@@ -173,7 +174,8 @@ class RowMerger:
         if not all(type(r) is dict for r in rows):
             return False
         first, second = SUMMARY_KEYS[0], SUMMARY_KEYS[1]
-        kept = [r for r in rows if first not in r and second not in r]
+        where = [i for i, r in enumerate(rows) if first not in r and second not in r]
+        kept = [rows[i] for i in where]
         if kept:
             steps = [r.get("step") for r in kept]
             if not set(map(type, steps)) <= {int, float}:
@@ -189,6 +191,7 @@ class RowMerger:
                 if not r.keys() <= keys.keys():
                     for k in r:
                         keys.setdefault(k, i)
+            self._check_keys(keys, lambda i: self.rows + where[i] + 1)
             columns = []
             for k in keys:
                 try:
@@ -211,6 +214,16 @@ class RowMerger:
         self.summary += len(rows) - len(kept)
         return True
 
+    def _check_keys(self, keys: dict[str, int], row_of) -> None:
+        """Raise before a table of too many distinct keys is built: ``keys`` maps each key of
+        the rows being added to the index of the row it first appears in (``row_of`` turns that
+        index into the log row counted from 1)."""
+        count = len(self.first)
+        for k, i in keys.items():
+            if k not in self.first:
+                count += 1
+                check_columns(count, self.name, f"log_history row {row_of(i)}")
+
     def _seen(self, key: str, where: tuple[int, int, int]) -> None:
         old = self.first.get(key)
         if old is None or where < old:
@@ -226,6 +239,7 @@ class RowMerger:
             self.summary += 1
             return
         row = flatten_row(raw)
+        self._check_keys(dict.fromkeys(row, 0), lambda _: self.rows)
         s = row.get("step")
         if not isinstance(s, (int, float)) or isinstance(s, bool):
             pos = self.loose.append({k: _cell(v) for k, v in row.items()})

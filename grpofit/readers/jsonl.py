@@ -231,6 +231,27 @@ def _scalar(v):
     return None
 
 
+#: a space, tab or CR between two characters of one token (a key or a value)
+_SPLIT_TOKEN = re.compile(rb"[^\s{}:,][ \t\r]+[^\s{}:,]")
+
+
+def _spaces_between_tokens_only(body: bytes) -> bool:
+    """Whether every space, tab and CR of ``body`` (the bytes the fast path deletes) stands next
+    to a brace, colon, comma, line break or other such space, where JSON allows it: deleted
+    inside a token, ``1 2`` would read as ``12`` and ``"rew ard"`` as the key ``reward``, where
+    the line-by-line path rejects the line or keeps the key. A numpy pass finds no space right
+    after a token character in the usual log (``json.dumps`` puts them after ``:`` and ``,``
+    only); only otherwise does a regular expression look further."""
+    arr = np.frombuffer(body, dtype=np.uint8)
+    space = (arr == 32) | (arr == 9) | (arr == 13)
+    if arr.size < 2 or not space.any():
+        return True
+    token = ~(space | (arr == 123) | (arr == 125) | (arr == 58) | (arr == 44) | (arr == 10))
+    if not np.any(token[:-1] & space[1:]):
+        return True
+    return _SPLIT_TOKEN.search(body) is None
+
+
 def _lines_are_objects(body: bytes, depth: int, rows: int) -> bool:
     """Every non-blank line of ``body`` starts with ``{``, ends with ``}`` and holds exactly
     ``depth`` of each brace: what the line-by-line path would accept of a flat (or verl) row."""
@@ -302,6 +323,8 @@ class _Plan:
         """
         if self.wrapper:
             body = body.replace(self.wrapper, b"")
+        if not _spaces_between_tokens_only(body):
+            return None  # '"reward": 1 2' or '"rew ard"' would read as 12 and as 'reward'
         text = body.translate(_TRANSLATE, _DELETE)
         k = len(self.keys)
         if len(text) <= SMALL_BLOCK:  # a small log: no pandas import (a quarter second)

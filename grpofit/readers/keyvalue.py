@@ -66,7 +66,7 @@ def read_progress(src: Source, fmt: str = "kv-console", *, step: str | None = No
     """Every metric line of a "Key: value" progress log as one row (see the module docstring)."""
     from array import array
 
-    rows = RowColumns()
+    rows = RowColumns(src.name)
     # the (e/E) epoch and (i/N) counter of each row; -1 where a row has none
     epochs, counts, totals = array("q"), array("q"), array("q")
     has_step = False

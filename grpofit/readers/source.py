@@ -34,6 +34,9 @@ class Source:
     data: bytes | None = None
     #: read the file only up to this many bytes (a log still being written: its complete lines)
     limit: int | None = None
+    #: with ``limit``: a byte range ``[start, end)`` of the file left out (a line that opens a
+    #: quote never closed, which would swallow every later row)
+    skip: tuple[int, int] | None = None
 
     def small_in_memory(self, limit: int = PEEK) -> Source:
         """This source with the file's content in ``data`` when it holds at most ``limit`` bytes,
@@ -49,19 +52,22 @@ class Source:
         if self.data is not None:
             return io.BytesIO(self.data)
         if self.limit is not None:
-            return io.BufferedReader(_Limited(open(self.path, "rb"), self.limit))  # noqa: SIM115
+            return io.BufferedReader(_Limited(open(self.path, "rb"), self.limit, self.skip))  # noqa: SIM115
         return open(self.path, "rb")  # noqa: SIM115 - the caller closes it
 
     def size(self) -> int:
         if self.data is not None:
             return len(self.data)
         if self.limit is not None:
-            return self.limit
+            return self.limit - (0 if self.skip is None else max(0, min(self.skip[1], self.limit) - self.skip[0]))
         return os.path.getsize(self.path)
 
     def head(self, n: int = PEEK) -> bytes:
         if self.data is not None:
             return self.data[:n]
+        if self.skip is not None:
+            with self.open() as f:
+                return f.read(n)
         with open(self.path, "rb") as f:
             return f.read(n if self.limit is None else min(n, self.limit))
 
@@ -72,6 +78,8 @@ class Source:
             return b""
         if self.data is not None:
             return self.data[-n:]
+        if self.skip is not None:
+            return self.read_bytes()[-n:]
         with open(self.path, "rb") as f:
             f.seek(size - n)
             return f.read(n)
@@ -79,6 +87,9 @@ class Source:
     def read_bytes(self) -> bytes:
         if self.data is not None:
             return self.data
+        if self.skip is not None:
+            with self.open() as f:
+                return f.read()
         with open(self.path, "rb") as f:
             return f.read() if self.limit is None else f.read(self.limit)
 
@@ -93,21 +104,30 @@ class Source:
 
 
 class _Limited(io.RawIOBase):
-    """The first ``limit`` bytes of a binary file (what a reader of a growing log may see)."""
+    """The first ``limit`` bytes of a binary file (what a reader of a growing log may see),
+    without the byte range ``skip`` (``[start, end)``) when given."""
 
-    def __init__(self, raw: BinaryIO, limit: int):
-        self.raw, self.left = raw, limit
+    def __init__(self, raw: BinaryIO, limit: int, skip: tuple[int, int] | None = None):
+        self.raw, self.left, self.skip, self.pos = raw, limit, skip, 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buf) -> int:
+        if self.skip is not None and self.skip[0] <= self.pos < self.skip[1]:
+            jump = self.skip[1] - self.pos
+            self.raw.seek(self.skip[1])
+            self.pos += jump
+            self.left -= jump
         if self.left <= 0:
             return 0
-        view = memoryview(buf)[: min(len(buf), self.left)]
-        n = self.raw.readinto(view)
-        self.left -= n or 0
-        return n or 0
+        size = min(len(buf), self.left)
+        if self.skip is not None and self.pos < self.skip[0]:
+            size = min(size, self.skip[0] - self.pos)
+        n = self.raw.readinto(memoryview(buf)[:size]) or 0
+        self.left -= n
+        self.pos += n
+        return n
 
     def close(self) -> None:
         self.raw.close()
@@ -116,26 +136,48 @@ class _Limited(io.RawIOBase):
 
 def read_stream(stream: BinaryIO, name: str, limit: int | None = None) -> bytes:
     """All of a pipe, FIFO or standard input, read once from its start in chunks; more than
-    ``limit`` bytes (default :data:`grpofit.limits.MAX_STREAM_BYTES`) is a :class:`ReadError`."""
+    ``limit`` bytes (default :data:`grpofit.limits.MAX_STREAM_BYTES`) is a :class:`ReadError`.
+
+    Its first :data:`PEEK` bytes are checked before the rest is read: binary content that no
+    reader knows (``fit - < sparse.bin``: gigabytes of zeros) is rejected at once instead of
+    after 2 GiB read into memory. Running out of memory is a :class:`ReadError` too."""
     from grpofit.errors import ReadError
     from grpofit.limits import MAX_STREAM_BYTES
 
     limit = MAX_STREAM_BYTES if limit is None else limit
     parts: list[bytes] = []
     total = 0
-    while True:
-        chunk = stream.read(min(1 << 20, limit + 1 - total))
-        if not chunk:
-            break
-        parts.append(chunk)
-        total += len(chunk)
-        if total > limit:
-            raise ReadError(
-                f"is a stream longer than {limit // 1024**2} MiB, the limit for pipes and standard input",
-                path=name,
-                fix="save it to a file and pass the file",
-            )
-    return b"".join(parts)
+    checked = False
+    try:
+        while True:
+            chunk = stream.read(min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            parts.append(chunk)
+            total += len(chunk)
+            if not checked and total >= PEEK:
+                checked = True
+                _check_binary_head(b"".join(parts)[:PEEK], name)
+            if total > limit:
+                raise ReadError(
+                    f"is a stream longer than {limit // 1024**2} MiB, the limit for pipes and standard input",
+                    path=name,
+                    fix="save it to a file and pass the file",
+                )
+        return b"".join(parts)
+    except MemoryError:
+        parts.clear()
+        raise ReadError("is a stream too large to hold in memory", path=name, fix="save it to a file and pass the file") from None
+
+
+def _check_binary_head(head: bytes, name: str) -> None:
+    """An :class:`~grpofit.errors.UnknownFormat` when ``head`` is binary (holds a NUL byte) and
+    the sniffer knows no format for it; text is left to the reader (a CSV header may be wider
+    than the head)."""
+    if b"\0" in head:
+        from grpofit.readers.sniff import sniff
+
+        sniff(head, name, b"")
 
 
 def decode(raw: bytes) -> str:

@@ -391,6 +391,14 @@ def _finish(series, overwritten, warnings: list[str], where: str, what: str):
             fix=f"log scalars (add_scalar / tf.summary.scalar), or pass another {what}",
         )
     _note_overwritten(overwritten, warnings)
+    from grpofit.limits import MAX_COLUMNS
+
+    if len(series) > MAX_COLUMNS:  # the table is dense: one float per step and tag
+        raise ReadError(
+            f"has {len(series)} scalar tags, more than {MAX_COLUMNS}",
+            path=where,
+            fix=f"grpofit reads logs of at most {MAX_COLUMNS} metrics; log fewer tags or split the log",
+        )
     return _to_table(series), warnings
 
 

@@ -295,11 +295,15 @@ def _decode_records(
     return rows, config
 
 
-def _rows_to_table(rows: list[dict[str, float]]) -> dict[str, np.ndarray]:
-    """Equal-length float columns in first-seen key order, ``_step`` first (row index if absent)."""
+def _rows_to_table(rows: list[dict[str, float]], name: str | None = None) -> dict[str, np.ndarray]:
+    """Equal-length float columns in first-seen key order, ``_step`` first (row index if absent).
+    The table is dense: more than :data:`grpofit.limits.MAX_COLUMNS` keys is a ReadError."""
+    from grpofit.readers.common import check_columns
+
     keys: dict[str, None] = {"_step": None}
-    for row in rows:
+    for i, row in enumerate(rows):
         keys.update(dict.fromkeys(row))
+        check_columns(len(keys), name, f"history row {i + 1}")
     table = {k: np.full(len(rows), np.nan) for k in keys}
     for i, row in enumerate(rows):
         for k, v in row.items():
@@ -323,7 +327,7 @@ def parse_wandb(
             path=name,
             fix="the run may not have logged yet; wait for wandb.log() or pass another run",
         )
-    return _rows_to_table(rows), warnings, config
+    return _rows_to_table(rows, name), warnings, config
 
 
 def read_wandb_file(path: str) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -351,7 +355,7 @@ def parse_wandb_file(path: str) -> tuple[dict[str, np.ndarray], list[str], dict[
             path=path,
             fix="the run may not have logged yet; wait for wandb.log() or pass another run",
         )
-    return _rows_to_table(rows), warnings, config
+    return _rows_to_table(rows, path), warnings, config
 
 
 def _read_bytes(path: str, fix: str) -> bytes:
@@ -418,7 +422,7 @@ def read_history_jsonl(path: str) -> tuple[dict[str, np.ndarray], list[str]]:
         warnings.append(f"{_base(path)}: skipped {bad} line(s) that are not JSON objects")
     if not rows:
         raise ReadError("wandb-history.jsonl holds no history rows", path=path, fix=FIX)
-    return _rows_to_table(rows), warnings
+    return _rows_to_table(rows, path), warnings
 
 
 def read_config_yaml(path: str) -> dict[str, Any]:

@@ -49,6 +49,10 @@ def validate(opts: WatchOptions) -> None:
         raise UsageError(f"--max-polls {opts.max_polls} must be at least 1", fix="e.g. --max-polls 3, or --once")
     if opts.horizon is not None and not opts.horizon > 0:
         raise UsageError(f"--horizon {opts.horizon} must be a positive step", fix="e.g. --horizon 1000")
+    if opts.horizon is not None:
+        from grpofit.limits import check_step
+
+        check_step("--horizon", opts.horizon, example="1000", positive=True)
     if not 0 < opts.cpu_budget <= 1:
         raise UsageError(f"--cpu-budget {opts.cpu_budget} must be in (0, 1]", fix="e.g. --cpu-budget 0.03 (3% of a core)")
     if opts.exit_on not in (None, "fail", "warn"):
@@ -140,7 +144,7 @@ class Session:
         self.selection = RunSelection(opts.paths, opts.run_pattern)
         self.follower = Follower(self.selection.bases, step=opts.step)
         self.follower.check_paths()
-        th = Thresholds(**opts.thresholds) if opts.thresholds else None
+        th = Thresholds.from_overrides(opts.thresholds) if opts.thresholds else None
         self.monitor = Monitor(metric=opts.metric, eval_metric=opts.eval_metric, thresholds=th,
                                group_size=opts.group_size, forecast=opts.forecast,
                                horizon=opts.horizon)
