@@ -19,13 +19,14 @@ parameters' uncertainty (numerical Hessian of the negative log likelihood).
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from grpofit.fitting.binning import bin_tail
 from grpofit.forecasting.drift import persistence
-from grpofit.forecasting.statespace import LAWS, design, process_cov
+from grpofit.forecasting.statespace import LAWS, design, forcing_q, process_cov_parts
 
 __all__ = ["Series", "LawFit", "reduce_series", "evaluate", "fit_law", "MAX_POINTS"]
 
@@ -65,7 +66,7 @@ def memo(series: Series, key: str, inputs: tuple, build):
     are the same objects: the likelihood's search evaluates thousands of parameter points on the
     same times, and the lag matrices do not depend on the parameters."""
     hit = series._memo.get(key)
-    if hit is not None and len(hit[0]) == len(inputs) and all(a is b for a, b in zip(hit[0], inputs)):
+    if hit is not None and len(hit[0]) == len(inputs) and all(map(operator.is_, hit[0], inputs)):
         return hit[1]
     value = build()
     series._memo[key] = (inputs, value)
@@ -188,17 +189,49 @@ def system(law: str, theta, series: Series):
     gives a proper marginal likelihood (comparable between laws) and keeps two nearly equal
     slow modes from trading huge opposite amplitudes."""
     times, sd = unpack(law, theta)
-    X = design(law, series.t, times)
+    unit = series.level_sd if series.point_var is not None else series.level_sd / series.noise
+    X, shape, XSX = _times_parts(law, times, series, unit)
     p = X.shape[1]
     b0 = np.zeros(p)
     b0[0] = series.level
-    unit = series.level_sd if series.point_var is not None else series.level_sd / series.noise
     Sb = np.eye(p) * unit * unit
-    S = process_cov(law, series.t, series.t, times, sd, lag=lags(series)[0])
-    diag = memo(series, "diag", (series.t,), lambda: np.diag_indices(S.shape[0]))
-    S[diag] += series.obs_var()
-    S += X @ Sb @ X.T
+    if sd <= 0:
+        S = np.zeros(shape.shape)
+    else:  # process_cov(law, series.t, series.t, times, sd)
+        q = forcing_q(law, times, sd)
+        S = (q * q) * shape
+    S[_static(series)[0]] += series.obs_var()  # the diagonal
+    S += XSX  # X @ Sb @ X.T
     return times, sd, X, b0, Sb, S
+
+
+def _static(series: Series):
+    """``(diagonal indices, {times: parts})`` of the series' covariance (see :func:`_times_parts`)."""
+    return memo(series, "static", (series.t,), lambda: (np.diag_indices(series.t.size), {}))
+
+
+#: parameter points whose time-dependent parts :func:`system` keeps per series and law
+_TIMES_KEPT = 16
+
+
+def _times_parts(law: str, times, series: Series, unit: float):
+    """``(X, P1, X Sb X')``: the design matrix, the forcing's covariance at unit strength
+    (:func:`~.statespace.process_cov_parts`) and the levels' prior covariance at the seen points,
+    which depend on the law's times and not on its forcing sd (nor on the walk): the search's
+    finite-difference steps along those coordinates, and the Laplace Hessian's, reuse them. Kept
+    for the last :data:`_TIMES_KEPT` distinct ``times`` (compared exactly)."""
+    kept = _static(series)[1]
+    key = (law, unit) + tuple(float(x) for x in times)
+    hit = kept.get(key)
+    if hit is not None:
+        return hit
+    X = design(law, series.t, times)
+    Sb = np.eye(X.shape[1]) * unit * unit
+    parts = (X, process_cov_parts(law, series.t, series.t, times, lag=lags(series)[0]), X @ Sb @ X.T)
+    if len(kept) >= _TIMES_KEPT:
+        del kept[next(iter(kept))]
+    kept[key] = parts
+    return parts
 
 
 def evaluate(law: str, theta, series: Series, *, levels: bool = False) -> Evaluation:

@@ -126,6 +126,26 @@ def process_cov(law: str, s: np.ndarray, t: np.ndarray, times, sd: float, *, lag
     if sd <= 0:
         return np.zeros((s.size, t.size))
     lam, r, q = _modes(law, times, sd)
+    return (q * q) * _unit_cov(lam, r, s, t, lag)
+
+
+def process_cov_parts(law: str, s: np.ndarray, t: np.ndarray, times, *, lag=None) -> np.ndarray:
+    """:func:`process_cov` without the forcing's strength: ``process_cov(law, s, t, times, sd)``
+    is ``forcing_q(law, times, sd) ** 2 * process_cov_parts(law, s, t, times)`` (the same
+    arithmetic), so a search that changes only ``sd`` reuses this matrix."""
+    lam, r, _ = _modes(law, times, 1.0)
+    return _unit_cov(lam, r, np.asarray(s, dtype=float), np.asarray(t, dtype=float), lag)
+
+
+def forcing_q(law: str, times, sd: float):
+    """The forcing strength ``q`` of :func:`process_cov` (``q^2 = 2 sd^2 / T``), as
+    :func:`_modes` computes it (``T``: the slow time, the oscillator's ``Ts``)."""
+    T = float(times[1]) if law == "two" else float(times[0])
+    return np.sqrt(2.0 * sd * sd / T)
+
+
+def _unit_cov(lam, r, s: np.ndarray, t: np.ndarray, lag) -> np.ndarray:
+    """The bracket of :func:`process_cov` (its value at ``q = 1``)."""
     tot = lam[:, None] + lam[None, :]
     M = (r[:, None] * r[None, :]) / (-tot)
     c = M.sum(axis=0)
@@ -141,4 +161,4 @@ def process_cov(law: str, s: np.ndarray, t: np.ndarray, times, sd: float, *, lag
     es = np.exp(np.outer(s, lam))
     et = es if t is s else np.exp(np.outer(t, lam))
     start = np.real((es @ M) @ et.T)
-    return (q * q) * (np.real(stat) - start)
+    return np.real(stat) - start

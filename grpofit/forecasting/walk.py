@@ -61,7 +61,7 @@ def walk_system(law: str, theta, series: Series, walk: bool = True):
     if not walk:
         return system(law, theta, series)
     times, sd, X, b0, Sb, S = system(law, theta[:-1], series)
-    S = S + math.exp(float(theta[-1])) * lags(series)[1]  # walk_cov(series.t, series.t, q)
+    S += math.exp(float(theta[-1])) * lags(series)[1]  # walk_cov(series.t, series.t, q); S is new
     return times, sd, X, b0, Sb, S
 
 
