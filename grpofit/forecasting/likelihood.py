@@ -19,13 +19,14 @@ parameters' uncertainty (numerical Hessian of the negative log likelihood).
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from grpofit.fitting.binning import bin_tail
 from grpofit.forecasting.drift import persistence
-from grpofit.forecasting.statespace import LAWS, design, process_cov
+from grpofit.forecasting.statespace import LAWS, design, forcing_q, process_cov_parts
 
 __all__ = ["Series", "LawFit", "reduce_series", "evaluate", "fit_law", "MAX_POINTS"]
 
@@ -49,12 +50,75 @@ class Series:
     dt: float  #: median logging interval
     level: float = 0.0  #: prior mean of the plateau: the mean of the last tenth of the points
     level_sd: float = 1.0  #: prior sd of the plateau and of each mode's amplitude (reward units)
+    #: arrays derived from the times alone (:func:`memo`), built once and reused by every
+    #: evaluation of the likelihood; not copied by ``dataclasses.replace``
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def obs_var(self) -> np.ndarray:
         """Observation variance of each point: known, or in units of the profiled scale."""
         if self.point_var is not None:
             return self.point_var / self.count
         return 1.0 / self.count
+
+
+def memo(series: Series, key: str, inputs: tuple, build):
+    """``build()``, kept in ``series`` under ``key`` while ``inputs`` (arrays it is computed from)
+    are the same objects: the likelihood's search evaluates thousands of parameter points on the
+    same times, and the lag matrices do not depend on the parameters."""
+    hit = series._memo.get(key)
+    if hit is not None and len(hit[0]) == len(inputs) and all(map(operator.is_, hit[0], inputs)):
+        return hit[1]
+    value = build()
+    series._memo[key] = (inputs, value)
+    return value
+
+
+def lags(series: Series, s=None, t=None, key: str = "lags"):
+    """``((values, index), min(s_i, t_j))`` for ``s``, ``t`` (default: the series' own times):
+    the lags ``|t_j - s_i| = values[index]`` (distinct values; the ``lag`` of
+    :func:`~.statespace.process_cov`) and :func:`~.walk.walk_cov`'s ``min``, computed as they
+    compute them; kept in the series under ``key`` while ``s`` and ``t`` are the same arrays."""
+    s = series.t if s is None else s
+    t = series.t if t is None else t
+
+    def build():
+        sf = np.asarray(s, dtype=float)
+        tf = np.asarray(t, dtype=float)
+        d = np.abs(tf[None, :] - sf[:, None])
+        values, index = np.unique(d, return_inverse=True)
+        return (values, index.reshape(d.shape)), np.minimum(sf[:, None], tf[None, :])
+
+    return memo(series, key, (s, t), build)
+
+
+_TRTRS = {}
+
+
+def tri_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``scipy.linalg.solve_triangular(L, b, lower=True, check_finite=False)``: the same LAPACK
+    call (``trtrs``) with the same arguments, without the wrapper's per-call validation (the
+    likelihood's search makes tens of thousands of these calls on small matrices)."""
+    if not (isinstance(L, np.ndarray) and isinstance(b, np.ndarray) and L.dtype == np.float64
+            and b.dtype == np.float64 and L.ndim == 2 and b.ndim in (1, 2) and b.size
+            and L.shape[0] == L.shape[1] == b.shape[0]):
+        from scipy.linalg import solve_triangular
+
+        return solve_triangular(L, b, lower=True, check_finite=False)
+    trtrs = _TRTRS.get("d")
+    if trtrs is None:
+        from scipy.linalg import get_lapack_funcs
+
+        trtrs, = get_lapack_funcs(("trtrs",), (L, b))
+        _TRTRS["d"] = trtrs
+    if L.flags.f_contiguous:
+        x, info = trtrs(L, b, overwrite_b=False, lower=True, trans=0, unitdiag=False)
+    else:  # the transposed system, as solve_triangular solves a C-ordered matrix
+        x, info = trtrs(L.T, b, overwrite_b=False, lower=False, trans=True, unitdiag=False)
+    if info > 0:
+        raise np.linalg.LinAlgError(f"singular matrix: resolution failed at diagonal {info-1}")
+    if info < 0:
+        raise ValueError(f"illegal value in {-info}-th argument of internal trtrs")
+    return x
 
 
 def reduce_series(t: np.ndarray, y: np.ndarray, point_var: np.ndarray | None = None, *,
@@ -125,23 +189,54 @@ def system(law: str, theta, series: Series):
     gives a proper marginal likelihood (comparable between laws) and keeps two nearly equal
     slow modes from trading huge opposite amplitudes."""
     times, sd = unpack(law, theta)
-    X = design(law, series.t, times)
+    unit = series.level_sd if series.point_var is not None else series.level_sd / series.noise
+    X, shape, XSX = _times_parts(law, times, series, unit)
     p = X.shape[1]
     b0 = np.zeros(p)
     b0[0] = series.level
-    unit = series.level_sd if series.point_var is not None else series.level_sd / series.noise
     Sb = np.eye(p) * unit * unit
-    S = process_cov(law, series.t, series.t, times, sd)
-    S[np.diag_indices_from(S)] += series.obs_var()
-    S += X @ Sb @ X.T
+    if sd <= 0:
+        S = np.zeros(shape.shape)
+    else:  # process_cov(law, series.t, series.t, times, sd)
+        q = forcing_q(law, times, sd)
+        S = (q * q) * shape
+    S[_static(series)[0]] += series.obs_var()  # the diagonal
+    S += XSX  # X @ Sb @ X.T
     return times, sd, X, b0, Sb, S
+
+
+def _static(series: Series):
+    """``(diagonal indices, {times: parts})`` of the series' covariance (see :func:`_times_parts`)."""
+    return memo(series, "static", (series.t,), lambda: (np.diag_indices(series.t.size), {}))
+
+
+#: parameter points whose time-dependent parts :func:`system` keeps per series and law
+_TIMES_KEPT = 16
+
+
+def _times_parts(law: str, times, series: Series, unit: float):
+    """``(X, P1, X Sb X')``: the design matrix, the forcing's covariance at unit strength
+    (:func:`~.statespace.process_cov_parts`) and the levels' prior covariance at the seen points,
+    which depend on the law's times and not on its forcing sd (nor on the walk): the search's
+    finite-difference steps along those coordinates, and the Laplace Hessian's, reuse them. Kept
+    for the last :data:`_TIMES_KEPT` distinct ``times`` (compared exactly)."""
+    kept = _static(series)[1]
+    key = (law, unit) + tuple(float(x) for x in times)
+    hit = kept.get(key)
+    if hit is not None:
+        return hit
+    X = design(law, series.t, times)
+    Sb = np.eye(X.shape[1]) * unit * unit
+    parts = (X, process_cov_parts(law, series.t, series.t, times, lag=lags(series)[0]), X @ Sb @ X.T)
+    if len(kept) >= _TIMES_KEPT:
+        del kept[next(iter(kept))]
+    kept[key] = parts
+    return parts
 
 
 def evaluate(law: str, theta, series: Series, *, levels: bool = False) -> Evaluation:
     """Negative log marginal likelihood of ``theta`` (levels integrated out; the observation
     scale profiled when the noise is unknown); ``inf`` when singular."""
-    from scipy.linalg import solve_triangular
-
     known = series.point_var is not None
     with np.errstate(all="ignore"):
         times, sd, X, b0, Sb, S = system(law, theta, series)
@@ -151,7 +246,7 @@ def evaluate(law: str, theta, series: Series, *, levels: bool = False) -> Evalua
     nll, L, w, s2 = g
     out = Evaluation(nll, nll, sigma=None if known else math.sqrt(s2), dof=series.t.size)
     if levels:
-        V = solve_triangular(L, X @ Sb, lower=True, check_finite=False)
+        V = tri_solve(L, X @ Sb)
         out.beta = b0 + V.T @ w
         out.beta_cov = s2 * (Sb - V.T @ V)
     return out
@@ -161,14 +256,12 @@ def gaussian_nll(S: np.ndarray, resid: np.ndarray, known: bool):
     """``(nll, L, w, s2)`` of ``resid ~ N(0, s2 S)``: ``s2 = 1`` when the noise is known, else
     profiled (``q / n``); ``L`` the Cholesky factor of ``S`` and ``w = L^-1 resid``. ``None``
     when ``S`` is not positive definite or the value is not finite. Call inside ``errstate``."""
-    from scipy.linalg import solve_triangular
-
     n = resid.size
     try:
         L = np.linalg.cholesky(S)
     except np.linalg.LinAlgError:
         return None
-    w = solve_triangular(L, resid, lower=True, check_finite=False)
+    w = tri_solve(L, resid)
     q = float(w @ w)
     logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
     if known:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.forecasting.likelihood import LOG2PI, LawFit, Series
+from grpofit.forecasting.likelihood import LOG2PI, LawFit, Series, lags, tri_solve
 from grpofit.forecasting.statespace import design, process_cov
 from grpofit.models import relaxation
 
@@ -63,23 +63,24 @@ def _conditional(fit: LawFit, theta, series: Series, tf: np.ndarray, rng):
     points for one ``theta`` (levels integrated out under their prior), the levels' posterior,
     the drawn observation sd (unknown noise: its scale from the scaled inverse chi-square, so
     the predictive is Student-t) and the negative log marginal likelihood."""
-    from scipy.linalg import solve_triangular
-
-    from grpofit.forecasting.walk import walk_cov, walk_q, walk_system
+    from grpofit.forecasting.walk import walk_q, walk_system
 
     q = walk_q(fit, theta)
     times, sd, Xs, b0, Sb, S = walk_system(fit.law, theta, series, walk=q > 0)
     ts = series.t
     Xf = design(fit.law, tf, times)
     L = np.linalg.cholesky(S)
-    w = solve_triangular(L, series.y - Xs @ b0, lower=True, check_finite=False)
-    Psf = process_cov(fit.law, ts, tf, times, sd)
-    Pff = process_cov(fit.law, tf, tf, times, sd)
+    w = tri_solve(L, series.y - Xs @ b0)
+    # |t - s| and min(s, t) do not depend on theta: computed once per (series, tf)
+    lag_sf, min_sf = lags(series, ts, tf, key="lags_sf")
+    lag_ff, min_ff = lags(series, tf, tf, key="lags_ff")
+    Psf = process_cov(fit.law, ts, tf, times, sd, lag=lag_sf)
+    Pff = process_cov(fit.law, tf, tf, times, sd, lag=lag_ff)
     if q > 0:
-        Psf = Psf + walk_cov(ts, tf, q)
-        Pff = Pff + walk_cov(tf, tf, q)
-    K = solve_triangular(L, Psf + Xs @ Sb @ Xf.T, lower=True, check_finite=False)
-    V = solve_triangular(L, Xs @ Sb, lower=True, check_finite=False)
+        Psf = Psf + q * min_sf  # walk_cov(ts, tf, q)
+        Pff = Pff + q * min_ff  # walk_cov(tf, tf, q)
+    K = tri_solve(L, Psf + Xs @ Sb @ Xf.T)
+    V = tri_solve(L, Xs @ Sb)
     mean = Xf @ b0 + K.T @ w
     cov = Pff + Xf @ Sb @ Xf.T - K.T @ K
     beta = b0 + V.T @ w

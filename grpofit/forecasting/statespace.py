@@ -107,7 +107,7 @@ def _modes(law: str, times, sd: float):
     return lam, r, np.sqrt(2.0 * sd * sd / ts)
 
 
-def process_cov(law: str, s: np.ndarray, t: np.ndarray, times, sd: float) -> np.ndarray:
+def process_cov(law: str, s: np.ndarray, t: np.ndarray, times, sd: float, *, lag=None) -> np.ndarray:
     """``Cov(e_s, e_t)`` of the forced process started from a known state at ``t = 0``.
 
     The double sum splits into a stationary part that depends on ``|t - s|`` only and a
@@ -116,23 +116,49 @@ def process_cov(law: str, s: np.ndarray, t: np.ndarray, times, sd: float) -> np.
         Cov = q^2 [ sum_j c_j exp(l_j |t - s|) - sum_ij r_i r_j exp(l_i s) exp(l_j t) / -(l_i + l_j) ]
 
     with ``c_j = r_j sum_i r_i / -(l_i + l_j)``, so only one exponential per root is taken over
-    the whole matrix (one for a complex pair: the other is its conjugate)."""
+    the whole matrix (one for a complex pair: the other is its conjugate).
+
+    ``lag``: ``|t - s|`` computed before (it does not depend on the law's parameters), as
+    ``(values, index)``: its distinct values and the matrix of where each entry's value is
+    (``values[index]``): the stationary part is taken at each distinct lag once, then spread."""
     s = np.asarray(s, dtype=float)
     t = np.asarray(t, dtype=float)
     if sd <= 0:
         return np.zeros((s.size, t.size))
     lam, r, q = _modes(law, times, sd)
+    return (q * q) * _unit_cov(lam, r, s, t, lag)
+
+
+def process_cov_parts(law: str, s: np.ndarray, t: np.ndarray, times, *, lag=None) -> np.ndarray:
+    """:func:`process_cov` without the forcing's strength: ``process_cov(law, s, t, times, sd)``
+    is ``forcing_q(law, times, sd) ** 2 * process_cov_parts(law, s, t, times)`` (the same
+    arithmetic), so a search that changes only ``sd`` reuses this matrix."""
+    lam, r, _ = _modes(law, times, 1.0)
+    return _unit_cov(lam, r, np.asarray(s, dtype=float), np.asarray(t, dtype=float), lag)
+
+
+def forcing_q(law: str, times, sd: float):
+    """The forcing strength ``q`` of :func:`process_cov` (``q^2 = 2 sd^2 / T``), as
+    :func:`_modes` computes it (``T``: the slow time, the oscillator's ``Ts``)."""
+    T = float(times[1]) if law == "two" else float(times[0])
+    return np.sqrt(2.0 * sd * sd / T)
+
+
+def _unit_cov(lam, r, s: np.ndarray, t: np.ndarray, lag) -> np.ndarray:
+    """The bracket of :func:`process_cov` (its value at ``q = 1``)."""
     tot = lam[:, None] + lam[None, :]
     M = (r[:, None] * r[None, :]) / (-tot)
     c = M.sum(axis=0)
-    d = np.abs(t[None, :] - s[:, None])
+    d, spread = (np.abs(t[None, :] - s[:, None]), None) if lag is None else lag
     if lam.size == 1:
         stat = c[0] * np.exp(lam[0] * d)
     elif np.iscomplexobj(lam):  # a complex-conjugate pair: c_1 e^{l_1 d} + conj(...)
         stat = 2.0 * np.real(c[0] * np.exp(lam[0] * d))
     else:
         stat = c[0] * np.exp(lam[0] * d) + c[1] * np.exp(lam[1] * d)
+    if spread is not None:
+        stat = np.take(stat, spread)
     es = np.exp(np.outer(s, lam))
-    et = np.exp(np.outer(t, lam))
+    et = es if t is s else np.exp(np.outer(t, lam))
     start = np.real((es @ M) @ et.T)
-    return (q * q) * (np.real(stat) - start)
+    return np.real(stat) - start

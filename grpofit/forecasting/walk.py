@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.forecasting.likelihood import LawFit, Series, bounds_for, gaussian_nll, laplace_cov, minimise, system
+from grpofit.forecasting.likelihood import (LawFit, Series, bounds_for, gaussian_nll, lags, laplace_cov, minimise,
+                                            system, tri_solve)
 from grpofit.forecasting.likelihood import _starts as law_starts
 
 __all__ = ["WalkFit", "walk_cov", "walk_system", "fit_walk_law", "walk_q"]
@@ -60,13 +61,13 @@ def walk_system(law: str, theta, series: Series, walk: bool = True):
     if not walk:
         return system(law, theta, series)
     times, sd, X, b0, Sb, S = system(law, theta[:-1], series)
-    S = S + walk_cov(series.t, series.t, math.exp(float(theta[-1])))
+    S += math.exp(float(theta[-1])) * lags(series)[1]  # walk_cov(series.t, series.t, q); S is new
     return times, sd, X, b0, Sb, S
 
 
-def _nll(law: str, theta, series: Series) -> tuple[float, object]:
-    from scipy.linalg import solve_triangular
-
+def _nll(law: str, theta, series: Series, levels: bool = True) -> tuple[float, object]:
+    """``(nll, (beta, beta_cov, sigma))``; ``levels=False``: the levels' posterior is not
+    computed (``None``), as the search needs the value only."""
     known = series.point_var is not None
     with np.errstate(all="ignore"):
         times, sd, X, b0, Sb, S = walk_system(law, theta, series)
@@ -74,7 +75,9 @@ def _nll(law: str, theta, series: Series) -> tuple[float, object]:
     if g is None:
         return math.inf, None
     nll, L, w, s2 = g
-    V = solve_triangular(L, X @ Sb, lower=True, check_finite=False)
+    if not levels:
+        return nll, None
+    V = tri_solve(L, X @ Sb)
     return nll, (b0 + V.T @ w, s2 * (Sb - V.T @ V), None if known else math.sqrt(s2))
 
 
@@ -107,7 +110,7 @@ def fit_walk_law(law: str, series: Series, *, t_guess: float, t_max: float, prio
     prior_law = None if prior is None else np.asarray(prior)[:-1]
 
     def f(theta):
-        return _nll(law, theta, series)[0]
+        return _nll(law, theta, series, levels=False)[0]
 
     best = minimise(f, lo, hi, lambda: [np.append(start, q_mid)
                                         for start in law_starts(law, series, t_guess, prior_law)], warm)
