@@ -43,6 +43,14 @@ class Signal:
     evidence: str
 
 
+def finite_points(steps, values) -> tuple[np.ndarray, np.ndarray]:
+    """The points whose step and value are both finite, as float arrays."""
+    s = np.asarray(steps, float)
+    v = np.asarray(values, float)
+    keep = np.isfinite(s) & np.isfinite(v)
+    return (s, v) if keep.all() else (s[keep], v[keep])
+
+
 def trailing_median(values: np.ndarray, window: int) -> np.ndarray:
     """``out[i] = median(values[max(0, i - window + 1) : i + 1])`` (causal)."""
     v = np.asarray(values, float)
@@ -96,11 +104,7 @@ class RewardDrop:
         return self.level
 
     def update(self, steps: np.ndarray, values: np.ndarray) -> Signal | None:
-        s = np.asarray(steps, float)
-        v = np.asarray(values, float)
-        keep = np.isfinite(s) & np.isfinite(v)
-        if not keep.all():
-            s, v = s[keep], v[keep]
+        s, v = finite_points(steps, values)
         n = v.size
         w = default_window(n)
         if n < 3 * w:
@@ -170,11 +174,7 @@ class GradSpike:
         """Take in the points after the ones already seen; the first of them that spikes, or
         None. A series that no longer extends the one seen (fewer points, another step at the
         last point seen) is taken afresh."""
-        s = np.asarray(steps, float)
-        v = np.asarray(values, float)
-        keep = np.isfinite(s) & np.isfinite(v)
-        if not keep.all():
-            s, v = s[keep], v[keep]
+        s, v = finite_points(steps, values)
         k = self.n
         if k and (s.size < k or float(s[k - 1]) != self.last_step):
             self.__init__(spike_factor=self.spike_factor)
