@@ -65,3 +65,12 @@ def test_a_budget_used_up_by_reading_still_rejudges_every_so_many_polls(tmp_path
         done = sum(st.fitted_n > 100 for st in s.monitor.runs.values())
         assert done == (0 if poll < STARVED_POLLS else 1), poll  # one run, then the budget again
     assert s.starved == 0
+
+
+def test_readme_states_the_starvation_bound():
+    from pathlib import Path
+
+    from grpofit.watch.session import STARVED_POLLS
+
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    assert f"waits at most {STARVED_POLLS} polls" in readme
