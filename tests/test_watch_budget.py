@@ -52,3 +52,25 @@ def test_a_budget_that_covers_the_poll_rejudges(tmp_path):
     assert not s.monitor.pending
     assert all(st.fitted_n == 130 for st in s.monitor.runs.values())
     assert sum(e["event"] == "forecast" for e in events) == 3
+
+
+def test_a_budget_used_up_by_reading_still_rejudges_every_so_many_polls(tmp_path):
+    from grpofit.watch.session import STARVED_POLLS
+
+    s, rng = _session(tmp_path, 1e-6)
+    step = 101
+    for poll in range(1, STARVED_POLLS + 1):
+        _grow_and_poll(s, tmp_path, rng, step, step + 10, 10.0)
+        step += 10
+        done = sum(st.fitted_n > 100 for st in s.monitor.runs.values())
+        assert done == (0 if poll < STARVED_POLLS else 1), poll  # one run, then the budget again
+    assert s.starved == 0
+
+
+def test_readme_states_the_starvation_bound():
+    from pathlib import Path
+
+    from grpofit.watch.session import STARVED_POLLS
+
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    assert f"waits at most {STARVED_POLLS} polls" in readme

@@ -19,6 +19,9 @@ from grpofit.watch.follow import Follower
 from grpofit.watch.monitor import _RANK, Monitor
 
 HOOK_TIMEOUT = 60.0
+#: a run due for re-judgement waits at most this many polls, even when reading and the rules
+#: alone use up ``--cpu-budget`` (the budget is then exceeded by one re-judgement)
+STARVED_POLLS = 30
 
 
 @dataclass
@@ -155,6 +158,7 @@ class Session:
         self.problems_shown: dict = {}  #: path (or ("option", run)) -> the problem last shown
         self.polls = 0
         self.tokens = 0.0  #: seconds of re-judging allowed now (a token bucket)
+        self.starved = 0  #: polls in a row that had re-judgements due and did none
         self.last_poll: float | None = None
 
     # ------------------------------------------------------------------ running
@@ -214,7 +218,14 @@ class Session:
             events += self.monitor.update(run, force_fit=final, defer=not final, replaced=run.name in res.replaced)
         # once caught up, the budget pays for the whole poll: reading and the rules first, then
         # re-judgements with what is left (a poll that judged a run for the first time is free)
-        events += self.monitor.judge_pending(max(self.tokens - (time.process_time() - cpu0), 0.0))
+        budget = max(self.tokens - (time.process_time() - cpu0), 0.0)
+        if self.monitor.pending or self.monitor.pending_fc:
+            self.starved += 1
+            if self.starved >= STARVED_POLLS:  # reading and the rules alone use up the budget:
+                budget = max(budget, 1e-9)  # one re-judgement (the most grown run) all the same
+        events += self.monitor.judge_pending(budget)
+        if self.monitor.rejudge_spent or self.monitor.catchup_spent:
+            self.starved = 0
         if any(e["event"] == "forecast" for e in events):  # a run was re-judged this poll
             from grpofit.trim import release
 
