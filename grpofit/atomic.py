@@ -26,38 +26,43 @@ def replacing(path: str | os.PathLike, *, create_parent: bool = True):
     OS errors become :class:`UsageError` naming ``path`` (exit 2, one line).
     """
     path = Path(path)
-    if _special(path):  # written whole, appended (a regular file behind /dev/stdout is not truncated)
-        tmp = None
-        try:
-            fd, tmp = tempfile.mkstemp(suffix=".tmp" + path.suffix)
-            os.close(fd)
-            yield Path(tmp)
-            with open(tmp, "rb") as src, open(path, "ab") as dst:
-                shutil.copyfileobj(src, dst)
-        except OSError as e:
-            raise UsageError(f"cannot write {path}: {e.strerror or e}", path=str(path), fix="choose a writable path") from None
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-        return
-    shown, path = path, Path(os.path.realpath(path)) if path.is_symlink() else path
-    tmp = None
-    try:
+    with _as_usage_error(path):  # the path as given, a link's name rather than its target
+        if is_special(path):  # written whole, appended (a regular file behind /dev/stdout is not truncated)
+            with _scratch(suffix=".tmp" + path.suffix) as tmp:
+                yield tmp
+                with open(tmp, "rb") as src, open(path, "ab") as dst:
+                    shutil.copyfileobj(src, dst)
+            return
+        if path.is_symlink():  # the link is kept: its target is the file replaced
+            path = Path(os.path.realpath(path))
         if create_parent:
             path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:60]}.", suffix=".tmp" + path.suffix, dir=path.parent)
-        os.close(fd)
-        os.chmod(tmp, 0o666 & ~_umask())  # what open() would have made, not mkstemp's 0600
-        yield Path(tmp)
-        os.replace(tmp, path)
-        tmp = None
+        with _scratch(prefix=f".{path.name[:60]}.", suffix=".tmp" + path.suffix, dir=path.parent) as tmp:
+            os.chmod(tmp, 0o666 & ~_umask())  # what open() would have made, not mkstemp's 0600
+            yield tmp
+            os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def _as_usage_error(shown: Path):
+    """An ``OSError`` inside becomes a :class:`UsageError` naming ``shown``."""
+    try:
+        yield
     except OSError as e:
         raise UsageError(f"cannot write {shown}: {e.strerror or e}", path=str(shown), fix="choose a writable path") from None
+
+
+@contextlib.contextmanager
+def _scratch(**where):
+    """A new empty temporary file (``tempfile.mkstemp(**where)``), removed on the way out
+    unless it was renamed away."""
+    fd, tmp = tempfile.mkstemp(**where)
+    os.close(fd)
+    try:
+        yield Path(tmp)
     finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:
@@ -66,7 +71,7 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def _special(path: Path) -> bool:
+def is_special(path: Path) -> bool:
     """Whether ``path`` exists (links followed) as something other than a file or a folder, or
     names one of this process's streams (``/dev/stdout``, ``/dev/fd/1``, ``/proc/self/fd/1``,
     which may lead to the very file standard output is writing)."""

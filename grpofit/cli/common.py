@@ -145,8 +145,9 @@ def check_writable(path: Path, option: str, *, folder: bool = False) -> None:
     import os
 
     p = Path(path)
-    if not folder and p.exists() and (str(p.absolute()).startswith(("/dev/", "/proc/")) or not (p.is_dir() or p.is_file())):
-        # /dev/null, /dev/stdout, a FIFO: written in place (see grpofit.atomic)
+    from grpofit.atomic import is_special
+
+    if not folder and p.exists() and is_special(p):  # /dev/null, /dev/stdout, a FIFO: written in place
         if not os.access(p, os.W_OK):
             raise UsageError(f"{option} {path}: cannot be written (permission denied)", fix="choose a writable path")
         return

@@ -18,6 +18,7 @@ parameters' uncertainty (numerical Hessian of the negative log likelihood).
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from dataclasses import dataclass, field
@@ -91,7 +92,12 @@ def lags(series: Series, s=None, t=None, key: str = "lags"):
     return memo(series, key, (s, t), build)
 
 
-_TRTRS = {}
+@functools.cache
+def _trtrs():
+    """LAPACK's ``dtrtrs``, looked up once."""
+    from scipy.linalg import get_lapack_funcs
+
+    return get_lapack_funcs(("trtrs",), (np.zeros((1, 1)),))[0]
 
 
 def tri_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -104,12 +110,7 @@ def tri_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
         from scipy.linalg import solve_triangular
 
         return solve_triangular(L, b, lower=True, check_finite=False)
-    trtrs = _TRTRS.get("d")
-    if trtrs is None:
-        from scipy.linalg import get_lapack_funcs
-
-        trtrs, = get_lapack_funcs(("trtrs",), (L, b))
-        _TRTRS["d"] = trtrs
+    trtrs = _trtrs()
     if L.flags.f_contiguous:
         x, info = trtrs(L, b, overwrite_b=False, lower=True, trans=0, unitdiag=False)
     else:  # the transposed system, as solve_triangular solves a C-ordered matrix
