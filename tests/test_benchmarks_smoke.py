@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.benchmarks.__main__ import SECTIONS, loglog_slope, main
+from tests.benchmarks.__main__ import SECTIONS, growth_slope, loglog_slope, main
 
 
 def test_heldout_runs_follow_the_forced_oscillator():
@@ -25,6 +25,17 @@ def test_loglog_slope_of_a_power_law():
     xs = [10, 100, 1000]
     assert abs(loglog_slope(xs, [3 * x for x in xs]) - 1.0) < 1e-9
     assert abs(loglog_slope(xs, [x**2 for x in xs]) - 2.0) < 1e-9
+
+
+def test_growth_slope_subtracts_the_fixed_cost_from_both_axes():
+    xs = [10, 30, 100, 300]
+    linear = [[1.5 + 0.03 * x * (1 + e) for e in (-0.01, 0.0, 0.01)] for x in xs]
+    slope, se, fixed = growth_slope(xs, linear)
+    assert abs(slope - 1.0) < 0.02 and se < 0.05 and abs(fixed - 1.8) < 1e-9
+    # the old reading, log(t - t0) on log x, calls the same linear times superlinear
+    assert loglog_slope(xs[1:], [1.5 + 0.03 * x - 1.8 for x in xs[1:]]) > 1.1
+    quadratic = [[1.5 + 1e-4 * x**2] * 3 for x in xs]
+    assert growth_slope(xs, quadratic)[0] > 1.6
 
 
 def test_quick_benchmark_runs_every_section(tmp_path, capsys):
