@@ -68,12 +68,102 @@ def _centred_median5(x: np.ndarray) -> np.ndarray:
     return med
 
 
-def with_fit_check(summary: dict, fit: Any) -> dict:
-    """``summary`` (a fit's contract dict) with its ``fit_check`` added (JSON-safe)."""
+#: series longer than this are reduced to block means before the late-slope test (its HAC sum
+#: is a Python loop over a fifth of the points)
+SLOPE_POINTS = 4096
+
+
+def still_moving(steps, values) -> dict | None:
+    """The forecast's model-free late-slope test (:func:`grpofit.forecasting.drift.late_slope`:
+    the last half of the points, HAC standard error, fixed-b critical value) and the level the
+    run has reached (:func:`~grpofit.forecasting.drift.persistence`, the mean of its last tenth).
+
+    ``{"direction": "rising" | "falling" | None, "slope_per_step", "stderr", "from_step",
+    "level"}``; None for fewer than 16 points. Long series are tested on :data:`SLOPE_POINTS`
+    block means (the same line, a fraction of the cost)."""
+    from grpofit.forecasting.drift import late_slope, persistence
+
+    steps = np.asarray(steps, float)
+    values = np.asarray(values, float)
+    if values.size < 16:
+        return None
+    level = persistence(values)
+    if values.size > SLOPE_POINTS:
+        k = values.size // SLOPE_POINTS
+        m = k * SLOPE_POINTS
+        steps = steps[values.size - m:].reshape(SLOPE_POINTS, k).mean(axis=1)
+        values = values[values.size - m:].reshape(SLOPE_POINTS, k).mean(axis=1)
+    d = late_slope(steps, values)
+    direction = "rising" if d.rising else "falling" if d.falling else None
+    return {"direction": direction, "slope_per_step": d.slope, "stderr": d.stderr, "from_step": d.from_step,
+            "level": level}
+
+
+def plateau_bound(plateau: dict | None, moving: dict | None) -> tuple[str, float | None]:
+    """``("lower_bound", level)`` when the run is still rising and already beyond the law's
+    fitted plateau (the plateau is at least where the run is: a fitted p* below it would be a
+    tight number below where the run is heading), ``("upper_bound", level)`` for the mirror
+    case of a still-falling run below it, else ``("estimate", None)``."""
+    value = (plateau or {}).get("value")
+    if not moving or value is None or moving.get("direction") is None:
+        return "estimate", None
+    level = moving["level"]
+    if moving["direction"] == "rising" and level > value:
+        return "lower_bound", level
+    if moving["direction"] == "falling" and level < value:
+        return "upper_bound", level
+    return "estimate", None
+
+
+def mark_bounds(summary: dict, moving: dict | None) -> None:
+    """Give every law's plateau its ``kind`` (``estimate``, ``lower_bound``, ``upper_bound``)
+    and, for a bound, ``bound`` (the level reached) and a ``bound_note``; ``value`` and
+    ``ci95`` stay the law's own fit."""
+    for law in (summary.get("models") or {}).values():
+        plateau = (law.get("params") or {}).get("plateau")
+        if not plateau:
+            continue
+        kind, level = plateau_bound(plateau, moving)
+        plateau["kind"] = kind
+        if level is not None:
+            plateau["bound"] = level
+            plateau["bound_note"] = bound_note(plateau, moving)
+
+
+def bound_note(plateau: dict, moving: dict) -> str:
+    """Why a plateau is reported as a bound, with the slope, the level and the law's own p*."""
+    rising = moving["direction"] == "rising"
+    slope, se = moving.get("slope_per_step"), moving.get("stderr")
+    z = f", {abs(slope) / se:.1f} standard errors" if slope is not None and se else ""
+    ci = plateau.get("ci95")
+    ci_text = f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci and None not in ci else ""
+    return (f"still {moving['direction']}: the slope from step {moving['from_step']:g} is {slope:.3g} per step{z}; "
+            f"the last tenth averages {moving['level']:.3g}, {'above' if rising else 'below'} the fitted p* "
+            f"{plateau['value']:.4g}{ci_text}: the plateau is at {'least' if rising else 'most'} "
+            f"{moving['level']:.3g}, and the fitted timescale is that of the rise up to p*, not of the drift past it "
+            "(grpofit forecast gives the plateau's interval)")
+
+
+def fit_checks(summary: dict | None, fit: Any) -> tuple[dict | None, dict | None]:
+    """``(fit_check, trend)`` of a fit (JSON-safe); each law's plateau in ``summary`` (the fit's
+    contract dict, when there is one) is marked as a bound where the run is still moving past
+    it (:func:`mark_bounds`)."""
     from grpofit.jsonout import jsonable
 
-    summary["fit_check"] = jsonable(late_level_check(fit))
-    summary["trend"] = jsonable(trend_check(summary, summary["fit_check"]))
+    check = late_level_check(fit)
+    moving = still_moving(getattr(fit, "steps", []), getattr(fit, "values", [])) if check is not None else None
+    if check is not None:
+        check["still_moving"] = moving
+    check = jsonable(check)
+    if summary is None:
+        return check, None
+    mark_bounds(summary, moving)
+    return check, jsonable(trend_check(summary, check))
+
+
+def with_fit_check(summary: dict, fit: Any) -> dict:
+    """``summary`` (a fit's contract dict) with its ``fit_check`` and ``trend`` added (:func:`fit_checks`)."""
+    summary["fit_check"], summary["trend"] = fit_checks(summary, fit)
     return summary
 
 

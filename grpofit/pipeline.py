@@ -361,11 +361,9 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
             continue
         entry = diagnosis.summary()  # in the worker, in parallel (cached on the diagnosis)
         if "fit_check" not in entry:
-            from grpofit.fitcheck import late_level_check, trend_check
-            from grpofit.jsonout import jsonable
+            from grpofit.fitcheck import fit_checks
 
-            entry["fit_check"] = jsonable(late_level_check(diagnosis.fit))
-            entry["trend"] = jsonable(trend_check(entry["fit"], entry["fit_check"])) if entry.get("fit") else None
+            entry["fit_check"], entry["trend"] = fit_checks(entry.get("fit"), diagnosis.fit)
         if "forecast" not in entry:
             from grpofit.forecasting.brief import diagnose_forecast
             from grpofit.jsonout import jsonable

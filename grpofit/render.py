@@ -56,12 +56,18 @@ def step_text(x: Any) -> str:
     return num(x)
 
 
+#: a plateau the run is still moving past is shown as the bound it is (:func:`grpofit.fitcheck.mark_bounds`)
+BOUND_SIGNS = {"lower_bound": "≥", "upper_bound": "≤"}
+
+
 def estimate_text(p: dict | None) -> str:
     """``value ± stderr [lo, hi]`` from a contract parameter dict."""
     if not p or p.get("value") is None:
         return "-"
     if str(p.get("note") or "").startswith("not identifiable"):  # no number the data cannot support
         return f"{DASH} ({p['note']})"
+    if p.get("kind") in BOUND_SIGNS and p.get("bound") is not None:  # still moving past the law's p*
+        return f"{BOUND_SIGNS[p['kind']]} {num(p['bound'])} (still {'rising' if p['kind'] == 'lower_bound' else 'falling'})"
     text = num(p["value"])
     if p.get("stderr") is not None:
         text += f" ± {num(p['stderr'], 2)}"
@@ -203,7 +209,7 @@ def fit_notes(runs: list[dict]) -> list[str]:
                     lines.append(f"{r['run']}: {name} {pname}: no interval ({p['note']})")
             if m.get("regime_reason") and m.get("regime") == "indeterminate":
                 lines.append(f"{r['run']}: regime indeterminate: {m['regime_reason']}")
-        note = late_level_note(r)
+        note = bound_note(r) or late_level_note(r)
         if note:
             lines.append(f"{r['run']}: {note}")
         if (r.get("trend") or {}).get("note"):
@@ -258,7 +264,10 @@ def _fit_cells(fit: dict | None, check: dict | None = None, trend: dict | None =
     params = pref.get("params") or {}
     oparams = osc.get("params") or {}
     plateau = _param_cell(params.get("plateau"))
-    if check and check.get("disagrees") and plateau != DASH:
+    bound = params.get("plateau") or {}
+    if bound.get("kind") in BOUND_SIGNS and bound.get("bound") is not None and plateau != DASH:
+        plateau = f"{BOUND_SIGNS[bound['kind']]} {num(bound['bound'])}"
+    elif check and check.get("disagrees") and plateau != DASH:
         plateau += " !"
     if (trend or {}).get("unexpected") and (trend or {}).get("direction") == "falling" and plateau != DASH:
         plateau += " ↓"  # a falling reward: p* is where it falls to
@@ -269,6 +278,13 @@ def _fit_cells(fit: dict | None, check: dict | None = None, trend: dict | None =
         _param_cell(oparams.get("inertia"), zero_mark=True),
         osc.get("regime") or DASH,
     ]
+
+
+def bound_note(run: dict) -> str | None:
+    """Why the preferred law's plateau is shown as a bound (still moving past it), or None."""
+    models = run.get("models") or {}
+    plateau = ((models.get(run.get("preferred") or "") or {}).get("params") or {}).get("plateau") or {}
+    return plateau.get("bound_note") if plateau.get("kind") in BOUND_SIGNS else None
 
 
 def late_level_note(run: dict) -> str | None:
@@ -471,7 +487,7 @@ def diagnose_evidence(doc: dict, *, errors: bool = True) -> list[str]:
             if d.get("status") in ("warn", "fail"):
                 tag = d["status"] + (" (not gating)" if m in not_gating else "")
                 lines.append(f"{r['run']}: {m} {tag}: {d.get('evidence', '')}")
-        note = late_level_note(r)
+        note = bound_note(r.get("fit") or {}) or late_level_note(r)
         if note:
             lines.append(f"{r['run']}: fit: {note}")
         trend = r.get("trend") or {}

@@ -36,19 +36,65 @@ def test_unidentified_values_are_a_dash_and_zero_is_marked(capsys, monkeypatch):
 
 @pytest.mark.skipif(not VERLPR.exists(), reason="shared/real_logs not present")
 def test_a_plateau_below_the_late_data_is_not_a_quiet_pass(capsys, monkeypatch):
+    """verlpr3389 ends at 0.50 and still rising, past its law's p* 0.399: the plateau is shown as
+    the lower bound it is (it used to be '0.399 !', a number below where the run is heading)."""
     monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = run_cli(capsys, "diagnose", VERLPR)
     cells = _row(out, "verlpr3389")
-    assert cells[2] == "0.399 !"
-    assert f"{VERLPR}: fit: p* 0.399 misses the late data: steps 88-116 (29 points) average 0.503, " \
-           "100% of them above p*" in out.replace(str(ROOT) + "/", "")
+    assert cells[2] == "≥ 0.512"
+    assert "0.399" not in cells[2]
+    assert f"{VERLPR}: fit: still rising: the slope from step 59 is" in out.replace(str(ROOT) + "/", "")
+    assert "the last tenth averages 0.512, above the fitted p* 0.3986" in out and "at least 0.512" in out
     code, out, _ = run_cli(capsys, "diagnose", VERLPR, "--format", "json")
-    check = json.loads(out)["runs"][0]["fit_check"]
+    entry = json.loads(out)["runs"][0]
+    check = entry["fit_check"]
     assert check["disagrees"] and check["late_mean"] == pytest.approx(0.503, abs=0.001)
+    assert check["still_moving"]["direction"] == "rising"
+    plateau = entry["fit"]["models"][entry["fit"]["preferred"]]["params"]["plateau"]
+    assert plateau["kind"] == "lower_bound" and plateau["bound"] == pytest.approx(0.512, abs=0.001)
+    assert plateau["value"] == pytest.approx(0.399, abs=0.001)  # the law's own fit is kept
     code, out, _ = run_cli(capsys, "diagnose", VERLPR, "--format", "markdown")
-    assert "| 0.399 ! |" in out and "misses the late data" in out
+    assert "| ≥ 0.512 |" in out and "still rising" in out
     code, out, _ = run_cli(capsys, "fit", VERLPR)
-    assert "p* 0.399 misses the late data" in out
+    assert "≥ 0.512 (still rising)" in out and "the plateau is at least 0.512" in out
+
+
+VERL_3B = REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents"
+
+
+@pytest.mark.skipif(not VERL_3B.exists(), reason="shared/real_logs not present")
+def test_a_run_still_climbing_past_a_tight_plateau_gets_a_lower_bound(capsys):
+    """issue 11's example: p* 0.940 [0.915, 0.965] with the reward still climbing to 0.956 at
+    steps 80-105. The fit table and JSON now say the plateau is at least the level reached."""
+    code, out, _ = run_cli(capsys, "fit", VERL_3B, "--format", "json")
+    run = json.loads(out)["runs"][0]
+    for law in ("exponential", "oscillator"):
+        plateau = run["models"][law]["params"]["plateau"]
+        assert plateau["kind"] == "lower_bound"
+        assert plateau["bound"] == pytest.approx(0.958, abs=0.001) and plateau["bound"] > plateau["value"]
+    moving = run["fit_check"]["still_moving"]
+    assert moving["direction"] == "rising" and moving["slope_per_step"] > 3 * moving["stderr"]
+    code, out, _ = run_cli(capsys, "fit", VERL_3B)
+    assert "≥ 0.958 (still rising)" in out and "0.940 [0.915, 0.965]" not in out
+
+
+@pytest.mark.skipif(not VERL_3B.exists(), reason="shared/real_logs not present")
+def test_readme_count_of_bounds_on_the_real_logs(capsys):
+    files = sorted(p for p in REAL.iterdir() if p.suffix != ".md")
+    code, out, _ = run_cli(capsys, "fit", *files, "--format", "json")
+    kinds = [r["models"][r["preferred"]]["params"]["plateau"]["kind"] for r in json.loads(out)["runs"] if r.get("preferred")]
+    lower, upper = kinds.count("lower_bound"), kinds.count("upper_bound")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").replace("\n", " ")
+    assert (f"marks {lower + upper} of {len(kinds)} fitted series ({lower} lower bounds, {upper} upper bound"
+            in readme), (lower, upper, len(kinds))
+
+
+def test_a_settled_run_keeps_an_estimate(capsys):
+    for run in ("healthy_slow_start.csv", "bandit_g16.csv"):
+        code, out, _ = run_cli(capsys, "fit", SAMPLES / run, "--format", "json")
+        doc = json.loads(out)["runs"][0]
+        assert {m["params"]["plateau"]["kind"] for m in doc["models"].values()} == {"estimate"}
+        assert "bound" not in doc["models"][doc["preferred"]]["params"]["plateau"]
 
 
 def test_a_good_fit_is_not_marked(capsys):
