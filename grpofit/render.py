@@ -159,6 +159,10 @@ def fit_tables(runs: list[dict]) -> list[Any]:
         for key, title in param_rows(models):
             table.add_row(title, *[estimate_text((m.get("params") or {}).get(key)) if key in (m.get("params") or {}) else "" for m in models.values()])
         table.add_row("regime", *[m.get("regime") or "" for m in models.values()])
+        ratio = (r.get("noise") or {}).get("fit_vs_noise")
+        if ratio is not None:  # the preferred law's residual sd over the point-to-point noise
+            cell = f"{ratio:.2g}x" + (" (misfit)" if ratio >= MISFIT_RATIO else "")
+            table.add_row("fit error / noise", *[cell if name == r.get("preferred") else "" for name in models])
         if any(m.get("observed_overshoot") for m in models.values()):
             table.add_row("observed overshoot", *[_overshoot_text(m.get("observed_overshoot")) for m in models.values()])
         out.append(table)

@@ -76,6 +76,8 @@ def test_a_run_still_climbing_past_a_tight_plateau_gets_a_lower_bound(capsys):
     assert moving["direction"] == "rising" and moving["slope_per_step"] > 3 * moving["stderr"]
     code, out, _ = run_cli(capsys, "fit", VERL_3B)
     assert "≥ 0.958 (still rising)" in out and "0.940 [0.915, 0.965]" not in out
+    row = next(x for x in out.splitlines() if "fit error / noise" in x)  # the misfit is in the table itself
+    assert "2.6x (misfit)" in row
 
 
 @pytest.mark.skipif(not VERL_3B.exists(), reason="shared/real_logs not present")
