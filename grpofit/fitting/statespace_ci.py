@@ -147,17 +147,17 @@ def _mix(l1, l2, e2, e1, sign):
 
 
 def _transitions(dt: np.ndarray, c: Cells):
-    """``F`` and ``Q`` (steps, cells, 2, 2) of every cell's forcing between the points: exact,
-    from the roots of the characteristic polynomial (one mode: ``e' = -e/T + q xi``)."""
+    """``F`` and ``Q`` of every cell's forcing between the points, as their entries
+    ``(f11, f12, f21, f22)`` and ``(q11, q12, q22)`` (``Q`` is symmetric), each (steps, cells):
+    exact, from the roots of the characteristic polynomial (one mode: ``e' = -e/T + q xi``)."""
     K = c.ts.size
-    F = np.zeros((dt.size, K, 2, 2))
-    Q = np.zeros((dt.size, K, 2, 2))
+    f11, f12, f21, f22, q11, q12, q22 = np.zeros((7, dt.size, K))
     r2 = c.r * c.r
     one = c.ti <= 0
     if np.any(one):
         f = np.exp(-dt[:, None] / c.ts[None, one])
-        F[:, one, 0, 0] = f
-        Q[:, one, 0, 0] = r2[one] * (1.0 - f * f)
+        f11[:, one] = f
+        q11[:, one] = r2[one] * (1.0 - f * f)
     two = ~one
     if np.any(two):
         ts, ti = c.ts[two], c.ti[two]
@@ -166,13 +166,13 @@ def _transitions(dt: np.ndarray, c: Cells):
         c1 = _mix(l1, l2, e2, e1, 1.0).T
         c0 = _mix(l1, l2, e2, e1, -1.0).T
         w2 = (1.0 / (ti * ts))[None, :]
-        f11, f12, f21, f22 = c0, c1, -w2 * c1, c0 - c1 / ti[None, :]
+        g11, g12, g21, g22 = c0, c1, -w2 * c1, c0 - c1 / ti[None, :]
         rr = r2[two][None, :]
-        F[:, two, 0, 0], F[:, two, 0, 1], F[:, two, 1, 0], F[:, two, 1, 1] = f11, f12, f21, f22
-        Q[:, two, 0, 0] = rr * (1.0 - f11 * f11 - w2 * f12 * f12)
-        Q[:, two, 0, 1] = Q[:, two, 1, 0] = rr * (-f11 * f21 - w2 * f12 * f22)
-        Q[:, two, 1, 1] = rr * (w2 - f21 * f21 - w2 * f22 * f22)
-    return F, Q
+        f11[:, two], f12[:, two], f21[:, two], f22[:, two] = g11, g12, g21, g22
+        q11[:, two] = rr * (1.0 - g11 * g11 - w2 * g12 * g12)
+        q12[:, two] = rr * (-g11 * g21 - w2 * g12 * g22)
+        q22[:, two] = rr * (w2 - g21 * g21 - w2 * g22 * g22)
+    return (f11, f12, f21, f22), (q11, q12, q22)
 
 
 def _kalman_cells(t, y, count, c: Cells, noise_var=None):
@@ -195,15 +195,15 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
     B[:, 2:, :] = c.cols[:, :, :c.modes].transpose(1, 2, 0)
     # the head's steps and the tail's bins share a few spacings: transitions once per spacing
     dts, step_of = np.unique(np.diff(t), return_inverse=True)
-    F, Q = _transitions(dts, c)
-    f11, f12, f21, f22 = F[..., 0, 0], F[..., 0, 1], F[..., 1, 0], F[..., 1, 1]
+    (f11, f12, f21, f22), (q11, q12, q22) = _transitions(dts, c)
     # P = (p11, p12, p22) <- F P F' + Q, as one (3 x 3) map per step and cell
-    C = np.stack([np.stack([f11 * f11, 2.0 * f11 * f12, f12 * f12], axis=1),
-                  np.stack([f11 * f21, f11 * f22 + f12 * f21, f12 * f22], axis=1),
-                  np.stack([f21 * f21, 2.0 * f21 * f22, f22 * f22], axis=1)], axis=1)  # (steps, 3, 3, K)
-    Qv = np.stack([Q[..., 0, 0], Q[..., 0, 1], Q[..., 1, 1]], axis=1)  # (steps, 3, K)
-    Fc0 = np.stack([f11, f21], axis=1)[:, :, None, :]  # (steps, 2, 1, K): first column of F
-    Fc1 = np.stack([f12, f22], axis=1)[:, :, None, :]
+    C = np.empty((dts.size, 3, 3, K))
+    C[:, 0, 0], C[:, 0, 1], C[:, 0, 2] = f11 * f11, 2.0 * f11 * f12, f12 * f12
+    C[:, 1, 0], C[:, 1, 1], C[:, 1, 2] = f11 * f21, f11 * f22 + f12 * f21, f12 * f22
+    C[:, 2, 0], C[:, 2, 1], C[:, 2, 2] = f21 * f21, 2.0 * f21 * f22, f22 * f22
+    Qv = np.stack([q11, q12, q22], axis=1)  # (steps, 3, K)
+    Fm = np.empty((dts.size, 2, 2, 1, K))  # F itself, broadcast over the columns
+    Fm[:, 0, 0, 0], Fm[:, 0, 1, 0], Fm[:, 1, 0, 0], Fm[:, 1, 1, 0] = f11, f12, f21, f22
     # a bin mean averages the forcing over its width ``wb``: its variance is the point's times
     # phi(wb / T) (Ornstein-Uhlenbeck over a window, T the slow time), covariances between
     # bins stay the point values'; the difference comes off the diagonal
@@ -211,24 +211,20 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
     xw = wb[:, None] / (c.ts - c.ti)[None, :]
     phi = np.where(xw > 1e-6, 2.0 * (xw - 1.0 + np.exp(-xw)) / np.maximum(xw * xw, 1e-300), 1.0)
     obs = np.maximum((1.0 / count)[:, None] - (c.r * c.r)[None, :] * (1.0 - phi), 0.05 / count[:, None])
+    svar, gain = _covariances(n, step_of, C, Qv, obs)
+    rs = 1.0 / np.sqrt(svar)
     Z = np.empty((n, m, K))
-    svar = np.empty((n, K))
     X = np.zeros((2, m, K))  # the state's mean for every column: (e, e')
-    P = np.zeros((3, K))  # its covariance (p11, p12, p22)
-    gi, pi = np.array([0, 0, 1]), np.array([0, 1, 1])
+    terms, tmp = np.empty((2, 2, m, K)), np.empty((2, m, K))
+    innov = np.empty((m, K))
     for j in range(n):
-        if j:
-            k = step_of[j - 1]
-            X = Fc0[k] * X[0] + Fc1[k] * X[1]
-            Cj = C[k]
-            P = Cj[:, 0] * P[0] + Cj[:, 1] * P[1] + Cj[:, 2] * P[2] + Qv[k]
-        s = P[0] + obs[j]
-        innov = B[j] - X[0]
-        Z[j] = innov * (1.0 / np.sqrt(s))
-        svar[j] = s
-        G = P[:2] / s  # the gains of e and e'
-        X += G[:, None, :] * innov
-        P -= G[gi] * P[pi]  # p11 -= g1 p11, p12 -= g1 p12, p22 -= g2 p12
+        if j:  # X <- F X (e's column of F times e, plus e''s times e')
+            np.multiply(Fm[step_of[j - 1]], X, out=terms)
+            np.add.reduce(terms, axis=1, out=X)
+        np.subtract(B[j], X[0], out=innov)
+        np.multiply(innov, rs[j], out=Z[j])
+        np.multiply(gain[j][:, None, :], innov, out=tmp)
+        X += tmp
     logdet = np.sum(np.log(svar), axis=0)
     Zk = Z.transpose(2, 0, 1)  # (cells, points, columns)
     G2 = Zk.transpose(0, 2, 1) @ Zk  # (cells, columns, columns)
@@ -261,6 +257,29 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
         out[2][sel] = var
         out[3][sel] = np.where(bad, np.inf, ml)
     return tuple(out)
+
+
+def _covariances(n, step_of, C, Qv, obs):
+    """The filter's innovation variances ``s`` (points, cells) and gains (points, 2, cells): its
+    covariance recursion needs no data, so it runs on its own, over (3, cells) arrays only."""
+    K = obs.shape[1]
+    svar = np.empty((n, K))
+    gain = np.empty((n, 2, K))
+    P = np.zeros((3, K))  # the state's covariance (p11, p12, p22)
+    terms, u = np.empty((3, 3, K)), np.empty((2, K))
+    for j in range(n):
+        if j:  # P <- C P + Q (the terms summed in their order: p11, p12, p22)
+            k = step_of[j - 1]
+            np.multiply(C[k], P, out=terms)
+            np.add.reduce(terms, axis=1, out=P)
+            P += Qv[k]
+        s = np.add(P[0], obs[j], out=svar[j])
+        G = np.divide(P[:2], s, out=gain[j])  # the gains of e and e'
+        np.multiply(G[1], P[1], out=u[1])  # p22 -= g2 p12, with p12 before its own update
+        np.multiply(G[0], P[:2], out=terms[0, :2])
+        P[:2] -= terms[0, :2]  # p11 -= g1 p11, p12 -= g1 p12
+        P[2] -= u[1]
+    return svar, gain
 
 
 def _half_width(value: float, guide, floor: float, default: float) -> float:
