@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpofit.fitting.binning import bin_tail
+from grpofit.models import median
 
 __all__ = ["SSIntervals", "Spec", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS"]
 
@@ -77,14 +78,20 @@ class SSIntervals:
     forcing_ratio: float  #: posterior median of forcing sd / observation sd
 
 
+_ERFC_POLY = (-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196,
+              1.00002368)
+
+
 def _ncdf(x: np.ndarray) -> np.ndarray:
     """Standard normal CDF (erfc by Chebyshev fit, relative error < 1.2e-7)."""
     z = np.abs(x) / math.sqrt(2.0)
     t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))
-    erfc = t * np.exp(poly)
+    # t (c1 + t (c2 + ... t c9)) by Horner, in place (the same operations, no temporaries)
+    p = t * 0.17087277
+    for c in _ERFC_POLY:
+        p += c
+        p *= t
+    erfc = t * np.exp(-z * z - 1.26551223 + p)
     return np.where(x >= 0, 1.0 - 0.5 * erfc, 0.5 * erfc)
 
 
@@ -101,7 +108,7 @@ def _bin_widths(t: np.ndarray, count: np.ndarray) -> np.ndarray:
     """Width of the window each (binned) point averages (0 for a point as logged)."""
     wb = np.zeros(t.size)
     if np.any(count > 1):
-        dt = np.median(np.diff(t[count == 1])) if np.sum(count == 1) > 1 else 1.0
+        dt = median(np.diff(t[count == 1]), overwrite=True) if np.sum(count == 1) > 1 else 1.0
         wb = np.where(count > 1, count * dt, 0.0)
     return wb
 
@@ -349,7 +356,7 @@ def _two_cells(t, ts0, ratios) -> Cells | None:
     """The fast + slow law (theory §7: two classes of prompts; forcing on the slow mode) on a
     coarse grid around the fitted timescale."""
     span = float(t[-1] - t[0])
-    dt = float(np.median(np.diff(t[:RAW_HEAD]))) if t.size > 2 else 1.0
+    dt = median(np.diff(t[:RAW_HEAD]), overwrite=True) if t.size > 2 else 1.0
     # a one-mode fit of two classes lands between them, often near the fast one (the slow
     # mode looks like forcing): the slow grid reaches far past it, up to half the span
     slow = ts0 * np.exp(np.linspace(0.0, math.log(SLOW_REACH), N_SLOW))
@@ -387,8 +394,8 @@ def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
     if y.size > MAX_POINTS:  # the per-point noise from the raw points' differences (binning
         # hides it from the likelihood): the forcing is smooth from step to step, noise is not
         d = np.diff(y)
-        d -= np.median(d)  # in place: a long run holds one array of differences, not three
-        sd = 1.4826 * float(np.median(np.abs(d, out=d))) / math.sqrt(2.0)
+        d -= median(d, overwrite=True)  # in place: a long run holds one array of differences, not three
+        sd = 1.4826 * median(np.abs(d, out=d), overwrite=True) / math.sqrt(2.0)
         noise_var = sd * sd if sd > 0 else None
     ratios = np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_R))
     live = []
@@ -468,7 +475,7 @@ def _summarise(sp: Spec, terms, shape, n, noise_var, two_terms, ratios) -> SSInt
     u, gshape = shape
     if not np.any(np.isfinite(nll)):
         return None
-    w = _weights(nll)
+    w = w_law = _weights(nll)
     wt = w.reshape(gshape).sum(axis=(1, 2))
     if two_terms is not None and np.any(np.isfinite(two_terms[3])):
         # fast + slow modes (theory §7): their plateau mixed in by their BIC weight
@@ -492,7 +499,7 @@ def _summarise(sp: Spec, terms, shape, n, noise_var, two_terms, ratios) -> SSInt
     tvals = ts0 * np.exp(u)
     tm = float(np.sum(wt * tvals))
     t_sd = math.sqrt(max(float(np.sum(wt * (tvals - tm) ** 2)), 0.0))
-    wr = _weights(nll).reshape(gshape).sum(axis=(0, 1))
+    wr = w_law.reshape(gshape).sum(axis=(0, 1))
     r_med = float(ratios[min(int(np.searchsorted(np.cumsum(wr), 0.5)), ratios.size - 1)])
     if not all(math.isfinite(x) for x in plateau):
         return None
@@ -521,20 +528,26 @@ def _mixture_interval(w, m, s, probs=(0.025, 0.975)):
     sd = math.sqrt(max(float(np.sum(w * (s * s + (m - mu) ** 2))), 1e-300))
     x = np.clip(mu + sd * np.array([-1.959964 if q < 0.5 else 1.959964 for q in p]), lo, hi)
     tol = 1e-5 * sd
-    for _ in range(30):
-        z = (x[None, :] - m[:, None]) / s[:, None]
-        f = w @ _ncdf(z) - p
-        dens = w @ (np.exp(-0.5 * z * z) / s[:, None]) / math.sqrt(2.0 * math.pi)
-        lo = np.where(f < 0, x, lo)
-        hi = np.where(f > 0, x, hi)
-        step = np.where(dens > 0, f / np.maximum(dens, 1e-300), np.inf)
-        new = x - step
-        new = np.where((new > lo) & (new < hi), new, 0.5 * (lo + hi))
-        done = np.all(np.abs(new - x) < tol)
-        x = new
+    root2pi = math.sqrt(2.0 * math.pi)
+    xs, los, his = x.tolist(), lo.tolist(), hi.tolist()
+    for _ in range(30):  # the CDF and density by numpy, the two points' steps on floats
+        z = (np.array(xs)[None, :] - m[:, None]) / s[:, None]
+        fs = (w @ _ncdf(z) - p).tolist()
+        dens = (w @ (np.exp(-0.5 * z * z) / s[:, None]) / root2pi).tolist()
+        new = []
+        for i, (xi, f, d) in enumerate(zip(xs, fs, dens)):
+            if f < 0:
+                los[i] = xi
+            if f > 0:
+                his[i] = xi
+            step = f / max(d, 1e-300) if d > 0 else math.inf
+            v = xi - step
+            new.append(v if los[i] < v < his[i] else 0.5 * (los[i] + his[i]))
+        done = all(abs(a - b) < tol for a, b in zip(new, xs))
+        xs = new
         if done:
             break
-    return (float(x[0]), float(x[1]))
+    return (xs[0], xs[1])
 
 
 def agrees(value, stderr, ci, tol: float = 0.2) -> bool:
