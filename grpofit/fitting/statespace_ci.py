@@ -153,6 +153,18 @@ def _mix(l1, l2, e2, e1, sign):
     return np.real((e1 - e2) / d)
 
 
+def _distinct(*keys):
+    """``(first, inverse)``: the first cell of each run of consecutive cells equal in every one
+    of ``keys``, and each cell's run (the grids list the forcing ratios innermost: a law's
+    timescale and inertia repeat for every ratio, and what depends on them alone is computed
+    once per run of cells, then spread)."""
+    change = np.zeros(keys[0].size, dtype=bool)
+    change[:1] = True
+    for k in keys:
+        change[1:] |= k[1:] != k[:-1]
+    return np.flatnonzero(change), np.cumsum(change) - 1
+
+
 def _transitions(dt: np.ndarray, c: Cells):
     """``F`` and ``Q`` of every cell's forcing between the points, as their entries
     ``(f11, f12, f21, f22)`` and ``(q11, q12, q22)`` (``Q`` is symmetric), each (steps, cells):
@@ -162,12 +174,14 @@ def _transitions(dt: np.ndarray, c: Cells):
     r2 = c.r * c.r
     one = c.ti <= 0
     if np.any(one):
-        f = np.exp(-dt[:, None] / c.ts[None, one])
-        f11[:, one] = f
-        q11[:, one] = r2[one] * (1.0 - f * f)
+        first, inv = _distinct(c.ts[one])
+        f = np.exp(-dt[:, None] / c.ts[one][first][None, :])
+        f11[:, one] = f[:, inv]
+        q11[:, one] = r2[one] * (1.0 - f * f)[:, inv]
     two = ~one
     if np.any(two):
-        ts, ti = c.ts[two], c.ti[two]
+        first, inv = _distinct(c.ts[two], c.ti[two])
+        ts, ti = c.ts[two][first], c.ti[two][first]
         l1, l2 = _roots(ts, ti)
         e1, e2 = _exp(l1, dt), _exp(l2, dt)
         c1 = _mix(l1, l2, e2, e1, 1.0).T
@@ -175,10 +189,10 @@ def _transitions(dt: np.ndarray, c: Cells):
         w2 = (1.0 / (ti * ts))[None, :]
         g11, g12, g21, g22 = c0, c1, -w2 * c1, c0 - c1 / ti[None, :]
         rr = r2[two][None, :]
-        f11[:, two], f12[:, two], f21[:, two], f22[:, two] = g11, g12, g21, g22
-        q11[:, two] = rr * (1.0 - g11 * g11 - w2 * g12 * g12)
-        q12[:, two] = rr * (-g11 * g21 - w2 * g12 * g22)
-        q22[:, two] = rr * (w2 - g21 * g21 - w2 * g22 * g22)
+        f11[:, two], f12[:, two], f21[:, two], f22[:, two] = g11[:, inv], g12[:, inv], g21[:, inv], g22[:, inv]
+        q11[:, two] = rr * (1.0 - g11 * g11 - w2 * g12 * g12)[:, inv]
+        q12[:, two] = rr * (-g11 * g21 - w2 * g12 * g22)[:, inv]
+        q22[:, two] = rr * (w2 - g21 * g21 - w2 * g22 * g22)[:, inv]
     return (f11, f12, f21, f22), (q11, q12, q22)
 
 
@@ -336,7 +350,7 @@ def _ridge_slope(t, ts, ti) -> float:
 
 def _law_cells(t, sp: Spec, ratios) -> tuple[Cells, tuple]:
     u = np.linspace(sp.a, sp.b, N_T)
-    U, V, RR = np.meshgrid(u, sp.vi, ratios, indexing="ij")
+    U, V = np.meshgrid(u, sp.vi, indexing="ij")
     ts = sp.times[0] * np.exp(U.ravel())
     # the inertia grid follows the curve's ridge: at each timescale it is centred on the
     # inertia that best keeps the curve (an underdamped run pins its frequency, so a longer
@@ -347,9 +361,12 @@ def _law_cells(t, sp: Spec, ratios) -> tuple[Cells, tuple]:
         col = _mix(l1, l2, _exp(l2, t), _exp(l1, t), -1.0)
     else:
         col = np.exp(-t[None, :] / ts[:, None])
-    cols = np.zeros((ts.size, t.size, 2))
-    cols[:, :, 0] = col
-    return Cells(ts, ti, RR.ravel(), cols, 1), (u, U.shape)
+    # every (timescale, inertia) for every ratio, the ratio innermost
+    nr = ratios.size
+    cols = np.zeros((ts.size * nr, t.size, 2))
+    cols[:, :, 0] = np.repeat(col, nr, axis=0)
+    cells = Cells(np.repeat(ts, nr), np.repeat(ti, nr), np.tile(ratios, ts.size), cols, 1)
+    return cells, (u, U.shape + (nr,))
 
 
 def _two_cells(t, ts0, ratios) -> Cells | None:
@@ -365,10 +382,10 @@ def _two_cells(t, ts0, ratios) -> Cells | None:
     fast = fast[fast >= 0.5 * dt]
     if slow.size == 0 or fast.size == 0:
         return None
-    Fm, Sm, RR = np.meshgrid(fast, slow, ratios, indexing="ij")
-    Fm, Sm = Fm.ravel(), Sm.ravel()
+    Fm, Sm = (g.ravel() for g in np.meshgrid(fast, slow, indexing="ij"))
     cols = np.stack([np.exp(-t[None, :] / Fm[:, None]), np.exp(-t[None, :] / Sm[:, None])], axis=2)
-    return Cells(Sm, np.zeros(Sm.size), RR.ravel(), cols, 2)
+    nr = ratios.size  # the ratio innermost, as in _law_cells
+    return Cells(np.repeat(Sm, nr), np.zeros(Sm.size * nr), np.tile(ratios, Sm.size), np.repeat(cols, nr, axis=0), 2)
 
 
 def state_space_intervals(law: str, t, y, times, guide=None, t_bounds=None,
