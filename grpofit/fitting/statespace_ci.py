@@ -233,19 +233,17 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
     phi = np.where(xw > 1e-6, 2.0 * (xw - 1.0 + np.exp(-xw)) / np.maximum(xw * xw, 1e-300), 1.0)
     obs = np.maximum((1.0 / count)[:, None] - (c.r * c.r)[None, :] * (1.0 - phi), 0.05 / count[:, None])
     svar, gain = _covariances(n, step_of, C, Qv, obs)
-    rs = 1.0 / np.sqrt(svar)
-    Z = np.empty((n, m, K))
+    Z = np.empty((n, m, K))  # the innovations, standardised after the loop
     X = np.zeros((2, m, K))  # the state's mean for every column: (e, e')
     terms, tmp = np.empty((2, 2, m, K)), np.empty((2, m, K))
-    innov = np.empty((m, K))
     for j in range(n):
         if j:  # X <- F X (e's column of F times e, plus e''s times e')
             np.multiply(Fm[step_of[j - 1]], X, out=terms)
             np.add.reduce(terms, axis=1, out=X)
-        np.subtract(B[j], X[0], out=innov)
-        np.multiply(innov, rs[j], out=Z[j])
+        innov = np.subtract(B[j], X[0], out=Z[j])
         np.multiply(gain[j][:, None, :], innov, out=tmp)
         X += tmp
+    Z *= (1.0 / np.sqrt(svar))[:, None, :]
     logdet = np.sum(np.log(svar), axis=0)
     Zk = Z.transpose(2, 0, 1)  # (cells, points, columns)
     G2 = Zk.transpose(0, 2, 1) @ Zk  # (cells, columns, columns)
