@@ -65,6 +65,7 @@ class Overshoot:
 def observed_overshoot(steps, values) -> Overshoot:
     """The overshoot in the data (module docstring)."""
     from grpofit.collapse import default_window, noise_sd, rolling_median
+    from grpofit.models import median  # np.median's value, without its per-call overhead
 
     s = np.asarray(steps, dtype=float)
     v = np.asarray(values, dtype=float)
@@ -79,9 +80,9 @@ def observed_overshoot(steps, values) -> Overshoot:
         v = v / scale  # every result is a ratio or a test: scale-free, and no overflow near 1e308
     w = min(default_window(n), max(3, (n // 5) | 1))
     level = rolling_median(v, w)
-    start = float(np.median(v[: max(1, w // 2)]))
+    start = median(v[: max(1, w // 2)])
     m = max(w, n // 4)
-    settled = float(np.median(v[-m:]))
+    settled = median(v[-m:])
     gain = settled - start
     sd = noise_sd(v)
     se = 1.2533 * sd / math.sqrt(w)

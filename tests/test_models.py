@@ -203,3 +203,25 @@ def test_exponent_floor_changes_nothing_visible():
                 assert abs(g[3]) < 1e-170
         jac = OSCILLATOR.jacobian(np.array([0.0, 1e5]), 0.7, 0.1, 10.0, 0.01)
         assert np.all(np.isfinite(jac)) and abs(jac[1, 1]) < 1e-300
+
+
+def test_median_and_the_fit_checks_rolling_median_are_np_medians_bit_for_bit():
+    """grpofit.models.median (used instead of np.median on the fit path) and fitcheck's
+    5-point rolling median give np.median's values exactly: odd and even sizes, ties,
+    magnitudes far apart; NaN windows fall back to np.median."""
+    from grpofit.fitcheck import _centred_median5
+    from grpofit.models import median
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 3, 4, 5, 6, 7, 10, 33, 60, 101):
+        for _ in range(40):
+            x = rng.normal(size=n) * 10.0 ** rng.integers(-8, 8)
+            if rng.random() < 0.3:
+                x = np.round(x, 1)
+            assert median(x) == np.median(x)
+            want = np.array([np.median(x[max(0, i - 2): i + 3]) for i in range(n)])
+            assert np.array_equal(_centred_median5(x), want)
+        x = rng.normal(size=n)
+        x[n // 2] = np.nan
+        want = np.array([np.median(x[max(0, i - 2): i + 3]) for i in range(n)])
+        assert np.array_equal(_centred_median5(x), want, equal_nan=True)

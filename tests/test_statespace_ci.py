@@ -97,3 +97,35 @@ def test_committed_coverage_table_matches_one_recomputed_stratum():
     line = forced_report(rows).splitlines()[-1]
     assert line.startswith("| 0.03 | underdamped | 100 |")
     assert line in doc.splitlines()
+
+
+def test_a_batch_of_cells_gives_each_cell_its_own_likelihood():
+    """Cells sharing a timescale and inertia over several forcing ratios (computed once per
+    (timescale, inertia) and spread), one-mode cells and two-mode cells in one filter pass:
+    each cell's terms are those of the cell filtered alone, and the dense likelihood's."""
+    rng = np.random.default_rng(3)
+    t = np.concatenate([np.arange(10.0), 10.0 + 9.0 * np.arange(22)])
+    y = 0.6 - 0.4 * np.exp(-t / 30.0) + 0.03 * rng.standard_normal(t.size)
+    ratios = np.array([0.1, 0.7, 3.0])
+    times = [("oscillator", 40.0, 6.0), ("oscillator", 40.0, 25.0), ("oscillator", 55.0, 6.0), ("one", 30.0, 0.0)]
+    ts, ti, r, cols = [], [], [], []
+    for law, a, b in times:
+        col = design(law, t, (a, b) if law == "oscillator" else (a,))[:, 1]
+        for ratio in ratios:
+            ts.append(a), ti.append(b), r.append(ratio), cols.append(np.stack([col, np.zeros(t.size)], axis=1))
+    for fast, slow in ((4.0, 40.0), (6.0, 80.0)):
+        for ratio in ratios:
+            ts.append(slow), ti.append(0.0), r.append(ratio)
+            cols.append(np.stack([np.exp(-t / fast), np.exp(-t / slow)], axis=1))
+    batch = Cells(np.array(ts), np.array(ti), np.array(r), np.array(cols), 2)
+    together = _kalman_cells(t, y, np.ones(t.size), batch)
+    for k in range(len(ts)):
+        alone = Cells(batch.ts[k:k + 1], batch.ti[k:k + 1], batch.r[k:k + 1], batch.cols[k:k + 1],
+                      2 if np.any(batch.cols[k, :, 1]) else 1)
+        for got, want in zip(together, _kalman_cells(t, y, np.ones(t.size), alone)):
+            assert got[k] == pytest.approx(want[0], rel=1e-9, abs=1e-12)
+    for k, (law, a, b) in enumerate(times):
+        for i, ratio in enumerate(ratios):
+            d = _dense(law, t, y, (a, b) if law == "oscillator" else (a,), ratio)
+            assert together[0][3 * k + i] == pytest.approx(d[0], abs=1e-8)
+            assert together[1][3 * k + i] == pytest.approx(d[1], rel=1e-9)

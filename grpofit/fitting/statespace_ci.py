@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpofit.fitting.binning import bin_tail
+from grpofit.models import median
 
 __all__ = ["SSIntervals", "Spec", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS"]
 
@@ -77,14 +78,20 @@ class SSIntervals:
     forcing_ratio: float  #: posterior median of forcing sd / observation sd
 
 
+_ERFC_POLY = (-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196,
+              1.00002368)
+
+
 def _ncdf(x: np.ndarray) -> np.ndarray:
     """Standard normal CDF (erfc by Chebyshev fit, relative error < 1.2e-7)."""
     z = np.abs(x) / math.sqrt(2.0)
     t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))
-    erfc = t * np.exp(poly)
+    # t (c1 + t (c2 + ... t c9)) by Horner, in place (the same operations, no temporaries)
+    p = t * 0.17087277
+    for c in _ERFC_POLY:
+        p += c
+        p *= t
+    erfc = t * np.exp(-z * z - 1.26551223 + p)
     return np.where(x >= 0, 1.0 - 0.5 * erfc, 0.5 * erfc)
 
 
@@ -101,7 +108,7 @@ def _bin_widths(t: np.ndarray, count: np.ndarray) -> np.ndarray:
     """Width of the window each (binned) point averages (0 for a point as logged)."""
     wb = np.zeros(t.size)
     if np.any(count > 1):
-        dt = np.median(np.diff(t[count == 1])) if np.sum(count == 1) > 1 else 1.0
+        dt = median(np.diff(t[count == 1]), overwrite=True) if np.sum(count == 1) > 1 else 1.0
         wb = np.where(count > 1, count * dt, 0.0)
     return wb
 
@@ -146,33 +153,47 @@ def _mix(l1, l2, e2, e1, sign):
     return np.real((e1 - e2) / d)
 
 
+def _distinct(*keys):
+    """``(first, inverse)``: the first cell of each run of consecutive cells equal in every one
+    of ``keys``, and each cell's run (the grids list the forcing ratios innermost: a law's
+    timescale and inertia repeat for every ratio, and what depends on them alone is computed
+    once per run of cells, then spread)."""
+    change = np.zeros(keys[0].size, dtype=bool)
+    change[:1] = True
+    for k in keys:
+        change[1:] |= k[1:] != k[:-1]
+    return np.flatnonzero(change), np.cumsum(change) - 1
+
+
 def _transitions(dt: np.ndarray, c: Cells):
-    """``F`` and ``Q`` (steps, cells, 2, 2) of every cell's forcing between the points: exact,
-    from the roots of the characteristic polynomial (one mode: ``e' = -e/T + q xi``)."""
+    """``F`` and ``Q`` of every cell's forcing between the points, as their entries
+    ``(f11, f12, f21, f22)`` and ``(q11, q12, q22)`` (``Q`` is symmetric), each (steps, cells):
+    exact, from the roots of the characteristic polynomial (one mode: ``e' = -e/T + q xi``)."""
     K = c.ts.size
-    F = np.zeros((dt.size, K, 2, 2))
-    Q = np.zeros((dt.size, K, 2, 2))
+    f11, f12, f21, f22, q11, q12, q22 = np.zeros((7, dt.size, K))
     r2 = c.r * c.r
     one = c.ti <= 0
     if np.any(one):
-        f = np.exp(-dt[:, None] / c.ts[None, one])
-        F[:, one, 0, 0] = f
-        Q[:, one, 0, 0] = r2[one] * (1.0 - f * f)
+        first, inv = _distinct(c.ts[one])
+        f = np.exp(-dt[:, None] / c.ts[one][first][None, :])
+        f11[:, one] = f[:, inv]
+        q11[:, one] = r2[one] * (1.0 - f * f)[:, inv]
     two = ~one
     if np.any(two):
-        ts, ti = c.ts[two], c.ti[two]
+        first, inv = _distinct(c.ts[two], c.ti[two])
+        ts, ti = c.ts[two][first], c.ti[two][first]
         l1, l2 = _roots(ts, ti)
         e1, e2 = _exp(l1, dt), _exp(l2, dt)
         c1 = _mix(l1, l2, e2, e1, 1.0).T
         c0 = _mix(l1, l2, e2, e1, -1.0).T
         w2 = (1.0 / (ti * ts))[None, :]
-        f11, f12, f21, f22 = c0, c1, -w2 * c1, c0 - c1 / ti[None, :]
+        g11, g12, g21, g22 = c0, c1, -w2 * c1, c0 - c1 / ti[None, :]
         rr = r2[two][None, :]
-        F[:, two, 0, 0], F[:, two, 0, 1], F[:, two, 1, 0], F[:, two, 1, 1] = f11, f12, f21, f22
-        Q[:, two, 0, 0] = rr * (1.0 - f11 * f11 - w2 * f12 * f12)
-        Q[:, two, 0, 1] = Q[:, two, 1, 0] = rr * (-f11 * f21 - w2 * f12 * f22)
-        Q[:, two, 1, 1] = rr * (w2 - f21 * f21 - w2 * f22 * f22)
-    return F, Q
+        f11[:, two], f12[:, two], f21[:, two], f22[:, two] = g11[:, inv], g12[:, inv], g21[:, inv], g22[:, inv]
+        q11[:, two] = rr * (1.0 - g11 * g11 - w2 * g12 * g12)[:, inv]
+        q12[:, two] = rr * (-g11 * g21 - w2 * g12 * g22)[:, inv]
+        q22[:, two] = rr * (w2 - g21 * g21 - w2 * g22 * g22)[:, inv]
+    return (f11, f12, f21, f22), (q11, q12, q22)
 
 
 def _kalman_cells(t, y, count, c: Cells, noise_var=None):
@@ -195,15 +216,15 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
     B[:, 2:, :] = c.cols[:, :, :c.modes].transpose(1, 2, 0)
     # the head's steps and the tail's bins share a few spacings: transitions once per spacing
     dts, step_of = np.unique(np.diff(t), return_inverse=True)
-    F, Q = _transitions(dts, c)
-    f11, f12, f21, f22 = F[..., 0, 0], F[..., 0, 1], F[..., 1, 0], F[..., 1, 1]
+    (f11, f12, f21, f22), (q11, q12, q22) = _transitions(dts, c)
     # P = (p11, p12, p22) <- F P F' + Q, as one (3 x 3) map per step and cell
-    C = np.stack([np.stack([f11 * f11, 2.0 * f11 * f12, f12 * f12], axis=1),
-                  np.stack([f11 * f21, f11 * f22 + f12 * f21, f12 * f22], axis=1),
-                  np.stack([f21 * f21, 2.0 * f21 * f22, f22 * f22], axis=1)], axis=1)  # (steps, 3, 3, K)
-    Qv = np.stack([Q[..., 0, 0], Q[..., 0, 1], Q[..., 1, 1]], axis=1)  # (steps, 3, K)
-    Fc0 = np.stack([f11, f21], axis=1)[:, :, None, :]  # (steps, 2, 1, K): first column of F
-    Fc1 = np.stack([f12, f22], axis=1)[:, :, None, :]
+    C = np.empty((dts.size, 3, 3, K))
+    C[:, 0, 0], C[:, 0, 1], C[:, 0, 2] = f11 * f11, 2.0 * f11 * f12, f12 * f12
+    C[:, 1, 0], C[:, 1, 1], C[:, 1, 2] = f11 * f21, f11 * f22 + f12 * f21, f12 * f22
+    C[:, 2, 0], C[:, 2, 1], C[:, 2, 2] = f21 * f21, 2.0 * f21 * f22, f22 * f22
+    Qv = np.stack([q11, q12, q22], axis=1)  # (steps, 3, K)
+    Fm = np.empty((dts.size, 2, 2, 1, K))  # F itself, broadcast over the columns
+    Fm[:, 0, 0, 0], Fm[:, 0, 1, 0], Fm[:, 1, 0, 0], Fm[:, 1, 1, 0] = f11, f12, f21, f22
     # a bin mean averages the forcing over its width ``wb``: its variance is the point's times
     # phi(wb / T) (Ornstein-Uhlenbeck over a window, T the slow time), covariances between
     # bins stay the point values'; the difference comes off the diagonal
@@ -211,24 +232,18 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
     xw = wb[:, None] / (c.ts - c.ti)[None, :]
     phi = np.where(xw > 1e-6, 2.0 * (xw - 1.0 + np.exp(-xw)) / np.maximum(xw * xw, 1e-300), 1.0)
     obs = np.maximum((1.0 / count)[:, None] - (c.r * c.r)[None, :] * (1.0 - phi), 0.05 / count[:, None])
-    Z = np.empty((n, m, K))
-    svar = np.empty((n, K))
+    svar, gain = _covariances(n, step_of, C, Qv, obs)
+    Z = np.empty((n, m, K))  # the innovations, standardised after the loop
     X = np.zeros((2, m, K))  # the state's mean for every column: (e, e')
-    P = np.zeros((3, K))  # its covariance (p11, p12, p22)
-    gi, pi = np.array([0, 0, 1]), np.array([0, 1, 1])
+    terms, tmp = np.empty((2, 2, m, K)), np.empty((2, m, K))
     for j in range(n):
-        if j:
-            k = step_of[j - 1]
-            X = Fc0[k] * X[0] + Fc1[k] * X[1]
-            Cj = C[k]
-            P = Cj[:, 0] * P[0] + Cj[:, 1] * P[1] + Cj[:, 2] * P[2] + Qv[k]
-        s = P[0] + obs[j]
-        innov = B[j] - X[0]
-        Z[j] = innov * (1.0 / np.sqrt(s))
-        svar[j] = s
-        G = P[:2] / s  # the gains of e and e'
-        X += G[:, None, :] * innov
-        P -= G[gi] * P[pi]  # p11 -= g1 p11, p12 -= g1 p12, p22 -= g2 p12
+        if j:  # X <- F X (e's column of F times e, plus e''s times e')
+            np.multiply(Fm[step_of[j - 1]], X, out=terms)
+            np.add.reduce(terms, axis=1, out=X)
+        innov = np.subtract(B[j], X[0], out=Z[j])
+        np.multiply(gain[j][:, None, :], innov, out=tmp)
+        X += tmp
+    Z *= (1.0 / np.sqrt(svar))[:, None, :]
     logdet = np.sum(np.log(svar), axis=0)
     Zk = Z.transpose(2, 0, 1)  # (cells, points, columns)
     G2 = Zk.transpose(0, 2, 1) @ Zk  # (cells, columns, columns)
@@ -261,6 +276,29 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
         out[2][sel] = var
         out[3][sel] = np.where(bad, np.inf, ml)
     return tuple(out)
+
+
+def _covariances(n, step_of, C, Qv, obs):
+    """The filter's innovation variances ``s`` (points, cells) and gains (points, 2, cells): its
+    covariance recursion needs no data, so it runs on its own, over (3, cells) arrays only."""
+    K = obs.shape[1]
+    svar = np.empty((n, K))
+    gain = np.empty((n, 2, K))
+    P = np.zeros((3, K))  # the state's covariance (p11, p12, p22)
+    terms, u = np.empty((3, 3, K)), np.empty((2, K))
+    for j in range(n):
+        if j:  # P <- C P + Q (the terms summed in their order: p11, p12, p22)
+            k = step_of[j - 1]
+            np.multiply(C[k], P, out=terms)
+            np.add.reduce(terms, axis=1, out=P)
+            P += Qv[k]
+        s = np.add(P[0], obs[j], out=svar[j])
+        G = np.divide(P[:2], s, out=gain[j])  # the gains of e and e'
+        np.multiply(G[1], P[1], out=u[1])  # p22 -= g2 p12, with p12 before its own update
+        np.multiply(G[0], P[:2], out=terms[0, :2])
+        P[:2] -= terms[0, :2]  # p11 -= g1 p11, p12 -= g1 p12
+        P[2] -= u[1]
+    return svar, gain
 
 
 def _half_width(value: float, guide, floor: float, default: float) -> float:
@@ -310,7 +348,7 @@ def _ridge_slope(t, ts, ti) -> float:
 
 def _law_cells(t, sp: Spec, ratios) -> tuple[Cells, tuple]:
     u = np.linspace(sp.a, sp.b, N_T)
-    U, V, RR = np.meshgrid(u, sp.vi, ratios, indexing="ij")
+    U, V = np.meshgrid(u, sp.vi, indexing="ij")
     ts = sp.times[0] * np.exp(U.ravel())
     # the inertia grid follows the curve's ridge: at each timescale it is centred on the
     # inertia that best keeps the curve (an underdamped run pins its frequency, so a longer
@@ -321,16 +359,19 @@ def _law_cells(t, sp: Spec, ratios) -> tuple[Cells, tuple]:
         col = _mix(l1, l2, _exp(l2, t), _exp(l1, t), -1.0)
     else:
         col = np.exp(-t[None, :] / ts[:, None])
-    cols = np.zeros((ts.size, t.size, 2))
-    cols[:, :, 0] = col
-    return Cells(ts, ti, RR.ravel(), cols, 1), (u, U.shape)
+    # every (timescale, inertia) for every ratio, the ratio innermost
+    nr = ratios.size
+    cols = np.zeros((ts.size * nr, t.size, 2))
+    cols[:, :, 0] = np.repeat(col, nr, axis=0)
+    cells = Cells(np.repeat(ts, nr), np.repeat(ti, nr), np.tile(ratios, ts.size), cols, 1)
+    return cells, (u, U.shape + (nr,))
 
 
 def _two_cells(t, ts0, ratios) -> Cells | None:
     """The fast + slow law (theory §7: two classes of prompts; forcing on the slow mode) on a
     coarse grid around the fitted timescale."""
     span = float(t[-1] - t[0])
-    dt = float(np.median(np.diff(t[:RAW_HEAD]))) if t.size > 2 else 1.0
+    dt = median(np.diff(t[:RAW_HEAD]), overwrite=True) if t.size > 2 else 1.0
     # a one-mode fit of two classes lands between them, often near the fast one (the slow
     # mode looks like forcing): the slow grid reaches far past it, up to half the span
     slow = ts0 * np.exp(np.linspace(0.0, math.log(SLOW_REACH), N_SLOW))
@@ -339,10 +380,10 @@ def _two_cells(t, ts0, ratios) -> Cells | None:
     fast = fast[fast >= 0.5 * dt]
     if slow.size == 0 or fast.size == 0:
         return None
-    Fm, Sm, RR = np.meshgrid(fast, slow, ratios, indexing="ij")
-    Fm, Sm = Fm.ravel(), Sm.ravel()
+    Fm, Sm = (g.ravel() for g in np.meshgrid(fast, slow, indexing="ij"))
     cols = np.stack([np.exp(-t[None, :] / Fm[:, None]), np.exp(-t[None, :] / Sm[:, None])], axis=2)
-    return Cells(Sm, np.zeros(Sm.size), RR.ravel(), cols, 2)
+    nr = ratios.size  # the ratio innermost, as in _law_cells
+    return Cells(np.repeat(Sm, nr), np.zeros(Sm.size * nr), np.tile(ratios, Sm.size), np.repeat(cols, nr, axis=0), 2)
 
 
 def state_space_intervals(law: str, t, y, times, guide=None, t_bounds=None,
@@ -368,8 +409,8 @@ def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
     if y.size > MAX_POINTS:  # the per-point noise from the raw points' differences (binning
         # hides it from the likelihood): the forcing is smooth from step to step, noise is not
         d = np.diff(y)
-        d -= np.median(d)  # in place: a long run holds one array of differences, not three
-        sd = 1.4826 * float(np.median(np.abs(d, out=d))) / math.sqrt(2.0)
+        d -= median(d, overwrite=True)  # in place: a long run holds one array of differences, not three
+        sd = 1.4826 * median(np.abs(d, out=d), overwrite=True) / math.sqrt(2.0)
         noise_var = sd * sd if sd > 0 else None
     ratios = np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_R))
     live = []
@@ -449,7 +490,7 @@ def _summarise(sp: Spec, terms, shape, n, noise_var, two_terms, ratios) -> SSInt
     u, gshape = shape
     if not np.any(np.isfinite(nll)):
         return None
-    w = _weights(nll)
+    w = w_law = _weights(nll)
     wt = w.reshape(gshape).sum(axis=(1, 2))
     if two_terms is not None and np.any(np.isfinite(two_terms[3])):
         # fast + slow modes (theory §7): their plateau mixed in by their BIC weight
@@ -473,7 +514,7 @@ def _summarise(sp: Spec, terms, shape, n, noise_var, two_terms, ratios) -> SSInt
     tvals = ts0 * np.exp(u)
     tm = float(np.sum(wt * tvals))
     t_sd = math.sqrt(max(float(np.sum(wt * (tvals - tm) ** 2)), 0.0))
-    wr = _weights(nll).reshape(gshape).sum(axis=(0, 1))
+    wr = w_law.reshape(gshape).sum(axis=(0, 1))
     r_med = float(ratios[min(int(np.searchsorted(np.cumsum(wr), 0.5)), ratios.size - 1)])
     if not all(math.isfinite(x) for x in plateau):
         return None
@@ -502,20 +543,26 @@ def _mixture_interval(w, m, s, probs=(0.025, 0.975)):
     sd = math.sqrt(max(float(np.sum(w * (s * s + (m - mu) ** 2))), 1e-300))
     x = np.clip(mu + sd * np.array([-1.959964 if q < 0.5 else 1.959964 for q in p]), lo, hi)
     tol = 1e-5 * sd
-    for _ in range(30):
-        z = (x[None, :] - m[:, None]) / s[:, None]
-        f = w @ _ncdf(z) - p
-        dens = w @ (np.exp(-0.5 * z * z) / s[:, None]) / math.sqrt(2.0 * math.pi)
-        lo = np.where(f < 0, x, lo)
-        hi = np.where(f > 0, x, hi)
-        step = np.where(dens > 0, f / np.maximum(dens, 1e-300), np.inf)
-        new = x - step
-        new = np.where((new > lo) & (new < hi), new, 0.5 * (lo + hi))
-        done = np.all(np.abs(new - x) < tol)
-        x = new
+    root2pi = math.sqrt(2.0 * math.pi)
+    xs, los, his = x.tolist(), lo.tolist(), hi.tolist()
+    for _ in range(30):  # the CDF and density by numpy, the two points' steps on floats
+        z = (np.array(xs)[None, :] - m[:, None]) / s[:, None]
+        fs = (w @ _ncdf(z) - p).tolist()
+        dens = (w @ (np.exp(-0.5 * z * z) / s[:, None]) / root2pi).tolist()
+        new = []
+        for i, (xi, f, d) in enumerate(zip(xs, fs, dens)):
+            if f < 0:
+                los[i] = xi
+            if f > 0:
+                his[i] = xi
+            step = f / max(d, 1e-300) if d > 0 else math.inf
+            v = xi - step
+            new.append(v if los[i] < v < his[i] else 0.5 * (los[i] + his[i]))
+        done = all(abs(a - b) < tol for a, b in zip(new, xs))
+        xs = new
         if done:
             break
-    return (float(x[0]), float(x[1]))
+    return (xs[0], xs[1])
 
 
 def agrees(value, stderr, ci, tol: float = 0.2) -> bool:
