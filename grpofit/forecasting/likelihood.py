@@ -94,10 +94,12 @@ def lags(series: Series, s=None, t=None, key: str = "lags"):
 
 @functools.cache
 def _trtrs():
-    """LAPACK's ``dtrtrs``, looked up once."""
-    from scipy.linalg import get_lapack_funcs
+    """LAPACK's ``dtrtrs``, looked up once: the routine ``scipy.linalg.get_lapack_funcs``
+    picks for float64 arrays, from scipy's compiled LAPACK module without importing
+    ``scipy.linalg`` (:mod:`grpofit.compiled`)."""
+    from grpofit.compiled import scipy_extension
 
-    return get_lapack_funcs(("trtrs",), (np.zeros((1, 1)),))[0]
+    return scipy_extension("scipy.linalg._flapack").dtrtrs
 
 
 def tri_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -384,17 +386,17 @@ def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=Non
 
 
 def minimise(f, lo: np.ndarray, hi: np.ndarray, starts, warm=None):
-    """The best bounded L-BFGS-B minimum of ``f`` (``None`` when every start fails): from
+    """The best bounded L-BFGS-B minimum of ``f`` (:mod:`.lbfgsb`: scipy's, without importing
+    ``scipy.optimize``; ``None`` when every start fails), as ``.x`` and ``.fun``: from
     ``warm`` alone when it is a finite point of the right shape and succeeds, else from each of
     ``starts()`` (a callable, so the usual starts are only built when needed)."""
-    from scipy.optimize import minimize
+    from grpofit.forecasting.lbfgsb import minimize
 
     def search(points):
         best = None
         for x0 in points:
             x0 = np.clip(x0, lo + 1e-6, hi - 1e-6)
-            res = minimize(f, x0, method="L-BFGS-B", bounds=list(zip(lo, hi)),
-                           options={"maxiter": 40, "eps": 1e-5, "ftol": 1e-7})
+            res = _Minimum(*minimize(f, x0, lo, hi, maxiter=40, eps=1e-5, ftol=1e-7))
             if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
                 best = res
         return best
@@ -403,6 +405,12 @@ def minimise(f, lo: np.ndarray, hi: np.ndarray, starts, warm=None):
     if warm is not None and np.shape(warm) == lo.shape and np.all(np.isfinite(warm)):
         best = search([np.asarray(warm, dtype=float)])
     return best if best is not None else search(starts())
+
+
+@dataclass
+class _Minimum:
+    x: np.ndarray
+    fun: float
 
 
 def laplace_cov(f, theta: np.ndarray, lo: np.ndarray, hi: np.ndarray, h: float = 0.02) -> np.ndarray:
