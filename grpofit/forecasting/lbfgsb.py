@@ -69,7 +69,9 @@ class _Objective:
 
     def __init__(self, f, x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, eps: float):
         self.f, self.lo, self.hi, self.eps = f, lo, hi, eps
-        self.rstep = np.finfo(np.float64).eps ** 0.5
+        self.rstep = float(np.finfo(np.float64).eps ** 0.5)
+        self.lo_, self.hi_ = lo.tolist(), hi.tolist()
+        self.unbounded = bool(np.all((lo == -np.inf) & (hi == np.inf)))
         self.nfev = 0
         self._at(x0)
 
@@ -86,36 +88,27 @@ class _Objective:
         self.g = self._gradient(self.x, self.fx)
 
     def _gradient(self, x: np.ndarray, fx: float) -> np.ndarray:
-        lo, hi = self.lo, self.hi
-        sign = (x >= 0).astype(float) * 2 - 1
-        h = np.where(((x + self.eps) - x) == 0, self.rstep * sign * np.maximum(1.0, np.abs(x)), self.eps)
-        n = x.size
-        step = h.copy()
-        if not np.all((lo == -np.inf) & (hi == np.inf)):
-            self._fit_bounds(x, h, step)
-        values = np.empty(n)
-        for i in range(n):
-            xi = np.copy(x)
-            xi[i] = x[i] + step[i]
-            values[i] = self.value(xi)
-        dx = np.array([(x[i] + step[i]) - x[i] for i in range(n)])
+        """Forward differences, as ``approx_derivative`` takes them; its elementwise arithmetic
+        on the few coordinates is done on Python floats (the same IEEE operations)."""
+        eps, rstep = self.eps, self.rstep
+        unbounded = self.unbounded
+        values, dx = [], []
+        for i, xi in enumerate(x.tolist()):
+            h = eps if (xi + eps) - xi != 0 else rstep * (1.0 if xi >= 0 else -1.0) * max(1.0, abs(xi))
+            if not unbounded:  # _adjust_scheme_to_bounds, one-sided
+                below, above = xi - self.lo_[i], self.hi_[i] - xi
+                out = xi + h
+                fitting = abs(h) <= max(below, above)
+                if (out < self.lo_[i] or out > self.hi_[i]) and fitting:
+                    h = h * -1
+                elif not fitting:
+                    h = above if above >= below else -below
+            moved = np.copy(x)
+            moved[i] = xi + h
+            values.append(self.value(moved))
+            dx.append((xi + h) - xi)
         with np.errstate(all="ignore"):
-            return (values - np.float64(fx)) / dx
-
-    def _fit_bounds(self, x: np.ndarray, h: np.ndarray, step: np.ndarray) -> None:
-        """``approx_derivative``'s one-sided adjustment of the steps ``h`` to the bounds, in
-        ``step`` (a copy of ``h``)."""
-        lo, hi = self.lo, self.hi
-        h_total = h * 1
-        below, above = x - lo, hi - x
-        out = x + h_total
-        violated = (out < lo) | (out > hi)
-        fitting = np.abs(h_total) <= np.maximum(below, above)
-        step[violated & fitting] *= -1
-        forward = (above >= below) & ~fitting
-        step[forward] = above[forward] / 1
-        backward = (above < below) & ~fitting
-        step[backward] = -below[backward] / 1
+            return (np.array(values, dtype=np.float64) - np.float64(fx)) / np.array(dx, dtype=np.float64)
 
     def value_and_gradient(self, x: np.ndarray):
         if not np.array_equal(x, self.x):

@@ -27,7 +27,7 @@ import numpy as np
 
 from grpofit.fitting.binning import bin_tail
 from grpofit.forecasting.drift import persistence
-from grpofit.forecasting.statespace import LAWS, design, forcing_q, process_cov_parts
+from grpofit.forecasting.statespace import LAWS, design, forcing_q, forcing_times, process_cov_parts
 
 __all__ = ["Series", "LawFit", "reduce_series", "evaluate", "fit_law", "MAX_POINTS"]
 
@@ -192,25 +192,58 @@ def system(law: str, theta, series: Series):
     gives a proper marginal likelihood (comparable between laws) and keeps two nearly equal
     slow modes from trading huge opposite amplitudes."""
     times, sd = unpack(law, theta)
-    unit = series.level_sd if series.point_var is not None else series.level_sd / series.noise
+    unit = prior_unit(series)
     X, shape, XSX = _times_parts(law, times, series, unit)
-    p = X.shape[1]
-    b0 = np.zeros(p)
-    b0[0] = series.level
-    Sb = np.eye(p) * unit * unit
+    static = _static(series)
+    b0, Sb = _level_prior(static, X.shape[1], series.level, unit)
+    return times, sd, X, b0, Sb, covariance(law, times, sd, shape, XSX, static)
+
+
+def prior_unit(series: Series) -> float:
+    """The levels' prior sd in the likelihood's units (those of the profiled scale when the
+    noise is unknown)."""
+    return series.level_sd if series.point_var is not None else series.level_sd / series.noise
+
+
+def covariance(law: str, times, sd: float, shape: np.ndarray, XSX: np.ndarray, static: "_Static") -> np.ndarray:
+    """``S = P + diag(v) + X Sb X'`` (a new array) from the parts of :func:`_times_parts`."""
     if sd <= 0:
         S = np.zeros(shape.shape)
     else:  # process_cov(law, series.t, series.t, times, sd)
         q = forcing_q(law, times, sd)
         S = (q * q) * shape
-    S[_static(series)[0]] += series.obs_var()  # the diagonal
+    S[static.diagonal] += static.obs_var  # the diagonal
     S += XSX  # X @ Sb @ X.T
-    return times, sd, X, b0, Sb, S
+    return S
 
 
-def _static(series: Series):
-    """``(diagonal indices, {times: parts})`` of the series' covariance (see :func:`_times_parts`)."""
-    return memo(series, "static", (series.t,), lambda: (np.diag_indices(series.t.size), {}))
+@dataclass
+class _Static:
+    """What :func:`system` needs of a series besides the parameters, built once per series."""
+
+    diagonal: tuple  #: the diagonal's indices
+    obs_var: np.ndarray  #: :meth:`Series.obs_var`
+    times: dict = field(default_factory=dict)  #: {times: parts} (:func:`_times_parts`)
+    forcing: dict = field(default_factory=dict)  #: {forcing times: P1} (:func:`_forcing_parts`)
+    priors: dict = field(default_factory=dict)  #: {(levels, level, unit): (b0, Sb)}
+
+
+def _static(series: Series) -> _Static:
+    """The series' :class:`_Static` (kept while its times, counts and variances are the same arrays)."""
+    return memo(series, "static", (series.t, series.count, series.point_var),
+                lambda: _Static(np.diag_indices(series.t.size), series.obs_var()))
+
+
+def _level_prior(static: _Static, p: int, level: float, unit: float):
+    """``(b0, Sb)``: the levels' prior mean (the plateau at ``level``, amplitudes 0) and
+    covariance (``unit^2`` on the diagonal); read only."""
+    key = (p, level, unit)
+    hit = static.priors.get(key)
+    if hit is None:
+        b0 = np.zeros(p)
+        b0[0] = level
+        hit = static.priors[key] = (b0, np.eye(p) * unit * unit)
+    return hit
 
 
 #: parameter points whose time-dependent parts :func:`system` keeps per series and law
@@ -223,18 +256,33 @@ def _times_parts(law: str, times, series: Series, unit: float):
     which depend on the law's times and not on its forcing sd (nor on the walk): the search's
     finite-difference steps along those coordinates, and the Laplace Hessian's, reuse them. Kept
     for the last :data:`_TIMES_KEPT` distinct ``times`` (compared exactly)."""
-    kept = _static(series)[1]
+    kept = _static(series).times
     key = (law, unit) + tuple(float(x) for x in times)
     hit = kept.get(key)
     if hit is not None:
         return hit
     X = design(law, series.t, times)
     Sb = np.eye(X.shape[1]) * unit * unit
-    parts = (X, process_cov_parts(law, series.t, series.t, times, lag=lags(series)[0]), X @ Sb @ X.T)
+    parts = (X, _forcing_parts(law, times, series), X @ Sb @ X.T)
     if len(kept) >= _TIMES_KEPT:
         del kept[next(iter(kept))]
     kept[key] = parts
     return parts
+
+
+def _forcing_parts(law: str, times, series: Series) -> np.ndarray:
+    """:func:`~.statespace.process_cov_parts` at the seen points (read only), kept for the last
+    :data:`_TIMES_KEPT` distinct times it depends on (:func:`~.statespace.forcing_times`:
+    ``two``'s search steps along its fast time reuse it)."""
+    kept = _static(series).forcing
+    key = (law,) + forcing_times(law, times)
+    hit = kept.get(key)
+    if hit is None:
+        hit = process_cov_parts(law, series.t, series.t, times, lag=lags(series)[0])
+        if len(kept) >= _TIMES_KEPT:
+            del kept[next(iter(kept))]
+        kept[key] = hit
+    return hit
 
 
 def evaluate(law: str, theta, series: Series, *, levels: bool = False) -> Evaluation:
