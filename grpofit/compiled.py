@@ -15,7 +15,7 @@ import functools
 import importlib
 import sys
 
-__all__ = ["scipy_extension"]
+__all__ = ["scipy_extension", "scipy_version"]
 
 
 @functools.cache
@@ -28,6 +28,25 @@ def scipy_extension(name: str):
         return _load_alone(name)
     except Exception:  # noqa: BLE001 - any failure: the ordinary import
         return importlib.import_module(name)
+
+
+@functools.cache
+def scipy_version() -> tuple[int, ...] | None:
+    """The installed scipy's ``(major, minor)``, read from its ``version.py`` without importing
+    it (``None`` when it cannot be read): code that repeats what a scipy function does around a
+    compiled routine holds only for the versions it was written against."""
+    import importlib.util
+    import os
+    import re
+
+    try:
+        spec = importlib.util.find_spec("scipy")
+        folder = list(spec.submodule_search_locations)[0]
+        with open(os.path.join(folder, "version.py"), encoding="utf-8") as fh:
+            found = re.search(r"^version\s*=\s*['\"](\d+)\.(\d+)", fh.read(), re.M)
+    except (OSError, AttributeError, TypeError, IndexError, ValueError, ImportError):
+        return None
+    return (int(found.group(1)), int(found.group(2))) if found else None
 
 
 def _load_alone(name: str):

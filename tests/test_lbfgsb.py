@@ -93,3 +93,14 @@ def test_forecast_imports_neither_scipy_optimize_nor_linalg():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     # the two compiled modules alone (they register under their own names), not their packages
     assert set(eval(out)) <= {"scipy.linalg._flapack", "scipy.optimize._lbfgsb"}
+
+
+def test_another_scipy_version_uses_scipys_minimize(monkeypatch):
+    import grpofit.forecasting.lbfgsb as lbfgsb
+
+    monkeypatch.setattr(lbfgsb, "SCIPY_VERSIONS", ())
+    assert lbfgsb._setulb() is None
+    calls = []
+    monkeypatch.setattr(lbfgsb, "_drive", lambda *a, **k: calls.append(1))
+    _same(*_both(rosen, [-1.2, 1.0, 0.5], [-2, -2, -2], [2, 2, 2]))
+    assert not calls

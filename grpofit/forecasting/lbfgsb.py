@@ -17,7 +17,8 @@ scipy does around it, call for call:
 
 So the iterates, and the point and value returned, are scipy's to the last bit
 (``tests/test_lbfgsb.py`` compares them). Bounds that fix a variable (scipy removes it from
-the problem) or a routine that cannot be loaded: scipy's ``minimize`` itself.
+the problem), a scipy version it was not written against (:data:`SCIPY_VERSIONS`) or a routine
+that cannot be loaded: scipy's ``minimize`` itself.
 """
 
 from __future__ import annotations
@@ -46,9 +47,16 @@ def minimize(f, x0, lo, hi, *, maxiter: int, eps: float, ftol: float) -> tuple[n
     return _drive(setulb, f, np.clip(x0, lo, hi), lo, hi, maxiter, eps, ftol)
 
 
-def _setulb():
-    from grpofit.compiled import scipy_extension
+#: the scipy versions whose ``_minimize_lbfgsb`` loop, ``ScalarFunction`` and ``approx_derivative``
+#: this module repeats (``setulb``'s arguments changed in 1.15); others: scipy's ``minimize``
+SCIPY_VERSIONS = ((1, 17),)
 
+
+def _setulb():
+    from grpofit.compiled import scipy_extension, scipy_version
+
+    if scipy_version() not in SCIPY_VERSIONS:
+        return None
     try:
         return scipy_extension("scipy.optimize._lbfgsb").setulb
     except (ImportError, AttributeError):
