@@ -11,9 +11,10 @@ choice: ``BIC = 2 nll + k ln n`` over the maximised parameters. Everything is de
 algebra on at most :data:`MAX_POINTS` points (long series are binned), no Python loop over
 points.
 
-:func:`fit_law` maximises it from a few starts (``scipy.optimize.minimize``, L-BFGS-B in log
-coordinates with bounds) and returns a :class:`LawFit` carrying a Laplace approximation of the
-parameters' uncertainty (numerical Hessian of the negative log likelihood).
+:func:`fit_law` maximises it from a few starts (scipy's L-BFGS-B, driven by :mod:`.lbfgsb`
+without importing ``scipy.optimize``, in log coordinates with bounds) and returns a
+:class:`LawFit` carrying a Laplace approximation of the parameters' uncertainty (numerical
+Hessian of the negative log likelihood).
 """
 
 from __future__ import annotations
@@ -212,7 +213,7 @@ def covariance(law: str, times, sd: float, shape: np.ndarray, XSX: np.ndarray, s
     else:  # process_cov(law, series.t, series.t, times, sd)
         q = forcing_q(law, times, sd)
         S = (q * q) * shape
-    S[static.diagonal] += static.obs_var  # the diagonal
+    np.einsum("ii->i", S)[...] += static.obs_var  # the diagonal (a view of it)
     S += XSX  # X @ Sb @ X.T
     return S
 
@@ -221,7 +222,6 @@ def covariance(law: str, times, sd: float, shape: np.ndarray, XSX: np.ndarray, s
 class _Static:
     """What :func:`system` needs of a series besides the parameters, built once per series."""
 
-    diagonal: tuple  #: the diagonal's indices
     obs_var: np.ndarray  #: :meth:`Series.obs_var`
     times: dict = field(default_factory=dict)  #: {times: parts} (:func:`_times_parts`)
     forcing: dict = field(default_factory=dict)  #: {forcing times: P1} (:func:`_forcing_parts`)
@@ -231,7 +231,7 @@ class _Static:
 def _static(series: Series) -> _Static:
     """The series' :class:`_Static` (kept while its times, counts and variances are the same arrays)."""
     return memo(series, "static", (series.t, series.count, series.point_var),
-                lambda: _Static(np.diag_indices(series.t.size), series.obs_var()))
+                lambda: _Static(series.obs_var()))
 
 
 def _level_prior(static: _Static, p: int, level: float, unit: float):
@@ -257,7 +257,7 @@ def _times_parts(law: str, times, series: Series, unit: float):
     finite-difference steps along those coordinates, and the Laplace Hessian's, reuse them. Kept
     for the last :data:`_TIMES_KEPT` distinct ``times`` (compared exactly)."""
     kept = _static(series).times
-    key = (law, unit) + tuple(float(x) for x in times)
+    key = (law, unit) + tuple(map(float, times))
     hit = kept.get(key)
     if hit is not None:
         return hit
@@ -314,7 +314,7 @@ def gaussian_nll(S: np.ndarray, resid: np.ndarray, known: bool):
         return None
     w = tri_solve(L, resid)
     q = float(w @ w)
-    logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
+    logdet = 2.0 * float(np.log(L.diagonal()).sum())
     if known:
         s2 = 1.0
         nll = 0.5 * (q + logdet + n * LOG2PI)
