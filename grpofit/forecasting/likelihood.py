@@ -11,9 +11,10 @@ choice: ``BIC = 2 nll + k ln n`` over the maximised parameters. Everything is de
 algebra on at most :data:`MAX_POINTS` points (long series are binned), no Python loop over
 points.
 
-:func:`fit_law` maximises it from a few starts (``scipy.optimize.minimize``, L-BFGS-B in log
-coordinates with bounds) and returns a :class:`LawFit` carrying a Laplace approximation of the
-parameters' uncertainty (numerical Hessian of the negative log likelihood).
+:func:`fit_law` maximises it from a few starts (scipy's L-BFGS-B, driven by :mod:`.lbfgsb`
+without importing ``scipy.optimize``, in log coordinates with bounds) and returns a
+:class:`LawFit` carrying a Laplace approximation of the parameters' uncertainty (numerical
+Hessian of the negative log likelihood).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 
 from grpofit.fitting.binning import bin_tail
 from grpofit.forecasting.drift import persistence
-from grpofit.forecasting.statespace import LAWS, design, forcing_q, process_cov_parts
+from grpofit.forecasting.statespace import LAWS, design, forcing_q, forcing_times, process_cov_parts
 
 __all__ = ["Series", "LawFit", "reduce_series", "evaluate", "fit_law", "MAX_POINTS"]
 
@@ -94,10 +95,12 @@ def lags(series: Series, s=None, t=None, key: str = "lags"):
 
 @functools.cache
 def _trtrs():
-    """LAPACK's ``dtrtrs``, looked up once."""
-    from scipy.linalg import get_lapack_funcs
+    """LAPACK's ``dtrtrs``, looked up once: the routine ``scipy.linalg.get_lapack_funcs``
+    picks for float64 arrays, from scipy's compiled LAPACK module without importing
+    ``scipy.linalg`` (:mod:`grpofit.compiled`)."""
+    from grpofit.compiled import scipy_extension
 
-    return get_lapack_funcs(("trtrs",), (np.zeros((1, 1)),))[0]
+    return scipy_extension("scipy.linalg._flapack").dtrtrs
 
 
 def tri_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -190,25 +193,57 @@ def system(law: str, theta, series: Series):
     gives a proper marginal likelihood (comparable between laws) and keeps two nearly equal
     slow modes from trading huge opposite amplitudes."""
     times, sd = unpack(law, theta)
-    unit = series.level_sd if series.point_var is not None else series.level_sd / series.noise
+    unit = prior_unit(series)
     X, shape, XSX = _times_parts(law, times, series, unit)
-    p = X.shape[1]
-    b0 = np.zeros(p)
-    b0[0] = series.level
-    Sb = np.eye(p) * unit * unit
+    static = _static(series)
+    b0, Sb = _level_prior(static, X.shape[1], series.level, unit)
+    return times, sd, X, b0, Sb, covariance(law, times, sd, shape, XSX, static)
+
+
+def prior_unit(series: Series) -> float:
+    """The levels' prior sd in the likelihood's units (those of the profiled scale when the
+    noise is unknown)."""
+    return series.level_sd if series.point_var is not None else series.level_sd / series.noise
+
+
+def covariance(law: str, times, sd: float, shape: np.ndarray, XSX: np.ndarray, static: "_Static") -> np.ndarray:
+    """``S = P + diag(v) + X Sb X'`` (a new array) from the parts of :func:`_times_parts`."""
     if sd <= 0:
         S = np.zeros(shape.shape)
     else:  # process_cov(law, series.t, series.t, times, sd)
         q = forcing_q(law, times, sd)
         S = (q * q) * shape
-    S[_static(series)[0]] += series.obs_var()  # the diagonal
+    np.einsum("ii->i", S)[...] += static.obs_var  # the diagonal (a view of it)
     S += XSX  # X @ Sb @ X.T
-    return times, sd, X, b0, Sb, S
+    return S
 
 
-def _static(series: Series):
-    """``(diagonal indices, {times: parts})`` of the series' covariance (see :func:`_times_parts`)."""
-    return memo(series, "static", (series.t,), lambda: (np.diag_indices(series.t.size), {}))
+@dataclass
+class _Static:
+    """What :func:`system` needs of a series besides the parameters, built once per series."""
+
+    obs_var: np.ndarray  #: :meth:`Series.obs_var`
+    times: dict = field(default_factory=dict)  #: {times: parts} (:func:`_times_parts`)
+    forcing: dict = field(default_factory=dict)  #: {forcing times: P1} (:func:`_forcing_parts`)
+    priors: dict = field(default_factory=dict)  #: {(levels, level, unit): (b0, Sb)}
+
+
+def _static(series: Series) -> _Static:
+    """The series' :class:`_Static` (kept while its times, counts and variances are the same arrays)."""
+    return memo(series, "static", (series.t, series.count, series.point_var),
+                lambda: _Static(series.obs_var()))
+
+
+def _level_prior(static: _Static, p: int, level: float, unit: float):
+    """``(b0, Sb)``: the levels' prior mean (the plateau at ``level``, amplitudes 0) and
+    covariance (``unit^2`` on the diagonal); read only."""
+    key = (p, level, unit)
+    hit = static.priors.get(key)
+    if hit is None:
+        b0 = np.zeros(p)
+        b0[0] = level
+        hit = static.priors[key] = (b0, np.eye(p) * unit * unit)
+    return hit
 
 
 #: parameter points whose time-dependent parts :func:`system` keeps per series and law
@@ -221,18 +256,33 @@ def _times_parts(law: str, times, series: Series, unit: float):
     which depend on the law's times and not on its forcing sd (nor on the walk): the search's
     finite-difference steps along those coordinates, and the Laplace Hessian's, reuse them. Kept
     for the last :data:`_TIMES_KEPT` distinct ``times`` (compared exactly)."""
-    kept = _static(series)[1]
-    key = (law, unit) + tuple(float(x) for x in times)
+    kept = _static(series).times
+    key = (law, unit) + tuple(map(float, times))
     hit = kept.get(key)
     if hit is not None:
         return hit
     X = design(law, series.t, times)
     Sb = np.eye(X.shape[1]) * unit * unit
-    parts = (X, process_cov_parts(law, series.t, series.t, times, lag=lags(series)[0]), X @ Sb @ X.T)
+    parts = (X, _forcing_parts(law, times, series), X @ Sb @ X.T)
     if len(kept) >= _TIMES_KEPT:
         del kept[next(iter(kept))]
     kept[key] = parts
     return parts
+
+
+def _forcing_parts(law: str, times, series: Series) -> np.ndarray:
+    """:func:`~.statespace.process_cov_parts` at the seen points (read only), kept for the last
+    :data:`_TIMES_KEPT` distinct times it depends on (:func:`~.statespace.forcing_times`:
+    ``two``'s search steps along its fast time reuse it)."""
+    kept = _static(series).forcing
+    key = (law,) + forcing_times(law, times)
+    hit = kept.get(key)
+    if hit is None:
+        hit = process_cov_parts(law, series.t, series.t, times, lag=lags(series)[0])
+        if len(kept) >= _TIMES_KEPT:
+            del kept[next(iter(kept))]
+        kept[key] = hit
+    return hit
 
 
 def evaluate(law: str, theta, series: Series, *, levels: bool = False) -> Evaluation:
@@ -264,7 +314,7 @@ def gaussian_nll(S: np.ndarray, resid: np.ndarray, known: bool):
         return None
     w = tri_solve(L, resid)
     q = float(w @ w)
-    logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
+    logdet = 2.0 * float(np.log(L.diagonal()).sum())
     if known:
         s2 = 1.0
         nll = 0.5 * (q + logdet + n * LOG2PI)
@@ -384,17 +434,17 @@ def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=Non
 
 
 def minimise(f, lo: np.ndarray, hi: np.ndarray, starts, warm=None):
-    """The best bounded L-BFGS-B minimum of ``f`` (``None`` when every start fails): from
+    """The best bounded L-BFGS-B minimum of ``f`` (:mod:`.lbfgsb`: scipy's, without importing
+    ``scipy.optimize``; ``None`` when every start fails), as ``.x`` and ``.fun``: from
     ``warm`` alone when it is a finite point of the right shape and succeeds, else from each of
     ``starts()`` (a callable, so the usual starts are only built when needed)."""
-    from scipy.optimize import minimize
+    from grpofit.forecasting.lbfgsb import minimize
 
     def search(points):
         best = None
         for x0 in points:
             x0 = np.clip(x0, lo + 1e-6, hi - 1e-6)
-            res = minimize(f, x0, method="L-BFGS-B", bounds=list(zip(lo, hi)),
-                           options={"maxiter": 40, "eps": 1e-5, "ftol": 1e-7})
+            res = _Minimum(*minimize(f, x0, lo, hi, maxiter=40, eps=1e-5, ftol=1e-7))
             if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
                 best = res
         return best
@@ -403,6 +453,12 @@ def minimise(f, lo: np.ndarray, hi: np.ndarray, starts, warm=None):
     if warm is not None and np.shape(warm) == lo.shape and np.all(np.isfinite(warm)):
         best = search([np.asarray(warm, dtype=float)])
     return best if best is not None else search(starts())
+
+
+@dataclass
+class _Minimum:
+    x: np.ndarray
+    fun: float
 
 
 def laplace_cov(f, theta: np.ndarray, lo: np.ndarray, hi: np.ndarray, h: float = 0.02) -> np.ndarray:

@@ -109,10 +109,16 @@ def _gain_times(law: str, times, betas: np.ndarray, fractions=(0.9, 0.95)) -> np
         with np.errstate(all="ignore"):
             g = (a1 * np.exp(-grid / times[0]) + a2 * np.exp(-grid / times[1])) / total
         g[np.abs(total[:, 0]) < 1e-12] = np.nan
-    else:
-        one = relaxation(grid, float(times[0]), float(times[1])) if law == "oscillator" else np.exp(-grid / times[0])
-        g = np.broadcast_to(one, (betas.shape[0], grid.size))
-    out = np.empty((betas.shape[0], len(fractions)))
+        return _crossings(grid, g, fractions)
+    # one shape for every draw (the amplitude cancels): computed once
+    one = relaxation(grid, float(times[0]), float(times[1])) if law == "oscillator" else np.exp(-grid / times[0])
+    return np.repeat(_crossings(grid, one[None, :], fractions), betas.shape[0], axis=0)
+
+
+def _crossings(grid: np.ndarray, g: np.ndarray, fractions) -> np.ndarray:
+    """Per row of ``g`` (the remaining share of the gain on ``grid``), the time after which it
+    stays within each ``1 - fraction`` (see :func:`_gain_times`)."""
+    out = np.empty((g.shape[0], len(fractions)))
     absg = np.abs(g)
     for j, frac in enumerate(fractions):
         level = 1.0 - frac
@@ -120,7 +126,7 @@ def _gain_times(law: str, times, betas: np.ndarray, fractions=(0.9, 0.95)) -> np
         # the last grid point still above the level (index 0 is always above: |g(0)| = 1)
         last = grid.size - 1 - np.argmax(above[:, ::-1], axis=1)
         nxt = np.minimum(last + 1, grid.size - 1)
-        rows = np.arange(betas.shape[0])
+        rows = np.arange(g.shape[0])
         g0, g1 = absg[rows, last], absg[rows, nxt]
         with np.errstate(all="ignore"):
             w = np.where(g0 != g1, (g0 - level) / (g0 - g1), 0.0)

@@ -70,17 +70,18 @@ LAWS = {law.name: law for law in (ONE, OSCILLATOR, TWO)}
 def design(law: str, t: np.ndarray, times) -> np.ndarray:
     """The mean's design matrix ``X(t)`` (rows: points, columns: the law's levels)."""
     t = np.asarray(t, dtype=float)
-    cols = [np.ones_like(t)]
-    if law == "one":
-        cols.append(np.exp(-t / times[0]))
-    elif law == "oscillator":
-        cols.append(relaxation(t, float(times[0]), float(times[1])))
-    elif law == "two":
-        cols.append(np.exp(-t / times[0]))
-        cols.append(np.exp(-t / times[1]))
-    else:  # pragma: no cover - programming error
+    if law not in LAWS:  # pragma: no cover - programming error
         raise ValueError(law)
-    return np.stack(cols, axis=-1)
+    X = np.empty(t.shape + (len(LAWS[law].levels),))
+    X[..., 0] = 1.0
+    if law == "one":
+        X[..., 1] = np.exp(-t / times[0])
+    elif law == "oscillator":
+        X[..., 1] = relaxation(t, float(times[0]), float(times[1]))
+    else:
+        X[..., 1] = np.exp(-t / times[0])
+        X[..., 2] = np.exp(-t / times[1])
+    return X
 
 
 def _modes(law: str, times, sd: float):
@@ -137,6 +138,12 @@ def process_cov_parts(law: str, s: np.ndarray, t: np.ndarray, times, *, lag=None
     return _unit_cov(lam, r, np.asarray(s, dtype=float), np.asarray(t, dtype=float), lag)
 
 
+def forcing_times(law: str, times) -> tuple:
+    """The times :func:`process_cov_parts` depends on: ``two``'s forcing drives its slow mode
+    alone, so its fast time does not enter."""
+    return (float(times[1]),) if law == "two" else tuple(float(x) for x in times)
+
+
 def forcing_q(law: str, times, sd: float):
     """The forcing strength ``q`` of :func:`process_cov` (``q^2 = 2 sd^2 / T``), as
     :func:`_modes` computes it (``T``: the slow time, the oscillator's ``Ts``)."""
@@ -158,6 +165,11 @@ def _unit_cov(lam, r, s: np.ndarray, t: np.ndarray, lag) -> np.ndarray:
         stat = c[0] * np.exp(lam[0] * d) + c[1] * np.exp(lam[1] * d)
     if spread is not None:
         stat = np.take(stat, spread)
+    if lam.size == 1:  # one real root: (es @ M) @ et.T is a product of one term per entry
+        es = np.exp(s * lam[0])
+        et = es if t is s else np.exp(t * lam[0])
+        stat -= np.multiply.outer(es * M[0, 0], et)
+        return stat
     es = np.exp(np.outer(s, lam))
     et = es if t is s else np.exp(np.outer(t, lam))
     start = np.real((es @ M) @ et.T)

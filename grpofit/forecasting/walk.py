@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.forecasting.likelihood import (LawFit, Series, bounds_for, gaussian_nll, lags, laplace_cov, minimise,
-                                            system, tri_solve)
+from grpofit.forecasting.likelihood import (LawFit, Series, _level_prior, _static, _times_parts, bounds_for, covariance,
+                                            gaussian_nll, lags, laplace_cov, minimise, prior_unit, system, tri_solve,
+                                            unpack)
 from grpofit.forecasting.likelihood import _starts as law_starts
 
 __all__ = ["WalkFit", "walk_cov", "walk_system", "fit_walk_law", "walk_q"]
@@ -81,6 +82,36 @@ def _nll(law: str, theta, series: Series, levels: bool = True) -> tuple[float, o
     return nll, (b0 + V.T @ w, s2 * (Sb - V.T @ V), None if known else math.sqrt(s2))
 
 
+def search_objective(law: str, series: Series):
+    """``theta -> _nll(law, theta, series, levels=False)[0]``, the same arithmetic, for the
+    search's and the Laplace Hessian's thousands of evaluations: what does not depend on
+    ``theta`` is looked up once, and a point asked for again (the search and the Hessian's
+    steps come back to some) is not recomputed."""
+    known = series.point_var is not None
+    unit = prior_unit(series)
+    static = _static(series)
+    minimum = lags(series)[1]
+    seen = {}
+
+    def f(theta) -> float:
+        theta = np.asarray(theta, dtype=float)
+        key = theta.tobytes()
+        value = seen.get(key)
+        if value is not None:
+            return value
+        with np.errstate(all="ignore"):
+            times, sd = unpack(law, theta[:-1])
+            X, shape, XSX = _times_parts(law, times, series, unit)
+            S = covariance(law, times, sd, shape, XSX, static)
+            S += math.exp(float(theta[-1])) * minimum  # walk_cov(series.t, series.t, q)
+            b0 = _level_prior(static, X.shape[1], series.level, unit)[0]
+            g = gaussian_nll(S, series.y - X @ b0, known)
+        value = seen[key] = math.inf if g is None else g[0]
+        return value
+
+    return f
+
+
 def walk_bounds(series: Series) -> tuple[float, float]:
     """Bounds of ``log q`` (see the module docstring), in the likelihood's units."""
     unit = series.noise if series.point_var is not None else 1.0
@@ -109,9 +140,7 @@ def fit_walk_law(law: str, series: Series, *, t_guess: float, t_max: float, prio
     q_mid = math.log((0.1 * unit) ** 2 / span)
     prior_law = None if prior is None else np.asarray(prior)[:-1]
 
-    def f(theta):
-        return _nll(law, theta, series, levels=False)[0]
-
+    f = search_objective(law, series)
     best = minimise(f, lo, hi, lambda: [np.append(start, q_mid)
                                         for start in law_starts(law, series, t_guess, prior_law)], warm)
     if best is None:
