@@ -513,12 +513,12 @@ def stop_pool(pool, grace: float = 1.0) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _run_round(pool, work, todo: list[int], items, extra, jobs, parts, progress) -> bool:
+def _run_round(pool, work, todo: list[int], items, extra, jobs, parts, progress, chunk=None) -> bool:
     """``work`` on ``todo`` in ``pool``; True when a worker died (the pool is then broken)."""
     from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    size = _chunk_size(len(todo), jobs)
+    size = chunk or _chunk_size(len(todo), jobs)
     chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
     broken = False
     from grpofit import interrupts
@@ -543,8 +543,12 @@ _PENDING = object()
 
 
 def map_items(work: Callable, items: list, extra: Any, *, jobs: int, lost: Callable,
-              progress: Callable[[int], None] | None = None) -> list:
+              progress: Callable[[int], None] | None = None, chunk: int | None = None) -> list:
     """``[work(item, extra) for item in items]`` in a pool of ``jobs`` forked workers, in order.
+
+    ``chunk``: items per worker call (default :func:`_chunk_size`); 1 for items that take a
+    second or more each (a backtest's runs), where a chunk of several leaves a worker idle at
+    the end.
 
     ``work`` is a module-level function (workers call it by name). The guarantees of every
     ``--jobs`` command (diagnose, fit, backtest):
@@ -568,7 +572,7 @@ def map_items(work: Callable, items: list, extra: Any, *, jobs: int, lost: Calla
         while todo:
             pool = _new_pool(context, jobs)
             try:
-                broken = _run_round(pool, work, todo, items, extra, jobs, parts, progress)
+                broken = _run_round(pool, work, todo, items, extra, jobs, parts, progress, chunk)
                 if not broken:
                     pool.shutdown(wait=True)
             except BaseException:

@@ -237,7 +237,7 @@ def _run_tasks(tasks: list[_Task], jobs: int) -> list:
         if tasks[0].plot_dir is not None:
             import grpofit.forecasting.backtest_plot  # noqa: F401
         try:
-            return map_items(_work, tasks, None, jobs=jobs, lost=_lost)
+            return map_items(_work, tasks, None, jobs=jobs, lost=_lost, chunk=1)  # a run takes about a second
         except OSError:  # no process could be started: work here instead
             pass
     return [_work(t) for t in tasks]
