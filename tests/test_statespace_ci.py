@@ -97,3 +97,21 @@ def test_committed_coverage_table_matches_one_recomputed_stratum():
     line = forced_report(rows).splitlines()[-1]
     assert line.startswith("| 0.03 | underdamped | 100 |")
     assert line in doc.splitlines()
+
+
+def test_binned_columns_are_the_curves_bin_means():
+    """A bin's mean column is the curve averaged over its points, not the curve at the bin's
+    mean time (exponentials are convex: the latter read a fast rise as a slower one)."""
+    from grpofit.fitting.binning import bin_tail
+    from grpofit.fitting.statespace_ci import _exp_binned, _reduce
+
+    t = np.arange(0.0, 600.0)
+    tb, _, cnt = _reduce(t, np.zeros_like(t))
+    assert cnt.max() > 10
+    lam = np.array([-1.0 / 15.0, -0.05 + 0.04j, -1.0 / 0.7, -1e4])
+    got = _exp_binned(lam, tb, cnt)
+    assert np.all(np.isfinite(got))
+    for k, lk in enumerate(lam):
+        _, (re, im), _ = bin_tail(t, [np.real(np.exp(lk * t)), np.imag(np.exp(lk * t))], 10, 32)
+        assert np.max(np.abs(got[k] - (re + 1j * im))) < 1e-12
+    assert np.max(np.abs(got[0] - np.exp(lam[0] * tb))) > 1e-3  # the point values would differ
