@@ -87,16 +87,11 @@ def test_recovery_harness_scores_every_stratum():
 def test_committed_coverage_table_matches_one_recomputed_stratum():
     """docs/fit_coverage.md is the output of ``python -m tests.recovery --forced 100 2026``:
     recompute its hardest stratum (strong forcing, underdamped) and compare the row."""
-    from pathlib import Path
+    from tests.recovery import check_committed_row, forced_report, run_forced_recovery
 
-    from tests.recovery import forced_report, run_forced_recovery
-
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "fit_coverage.md").read_text(encoding="utf-8")
-    assert "python -m tests.recovery --forced 100 2026" in doc
     rows = run_forced_recovery(100, seed=2026, only=(0.03, "underdamped"))
-    line = forced_report(rows).splitlines()[-1]
-    assert line.startswith("| 0.03 | underdamped | 100 |")
-    assert line in doc.splitlines()
+    check_committed_row("fit_coverage.md", "python -m tests.recovery --forced 100 2026", forced_report(rows),
+                        "| 0.03 | underdamped | 100 |")
 
 
 def test_binned_columns_are_the_curves_bin_means():
