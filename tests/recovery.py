@@ -270,6 +270,17 @@ called the wrong regime, and how often `± stderr` is printed and covers the tru
 """
 
 
+def check_committed_row(doc_name: str, command: str, report: str, prefix: str) -> str:
+    """The committed ``docs/doc_name`` says it is ``command``'s output and holds the last row of
+    ``report`` (recomputed by a test), which starts with ``prefix``; returns the doc's text."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / doc_name).read_text(encoding="utf-8")
+    assert command in doc
+    line = report.splitlines()[-1]
+    assert line.startswith(prefix)
+    assert line in doc.splitlines()
+    return doc
+
+
 def _binomial_range(n: int, p: float) -> tuple[float, float]:
     """The central 95% range of the observed rate of ``n`` Bernoulli(``p``) trials."""
     from scipy.stats import binom

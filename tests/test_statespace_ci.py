@@ -87,16 +87,11 @@ def test_recovery_harness_scores_every_stratum():
 def test_committed_coverage_table_matches_one_recomputed_stratum():
     """docs/fit_coverage.md is the output of ``python -m tests.recovery --forced 100 2026``:
     recompute its hardest stratum (strong forcing, underdamped) and compare the row."""
-    from pathlib import Path
+    from tests.recovery import check_committed_row, forced_report, run_forced_recovery
 
-    from tests.recovery import forced_report, run_forced_recovery
-
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "fit_coverage.md").read_text(encoding="utf-8")
-    assert "python -m tests.recovery --forced 100 2026" in doc
     rows = run_forced_recovery(100, seed=2026, only=(0.03, "underdamped"))
-    line = forced_report(rows).splitlines()[-1]
-    assert line.startswith("| 0.03 | underdamped | 100 |")
-    assert line in doc.splitlines()
+    check_committed_row("fit_coverage.md", "python -m tests.recovery --forced 100 2026", forced_report(rows),
+                        "| 0.03 | underdamped | 100 |")
 
 
 def test_a_batch_of_cells_gives_each_cell_its_own_likelihood():
@@ -129,3 +124,21 @@ def test_a_batch_of_cells_gives_each_cell_its_own_likelihood():
             d = _dense(law, t, y, (a, b) if law == "oscillator" else (a,), ratio)
             assert together[0][3 * k + i] == pytest.approx(d[0], abs=1e-8)
             assert together[1][3 * k + i] == pytest.approx(d[1], rel=1e-9)
+
+
+def test_binned_columns_are_the_curves_bin_means():
+    """A bin's mean column is the curve averaged over its points, not the curve at the bin's
+    mean time (exponentials are convex: the latter read a fast rise as a slower one)."""
+    from grpofit.fitting.binning import bin_tail
+    from grpofit.fitting.statespace_ci import _exp_binned, _reduce
+
+    t = np.arange(0.0, 600.0)
+    tb, _, cnt = _reduce(t, np.zeros_like(t))
+    assert cnt.max() > 10
+    lam = np.array([-1.0 / 15.0, -0.05 + 0.04j, -1.0 / 0.7, -1e4])
+    got = _exp_binned(lam, tb, cnt)
+    assert np.all(np.isfinite(got))
+    for k, lk in enumerate(lam):
+        _, (re, im), _ = bin_tail(t, [np.real(np.exp(lk * t)), np.imag(np.exp(lk * t))], 10, 32)
+        assert np.max(np.abs(got[k] - (re + 1j * im))) < 1e-12
+    assert np.max(np.abs(got[0] - np.exp(lam[0] * tb))) > 1e-3  # the point values would differ

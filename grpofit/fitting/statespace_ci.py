@@ -33,7 +33,8 @@ coverage 82% under strong forcing).
 
 Both are then widened to contain the least-squares value. ``stderr`` is the posterior sd and
 is kept only where ``value ± 1.96 stderr`` agrees with the interval (:func:`agrees`).
-Long series are binned (:data:`MAX_POINTS`; bin means with their variance ``s^2 / count``).
+Long series are binned (:data:`MAX_POINTS`; bin means with their variance ``s^2 / count``,
+and the mean's columns averaged over each bin's points, :func:`_exp_binned`).
 numpy only.
 """
 
@@ -104,12 +105,16 @@ def _reduce(t: np.ndarray, y: np.ndarray):
     return tb, yb, cnt
 
 
+def _spacing(t: np.ndarray, count: np.ndarray) -> float:
+    """The logged points' spacing (the head's median step), the one a bin's points share."""
+    return float(median(np.diff(t[count == 1]), overwrite=True)) if np.sum(count == 1) > 1 else 1.0
+
+
 def _bin_widths(t: np.ndarray, count: np.ndarray) -> np.ndarray:
     """Width of the window each (binned) point averages (0 for a point as logged)."""
     wb = np.zeros(t.size)
     if np.any(count > 1):
-        dt = median(np.diff(t[count == 1]), overwrite=True) if np.sum(count == 1) > 1 else 1.0
-        wb = np.where(count > 1, count * dt, 0.0)
+        wb = np.where(count > 1, count * _spacing(t, count), 0.0)
     return wb
 
 
@@ -143,6 +148,22 @@ def _roots(ts, ti):
 def _exp(l, t):
     """``exp(l t)``, cells by rows."""
     return np.exp(l[:, None] * t[None, :])
+
+
+def _exp_binned(l, t, count):
+    """``exp(l t)`` averaged over the points each (binned) point stands for, cells by rows: a
+    bin of ``c`` points spaced ``d`` around ``t`` averages ``exp(l t0) expm1(c l d) / (c expm1(l d))``
+    (``t0`` its first point; exact for equal spacing; ``Re l < 0``, so nothing overflows). The
+    curve at the bin's mean time is not its mean over the bin: an exponential is convex, and a
+    bin of a rise faster than the bin is wide was read as a slower rise (timescale coverage 93%
+    without forcing, underdamped, tuning seed; 97% unbinned)."""
+    if not np.any(count > 1):
+        return _exp(l, t)
+    d = _spacing(t, count)
+    x = l[:, None] * d
+    t0 = t - 0.5 * (count - 1.0) * d
+    ratio = np.where(count[None, :] > 1, np.expm1(count[None, :] * x) / (count[None, :] * np.expm1(x)), 1.0)
+    return np.exp(l[:, None] * t0[None, :]) * ratio
 
 
 def _mix(l1, l2, e2, e1, sign):
@@ -346,7 +367,7 @@ def _ridge_slope(t, ts, ti) -> float:
     return float(np.clip(-(d_s @ d_i) / f_ii, -2.0, 1.0))
 
 
-def _law_cells(t, sp: Spec, ratios) -> tuple[Cells, tuple]:
+def _law_cells(t, count, sp: Spec, ratios) -> tuple[Cells, tuple]:
     u = np.linspace(sp.a, sp.b, N_T)
     U, V = np.meshgrid(u, sp.vi, indexing="ij")
     ts = sp.times[0] * np.exp(U.ravel())
@@ -356,9 +377,9 @@ def _law_cells(t, sp: Spec, ratios) -> tuple[Cells, tuple]:
     ti = sp.ti0 * np.exp(V.ravel() + sp.shear * U.ravel())
     if sp.ti0 > 0:
         l1, l2 = _roots(ts, ti)
-        col = _mix(l1, l2, _exp(l2, t), _exp(l1, t), -1.0)
+        col = _mix(l1, l2, _exp_binned(l2, t, count), _exp_binned(l1, t, count), -1.0)
     else:
-        col = np.exp(-t[None, :] / ts[:, None])
+        col = _exp_binned(-1.0 / ts, t, count)
     # every (timescale, inertia) for every ratio, the ratio innermost
     nr = ratios.size
     cols = np.zeros((ts.size * nr, t.size, 2))
@@ -367,7 +388,7 @@ def _law_cells(t, sp: Spec, ratios) -> tuple[Cells, tuple]:
     return cells, (u, U.shape + (nr,))
 
 
-def _two_cells(t, ts0, ratios) -> Cells | None:
+def _two_cells(t, count, ts0, ratios) -> Cells | None:
     """The fast + slow law (theory §7: two classes of prompts; forcing on the slow mode) on a
     coarse grid around the fitted timescale."""
     span = float(t[-1] - t[0])
@@ -381,7 +402,7 @@ def _two_cells(t, ts0, ratios) -> Cells | None:
     if slow.size == 0 or fast.size == 0:
         return None
     Fm, Sm = (g.ravel() for g in np.meshgrid(fast, slow, indexing="ij"))
-    cols = np.stack([np.exp(-t[None, :] / Fm[:, None]), np.exp(-t[None, :] / Sm[:, None])], axis=2)
+    cols = np.stack([_exp_binned(-1.0 / Fm, t, count), _exp_binned(-1.0 / Sm, t, count)], axis=2)
     nr = ratios.size  # the ratio innermost, as in _law_cells
     return Cells(np.repeat(Sm, nr), np.zeros(Sm.size * nr), np.tile(ratios, Sm.size), np.repeat(cols, nr, axis=0), 2)
 
@@ -433,14 +454,14 @@ def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
         live.append(i)
     if not live:
         return out
-    two = _two_cells(tb, float(specs[live[0]].times[0]), ratios)
+    two = _two_cells(tb, cnt, float(specs[live[0]].times[0]), ratios)
     results: dict = {}
     todo = list(live)
     with np.errstate(all="ignore"):
         for round_ in range(MAX_WIDEN + 1):
             parts, meta = [], []
             for i in todo:
-                cells, shape = _law_cells(tb, specs[i], ratios)
+                cells, shape = _law_cells(tb, cnt, specs[i], ratios)
                 parts.append(cells)
                 meta.append((i, cells.ts.size, shape))
             if round_ == 0 and two is not None:
