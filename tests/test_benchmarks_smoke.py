@@ -68,6 +68,8 @@ def test_quick_benchmark_runs_every_section(tmp_path, capsys):
     assert not readers["pandas_imported_for_small_files"]["typed_jsonl"]
     assert doc["raw"]["long_fit"]["rss_mb"][0] > 10
     assert len(doc["raw"]["growth"]["fit"]["seconds"]) == len(doc["config"]["sizes"]["growth_lengths"])
+    fc = doc["raw"]["forecast"]
+    assert len(fc["forecast"]["cpu"]) == doc["config"]["sizes"]["forecast_files"] and min(fc["backtest"]["wall"]) > 0
     # one table, three renderings of the same rows
     md = out_md.read_text()
     assert md.count("\n| ") == len(doc["rows"]) + 1  # header + one line per row

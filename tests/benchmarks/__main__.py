@@ -26,7 +26,7 @@ import numpy as np
 
 from tests.benchmarks import data
 
-SECTIONS = ("fit", "startup", "sweep", "reading", "readers", "long_fit", "growth", "watch")
+SECTIONS = ("fit", "startup", "sweep", "reading", "readers", "long_fit", "growth", "watch", "forecast")
 BASELINE = Path(__file__).resolve().with_name("baseline.py")
 
 try:  # the fitting helper's definition of "recovered" (tests/recovery.py)
@@ -49,13 +49,15 @@ class Sizes:
     growth_sweeps: tuple[int, ...] = (10, 30, 100, 300)
     reader_rows: tuple[int, ...] = (1_000, 20_000)  # rows of each reader's content (20 columns)
     watch_full: bool = True  # False: a few replays and a short memory run, no 100-run load
+    forecast_runs: int = 100  # runs of the backtest (4 cuts each)
+    forecast_files: int = 5  # files forecast one at a time
 
 
 FULL = Sizes()
 #: ``--quick`` (the smoke test): every code path but the sweep-vs-runs loop, on tiny inputs
 QUICK = Sizes(fit_counts=(1, 4, 8), one_steps=1000, sweep_runs=8, sweep_steps=300, big_rows=5_000,
               growth_lengths=(100, 1_000, 10_000), growth_sweeps=(), reader_rows=(200, 2_000),
-              watch_full=False)
+              watch_full=False, forecast_runs=8, forecast_files=2)
 
 
 @dataclass
@@ -716,9 +718,47 @@ def bench_watch(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     watch.bench(rep, sizes, work, repeats)
 
 
+def bench_forecast(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
+    """issue 11's speed targets: ``forecast`` of one file (a run cut at 25%, a horizon from the
+    command line) <= 1 s, and ``backtest`` of 100 runs x 4 cuts with ``--jobs 2`` <= 60 s. The
+    runs are :func:`tests.benchmarks.forecast.write_runs` (forcing inside the dynamics, every
+    stratum in turn, ``step,reward`` CSV). Whole processes; wall time is what the target is
+    about, CPU (user + system) beside it; each repeat runs every forecast and the backtest."""
+    from tests.benchmarks.forecast import write_runs
+
+    sec = "7 forecast"
+    folder = work / f"forecast_{sizes.forecast_runs}"
+    paths = sorted(folder.glob("run_*.csv")) if folder.is_dir() else []
+    if len(paths) != sizes.forecast_runs:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        log(f"forecast: writing {sizes.forecast_runs} runs")
+        paths = write_runs(folder, sizes.forecast_runs)
+    cuts = "20,30,50,70"
+    one = {"wall": [], "cpu": []}
+    back = {"wall": [], "cpu": []}
+    for r in range(repeats):
+        log(f"forecast: repeat {r + 1}/{repeats}")
+        for p in paths[:sizes.forecast_files]:
+            n_steps = sum(1 for _ in open(p)) - 1
+            proc = checked(run_process(grpofit_cmd() + ["forecast", str(p), "--until", str(max(10, n_steps // 4)),
+                                                        "--horizon", str(n_steps), "--format", "json"]), "forecast")
+            one["wall"].append(proc.wall)
+            one["cpu"].append(proc.cpu)
+        proc = checked(run_process(grpofit_cmd() + ["backtest", str(folder), "--cuts", cuts, "--jobs", "2",
+                                                    "--format", "json"]), "backtest")
+        back["wall"].append(proc.wall)
+        back["cpu"].append(proc.cpu)
+    rep.add(sec, f"forecast one file, cut at 25% ({sizes.forecast_files} files): wall min / median", _stats(one["wall"]),
+            f"CPU {_stats(one['cpu'])}", "<= 1 s", _status(median(one["wall"]) <= 1.0))
+    rep.add(sec, f"backtest {sizes.forecast_runs} runs x 4 cuts, --jobs 2: wall min / median", _stats(back["wall"]),
+            f"CPU {_stats(back['cpu'])}", "<= 60 s", _status(median(back["wall"]) <= 60.0))
+    rep.raw["forecast"] = {"runs": sizes.forecast_runs, "cuts": cuts, "forecast": one, "backtest": back}
+
+
 BENCHES = {"fit": bench_fit, "startup": bench_startup, "sweep": bench_sweep,
            "reading": bench_reading, "readers": bench_readers, "long_fit": bench_long_fit,
-           "growth": bench_growth, "watch": bench_watch}
+           "growth": bench_growth, "watch": bench_watch, "forecast": bench_forecast}
 HEADERS = ("Section", "Measure", "Result", "Reference", "Target", "Status")
 
 
@@ -823,7 +863,8 @@ def record(rep: Report, record_path: Path = RECORD, readme: Path = README) -> No
 #: the section names of the table (``"1 fit"``) back to the benchmark's own (``"fit"``); a
 #: section missing here would never have its recorded rows replaced (they would pile up)
 _SECTION_OF = {"fit": "fit", "start-up": "startup", "sweep": "sweep", "reading": "reading",
-               "readers": "readers", "long": "long_fit", "growth": "growth", "watch": "watch"}
+               "readers": "readers", "long": "long_fit", "growth": "growth", "watch": "watch",
+               "forecast": "forecast"}
 
 
 def _row_section(label: str) -> str:
