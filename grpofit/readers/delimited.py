@@ -171,14 +171,14 @@ def _read_loaded_pandas(data: bytes, delim: str):
     if end <= start:
         return None
     line = data[start:end].removesuffix(b"\r")
-    body = data[end + 1 :]
+    in_body = lambda b: data.find(b, end) >= 0  # noqa: E731 - the body is not copied out
     if (
         b"\r" in line
-        or not body.isascii()
-        or any(b in body for b in (b'"', b" ", b"\x00", *_ODD_BREAKS))
-        or (delim != "\t" and b"\t" in body)
+        or not (data.isascii() or data[end:].isascii())
+        or any(map(in_body, (b'"', b" ", b"\x00", *_ODD_BREAKS)))
+        or (delim != "\t" and in_body(b"\t"))
         or any(b in line for b in _ODD_BREAKS)
-        or any(c in body and b"-" + c in body for c in (b"n", b"N"))  # "-nan": pandas drops its sign
+        or any(in_body(c) and in_body(b"-" + c) for c in (b"n", b"N"))  # "-nan": pandas drops its sign
     ):
         return None
     text = decode(line)
@@ -198,7 +198,7 @@ def _read_loaded_pandas(data: bytes, delim: str):
         return None
     n = len(df)
     grid = df.to_numpy(dtype=np.float64).T
-    if not grid.all() and _negative_zero(body, delim):
+    if not grid.all() and _negative_zero(data[end:], delim):
         return None  # pandas reads the cell "-0" as 0, numpy as -0.0
     return (header, *_assemble({name: (grid[j].copy(), 0, n) for j, name in enumerate(header)}, n))
 
