@@ -3,7 +3,9 @@ history dumps. Large files are parsed by pandas' C engine (hundreds of MB/s); a 
 table (the usual single run) is split with ``str.split`` (with the ``csv`` module when cells are
 quoted, rows ragged or cells not numbers) and converted by numpy, which spares the quarter second
 that importing pandas costs. Anything unusual in a small file falls back to pandas, so both paths
-give the same table.
+give the same table. A caller that has already imported pandas has paid for it: then a plain
+small table is parsed by pandas' C parser, where its result is certainly the numpy paths'
+(:func:`_read_loaded_pandas`).
 """
 
 from __future__ import annotations
