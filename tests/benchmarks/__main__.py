@@ -559,11 +559,13 @@ def _peer(fmt: str):
 
 
 def _timed(fn, path, reps: int) -> list[float]:
+    """CPU seconds of this process per call (both tools read on one thread): on a loaded
+    machine a wall-clock minimum of a few milliseconds still holds the scheduler's delays."""
     out = []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn(path)
-        out.append(time.perf_counter() - t0)
+        out.append(time.process_time() - t0)
     return out
 
 
@@ -574,7 +576,7 @@ _PANDAS_CHECK = ("import sys; from grpofit.readers import read_path; read_path(s
 def bench_readers(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     """Each reader against the best well-kept peer on the same content, in one process.
 
-    Timings alternate grpofit and the peer call by call (paired, interleaved), after one warm-up
+    Timings (CPU time of the process) alternate grpofit and the peer call by call (paired, interleaved), after one warm-up
     call of each (imports out of the figures); the ratio is of the minima, the figure least
     disturbed by other load. The peer's import makes pandas loaded there, so grpofit's small-file
     readers take pandas' parser too (see ``delimited._read_loaded_pandas``): a fresh-process row
