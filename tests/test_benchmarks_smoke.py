@@ -66,6 +66,9 @@ def test_quick_benchmark_runs_every_section(tmp_path, capsys):
     assert readers[f"csv_{rows[0]}"]["peer_s"] and readers[f"csv_{rows[0]}"]["ratio"] > 0
     assert set(readers["pandas_imported_for_small_files"]) == {"csv", "jsonl", "trainer_state", "wandb_csv", "tfevents", "typed_jsonl"}
     assert not readers["pandas_imported_for_small_files"]["typed_jsonl"]
+    for fmt in ("csv", "wandb_csv"):  # the fresh-process view: real processes, both tools
+        fresh = readers["fresh_process"][fmt]
+        assert min(fresh["grpofit"]["wall"]) > 0.01 and min(fresh["pandas"]["wall"]) > 0.01 and fresh["ratio_wall"] > 0
     assert doc["raw"]["long_fit"]["rss_mb"][0] > 10
     assert len(doc["raw"]["growth"]["fit"]["seconds"]) == len(doc["config"]["sizes"]["growth_lengths"])
     fc = doc["raw"]["forecast"]

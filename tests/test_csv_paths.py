@@ -121,11 +121,11 @@ def test_unquoted_fast_path_equals_csv_path(tmp_path, monkeypatch, name):
 
 def test_unquoted_fast_path_takes_only_clean_tables():
     take = delimited._read_unquoted
-    table, warnings, dropped = take("step,reward\r\n\r\n1, 0.5\r\n2,1e-3\r\n", ",")
-    assert list(table) == ["step", "reward"] and warnings == [] and dropped == 0
+    header, table, warnings, dropped = take("step,reward\r\n\r\n1, 0.5\r\n2,1e-3\r\n", ",")
+    assert header == list(table) == ["step", "reward"] and warnings == [] and dropped == 0
     assert table["reward"].tolist() == [0.5, 1e-3] and table["reward"].flags.c_contiguous
     for text in ('step,reward\n1,"0.5"\n', "step,reward\n1,0.5,\n", "step,reward\n1\n", "step,reward\n1,\n",
                  "step,reward\n1,x\n", "step,step\n1,2\n", "step,reward\n", '"a,b",c\n1,2\n', '"a"b",c\n1,2\n'):
         assert take(text, ",") is None, text
-    table, _, _ = take('"Step","r - train/reward"\n1,0.5\n', ",")  # W&B quotes only the header
+    _, table, _, _ = take('"Step","r - train/reward"\n1,0.5\n', ",")  # W&B quotes only the header
     assert list(table) == ["Step", "r - train/reward"] and table["r - train/reward"].tolist() == [0.5]

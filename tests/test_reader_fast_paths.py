@@ -135,3 +135,100 @@ def test_a_number_cut_after_its_point_is_not_taken_whole(tmp_path, monkeypatch):
         [run] = hf.read_hf(Source(str(path), str(path)), "trainer_state")
         assert run.config["trainer_state.num_train_epochs"] == 3.25, chunk
         assert run.config["trainer_state.max_steps"] == 1000.0, chunk
+
+
+# --- a small CSV read by pandas when the caller has imported it -------------------------------
+
+_CSV_CELLS = [
+    "1", "-0", "0.5", ".5", "5.", "+1", "1e5", "1E-5", "1.e5", "1e", "e5", "--1", "1-2", "1.2.3", "1_000", "0x1A",
+    "inf", "-inf", "+inf", "Inf", "INF", "infinity", "-Infinity", "iNfInItY", "1.#INF", "1.#IND", "-1.#IND",
+    "nan", "NaN", "-nan", "+nan", "NAN", "nan(1)", "-NaN", "NA", "N/A", "n/a", "null", "None", "NULL", "#N/A", "<NA>",
+    "", "True", "False", "true", "TRUE", "x", "1.5e308", "1e309", "-1e309", "1e-400", "4.9e-324", "2.4703282292062328e-324",
+    "123456789012345678901234567890", "9223372036854775807", "9223372036854775808", "-9223372036854775809",
+    "18446744073709551616", "0.1000000000000000055511151231257827", "9007199254740993", "00012", "1e0001",
+    "\u0661\u0662", " 1", "1 ", "\t1", '"1"', "1\x0c2", "1\x00", "\u00e9", "0.30000000000000004",
+]
+
+
+@st.composite
+def _small_csvs(draw):
+    """Mostly clean number tables, now and then with a hostile cell, row, header or line break."""
+    delim = draw(st.sampled_from([",", ",", ",", "\t", ";"]))
+    width = draw(st.integers(1, 4))
+    names = draw(st.lists(st.sampled_from(["step", "reward", "kl", "Unnamed: 0", "", " a", '"q"', "r - train/x", "step"]),
+                          min_size=width, max_size=width))
+    numbers = st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr), st.integers(-10**20, 10**20).map(str),
+                        st.floats(-1e3, 1e3).map(lambda v: f"{v:.6g}"))
+    cell = st.one_of(numbers, numbers, numbers, st.sampled_from(_CSV_CELLS))
+    clean = draw(st.booleans())
+    rows = []
+    for i in range(draw(st.integers(0, 8))):
+        n = width if clean or draw(st.integers(0, 4)) else draw(st.integers(0, width + 1))
+        rows.append(delim.join(str(i) if j == 0 and clean else draw(cell if not clean else numbers) for j in range(n)))
+    if not clean and draw(st.booleans()):
+        rows.insert(draw(st.integers(0, len(rows))), draw(st.sampled_from(["", " ", "\t", "\r", delim * width])))
+    brk = draw(st.sampled_from(["\n", "\n", "\r\n", "\r"]))
+    text = ("\ufeff" if draw(st.integers(0, 9)) == 0 else "") + delim.join(names) + brk + brk.join(rows) + brk
+    return text.encode("utf-8"), delim
+
+
+def _numpy_table(data: bytes, delim: str, mp):
+    from grpofit.readers import delimited
+
+    mp.setattr(delimited, "_read_loaded_pandas", lambda data, delim: None)
+    return delimited._read_small(Source("x.csv", data=data), delim)
+
+
+@settings(max_examples=int(__import__('os').environ.get('CSV_EXAMPLES', 400)), deadline=None)
+@given(case=_small_csvs())
+def test_loaded_pandas_reads_a_small_table_as_the_numpy_paths_do(case):
+    """Whenever pandas' C parser is taken for a small table (the caller has imported pandas),
+    the columns, their bytes, the warnings and the dropped count are the numpy paths'."""
+    from grpofit.readers import delimited
+
+    data, delim = case
+    fast = delimited._read_loaded_pandas(data, delim)
+    if fast is None:
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        careful = _numpy_table(data, delim, mp)
+    assert careful is not None, data
+    (fh, ft, fw, fd), (ch, ct, cw, cd) = fast, careful
+    assert (fh, list(ft), fw, fd) == (ch, list(ct), cw, cd), data
+    for k in ct:
+        assert ft[k].dtype == ct[k].dtype and ft[k].tobytes() == ct[k].tobytes(), (k, data)
+        assert ft[k].flags.c_contiguous and ft[k].flags.owndata, k
+
+
+def test_loaded_pandas_takes_a_plain_table_and_gives_the_same_run(tmp_path):
+    """A clean table (the benchmark's shape, W&B's quoted header, CRLF, a BOM, empty and NA
+    cells, integers) takes pandas' parser once pandas is loaded, and the Run is the one a
+    process without pandas reads (compared across processes, where pandas is not imported)."""
+    import subprocess
+    import sys
+
+    import pandas  # noqa: F401 - the caller has imported it
+
+    from grpofit.readers import delimited, read_path
+
+    rng = np.random.default_rng(3)
+    kl = ["" if i % 5 == 0 else "NA" if i % 7 == 0 else repr(float(rng.normal())) for i in range(1, 300)]
+    body = "\r\n".join(f"{i},{rng.random():.6g},{kl[i - 1]},{i * 512}" for i in range(1, 300))
+    cases = {
+        "plain.csv": "step,reward,kl,num_tokens\r\n" + body + "\r\n",
+        "wandb.csv": '\ufeff"Step","run - train/reward","run - train/kl","run - train/num_tokens"\r\n' + body + "\r\n",
+    }
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_bytes(text.encode("utf-8"))
+        data = path.read_bytes()
+        assert delimited._read_loaded_pandas(data, ",") is not None, name
+        code = ("import sys, pickle; from grpofit.readers import read_path; runs = read_path(sys.argv[1]); "
+                "assert 'pandas' not in sys.modules; sys.stdout.buffer.write(pickle.dumps("
+                "[(r.name, r.step_column, r.steps.tobytes(), {k: v.tobytes() for k, v in r.metrics.items()}, r.warnings, r.stats) for r in runs]))")
+        import pickle
+
+        alone = pickle.loads(subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, check=True).stdout)
+        here = [(r.name, r.step_column, r.steps.tobytes(), {k: v.tobytes() for k, v in r.metrics.items()}, r.warnings, r.stats)
+                for r in read_path(str(path))]
+        assert here == alone, name

@@ -90,3 +90,28 @@ def test_arbitrary_and_truncated_bytes(tmp_path_factory, data, cut):
     base = tmp_path_factory.mktemp("t")
     good = _typed_log(base / "m.jsonl", n=8).read_bytes()
     assert_reads_or_fails_cleanly((data, good[: int(len(good) * cut)], good[: int(len(good) * cut)] + data))
+
+
+@settings(max_examples=150, deadline=None)
+@given(records=st.lists(st.fixed_dictionaries(
+    {"type": st.sampled_from(["rollout", "train", "eval", ""]), "grpo_step": st.integers(0, 5)},
+    optional={"reward": st.floats(-1, 1), "kl": st.floats(0, 1), "nested": st.fixed_dictionaries({"a": st.integers(0, 3)}),
+              "\x1fkind": st.just(1.0), "step": st.integers(0, 5), "split": st.sampled_from(["x", 3])}), min_size=1, max_size=25))
+def test_names_kept_per_record_shape_are_the_names_made_per_record(records):
+    """Kinds.split names a record's keys once per shape (kind field, kind, keys): the table is
+    the one naming every record afresh gives (MAX_SHAPES = 0 keeps no shape)."""
+    import grpofit.readers.typed as typed
+
+    data = "".join(json.dumps(r) + "\n" for r in records).encode()
+
+    def read():
+        try:
+            return [(r.step_column, r.steps.tobytes(), {k: v.tobytes() for k, v in r.metrics.items()}, r.warnings, r.stats)
+                    for r in read_bytes(data, "typed.jsonl")]
+        except GrpofitError as exc:
+            return str(exc)
+
+    kept = read()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(typed, "MAX_SHAPES", 0)
+        assert read() == kept

@@ -3,7 +3,9 @@ history dumps. Large files are parsed by pandas' C engine (hundreds of MB/s); a 
 table (the usual single run) is split with ``str.split`` (with the ``csv`` module when cells are
 quoted, rows ragged or cells not numbers) and converted by numpy, which spares the quarter second
 that importing pandas costs. Anything unusual in a small file falls back to pandas, so both paths
-give the same table.
+give the same table. A caller that has already imported pandas has paid for it: then a plain
+small table is parsed by pandas' C parser, where its result is certainly the numpy paths'
+(:func:`_read_loaded_pandas`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import sys
 from contextlib import contextmanager
 from itertools import repeat
 
@@ -43,13 +46,12 @@ def _read_settled(src: Source, fmt: str, delim: str, step: str | None) -> list[R
     if fmt in ("csv", "tsv", "wandb-history") and src.size() <= SMALL_FILE:
         quick = _read_small(src, delim)
         if quick is not None:
-            table, warnings, dropped = quick
+            _, table, warnings, dropped = quick
             return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"dropped_columns": dropped})]
     if fmt == "wandb-export" and src.size() <= SMALL_FILE:  # a panel export is small: no pandas
         quick = _read_small(src, delim)
-        header = _header(src, delim) if quick is not None else None
-        if header is not None:
-            return _wandb_export(src, None, step, quick=(header, quick))
+        if quick is not None:
+            return _wandb_export(src, None, step, quick=quick)
     if fmt in ("csv", "tsv", "wandb-history") and src.size() > CHUNKED_FILE and src.path is not None:
         return [_read_large(src, fmt, delim, step)]
     df = _read_frame(src, delim)
@@ -78,7 +80,7 @@ _NA = {
 
 
 def _read_small(src: Source, delim: str):
-    """``(table, warnings, dropped)`` of a small clean wide table, or None to use pandas.
+    """``(header, table, warnings, dropped)`` of a small clean wide table, or None to use pandas.
 
     Clean: a header of unique non-empty names, every row no longer than the header, a final line
     break (a torn last line goes to the careful path), at least one data row.
@@ -86,6 +88,10 @@ def _read_small(src: Source, delim: str):
     data = src.data if src.data is not None else src.head(SMALL_FILE + 1)
     if not data.endswith((b"\n", b"\r")):
         return None
+    if "pandas" in sys.modules:  # already paid for (a notebook, a batch): its C parser is quicker
+        quick = _read_loaded_pandas(data, delim)
+        if quick is not None:
+            return quick
     text = decode(data)
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -100,7 +106,7 @@ def _read_small(src: Source, delim: str):
         return None
     header = rows[0]
     width = len(header)
-    if len(set(header)) != width or any(not h.strip() for h in header):
+    if not _clean_names(header):
         return None
     body = rows[1:]
     lengths = set(map(len, body))
@@ -109,7 +115,7 @@ def _read_small(src: Source, delim: str):
     if min(lengths) < width:
         body = [r + [""] * (width - len(r)) for r in body]
     columns = {name: _to_numbers(cells) for name, cells in zip(header, zip(*body))}
-    return _assemble(columns, len(body))
+    return (header, *_assemble(columns, len(body)))
 
 
 def _read_unquoted(text: str, delim: str):
@@ -125,7 +131,7 @@ def _read_unquoted(text: str, delim: str):
     if header is None or text.count('"') != lines[0].count('"'):  # quotes only in the header
         return None
     width = len(header)
-    if len(set(header)) != width or any(not h.strip() for h in header):
+    if not _clean_names(header):
         return None
     if set(map(str.count, body, repeat(delim))) != {width - 1}:  # a ragged row
         return None
@@ -135,7 +141,74 @@ def _read_unquoted(text: str, delim: str):
         return None
     grid = values.reshape(len(body), width)
     columns = {name: (grid[:, j].copy(), 0, len(body)) for j, name in enumerate(header)}
-    return _assemble(columns, len(body))
+    return (header, *_assemble(columns, len(body)))
+
+
+def _clean_names(header: list[str]) -> bool:
+    """Unique, non-blank column names (else pandas renames them: the careful path decides)."""
+    return len(set(header)) == len(header) and all(h.strip() for h in header)
+
+
+#: bytes that ``str.splitlines`` takes for line breaks and pandas does not (ASCII ones)
+_ODD_BREAKS = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e")
+
+
+def _read_loaded_pandas(data: bytes, delim: str):
+    """:func:`_read_unquoted`'s table read by pandas' C parser, for a caller that has already
+    imported pandas; None unless the result is certainly what the numpy paths give.
+
+    Taken only for a plain body (ASCII, no quote, space, NUL or line break but ``\\n`` and
+    ``\\r``, no tab unless it is the delimiter, so rows and cells are split alike), a header
+    :func:`_plain_header` reads into unique names that pandas keeps as they are, and columns
+    that pandas reads as numbers (its default NA cells are :data:`_NA`, which the numpy paths
+    read as missing too; it parses floats exactly as ``float`` does: tests/test_reader_fast_paths.py
+    compares the two on hostile cells).
+    """
+    import io
+
+    import pandas as pd
+
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    end = data.find(b"\n", start)
+    if end <= start:
+        return None
+    line = data[start:end].removesuffix(b"\r")
+    in_body = lambda b: data.find(b, end) >= 0  # noqa: E731 - the body is not copied out
+    if (
+        b"\r" in line
+        or not (data.isascii() or data[end:].isascii())
+        or any(map(in_body, (b'"', b" ", b"\x00", *_ODD_BREAKS)))
+        or (delim != "\t" and in_body(b"\t"))
+        or any(b in line for b in _ODD_BREAKS)
+        or any(in_body(c) and in_body(b"-" + c) for c in (b"n", b"N"))  # "-nan": pandas drops its sign
+    ):
+        return None
+    text = decode(line)
+    header = _plain_header(text, delim)
+    if header is None or not _clean_names(header) or len(text.splitlines()) != 1:
+        return None
+    try:
+        df = pd.read_csv(io.BytesIO(data), **_csv_options(delim))
+    except ValueError:  # pandas' ParserError and EmptyDataError: the careful path words it
+        return None
+    if (
+        type(df.index) is not pd.RangeIndex
+        or list(df.columns) != header
+        or not len(df)
+        or any(dt.kind not in "fiu" for dt in df.dtypes)
+    ):
+        return None
+    n = len(df)
+    grid = df.to_numpy(dtype=np.float64).T
+    if not grid.all() and _negative_zero(data[end:], delim):
+        return None  # pandas reads the cell "-0" as 0, numpy as -0.0
+    return (header, *_assemble({name: (grid[j].copy(), 0, n) for j, name in enumerate(header)}, n))
+
+
+def _negative_zero(body: bytes, delim: str) -> bool:
+    """Whether a cell of ``body`` is ``-0`` (or ``-00``...)."""
+    d = re.escape(delim.encode())
+    return re.search(rb"(?:\A|(?<=[\n\r" + d + rb"]))-0+(?=[\n\r" + d + rb"]|\Z)", body) is not None
 
 
 def _plain_header(line: str, delim: str) -> list[str] | None:
@@ -247,12 +320,7 @@ def _settled(src: Source, delim: str) -> tuple[Source, list[str]]:
 
 def _duplicate_names(src: Source, delim: str) -> list[str]:
     """A warning per column name the header repeats (pandas reads the copies as ``name.1``...)."""
-    head = src.head(PEEK_HEADER)
-    first = decode(head.split(b"\n", 1)[0]).strip("\r\ufeff")
-    try:
-        names = next(csv.reader([first], delimiter=delim), [])
-    except csv.Error:
-        return []
+    names = _header_cells(src, delim) or []
     seen: dict[str, int] = {}
     for n in names:
         seen[n] = seen.get(n, 0) + 1
@@ -297,12 +365,22 @@ PEEK_HEADER = 4 * 1024 * 1024
 
 
 def _header_width(src: Source, delim: str) -> int:
-    head = src.head(PEEK_HEADER)
-    first = decode(head.split(b"\n", 1)[0]).strip("\r\ufeff")
+    return len(_header_cells(src, delim) or [])
+
+
+def _header_cells(src: Source, delim: str) -> list[str] | None:
+    """The cells of the first line (within the first ``PEEK_HEADER`` bytes) as the ``csv``
+    module splits them; None when it cannot. Only the first line is copied out of a source held
+    in memory (the header of a 30 MB table must not cost a 4 MB copy)."""
+    data = src.data
+    if data is None:
+        data = src.head(PEEK_HEADER)
+    end = data.find(b"\n", 0, PEEK_HEADER)
+    first = decode(data[: PEEK_HEADER if end < 0 else end]).strip("\r\ufeff")
     try:
-        return len(next(csv.reader([first], delimiter=delim), []))
+        return next(csv.reader([first], delimiter=delim), [])
     except csv.Error:
-        return 0
+        return None
 
 
 def _visibly_cut(line: bytes, delim: str, width: int) -> bool:
@@ -318,7 +396,7 @@ def _visibly_cut(line: bytes, delim: str, width: int) -> bool:
 
 def _drop_unclosed_quote(data: bytes) -> tuple[bytes, str | None]:
     """``data`` without the line that opens a quote never closed (it would swallow the rest)."""
-    if data.count(b'"') % 2 == 0:
+    if b'"' not in data or _count_quotes(data) % 2 == 0:
         return data, None
     lines = data.split(b"\n")
     odd = False
@@ -333,6 +411,13 @@ def _drop_unclosed_quote(data: bytes) -> tuple[bytes, str | None]:
     shown = decode(lines[opened][:40]).strip()
     del lines[opened]
     return b"\n".join(lines), f"line {opened + 1} opens a quote that is never closed ({shown!r}); skipped that line"
+
+
+def _count_quotes(data: bytes, block: int = 1 << 20) -> int:
+    """``data.count(b'"')`` a few times quicker (numpy compares a block of bytes at once; the
+    blocks bound the temporary array)."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    return sum(int(np.count_nonzero(arr[i : i + block] == 34)) for i in range(0, arr.size, block))
 
 
 def _unclosed_quote_span(f, limit: int, block: int = 1 << 20) -> tuple[int, int, str] | None:
@@ -403,13 +488,14 @@ def _pandas_read(src: Source, delim: str, chunksize: int | None):
     warnings.simplefilter("ignore", pd.errors.DtypeWarning)  # mixed columns are handled below
     return pd.read_csv(
         src.path if src.path is not None and src.data is None and src.limit is None else src.open(),
-        sep=delim,
-        engine="c",
-        encoding="utf-8-sig",
-        encoding_errors="replace",
-        skip_blank_lines=True,
         chunksize=chunksize,
+        **_csv_options(delim),
     )
+
+
+def _csv_options(delim: str) -> dict:
+    """What every ``pandas.read_csv`` call of this module is given besides its input."""
+    return {"sep": delim, "engine": "c", "encoding": "utf-8-sig", "encoding_errors": "replace", "skip_blank_lines": True}
 
 
 @contextmanager
@@ -546,27 +632,15 @@ def split_export_header(header: str) -> tuple[str, str] | None:
 _NAMESPACED = re.compile(r"[\w.@\-]+/\S")
 
 
-def _header(src: Source, delim: str) -> list[str] | None:
-    """The column names of a small table (as :func:`_read_small` read them), or None."""
-    text = decode(src.data if src.data is not None else src.head(SMALL_FILE + 1))
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    try:
-        return next((r for r in csv.reader(text.splitlines(), delimiter=delim) if r), None)
-    except csv.Error:
-        return None
-
-
 def _wandb_export(src: Source, df, step: str | None, quick=None) -> list[Run]:
     """One Run per W&B run in a panel export; the first column is the panel's x axis.
 
-    ``quick``: ``(header, (table, warnings, dropped))`` from the pandas-free small-file path
-    instead of ``df``."""
+    ``quick``: ``(header, table, warnings, dropped)`` from :func:`_read_small` instead of ``df``."""
     if quick is None:
         table, warnings, _ = numeric_table(df)
         names = [str(c) for c in df.columns]
     else:
-        names, (table, warnings, _) = quick
+        names, table, warnings, _ = quick
     xname = names[0]
     if xname not in table:
         raise ReadError(

@@ -176,7 +176,7 @@ def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = 
                 path=name,
                 fix="each line must be one object of metrics, e.g. {\"step\": 1, \"reward\": 0.5}",
             )
-        row = flatten_row(obj)
+        row = flatten_row(obj) if dict in map(type, obj.values()) else obj  # flat: nothing to join
         row = kinds.split(row) if kinds is not None else row
         keys.update(row)
         if len(keys) > MAX_COLUMNS:  # the table is dense: rows x columns cells

@@ -32,6 +32,13 @@ _KEY_LIKE = {"key", "metric", "tag", "name", "metric_name", "series"}
 _VALUE_LIKE = {"value", "val", "metric_value", "y"}
 
 
+def _has_all_bytes(literal: bytes, data: bytes) -> bool:
+    """Whether every distinct byte of ``literal`` occurs in ``data``: one ``memchr`` scan per
+    byte, many times quicker than the substring search it lets a sniffer skip (a log of
+    numbers holds no ``:`` or ``'``)."""
+    return all(bytes((c,)) in data for c in set(literal))
+
+
 def looks_like_tfevents(head: bytes) -> bool:
     """A TFRecord whose first record is an ``Event``: a plausible length (1 byte .. 16 MB) and
     the record's first byte the tag of field 1, ``wall_time`` (a double), which every writer sets
@@ -70,10 +77,14 @@ class Probe:
         not, found from the bytes without decoding them: UTF-8 decoding (bad bytes replaced)
         keeps every ASCII byte as it is, and only an ANSI code removed from between its
         characters could make it appear."""
-        if b"\x1b" in self.head or b"\x1b" in self.tail:
+        if self._has_escape:
             return True
         raw = literal.encode("ascii")
-        return raw in self.head or raw in self.tail
+        return any(_has_all_bytes(raw, b) and raw in b for b in (self.head, self.tail))
+
+    @cached_property
+    def _has_escape(self) -> bool:
+        return b"\x1b" in self.head or b"\x1b" in self.tail
 
     @cached_property
     def stripped(self) -> str:
@@ -239,7 +250,7 @@ def sniff(head: bytes, name: str = "", tail: bytes = b"") -> str:
     """
     from grpofit.readers.registry import sniff_order
 
-    if not head.strip():
+    if not head or head.isspace():  # what bytes.strip() removes, without copying the head
         raise ReadError("the file is empty", path=name, fix="point at a log that has rows")
     p = Probe(head, name, tail)
     binary, text = sniff_order()
@@ -271,7 +282,7 @@ def _reject_binary(p: Probe) -> None:
             path=name,
             fix="point at MLflow's mlruns.db, or export the metrics as CSV",
         )
-    if head.count(b"\x00") > max(4, len(head) // 10_000):  # a few stray NULs (NCCL prints one) are still text
+    if b"\x00" in head and head.count(b"\x00") > max(4, len(head) // 10_000):  # a few stray NULs (NCCL prints one) are still text
         raise UnknownFormat("binary content that is not a known log", path=name, fix=f"grpofit reads {SUPPORTED}")
     text = p.text
     if text.count("\ufffd") > max(8, len(text) // 100):
@@ -342,8 +353,11 @@ def _delimited(text: str, name: str) -> Delimited:
             path=name,
             fix="wait until the run logs its first step, or check the export",
         )
-    rows = list(csv.reader(io.StringIO("\n".join(complete[:50] or lines[1:2])), delimiter=delim))
-    if not any(_is_number(c) for row in rows for c in row):
+    body = complete[:50] or lines[1:2]
+    rows = csv.reader(io.StringIO("\n".join(body)), delimiter=delim)
+    if max(map(len, body)) > csv.field_size_limit():
+        rows = list(rows)  # a cell too long for the csv module: its error is raised here, whole
+    if not any(_is_number(c) for row in rows for c in row):  # else: read up to the first number
         raise UnknownFormat(
             "does not look like a training log (no numeric values under the header)",
             path=name,

@@ -54,6 +54,7 @@ class Kinds:
     def __init__(self) -> None:
         self.codes: dict[str, int] = {}
         self.fields: dict[str, None] = {}
+        self._names: dict[tuple, tuple] = {}  # (kind field, kind, row's keys) -> the keys' new names
 
     def split(self, row: dict) -> dict:
         """``row`` with its kind field removed and its other fields marked with the kind."""
@@ -65,12 +66,22 @@ class Kinds:
             return row
         self.fields[key] = None
         code = self.codes.setdefault(kind, len(self.codes))
+        shape = (key, kind, tuple(row))
+        names = self._names.get(shape)
+        if names is None:  # records of one kind mostly share their keys: named once per shape
+            names = tuple(_DROP if k == key else k if k in STEP_KEYS else f"{kind}{SEP}{k}" for k in row)
+            if len(self._names) < MAX_SHAPES:
+                self._names[shape] = names
         out = {KIND_COLUMN: float(code)}
-        for k, v in row.items():
-            if k == key:
-                continue
-            out[k if k in STEP_KEYS else f"{kind}{SEP}{k}"] = v
+        out.update(zip(names, row.values()))
+        del out[_DROP]
         return out
+
+
+#: the name the kind field is given in :meth:`Kinds.split` before it is removed (no JSON key)
+_DROP = object()
+#: record shapes whose new names :class:`Kinds` keeps (a log of ever-changing keys stays bounded)
+MAX_SHAPES = 1024
 
 
 def finish(
