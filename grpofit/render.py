@@ -60,14 +60,23 @@ def step_text(x: Any) -> str:
 BOUND_SIGNS = {"lower_bound": "≥", "upper_bound": "≤"}
 
 
+def bound_text(p: dict | None) -> str | None:
+    """``≥ 0.958`` (``≤`` for a falling metric) for a plateau marked as a bound, else None."""
+    p = p or {}
+    if p.get("kind") not in BOUND_SIGNS or p.get("bound") is None:
+        return None
+    return f"{BOUND_SIGNS[p['kind']]} {num(p['bound'])}"
+
+
 def estimate_text(p: dict | None) -> str:
     """``value ± stderr [lo, hi]`` from a contract parameter dict."""
     if not p or p.get("value") is None:
         return "-"
     if str(p.get("note") or "").startswith("not identifiable"):  # no number the data cannot support
         return f"{DASH} ({p['note']})"
-    if p.get("kind") in BOUND_SIGNS and p.get("bound") is not None:  # still moving past the law's p*
-        return f"{BOUND_SIGNS[p['kind']]} {num(p['bound'])} (still {'rising' if p['kind'] == 'lower_bound' else 'falling'})"
+    bound = bound_text(p)
+    if bound is not None:  # still moving past the law's p*
+        return f"{bound} (still {'rising' if p['kind'] == 'lower_bound' else 'falling'})"
     text = num(p["value"])
     if p.get("stderr") is not None:
         text += f" ± {num(p['stderr'], 2)}"
@@ -268,9 +277,9 @@ def _fit_cells(fit: dict | None, check: dict | None = None, trend: dict | None =
     params = pref.get("params") or {}
     oparams = osc.get("params") or {}
     plateau = _param_cell(params.get("plateau"))
-    bound = params.get("plateau") or {}
-    if bound.get("kind") in BOUND_SIGNS and bound.get("bound") is not None and plateau != DASH:
-        plateau = f"{BOUND_SIGNS[bound['kind']]} {num(bound['bound'])}"
+    bound = bound_text(params.get("plateau"))
+    if bound is not None and plateau != DASH:
+        plateau = bound
     elif check and check.get("disagrees") and plateau != DASH:
         plateau += " !"
     if (trend or {}).get("unexpected") and (trend or {}).get("direction") == "falling" and plateau != DASH:
