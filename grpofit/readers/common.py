@@ -9,7 +9,7 @@ import numpy as np
 
 from grpofit.errors import ReadError
 from grpofit.readers.source import SUPPORTED_HINT, Source
-from grpofit.runs import Run, make_run
+from grpofit.runs import Run, has_finite, make_run
 
 
 #: rows ``wandb.Api().run(...).history()`` samples by default
@@ -154,7 +154,7 @@ def build_run(
             path=src.name,
             fix="pass --step with a numeric column, or check that this is a training log",
         )
-    if not run.numeric_columns():
+    if not any(map(has_finite, run.metrics.values())):
         raise ReadError(
             "holds no numeric metric values (every cell is empty, text, NaN or infinite)",
             path=src.name,

@@ -188,27 +188,39 @@ def _read_loaded_pandas(data: bytes, delim: str):
     if header is None or not _clean_names(header) or len(text.splitlines()) != 1:
         return None
     try:
-        df = pd.read_csv(io.BytesIO(data), **_csv_options(delim))
+        # low_memory=False: one pass over a file of at most SMALL_FILE bytes (no chunks to
+        # concatenate; 0.1 ms of 1.4 on a 1,000-row log); the types are then inferred from
+        # the whole column, and anything but numbers is sent to the careful path below
+        df = pd.read_csv(io.BytesIO(data), low_memory=False, **_csv_options(delim))
     except ValueError:  # pandas' ParserError and EmptyDataError: the careful path words it
         return None
-    if (
-        type(df.index) is not pd.RangeIndex
-        or list(df.columns) != header
-        or not len(df)
-        or any(dt.kind not in "fiu" for dt in df.dtypes)
-    ):
+    if type(df.index) is not pd.RangeIndex or list(df.columns) != header or not len(df):
         return None
     n = len(df)
-    grid = df.to_numpy(dtype=np.float64).T
+    grid = df.to_numpy()  # float64 or int64 when every column is numeric, object (or bool) else
+    if grid.dtype.kind not in "fiu":
+        return None
     if not grid.all() and _negative_zero(data[end:], delim):
         return None  # pandas reads the cell "-0" as 0, numpy as -0.0
-    return (header, *_assemble({name: (grid[j].copy(), 0, n) for j, name in enumerate(header)}, n))
+    grid = grid.T
+    return (header, *_assemble({name: (grid[j].astype(np.float64), 0, n) for j, name in enumerate(header)}, n))
 
 
 def _negative_zero(body: bytes, delim: str) -> bool:
-    """Whether a cell of ``body`` is ``-0`` (or ``-00``...)."""
+    """Whether a cell of ``body`` is ``-0`` (or ``-00``...).
+
+    The pattern starts with the literal ``-0``, which the regex engine finds by a quick scan
+    (a look-behind at its start made it test every byte: 4.5 ms for a 160 KB log that has a
+    zero cell); the byte before each match is then checked to be a cell boundary."""
+    if b"-0" not in body:
+        return False
+    starts = b"\n\r" + delim.encode()
     d = re.escape(delim.encode())
-    return re.search(rb"(?:\A|(?<=[\n\r" + d + rb"]))-0+(?=[\n\r" + d + rb"]|\Z)", body) is not None
+    for m in re.finditer(rb"-0+(?=[\n\r" + d + rb"]|\Z)", body):
+        i = m.start()
+        if i == 0 or body[i - 1] in starts:
+            return True
+    return False
 
 
 def _plain_header(line: str, delim: str) -> list[str] | None:
@@ -661,13 +673,14 @@ def _wandb_export(src: Source, df, step: str | None, quick=None) -> list[Run]:
         raise ReadError("holds no run columns", path=src.name, fix='expect headers like "<run name> - <key>"')
     runs: list[Run] = []
     for run_name, cols in groups.items():
-        has = np.zeros(len(x), dtype=bool)
-        for v in cols.values():
-            has |= ~np.isnan(v)
+        has = ~np.logical_and.reduce(np.isnan(np.stack(list(cols.values()))), axis=0)
         if not has.any():
             warnings.append(f"run {run_name!r} has no values in this export; skipped it")
             continue
-        run_table = {xname: x[has], **{k: v[has] for k, v in cols.items()}}
+        if has.all():  # a run of its own export: every row is its
+            run_table = {xname: x, **cols}
+        else:
+            run_table = {xname: x[has], **{k: v[has] for k, v in cols.items()}}
         run = build_run(
             src,
             "wandb-export",
