@@ -6,11 +6,20 @@ would see: ``(exit code, stdout, stderr)``. Import it with ``from tests.conftest
 
 from __future__ import annotations
 
+import os
+
 from grpofit.testing.numerics import pin
 
 pin()  # the recorded figures' numerics, before anything imports numpy (grpofit/testing/numerics.py)
 
+import hypothesis  # noqa: E402
 import pytest  # noqa: E402
+
+# property tests draw the same examples on every run (CI must not pass or fail by luck);
+# HYPOTHESIS_PROFILE=explore draws new ones, to look for bugs on purpose
+hypothesis.settings.register_profile("ci", derandomize=True, database=None)
+hypothesis.settings.register_profile("explore", derandomize=False)
+hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def run_cli(capsys, *args) -> tuple[int, str, str]:

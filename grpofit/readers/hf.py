@@ -247,9 +247,13 @@ class RowMerger:
                 self.seq += 1
                 self._seen(k, (1, pos, self.seq))
             return
-        pos = self.index.get(s)
+        # json gives every NaN as one object, which a dict finds by identity: rows with a NaN
+        # step are not the same step (each is dropped, and counted, when the run is made)
+        pos = self.index.get(s) if s == s else None
         if pos is None:
-            self.index[s] = pos = self.merged.append({k: _cell(v) for k, v in row.items()})
+            pos = self.merged.append({k: _cell(v) for k, v in row.items()})
+            if s == s:
+                self.index[s] = pos
             for k in row:
                 self.seq += 1
                 self._seen(k, (0, pos, self.seq))
