@@ -1,4 +1,8 @@
-"""One compiled module of scipy, loaded without importing the package around it.
+"""Compiled code: grpofit's own kernel, and one compiled module of scipy loaded without
+importing the package around it.
+
+grpofit's kernel (:func:`compiled_filter`) is built from ``grpofit/_filter.c`` when the package
+is installed with a C compiler at hand, and is optional: without it the same numpy code runs.
 
 ``import scipy.optimize`` takes about a third of a second (it imports scipy.linalg, sparse,
 special, fft and the linear-programming and global-optimisation code), a third of one
@@ -15,7 +19,26 @@ import functools
 import importlib
 import sys
 
-__all__ = ["scipy_extension", "scipy_version"]
+__all__ = ["scipy_extension", "scipy_version", "compiled_filter", "PURE_ENV"]
+
+#: set (to anything but "" or "0") to run the numpy code instead of grpofit's own compiled kernels
+PURE_ENV = "GRPOFIT_PURE_PYTHON"
+
+
+@functools.cache
+def compiled_filter():
+    """grpofit's compiled Kalman filter recursion (``grpofit/_filter.c``; used by
+    :mod:`grpofit.fitting.statespace_ci`), or ``None`` where it was not built (no C compiler at
+    install time: the numpy code gives the same results, more slowly) or :data:`PURE_ENV` is set."""
+    import os
+
+    if os.environ.get(PURE_ENV, "") not in ("", "0"):
+        return None
+    try:
+        from grpofit import _filter
+    except ImportError:
+        return None
+    return _filter
 
 
 @functools.cache

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpofit.compiled import compiled_filter
 from grpofit.fitting.binning import bin_tail
 from grpofit.models import median
 
@@ -188,10 +189,11 @@ def _distinct(*keys):
 
 def _transitions(dt: np.ndarray, c: Cells):
     """``F`` and ``Q`` of every cell's forcing between the points, as their entries
-    ``(f11, f12, f21, f22)`` and ``(q11, q12, q22)`` (``Q`` is symmetric), each (steps, cells):
+    ``(f11, f12, f21, f22, q11, q12, q22)`` (``Q`` is symmetric) in one (7, steps, cells) array:
     exact, from the roots of the characteristic polynomial (one mode: ``e' = -e/T + q xi``)."""
     K = c.ts.size
-    f11, f12, f21, f22, q11, q12, q22 = np.zeros((7, dt.size, K))
+    FQ = np.zeros((7, dt.size, K))
+    f11, f12, f21, f22, q11, q12, q22 = FQ
     r2 = c.r * c.r
     one = c.ti <= 0
     if np.any(one):
@@ -214,7 +216,7 @@ def _transitions(dt: np.ndarray, c: Cells):
         q11[:, two] = rr * (1.0 - g11 * g11 - w2 * g12 * g12)[:, inv]
         q12[:, two] = rr * (-g11 * g21 - w2 * g12 * g22)[:, inv]
         q22[:, two] = rr * (w2 - g21 * g21 - w2 * g22 * g22)[:, inv]
-    return (f11, f12, f21, f22), (q11, q12, q22)
+    return FQ
 
 
 def _kalman_cells(t, y, count, c: Cells, noise_var=None):
@@ -226,46 +228,13 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
     discretisation between the points, :func:`_transitions`) run on the columns ``[y, X]``
     together: its standardised innovations are ``L^-1 [y X]`` (``L L'`` the covariance of the
     points), so the levels' GLS solve and the likelihood follow from their Gram matrix. The
-    loop runs over the (at most :data:`MAX_POINTS`) points; every operation in it is a batched
-    one over all cells and columns."""
+    filter itself (:func:`_innovations`) is one compiled loop where it was built, else numpy
+    operations batched over all cells and columns, looping over the (at most
+    :data:`MAX_POINTS`) points."""
     n, K = t.size, c.ts.size
-    m = 2 + c.modes
-    # cells on the last (contiguous) axis everywhere: numpy's inner loops run over them
-    B = np.empty((n, m, K))
-    B[:, 0, :] = y[:, None]
-    B[:, 1, :] = 1.0
-    B[:, 2:, :] = c.cols[:, :, :c.modes].transpose(1, 2, 0)
     # the head's steps and the tail's bins share a few spacings: transitions once per spacing
     dts, step_of = np.unique(np.diff(t), return_inverse=True)
-    (f11, f12, f21, f22), (q11, q12, q22) = _transitions(dts, c)
-    # P = (p11, p12, p22) <- F P F' + Q, as one (3 x 3) map per step and cell
-    C = np.empty((dts.size, 3, 3, K))
-    C[:, 0, 0], C[:, 0, 1], C[:, 0, 2] = f11 * f11, 2.0 * f11 * f12, f12 * f12
-    C[:, 1, 0], C[:, 1, 1], C[:, 1, 2] = f11 * f21, f11 * f22 + f12 * f21, f12 * f22
-    C[:, 2, 0], C[:, 2, 1], C[:, 2, 2] = f21 * f21, 2.0 * f21 * f22, f22 * f22
-    Qv = np.stack([q11, q12, q22], axis=1)  # (steps, 3, K)
-    Fm = np.empty((dts.size, 2, 2, 1, K))  # F itself, broadcast over the columns
-    Fm[:, 0, 0, 0], Fm[:, 0, 1, 0], Fm[:, 1, 0, 0], Fm[:, 1, 1, 0] = f11, f12, f21, f22
-    # a bin mean averages the forcing over its width ``wb``: its variance is the point's times
-    # phi(wb / T) (Ornstein-Uhlenbeck over a window, T the slow time), covariances between
-    # bins stay the point values'; the difference comes off the diagonal
-    wb = _bin_widths(t, count)
-    xw = wb[:, None] / (c.ts - c.ti)[None, :]
-    phi = np.where(xw > 1e-6, 2.0 * (xw - 1.0 + np.exp(-xw)) / np.maximum(xw * xw, 1e-300), 1.0)
-    obs = np.maximum((1.0 / count)[:, None] - (c.r * c.r)[None, :] * (1.0 - phi), 0.05 / count[:, None])
-    svar, gain = _covariances(n, step_of, C, Qv, obs)
-    Z = np.empty((n, m, K))  # the innovations, standardised after the loop
-    X = np.zeros((2, m, K))  # the state's mean for every column: (e, e')
-    terms, tmp = np.empty((2, 2, m, K)), np.empty((2, m, K))
-    for j in range(n):
-        if j:  # X <- F X (e's column of F times e, plus e''s times e')
-            np.multiply(Fm[step_of[j - 1]], X, out=terms)
-            np.add.reduce(terms, axis=1, out=X)
-        innov = np.subtract(B[j], X[0], out=Z[j])
-        np.multiply(gain[j][:, None, :], innov, out=tmp)
-        X += tmp
-    Z *= (1.0 / np.sqrt(svar))[:, None, :]
-    logdet = np.sum(np.log(svar), axis=0)
+    Z, logdet = _innovations(y, count, c, step_of, _transitions(dts, c), _bin_widths(t, count))
     Zk = Z.transpose(2, 0, 1)  # (cells, points, columns)
     G2 = Zk.transpose(0, 2, 1) @ Zk  # (cells, columns, columns)
     out = [np.full(K, np.inf), np.zeros(K), np.zeros(K), np.full(K, np.inf)]
@@ -297,6 +266,64 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
         out[2][sel] = var
         out[3][sel] = np.where(bad, np.inf, ml)
     return tuple(out)
+
+
+def _innovations(y, count, c: Cells, step_of, FQ, wb):
+    """The filter's standardised innovations ``Z`` (points, columns ``[y, 1, mode columns]``,
+    cells) and each cell's log determinant of the points' covariance: the compiled filter
+    (``grpofit/_filter.c``: the same operations in the same order, so the same bits) where it
+    was built, else :func:`_innovations_numpy`. ``FQ``: :func:`_transitions`' entries (7,
+    spacings, cells); ``wb``: each point's bin width."""
+    kernel = compiled_filter()
+    if kernel is None:
+        return _innovations_numpy(y, count, c, step_of, FQ, wb)
+    n, K, m = y.size, c.ts.size, 2 + c.modes
+    Z, logdet = np.empty((n, m, K)), np.empty(K)
+    f64 = np.ascontiguousarray
+    kernel.innovations(n, m, K, FQ.shape[1], c.modes, f64(step_of, dtype=np.int64), f64(FQ), f64(y), f64(c.cols),
+                       f64(wb), f64(count), f64(c.ts - c.ti), f64(c.r), Z, logdet)
+    return Z, logdet
+
+
+def _innovations_numpy(y, count, c: Cells, step_of, FQ, wb):
+    """:func:`_innovations` in numpy, every operation batched over the cells (on the last,
+    contiguous, axis everywhere: numpy's inner loops run over them) and the columns; the
+    covariance recursion needs no data, so it runs on its own (:func:`_covariances`), then the
+    mean pass."""
+    n, K, m = y.size, c.ts.size, 2 + c.modes
+    B = np.empty((n, m, K))
+    B[:, 0, :] = y[:, None]
+    B[:, 1, :] = 1.0
+    B[:, 2:, :] = c.cols[:, :, :c.modes].transpose(1, 2, 0)
+    f11, f12, f21, f22, q11, q12, q22 = FQ
+    S = FQ.shape[1]
+    # P = (p11, p12, p22) <- F P F' + Q, as one (3 x 3) map per step and cell
+    C = np.empty((S, 3, 3, K))
+    C[:, 0, 0], C[:, 0, 1], C[:, 0, 2] = f11 * f11, 2.0 * f11 * f12, f12 * f12
+    C[:, 1, 0], C[:, 1, 1], C[:, 1, 2] = f11 * f21, f11 * f22 + f12 * f21, f12 * f22
+    C[:, 2, 0], C[:, 2, 1], C[:, 2, 2] = f21 * f21, 2.0 * f21 * f22, f22 * f22
+    Qv = np.stack([q11, q12, q22], axis=1)  # (steps, 3, K)
+    Fm = np.empty((S, 2, 2, 1, K))  # F itself, broadcast over the columns
+    Fm[:, 0, 0, 0], Fm[:, 0, 1, 0], Fm[:, 1, 0, 0], Fm[:, 1, 1, 0] = f11, f12, f21, f22
+    # a bin mean averages the forcing over its width ``wb``: its variance is the point's times
+    # phi(wb / T) (Ornstein-Uhlenbeck over a window, T the slow time), covariances between
+    # bins stay the point values'; the difference comes off the diagonal
+    xw = wb[:, None] / (c.ts - c.ti)[None, :]
+    phi = np.where(xw > 1e-6, 2.0 * (xw - 1.0 + np.exp(-xw)) / np.maximum(xw * xw, 1e-300), 1.0)
+    obs = np.maximum((1.0 / count)[:, None] - (c.r * c.r)[None, :] * (1.0 - phi), 0.05 / count[:, None])
+    svar, gain = _covariances(n, step_of, C, Qv, obs)
+    Z = np.empty((n, m, K))  # the innovations, standardised after the loop
+    X = np.zeros((2, m, K))  # the state's mean for every column: (e, e')
+    terms, tmp = np.empty((2, 2, m, K)), np.empty((2, m, K))
+    for j in range(n):
+        if j:  # X <- F X (e's column of F times e, plus e''s times e')
+            np.multiply(Fm[step_of[j - 1]], X, out=terms)
+            np.add.reduce(terms, axis=1, out=X)
+        innov = np.subtract(B[j], X[0], out=Z[j])
+        np.multiply(gain[j][:, None, :], innov, out=tmp)
+        X += tmp
+    Z *= (1.0 / np.sqrt(svar))[:, None, :]
+    return Z, np.sum(np.log(svar), axis=0)
 
 
 def _covariances(n, step_of, C, Qv, obs):

@@ -1,0 +1,15 @@
+"""The one thing pyproject.toml cannot say: grpofit's optional compiled kernel.
+
+``grpofit/_filter.c`` (the state-space intervals' Kalman filter recursion) is built where a C
+compiler is available; where it is not, the build goes on without it (``optional=True``) and
+grpofit runs the same recursion in numpy (grpofit.compiled.compiled_filter). It must be built
+without fused multiply-add or fast-math, so that it gives the numpy code's bits.
+"""
+
+import sys
+
+from setuptools import Extension, setup
+
+flags = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off", "-fno-fast-math"]
+
+setup(ext_modules=[Extension("grpofit._filter", ["grpofit/_filter.c"], extra_compile_args=flags, optional=True)])
