@@ -64,12 +64,11 @@ def read_path(path: str, *, step: str | None = None) -> list[Run]:
         except OSError as exc:
             raise ReadError(f"standard input cannot be read ({exc.strerror or exc})", path="-", fix="pipe a log into grpofit or pass a file") from None
         return read_bytes(data, "-", step=step)
-    check_exists(path)
-    if os.path.isdir(path):
+    mode = check_exists(path).st_mode  # one stat for every check below
+    if stat.S_ISDIR(mode):
         return _read_dir(path, step)
     if not os.access(path, os.R_OK):
         raise ReadError("is not readable (permission denied)", path=path, fix="check the file's permissions")
-    mode = os.stat(path).st_mode
     if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):  # a named pipe, <(...), /dev/stdin: one read, bounded
         try:
             with open(path, "rb") as f:

@@ -240,11 +240,11 @@ def discover(paths: list[str], skipped: list[Skipped] | None = None) -> list[Run
     return out
 
 
-def check_exists(path: str) -> None:
-    """Raise :class:`ReadError` with the real cause when ``path`` cannot be looked at (missing,
-    a name too long, a folder on the way without permission)."""
+def check_exists(path: str) -> os.stat_result:
+    """``os.stat(path)``; a :class:`ReadError` with the real cause when ``path`` cannot be looked
+    at (missing, a name too long, a folder on the way without permission)."""
     try:
-        os.stat(path)
+        return os.stat(path)
     except FileNotFoundError:
         raise ReadError("no such file or directory", path=path, fix="check the path") from None
     except OSError as exc:

@@ -312,12 +312,18 @@ def _first_line(text: str) -> str:
 def _first_lines(text: str, n: int) -> list[str]:
     """The first ``n`` non-blank lines of ``text`` (all of them when it has fewer), exactly as
     ``text.splitlines()`` gives them; only as much of a long text is split as they need."""
-    size = 1024
+    size = end = 0
+    for _ in range(n + 1):  # a first guess past n "\n": the usual table is then split once
+        end = text.find("\n", end) + 1
+        if not end:
+            break
+        size = end
+    size = max(size, 1024)
     while True:
         lines = text[:size].splitlines()
         if size < len(text):
             lines.pop()  # may be cut at the end of the prefix
-        lines = [ln for ln in lines if ln.strip()]
+        lines = list(filter(str.strip, lines))
         if len(lines) >= n or size >= len(text):
             return lines[:n]
         size *= 4
