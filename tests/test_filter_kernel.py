@@ -120,3 +120,11 @@ def test_fit_is_the_same_with_and_without_the_kernel(monkeypatch):
         assert a.params.keys() == b.params.keys()
         for key, par in a.params.items():
             assert par == b.params[key]
+
+
+def test_no_cells_gives_empty_innovations():
+    """A batch without cells gives empty arrays on either path (the kernel is not called)."""
+    c = statespace_ci.Cells(np.empty(0), np.empty(0), np.empty(0), np.empty((0, 8, 2)), 1)
+    Z, logdet = statespace_ci._innovations(np.ones(8), np.ones(8), c, np.zeros(7, dtype=np.int64),
+                                           np.empty((7, 1, 0)), np.zeros(8))
+    assert Z.shape == (8, 3, 0) and logdet.shape == (0,)

@@ -275,9 +275,9 @@ def _innovations(y, count, c: Cells, step_of, FQ, wb):
     was built, else :func:`_innovations_numpy`. ``FQ``: :func:`_transitions`' entries (7,
     spacings, cells); ``wb``: each point's bin width."""
     kernel = compiled_filter()
-    if kernel is None:
-        return _innovations_numpy(y, count, c, step_of, FQ, wb)
     n, K, m = y.size, c.ts.size, 2 + c.modes
+    if kernel is None or n == 0 or K == 0:  # the kernel takes at least one point and cell
+        return _innovations_numpy(y, count, c, step_of, FQ, wb)
     Z, logdet = np.empty((n, m, K)), np.empty(K)
     f64 = np.ascontiguousarray
     kernel.innovations(n, m, K, FQ.shape[1], c.modes, f64(step_of, dtype=np.int64), f64(FQ), f64(y), f64(c.cols),
