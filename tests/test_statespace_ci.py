@@ -142,3 +142,35 @@ def test_binned_columns_are_the_curves_bin_means():
         _, (re, im), _ = bin_tail(t, [np.real(np.exp(lk * t)), np.imag(np.exp(lk * t))], 10, 32)
         assert np.max(np.abs(got[k] - (re + 1j * im))) < 1e-12
     assert np.max(np.abs(got[0] - np.exp(lam[0] * tb))) > 1e-3  # the point values would differ
+
+
+def test_every_shown_stderr_tells_what_its_interval_tells():
+    """On forced runs of every regime and level, each parameter of both laws: a published
+    stderr agrees with its interval and value ± 1.96 stderr covers the interval; a dropped one
+    says why."""
+    shown = dropped = 0
+    for truth, table in forced_recovery_set(2, seed=9):
+        res = fit_series(table["step"], table["reward"])
+        for fit in res.models.values():
+            for name, e in fit.params.items():
+                if e.stderr is not None and e.ci95 is not None and None not in e.ci95:
+                    shown += 1
+                    assert agrees(e.value, e.stderr, e.ci95), (name, e)
+                    assert e.value - 1.96 * e.stderr <= e.ci95[0] + 1e-12
+                    assert e.value + 1.96 * e.stderr >= e.ci95[1] - 1e-12
+                elif e.stderr is None and e.ci95 is not None and None not in e.ci95 and e.value is not None:
+                    dropped += 1
+                    assert e.note, (name, e)
+    assert shown > 50 and dropped > 5
+
+
+def test_a_skewed_interval_drops_its_stderr():
+    from grpofit.fitting.intervals import NO_STDERR, reconcile_stderr
+    from grpofit.fitting.results import Estimate
+
+    e = Estimate(1.28, 0.078, (1.05, 1.63), None)  # the README's damping ratio before the rule
+    reconcile_stderr(e)
+    assert e.stderr is None and NO_STDERR in e.note
+    e = Estimate(22.3, 2.2, (13.9, 31.5), "profile")  # a narrow stderr is raised to the interval
+    reconcile_stderr(e)
+    assert e.stderr == pytest.approx((31.5 - 22.3) / 1.96) and e.note == "profile"

@@ -18,7 +18,7 @@ from grpofit.fitting.assemble import (
     oscillator_fit,
 )
 from grpofit.fitting.hac import bandwidth, critical_value, noise_floor
-from grpofit.fitting.intervals import Ctx
+from grpofit.fitting.intervals import Ctx, reconcile_stderr
 from grpofit.fitting.profile import log_bins, profile
 from grpofit.fitting.regime import PREFER_DELTA_BIC, signal_test
 from grpofit.fitting.results import FitResult, ModelFit
@@ -162,6 +162,9 @@ def _fit(steps, values, run, metric, step_column, warm: dict | None = None) -> F
     models = {name: fits[name] for name in MODELS}  # the registry's order
     # the plateau's and timescale's intervals from the likelihood with the forcing (theory §6)
     apply_to_models(models, ctx, signal)
+    for fit in models.values():  # every ± stderr, once every interval is final
+        for e in fit.params.values():
+            reconcile_stderr(e)
     return _result(run, metric, step_column, steps, values, models, noise_sd, ctx, signal)
 
 

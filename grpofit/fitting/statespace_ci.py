@@ -47,6 +47,7 @@ import numpy as np
 
 from grpofit.compiled import compiled_filter
 from grpofit.fitting.binning import bin_tail
+from grpofit.fitting.intervals import agrees, reconcile_stderr
 from grpofit.models import median
 
 __all__ = ["SSIntervals", "Spec", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS"]
@@ -613,17 +614,6 @@ def _mixture_interval(w, m, s, probs=(0.025, 0.975)):
     return (xs[0], xs[1])
 
 
-def agrees(value, stderr, ci, tol: float = 0.2) -> bool:
-    """``value ± 1.96 stderr`` agrees with ``ci``: each end within ``tol`` of the interval's width."""
-    if value is None or stderr is None or ci is None or ci[0] is None or ci[1] is None:
-        return False
-    width = ci[1] - ci[0]
-    if not width > 0:
-        return False
-    return (abs(value - 1.96 * stderr - ci[0]) <= tol * width
-            and abs(value + 1.96 * stderr - ci[1]) <= tol * width)
-
-
 NOTE = ("95% interval from the state-space likelihood (forcing + observation noise), "
         "joined with the least-squares one")
 
@@ -679,9 +669,5 @@ def _publish(params: dict, ss: SSIntervals, ctx) -> None:
         lo = blo if lo is None else max(min(lo, e.value, old[0]), blo)
         hi = bhi if hi is None else min(max(hi, e.value, old[1]), bhi)
         e.ci95 = (lo, hi)
-        if agrees(e.value, sd, e.ci95):
-            e.stderr = sd
-        else:
-            e.stderr = None
-            note += "; no ± stderr: the interval is not value ± 1.96 stderr"
         e.note = note
+        reconcile_stderr(e, sd)  # the posterior sd, where it tells what the interval tells
