@@ -15,13 +15,19 @@
 #include <Python.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
-static int get(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize, Py_ssize_t items,
-               const char *name) {
+/* the buffer of one argument: C-contiguous, ``items`` 8-byte items of the kind ``integer``
+   (int64) or not (double); a float64 array given for an int64 one has the same size, so the
+   format is checked too (its last character: numpy may prefix a byte order) */
+static int get(PyObject *obj, Py_buffer *view, int writable, int integer, Py_ssize_t items, const char *name) {
     if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
-    if (view->itemsize != itemsize || view->len != items * itemsize) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %zd items of %zd bytes", name, items, itemsize);
+    const char *f = view->format ? view->format : "B";
+    const char kind = f[0] ? f[strlen(f) - 1] : 'B';
+    const int kind_ok = integer ? (kind == 'q' || kind == 'l') : kind == 'd';
+    if (!kind_ok || view->itemsize != 8 || view->len != items * 8) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd items of %s", name, items, integer ? "int64" : "float64");
         PyBuffer_Release(view);
         return -1;
     }
@@ -48,7 +54,7 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
     const char *names[10] = {"step_of", "FQ", "y", "cols", "wb", "count", "width", "r", "Z", "logdet"};
     int got = 0;
     for (; got < 10; got++)
-        if (get(o[got], &v[got], got >= 8, 8, items[got], names[got]) < 0)
+        if (get(o[got], &v[got], got >= 8, got == 0, items[got], names[got]) < 0)
             break;
     if (got < 10) {
         for (int i = 0; i < got; i++)

@@ -90,6 +90,14 @@ def test_kernel_refuses_bad_sizes_and_steps():
     with pytest.raises(ValueError, match="bad sizes"):
         kernel.innovations(*wrong)
     wrong = list(args)
+    wrong[5] = np.zeros(4)  # float64 steps: the same bytes, read as int64 they would be garbage
+    with pytest.raises(ValueError, match="step_of: expected 4 items of int64"):
+        kernel.innovations(*wrong)
+    wrong = list(args)
+    wrong[10] = np.ones(5, dtype=np.int64)  # int64 counts read as doubles
+    with pytest.raises(ValueError, match="count: expected 5 items of float64"):
+        kernel.innovations(*wrong)
+    wrong = list(args)
     wrong[-2] = np.empty((5, 3, 3))[:, :, ::-1]  # not contiguous
     with pytest.raises((ValueError, BufferError)):
         kernel.innovations(*wrong)

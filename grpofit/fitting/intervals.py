@@ -137,15 +137,13 @@ def agrees(value, stderr, ci, tol: float = 0.2) -> bool:
 NO_STDERR = "no ± stderr: the interval is not value ± 1.96 stderr"
 
 
-def reconcile_stderr(e: Estimate, sd: float | None = None) -> None:
-    """Publish ``sd`` (default: ``e.stderr``) as ``e.stderr`` only where it tells what the
-    interval tells: raised to each half-width / 1.96, so that ``value ± 1.96 stderr`` never
+def reconcile_stderr(e: Estimate) -> None:
+    """Keep ``e.stderr`` only where it tells what the (final) interval tells: raised to each half-width / 1.96, so that ``value ± 1.96 stderr`` never
     promises less than ``e.ci95`` (the posterior sd of a skewed interval covered the truth in
     82% where its interval covered 93%: docs/fit_coverage.md), and dropped, with a note, where
     it then does not agree with the interval (:func:`agrees`; intervals widened by a profile
     or a hull are not ``value ± 1.96 stderr``)."""
-    sd = e.stderr if sd is None else sd
-    ci = e.ci95
+    sd, ci = e.stderr, e.ci95
     if sd is None or e.value is None or ci is None or ci[0] is None or ci[1] is None:
         return
     se = max(sd, (ci[1] - e.value) / 1.96, (e.value - ci[0]) / 1.96)

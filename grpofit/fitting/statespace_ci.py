@@ -47,7 +47,7 @@ import numpy as np
 
 from grpofit.compiled import compiled_filter
 from grpofit.fitting.binning import bin_tail
-from grpofit.fitting.intervals import agrees, reconcile_stderr
+from grpofit.fitting.intervals import agrees, extend
 from grpofit.models import median
 
 __all__ = ["SSIntervals", "Spec", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS"]
@@ -280,9 +280,11 @@ def _innovations(y, count, c: Cells, step_of, FQ, wb):
     if kernel is None or n == 0 or K == 0:  # the kernel takes at least one point and cell
         return _innovations_numpy(y, count, c, step_of, FQ, wb)
     Z, logdet = np.empty((n, m, K)), np.empty(K)
-    f64 = np.ascontiguousarray
-    kernel.innovations(n, m, K, FQ.shape[1], c.modes, f64(step_of, dtype=np.int64), f64(FQ), f64(y), f64(c.cols),
-                       f64(wb), f64(count), f64(c.ts - c.ti), f64(c.r), Z, logdet)
+    def f64(a):  # the kernel reads raw doubles: the dtype is made sure of here
+        return np.ascontiguousarray(a, dtype=np.float64)
+
+    kernel.innovations(n, m, K, FQ.shape[1], c.modes, np.ascontiguousarray(step_of, dtype=np.int64), f64(FQ),
+                       f64(y), f64(c.cols), f64(wb), f64(count), f64(c.ts - c.ti), f64(c.r), Z, logdet)
     return Z, logdet
 
 
@@ -620,11 +622,10 @@ NOTE = ("95% interval from the state-space likelihood (forcing + observation noi
 
 def apply_to_models(models: dict, ctx, signal) -> None:
     """Replace the plateau's and timescale's ``ci95`` of both fitted laws by the state-space
-    ones (one filter pass for both), keep ``stderr`` (the posterior sd) only where it agrees
-    with the interval, keep the value inside, and re-apply the oscillator's widening for a
+    ones (one filter pass for both), their ``stderr`` by the posterior sd (the fit's last pass,
+    :func:`grpofit.fitting.intervals.reconcile_stderr`, keeps it only where it agrees with the
+    final interval), keep the value inside, and re-apply the oscillator's widening for a
     turn-over not observed (``ctx._widen``). Nothing changes without a detected rise."""
-    from grpofit.fitting.intervals import extend
-
     if signal is None or not signal.detected:
         return
     specs, fits = [], []
@@ -670,4 +671,4 @@ def _publish(params: dict, ss: SSIntervals, ctx) -> None:
         hi = bhi if hi is None else min(max(hi, e.value, old[1]), bhi)
         e.ci95 = (lo, hi)
         e.note = note
-        reconcile_stderr(e, sd)  # the posterior sd, where it tells what the interval tells
+        e.stderr = sd
