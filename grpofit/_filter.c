@@ -1,15 +1,19 @@
-/* The state-space intervals' Kalman filter (grpofit/fitting/statespace_ci.py), compiled.
+/* The state-space intervals' per-cell arithmetic (grpofit/fitting/statespace_ci.py), compiled.
 
-   numpy runs the filter as about a dozen array operations per point, each over every grid cell;
-   with at most 32 points and a few hundred cells the arrays are small, so the cost was the
-   operations' own overhead. This module runs the same computation as one loop: the covariance
-   recursion, the mean pass over the columns [y, 1, mode columns], the standardised innovations
-   and the log determinant. It performs the same floating-point operations in the same order as
-   the numpy code it stands for (statespace_ci._innovations_numpy), so its results are the same
-   bits wherever numpy's exp and log are the C library's (the reference numerics the tests pin,
-   grpofit/testing/numerics.py): it is built with -ffp-contract=off (no fused multiply-add) and
-   without fast-math (setup.py). Only the Python C API is used (buffers), not numpy's: nothing
-   but a C compiler is needed to build it. */
+   numpy ran each stage as a dozen or more array operations, each over every grid cell; with at
+   most 32 points and a few hundred cells the arrays are small, so the cost was the operations'
+   own overhead. Here each stage is one loop:
+   - columns: the mean's mode column of every cell (statespace_ci._columns_numpy);
+   - transitions: the forcing's F and Q over every spacing (statespace_ci._transitions_numpy);
+   - innovations: the Kalman filter, its standardised innovations and log determinant
+     (statespace_ci._innovations_numpy);
+   - levels: the levels' solve and both likelihoods (statespace_ci._levels_numpy);
+   - mixture: the plateau's mixture quantiles (statespace_ci._mixture_newton).
+   Each performs the same floating-point operations in the same order as the numpy function it
+   stands for, so its results are the same bits wherever numpy's exp, expm1, log, sin and cos are
+   the C library's (the reference numerics the tests pin, grpofit/testing/numerics.py): it is
+   built with -ffp-contract=off (no fused multiply-add) and without fast-math (setup.py). Only the
+   Python C API is used (buffers), not numpy's: nothing but a C compiler is needed to build it. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -136,9 +140,347 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* release every buffer of ``v`` up to ``got`` */
+static void release(Py_buffer *v, int got) {
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&v[i]);
+}
+
+/* the buffers of ``count`` arguments, the first ``ints`` int64 and those from ``first_out`` on
+   writable; on failure everything taken is released */
+static int get_all(PyObject **o, Py_buffer *v, int count, int ints, int first_out, const Py_ssize_t *items,
+                   const char **names) {
+    for (int got = 0; got < count; got++)
+        if (get(o[got], &v[got], got >= first_out, got < ints, items[got], names[got]) < 0) {
+            release(v, got);
+            return -1;
+        }
+    return 0;
+}
+
+/* The levels' solve of every cell (statespace_ci._levels_numpy, the same operations in the
+   same order): the Gram matrix of the standardised columns summed over the points in order,
+   its Cholesky factor (2 x 2 or 3 x 3), the plateau's mean and variance and both likelihoods. */
+static PyObject *levels(PyObject *self, PyObject *args) {
+    PyObject *o[7];
+    Py_ssize_t n, m, K, n_obs;
+    double noise_var;
+    if (!PyArg_ParseTuple(args, "nnnndOOOOOOO", &n, &m, &K, &n_obs, &noise_var, &o[0], &o[1], &o[2], &o[3], &o[4],
+                          &o[5], &o[6]))
+        return NULL;
+    if (n < 1 || K < 1 || m < 3 || m > 4) {
+        PyErr_SetString(PyExc_ValueError, "levels: bad sizes");
+        return NULL;
+    }
+    /* q (K) int64; Z (n,m,K); logdet (K); outputs nll, mean, var, ml (K) */
+    Py_buffer v[7];
+    const Py_ssize_t items[7] = {K, n * m * K, K, K, K, K, K};
+    const char *names[7] = {"q", "Z", "logdet", "nll", "mean", "var", "ml"};
+    if (get_all(o, v, 7, 1, 3, items, names) < 0)
+        return NULL;
+    const int64_t *q = (const int64_t *)v[0].buf;
+    const double *Z = (const double *)v[1].buf, *logdet = (const double *)v[2].buf;
+    double *nll = (double *)v[3].buf, *mean = (double *)v[4].buf, *var = (double *)v[5].buf, *ml = (double *)v[6].buf;
+    const int known = noise_var >= 0.0;
+    const double log_nv = known ? (double)n_obs * log(noise_var) : 0.0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < K; k++) {
+        const int three = q[k] == 2;
+        if (q[k] < 1 || q[k] > 2 || (three && m < 4)) {
+            nll[k] = ml[k] = INFINITY;
+            mean[k] = var[k] = 0.0;
+            continue;
+        }
+        double G[4][4];
+        for (Py_ssize_t a = 0; a < m; a++)
+            for (Py_ssize_t b = 0; b <= a; b++) {
+                const double *za = Z + a * K + k, *zb = Z + b * K + k;
+                double acc = za[0] * zb[0];
+                for (Py_ssize_t j = 1; j < n; j++)
+                    acc = acc + za[j * m * K] * zb[j * m * K];
+                G[a][b] = acc;
+            }
+        const double yy = G[0][0], c0 = G[1][0], c1 = G[2][0];
+        const double a00 = G[1][1], a10 = G[2][1], a11 = G[2][2];
+        double L00 = sqrt(a00);
+        double L10 = a10 / L00;
+        const double d1 = a11 - L10 * L10;
+        double L11 = sqrt(d1);
+        int ok = (a00 > 0) && (d1 > 0);
+        double c2 = 0.0, L20 = 0.0, L21 = 0.0, d2 = 1.0;
+        if (m > 3) {
+            c2 = G[3][0];
+            if (three) {
+                L20 = G[3][1] / L00;
+                L21 = (G[3][2] - L20 * L10) / L11;
+                d2 = (G[3][3] - L20 * L20) - L21 * L21;
+            }
+            ok = ok && (d2 > 0);
+        }
+        double L22 = 1.0;
+        if (ok) {
+            L22 = sqrt(d2);
+        } else {
+            L00 = 1.0, L10 = 0.0, L11 = 1.0, L20 = 0.0, L21 = 0.0;
+        }
+        const double u0 = c0 / L00;
+        const double u1 = (c1 - L10 * u0) / L11;
+        const double u2 = three ? ((c2 - L20 * u0) - L21 * u1) / L22 : 0.0;
+        const double b2 = u2 / L22;
+        const double b1 = three ? (u1 - L21 * b2) / L11 : u1 / L11;
+        const double b0 = three ? ((u0 - L10 * b1) - L20 * b2) / L00 : (u0 - L10 * b1) / L00;
+        const double v0 = 1.0 / L00;
+        const double v1 = -(L10 * v0) / L11;
+        const double v2 = -((L20 * v0) + (L21 * v1)) / L22;
+        const double inv00 = three ? (v0 * v0 + v1 * v1) + v2 * v2 : v0 * v0 + v1 * v1;
+        double Qf = three ? ((yy - u0 * u0) - u1 * u1) - u2 * u2 : (yy - u0 * u0) - u1 * u1;
+        Qf = np_max(Qf, 1e-300);
+        const double logdet_a = 2.0 * (three ? (log(L00) + log(L11)) + log(L22) : log(L00) + log(L11));
+        const double ld = logdet[k];
+        double nl, mll, vr;
+        if (known) {
+            nl = 0.5 * ((ld + logdet_a) + Qf / noise_var);
+            mll = 0.5 * ((ld + Qf / noise_var) + log_nv);
+            vr = noise_var * inv00;
+        } else {
+            const double dof = (double)(n_obs - 1 - q[k]);
+            nl = 0.5 * (ld + logdet_a) + (0.5 * dof) * log(Qf);
+            mll = 0.5 * (ld + (double)n_obs * log(Qf / (double)n_obs));
+            vr = Qf / dof * inv00;
+        }
+        const int bad = !(isfinite(nl) && ok);
+        nll[k] = bad ? INFINITY : nl;
+        ml[k] = bad ? INFINITY : mll;
+        mean[k] = b0;
+        var[k] = vr;
+    }
+    Py_END_ALLOW_THREADS
+    release(v, 7);
+    Py_RETURN_NONE;
+}
+
+/* the standard normal CDF as statespace_ci._ncdf computes it (erfc by its Chebyshev fit) */
+static double ncdf(double x) {
+    static const double poly[8] = {-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418,
+                                   0.37409196, 1.00002368};
+    const double z = fabs(x) / sqrt(2.0);
+    const double t = 1.0 / (1.0 + 0.5 * z);
+    double p = t * 0.17087277;
+    for (int i = 0; i < 8; i++) {
+        p = p + poly[i];
+        p = p * t;
+    }
+    const double erfc = t * exp(((-z) * z - 1.26551223) + p);
+    return x >= 0 ? 1.0 - 0.5 * erfc : 0.5 * erfc;
+}
+
+/* The two points of a normal mixture's CDF (statespace_ci._mixture_newton, the same operations
+   in the same order): safeguarded Newton steps, bisection whenever a step leaves the bracket. */
+static PyObject *mixture(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    double p[2], lo, hi, x[2], tol;
+    if (!PyArg_ParseTuple(args, "OOOddddddd", &o[0], &o[1], &o[2], &p[0], &p[1], &lo, &hi, &x[0], &x[1], &tol))
+        return NULL;
+    Py_buffer v[3];
+    Py_ssize_t K = PyObject_Length(o[0]);
+    if (K < 1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "mixture: no components");
+        return NULL;
+    }
+    const Py_ssize_t items[3] = {K, K, K};
+    const char *names[3] = {"w", "m", "s"};
+    if (get_all(o, v, 3, 0, 3, items, names) < 0)
+        return NULL;
+    const double *w = (const double *)v[0].buf, *m = (const double *)v[1].buf, *s = (const double *)v[2].buf;
+    const double root2pi = sqrt(2.0 * M_PI);
+    double los[2] = {lo, lo}, his[2] = {hi, hi};
+    Py_BEGIN_ALLOW_THREADS
+    for (int it = 0; it < 30; it++) {
+        double nw[2];
+        int done = 1;
+        for (int i = 0; i < 2; i++) {
+            double F = 0.0, D = 0.0;
+            for (Py_ssize_t k = 0; k < K; k++) {
+                const double z = (x[i] - m[k]) / s[k];
+                const double tf = w[k] * ncdf(z), td = w[k] * (exp((-0.5 * z) * z) / s[k]);
+                F = k ? F + tf : tf;
+                D = k ? D + td : td;
+            }
+            const double f = F - p[i], d = D / root2pi;
+            if (f < 0)
+                los[i] = x[i];
+            if (f > 0)
+                his[i] = x[i];
+            const double step = d > 0 ? f / (1e-300 > d ? 1e-300 : d) : INFINITY;
+            const double val = x[i] - step;
+            nw[i] = (los[i] < val && val < his[i]) ? val : 0.5 * (los[i] + his[i]);
+        }
+        for (int i = 0; i < 2; i++) {
+            if (!(fabs(nw[i] - x[i]) < tol))
+                done = 0;
+            x[i] = nw[i];
+        }
+        if (done)
+            break;
+    }
+    Py_END_ALLOW_THREADS
+    release(v, 3);
+    return Py_BuildValue("(dd)", x[0], x[1]);
+}
+
+/* the roots of Ti l^2 + l + 1/Ts = 0 as statespace_ci._modes gives them: real a and b, or a +- i b */
+static int modes(double ts, double ti, double *a, double *b) {
+    double disc = 1.0 - (4.0 * ti) / ts;
+    if (fabs(disc) < 1e-6)
+        disc = disc >= 0 ? 1e-6 : -1e-6;
+    const int under = disc < 0;
+    const double root = sqrt(fabs(disc)), two = 2.0 * ti;
+    *a = under ? -1.0 / two : (-1.0 + root) / two;
+    *b = under ? root / two : (-1.0 - root) / two;
+    return under;
+}
+
+/* The forcing's transitions F and Q of every cell over every spacing (statespace_ci._transitions_numpy,
+   the same operations in the same order), into FQ (7, S, K). */
+static PyObject *transitions(PyObject *self, PyObject *args) {
+    PyObject *o[5];
+    Py_ssize_t S, K;
+    if (!PyArg_ParseTuple(args, "nnOOOOO", &S, &K, &o[0], &o[1], &o[2], &o[3], &o[4]))
+        return NULL;
+    if (S < 1 || K < 1) {
+        PyErr_SetString(PyExc_ValueError, "transitions: bad sizes");
+        return NULL;
+    }
+    Py_buffer v[5];
+    const Py_ssize_t items[5] = {S, K, K, K, 7 * S * K};
+    const char *names[5] = {"dt", "ts", "ti", "r", "FQ"};
+    if (get_all(o, v, 5, 0, 4, items, names) < 0)
+        return NULL;
+    const double *dt = (const double *)v[0].buf, *ts = (const double *)v[1].buf, *ti = (const double *)v[2].buf;
+    const double *r = (const double *)v[3].buf;
+    double *FQ = (double *)v[4].buf;
+    const Py_ssize_t SK = S * K;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < K; k++) {
+        const double rr = r[k] * r[k];
+        for (Py_ssize_t j = 0; j < S; j++) {
+            double *e = FQ + j * K + k;
+            if (ti[k] <= 0) {
+                const double f = exp(-dt[j] / ts[k]);
+                e[0] = f;
+                e[SK] = e[2 * SK] = e[3 * SK] = e[5 * SK] = e[6 * SK] = 0.0;
+                e[4 * SK] = rr * (1.0 - f * f);
+                continue;
+            }
+            double a, b;
+            const int under = modes(ts[k], ti[k], &a, &b);
+            const double ea = exp(a * dt[j]), eb = exp(b * dt[j]);
+            double c0, c1;
+            if (under) {
+                const double sn = sin(b * dt[j]), cs = cos(b * dt[j]);
+                c1 = (ea * sn) / b;
+                c0 = ea * (cs - (a * sn) / b);
+            } else {
+                c1 = (ea - eb) / (a - b);
+                c0 = (a * eb - b * ea) / (a - b);
+            }
+            const double w2 = 1.0 / (ti[k] * ts[k]);
+            const double g11 = c0, g12 = c1, g21 = -w2 * c1, g22 = c0 - c1 / ti[k];
+            e[0] = g11;
+            e[SK] = g12;
+            e[2 * SK] = g21;
+            e[3 * SK] = g22;
+            e[4 * SK] = rr * ((1.0 - g11 * g11) - (w2 * g12) * g12);
+            e[5 * SK] = rr * ((-g11 * g21) - (w2 * g12) * g22);
+            e[6 * SK] = rr * ((w2 - g21 * g21) - (w2 * g22) * g22);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(v, 5);
+    Py_RETURN_NONE;
+}
+
+/* exp(l t) averaged over a bin of c points spaced d whose first is t0 (statespace_ci._binned) */
+static inline double binned(double l, double t, double c, double d) {
+    const double x = l * d;
+    const double t0 = t - (0.5 * (c - 1.0)) * d;
+    const double ratio = c > 1 ? expm1(c * x) / (c * expm1(x)) : 1.0;
+    return exp(l * t0) * ratio;
+}
+
+/* The mean's mode column of every cell (statespace_ci._columns_numpy, the same operations in
+   the same order), into out (K, n). */
+static PyObject *columns(PyObject *self, PyObject *args) {
+    PyObject *o[5];
+    Py_ssize_t n, K;
+    double d;
+    if (!PyArg_ParseTuple(args, "nnOOdOOO", &n, &K, &o[0], &o[1], &d, &o[2], &o[3], &o[4]))
+        return NULL;
+    if (n < 1 || K < 1) {
+        PyErr_SetString(PyExc_ValueError, "columns: bad sizes");
+        return NULL;
+    }
+    Py_buffer v[5];
+    const Py_ssize_t items[5] = {n, n, K, K, K * n};
+    const char *names[5] = {"t", "count", "ts", "ti", "out"};
+    if (get_all(o, v, 5, 0, 4, items, names) < 0)
+        return NULL;
+    const double *t = (const double *)v[0].buf, *count = (const double *)v[1].buf, *ts = (const double *)v[2].buf;
+    const double *ti = (const double *)v[3].buf;
+    double *out = (double *)v[4].buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < K; k++) {
+        double *col = out + k * n;
+        if (ti[k] <= 0) {
+            const double l = -1.0 / ts[k];
+            for (Py_ssize_t j = 0; j < n; j++)
+                col[j] = binned(l, t[j], count[j], d);
+            continue;
+        }
+        double a, b;
+        if (!modes(ts[k], ti[k], &a, &b)) {
+            for (Py_ssize_t j = 0; j < n; j++)
+                col[j] = (a * binned(b, t[j], count[j], d) - b * binned(a, t[j], count[j], d)) / (a - b);
+            continue;
+        }
+        const double xr = a * d, xi = b * d;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            const double c = count[j];
+            const double t0 = t[j] - (0.5 * (c - 1.0)) * d;
+            double rr = 1.0, ri = 0.0;
+            if (!(c <= 1)) {
+                const double nr = c * xr, ni = c * xi;
+                double sh = sin(0.5 * ni);
+                const double num_r = expm1(nr) * cos(ni) - 2.0 * (sh * sh), num_i = exp(nr) * sin(ni);
+                sh = sin(0.5 * xi);
+                const double den_r = c * (expm1(xr) * cos(xi) - 2.0 * (sh * sh)), den_i = c * (exp(xr) * sin(xi));
+                const double mag = den_r * den_r + den_i * den_i;
+                rr = (num_r * den_r + num_i * den_i) / mag;
+                ri = (num_i * den_r - num_r * den_i) / mag;
+            }
+            const double ea = exp(a * t0);
+            const double er = ea * cos(b * t0), ei = ea * sin(b * t0);
+            const double Er = er * rr - ei * ri, Ei = er * ri + ei * rr;
+            col[j] = Er - (a * Ei) / b;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(v, 5);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"innovations", innovations, METH_VARARGS,
      "innovations(n, m, K, S, modes, step_of, FQ, y, cols, wb, count, width, r, Z, logdet): the filter's standardised innovations into Z and log determinants into logdet"},
+    {"mixture", mixture, METH_VARARGS,
+     "mixture(w, m, s, p0, p1, lo, hi, x0, x1, tol): the points of a normal mixture's CDF at p0 and p1"},
+    {"transitions", transitions, METH_VARARGS,
+     "transitions(S, K, dt, ts, ti, r, FQ): every cell's forcing transitions over every spacing into FQ (7, S, K)"},
+    {"columns", columns, METH_VARARGS,
+     "columns(n, K, t, count, d, ts, ti, out): every cell's mode column, averaged over each bin, into out (K, n)"},
+    {"levels", levels, METH_VARARGS,
+     "levels(n, m, K, n_obs, noise_var, q, Z, logdet, nll, mean, var, ml): each cell's levels' solve (noise_var < 0: unknown)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -27,7 +27,8 @@ PURE_ENV = "GRPOFIT_PURE_PYTHON"
 
 @functools.cache
 def compiled_filter():
-    """grpofit's compiled Kalman filter recursion (``grpofit/_filter.c``; used by
+    """grpofit's compiled state-space arithmetic (``grpofit/_filter.c``: columns, transitions,
+    Kalman filter, levels, mixture quantiles; used by
     :mod:`grpofit.fitting.statespace_ci`), or ``None`` where it was not built (no C compiler at
     install time: the numpy code gives the same results, more slowly) or :data:`PURE_ENV` is set."""
     import os

@@ -38,7 +38,7 @@ if __name__ == "__main__":  # writing a record: the reference numerics
 
 import numpy as np  # noqa: E402
 
-from grpofit.fitting.statespace_ci import Cells, _cell_quantiles, _kalman_cells, _mix, _mixture_interval, _roots  # noqa: E402
+from grpofit.fitting.statespace_ci import Cells, _cell_quantiles, _columns, _kalman_cells, _mixture_interval  # noqa: E402
 from grpofit.testing.synthetic import forced_recovery_set  # noqa: E402
 from tests.recovery import PLATEAU_TOL, TIMESCALE_TOL  # noqa: E402
 
@@ -58,8 +58,7 @@ def _cells(t: np.ndarray, truth: dict, ts: np.ndarray, ti: np.ndarray, r: float)
         cols[:, :, 0] = np.exp(-t[None, :] / ti[:, None])
         cols[:, :, 1] = np.exp(-t[None, :] / ts[:, None])
         return Cells(ts, np.zeros(ts.size), np.full(ts.size, r), cols, 2)
-    l1, l2 = _roots(ts, ti)
-    cols[:, :, 0] = _mix(l1, l2, np.exp(l2[:, None] * t), np.exp(l1[:, None] * t), -1.0)
+    cols[:, :, 0] = _columns(t, np.ones(t.size), ts, ti)  # the relaxation from rest, unbinned
     return Cells(ts, ti, np.full(ts.size, r), cols, 1)
 
 

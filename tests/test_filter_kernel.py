@@ -20,18 +20,26 @@ except ImportError:
 needs_kernel = pytest.mark.skipif(kernel is None, reason="grpofit._filter was not built (no C compiler)")
 
 
+#: the compiled stages, by the statespace_ci function that chooses between kernel and numpy
+STAGES = ("_columns", "_transitions", "_innovations", "_levels", "_mixture_interval")
+
+
 @pytest.fixture(scope="module")
-def cases():
-    """The arguments of every filter call made while fitting forced runs of each regime, one of
-    them long enough (2,000 steps) that its tail is binned."""
-    seen = []
-    real = statespace_ci._innovations
+def calls():
+    """The arguments of every call of each compiled stage made while fitting forced runs of each
+    regime, two long enough (2,000 steps) that their tails are binned (one of them underdamped)
+    and one short enough (30 steps) that the likelihood estimates the noise."""
+    seen = {name: [] for name in STAGES}
+    real = {name: getattr(statespace_ci, name) for name in STAGES}
 
-    def record(*args):
-        seen.append(args)
-        return real(*args)
+    def recorder(name):
+        def record(*args):
+            seen[name].append(args)
+            return real[name](*args)
+        return record
 
-    statespace_ci._innovations = record
+    for name in STAGES:
+        setattr(statespace_ci, name, recorder(name))
     try:
         for truth, table in forced_recovery_set(1, seed=7, levels=(0.0, 0.02)):
             fit_series(table["step"], table["reward"])
@@ -39,17 +47,52 @@ def cases():
         t = np.arange(2000.0)
         y = 0.8 - 0.6 * np.exp(-t / 300.0) + 0.05 * rng.standard_normal(t.size)
         fit_series(t, y)
+        y = 0.7 - 0.5 * np.exp(-t / 200.0) * np.cos(t / 60.0) + 0.02 * rng.standard_normal(t.size)
+        fit_series(t, y)
+        t = np.arange(30.0)  # short: every point as logged, the noise estimated
+        fit_series(t, 0.8 - 0.6 * np.exp(-t / 8.0) + 0.03 * rng.standard_normal(t.size))
     finally:
-        statespace_ci._innovations = real
+        for name in STAGES:
+            setattr(statespace_ci, name, real[name])
     return seen
 
 
-def test_the_fits_exercise_every_kind_of_cell(cases):
+@pytest.fixture(scope="module")
+def cases(calls):
+    return calls["_innovations"]
+
+
+def test_the_fits_exercise_every_kind_of_cell(cases, calls):
     modes = {args[2].modes for args in cases}
     assert modes == {1, 2}
     assert any(np.any(args[1] > 1) for args in cases), "no binned tail among the cases"
     assert any(np.any(args[2].ti > 0) for args in cases), "no oscillator cells among the cases"
     assert any(np.any(args[2].ti <= 0) for args in cases), "no one-mode cells among the cases"
+    under = [np.any(args[3] > 0.25 * args[2]) for args in calls["_columns"]]  # 4 Ti > Ts
+    binned = [np.any(args[1] > 1) for args in calls["_columns"]]
+    assert any(u and b for u, b in zip(under, binned)), "no binned underdamped columns among the cases"
+    assert any(u for u in under) and not all(under)
+    assert {args[4] is None for args in calls["_levels"]} == {False, True}, "noise variance known and unknown"
+
+
+def _bits(a, b) -> bool:
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_bits(x, y) for x, y in zip(a, b))
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return a.shape == b.shape and np.array_equal(a.view(np.int64), b.view(np.int64))
+
+
+@needs_kernel
+@pytest.mark.parametrize("stage", [s for s in STAGES if s != "_innovations"])
+def test_each_compiled_stage_gives_the_numpy_bits(calls, stage, monkeypatch):
+    assert len(calls[stage]) >= 7
+    fn = getattr(statespace_ci, stage)
+    for args in calls[stage]:
+        monkeypatch.setattr(statespace_ci, "compiled_filter", lambda: kernel)
+        ours = fn(*args)
+        monkeypatch.setattr(statespace_ci, "compiled_filter", lambda: None)
+        pure = fn(*args)
+        assert _bits(ours, pure), stage
 
 
 @needs_kernel
@@ -101,6 +144,32 @@ def test_kernel_refuses_bad_sizes_and_steps():
     wrong[-2] = np.empty((5, 3, 3))[:, :, ::-1]  # not contiguous
     with pytest.raises((ValueError, BufferError)):
         kernel.innovations(*wrong)
+
+
+@needs_kernel
+def test_stage_kernels_refuse_bad_buffers():
+    t, cnt, ts, ti = np.arange(5.0), np.ones(5), np.array([10.0, 20.0]), np.array([0.0, 2.0])
+    out = np.empty((2, 5))
+    kernel.columns(5, 2, t, cnt, 1.0, ts, ti, out)
+    with pytest.raises(ValueError, match="out: expected 10 items"):
+        kernel.columns(5, 2, t, cnt, 1.0, ts, ti, np.empty((2, 4)))
+    with pytest.raises(ValueError, match="columns: bad sizes"):
+        kernel.columns(0, 2, t, cnt, 1.0, ts, ti, out)
+    FQ = np.empty((7, 1, 2))
+    kernel.transitions(1, 2, np.ones(1), ts, ti, np.ones(2), FQ)
+    with pytest.raises(ValueError, match="ti: expected 2 items of float64"):
+        kernel.transitions(1, 2, np.ones(1), ts, ti.astype(np.int64), np.ones(2), FQ)
+    Z, q = np.ones((5, 3, 2)), np.ones(2, dtype=np.int64)
+    res = [np.empty(2) for _ in range(4)]
+    kernel.levels(5, 3, 2, 5, -1.0, q, Z, np.zeros(2), *res)
+    with pytest.raises(ValueError, match="q: expected 2 items of int64"):
+        kernel.levels(5, 3, 2, 5, -1.0, q.astype(float), Z, np.zeros(2), *res)
+    with pytest.raises(ValueError, match="levels: bad sizes"):
+        kernel.levels(5, 5, 2, 5, -1.0, q, Z, np.zeros(2), *res)
+    with pytest.raises(ValueError, match="s: expected 2 items"):
+        kernel.mixture(np.ones(2), np.ones(2), np.ones(3), 0.025, 0.975, -1.0, 1.0, 0.0, 0.0, 1e-6)
+    lo, hi = kernel.mixture(np.array([1.0]), np.array([0.5]), np.array([0.1]), 0.025, 0.975, 0.0, 1.0, 0.3, 0.7, 1e-9)
+    assert lo == pytest.approx(0.5 - 1.959964 * 0.1, abs=1e-6) and hi == pytest.approx(0.5 + 1.959964 * 0.1, abs=1e-6)
 
 
 def test_pure_python_switch_selects_the_numpy_code(monkeypatch):

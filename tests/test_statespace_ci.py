@@ -128,20 +128,37 @@ def test_a_batch_of_cells_gives_each_cell_its_own_likelihood():
 
 def test_binned_columns_are_the_curves_bin_means():
     """A bin's mean column is the curve averaged over its points, not the curve at the bin's
-    mean time (exponentials are convex: the latter read a fast rise as a slower one)."""
+    mean time (exponentials are convex: the latter read a fast rise as a slower one); the real
+    arithmetic of the complex rates and of the oscillator's columns matches complex numbers."""
     from grpofit.fitting.binning import bin_tail
-    from grpofit.fitting.statespace_ci import _exp_binned, _reduce
+    from grpofit.fitting.statespace_ci import _binned, _binned_complex, _columns, _reduce, _spacing
 
     t = np.arange(0.0, 600.0)
     tb, _, cnt = _reduce(t, np.zeros_like(t))
+    d = _spacing(tb, cnt)
     assert cnt.max() > 10
-    lam = np.array([-1.0 / 15.0, -0.05 + 0.04j, -1.0 / 0.7, -1e4])
-    got = _exp_binned(lam, tb, cnt)
+
+    def bin_means(curve):
+        return bin_tail(t, [curve], 10, 32)[1][0]
+
+    real = np.array([-1.0 / 15.0, -1.0 / 0.7, -1e4])
+    got = _binned(real, tb, cnt, d)
     assert np.all(np.isfinite(got))
-    for k, lk in enumerate(lam):
-        _, (re, im), _ = bin_tail(t, [np.real(np.exp(lk * t)), np.imag(np.exp(lk * t))], 10, 32)
-        assert np.max(np.abs(got[k] - (re + 1j * im))) < 1e-12
-    assert np.max(np.abs(got[0] - np.exp(lam[0] * tb))) > 1e-3  # the point values would differ
+    for k, lk in enumerate(real):
+        assert np.max(np.abs(got[k] - bin_means(np.exp(lk * t)))) < 1e-12
+    assert np.max(np.abs(got[0] - np.exp(real[0] * tb))) > 1e-3  # the point values would differ
+    re, im = _binned_complex(np.array([-0.05, -0.2]), np.array([0.04, 1.3]), tb, cnt, d)
+    for k, lk in enumerate((-0.05 + 0.04j, -0.2 + 1.3j)):
+        e = np.exp(lk * t)
+        assert np.max(np.abs(re[k] - bin_means(e.real))) < 1e-12
+        assert np.max(np.abs(im[k] - bin_means(e.imag))) < 1e-12
+    # the mode columns: one mode, overdamped, near critical and underdamped cells
+    cells = [("one", 15.0, 0.0), ("oscillator", 40.0, 6.0), ("oscillator", 40.0, 9.99999), ("oscillator", 40.0, 25.0)]
+    cols = _columns(tb, cnt, np.array([c[1] for c in cells]), np.array([c[2] for c in cells]))
+    for k, (law, ts, ti) in enumerate(cells):
+        curve = design(law, t, (ts, ti) if law == "oscillator" else (ts,))[:, 1]
+        tol = 1e-6 if ti == 9.99999 else 1e-12  # a repeated root is nudged apart
+        assert np.max(np.abs(cols[k] - bin_means(curve))) < tol, (law, ts, ti)
 
 
 def test_every_shown_stderr_tells_what_its_interval_tells():

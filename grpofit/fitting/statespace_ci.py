@@ -34,8 +34,15 @@ coverage 82% under strong forcing).
 Both are then widened to contain the least-squares value. ``stderr`` is the posterior sd and
 is kept only where ``value ± 1.96 stderr`` agrees with the interval (:func:`agrees`).
 Long series are binned (:data:`MAX_POINTS`; bin means with their variance ``s^2 / count``,
-and the mean's columns averaged over each bin's points, :func:`_exp_binned`).
-numpy only.
+and the mean's columns averaged over each bin's points, :func:`_binned`).
+
+The arithmetic that runs per grid cell (the mean's columns, the forcing's transitions, the
+Kalman filter, the levels' solve, and the plateau's mixture quantiles) is compiled where a C
+compiler was found at install (``grpofit/_filter.c``). Each compiled routine performs the same
+floating-point operations in the same order as the numpy function it stands for (sums over
+points or components in their order, complex numbers as their real parts), so both give the
+same bits under the reference numerics the tests pin (``tests/test_filter_kernel.py``);
+``GRPOFIT_PURE_PYTHON=1`` forces the numpy code.
 """
 
 from __future__ import annotations
@@ -138,42 +145,92 @@ class Cells:
                      max(c.modes for c in parts))
 
 
-def _roots(ts, ti):
-    """Roots of ``Ti l^2 + l + 1/Ts = 0`` (real where the cells are overdamped, else complex);
-    a repeated root is nudged apart (the quantities below are continuous there)."""
+def _modes(ts, ti):
+    """``(a, b, under)``: the roots of ``Ti l^2 + l + 1/Ts = 0`` in real numbers. An overdamped
+    cell has the real roots ``a`` (the slow one) and ``b``; an underdamped one (``under``) has
+    ``a +- i b`` (``a = -1/(2 Ti)``, ``b`` the frequency). A repeated root is nudged apart (the
+    quantities below are continuous there)."""
     disc = 1.0 - 4.0 * ti / ts
     disc = np.where(np.abs(disc) < 1e-6, np.where(disc >= 0, 1e-6, -1e-6), disc)
-    root = np.sqrt(disc.astype(complex)) if np.any(disc < 0) else np.sqrt(disc)
-    return (-1.0 + root) / (2.0 * ti), (-1.0 - root) / (2.0 * ti)
+    under = disc < 0
+    root = np.sqrt(np.abs(disc))
+    two = 2.0 * ti
+    return np.where(under, -1.0 / two, (-1.0 + root) / two), np.where(under, root / two, (-1.0 - root) / two), under
 
 
-def _exp(l, t):
-    """``exp(l t)``, cells by rows."""
-    return np.exp(l[:, None] * t[None, :])
-
-
-def _exp_binned(l, t, count):
+def _binned(l, t, count, d):
     """``exp(l t)`` averaged over the points each (binned) point stands for, cells by rows: a
     bin of ``c`` points spaced ``d`` around ``t`` averages ``exp(l t0) expm1(c l d) / (c expm1(l d))``
-    (``t0`` its first point; exact for equal spacing; ``Re l < 0``, so nothing overflows). The
+    (``t0`` its first point; exact for equal spacing; ``l < 0``, so nothing overflows). The
     curve at the bin's mean time is not its mean over the bin: an exponential is convex, and a
     bin of a rise faster than the bin is wide was read as a slower rise (timescale coverage 93%
     without forcing, underdamped, tuning seed; 97% unbinned)."""
-    if not np.any(count > 1):
-        return _exp(l, t)
-    d = _spacing(t, count)
     x = l[:, None] * d
+    c = count[None, :]
     t0 = t - 0.5 * (count - 1.0) * d
-    ratio = np.where(count[None, :] > 1, np.expm1(count[None, :] * x) / (count[None, :] * np.expm1(x)), 1.0)
+    ratio = np.where(c > 1, np.expm1(c * x) / (c * np.expm1(x)), 1.0)
     return np.exp(l[:, None] * t0[None, :]) * ratio
 
 
-def _mix(l1, l2, e2, e1, sign):
-    """``(l1 e2 - l2 e1) / (l1 - l2)`` (``sign`` -1) or ``(e1 - e2) / (l1 - l2)`` (+1), real part."""
-    d = (l1 - l2)[:, None]
-    if sign < 0:
-        return np.real((l1[:, None] * e2 - l2[:, None] * e1) / d)
-    return np.real((e1 - e2) / d)
+def _binned_complex(a, b, t, count, d):
+    """:func:`_binned` of the complex rates ``a + i b``, as real and imaginary parts
+    (``expm1(u + iv) = expm1(u) cos v - 2 sin(v/2)^2 + i exp(u) sin v``)."""
+    a, b = a[:, None], b[:, None]
+    c = count[None, :]
+    t0 = (t - 0.5 * (count - 1.0) * d)[None, :]
+    xr, xi = a * d, b * d
+    nr, ni = c * xr, c * xi
+    sh = np.sin(0.5 * ni)
+    num_r, num_i = np.expm1(nr) * np.cos(ni) - 2.0 * (sh * sh), np.exp(nr) * np.sin(ni)
+    sh = np.sin(0.5 * xi)
+    den_r, den_i = c * (np.expm1(xr) * np.cos(xi) - 2.0 * (sh * sh)), c * (np.exp(xr) * np.sin(xi))
+    mag = den_r * den_r + den_i * den_i
+    single = c <= 1
+    rr = np.where(single, 1.0, (num_r * den_r + num_i * den_i) / mag)
+    ri = np.where(single, 0.0, (num_i * den_r - num_r * den_i) / mag)
+    ea = np.exp(a * t0)
+    er, ei = ea * np.cos(b * t0), ea * np.sin(b * t0)
+    return er * rr - ei * ri, er * ri + ei * rr
+
+
+def _columns(t, count, ts, ti, d=None):
+    """The mean's mode column of every cell (cells by rows), averaged over each bin's points: the
+    one-mode law's ``exp(-t/T)`` (``ti`` 0) or the oscillator's relaxation from rest ``(l1 e2 -
+    l2 e1) / (l1 - l2)`` (``e = exp(l t)``), in real arithmetic. The compiled kernel where it
+    was built (the same operations in the same order), else numpy. ``d``: the points' spacing
+    (:func:`_spacing`; found here when not given)."""
+    kernel = compiled_filter()
+    if d is None:
+        d = _spacing(t, count) if np.any(count > 1) else 1.0
+    if kernel is not None and ts.size and t.size:
+        out = np.empty((ts.size, t.size))
+        kernel.columns(t.size, ts.size, np.ascontiguousarray(t, dtype=np.float64),
+                       np.ascontiguousarray(count, dtype=np.float64), float(d),
+                       np.ascontiguousarray(ts, dtype=np.float64), np.ascontiguousarray(ti, dtype=np.float64), out)
+        return out
+    with np.errstate(all="ignore"):
+        return _columns_numpy(t, count, ts, ti, d)
+
+
+def _columns_numpy(t, count, ts, ti, d):
+    out = np.empty((ts.size, t.size))
+    one = ti <= 0
+    if np.any(one):
+        out[one] = _binned(-1.0 / ts[one], t, count, d)
+    if np.all(one):
+        return out
+    a, b, under = _modes(ts[~one], ti[~one])
+    over = ~under
+    rows = np.flatnonzero(~one)
+    if np.any(over):  # the two real rates
+        a1, b1 = a[over], b[over]
+        e1, e2 = _binned(a1, t, count, d), _binned(b1, t, count, d)
+        out[rows[over]] = (a1[:, None] * e2 - b1[:, None] * e1) / (a1 - b1)[:, None]
+    if np.any(under):  # e = er + i ei the binned exp(l1 t): Im(l1 conj(e)) / b = er - a ei / b
+        a1, b1 = a[under], b[under]
+        er, ei = _binned_complex(a1, b1, t, count, d)
+        out[rows[under]] = er - (a1[:, None] * ei) / b1[:, None]
+    return out
 
 
 def _distinct(*keys):
@@ -191,9 +248,21 @@ def _distinct(*keys):
 def _transitions(dt: np.ndarray, c: Cells):
     """``F`` and ``Q`` of every cell's forcing between the points, as their entries
     ``(f11, f12, f21, f22, q11, q12, q22)`` (``Q`` is symmetric) in one (7, steps, cells) array:
-    exact, from the roots of the characteristic polynomial (one mode: ``e' = -e/T + q xi``)."""
-    K = c.ts.size
-    FQ = np.zeros((7, dt.size, K))
+    exact, from the roots of the characteristic polynomial (one mode: ``e' = -e/T + q xi``). The
+    compiled kernel where it was built (the same operations in the same order), else numpy."""
+    kernel = compiled_filter()
+    FQ = np.zeros((7, dt.size, c.ts.size))
+    if kernel is not None and dt.size and c.ts.size:
+        kernel.transitions(dt.size, c.ts.size, np.ascontiguousarray(dt, dtype=np.float64),
+                           np.ascontiguousarray(c.ts, dtype=np.float64), np.ascontiguousarray(c.ti, dtype=np.float64),
+                           np.ascontiguousarray(c.r, dtype=np.float64), FQ)
+        return FQ
+    with np.errstate(all="ignore"):
+        _transitions_numpy(dt, c, FQ)
+    return FQ
+
+
+def _transitions_numpy(dt, c: Cells, FQ):
     f11, f12, f21, f22, q11, q12, q22 = FQ
     r2 = c.r * c.r
     one = c.ti <= 0
@@ -203,21 +272,26 @@ def _transitions(dt: np.ndarray, c: Cells):
         f11[:, one] = f[:, inv]
         q11[:, one] = r2[one] * (1.0 - f * f)[:, inv]
     two = ~one
-    if np.any(two):
-        first, inv = _distinct(c.ts[two], c.ti[two])
-        ts, ti = c.ts[two][first], c.ti[two][first]
-        l1, l2 = _roots(ts, ti)
-        e1, e2 = _exp(l1, dt), _exp(l2, dt)
-        c1 = _mix(l1, l2, e2, e1, 1.0).T
-        c0 = _mix(l1, l2, e2, e1, -1.0).T
-        w2 = (1.0 / (ti * ts))[None, :]
-        g11, g12, g21, g22 = c0, c1, -w2 * c1, c0 - c1 / ti[None, :]
-        rr = r2[two][None, :]
-        f11[:, two], f12[:, two], f21[:, two], f22[:, two] = g11[:, inv], g12[:, inv], g21[:, inv], g22[:, inv]
-        q11[:, two] = rr * (1.0 - g11 * g11 - w2 * g12 * g12)[:, inv]
-        q12[:, two] = rr * (-g11 * g21 - w2 * g12 * g22)[:, inv]
-        q22[:, two] = rr * (w2 - g21 * g21 - w2 * g22 * g22)[:, inv]
-    return FQ
+    if not np.any(two):
+        return
+    first, inv = _distinct(c.ts[two], c.ti[two])
+    ts, ti = c.ts[two][first], c.ti[two][first]
+    a, b, under = _modes(ts, ti)
+    a_, b_, u_ = a[None, :], b[None, :], under[None, :]
+    dtc = dt[:, None]
+    # overdamped (real roots a, b): c1 = (e_a - e_b) / (a - b), c0 = (a e_b - b e_a) / (a - b);
+    # underdamped (a +- i b): c1 = exp(a dt) sin(b dt) / b, c0 = exp(a dt) (cos(b dt) - a sin(b dt) / b)
+    ea, eb = np.exp(a_ * dtc), np.exp(b_ * dtc)
+    sn, cs = np.sin(b_ * dtc), np.cos(b_ * dtc)
+    c1 = np.where(u_, (ea * sn) / b_, (ea - eb) / (a_ - b_))
+    c0 = np.where(u_, ea * (cs - (a_ * sn) / b_), (a_ * eb - b_ * ea) / (a_ - b_))
+    w2 = (1.0 / (ti * ts))[None, :]
+    g11, g12, g21, g22 = c0, c1, -w2 * c1, c0 - c1 / ti[None, :]
+    rr = r2[two][None, :]
+    f11[:, two], f12[:, two], f21[:, two], f22[:, two] = g11[:, inv], g12[:, inv], g21[:, inv], g22[:, inv]
+    q11[:, two] = rr * (1.0 - g11 * g11 - w2 * g12 * g12)[:, inv]
+    q12[:, two] = rr * (-g11 * g21 - w2 * g12 * g22)[:, inv]
+    q22[:, two] = rr * (w2 - g21 * g21 - w2 * g22 * g22)[:, inv]
 
 
 def _kalman_cells(t, y, count, c: Cells, noise_var=None):
@@ -232,41 +306,91 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
     filter itself (:func:`_innovations`) is one compiled loop where it was built, else numpy
     operations batched over all cells and columns, looping over the (at most
     :data:`MAX_POINTS`) points."""
-    n, K = t.size, c.ts.size
+    n = t.size
     # the head's steps and the tail's bins share a few spacings: transitions once per spacing
     dts, step_of = np.unique(np.diff(t), return_inverse=True)
     Z, logdet = _innovations(y, count, c, step_of, _transitions(dts, c), _bin_widths(t, count))
-    Zk = Z.transpose(2, 0, 1)  # (cells, points, columns)
-    G2 = Zk.transpose(0, 2, 1) @ Zk  # (cells, columns, columns)
-    out = [np.full(K, np.inf), np.zeros(K), np.zeros(K), np.full(K, np.inf)]
-    for q in (1, 2):  # cells whose mean has q mode columns
-        sel = np.all(c.cols[:, :, 1] == 0, axis=1) if q == 1 else ~np.all(c.cols[:, :, 1] == 0, axis=1)
-        if q > c.modes or not np.any(sel):
-            continue
-        p = 1 + q
-        yy, cc, A = G2[sel, 0, 0], G2[sel, 1:p + 1, 0], G2[sel, 1:p + 1, 1:p + 1]
-        sign, logdet_a = np.linalg.slogdet(A)
-        ok = sign > 0
-        A = np.where(ok[:, None, None], A, np.eye(p))
-        Ainv = np.linalg.inv(A)
-        b = np.einsum("kij,kj->ki", Ainv, cc)
-        Qf = np.maximum(yy - np.einsum("ki,ki->k", cc, b), 1e-300)
-        ld = logdet[sel]
-        if noise_var is not None:  # the observation scale known: S = noise_var * (unit S)
-            nll = 0.5 * (ld + logdet_a + Qf / noise_var)
-            ml = 0.5 * (ld + Qf / noise_var + n * math.log(noise_var))
-            var = noise_var * Ainv[:, 0, 0]
-        else:  # profiled (Jeffreys' prior, integrated)
-            dof = n - p
-            nll = 0.5 * (ld + logdet_a) + 0.5 * dof * np.log(Qf)
-            ml = 0.5 * (ld + n * np.log(Qf / n))
-            var = Qf / dof * Ainv[:, 0, 0]
-        bad = ~(np.isfinite(nll) & ok)
-        out[0][sel] = np.where(bad, np.inf, nll)
-        out[1][sel] = b[:, 0]
-        out[2][sel] = var
-        out[3][sel] = np.where(bad, np.inf, ml)
-    return tuple(out)
+    q = np.where(np.all(c.cols[:, :, 1] == 0, axis=1), 1, 2)  # mode columns of each cell's mean
+    q[q > c.modes] = 0  # (none: a cell's columns are within its batch's)
+    return _levels(Z, logdet, q, n, noise_var)
+
+
+def _levels(Z, logdet, q, n, noise_var):
+    """``(nll, plateau mean, plateau var, nll_ml)`` per cell from the filter's standardised
+    columns ``Z`` (points, ``[y, 1, mode columns]``, cells): the levels' GLS solve through the
+    Cholesky factor of the columns' Gram matrix ``A`` (the first ``1 + q`` mode columns; ``q``
+    per cell, 0: skipped), the residual ``Qf = y'y - |L^-1 c|^2``. A Gram matrix that is not
+    positive definite gives ``nll = inf`` (and the identity's solve, finite). The compiled
+    kernel (``grpofit/_filter.c``) where it was built, else :func:`_levels_numpy`: the same
+    operations in the same order."""
+    kernel = compiled_filter()
+    n_pts, m, K = Z.shape
+    if kernel is None or n_pts == 0 or K == 0:
+        return _levels_numpy(Z, logdet, q, n, noise_var)
+    out = tuple(np.empty(K) for _ in range(4))
+    kernel.levels(n_pts, m, K, n, -1.0 if noise_var is None else float(noise_var),
+                  np.ascontiguousarray(q, dtype=np.int64), np.ascontiguousarray(Z, dtype=np.float64),
+                  np.ascontiguousarray(logdet, dtype=np.float64), *out)
+    return out
+
+
+def _levels_numpy(Z, logdet, q, n, noise_var):
+    """:func:`_levels` in numpy, batched over the cells; every sum over the points runs in
+    their order (``cumsum``), so the compiled kernel can repeat it."""
+    with np.errstate(all="ignore"):
+        return _levels_arrays(Z, logdet, q, n, noise_var)
+
+
+def _levels_arrays(Z, logdet, q, n, noise_var):
+    m = Z.shape[1]
+    G = np.cumsum(Z[:, :, None, :] * Z[:, None, :, :], axis=0)[-1]  # (m, m, cells)
+    three = q == 2
+    yy, c0, c1 = G[0, 0], G[1, 0], G[2, 0]
+    a00, a10, a11 = G[1, 1], G[2, 1], G[2, 2]
+    L00 = np.sqrt(a00)
+    L10 = a10 / L00
+    d1 = a11 - L10 * L10
+    L11 = np.sqrt(d1)
+    ok = (a00 > 0) & (d1 > 0)
+    if m > 3:
+        c2, a20, a21, a22 = G[3, 0], G[3, 1], G[3, 2], G[3, 3]
+        L20 = np.where(three, a20 / L00, 0.0)
+        L21 = np.where(three, (a21 - L20 * L10) / L11, 0.0)
+        d2 = np.where(three, (a22 - L20 * L20) - L21 * L21, 1.0)
+        ok &= d2 > 0
+    else:
+        c2 = L20 = L21 = np.zeros_like(yy)
+        d2 = np.ones_like(yy)
+    # not positive definite: the identity's factor (finite levels, nll set to inf below)
+    L00, L10, L11 = np.where(ok, L00, 1.0), np.where(ok, L10, 0.0), np.where(ok, L11, 1.0)
+    L20, L21 = np.where(ok, L20, 0.0), np.where(ok, L21, 0.0)
+    L22 = np.where(ok, np.sqrt(d2), 1.0)
+    u0 = c0 / L00
+    u1 = (c1 - L10 * u0) / L11
+    u2 = np.where(three, ((c2 - L20 * u0) - L21 * u1) / L22, 0.0)
+    b2 = u2 / L22
+    b1 = np.where(three, (u1 - L21 * b2) / L11, u1 / L11)
+    b0 = np.where(three, ((u0 - L10 * b1) - L20 * b2) / L00, (u0 - L10 * b1) / L00)
+    v0 = 1.0 / L00  # the first column of L^-1
+    v1 = -(L10 * v0) / L11
+    v2 = -((L20 * v0) + (L21 * v1)) / L22
+    inv00 = np.where(three, (v0 * v0 + v1 * v1) + v2 * v2, v0 * v0 + v1 * v1)
+    Qf = np.maximum(np.where(three, ((yy - u0 * u0) - u1 * u1) - u2 * u2, (yy - u0 * u0) - u1 * u1), 1e-300)
+    logdet_a = 2.0 * np.where(three, (np.log(L00) + np.log(L11)) + np.log(L22), np.log(L00) + np.log(L11))
+    p = 1 + q
+    if noise_var is not None:  # the observation scale known: S = noise_var * (unit S)
+        nll = 0.5 * ((logdet + logdet_a) + Qf / noise_var)
+        ml = 0.5 * ((logdet + Qf / noise_var) + n * math.log(noise_var))
+        var = noise_var * inv00
+    else:  # profiled (Jeffreys' prior, integrated)
+        dof = n - p
+        nll = 0.5 * (logdet + logdet_a) + (0.5 * dof) * np.log(Qf)
+        ml = 0.5 * (logdet + n * np.log(Qf / n))
+        var = Qf / dof * inv00
+    bad = ~(np.isfinite(nll) & ok) | (q == 0)
+    skip = q == 0
+    return (np.where(bad, np.inf, nll), np.where(skip, 0.0, b0), np.where(skip, 0.0, var),
+            np.where(bad, np.inf, ml))
 
 
 def _innovations(y, count, c: Cells, step_of, FQ, wb):
@@ -397,7 +521,7 @@ def _ridge_slope(t, ts, ti) -> float:
     return float(np.clip(-(d_s @ d_i) / f_ii, -2.0, 1.0))
 
 
-def _law_cells(t, count, sp: Spec, ratios) -> tuple[Cells, tuple]:
+def _law_cells(t, count, sp: Spec, ratios, d=None) -> tuple[Cells, tuple]:
     u = np.linspace(sp.a, sp.b, N_T)
     U, V = np.meshgrid(u, sp.vi, indexing="ij")
     ts = sp.times[0] * np.exp(U.ravel())
@@ -405,11 +529,7 @@ def _law_cells(t, count, sp: Spec, ratios) -> tuple[Cells, tuple]:
     # inertia that best keeps the curve (an underdamped run pins its frequency, so a longer
     # timescale goes with a shorter inertia); a sheared grid, equal cells in (log Ts, log Ti)
     ti = sp.ti0 * np.exp(V.ravel() + sp.shear * U.ravel())
-    if sp.ti0 > 0:
-        l1, l2 = _roots(ts, ti)
-        col = _mix(l1, l2, _exp_binned(l2, t, count), _exp_binned(l1, t, count), -1.0)
-    else:
-        col = _exp_binned(-1.0 / ts, t, count)
+    col = _columns(t, count, ts, ti, d)
     # every (timescale, inertia) for every ratio, the ratio innermost
     nr = ratios.size
     cols = np.zeros((ts.size * nr, t.size, 2))
@@ -418,7 +538,7 @@ def _law_cells(t, count, sp: Spec, ratios) -> tuple[Cells, tuple]:
     return cells, (u, U.shape + (nr,))
 
 
-def _two_cells(t, count, ts0, ratios) -> Cells | None:
+def _two_cells(t, count, ts0, ratios, d=None) -> Cells | None:
     """The fast + slow law (theory §7: two classes of prompts; forcing on the slow mode) on a
     coarse grid around the fitted timescale."""
     span = float(t[-1] - t[0])
@@ -432,7 +552,8 @@ def _two_cells(t, count, ts0, ratios) -> Cells | None:
     if slow.size == 0 or fast.size == 0:
         return None
     Fm, Sm = (g.ravel() for g in np.meshgrid(fast, slow, indexing="ij"))
-    cols = np.stack([_exp_binned(-1.0 / Fm, t, count), _exp_binned(-1.0 / Sm, t, count)], axis=2)
+    none = np.zeros(Fm.size)
+    cols = np.stack([_columns(t, count, Fm, none, d), _columns(t, count, Sm, none, d)], axis=2)
     nr = ratios.size  # the ratio innermost, as in _law_cells
     return Cells(np.repeat(Sm, nr), np.zeros(Sm.size * nr), np.tile(ratios, Sm.size), np.repeat(cols, nr, axis=0), 2)
 
@@ -484,14 +605,15 @@ def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
         live.append(i)
     if not live:
         return out
-    two = _two_cells(tb, cnt, float(specs[live[0]].times[0]), ratios)
+    d = _spacing(tb, cnt) if np.any(cnt > 1) else 1.0  # the points' spacing, for every grid's columns
+    two = _two_cells(tb, cnt, float(specs[live[0]].times[0]), ratios, d)
     results: dict = {}
     todo = list(live)
     with np.errstate(all="ignore"):
         for round_ in range(MAX_WIDEN + 1):
             parts, meta = [], []
             for i in todo:
-                cells, shape = _law_cells(tb, cnt, specs[i], ratios)
+                cells, shape = _law_cells(tb, cnt, specs[i], ratios, d)
                 parts.append(cells)
                 meta.append((i, cells.ts.size, shape))
             if round_ == 0 and two is not None:
@@ -593,13 +715,23 @@ def _mixture_interval(w, m, s, probs=(0.025, 0.975)):
     mu = float(np.sum(w * m))
     sd = math.sqrt(max(float(np.sum(w * (s * s + (m - mu) ** 2))), 1e-300))
     x = np.clip(mu + sd * np.array([-1.959964 if q < 0.5 else 1.959964 for q in p]), lo, hi)
-    tol = 1e-5 * sd
+    kernel = compiled_filter()
+    if kernel is not None and p.size == 2:
+        return kernel.mixture(np.ascontiguousarray(w, dtype=np.float64), np.ascontiguousarray(m, dtype=np.float64),
+                              np.ascontiguousarray(s, dtype=np.float64), float(p[0]), float(p[1]), float(lo[0]),
+                              float(hi[0]), float(x[0]), float(x[1]), 1e-5 * sd)
+    return _mixture_newton(w, m, s, p, lo, hi, x, 1e-5 * sd)
+
+
+def _mixture_newton(w, m, s, p, lo, hi, x, tol):
+    """The Newton iterations of :func:`_mixture_interval` in numpy (the compiled kernel repeats
+    them: every sum over the components runs in their order, ``cumsum``)."""
     root2pi = math.sqrt(2.0 * math.pi)
     xs, los, his = x.tolist(), lo.tolist(), hi.tolist()
     for _ in range(30):  # the CDF and density by numpy, the two points' steps on floats
         z = (np.array(xs)[None, :] - m[:, None]) / s[:, None]
-        fs = (w @ _ncdf(z) - p).tolist()
-        dens = (w @ (np.exp(-0.5 * z * z) / s[:, None]) / root2pi).tolist()
+        fs = (np.cumsum(w[:, None] * _ncdf(z), axis=0)[-1] - p).tolist()
+        dens = (np.cumsum(w[:, None] * (np.exp(-0.5 * z * z) / s[:, None]), axis=0)[-1] / root2pi).tolist()
         new = []
         for i, (xi, f, d) in enumerate(zip(xs, fs, dens)):
             if f < 0:
