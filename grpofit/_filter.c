@@ -82,6 +82,18 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
     }
     const double *f11 = FQ, *f12 = FQ + S * K, *f21 = FQ + 2 * S * K, *f22 = FQ + 3 * S * K;
     const double *q11 = FQ + 4 * S * K, *q12 = FQ + 5 * S * K, *q22 = FQ + 6 * S * K;
+    /* what depends on the point alone, once: 1 / count and the variance's floor 0.05 / count */
+    double *per_point = PyMem_Malloc(2 * n * sizeof(double));
+    if (per_point == NULL) {
+        for (int i = 0; i < 10; i++)
+            PyBuffer_Release(&v[i]);
+        return PyErr_NoMemory();
+    }
+    double *inv_count = per_point, *floor_var = per_point + n;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        inv_count[j] = 1.0 / count[j];
+        floor_var[j] = 0.05 / count[j];
+    }
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < K; k++) {
         double p0 = 0.0, p1 = 0.0, p2 = 0.0; /* P = (p11, p12, p22) */
@@ -110,9 +122,12 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
             }
             /* a bin's observation variance: the point's, less what averaging over its width
                removes from the forcing (phi, as statespace_ci._innovations_numpy) */
-            const double xw = wb[j] / width[k];
-            const double phi = xw > 1e-6 ? 2.0 * ((xw - 1.0) + exp(-xw)) / np_max(xw * xw, 1e-300) : 1.0;
-            const double obs = np_max(1.0 / count[j] - r2 * (1.0 - phi), 0.05 / count[j]);
+            double phi = 1.0; /* a point as logged (width 0: 0 / width is never above 1e-6) */
+            if (wb[j] != 0.0) {
+                const double xw = wb[j] / width[k];
+                phi = xw > 1e-6 ? 2.0 * ((xw - 1.0) + exp(-xw)) / np_max(xw * xw, 1e-300) : 1.0;
+            }
+            const double obs = np_max(inv_count[j] - r2 * (1.0 - phi), floor_var[j]);
             const double sv = p0 + obs;
             const double g0 = p0 / sv, g1 = p1 / sv;
             const double u = g1 * p1; /* p22 -= g1 p12 (p12 before its own update) */
@@ -135,6 +150,7 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
         logdet[k] = ld;
     }
     Py_END_ALLOW_THREADS
+    PyMem_Free(per_point);
     for (int i = 0; i < 10; i++)
         PyBuffer_Release(&v[i]);
     Py_RETURN_NONE;

@@ -26,7 +26,7 @@ import numpy as np
 
 from tests.benchmarks import data
 
-SECTIONS = ("fit", "startup", "sweep", "reading", "readers", "long_fit", "growth", "watch", "forecast")
+SECTIONS = ("fit", "startup", "sweep", "reading", "readers", "long_fit", "growth", "watch", "forecast", "fitcost")
 BASELINE = Path(__file__).resolve().with_name("baseline.py")
 
 try:  # the fitting helper's definition of "recovered" (tests/recovery.py)
@@ -51,13 +51,16 @@ class Sizes:
     watch_full: bool = True  # False: a few replays and a short memory run, no 100-run load
     forecast_runs: int = 100  # runs of the backtest (4 cuts each)
     forecast_files: int = 5  # files forecast one at a time
+    fitcost_runs: int = 120  # held-out runs read and fitted with and without the state-space intervals
+    fitcost_counted: int = 20  # of them, under callgrind (where valgrind is installed)
 
 
 FULL = Sizes()
 #: ``--quick`` (the smoke test): every code path but the sweep-vs-runs loop, on tiny inputs
 QUICK = Sizes(fit_counts=(1, 4, 8), one_steps=1000, sweep_runs=8, sweep_steps=300, big_rows=5_000,
               growth_lengths=(100, 1_000, 10_000), growth_sweeps=(), reader_rows=(200, 2_000),
-              watch_full=False, forecast_runs=8, forecast_files=2)
+              watch_full=False, forecast_runs=8, forecast_files=2, fitcost_runs=6,
+              fitcost_counted=0)
 
 
 @dataclass
@@ -743,6 +746,99 @@ def bench_growth(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     rep.raw["growth"] = raw
 
 
+# --------------------------------------------------------------------------- fit cost
+
+#: read + fit of held-out runs in a child process, with or without the state-space intervals
+#: (argv: mode, runs counted, paths; the first three paths warm the process up)
+_FITCOST_CHILD = """
+import sys
+from grpofit.testing import numerics
+numerics.pin()
+import grpofit
+from grpofit.fitting import driver
+mode, n, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+if mode == "without":
+    driver.apply_to_models = lambda *a, **k: None
+for p in paths[:3] + paths[3:3 + n]:
+    for r in grpofit.read(p):
+        grpofit.fit(r)
+"""
+
+
+def _fitcost_cpu(paths: list[str], repeats: int) -> dict:
+    """Per-run CPU seconds of read + fit in this process, with and without the state-space
+    intervals, the two modes alternating (paired, interleaved); the minimum of the repeats."""
+    import grpofit
+    from grpofit.fitting import driver
+
+    real = driver.apply_to_models
+
+    def once(mode: str) -> float:
+        driver.apply_to_models = real if mode == "with" else (lambda *a, **k: None)
+        try:
+            t0 = time.process_time()
+            for p in paths:
+                for r in grpofit.read(p):
+                    grpofit.fit(r)
+            return (time.process_time() - t0) / len(paths)
+        finally:
+            driver.apply_to_models = real
+
+    once("with"), once("without")  # imports and first calls out of the figures
+    out: dict = {"with": [], "without": []}
+    for _ in range(max(repeats, 3)):
+        for mode in ("with", "without"):
+            out[mode].append(once(mode))
+    return out
+
+
+def _fitcost_instructions(paths: list[str], n: int) -> dict | None:
+    """Per-run instructions of read + fit under callgrind, with and without the state-space
+    intervals: each the difference of a child reading ``n`` runs and one reading none, over
+    ``n`` (imports and warm-up cancel). ``None`` without valgrind."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None or n < 1:
+        return None
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    counts: dict = {}
+    for mode in ("with", "without"):
+        for k in (0, n):
+            log(f"fitcost: callgrind, {k} runs, {mode} the state-space intervals")
+            proc = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                                   "-c", _FITCOST_CHILD, mode, str(k), *paths], capture_output=True, env=env)
+            found = [ln for ln in proc.stderr.decode(errors="replace").splitlines() if "Collected" in ln]
+            if proc.returncode != 0 or not found:
+                raise RuntimeError(f"callgrind run failed: {proc.stderr[-300:]!r}")
+            counts[(mode, k)] = int(found[-1].split()[-1])
+    return {mode: (counts[(mode, n)] - counts[(mode, 0)]) / n for mode in ("with", "without")}
+
+
+def bench_fitcost(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
+    """What the state-space intervals (theory §6) add to fitting one run: read + fit of held-out
+    runs (four formats, process noise) with and without them, the same code otherwise. The
+    forecast issue's target: at most 1.5x. Instruction counts (callgrind, where installed) are
+    the stable figure; CPU time on a shared machine moves by several percent between runs."""
+    sec = "8 fitcost"
+    files = data.heldout_fit_inputs(work / "heldout", max(sizes.fitcost_runs, 3), n_steps=sizes.fit_steps)
+    paths = [str(p) for p, _ in files]
+    cpu = _fitcost_cpu(paths[:sizes.fitcost_runs], repeats)
+    w, wo = min(cpu["with"]), min(cpu["without"])
+    rep.add(sec, f"read + fit CPU per run, {sizes.fitcost_runs} runs (min of {len(cpu['with'])}, interleaved)",
+            f"{w * 1e3:.2f} ms with the state-space intervals (ratio {w / wo:.2f})",
+            f"without them: {wo * 1e3:.2f} ms", "<= 1.5x", _status(w / wo <= 1.5))
+    raw: dict = {"cpu_s": cpu, "cpu_ratio": w / wo}
+    counted = _fitcost_instructions(paths[:3 + sizes.fitcost_counted], sizes.fitcost_counted)
+    if counted is None:
+        rep.add(sec, "read + fit instructions per run", "not measured (valgrind not installed or --quick)")
+    else:
+        ratio = counted["with"] / counted["without"]
+        rep.add(sec, f"read + fit instructions per run, {sizes.fitcost_counted} runs (callgrind)",
+                f"{counted['with'] / 1e6:.1f}M with the state-space intervals (ratio {ratio:.2f})",
+                f"without them: {counted['without'] / 1e6:.1f}M", "<= 1.5x", _status(ratio <= 1.5))
+        raw.update(instructions=counted, instruction_ratio=ratio)
+    rep.raw["fitcost"] = raw
+
+
 # --------------------------------------------------------------------------- output
 
 def bench_watch(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
@@ -792,7 +888,8 @@ def bench_forecast(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
 
 BENCHES = {"fit": bench_fit, "startup": bench_startup, "sweep": bench_sweep,
            "reading": bench_reading, "readers": bench_readers, "long_fit": bench_long_fit,
-           "growth": bench_growth, "watch": bench_watch, "forecast": bench_forecast}
+           "growth": bench_growth, "watch": bench_watch, "forecast": bench_forecast,
+           "fitcost": bench_fitcost}
 HEADERS = ("Section", "Measure", "Result", "Reference", "Target", "Status")
 
 
@@ -898,7 +995,7 @@ def record(rep: Report, record_path: Path = RECORD, readme: Path = README) -> No
 #: section missing here would never have its recorded rows replaced (they would pile up)
 _SECTION_OF = {"fit": "fit", "start-up": "startup", "sweep": "sweep", "reading": "reading",
                "readers": "readers", "long": "long_fit", "growth": "growth", "watch": "watch",
-               "forecast": "forecast"}
+               "forecast": "forecast", "fitcost": "fitcost"}
 
 
 def _row_section(label: str) -> str:
