@@ -50,7 +50,8 @@ from grpofit.fitting.binning import bin_tail
 from grpofit.fitting.intervals import agrees, extend
 from grpofit.models import median
 
-__all__ = ["SSIntervals", "Spec", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS"]
+__all__ = ["SSIntervals", "Spec", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS",
+           "point_noise_var"]
 
 #: points the likelihood sees: the first :data:`RAW_HEAD` as logged, then equal-width bins
 MAX_POINTS = 32
@@ -352,6 +353,18 @@ def _covariances(n, step_of, C, Qv, obs):
     return svar, gain
 
 
+def point_noise_var(y: np.ndarray) -> float | None:
+    """The per-point observation variance of a series longer than :data:`MAX_POINTS` (``None``
+    otherwise: the likelihood profiles it), from the raw points' differences (binning hides it
+    from the likelihood): the forcing is smooth from step to step, noise is not."""
+    if y.size <= MAX_POINTS:
+        return None
+    d = np.diff(y)
+    d -= median(d, overwrite=True)  # in place: a long run holds one array of differences, not three
+    sd = 1.4826 * median(np.abs(d, out=d), overwrite=True) / math.sqrt(2.0)
+    return sd * sd if sd > 0 else None
+
+
 def _half_width(value: float, guide, floor: float, default: float) -> float:
     """Three times the log-width of a guide interval (within [floor, 3])."""
     if guide is None or guide[0] is None or guide[1] is None or not (guide[0] > 0 and value > 0):
@@ -456,13 +469,7 @@ def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
     out: list[SSIntervals | None] = [None] * len(specs)
     if tb.size < 6:
         return out
-    noise_var = None
-    if y.size > MAX_POINTS:  # the per-point noise from the raw points' differences (binning
-        # hides it from the likelihood): the forcing is smooth from step to step, noise is not
-        d = np.diff(y)
-        d -= median(d, overwrite=True)  # in place: a long run holds one array of differences, not three
-        sd = 1.4826 * median(np.abs(d, out=d), overwrite=True) / math.sqrt(2.0)
-        noise_var = sd * sd if sd > 0 else None
+    noise_var = point_noise_var(y)
     ratios = np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_R))
     live = []
     for i, sp in enumerate(specs):
