@@ -18,6 +18,7 @@ from grpofit.fitting.profile import Binned, Profile
 from grpofit.fitting.regime import Signal, information_criteria, regime_rule, reversal_test
 from grpofit.fitting.results import Estimate, ModelFit, num
 from grpofit.fitting.solve import Solution
+from grpofit.fitting.turnover import turnover_test
 from grpofit.laws import MODELS
 from grpofit.models import EXPONENTIAL, LEVELS, OSCILLATOR, CurveModel, damping_ratio
 
@@ -195,6 +196,10 @@ def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, ste
         fit.regime, fit.regime_reason = "indeterminate", "inertia not identifiable (flat profile)"
     elif fit.regime == "underdamped":
         rev = reversal_test(prof, float(zeta), float(ts), b, ctx, f_hat, r)
+        if rev.shown:  # ... and once the forcing is allowed for (theory §6)
+            ok = np.isfinite(prof.ssr)
+            rev = turnover_test(ctx.t, ctx.y, prof.zeta[ok], prof.ts[ok], float(zeta), float(ts),
+                                ctx.bounds["timescale"]) or rev
         if not rev.shown:
             fit.regime, fit.regime_reason = "indeterminate", rev.reason
             why = "widened to the curves without a turn-over in the window (not observed)"
