@@ -94,8 +94,10 @@ Method (documented here once; the README links to it):
   curve, each maximised over timescale, inertia and forcing strength, must exceed the
   chi-square(1) 95% point 3.84); otherwise ``indeterminate``
   (straddles one, flat profile, no signal, turn-over not observed, or the fit failed). When
-  the turn-over is not observed, the plateau, timescale and damping-ratio intervals are
-  widened to cover the accepted no-turn-over curves and the best overdamped/critical one.
+  the least-squares test finds the turn-over not observed, the plateau, timescale and
+  damping-ratio intervals are widened to cover the accepted no-turn-over curves and the best
+  overdamped/critical one; the state-space test changes the regime only (as the observed
+  overshoot does, :mod:`grpofit.overshoot`) and notes it on the damping ratio.
 - **Preferred model**: the oscillator when its BIC is lower than the exponential's by more
   than :data:`PREFER_DELTA_BIC` (= 2) and a signal is detected, else the exponential (the
   simpler law wins ties). With more laws in the registry, its order (simplest first) is walked

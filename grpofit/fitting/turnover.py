@@ -26,6 +26,11 @@ late-peak boundary; the forcing ratios of :mod:`.statespace_ci`), then :data:`SC
 local ``3 x 3 x 3`` grid in ``(log Ts, log Ti/Ts, log r)`` around the best cell of each
 hypothesis (the state-space optimum of a no-turn-over curve can sit well away from the
 least-squares one). Every round is one batched filter pass over both hypotheses' cells.
+
+:func:`grpofit.fitting.assemble.oscillator_fit` turns an underdamped call the test does not
+confirm into ``indeterminate`` and leaves the intervals alone (they describe the fitted law;
+the damping ratio's note says the regime was not confirmed). The ranges of the accepted
+no-turn-over curves are returned all the same (:class:`~grpofit.fitting.regime.Reversal`).
 """
 
 from __future__ import annotations
