@@ -10,8 +10,8 @@ every overdamped or two-class run called "underdamped" with confidence had a str
 
 :func:`turnover_test` therefore repeats the reversal test with the state-space likelihood of
 the oscillator (forcing + observation noise, exactly the model theory §6 writes down; the
-Kalman filter of :mod:`.statespace_ci`, levels maximised, observation sd from the raw points'
-differences or maximised): the likelihood ratio
+Kalman filter of :mod:`.statespace_ci` on its at most 32 points, levels and observation sd
+maximised): the likelihood ratio
 
     LR = 2 (max over curves without a turning point in the window - max over all curves)
          of the log-likelihood, each maximised over timescale, inertia and forcing strength
@@ -26,6 +26,12 @@ late-peak boundary; the forcing ratios of :mod:`.statespace_ci`), then :data:`SC
 local ``3 x 3 x 3`` grid in ``(log Ts, log Ti/Ts, log r)`` around the best cell of each
 hypothesis (the state-space optimum of a no-turn-over curve can sit well away from the
 least-squares one). Every round is one batched filter pass over both hypotheses' cells.
+
+The observation sd is maximised, not taken from the raw points' differences as the plateau's
+interval does (:func:`~grpofit.fitting.statespace_ci.point_noise_var`): on a run without
+noise (the exact mean-field bandit of docs/bandit_sweep.md, refresh interval 48, a clear
+overshoot) that estimate is ~1e-10 and every curve's likelihood is ~1e15 nats from any other;
+the comparison then says nothing, and it demoted that oscillation.
 
 :func:`grpofit.fitting.assemble.oscillator_fit` turns an underdamped call the test does not
 confirm into ``indeterminate`` and leaves the intervals alone (they describe the fitted law;
@@ -49,7 +55,6 @@ from grpofit.fitting.statespace_ci import (
     _mix,
     _reduce,
     _roots,
-    point_noise_var,
 )
 
 __all__ = ["turnover_test", "LR_CRITICAL"]
@@ -85,13 +90,12 @@ class _Likelihood:
 
     def __init__(self, t, y):
         self.tb, self.yb, self.cnt = _reduce(t, y)
-        self.nv = point_noise_var(y)
         self.seen = {k: [] for k in ("ts", "ti", "r", "nll", "plat")}
 
     def __call__(self, ts, ti, r):
         ts, ti, r = (np.asarray(a, dtype=float) for a in (ts, ti, r))
         ti = np.where(ti <= 1e-4 * ts, 0.0, ti)
-        _, plat, _, nll = _kalman_cells(self.tb, self.yb, self.cnt, _cells(self.tb, self.cnt, ts, ti, r), self.nv)
+        _, plat, _, nll = _kalman_cells(self.tb, self.yb, self.cnt, _cells(self.tb, self.cnt, ts, ti, r))
         nll = np.where(np.isfinite(nll), nll, np.inf)
         for k, v in (("ts", ts), ("ti", ti), ("r", r), ("nll", nll), ("plat", plat)):
             self.seen[k].append(v)
