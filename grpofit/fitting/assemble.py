@@ -200,7 +200,7 @@ def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, ste
         if rev.shown:  # ... and once the forcing is allowed for (theory §6)
             ok = np.isfinite(prof.ssr)
             forced = turnover_test(ctx.t, ctx.y, prof.zeta[ok], prof.ts[ok], float(zeta), float(ts),
-                                   ctx.bounds["timescale"])
+                                   ctx.bounds["timescale"], ssr / ctx.n)
         if forced is not None and not forced.shown:
             # the regime only, as the observed-overshoot test does (grpofit.overshoot): the
             # intervals stay those of the fitted law (widening the damping ratio's to the

@@ -221,10 +221,12 @@ def _transitions(dt: np.ndarray, c: Cells):
     return FQ
 
 
-def _kalman_cells(t, y, count, c: Cells, noise_var=None):
+def _kalman_cells(t, y, count, c: Cells, noise_var=None, parts: bool = False):
     """Per cell ``(nll, plateau mean, plateau var, nll_ml)``, all cells at once; ``nll`` is
     restricted (levels integrated under a flat prior), ``nll_ml`` maximised over the levels
-    (comparable between laws).
+    (comparable between laws). ``parts``: also the log determinant of the points' unit
+    covariance and the levels' GLS residual sum of squares in its metric, per cell (``nll_ml``
+    at observation variance ``v`` is ``(logdet + Q / v + n log v) / 2``).
 
     A Kalman filter of the forced part (state ``e`` or ``(e, e')``, started at 0, exact
     discretisation between the points, :func:`_transitions`) run on the columns ``[y, X]``
@@ -240,6 +242,7 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
     Zk = Z.transpose(2, 0, 1)  # (cells, points, columns)
     G2 = Zk.transpose(0, 2, 1) @ Zk  # (cells, columns, columns)
     out = [np.full(K, np.inf), np.zeros(K), np.zeros(K), np.full(K, np.inf)]
+    q_all = np.full(K, np.inf)
     for q in (1, 2):  # cells whose mean has q mode columns
         sel = np.all(c.cols[:, :, 1] == 0, axis=1) if q == 1 else ~np.all(c.cols[:, :, 1] == 0, axis=1)
         if q > c.modes or not np.any(sel):
@@ -267,6 +270,9 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
         out[1][sel] = b[:, 0]
         out[2][sel] = var
         out[3][sel] = np.where(bad, np.inf, ml)
+        q_all[sel] = np.where(bad, np.inf, Qf)
+    if parts:
+        return (*out, logdet, q_all)
     return tuple(out)
 
 

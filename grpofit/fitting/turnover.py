@@ -22,16 +22,23 @@ likelihood-ratio test of that boundary). The curves without a turning point are 
 (inertia 0 included) and underdamped curves whose first peak ``pi / w_d`` is at or after the
 last step. The maxima: a grid (every damping ratio of the least-squares profile, the timescales
 ``x e^-1 .. x e^1`` around that row's least-squares timescale, and for ``zeta < 1`` the
-late-peak boundary; the forcing ratios of :mod:`.statespace_ci`), then :data:`SCALES` rounds of a
+late-peak boundary; the forcing ratios of :mod:`.statespace_ci`), then :data:`ROUNDS` rounds of a
 local ``3 x 3 x 3`` grid in ``(log Ts, log Ti/Ts, log r)`` around the best cell of each
 hypothesis (the state-space optimum of a no-turn-over curve can sit well away from the
 least-squares one). Every round is one batched filter pass over both hypotheses' cells.
 
-The observation sd is maximised, not taken from the raw points' differences as the plateau's
-interval does (:func:`~grpofit.fitting.statespace_ci.point_noise_var`): on a run without
-noise (the exact mean-field bandit of docs/bandit_sweep.md, refresh interval 48, a clear
-overshoot) that estimate is ~1e-10 and every curve's likelihood is ~1e15 nats from any other;
-the comparison then says nothing, and it demoted that oscillation.
+The observation variance ``v`` is not fixed at its estimate from the raw points' differences
+(:func:`~grpofit.fitting.statespace_ci.point_noise_var`, ``s2``) as the plateau's interval
+does, nor maximised on the binned points alone: the likelihood is that of the binned points
+times the differences' information about ``v`` (``s2 ~ v chi2(nu) / nu``, ``nu`` =
+:data:`NU_PER_DIFFERENCE` per difference), maximised at ``v = (Q + nu s2) / (n + nu)``
+(``Q``: the binned points' GLS residual sum of squares in their unit metric). Maximised on
+the binned points alone the variance is poorly known and the test lost power (one more clearly
+underdamped run of the 36 of tests/test_fitting.py's recovery set went indeterminate). A run whose
+least-squares residuals are far beyond the noise the differences show is not tested
+(:func:`turnover_test`): on the exact mean-field bandit of docs/bandit_sweep.md (no noise,
+refresh interval 48, a clear overshoot) the differences give ``s2`` ~ 1e-20, the misfit of
+every curve has to be forcing, and the comparison demoted that oscillation.
 
 :func:`grpofit.fitting.assemble.oscillator_fit` turns an underdamped call the test does not
 confirm into ``indeterminate`` and leaves the intervals alone (they describe the fitted law;
@@ -55,6 +62,7 @@ from grpofit.fitting.statespace_ci import (
     _mix,
     _reduce,
     _roots,
+    point_noise_var,
 )
 
 __all__ = ["turnover_test", "LR_CRITICAL"]
@@ -69,6 +77,10 @@ ROW_STRIDE, N_RATIOS = 2, 4
 #: local refinement: first steps in (log Ts, log Ti/Ts, log r), and the number of rounds
 STEPS = (0.25, 0.25, 0.45)
 ROUNDS = 4
+#: degrees of freedom per raw difference of the observation variance's estimate from the
+#: differences (:func:`~grpofit.fitting.statespace_ci.point_noise_var`): the MAD's Gaussian
+#: efficiency 0.37, divided by 1.5 for the differences' lag-one correlation -1/2
+NU_PER_DIFFERENCE = 0.25
 
 
 def _cells(tb, cnt, ts, ti, r) -> Cells:
@@ -90,12 +102,21 @@ class _Likelihood:
 
     def __init__(self, t, y):
         self.tb, self.yb, self.cnt = _reduce(t, y)
+        s2 = point_noise_var(y)  # None for a series the likelihood sees whole
+        self.s2 = s2 or 0.0
+        self.nu = NU_PER_DIFFERENCE * (y.size - 1) if s2 else 0.0
         self.seen = {k: [] for k in ("ts", "ti", "r", "nll", "plat")}
 
     def __call__(self, ts, ti, r):
         ts, ti, r = (np.asarray(a, dtype=float) for a in (ts, ti, r))
         ti = np.where(ti <= 1e-4 * ts, 0.0, ti)
-        _, plat, _, nll = _kalman_cells(self.tb, self.yb, self.cnt, _cells(self.tb, self.cnt, ts, ti, r))
+        _, plat, _, _, logdet, q = _kalman_cells(self.tb, self.yb, self.cnt, _cells(self.tb, self.cnt, ts, ti, r),
+                                                 parts=True)
+        # the observation variance maximised jointly with the raw differences' estimate of it
+        # (module docstring): v = (Q + nu s2) / (n + nu)
+        m = self.tb.size + self.nu
+        v = (q + self.nu * self.s2) / m
+        nll = 0.5 * (logdet + m * (1.0 + np.log(v)))
         nll = np.where(np.isfinite(nll), nll, np.inf)
         for k, v in (("ts", ts), ("ti", ti), ("r", r), ("nll", nll), ("plat", plat)):
             self.seen[k].append(v)
@@ -211,17 +232,24 @@ def _refine(lik, starts: dict, t_end: float, tb: tuple) -> dict:
 
 
 def turnover_test(t, y, rows_zeta, rows_ts, fit_zeta: float, fit_ts: float,
-                  t_bounds: tuple) -> Reversal | None:
+                  t_bounds: tuple, resid_var: float | None = None) -> Reversal | None:
     """The reversal test under the state-space likelihood (module docstring): ``shown`` when
     the best curve without a turning point inside the window is rejected at 95%
     (``LR > LR_CRITICAL``). ``rows_zeta``, ``rows_ts``: the least-squares profile's rows (damping
     ratio, best timescale; ``inf`` = inertia 0). When not shown, the plateau and timescale
     ranges and the largest damping ratio of the accepted no-turn-over curves are returned for
-    the intervals. ``None`` when the likelihood cannot be evaluated (too few points)."""
+    the intervals. ``None`` when the likelihood cannot be evaluated (too few points), or when
+    the least-squares residual variance ``resid_var`` exceeds ``1 + R_HI^2`` times the
+    observation variance from the differences: the forcing the model allows (at most
+    :data:`~grpofit.fitting.statespace_ci.R_HI` times the observation sd) cannot make such
+    residuals, so the model is not a candidate for them (a run without noise, whose misfit is
+    all model error)."""
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
     lik = _Likelihood(t, y)
     if lik.tb.size < 6:
+        return None
+    if resid_var is not None and lik.nu > 0 and not resid_var <= (1.0 + R_HI * R_HI) * lik.s2:
         return None
     t_end = float(t[-1])
     ratios = np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_RATIOS))
