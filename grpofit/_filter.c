@@ -178,32 +178,33 @@ static int get_all(PyObject **o, Py_buffer *v, int count, int ints, int first_ou
    same order): the Gram matrix of the standardised columns summed over the points in order,
    its Cholesky factor (2 x 2 or 3 x 3), the plateau's mean and variance and both likelihoods. */
 static PyObject *levels(PyObject *self, PyObject *args) {
-    PyObject *o[7];
+    PyObject *o[8];
     Py_ssize_t n, m, K, n_obs;
     double noise_var;
-    if (!PyArg_ParseTuple(args, "nnnndOOOOOOO", &n, &m, &K, &n_obs, &noise_var, &o[0], &o[1], &o[2], &o[3], &o[4],
-                          &o[5], &o[6]))
+    if (!PyArg_ParseTuple(args, "nnnndOOOOOOOO", &n, &m, &K, &n_obs, &noise_var, &o[0], &o[1], &o[2], &o[3], &o[4],
+                          &o[5], &o[6], &o[7]))
         return NULL;
     if (n < 1 || K < 1 || m < 3 || m > 4) {
         PyErr_SetString(PyExc_ValueError, "levels: bad sizes");
         return NULL;
     }
-    /* q (K) int64; Z (n,m,K); logdet (K); outputs nll, mean, var, ml (K) */
-    Py_buffer v[7];
-    const Py_ssize_t items[7] = {K, n * m * K, K, K, K, K, K};
-    const char *names[7] = {"q", "Z", "logdet", "nll", "mean", "var", "ml"};
-    if (get_all(o, v, 7, 1, 3, items, names) < 0)
+    /* q (K) int64; Z (n,m,K); logdet (K); outputs nll, mean, var, ml, resid (K) */
+    Py_buffer v[8];
+    const Py_ssize_t items[8] = {K, n * m * K, K, K, K, K, K, K};
+    const char *names[8] = {"q", "Z", "logdet", "nll", "mean", "var", "ml", "resid"};
+    if (get_all(o, v, 8, 1, 3, items, names) < 0)
         return NULL;
     const int64_t *q = (const int64_t *)v[0].buf;
     const double *Z = (const double *)v[1].buf, *logdet = (const double *)v[2].buf;
     double *nll = (double *)v[3].buf, *mean = (double *)v[4].buf, *var = (double *)v[5].buf, *ml = (double *)v[6].buf;
+    double *resid = (double *)v[7].buf;
     const int known = noise_var >= 0.0;
     const double log_nv = known ? (double)n_obs * log(noise_var) : 0.0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < K; k++) {
         const int three = q[k] == 2;
         if (q[k] < 1 || q[k] > 2 || (three && m < 4)) {
-            nll[k] = ml[k] = INFINITY;
+            nll[k] = ml[k] = resid[k] = INFINITY;
             mean[k] = var[k] = 0.0;
             continue;
         }
@@ -267,11 +268,12 @@ static PyObject *levels(PyObject *self, PyObject *args) {
         const int bad = !(isfinite(nl) && ok);
         nll[k] = bad ? INFINITY : nl;
         ml[k] = bad ? INFINITY : mll;
+        resid[k] = bad ? INFINITY : Qf;
         mean[k] = b0;
         var[k] = vr;
     }
     Py_END_ALLOW_THREADS
-    release(v, 7);
+    release(v, 8);
     Py_RETURN_NONE;
 }
 
@@ -496,7 +498,7 @@ static PyMethodDef methods[] = {
     {"columns", columns, METH_VARARGS,
      "columns(n, K, t, count, d, ts, ti, out): every cell's mode column, averaged over each bin, into out (K, n)"},
     {"levels", levels, METH_VARARGS,
-     "levels(n, m, K, n_obs, noise_var, q, Z, logdet, nll, mean, var, ml): each cell's levels' solve (noise_var < 0: unknown)"},
+     "levels(n, m, K, n_obs, noise_var, q, Z, logdet, nll, mean, var, ml, resid): each cell's levels' solve (noise_var < 0: unknown)"},
     {NULL, NULL, 0, NULL},
 };
 

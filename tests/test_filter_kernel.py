@@ -160,7 +160,7 @@ def test_stage_kernels_refuse_bad_buffers():
     with pytest.raises(ValueError, match="ti: expected 2 items of float64"):
         kernel.transitions(1, 2, np.ones(1), ts, ti.astype(np.int64), np.ones(2), FQ)
     Z, q = np.ones((5, 3, 2)), np.ones(2, dtype=np.int64)
-    res = [np.empty(2) for _ in range(4)]
+    res = [np.empty(2) for _ in range(5)]
     kernel.levels(5, 3, 2, 5, -1.0, q, Z, np.zeros(2), *res)
     with pytest.raises(ValueError, match="q: expected 2 items of int64"):
         kernel.levels(5, 3, 2, 5, -1.0, q.astype(float), Z, np.zeros(2), *res)

@@ -10,7 +10,8 @@ profile), :mod:`.lm` (the Levenberg-Marquardt solver), :mod:`.solve` (the least-
 solve with bounds), :mod:`.hac` (noise floor, HAC),
 :mod:`.intervals` (delta-method and profile intervals), :mod:`.statespace_ci` (plateau and
 timescale intervals from the state-space likelihood), :mod:`.regime` (regime, signal and
-turn-over tests), :mod:`.assemble` (solution -> ModelFit), :mod:`.scaling` (values or steps
+turn-over tests), :mod:`.turnover` (the turn-over test under the state-space likelihood),
+:mod:`.assemble` (solution -> ModelFit), :mod:`.scaling` (values or steps
 near the double limits), :mod:`.driver` (:func:`fit_series`).
 
 Method (documented here once; the README links to it):
@@ -86,10 +87,17 @@ Method (documented here once; the README links to it):
   ``underdamped`` if its upper end is below 1 *and the turn-over is in the data*
   (:func:`.regime.reversal_test`: the best curve of the law with no turning point inside the
   observed window, i.e. ``zeta >= 1`` or a first peak ``pi/w_d`` at or after the last step, is
-  rejected by the same sandwich likelihood-ratio threshold); otherwise ``indeterminate``
+  rejected by the same sandwich likelihood-ratio threshold, *and* by the state-space
+  likelihood, :func:`.turnover.turnover_test`: under forcing a random excursion after the rise
+  looks like an overshoot to least squares, while the law's own forcing explains it; the
+  likelihood ratio of the best curve with no turning point in the window against the best
+  curve, each maximised over timescale, inertia and forcing strength, must exceed the
+  chi-square(1) 95% point 3.84); otherwise ``indeterminate``
   (straddles one, flat profile, no signal, turn-over not observed, or the fit failed). When
-  the turn-over is not observed, the plateau, timescale and damping-ratio intervals are
-  widened to cover the accepted no-turn-over curves and the best overdamped/critical one.
+  the least-squares test finds the turn-over not observed, the plateau, timescale and
+  damping-ratio intervals are widened to cover the accepted no-turn-over curves and the best
+  overdamped/critical one; the state-space test changes the regime only (as the observed
+  overshoot does, :mod:`grpofit.overshoot`) and notes it on the damping ratio.
 - **Preferred model**: the oscillator when its BIC is lower than the exponential's by more
   than :data:`PREFER_DELTA_BIC` (= 2) and a signal is detected, else the exponential (the
   simpler law wins ties). With more laws in the registry, its order (simplest first) is walked

@@ -6,7 +6,10 @@
 - :func:`reversal_test`: an underdamped call needs the turn-over in the data. If a curve of the
   same law with no turning point inside the observed window (an overdamped or critical
   approach, or an underdamped one whose first peak comes at or after the last step) fits within
-  the noise, the data cannot tell an overshoot from an approach.
+  the noise, the data cannot tell an overshoot from an approach. An underdamped call that
+  passes it is tested once more with the forcing allowed for
+  (:func:`grpofit.fitting.turnover.turnover_test`, called by
+  :func:`grpofit.fitting.assemble.oscillator_fit`).
 """
 
 from __future__ import annotations

@@ -57,7 +57,8 @@ from grpofit.fitting.binning import bin_tail
 from grpofit.fitting.intervals import agrees, extend
 from grpofit.models import median
 
-__all__ = ["SSIntervals", "Spec", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS"]
+__all__ = ["SSIntervals", "Spec", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS",
+           "point_noise_var"]
 
 #: points the likelihood sees: the first :data:`RAW_HEAD` as logged, then equal-width bins
 MAX_POINTS = 32
@@ -294,10 +295,12 @@ def _transitions_numpy(dt, c: Cells, FQ):
     q22[:, two] = rr * (w2 - g21 * g21 - w2 * g22 * g22)[:, inv]
 
 
-def _kalman_cells(t, y, count, c: Cells, noise_var=None):
+def _kalman_cells(t, y, count, c: Cells, noise_var=None, parts: bool = False):
     """Per cell ``(nll, plateau mean, plateau var, nll_ml)``, all cells at once; ``nll`` is
     restricted (levels integrated under a flat prior), ``nll_ml`` maximised over the levels
-    (comparable between laws).
+    (comparable between laws). ``parts``: also the log determinant of the points' unit
+    covariance and the levels' GLS residual sum of squares in its metric, per cell (``nll_ml``
+    at observation variance ``v`` is ``(logdet + Q / v + n log v) / 2``).
 
     A Kalman filter of the forced part (state ``e`` or ``(e, e')``, started at 0, exact
     discretisation between the points, :func:`_transitions`) run on the columns ``[y, X]``
@@ -312,22 +315,25 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None):
     Z, logdet = _innovations(y, count, c, step_of, _transitions(dts, c), _bin_widths(t, count))
     q = np.where(np.all(c.cols[:, :, 1] == 0, axis=1), 1, 2)  # mode columns of each cell's mean
     q[q > c.modes] = 0  # (none: a cell's columns are within its batch's)
-    return _levels(Z, logdet, q, n, noise_var)
+    nll, mean, var, ml, resid = _levels(Z, logdet, q, n, noise_var)
+    if parts:
+        return nll, mean, var, ml, logdet, resid
+    return nll, mean, var, ml
 
 
 def _levels(Z, logdet, q, n, noise_var):
-    """``(nll, plateau mean, plateau var, nll_ml)`` per cell from the filter's standardised
+    """``(nll, plateau mean, plateau var, nll_ml, Qf)`` per cell from the filter's standardised
     columns ``Z`` (points, ``[y, 1, mode columns]``, cells): the levels' GLS solve through the
     Cholesky factor of the columns' Gram matrix ``A`` (the first ``1 + q`` mode columns; ``q``
     per cell, 0: skipped), the residual ``Qf = y'y - |L^-1 c|^2``. A Gram matrix that is not
-    positive definite gives ``nll = inf`` (and the identity's solve, finite). The compiled
+    positive definite gives ``nll = inf`` and ``Qf = inf`` (and the identity's solve, finite). The compiled
     kernel (``grpofit/_filter.c``) where it was built, else :func:`_levels_numpy`: the same
     operations in the same order."""
     kernel = compiled_filter()
     n_pts, m, K = Z.shape
     if kernel is None or n_pts == 0 or K == 0:
         return _levels_numpy(Z, logdet, q, n, noise_var)
-    out = tuple(np.empty(K) for _ in range(4))
+    out = tuple(np.empty(K) for _ in range(5))
     kernel.levels(n_pts, m, K, n, -1.0 if noise_var is None else float(noise_var),
                   np.ascontiguousarray(q, dtype=np.int64), np.ascontiguousarray(Z, dtype=np.float64),
                   np.ascontiguousarray(logdet, dtype=np.float64), *out)
@@ -390,7 +396,7 @@ def _levels_arrays(Z, logdet, q, n, noise_var):
     bad = ~(np.isfinite(nll) & ok) | (q == 0)
     skip = q == 0
     return (np.where(bad, np.inf, nll), np.where(skip, 0.0, b0), np.where(skip, 0.0, var),
-            np.where(bad, np.inf, ml))
+            np.where(bad, np.inf, ml), np.where(bad, np.inf, Qf))
 
 
 def _innovations(y, count, c: Cells, step_of, FQ, wb):
@@ -474,6 +480,18 @@ def _covariances(n, step_of, C, Qv, obs):
         P[:2] -= terms[0, :2]  # p11 -= g1 p11, p12 -= g1 p12
         P[2] -= u[1]
     return svar, gain
+
+
+def point_noise_var(y: np.ndarray) -> float | None:
+    """The per-point observation variance of a series longer than :data:`MAX_POINTS` (``None``
+    otherwise: the likelihood profiles it), from the raw points' differences (binning hides it
+    from the likelihood): the forcing is smooth from step to step, noise is not."""
+    if y.size <= MAX_POINTS:
+        return None
+    d = np.diff(y)
+    d -= median(d, overwrite=True)  # in place: a long run holds one array of differences, not three
+    sd = 1.4826 * median(np.abs(d, out=d), overwrite=True) / math.sqrt(2.0)
+    return sd * sd if sd > 0 else None
 
 
 def _half_width(value: float, guide, floor: float, default: float) -> float:
@@ -577,13 +595,7 @@ def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
     out: list[SSIntervals | None] = [None] * len(specs)
     if tb.size < 6:
         return out
-    noise_var = None
-    if y.size > MAX_POINTS:  # the per-point noise from the raw points' differences (binning
-        # hides it from the likelihood): the forcing is smooth from step to step, noise is not
-        d = np.diff(y)
-        d -= median(d, overwrite=True)  # in place: a long run holds one array of differences, not three
-        sd = 1.4826 * median(np.abs(d, out=d), overwrite=True) / math.sqrt(2.0)
-        noise_var = sd * sd if sd > 0 else None
+    noise_var = point_noise_var(y)
     ratios = np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_R))
     live = []
     for i, sp in enumerate(specs):
