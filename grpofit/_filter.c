@@ -419,12 +419,32 @@ static PyObject *transitions(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* exp(l t) averaged over a bin of c points spaced d whose first is t0 (statespace_ci._binned) */
-static inline double binned(double l, double t, double c, double d) {
-    const double x = l * d;
-    const double t0 = t - (0.5 * (c - 1.0)) * d;
-    const double ratio = c > 1 ? expm1(c * x) / (c * expm1(x)) : 1.0;
-    return exp(l * t0) * ratio;
+/* exp(l t) averaged over a bin of c points spaced d whose first is t0 (statespace_ci._binned):
+   ``em1`` is expm1(l d), the same for every point of the rate; expm1(c l d) is kept for the last
+   count seen (equal-width bins share theirs). The same operations as numpy's, only not repeated. */
+typedef struct {
+    double l, d, em1, last_c, last_num;
+} Binned;
+
+static inline void binned_init(Binned *b, double l, double d) {
+    b->l = l;
+    b->d = d;
+    b->em1 = expm1(l * d);
+    b->last_c = NAN;
+    b->last_num = 0.0;
+}
+
+static inline double binned(Binned *b, double t, double c) {
+    const double t0 = t - (0.5 * (c - 1.0)) * b->d;
+    double ratio = 1.0;
+    if (c > 1) {
+        if (c != b->last_c) {
+            b->last_c = c;
+            b->last_num = expm1(c * (b->l * b->d));
+        }
+        ratio = b->last_num / (c * b->em1);
+    }
+    return exp(b->l * t0) * ratio;
 }
 
 /* The mean's mode column of every cell (statespace_ci._columns_numpy, the same operations in
@@ -451,28 +471,42 @@ static PyObject *columns(PyObject *self, PyObject *args) {
     for (Py_ssize_t k = 0; k < K; k++) {
         double *col = out + k * n;
         if (ti[k] <= 0) {
-            const double l = -1.0 / ts[k];
+            Binned e;
+            binned_init(&e, -1.0 / ts[k], d);
             for (Py_ssize_t j = 0; j < n; j++)
-                col[j] = binned(l, t[j], count[j], d);
+                col[j] = binned(&e, t[j], count[j]);
             continue;
         }
         double a, b;
         if (!modes(ts[k], ti[k], &a, &b)) {
-            for (Py_ssize_t j = 0; j < n; j++)
-                col[j] = (a * binned(b, t[j], count[j], d) - b * binned(a, t[j], count[j], d)) / (a - b);
+            Binned ea, eb;
+            binned_init(&ea, a, d);
+            binned_init(&eb, b, d);
+            for (Py_ssize_t j = 0; j < n; j++) {
+                const double e1 = binned(&ea, t[j], count[j]), e2 = binned(&eb, t[j], count[j]);
+                col[j] = (a * e2 - b * e1) / (a - b);
+            }
             continue;
         }
+        /* c expm1(x) / c and expm1(c x): the first the same for every point, the second for
+           every point of the same count (numpy's _binned_complex, its terms not repeated) */
         const double xr = a * d, xi = b * d;
+        double sh = sin(0.5 * xi);
+        const double dr1 = expm1(xr) * cos(xi) - 2.0 * (sh * sh), di1 = exp(xr) * sin(xi);
+        double last_c = NAN, num_r = 0.0, num_i = 0.0;
         for (Py_ssize_t j = 0; j < n; j++) {
             const double c = count[j];
             const double t0 = t[j] - (0.5 * (c - 1.0)) * d;
             double rr = 1.0, ri = 0.0;
             if (!(c <= 1)) {
-                const double nr = c * xr, ni = c * xi;
-                double sh = sin(0.5 * ni);
-                const double num_r = expm1(nr) * cos(ni) - 2.0 * (sh * sh), num_i = exp(nr) * sin(ni);
-                sh = sin(0.5 * xi);
-                const double den_r = c * (expm1(xr) * cos(xi) - 2.0 * (sh * sh)), den_i = c * (exp(xr) * sin(xi));
+                if (c != last_c) {
+                    last_c = c;
+                    const double nr = c * xr, ni = c * xi;
+                    sh = sin(0.5 * ni);
+                    num_r = expm1(nr) * cos(ni) - 2.0 * (sh * sh);
+                    num_i = exp(nr) * sin(ni);
+                }
+                const double den_r = c * dr1, den_i = c * di1;
                 const double mag = den_r * den_r + den_i * den_i;
                 rr = (num_r * den_r + num_i * den_i) / mag;
                 ri = (num_i * den_r - num_r * den_i) / mag;
