@@ -772,6 +772,7 @@ def _fitcost_cpu(paths: list[str], repeats: int) -> dict:
     likelihood (as :data:`_FITCOST_CHILD`), the two modes alternating (paired, interleaved); the
     minimum of the repeats."""
     import grpofit
+    from grpofit.errors import MetricNotFound
     from grpofit.fitting import assemble, driver
 
     real = driver.apply_to_models, assemble.turnover_test
@@ -783,7 +784,10 @@ def _fitcost_cpu(paths: list[str], repeats: int) -> dict:
             t0 = time.process_time()
             for p in paths:
                 for r in grpofit.read(p):
-                    grpofit.fit(r)
+                    try:
+                        grpofit.fit(r)
+                    except MetricNotFound:  # a real log's run with no reward (a gradient-norm export)
+                        pass
             return (time.process_time() - t0) / len(paths)
         finally:
             driver.apply_to_models, assemble.turnover_test = real
