@@ -191,3 +191,6 @@ def test_a_skewed_interval_drops_its_stderr():
     e = Estimate(22.3, 2.2, (13.9, 31.5), "profile")  # a narrow stderr is raised to the interval
     reconcile_stderr(e)
     assert e.stderr == pytest.approx((31.5 - 22.3) / 1.96) and e.note == "profile"
+    e = Estimate(0.0968, 0.05, (0.0, None), "consistent with 0")  # an open end: nothing to agree with
+    reconcile_stderr(e)
+    assert e.stderr is None and e.note == "consistent with 0; no ± stderr: the interval has an open end"

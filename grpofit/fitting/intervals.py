@@ -135,6 +135,7 @@ def agrees(value, stderr, ci, tol: float = 0.2) -> bool:
 
 
 NO_STDERR = "no ± stderr: the interval is not value ± 1.96 stderr"
+NO_STDERR_OPEN = "no ± stderr: the interval has an open end"
 
 
 def reconcile_stderr(e: Estimate) -> None:
@@ -142,9 +143,14 @@ def reconcile_stderr(e: Estimate) -> None:
     promises less than ``e.ci95`` (the posterior sd of a skewed interval covered the truth in
     82% where its interval covered 93%: docs/fit_coverage.md), and dropped, with a note, where
     it then does not agree with the interval (:func:`agrees`; intervals widened by a profile
-    or a hull are not ``value ± 1.96 stderr``)."""
+    or a hull are not ``value ± 1.96 stderr``), or where the interval has an open end."""
     sd, ci = e.stderr, e.ci95
-    if sd is None or e.value is None or ci is None or ci[0] is None or ci[1] is None:
+    if sd is None or e.value is None or ci is None:
+        return
+    if ci[0] is None or ci[1] is None:  # an open end: no value ± 1.96 stderr says that
+        e.stderr = None
+        if NO_STDERR_OPEN not in (e.note or ""):
+            e.note = f"{e.note}; {NO_STDERR_OPEN}" if e.note else NO_STDERR_OPEN
         return
     se = max(sd, (ci[1] - e.value) / 1.96, (e.value - ci[0]) / 1.96)
     if agrees(e.value, se, ci):
