@@ -25,7 +25,7 @@ def _test(t, y, zeta, ts):
 
 
 def _lr(rev) -> float:
-    return float(re.search(r"likelihood ratio ([-0-9.e+]+)", rev.reason).group(1))
+    return float(re.search(r"likelihood ratio (?:at least )?([-0-9.e+]+)", rev.reason).group(1))
 
 
 def test_an_observed_overshoot_is_shown():
