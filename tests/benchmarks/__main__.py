@@ -757,13 +757,17 @@ from grpofit.testing import numerics
 numerics.pin()
 import grpofit
 from grpofit.fitting import assemble, driver
+from grpofit.errors import MetricNotFound
 mode, n, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 if mode == "without":
     driver.apply_to_models = lambda *a, **k: None
     assemble.turnover_test = lambda *a, **k: None
 for p in paths[:3] + paths[3:3 + n]:
     for r in grpofit.read(p):
-        grpofit.fit(r)
+        try:
+            grpofit.fit(r)
+        except MetricNotFound:  # a real log's run with no reward (a gradient-norm export)
+            pass
 """
 
 
@@ -802,8 +806,9 @@ def _fitcost_cpu(paths: list[str], repeats: int) -> dict:
 
 def _fitcost_instructions(paths: list[str], n: int) -> dict | None:
     """Per-run instructions of read + fit under callgrind, with and without the state-space
-    likelihood: each the difference of a child reading ``n`` runs and one reading none, over
-    ``n`` (imports and warm-up cancel). ``None`` without valgrind."""
+    likelihood: each the difference of a child reading ``n`` runs (after the three warm-up paths
+    first in ``paths``) and one reading none, over ``n`` (imports and warm-up cancel). ``None``
+    without valgrind."""
     valgrind = shutil.which("valgrind")
     if valgrind is None or n < 1:
         return None
@@ -835,11 +840,15 @@ def bench_fitcost(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     paths = [str(p) for p, _ in files]
     cpu = _fitcost_cpu(paths[:sizes.fitcost_runs], repeats)
     w, wo = min(cpu["with"]), min(cpu["without"])
-    rep.add(sec, f"read + fit CPU per run, {sizes.fitcost_runs} runs (min of {len(cpu['with'])}, interleaved)",
-            f"{w * 1e3:.2f} ms with the state-space likelihood (ratio {w / wo:.2f})",
-            f"without it: {wo * 1e3:.2f} ms", "<= 1.5x", _status(w / wo <= 1.5))
     raw: dict = {"cpu_s": cpu, "cpu_ratio": w / wo}
     counted = _fitcost_instructions(paths[:3 + sizes.fitcost_counted], sizes.fitcost_counted)
+    # CPU time on this shared machine moved by tens of percent between two records minutes apart
+    # (the fits without the likelihood: 4.9 and 6.9 ms): where instructions are counted, they
+    # decide and the CPU rows only inform
+    cpu_target = ("<= 1.5x", _status(w / wo <= 1.5)) if counted is None else ("(instructions decide)", "")
+    rep.add(sec, f"read + fit CPU per run, {sizes.fitcost_runs} runs (min of {len(cpu['with'])}, interleaved)",
+            f"{w * 1e3:.2f} ms with the state-space likelihood (ratio {w / wo:.2f})",
+            f"without it: {wo * 1e3:.2f} ms", *cpu_target)
     if counted is None:
         rep.add(sec, "read + fit instructions per run", "not measured (valgrind not installed or --quick)")
     else:
@@ -855,8 +864,15 @@ def bench_fitcost(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
         w, wo = min(cpu["with"]), min(cpu["without"])
         rep.add(sec, f"read + fit CPU per file, the {len(files)} shared real logs (min of {len(cpu['with'])})",
                 f"{w * 1e3:.1f} ms with the state-space likelihood (ratio {w / wo:.2f})",
-                f"without it: {wo * 1e3:.1f} ms", "<= 1.5x", _status(w / wo <= 1.5))
+                f"without it: {wo * 1e3:.1f} ms", *cpu_target)
         raw.update(real_logs_cpu_s=cpu, real_logs_cpu_ratio=w / wo)
+        real = _fitcost_instructions(paths[:3] + files, len(files)) if counted is not None else None
+        if real is not None:
+            ratio = real["with"] / real["without"]
+            rep.add(sec, f"read + fit instructions per file, the {len(files)} shared real logs (callgrind)",
+                    f"{real['with'] / 1e6:.1f}M with the state-space likelihood (ratio {ratio:.2f})",
+                    f"without it: {real['without'] / 1e6:.1f}M", "<= 1.5x", _status(ratio <= 1.5))
+            raw.update(real_logs_instructions=real, real_logs_instruction_ratio=ratio)
     rep.raw["fitcost"] = raw
 
 
