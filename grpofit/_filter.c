@@ -38,6 +38,24 @@ static int get(PyObject *obj, Py_buffer *view, int writable, int integer, Py_ssi
     return 0;
 }
 
+/* release every buffer of ``v`` up to ``got`` */
+static void release(Py_buffer *v, int got) {
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&v[i]);
+}
+
+/* the buffers of ``count`` arguments, the first ``ints`` int64 and those from ``first_out`` on
+   writable; on failure everything taken is released */
+static int get_all(PyObject **o, Py_buffer *v, int count, int ints, int first_out, const Py_ssize_t *items,
+                   const char **names) {
+    for (int got = 0; got < count; got++)
+        if (get(o[got], &v[got], got >= first_out, got < ints, items[got], names[got]) < 0) {
+            release(v, got);
+            return -1;
+        }
+    return 0;
+}
+
 /* numpy's maximum: the first argument when it is not smaller or is NaN, else the second */
 static inline double np_max(double a, double b) { return (a >= b || a != a) ? a : b; }
 
@@ -56,15 +74,8 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
     Py_buffer v[10];
     const Py_ssize_t items[10] = {n - 1, 7 * S * K, n, K * n * 2, n, n, K, K, n * m * K, K};
     const char *names[10] = {"step_of", "FQ", "y", "cols", "wb", "count", "width", "r", "Z", "logdet"};
-    int got = 0;
-    for (; got < 10; got++)
-        if (get(o[got], &v[got], got >= 8, got == 0, items[got], names[got]) < 0)
-            break;
-    if (got < 10) {
-        for (int i = 0; i < got; i++)
-            PyBuffer_Release(&v[i]);
+    if (get_all(o, v, 10, 1, 8, items, names) < 0)
         return NULL;
-    }
     const int64_t *step_of = (const int64_t *)v[0].buf;
     const double *FQ = (const double *)v[1].buf, *y = (const double *)v[2].buf, *cols = (const double *)v[3].buf;
     const double *wb = (const double *)v[4].buf, *count = (const double *)v[5].buf, *width = (const double *)v[6].buf;
@@ -75,8 +86,7 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
         if (step_of[j] < 0 || step_of[j] >= S)
             bad = 1;
     if (bad) {
-        for (int i = 0; i < 10; i++)
-            PyBuffer_Release(&v[i]);
+        release(v, 10);
         PyErr_SetString(PyExc_ValueError, "step_of out of range");
         return NULL;
     }
@@ -85,8 +95,7 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
     /* what depends on the point alone, once: 1 / count and the variance's floor 0.05 / count */
     double *per_point = PyMem_Malloc(2 * n * sizeof(double));
     if (per_point == NULL) {
-        for (int i = 0; i < 10; i++)
-            PyBuffer_Release(&v[i]);
+        release(v, 10);
         return PyErr_NoMemory();
     }
     double *inv_count = per_point, *floor_var = per_point + n;
@@ -151,27 +160,8 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     PyMem_Free(per_point);
-    for (int i = 0; i < 10; i++)
-        PyBuffer_Release(&v[i]);
+    release(v, 10);
     Py_RETURN_NONE;
-}
-
-/* release every buffer of ``v`` up to ``got`` */
-static void release(Py_buffer *v, int got) {
-    for (int i = 0; i < got; i++)
-        PyBuffer_Release(&v[i]);
-}
-
-/* the buffers of ``count`` arguments, the first ``ints`` int64 and those from ``first_out`` on
-   writable; on failure everything taken is released */
-static int get_all(PyObject **o, Py_buffer *v, int count, int ints, int first_out, const Py_ssize_t *items,
-                   const char **names) {
-    for (int got = 0; got < count; got++)
-        if (get(o[got], &v[got], got >= first_out, got < ints, items[got], names[got]) < 0) {
-            release(v, got);
-            return -1;
-        }
-    return 0;
 }
 
 /* The levels' solve of every cell (statespace_ci._levels_numpy, the same operations in the

@@ -194,6 +194,11 @@ def _binned_complex(a, b, t, count, d):
     return er * rr - ei * ri, er * ri + ei * rr
 
 
+def _f64(a):
+    """``a`` as the compiled kernel reads it: contiguous float64 (raw doubles, no dtype check there)."""
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
 def _columns(t, count, ts, ti, d=None):
     """The mean's mode column of every cell (cells by rows), averaged over each bin's points: the
     one-mode law's ``exp(-t/T)`` (``ti`` 0) or the oscillator's relaxation from rest ``(l1 e2 -
@@ -205,9 +210,7 @@ def _columns(t, count, ts, ti, d=None):
         d = _spacing(t, count) if np.any(count > 1) else 1.0
     if kernel is not None and ts.size and t.size:
         out = np.empty((ts.size, t.size))
-        kernel.columns(t.size, ts.size, np.ascontiguousarray(t, dtype=np.float64),
-                       np.ascontiguousarray(count, dtype=np.float64), float(d),
-                       np.ascontiguousarray(ts, dtype=np.float64), np.ascontiguousarray(ti, dtype=np.float64), out)
+        kernel.columns(t.size, ts.size, _f64(t), _f64(count), float(d), _f64(ts), _f64(ti), out)
         return out
     with np.errstate(all="ignore"):
         return _columns_numpy(t, count, ts, ti, d)
@@ -254,9 +257,7 @@ def _transitions(dt: np.ndarray, c: Cells):
     kernel = compiled_filter()
     FQ = np.zeros((7, dt.size, c.ts.size))
     if kernel is not None and dt.size and c.ts.size:
-        kernel.transitions(dt.size, c.ts.size, np.ascontiguousarray(dt, dtype=np.float64),
-                           np.ascontiguousarray(c.ts, dtype=np.float64), np.ascontiguousarray(c.ti, dtype=np.float64),
-                           np.ascontiguousarray(c.r, dtype=np.float64), FQ)
+        kernel.transitions(dt.size, c.ts.size, _f64(dt), _f64(c.ts), _f64(c.ti), _f64(c.r), FQ)
         return FQ
     with np.errstate(all="ignore"):
         _transitions_numpy(dt, c, FQ)
@@ -335,19 +336,14 @@ def _levels(Z, logdet, q, n, noise_var):
         return _levels_numpy(Z, logdet, q, n, noise_var)
     out = tuple(np.empty(K) for _ in range(5))
     kernel.levels(n_pts, m, K, n, -1.0 if noise_var is None else float(noise_var),
-                  np.ascontiguousarray(q, dtype=np.int64), np.ascontiguousarray(Z, dtype=np.float64),
-                  np.ascontiguousarray(logdet, dtype=np.float64), *out)
+                  np.ascontiguousarray(q, dtype=np.int64), _f64(Z), _f64(logdet), *out)
     return out
 
 
+@np.errstate(all="ignore")
 def _levels_numpy(Z, logdet, q, n, noise_var):
     """:func:`_levels` in numpy, batched over the cells; every sum over the points runs in
     their order (``cumsum``), so the compiled kernel can repeat it."""
-    with np.errstate(all="ignore"):
-        return _levels_arrays(Z, logdet, q, n, noise_var)
-
-
-def _levels_arrays(Z, logdet, q, n, noise_var):
     m = Z.shape[1]
     G = np.cumsum(Z[:, :, None, :] * Z[:, None, :, :], axis=0)[-1]  # (m, m, cells)
     three = q == 2
@@ -410,11 +406,8 @@ def _innovations(y, count, c: Cells, step_of, FQ, wb):
     if kernel is None or n == 0 or K == 0:  # the kernel takes at least one point and cell
         return _innovations_numpy(y, count, c, step_of, FQ, wb)
     Z, logdet = np.empty((n, m, K)), np.empty(K)
-    def f64(a):  # the kernel reads raw doubles: the dtype is made sure of here
-        return np.ascontiguousarray(a, dtype=np.float64)
-
-    kernel.innovations(n, m, K, FQ.shape[1], c.modes, np.ascontiguousarray(step_of, dtype=np.int64), f64(FQ),
-                       f64(y), f64(c.cols), f64(wb), f64(count), f64(c.ts - c.ti), f64(c.r), Z, logdet)
+    kernel.innovations(n, m, K, FQ.shape[1], c.modes, np.ascontiguousarray(step_of, dtype=np.int64), _f64(FQ),
+                       _f64(y), _f64(c.cols), _f64(wb), _f64(count), _f64(c.ts - c.ti), _f64(c.r), Z, logdet)
     return Z, logdet
 
 
@@ -729,9 +722,8 @@ def _mixture_interval(w, m, s, probs=(0.025, 0.975)):
     x = np.clip(mu + sd * np.array([-1.959964 if q < 0.5 else 1.959964 for q in p]), lo, hi)
     kernel = compiled_filter()
     if kernel is not None and p.size == 2:
-        return kernel.mixture(np.ascontiguousarray(w, dtype=np.float64), np.ascontiguousarray(m, dtype=np.float64),
-                              np.ascontiguousarray(s, dtype=np.float64), float(p[0]), float(p[1]), float(lo[0]),
-                              float(hi[0]), float(x[0]), float(x[1]), 1e-5 * sd)
+        return kernel.mixture(_f64(w), _f64(m), _f64(s), float(p[0]), float(p[1]), float(lo[0]), float(hi[0]),
+                              float(x[0]), float(x[1]), 1e-5 * sd)
     return _mixture_newton(w, m, s, p, lo, hi, x, 1e-5 * sd)
 
 

@@ -25,7 +25,9 @@ last step. The maxima: a grid (every damping ratio of the least-squares profile,
 late-peak boundary; the forcing ratios of :mod:`.statespace_ci`), then :data:`ROUNDS` rounds of a
 local ``3 x 3 x 3`` grid in ``(log Ts, log Ti/Ts, log r)`` around the best cell of each
 hypothesis (the state-space optimum of a no-turn-over curve can sit well away from the
-least-squares one). Every round is one batched filter pass over both hypotheses' cells.
+least-squares one). Every round is one batched filter pass. The no-turn-over curves are refined
+first: refining the best curve can only raise the ratio, so when it already passes against the
+best curve seen so far, that refinement is skipped.
 
 The observation variance ``v`` is not fixed at its estimate from the raw points' differences
 (:func:`~grpofit.fitting.statespace_ci.point_noise_var`, ``s2``) as the plateau's interval
@@ -53,6 +55,7 @@ import math
 import numpy as np
 
 from grpofit.fitting.regime import Reversal, peak_time
+from grpofit.models import damping_ratio
 from grpofit.fitting.statespace_ci import (
     R_HI,
     R_LO,
@@ -118,14 +121,9 @@ class _Likelihood:
         return {k: np.concatenate(v) for k, v in self.seen.items()}
 
 
-def _zeta(ts, ti):
-    with np.errstate(divide="ignore"):
-        return np.where(ti > 0, 0.5 * np.sqrt(ts / np.where(ti > 0, ti, 1.0)), np.inf)
-
-
 def _no_turn(ts, ti, t_end):
     """Cells whose curve has no turning point before ``t_end``."""
-    return peak_time(ts, _zeta(ts, ti)) >= t_end
+    return peak_time(ts, damping_ratio(ts, ti)) >= t_end
 
 
 def _local(x, h):
@@ -306,4 +304,4 @@ def turnover_test(t, y, rows_zeta, rows_ts, fit_zeta: float, fit_ts: float,
               f"{lr:.3g}, needs > {LR_CRITICAL:.2f}), so the data cannot tell an underdamped overshoot "
               "from a forced excursion")
     return Reversal(False, reason, (float(plat.min()), float(plat.max())),
-                    (float(tss.min()), float(tss.max())), float(_zeta(tss, cells["ti"][use]).max()))
+                    (float(tss.min()), float(tss.max())), float(damping_ratio(tss, cells["ti"][use]).max()))
