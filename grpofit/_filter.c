@@ -5,8 +5,8 @@
    own overhead. Here each stage is one loop:
    - columns: the mean's mode column of every cell (statespace_ci._columns_numpy);
    - transitions: the forcing's F and Q over every spacing (statespace_ci._transitions_numpy);
-   - innovations: the Kalman filter, its standardised innovations and log determinant
-     (statespace_ci._innovations_numpy);
+   - innovations: the Kalman filter, the Gram matrix of its standardised innovations and its
+     log determinant (statespace_ci._innovations_numpy and statespace_ci._gram);
    - levels: the levels' solve and both likelihoods (statespace_ci._levels_numpy);
    - mixture: the plateau's mixture quantiles (statespace_ci._mixture_newton).
    Each performs the same floating-point operations in the same order as the numpy function it
@@ -59,6 +59,78 @@ static int get_all(PyObject **o, Py_buffer *v, int count, int ints, int first_ou
 /* numpy's maximum: the first argument when it is not smaller or is NaN, else the second */
 static inline double np_max(double a, double b) { return (a >= b || a != a) ? a : b; }
 
+/* One cell of the filter (statespace_ci._innovations_numpy, then statespace_ci._gram): its
+   points' innovations, standardised, go straight into the Gram matrix of the columns
+   [y, 1, mode columns], summed over the points in order as numpy's cumsum does (the first
+   point's product, then each next one added); nothing per point is stored. ``M`` (3 or 4) is a
+   constant where this is inlined, so the column loops unroll. */
+static inline __attribute__((always_inline)) void filter_cell(
+    const int M, Py_ssize_t n, Py_ssize_t K, Py_ssize_t k, const int64_t *step_of, const double *FQ, Py_ssize_t S,
+    const double *y, const double *cols, const double *phi, const double *inv_count, const double *floor_var,
+    const double *r, double *G, double *logdet) {
+    const double *f11 = FQ, *f12 = FQ + S * K, *f21 = FQ + 2 * S * K, *f22 = FQ + 3 * S * K;
+    const double *q11 = FQ + 4 * S * K, *q12 = FQ + 5 * S * K, *q22 = FQ + 6 * S * K;
+    double p0 = 0.0, p1 = 0.0, p2 = 0.0; /* P = (p11, p12, p22) */
+    double X0[4] = {0.0, 0.0, 0.0, 0.0}, X1[4] = {0.0, 0.0, 0.0, 0.0}; /* the mean (e, e') per column */
+    double acc[4][4];
+    const double r2 = r[k] * r[k];
+    const double *col = cols + k * n * 2;
+    double ld = 0.0;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (j) {
+            const Py_ssize_t i = (Py_ssize_t)step_of[j - 1] * K + k;
+            const double a11 = f11[i], a12 = f12[i], a21 = f21[i], a22 = f22[i];
+            /* P <- C P + Q, C's entries as numpy forms them, each row's terms summed in order */
+            const double c00 = a11 * a11, c01 = (2.0 * a11) * a12, c02 = a12 * a12;
+            const double c10 = a11 * a21, c11 = a11 * a22 + a12 * a21, c12 = a12 * a22;
+            const double c20 = a21 * a21, c21 = (2.0 * a21) * a22, c22 = a22 * a22;
+            const double n0 = ((0.0 + c00 * p0) + c01 * p1) + c02 * p2; /* add.reduce starts at 0 */
+            const double n1 = ((0.0 + c10 * p0) + c11 * p1) + c12 * p2;
+            const double n2 = ((0.0 + c20 * p0) + c21 * p1) + c22 * p2;
+            p0 = n0 + q11[i];
+            p1 = n1 + q12[i];
+            p2 = n2 + q22[i];
+#pragma GCC unroll 4
+            for (int c = 0; c < M; c++) { /* X <- F X */
+                const double e = X0[c], de = X1[c];
+                X0[c] = (0.0 + a11 * e) + a12 * de;
+                X1[c] = (0.0 + a21 * e) + a22 * de;
+            }
+        }
+        const double obs = np_max(inv_count[j] - r2 * (1.0 - phi[j]), floor_var[j]);
+        const double sv = p0 + obs;
+        const double g0 = p0 / sv, g1 = p1 / sv;
+        const double u = g1 * p1; /* p22 -= g1 p12 (p12 before its own update) */
+        const double r0 = g0 * p0, r1 = g0 * p1;
+        p0 = p0 - r0;
+        p1 = p1 - r1;
+        p2 = p2 - u;
+        const double scale = 1.0 / sqrt(sv);
+        ld = ld + log(sv);
+        double z[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < M; c++) {
+            const double b = c == 0 ? y[j] : c == 1 ? 1.0 : col[j * 2 + (c - 2)];
+            const double innov = b - X0[c];
+            z[c] = innov * scale;
+            X0[c] = X0[c] + g0 * innov;
+            X1[c] = X1[c] + g1 * innov;
+        }
+#pragma GCC unroll 4
+        for (int a = 0; a < M; a++)
+#pragma GCC unroll 4
+            for (int b = 0; b <= a; b++)
+                acc[a][b] = j ? acc[a][b] + z[a] * z[b] : z[a] * z[b];
+    }
+    for (int a = 0; a < M; a++)
+        for (int b = 0; b <= a; b++)
+            G[(a * M + b) * K + k] = G[(b * M + a) * K + k] = acc[a][b];
+    logdet[k] = ld;
+}
+
+/* The Kalman filter of every cell (statespace_ci._innovations_numpy and statespace_ci._gram, the
+   same operations in the same order): the Gram matrix of its standardised innovations and its
+   log determinant. */
 static PyObject *innovations(PyObject *self, PyObject *args) {
     PyObject *o[10];
     Py_ssize_t n, m, K, S, modes;
@@ -70,17 +142,17 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
         return NULL;
     }
     /* step_of (n-1) int64; FQ (7,S,K); y (n); cols (K,n,2); wb (n); count (n); width (K) = ts - ti;
-       r (K); outputs Z (n,m,K), logdet (K) */
+       r (K); outputs G (m,m,K), logdet (K) */
     Py_buffer v[10];
-    const Py_ssize_t items[10] = {n - 1, 7 * S * K, n, K * n * 2, n, n, K, K, n * m * K, K};
-    const char *names[10] = {"step_of", "FQ", "y", "cols", "wb", "count", "width", "r", "Z", "logdet"};
+    const Py_ssize_t items[10] = {n - 1, 7 * S * K, n, K * n * 2, n, n, K, K, m * m * K, K};
+    const char *names[10] = {"step_of", "FQ", "y", "cols", "wb", "count", "width", "r", "G", "logdet"};
     if (get_all(o, v, 10, 1, 8, items, names) < 0)
         return NULL;
     const int64_t *step_of = (const int64_t *)v[0].buf;
     const double *FQ = (const double *)v[1].buf, *y = (const double *)v[2].buf, *cols = (const double *)v[3].buf;
     const double *wb = (const double *)v[4].buf, *count = (const double *)v[5].buf, *width = (const double *)v[6].buf;
     const double *r = (const double *)v[7].buf;
-    double *Z = (double *)v[8].buf, *logdet = (double *)v[9].buf;
+    double *G = (double *)v[8].buf, *logdet = (double *)v[9].buf;
     int bad = 0;
     for (Py_ssize_t j = 0; j + 1 < n; j++)
         if (step_of[j] < 0 || step_of[j] >= S)
@@ -90,73 +162,34 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "step_of out of range");
         return NULL;
     }
-    const double *f11 = FQ, *f12 = FQ + S * K, *f21 = FQ + 2 * S * K, *f22 = FQ + 3 * S * K;
-    const double *q11 = FQ + 4 * S * K, *q12 = FQ + 5 * S * K, *q22 = FQ + 6 * S * K;
     /* what depends on the point alone, once: 1 / count and the variance's floor 0.05 / count */
-    double *per_point = PyMem_Malloc(2 * n * sizeof(double));
+    double *per_point = PyMem_Malloc(3 * n * sizeof(double));
     if (per_point == NULL) {
         release(v, 10);
         return PyErr_NoMemory();
     }
-    double *inv_count = per_point, *floor_var = per_point + n;
+    double *inv_count = per_point, *floor_var = per_point + n, *phi = per_point + 2 * n;
     for (Py_ssize_t j = 0; j < n; j++) {
         inv_count[j] = 1.0 / count[j];
         floor_var[j] = 0.05 / count[j];
     }
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < K; k++) {
-        double p0 = 0.0, p1 = 0.0, p2 = 0.0; /* P = (p11, p12, p22) */
-        double X0[4] = {0.0, 0.0, 0.0, 0.0}, X1[4] = {0.0, 0.0, 0.0, 0.0}; /* the mean (e, e') per column */
-        const double r2 = r[k] * r[k];
-        double ld = 0.0;
-        for (Py_ssize_t j = 0; j < n; j++) {
-            if (j) {
-                const Py_ssize_t i = (Py_ssize_t)step_of[j - 1] * K + k;
-                const double a11 = f11[i], a12 = f12[i], a21 = f21[i], a22 = f22[i];
-                /* P <- C P + Q, C's entries as numpy forms them, each row's terms summed in order */
-                const double c00 = a11 * a11, c01 = (2.0 * a11) * a12, c02 = a12 * a12;
-                const double c10 = a11 * a21, c11 = a11 * a22 + a12 * a21, c12 = a12 * a22;
-                const double c20 = a21 * a21, c21 = (2.0 * a21) * a22, c22 = a22 * a22;
-                const double n0 = ((0.0 + c00 * p0) + c01 * p1) + c02 * p2; /* add.reduce starts at 0 */
-                const double n1 = ((0.0 + c10 * p0) + c11 * p1) + c12 * p2;
-                const double n2 = ((0.0 + c20 * p0) + c21 * p1) + c22 * p2;
-                p0 = n0 + q11[i];
-                p1 = n1 + q12[i];
-                p2 = n2 + q22[i];
-                for (Py_ssize_t c = 0; c < m; c++) { /* X <- F X */
-                    const double e = X0[c], de = X1[c];
-                    X0[c] = (0.0 + a11 * e) + a12 * de;
-                    X1[c] = (0.0 + a21 * e) + a22 * de;
+        /* a bin's observation variance is the point's less what averaging over its width removes
+           from the forcing: phi (as statespace_ci._innovations_numpy) depends on the cell's slow
+           time alone, the same for the next cells of a grid (the forcing ratio innermost) */
+        if (k == 0 || width[k] != width[k - 1])
+            for (Py_ssize_t j = 0; j < n; j++) {
+                phi[j] = 1.0; /* a point as logged (width 0: 0 / width is never above 1e-6) */
+                if (wb[j] != 0.0) {
+                    const double xw = wb[j] / width[k];
+                    phi[j] = xw > 1e-6 ? 2.0 * ((xw - 1.0) + exp(-xw)) / np_max(xw * xw, 1e-300) : 1.0;
                 }
             }
-            /* a bin's observation variance: the point's, less what averaging over its width
-               removes from the forcing (phi, as statespace_ci._innovations_numpy) */
-            double phi = 1.0; /* a point as logged (width 0: 0 / width is never above 1e-6) */
-            if (wb[j] != 0.0) {
-                const double xw = wb[j] / width[k];
-                phi = xw > 1e-6 ? 2.0 * ((xw - 1.0) + exp(-xw)) / np_max(xw * xw, 1e-300) : 1.0;
-            }
-            const double obs = np_max(inv_count[j] - r2 * (1.0 - phi), floor_var[j]);
-            const double sv = p0 + obs;
-            const double g0 = p0 / sv, g1 = p1 / sv;
-            const double u = g1 * p1; /* p22 -= g1 p12 (p12 before its own update) */
-            const double r0 = g0 * p0, r1 = g0 * p1;
-            p0 = p0 - r0;
-            p1 = p1 - r1;
-            p2 = p2 - u;
-            const double scale = 1.0 / sqrt(sv);
-            ld = ld + log(sv);
-            double *z = Z + j * m * K + k;
-            for (Py_ssize_t c = 0; c < m; c++) {
-                /* the columns [y, 1, mode columns] */
-                const double b = c == 0 ? y[j] : c == 1 ? 1.0 : cols[(k * n + j) * 2 + (c - 2)];
-                const double innov = b - X0[c];
-                z[c * K] = innov * scale;
-                X0[c] = X0[c] + g0 * innov;
-                X1[c] = X1[c] + g1 * innov;
-            }
-        }
-        logdet[k] = ld;
+        if (m == 3)
+            filter_cell(3, n, K, k, step_of, FQ, S, y, cols, phi, inv_count, floor_var, r, G, logdet);
+        else
+            filter_cell(4, n, K, k, step_of, FQ, S, y, cols, phi, inv_count, floor_var, r, G, logdet);
     }
     Py_END_ALLOW_THREADS
     PyMem_Free(per_point);
@@ -165,27 +198,27 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
 }
 
 /* The levels' solve of every cell (statespace_ci._levels_numpy, the same operations in the
-   same order): the Gram matrix of the standardised columns summed over the points in order,
+   same order): from the Gram matrix of its standardised columns (the filter's, ``innovations``),
    its Cholesky factor (2 x 2 or 3 x 3), the plateau's mean and variance and both likelihoods. */
 static PyObject *levels(PyObject *self, PyObject *args) {
     PyObject *o[8];
-    Py_ssize_t n, m, K, n_obs;
+    Py_ssize_t m, K, n_obs;
     double noise_var;
-    if (!PyArg_ParseTuple(args, "nnnndOOOOOOOO", &n, &m, &K, &n_obs, &noise_var, &o[0], &o[1], &o[2], &o[3], &o[4],
+    if (!PyArg_ParseTuple(args, "nnndOOOOOOOO", &m, &K, &n_obs, &noise_var, &o[0], &o[1], &o[2], &o[3], &o[4],
                           &o[5], &o[6], &o[7]))
         return NULL;
-    if (n < 1 || K < 1 || m < 3 || m > 4) {
+    if (K < 1 || m < 3 || m > 4) {
         PyErr_SetString(PyExc_ValueError, "levels: bad sizes");
         return NULL;
     }
-    /* q (K) int64; Z (n,m,K); logdet (K); outputs nll, mean, var, ml, resid (K) */
+    /* q (K) int64; G (m,m,K); logdet (K); outputs nll, mean, var, ml, resid (K) */
     Py_buffer v[8];
-    const Py_ssize_t items[8] = {K, n * m * K, K, K, K, K, K, K};
-    const char *names[8] = {"q", "Z", "logdet", "nll", "mean", "var", "ml", "resid"};
+    const Py_ssize_t items[8] = {K, m * m * K, K, K, K, K, K, K};
+    const char *names[8] = {"q", "G", "logdet", "nll", "mean", "var", "ml", "resid"};
     if (get_all(o, v, 8, 1, 3, items, names) < 0)
         return NULL;
     const int64_t *q = (const int64_t *)v[0].buf;
-    const double *Z = (const double *)v[1].buf, *logdet = (const double *)v[2].buf;
+    const double *Gm = (const double *)v[1].buf, *logdet = (const double *)v[2].buf;
     double *nll = (double *)v[3].buf, *mean = (double *)v[4].buf, *var = (double *)v[5].buf, *ml = (double *)v[6].buf;
     double *resid = (double *)v[7].buf;
     const int known = noise_var >= 0.0;
@@ -200,13 +233,8 @@ static PyObject *levels(PyObject *self, PyObject *args) {
         }
         double G[4][4];
         for (Py_ssize_t a = 0; a < m; a++)
-            for (Py_ssize_t b = 0; b <= a; b++) {
-                const double *za = Z + a * K + k, *zb = Z + b * K + k;
-                double acc = za[0] * zb[0];
-                for (Py_ssize_t j = 1; j < n; j++)
-                    acc = acc + za[j * m * K] * zb[j * m * K];
-                G[a][b] = acc;
-            }
+            for (Py_ssize_t b = 0; b <= a; b++)
+                G[a][b] = Gm[(a * m + b) * K + k];
         const double yy = G[0][0], c0 = G[1][0], c1 = G[2][0];
         const double a00 = G[1][1], a10 = G[2][1], a11 = G[2][2];
         double L00 = sqrt(a00);
@@ -514,7 +542,7 @@ static PyObject *columns(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"innovations", innovations, METH_VARARGS,
-     "innovations(n, m, K, S, modes, step_of, FQ, y, cols, wb, count, width, r, Z, logdet): the filter's standardised innovations into Z and log determinants into logdet"},
+     "innovations(n, m, K, S, modes, step_of, FQ, y, cols, wb, count, width, r, G, logdet): the Gram matrices of the filter's standardised innovations into G and log determinants into logdet"},
     {"mixture", mixture, METH_VARARGS,
      "mixture(w, m, s, p0, p1, lo, hi, x0, x1, tol): the points of a normal mixture's CDF at p0 and p1"},
     {"transitions", transitions, METH_VARARGS,
@@ -522,7 +550,7 @@ static PyMethodDef methods[] = {
     {"columns", columns, METH_VARARGS,
      "columns(n, K, t, count, d, ts, ti, out): every cell's mode column, averaged over each bin, into out (K, n)"},
     {"levels", levels, METH_VARARGS,
-     "levels(n, m, K, n_obs, noise_var, q, Z, logdet, nll, mean, var, ml, resid): each cell's levels' solve (noise_var < 0: unknown)"},
+     "levels(m, K, n_obs, noise_var, q, G, logdet, nll, mean, var, ml, resid): each cell's levels' solve from its Gram matrix (noise_var < 0: unknown)"},
     {NULL, NULL, 0, NULL},
 };
 

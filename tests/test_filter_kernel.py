@@ -100,18 +100,35 @@ def test_compiled_filter_gives_the_numpy_bits(cases, monkeypatch):
     monkeypatch.setattr(statespace_ci, "compiled_filter", lambda: kernel)
     assert len(cases) >= 7  # one call or more per fit
     for args in cases:
-        Z, logdet = statespace_ci._innovations(*args)
+        G, logdet = statespace_ci._innovations(*args)
         Zn, logdetn = statespace_ci._innovations_numpy(*args)
-        assert Z.shape == Zn.shape and logdet.shape == logdetn.shape
-        assert np.array_equal(Z.view(np.int64), Zn.view(np.int64))
+        Gn = statespace_ci._gram(Zn)
+        assert G.shape == Gn.shape == (Zn.shape[1],) * 2 + (Zn.shape[2],) and logdet.shape == logdetn.shape
+        assert np.array_equal(G.view(np.int64), Gn.view(np.int64))
         assert np.array_equal(logdet.view(np.int64), logdetn.view(np.int64))
+
+
+def test_gram_sums_the_points_in_order():
+    """The numpy reference of the filter's Gram matrix: sum_j Z[j, a] Z[j, b] per cell, added
+    in the points' order (a pairwise sum would differ in the last bits)."""
+    rng = np.random.default_rng(4)
+    Z = rng.standard_normal((9, 3, 5)) * np.exp(5 * rng.standard_normal((9, 1, 1)))
+    G = statespace_ci._gram(Z)
+    for k in range(5):
+        for a in range(3):
+            for b in range(3):
+                acc = Z[0, a, k] * Z[0, b, k]
+                for j in range(1, 9):
+                    acc = acc + Z[j, a, k] * Z[j, b, k]
+                assert G[a, b, k] == acc
+    assert statespace_ci._gram(np.empty((0, 3, 2))).shape == (3, 3, 2)
 
 
 def _small_case(S=2, n=5, K=3):
     rng = np.random.default_rng(0)
     args = [n, 3, K, S, 1, np.zeros(n - 1, dtype=np.int64), rng.random((7, S, K)), rng.random(n),
             rng.random((K, n, 2)), np.ones(n), np.ones(n), np.full(K, 10.0), np.full(K, 0.5),
-            np.empty((n, 3, K)), np.empty(K)]
+            np.empty((3, 3, K)), np.empty(K)]
     return args
 
 
@@ -141,7 +158,7 @@ def test_kernel_refuses_bad_sizes_and_steps():
     with pytest.raises(ValueError, match="count: expected 5 items of float64"):
         kernel.innovations(*wrong)
     wrong = list(args)
-    wrong[-2] = np.empty((5, 3, 3))[:, :, ::-1]  # not contiguous
+    wrong[-2] = np.empty((3, 3, 3))[:, :, ::-1]  # not contiguous
     with pytest.raises((ValueError, BufferError)):
         kernel.innovations(*wrong)
 
@@ -159,13 +176,15 @@ def test_stage_kernels_refuse_bad_buffers():
     kernel.transitions(1, 2, np.ones(1), ts, ti, np.ones(2), FQ)
     with pytest.raises(ValueError, match="ti: expected 2 items of float64"):
         kernel.transitions(1, 2, np.ones(1), ts, ti.astype(np.int64), np.ones(2), FQ)
-    Z, q = np.ones((5, 3, 2)), np.ones(2, dtype=np.int64)
+    G, q = np.ones((3, 3, 2)), np.ones(2, dtype=np.int64)
     res = [np.empty(2) for _ in range(5)]
-    kernel.levels(5, 3, 2, 5, -1.0, q, Z, np.zeros(2), *res)
+    kernel.levels(3, 2, 5, -1.0, q, G, np.zeros(2), *res)
     with pytest.raises(ValueError, match="q: expected 2 items of int64"):
-        kernel.levels(5, 3, 2, 5, -1.0, q.astype(float), Z, np.zeros(2), *res)
+        kernel.levels(3, 2, 5, -1.0, q.astype(float), G, np.zeros(2), *res)
+    with pytest.raises(ValueError, match="G: expected 18 items"):
+        kernel.levels(3, 2, 5, -1.0, q, np.ones((5, 3, 2)), np.zeros(2), *res)
     with pytest.raises(ValueError, match="levels: bad sizes"):
-        kernel.levels(5, 5, 2, 5, -1.0, q, Z, np.zeros(2), *res)
+        kernel.levels(5, 2, 5, -1.0, q, G, np.zeros(2), *res)
     with pytest.raises(ValueError, match="s: expected 2 items"):
         kernel.mixture(np.ones(2), np.ones(2), np.ones(3), 0.025, 0.975, -1.0, 1.0, 0.0, 0.0, 1e-6)
     lo, hi = kernel.mixture(np.array([1.0]), np.array([0.5]), np.array([0.1]), 0.025, 0.975, 0.0, 1.0, 0.3, 0.7, 1e-9)
@@ -202,6 +221,6 @@ def test_fit_is_the_same_with_and_without_the_kernel(monkeypatch):
 def test_no_cells_gives_empty_innovations():
     """A batch without cells gives empty arrays on either path (the kernel is not called)."""
     c = statespace_ci.Cells(np.empty(0), np.empty(0), np.empty(0), np.empty((0, 8, 2)), 1)
-    Z, logdet = statespace_ci._innovations(np.ones(8), np.ones(8), c, np.zeros(7, dtype=np.int64),
+    G, logdet = statespace_ci._innovations(np.ones(8), np.ones(8), c, np.zeros(7, dtype=np.int64),
                                            np.empty((7, 1, 0)), np.zeros(8))
-    assert Z.shape == (8, 3, 0) and logdet.shape == (0,)
+    assert G.shape == (3, 3, 0) and logdet.shape == (0,)

@@ -80,6 +80,18 @@ MAX_WIDEN = 2
 R_PRIOR = 0.5
 
 
+def _fixed(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+#: the grids' parts that do not depend on the run, built once: the forcing ratios and the fast
+#: + slow law's multipliers of the fitted timescale
+_RATIOS = _fixed(np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_R)))
+_SLOW_MULT = _fixed(np.exp(np.linspace(0.0, math.log(SLOW_REACH), N_SLOW)))
+_FAST_MULT = _fixed(np.exp(np.linspace(math.log(1.0 / 30.0), math.log(0.5), N_FAST)))
+
+
 @dataclass
 class SSIntervals:
     plateau: tuple[float, float]
@@ -296,7 +308,13 @@ def _transitions_numpy(dt, c: Cells, FQ):
     q22[:, two] = rr * (w2 - g21 * g21 - w2 * g22 * g22)[:, inv]
 
 
-def _kalman_cells(t, y, count, c: Cells, noise_var=None, parts: bool = False):
+def _spacings(t):
+    """``(dts, step_of)``: the distinct spacings between the points and each step's: the head's
+    steps and the tail's bins share a few, so the transitions are found once per spacing."""
+    return np.unique(np.diff(t), return_inverse=True)
+
+
+def _kalman_cells(t, y, count, c: Cells, noise_var=None, parts: bool = False, points=None):
     """Per cell ``(nll, plateau mean, plateau var, nll_ml)``, all cells at once; ``nll`` is
     restricted (levels integrated under a flat prior), ``nll_ml`` maximised over the levels
     (comparable between laws). ``parts``: also the log determinant of the points' unit
@@ -309,43 +327,42 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None, parts: bool = False):
     points), so the levels' GLS solve and the likelihood follow from their Gram matrix. The
     filter itself (:func:`_innovations`) is one compiled loop where it was built, else numpy
     operations batched over all cells and columns, looping over the (at most
-    :data:`MAX_POINTS`) points."""
+    :data:`MAX_POINTS`) points. ``points``: ``(dts, step_of, bin widths)`` of ``(t, count)``
+    (:func:`_spacings`, :func:`_bin_widths`) from a caller that filters the same points again."""
     n = t.size
-    # the head's steps and the tail's bins share a few spacings: transitions once per spacing
-    dts, step_of = np.unique(np.diff(t), return_inverse=True)
-    Z, logdet = _innovations(y, count, c, step_of, _transitions(dts, c), _bin_widths(t, count))
+    dts, step_of, wb = points if points is not None else (*_spacings(t), _bin_widths(t, count))
+    G, logdet = _innovations(y, count, c, step_of, _transitions(dts, c), wb)
     q = np.where(np.all(c.cols[:, :, 1] == 0, axis=1), 1, 2)  # mode columns of each cell's mean
     q[q > c.modes] = 0  # (none: a cell's columns are within its batch's)
-    nll, mean, var, ml, resid = _levels(Z, logdet, q, n, noise_var)
+    nll, mean, var, ml, resid = _levels(G, logdet, q, n, noise_var)
     if parts:
         return nll, mean, var, ml, logdet, resid
     return nll, mean, var, ml
 
 
-def _levels(Z, logdet, q, n, noise_var):
-    """``(nll, plateau mean, plateau var, nll_ml, Qf)`` per cell from the filter's standardised
-    columns ``Z`` (points, ``[y, 1, mode columns]``, cells): the levels' GLS solve through the
+def _levels(G, logdet, q, n, noise_var):
+    """``(nll, plateau mean, plateau var, nll_ml, Qf)`` per cell from the Gram matrix ``G``
+    (``[y, 1, mode columns]`` squared, cells) of the filter's standardised columns
+    (:func:`_innovations`): the levels' GLS solve through the
     Cholesky factor of the columns' Gram matrix ``A`` (the first ``1 + q`` mode columns; ``q``
     per cell, 0: skipped), the residual ``Qf = y'y - |L^-1 c|^2``. A Gram matrix that is not
     positive definite gives ``nll = inf`` and ``Qf = inf`` (and the identity's solve, finite). The compiled
     kernel (``grpofit/_filter.c``) where it was built, else :func:`_levels_numpy`: the same
     operations in the same order."""
     kernel = compiled_filter()
-    n_pts, m, K = Z.shape
-    if kernel is None or n_pts == 0 or K == 0:
-        return _levels_numpy(Z, logdet, q, n, noise_var)
+    m, _, K = G.shape
+    if kernel is None or K == 0:
+        return _levels_numpy(G, logdet, q, n, noise_var)
     out = tuple(np.empty(K) for _ in range(5))
-    kernel.levels(n_pts, m, K, n, -1.0 if noise_var is None else float(noise_var),
-                  np.ascontiguousarray(q, dtype=np.int64), _f64(Z), _f64(logdet), *out)
+    kernel.levels(m, K, n, -1.0 if noise_var is None else float(noise_var),
+                  np.ascontiguousarray(q, dtype=np.int64), _f64(G), _f64(logdet), *out)
     return out
 
 
 @np.errstate(all="ignore")
-def _levels_numpy(Z, logdet, q, n, noise_var):
-    """:func:`_levels` in numpy, batched over the cells; every sum over the points runs in
-    their order (``cumsum``), so the compiled kernel can repeat it."""
-    m = Z.shape[1]
-    G = np.cumsum(Z[:, :, None, :] * Z[:, None, :, :], axis=0)[-1]  # (m, m, cells)
+def _levels_numpy(G, logdet, q, n, noise_var):
+    """:func:`_levels` in numpy, batched over the cells."""
+    m = G.shape[0]
     three = q == 2
     yy, c0, c1 = G[0, 0], G[1, 0], G[2, 0]
     a00, a10, a11 = G[1, 1], G[2, 1], G[2, 2]
@@ -396,19 +413,29 @@ def _levels_numpy(Z, logdet, q, n, noise_var):
 
 
 def _innovations(y, count, c: Cells, step_of, FQ, wb):
-    """The filter's standardised innovations ``Z`` (points, columns ``[y, 1, mode columns]``,
-    cells) and each cell's log determinant of the points' covariance: the compiled filter
-    (``grpofit/_filter.c``: the same operations in the same order, so the same bits) where it
-    was built, else :func:`_innovations_numpy`. ``FQ``: :func:`_transitions`' entries (7,
-    spacings, cells); ``wb``: each point's bin width."""
+    """The Gram matrix ``G`` (columns ``[y, 1, mode columns]`` by the same, cells) of the filter's
+    standardised innovations and each cell's log determinant of the points' covariance: the
+    compiled filter (``grpofit/_filter.c``: the same operations in the same order, so the same
+    bits; no innovation is stored) where it was built, else :func:`_innovations_numpy` and
+    :func:`_gram`. ``FQ``: :func:`_transitions`' entries (7, spacings, cells); ``wb``: each
+    point's bin width."""
     kernel = compiled_filter()
     n, K, m = y.size, c.ts.size, 2 + c.modes
     if kernel is None or n == 0 or K == 0:  # the kernel takes at least one point and cell
-        return _innovations_numpy(y, count, c, step_of, FQ, wb)
-    Z, logdet = np.empty((n, m, K)), np.empty(K)
+        Z, logdet = _innovations_numpy(y, count, c, step_of, FQ, wb)
+        return _gram(Z), logdet
+    G, logdet = np.empty((m, m, K)), np.empty(K)
     kernel.innovations(n, m, K, FQ.shape[1], c.modes, np.ascontiguousarray(step_of, dtype=np.int64), _f64(FQ),
-                       _f64(y), _f64(c.cols), _f64(wb), _f64(count), _f64(c.ts - c.ti), _f64(c.r), Z, logdet)
-    return Z, logdet
+                       _f64(y), _f64(c.cols), _f64(wb), _f64(count), _f64(c.ts - c.ti), _f64(c.r), G, logdet)
+    return G, logdet
+
+
+def _gram(Z):
+    """``G[a, b] = sum_j Z[j, a] Z[j, b]`` per cell (the last axis), the points summed in their
+    order (``cumsum``), so the compiled filter can repeat it."""
+    if Z.shape[0] == 0:
+        return np.zeros((Z.shape[1], Z.shape[1], Z.shape[2]))
+    return np.cumsum(Z[:, :, None, :] * Z[:, None, :, :], axis=0)[-1]
 
 
 def _innovations_numpy(y, count, c: Cells, step_of, FQ, wb):
@@ -534,19 +561,19 @@ def _ridge_slope(t, ts, ti) -> float:
 
 def _law_cells(t, count, sp: Spec, ratios, d=None) -> tuple[Cells, tuple]:
     u = np.linspace(sp.a, sp.b, N_T)
-    U, V = np.meshgrid(u, sp.vi, indexing="ij")
-    ts = sp.times[0] * np.exp(U.ravel())
+    U, V = np.repeat(u, sp.vi.size), np.tile(sp.vi, u.size)  # the (u, vi) grid, vi innermost
+    ts = sp.times[0] * np.exp(U)
     # the inertia grid follows the curve's ridge: at each timescale it is centred on the
     # inertia that best keeps the curve (an underdamped run pins its frequency, so a longer
     # timescale goes with a shorter inertia); a sheared grid, equal cells in (log Ts, log Ti)
-    ti = sp.ti0 * np.exp(V.ravel() + sp.shear * U.ravel())
+    ti = sp.ti0 * np.exp(V + sp.shear * U)
     col = _columns(t, count, ts, ti, d)
     # every (timescale, inertia) for every ratio, the ratio innermost
     nr = ratios.size
     cols = np.zeros((ts.size * nr, t.size, 2))
     cols[:, :, 0] = np.repeat(col, nr, axis=0)
     cells = Cells(np.repeat(ts, nr), np.repeat(ti, nr), np.tile(ratios, ts.size), cols, 1)
-    return cells, (u, U.shape + (nr,))
+    return cells, (u, (u.size, sp.vi.size, nr))
 
 
 def _two_cells(t, count, ts0, ratios, d=None) -> Cells | None:
@@ -556,15 +583,16 @@ def _two_cells(t, count, ts0, ratios, d=None) -> Cells | None:
     dt = median(np.diff(t[:RAW_HEAD]), overwrite=True) if t.size > 2 else 1.0
     # a one-mode fit of two classes lands between them, often near the fast one (the slow
     # mode looks like forcing): the slow grid reaches far past it, up to half the span
-    slow = ts0 * np.exp(np.linspace(0.0, math.log(SLOW_REACH), N_SLOW))
+    slow = ts0 * _SLOW_MULT
     slow = slow[slow <= 0.5 * span]
-    fast = ts0 * np.exp(np.linspace(math.log(1.0 / 30.0), math.log(0.5), N_FAST))
+    fast = ts0 * _FAST_MULT
     fast = fast[fast >= 0.5 * dt]
     if slow.size == 0 or fast.size == 0:
         return None
-    Fm, Sm = (g.ravel() for g in np.meshgrid(fast, slow, indexing="ij"))
-    none = np.zeros(Fm.size)
-    cols = np.stack([_columns(t, count, Fm, none, d), _columns(t, count, Sm, none, d)], axis=2)
+    Sm = np.tile(slow, fast.size)  # every (fast, slow), slow innermost
+    # each mode's column once, then spread over the grid
+    cols = np.stack([np.repeat(_columns(t, count, fast, np.zeros(fast.size), d), slow.size, axis=0),
+                     np.tile(_columns(t, count, slow, np.zeros(slow.size), d), (fast.size, 1))], axis=2)
     nr = ratios.size  # the ratio innermost, as in _law_cells
     return Cells(np.repeat(Sm, nr), np.zeros(Sm.size * nr), np.tile(ratios, Sm.size), np.repeat(cols, nr, axis=0), 2)
 
@@ -589,7 +617,7 @@ def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
     if tb.size < 6:
         return out
     noise_var = point_noise_var(y)
-    ratios = np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_R))
+    ratios = _RATIOS
     live = []
     for i, sp in enumerate(specs):
         ts0 = float(sp.times[0])
@@ -614,6 +642,7 @@ def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
     two = _two_cells(tb, cnt, float(specs[live[0]].times[0]), ratios, d)
     results: dict = {}
     todo = list(live)
+    points = (*_spacings(tb), _bin_widths(tb, cnt))  # for every pass
     with np.errstate(all="ignore"):
         for round_ in range(MAX_WIDEN + 1):
             parts, meta = [], []
@@ -624,7 +653,7 @@ def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
             if round_ == 0 and two is not None:
                 parts.append(two)
             joined = Cells.join(parts)
-            terms = _kalman_cells(tb, yb, cnt, joined, noise_var)
+            terms = _kalman_cells(tb, yb, cnt, joined, noise_var, points=points)
             terms = (terms[0] - R_PRIOR * np.log(joined.r),) + tuple(terms[1:])
             k0 = 0
             for i, size, shape in meta:

@@ -60,9 +60,13 @@ from grpofit.fitting.statespace_ci import (
     R_HI,
     R_LO,
     Cells,
+    _bin_widths,
     _columns,
+    _distinct,
     _kalman_cells,
     _reduce,
+    _spacing,
+    _spacings,
     point_noise_var,
 )
 
@@ -82,13 +86,18 @@ ROUNDS = 4
 #: differences (:func:`~grpofit.fitting.statespace_ci.point_noise_var`): the MAD's Gaussian
 #: efficiency 0.37, divided by 1.5 for the differences' lag-one correlation -1/2
 NU_PER_DIFFERENCE = 0.25
+#: the first pass's forcing ratios and timescale multipliers, built once
+_RATIOS = np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_RATIOS))
+_MULT = np.exp(np.linspace(-SPREAD, SPREAD, N_TS))
+_RATIOS.flags.writeable = _MULT.flags.writeable = False
 
 
-def _cells(tb, cnt, ts, ti, r) -> Cells:
-    """One cell per ``(ts, ti, r)`` (``ti = 0``: the one-mode law)."""
+def _cells(tb, cnt, ts, ti, r, d) -> Cells:
+    """One cell per ``(ts, ti, r)`` (``ti = 0``: the one-mode law); ``d`` the points' spacing."""
     ti = np.where(ti <= 0, 0.0, ti)
     cols = np.zeros((ts.size, tb.size, 2))
-    cols[:, :, 0] = _columns(tb, cnt, ts, ti)
+    first, inv = _distinct(ts, ti)  # the forcing ratios innermost: a column per run of cells
+    cols[:, :, 0] = _columns(tb, cnt, ts[first], ti[first], d)[inv]
     return Cells(ts, ti, r, cols, 1)
 
 
@@ -97,6 +106,9 @@ class _Likelihood:
 
     def __init__(self, t, y):
         self.tb, self.yb, self.cnt = _reduce(t, y)
+        # what the filter needs of the points alone, once for every pass
+        self.d = _spacing(self.tb, self.cnt) if np.any(self.cnt > 1) else 1.0
+        self.points = (*_spacings(self.tb), _bin_widths(self.tb, self.cnt))
         s2 = point_noise_var(y)  # None for a series the likelihood sees whole
         self.s2 = s2 or 0.0
         self.nu = NU_PER_DIFFERENCE * (y.size - 1) if s2 else 0.0
@@ -105,8 +117,8 @@ class _Likelihood:
     def __call__(self, ts, ti, r):
         ts, ti, r = (np.asarray(a, dtype=float) for a in (ts, ti, r))
         ti = np.where(ti <= 1e-4 * ts, 0.0, ti)
-        _, plat, _, _, logdet, q = _kalman_cells(self.tb, self.yb, self.cnt, _cells(self.tb, self.cnt, ts, ti, r),
-                                                 parts=True)
+        cells = _cells(self.tb, self.cnt, ts, ti, r, self.d)
+        _, plat, _, _, logdet, q = _kalman_cells(self.tb, self.yb, self.cnt, cells, parts=True, points=self.points)
         # the observation variance maximised jointly with the raw differences' estimate of it
         # (module docstring): v = (Q + nu s2) / (n + nu)
         m = self.tb.size + self.nu
@@ -242,8 +254,7 @@ def turnover_test(t, y, rows_zeta, rows_ts, fit_zeta: float, fit_ts: float,
     if resid_var is not None and lik.nu > 0 and not resid_var <= (1.0 + R_HI * R_HI) * lik.s2:
         return None
     t_end = float(t[-1])
-    ratios = np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_RATIOS))
-    mult = np.exp(np.linspace(-SPREAD, SPREAD, N_TS))
+    ratios, mult = _RATIOS, _MULT
     zs, tss = [], []
     rows_zeta, rows_ts = np.asarray(rows_zeta, dtype=float), np.asarray(rows_ts, dtype=float)
     keep = np.arange(rows_zeta.size) % ROW_STRIDE == 0
