@@ -63,11 +63,13 @@ static inline double np_max(double a, double b) { return (a >= b || a != a) ? a 
    points' innovations, standardised, go straight into the Gram matrix of the columns
    [y, 1, mode columns], summed over the points in order as numpy's cumsum does (the first
    point's product, then each next one added); nothing per point is stored. ``M`` (3 or 4) is a
-   constant where this is inlined, so the column loops unroll. */
+   constant where this is inlined, so the column loops unroll. ``ONE``: a one-mode cell (F and Q
+   zero but for f11 and q11, everything finite, see one_mode): e' and the covariances p12, p22
+   stay exactly +0 in the full recursion, so they are left out (the same bits). */
 static inline __attribute__((always_inline)) void filter_cell(
-    const int M, Py_ssize_t n, Py_ssize_t K, Py_ssize_t k, const int64_t *step_of, const double *FQ, Py_ssize_t S,
+    const int M, const int ONE, Py_ssize_t n, Py_ssize_t K, Py_ssize_t k, const int64_t *step_of, const double *FQ, Py_ssize_t S,
     const double *y, const double *cols, const double *phi, const double *inv_count, const double *floor_var,
-    const double *r, double *G, double *logdet) {
+    const double *r, double *G, double *logdet, double *sv_of) {
     const double *f11 = FQ, *f12 = FQ + S * K, *f21 = FQ + 2 * S * K, *f22 = FQ + 3 * S * K;
     const double *q11 = FQ + 4 * S * K, *q12 = FQ + 5 * S * K, *q22 = FQ + 6 * S * K;
     double p0 = 0.0, p1 = 0.0, p2 = 0.0; /* P = (p11, p12, p22) */
@@ -75,10 +77,18 @@ static inline __attribute__((always_inline)) void filter_cell(
     double acc[4][4];
     const double r2 = r[k] * r[k];
     const double *col = cols + k * n * 2;
-    double ld = 0.0;
+    double prod = 1.0;
     for (Py_ssize_t j = 0; j < n; j++) {
         if (j) {
             const Py_ssize_t i = (Py_ssize_t)step_of[j - 1] * K + k;
+            if (ONE) { /* the full recursion's terms with f12 = f21 = f22 = 0 and p12 = p22 = e' = +0 */
+                const double a11 = f11[i];
+                p0 = (0.0 + (a11 * a11) * p0) + q11[i];
+#pragma GCC unroll 4
+                for (int c = 0; c < M; c++)
+                    X0[c] = 0.0 + a11 * X0[c];
+                goto observe;
+            }
             const double a11 = f11[i], a12 = f12[i], a21 = f21[i], a22 = f22[i];
             /* P <- C P + Q, C's entries as numpy forms them, each row's terms summed in order */
             const double c00 = a11 * a11, c01 = (2.0 * a11) * a12, c02 = a12 * a12;
@@ -97,16 +107,20 @@ static inline __attribute__((always_inline)) void filter_cell(
                 X1[c] = (0.0 + a21 * e) + a22 * de;
             }
         }
+    observe:;
         const double obs = np_max(inv_count[j] - r2 * (1.0 - phi[j]), floor_var[j]);
         const double sv = p0 + obs;
         const double g0 = p0 / sv, g1 = p1 / sv;
         const double u = g1 * p1; /* p22 -= g1 p12 (p12 before its own update) */
         const double r0 = g0 * p0, r1 = g0 * p1;
         p0 = p0 - r0;
-        p1 = p1 - r1;
-        p2 = p2 - u;
+        if (!ONE) {
+            p1 = p1 - r1;
+            p2 = p2 - u;
+        }
         const double scale = 1.0 / sqrt(sv);
-        ld = ld + log(sv);
+        prod = j ? prod * sv : sv; /* the log determinant as the log of the product (cumprod order) */
+        sv_of[j] = sv;
         double z[4];
 #pragma GCC unroll 4
         for (int c = 0; c < M; c++) {
@@ -114,7 +128,8 @@ static inline __attribute__((always_inline)) void filter_cell(
             const double innov = b - X0[c];
             z[c] = innov * scale;
             X0[c] = X0[c] + g0 * innov;
-            X1[c] = X1[c] + g1 * innov;
+            if (!ONE)
+                X1[c] = X1[c] + g1 * innov;
         }
 #pragma GCC unroll 4
         for (int a = 0; a < M; a++)
@@ -125,12 +140,42 @@ static inline __attribute__((always_inline)) void filter_cell(
     for (int a = 0; a < M; a++)
         for (int b = 0; b <= a; b++)
             G[(a * M + b) * K + k] = G[(b * M + a) * K + k] = acc[a][b];
-    logdet[k] = ld;
+    if (prod > 0.0 && prod < INFINITY) {
+        logdet[k] = log(prod);
+    } else { /* out of range (statespace_ci._log_product): the sum of the logs, in order */
+        double ld = log(sv_of[0]);
+        for (Py_ssize_t j = 1; j < n; j++)
+            ld = ld + log(sv_of[j]);
+        logdet[k] = ld;
+    }
 }
 
-/* The Kalman filter of every cell (statespace_ci._innovations_numpy and statespace_ci._gram, the
-   same operations in the same order): the Gram matrix of its standardised innovations and its
-   log determinant. */
+/* Is cell k one-mode, so that filter_cell may leave e' out? Its F and Q zero but for f11 >= 0
+   and q11 at every spacing, and every input finite (the data too: the caller checks y); then
+   e', p12 and p22 are exactly +0 throughout the full recursion. */
+static int one_mode(Py_ssize_t n, Py_ssize_t K, Py_ssize_t k, Py_ssize_t S, const double *FQ, const double *cols,
+                    const double *phi, const double *r) {
+    const Py_ssize_t SK = S * K;
+    if (!isfinite(r[k]))
+        return 0;
+    for (Py_ssize_t s = 0; s < S; s++) {
+        const Py_ssize_t i = s * K + k;
+        if (!(FQ[i] >= 0.0 && isfinite(FQ[i]) && isfinite(FQ[4 * SK + i])) || FQ[SK + i] != 0.0 ||
+            FQ[2 * SK + i] != 0.0 || FQ[3 * SK + i] != 0.0 || FQ[5 * SK + i] != 0.0 || FQ[6 * SK + i] != 0.0)
+            return 0;
+    }
+    for (Py_ssize_t j = 0; j < 2 * n; j++)
+        if (!isfinite(cols[k * n * 2 + j]))
+            return 0;
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (!isfinite(phi[j]))
+            return 0;
+    return 1;
+}
+
+/* The Kalman filter of every cell (statespace_ci._innovations_numpy, statespace_ci._gram and
+   statespace_ci._log_product, the same operations in the same order): the Gram matrix of its
+   standardised innovations and its log determinant. */
 static PyObject *innovations(PyObject *self, PyObject *args) {
     PyObject *o[10];
     Py_ssize_t n, m, K, S, modes;
@@ -163,16 +208,19 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
         return NULL;
     }
     /* what depends on the point alone, once: 1 / count and the variance's floor 0.05 / count */
-    double *per_point = PyMem_Malloc(3 * n * sizeof(double));
+    double *per_point = PyMem_Malloc(4 * n * sizeof(double));
     if (per_point == NULL) {
         release(v, 10);
         return PyErr_NoMemory();
     }
-    double *inv_count = per_point, *floor_var = per_point + n, *phi = per_point + 2 * n;
+    double *inv_count = per_point, *floor_var = per_point + n, *phi = per_point + 2 * n, *sv_of = per_point + 3 * n;
     for (Py_ssize_t j = 0; j < n; j++) {
         inv_count[j] = 1.0 / count[j];
         floor_var[j] = 0.05 / count[j];
     }
+    int y_finite = 1;
+    for (Py_ssize_t j = 0; j < n; j++)
+        y_finite = y_finite && isfinite(y[j]);
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < K; k++) {
         /* a bin's observation variance is the point's less what averaging over its width removes
@@ -186,10 +234,15 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
                     phi[j] = xw > 1e-6 ? 2.0 * ((xw - 1.0) + exp(-xw)) / np_max(xw * xw, 1e-300) : 1.0;
                 }
             }
-        if (m == 3)
-            filter_cell(3, n, K, k, step_of, FQ, S, y, cols, phi, inv_count, floor_var, r, G, logdet);
+        const int one = y_finite && one_mode(n, K, k, S, FQ, cols, phi, r);
+        if (m == 3 && one)
+            filter_cell(3, 1, n, K, k, step_of, FQ, S, y, cols, phi, inv_count, floor_var, r, G, logdet, sv_of);
+        else if (m == 3)
+            filter_cell(3, 0, n, K, k, step_of, FQ, S, y, cols, phi, inv_count, floor_var, r, G, logdet, sv_of);
+        else if (one)
+            filter_cell(4, 1, n, K, k, step_of, FQ, S, y, cols, phi, inv_count, floor_var, r, G, logdet, sv_of);
         else
-            filter_cell(4, n, K, k, step_of, FQ, S, y, cols, phi, inv_count, floor_var, r, G, logdet);
+            filter_cell(4, 0, n, K, k, step_of, FQ, S, y, cols, phi, inv_count, floor_var, r, G, logdet, sv_of);
     }
     Py_END_ALLOW_THREADS
     PyMem_Free(per_point);

@@ -6,6 +6,8 @@ oscillator, two modes, binned tails) is run through both and compared bit for bi
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -224,3 +226,52 @@ def test_no_cells_gives_empty_innovations():
     G, logdet = statespace_ci._innovations(np.ones(8), np.ones(8), c, np.zeros(7, dtype=np.int64),
                                            np.empty((7, 1, 0)), np.zeros(8))
     assert G.shape == (3, 3, 0) and logdet.shape == (0,)
+
+
+def test_spacings_are_numpys_unique_with_inverse():
+    """The filter's distinct spacings, found over Python floats, are np.unique's (sorted, with
+    each step's index), repeated and uneven steps included."""
+    rng = np.random.default_rng(8)
+    for t in (np.arange(12.0), np.cumsum(rng.choice([1.0, 2.0, 0.5, 1e-9], 31)),
+              np.concatenate([np.arange(10.0), 10.0 + 7.25 * np.arange(1, 23)]), np.array([3.0, 3.0, 5.0])):
+        dts, step_of = statespace_ci._spacings(t)
+        ref, inv = np.unique(np.diff(t), return_inverse=True)
+        assert np.array_equal(dts, ref) and np.array_equal(step_of, inv) and step_of.dtype == np.int64
+
+
+def test_log_determinant_is_the_log_of_the_product_and_falls_back_to_the_sum():
+    """One logarithm per cell (the variances' product, in order); a product out of the doubles'
+    range (bins of 1e200 points: variances of 1e-200) takes the sum of the logarithms, on
+    either path, with the same bits."""
+    rng = np.random.default_rng(5)
+    s = rng.random((6, 3)) + 0.5
+    assert np.array_equal(statespace_ci._log_product(s), np.log(np.cumprod(s, axis=0)[-1]))
+    s[:, 1] = 1e-200
+    got = statespace_ci._log_product(s)
+    assert np.isfinite(got).all() and got[1] == pytest.approx(6 * math.log(1e-200), rel=1e-12)
+    assert got[0] == np.log(np.cumprod(s[:, 0])[-1])
+    if kernel is None:
+        return
+    t, count = np.arange(6.0), np.full(6, 1e200)
+    c = statespace_ci.Cells(np.array([10.0, 30.0]), np.zeros(2), np.array([1e-110, 1e-110]),
+                            np.stack([np.exp(-t / 10.0), np.zeros(6)], axis=1)[None].repeat(2, axis=0), 1)
+    dts, step_of = statespace_ci._spacings(t)
+    args = (np.linspace(0.1, 0.6, 6), count, c, step_of, statespace_ci._transitions(dts, c), np.zeros(6))
+    ours = statespace_ci._innovations(*args)
+    Z, logdet = statespace_ci._innovations_numpy(*args)
+    assert _bits(ours, (statespace_ci._gram(Z), logdet))
+    assert np.all(np.isfinite(logdet)) and logdet == pytest.approx(6 * math.log(1e-200), rel=1e-9)
+
+
+def test_grid_helpers_are_numpys():
+    """The grids' own linspace and tile give numpy's bits (the denormal-step branch and equal
+    ends included)."""
+    rng = np.random.default_rng(6)
+    cases = [(0.0, 1.0), (-3.0, 3.0), (2.5, 2.5), (1e-300, 1e-300 + 5e-324), (-1e-3, 7e5)]
+    cases += [tuple(rng.normal(scale=10.0 ** rng.uniform(-4, 4), size=2)) for _ in range(200)]
+    for a, b in cases:
+        for num in (2, 3, 7):
+            ours, ref = statespace_ci._grid(float(a), float(b), num), np.linspace(a, b, num)
+            assert np.array_equal(ours.view(np.int64), ref.view(np.int64)), (a, b, num)
+    v = rng.random(5)
+    assert np.array_equal(statespace_ci._tile(v, 4), np.tile(v, 4))

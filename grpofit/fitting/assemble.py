@@ -18,6 +18,7 @@ from grpofit.fitting.profile import Binned, Profile
 from grpofit.fitting.regime import Signal, information_criteria, regime_rule, reversal_test
 from grpofit.fitting.results import Estimate, ModelFit, num
 from grpofit.fitting.solve import Solution
+from grpofit.fitting.statespace_ci import Points
 from grpofit.fitting.turnover import turnover_test
 from grpofit.laws import MODELS
 from grpofit.models import EXPONENTIAL, LEVELS, OSCILLATOR, CurveModel, damping_ratio
@@ -200,7 +201,7 @@ def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, ste
         if rev.shown:  # ... and once the forcing is allowed for (theory §6)
             ok = np.isfinite(prof.ssr)
             forced = turnover_test(ctx.t, ctx.y, prof.zeta[ok], prof.ts[ok], float(zeta), float(ts),
-                                   ctx.bounds["timescale"], ssr / ctx.n)
+                                   ctx.bounds["timescale"], ssr / ctx.n, Points.of_fit(ctx))
         if forced is not None and not forced.shown:
             # the regime only, as the observed-overshoot test does (grpofit.overshoot): the
             # intervals stay those of the fitted law (widening the damping ratio's to the

@@ -57,7 +57,7 @@ from grpofit.fitting.binning import bin_tail
 from grpofit.fitting.intervals import agrees, extend
 from grpofit.models import median
 
-__all__ = ["SSIntervals", "Spec", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS",
+__all__ = ["SSIntervals", "Spec", "Points", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS",
            "point_noise_var"]
 
 #: points the likelihood sees: the first :data:`RAW_HEAD` as logged, then equal-width bins
@@ -90,6 +90,29 @@ def _fixed(a: np.ndarray) -> np.ndarray:
 _RATIOS = _fixed(np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_R)))
 _SLOW_MULT = _fixed(np.exp(np.linspace(0.0, math.log(SLOW_REACH), N_SLOW)))
 _FAST_MULT = _fixed(np.exp(np.linspace(math.log(1.0 / 30.0), math.log(0.5), N_FAST)))
+
+
+def _grid(a: float, b: float, num: int) -> np.ndarray:
+    """``np.linspace(a, b, num)`` for floats and ``num >= 2``: the same operations in the same
+    order (steps from ``arange``, the end set to ``b``), without its generality's overhead (the
+    grids are built several times per fit)."""
+    div = num - 1
+    delta = b - a
+    step = delta / div
+    y = np.arange(num, dtype=float)
+    if step == 0:  # numpy's denormal branch
+        y /= div
+        y *= delta
+    else:
+        y *= step
+    y += a
+    y[-1] = b
+    return y
+
+
+def _tile(a: np.ndarray, reps: int) -> np.ndarray:
+    """``np.tile(a, reps)`` of a 1-d array."""
+    return a[None, :].repeat(reps, axis=0).ravel()
 
 
 @dataclass
@@ -309,9 +332,51 @@ def _transitions_numpy(dt, c: Cells, FQ):
 
 
 def _spacings(t):
-    """``(dts, step_of)``: the distinct spacings between the points and each step's: the head's
-    steps and the tail's bins share a few, so the transitions are found once per spacing."""
-    return np.unique(np.diff(t), return_inverse=True)
+    """``(dts, step_of)``: the distinct spacings between the points, ascending, and each step's
+    (``np.unique(np.diff(t), return_inverse=True)``, on the at most :data:`MAX_POINTS` points
+    as Python floats): the head's steps and the tail's bins share a few, so the transitions are
+    found once per spacing."""
+    steps = np.diff(t).tolist()
+    dts = sorted(set(steps))
+    index = {dt: i for i, dt in enumerate(dts)}
+    return np.array(dts, dtype=float), np.array([index[dt] for dt in steps], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Points:
+    """What the likelihood needs of one series, found once for every grid and test of a fit:
+    the points it sees (:func:`_reduce`), the raw points' observation variance
+    (:func:`point_noise_var`), their spacing (:func:`_spacing`) and the filter's ``(dts,
+    step_of, bin widths)`` (:func:`_spacings`, :func:`_bin_widths`)."""
+
+    t: np.ndarray
+    y: np.ndarray
+    count: np.ndarray
+    noise_var: float | None
+    d: float
+    filt: tuple
+
+    @staticmethod
+    def of(t, y) -> "Points":
+        t = np.asarray(t, dtype=float)
+        y = np.asarray(y, dtype=float)
+        tb, yb, cnt = _reduce(t, y)
+        binned = cnt > 1
+        if np.any(binned):
+            d = _spacing(tb, cnt)
+            wb = np.where(binned, cnt * d, 0.0)  # _bin_widths, its spacing found once
+        else:
+            d, wb = 1.0, np.zeros(tb.size)
+        return Points(tb, yb, cnt, point_noise_var(y), d, (*_spacings(tb), wb))
+
+    @staticmethod
+    def of_fit(ctx) -> "Points":
+        """The points of the series of a fit's context (kept on it: the intervals and the
+        turn-over test see the same)."""
+        found = ctx.__dict__.get("_state_space_points")
+        if found is None:
+            found = ctx._state_space_points = Points.of(ctx.t, ctx.y)
+        return found
 
 
 def _kalman_cells(t, y, count, c: Cells, noise_var=None, parts: bool = False, points=None):
@@ -332,8 +397,10 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None, parts: bool = False, po
     n = t.size
     dts, step_of, wb = points if points is not None else (*_spacings(t), _bin_widths(t, count))
     G, logdet = _innovations(y, count, c, step_of, _transitions(dts, c), wb)
-    q = np.where(np.all(c.cols[:, :, 1] == 0, axis=1), 1, 2)  # mode columns of each cell's mean
-    q[q > c.modes] = 0  # (none: a cell's columns are within its batch's)
+    if c.modes == 1:  # a one-mode batch (its second columns are zero): one mode column each
+        q = np.ones(c.ts.size, dtype=np.int64)
+    else:
+        q = np.where(np.all(c.cols[:, :, 1] == 0, axis=1), 1, 2)  # mode columns of each cell's mean
     nll, mean, var, ml, resid = _levels(G, logdet, q, n, noise_var)
     if parts:
         return nll, mean, var, ml, logdet, resid
@@ -476,7 +543,21 @@ def _innovations_numpy(y, count, c: Cells, step_of, FQ, wb):
         np.multiply(gain[j][:, None, :], innov, out=tmp)
         X += tmp
     Z *= (1.0 / np.sqrt(svar))[:, None, :]
-    return Z, np.sum(np.log(svar), axis=0)
+    return Z, _log_product(svar)
+
+
+def _log_product(s):
+    """``sum_j log s[j]`` per cell (the last axis) as the log of the product, multiplied in the
+    points' order (``cumprod``): one logarithm per cell instead of one per point. A product
+    outside the doubles' range (it is not: at most :data:`MAX_POINTS` variances of order one, or
+    ``1/count``) falls back to the sum of the logarithms, in the same order."""
+    if s.shape[0] == 0:
+        return np.zeros(s.shape[1])
+    prod = np.cumprod(s, axis=0)[-1]
+    ok = (prod > 0.0) & (prod < np.inf)
+    if np.all(ok):
+        return np.log(prod)
+    return np.where(ok, np.log(np.where(ok, prod, 1.0)), np.cumsum(np.log(s), axis=0)[-1])
 
 
 def _covariances(n, step_of, C, Qv, obs):
@@ -543,16 +624,22 @@ class Spec:
 
 def _ridge_slope(t, ts, ti) -> float:
     """``d log Ti / d log Ts`` along the oscillator's least-squares ridge at ``(ts, ti)``: the
-    curve's derivatives in the log times, with the levels (constant and curve) projected out."""
+    curve's derivatives in the log times, with the levels (constant and curve) projected out
+    (Gram-Schmidt on the at most :data:`MAX_POINTS` points)."""
     from grpofit.models import relaxation
 
     h = 1e-4
-    g = relaxation(t, ts, ti)
-    d_s = (relaxation(t, ts * math.exp(h), ti) - g) / h
-    d_i = (relaxation(t, ts, ti * math.exp(h)) - g) / h
-    basis, _ = np.linalg.qr(np.stack([np.ones_like(t), g], axis=1))
-    d_s = d_s - basis @ (basis.T @ d_s)
-    d_i = d_i - basis @ (basis.T @ d_i)
+    e = math.exp(h)
+    # the curve and its two nudges in one call: rows (ts, ti), (ts e^h, ti), (ts, ti e^h)
+    g, g_s, g_i = relaxation(t[None, :], np.array([[ts], [ts * e], [ts]]), np.array([[ti], [ti], [ti * e]]))
+    gc = g - g.mean()
+    gg = float(gc @ gc)
+
+    def off_levels(d):
+        d = d - d.mean()
+        return d - (float(d @ gc) / gg) * gc if gg > 0 else d
+
+    d_s, d_i = off_levels((g_s - g) / h), off_levels((g_i - g) / h)
     f_ii = float(d_i @ d_i)
     if not (f_ii > 0 and math.isfinite(f_ii)):
         return 0.0
@@ -560,8 +647,8 @@ def _ridge_slope(t, ts, ti) -> float:
 
 
 def _law_cells(t, count, sp: Spec, ratios, d=None) -> tuple[Cells, tuple]:
-    u = np.linspace(sp.a, sp.b, N_T)
-    U, V = np.repeat(u, sp.vi.size), np.tile(sp.vi, u.size)  # the (u, vi) grid, vi innermost
+    u = _grid(sp.a, sp.b, N_T)
+    U, V = u.repeat(sp.vi.size), _tile(sp.vi, u.size)  # the (u, vi) grid, vi innermost
     ts = sp.times[0] * np.exp(U)
     # the inertia grid follows the curve's ridge: at each timescale it is centred on the
     # inertia that best keeps the curve (an underdamped run pins its frequency, so a longer
@@ -572,7 +659,7 @@ def _law_cells(t, count, sp: Spec, ratios, d=None) -> tuple[Cells, tuple]:
     nr = ratios.size
     cols = np.zeros((ts.size * nr, t.size, 2))
     cols[:, :, 0] = np.repeat(col, nr, axis=0)
-    cells = Cells(np.repeat(ts, nr), np.repeat(ti, nr), np.tile(ratios, ts.size), cols, 1)
+    cells = Cells(ts.repeat(nr), ti.repeat(nr), _tile(ratios, ts.size), cols, 1)
     return cells, (u, (u.size, sp.vi.size, nr))
 
 
@@ -589,12 +676,12 @@ def _two_cells(t, count, ts0, ratios, d=None) -> Cells | None:
     fast = fast[fast >= 0.5 * dt]
     if slow.size == 0 or fast.size == 0:
         return None
-    Sm = np.tile(slow, fast.size)  # every (fast, slow), slow innermost
+    Sm = _tile(slow, fast.size)  # every (fast, slow), slow innermost
     # each mode's column once, then spread over the grid
     cols = np.stack([np.repeat(_columns(t, count, fast, np.zeros(fast.size), d), slow.size, axis=0),
                      np.tile(_columns(t, count, slow, np.zeros(slow.size), d), (fast.size, 1))], axis=2)
     nr = ratios.size  # the ratio innermost, as in _law_cells
-    return Cells(np.repeat(Sm, nr), np.zeros(Sm.size * nr), np.tile(ratios, Sm.size), np.repeat(cols, nr, axis=0), 2)
+    return Cells(Sm.repeat(nr), np.zeros(Sm.size * nr), _tile(ratios, Sm.size), cols.repeat(nr, axis=0), 2)
 
 
 def state_space_intervals(law: str, t, y, times, guide=None, t_bounds=None,
@@ -603,20 +690,19 @@ def state_space_intervals(law: str, t, y, times, guide=None, t_bounds=None,
     return intervals_for(t, y, [Spec(law, tuple(times), guide, t_bounds, inertia_guide)])[0]
 
 
-def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
+def intervals_for(t, y, specs: list[Spec], points: Points | None = None) -> list[SSIntervals | None]:
     """The plateau's and timescale's 95% intervals of each requested law (``"one"``: the
     exponential, ``times = (T,)``; ``"oscillator"``: ``times = (Ts, Ti)``) from its
     state-space likelihood, with the fast + slow law mixed into the plateau by its BIC weight
     when the likelihood asks for it. All grids go through one batched filter pass (a second
     one only for a law whose timescale grid must widen). ``None`` for a law whose likelihood
-    cannot be evaluated."""
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
-    tb, yb, cnt = _reduce(t, y)
+    cannot be evaluated. ``points``: ``Points.of(t, y)`` where the caller has it."""
+    pts = points if points is not None else Points.of(t, y)
+    tb, yb, cnt = pts.t, pts.y, pts.count
     out: list[SSIntervals | None] = [None] * len(specs)
     if tb.size < 6:
         return out
-    noise_var = point_noise_var(y)
+    noise_var = pts.noise_var
     ratios = _RATIOS
     live = []
     for i, sp in enumerate(specs):
@@ -632,17 +718,16 @@ def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
         sp.vi = np.zeros(1)
         if sp.ti0 > 0:
             hwi = _half_width(sp.ti0, sp.inertia_guide, 0.3, 1.0)
-            sp.vi = np.linspace(-hwi, hwi, N_I)
+            sp.vi = _grid(-hwi, hwi, N_I)
             sp.shear = _ridge_slope(tb, ts0, sp.ti0)
         sp.a, sp.b = max(-hw, sp.u_lo), min(hw, sp.u_hi)
         live.append(i)
     if not live:
         return out
-    d = _spacing(tb, cnt) if np.any(cnt > 1) else 1.0  # the points' spacing, for every grid's columns
+    d = pts.d  # the points' spacing, for every grid's columns
     two = _two_cells(tb, cnt, float(specs[live[0]].times[0]), ratios, d)
     results: dict = {}
     todo = list(live)
-    points = (*_spacings(tb), _bin_widths(tb, cnt))  # for every pass
     with np.errstate(all="ignore"):
         for round_ in range(MAX_WIDEN + 1):
             parts, meta = [], []
@@ -653,7 +738,7 @@ def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
             if round_ == 0 and two is not None:
                 parts.append(two)
             joined = Cells.join(parts)
-            terms = _kalman_cells(tb, yb, cnt, joined, noise_var, points=points)
+            terms = _kalman_cells(tb, yb, cnt, joined, noise_var, points=pts.filt)
             terms = (terms[0] - R_PRIOR * np.log(joined.r),) + tuple(terms[1:])
             k0 = 0
             for i, size, shape in meta:
@@ -664,9 +749,11 @@ def intervals_for(t, y, specs: list[Spec]) -> list[SSIntervals | None]:
             todo = [i for i in todo if _widen(specs[i], *results[i])]
             if not todo:
                 break
+        mixed = None  # the fast + slow law's part of each plateau mixture, once for every law
+        if two is not None and np.any(np.isfinite(two_terms[3])):
+            mixed = (_weights(two_terms[0]), two_terms[1], two_terms[2], float(np.min(two_terms[3])))
         for i in live:
-            out[i] = _summarise(specs[i], *results[i], tb.size, noise_var,
-                                two_terms if two is not None else None, ratios)
+            out[i] = _summarise(specs[i], *results[i], tb.size, noise_var, mixed, ratios)
     return out
 
 
@@ -692,23 +779,26 @@ def _widen(sp: Spec, terms, shape) -> bool:
     return wide_lo or wide_hi
 
 
-def _summarise(sp: Spec, terms, shape, n, noise_var, two_terms, ratios) -> SSIntervals | None:
+def _summarise(sp: Spec, terms, shape, n, noise_var, mixed, ratios) -> SSIntervals | None:
+    """The intervals of one law from its grid's terms; ``mixed``: the fast + slow law's
+    ``(weights, plateau means, plateau variances, least nll_ml)``, or ``None``."""
     nll, mean, var, ml = terms
     u, gshape = shape
     if not np.any(np.isfinite(nll)):
         return None
     w = w_law = _weights(nll)
     wt = w.reshape(gshape).sum(axis=(1, 2))
-    if two_terms is not None and np.any(np.isfinite(two_terms[3])):
+    if mixed is not None:
         # fast + slow modes (theory §7): their plateau mixed in by their BIC weight
+        w_two, mean_two, var_two, ml_two = mixed
         k_law = 2 + (3 if sp.ti0 > 0 else 2) + (0 if noise_var is not None else 1)
         k_two = 3 + 3 + (0 if noise_var is not None else 1)
-        d_bic = 2.0 * (float(np.min(ml)) - float(np.min(two_terms[3]))) - (k_two - k_law) * math.log(n)
+        d_bic = 2.0 * (float(np.min(ml)) - ml_two) - (k_two - k_law) * math.log(n)
         w2 = 1.0 / (1.0 + math.exp(min(-0.5 * d_bic, 700.0)))
         if w2 >= 0.01:
-            w = np.concatenate([w * (1.0 - w2), _weights(two_terms[0]) * w2])
-            mean = np.concatenate([mean, two_terms[1]])
-            var = np.concatenate([var, two_terms[2]])
+            w = np.concatenate([w * (1.0 - w2), w_two * w2])
+            mean = np.concatenate([mean, mean_two])
+            var = np.concatenate([var, var_two])
     plateau = _mixture_interval(w, mean, np.sqrt(np.maximum(var, 0.0)))
     m_all = float(np.sum(w * mean))
     p_sd = math.sqrt(max(float(np.sum(w * (var + (mean - m_all) ** 2))), 0.0))
@@ -741,19 +831,19 @@ def _mixture_interval(w, m, s, probs=(0.025, 0.975)):
     CDF (bisection whenever a step would leave the bracket), both points at once."""
     keep = w > 1e-4 * w.max()
     w, m, s = w[keep] / w[keep].sum(), m[keep], np.maximum(s[keep], 1e-300)
-    p = np.asarray(probs, dtype=float)
-    lo = np.full(p.size, float(np.min(m - 6 * s)))
-    hi = np.full(p.size, float(np.max(m + 6 * s)))
-    if not hi[0] > lo[0]:
+    lo, hi = float(np.min(m - 6 * s)), float(np.max(m + 6 * s))
+    if not hi > lo:
         return (float(m[0]), float(m[0]))
     mu = float(np.sum(w * m))
     sd = math.sqrt(max(float(np.sum(w * (s * s + (m - mu) ** 2))), 1e-300))
-    x = np.clip(mu + sd * np.array([-1.959964 if q < 0.5 else 1.959964 for q in p]), lo, hi)
+    # the normal approximation's points as starts, inside the bracket
+    x = [min(max(mu + sd * (-1.959964 if q < 0.5 else 1.959964), lo), hi) for q in probs]
     kernel = compiled_filter()
-    if kernel is not None and p.size == 2:
-        return kernel.mixture(_f64(w), _f64(m), _f64(s), float(p[0]), float(p[1]), float(lo[0]), float(hi[0]),
-                              float(x[0]), float(x[1]), 1e-5 * sd)
-    return _mixture_newton(w, m, s, p, lo, hi, x, 1e-5 * sd)
+    if kernel is not None and len(probs) == 2:
+        return kernel.mixture(_f64(w), _f64(m), _f64(s), float(probs[0]), float(probs[1]), lo, hi,
+                              x[0], x[1], 1e-5 * sd)
+    p = np.asarray(probs, dtype=float)
+    return _mixture_newton(w, m, s, p, np.full(p.size, lo), np.full(p.size, hi), np.array(x), 1e-5 * sd)
 
 
 def _mixture_newton(w, m, s, p, lo, hi, x, tol):
@@ -811,7 +901,7 @@ def apply_to_models(models: dict, ctx, signal) -> None:
         fits.append(fit)
     if not specs:
         return
-    for fit, ss in zip(fits, intervals_for(ctx.t, ctx.y, specs)):
+    for fit, ss in zip(fits, intervals_for(ctx.t, ctx.y, specs, Points.of_fit(ctx))):
         if ss is not None:
             _publish(fit.params, ss, ctx)
     osc = models.get("oscillator")

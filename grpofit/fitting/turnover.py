@@ -60,14 +60,10 @@ from grpofit.fitting.statespace_ci import (
     R_HI,
     R_LO,
     Cells,
-    _bin_widths,
+    Points,
     _columns,
     _distinct,
     _kalman_cells,
-    _reduce,
-    _spacing,
-    _spacings,
-    point_noise_var,
 )
 
 __all__ = ["turnover_test", "LR_CRITICAL"]
@@ -89,7 +85,13 @@ NU_PER_DIFFERENCE = 0.25
 #: the first pass's forcing ratios and timescale multipliers, built once
 _RATIOS = np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_RATIOS))
 _MULT = np.exp(np.linspace(-SPREAD, SPREAD, N_TS))
-_RATIOS.flags.writeable = _MULT.flags.writeable = False
+_BOUNDARY = np.array([1.0, math.exp(0.5)])
+#: the local grids' offsets in units of the steps, ``{-1, 0, 1}^d`` (the last coordinate
+#: innermost), for ``d`` = 2 and 3 moving coordinates
+_OFFSETS = {d: np.stack(np.meshgrid(*([np.array([-1.0, 0.0, 1.0])] * d), indexing="ij"), -1).reshape(-1, d)
+            for d in (2, 3)}
+for _a in (_RATIOS, _MULT, _BOUNDARY, *_OFFSETS.values()):
+    _a.flags.writeable = False
 
 
 def _cells(tb, cnt, ts, ti, r, d) -> Cells:
@@ -104,14 +106,12 @@ def _cells(tb, cnt, ts, ti, r, d) -> Cells:
 class _Likelihood:
     """``-log L`` (levels maximised) of cells ``(ts, ti, r)``, with every evaluated cell kept."""
 
-    def __init__(self, t, y):
-        self.tb, self.yb, self.cnt = _reduce(t, y)
-        # what the filter needs of the points alone, once for every pass
-        self.d = _spacing(self.tb, self.cnt) if np.any(self.cnt > 1) else 1.0
-        self.points = (*_spacings(self.tb), _bin_widths(self.tb, self.cnt))
-        s2 = point_noise_var(y)  # None for a series the likelihood sees whole
+    def __init__(self, pts: Points, n_raw: int):
+        self.tb, self.yb, self.cnt = pts.t, pts.y, pts.count
+        self.d, self.points = pts.d, pts.filt  # what the filter needs of the points alone
+        s2 = pts.noise_var  # None for a series the likelihood sees whole
         self.s2 = s2 or 0.0
-        self.nu = NU_PER_DIFFERENCE * (y.size - 1) if s2 else 0.0
+        self.nu = NU_PER_DIFFERENCE * (n_raw - 1) if s2 else 0.0
         self.seen = {k: [] for k in ("ts", "ti", "r", "nll", "plat")}
 
     def __call__(self, ts, ti, r):
@@ -143,35 +143,75 @@ def _local(x, h):
     (the one-mode law, ``log Ti/Ts = -inf``, stays one-mode: ``d = 2``), and the offsets in
     units of ``h`` of the moving coordinates."""
     dims = [0, 1, 2] if math.isfinite(x[1]) else [0, 2]
-    grid = np.stack(np.meshgrid(*([np.array([-1.0, 0.0, 1.0])] * len(dims)), indexing="ij"), -1)
-    grid = grid.reshape(-1, len(dims))
+    grid = _OFFSETS[len(dims)]
     out = np.repeat(x[None, :], grid.shape[0], axis=0)
     out[:, dims] += grid * np.asarray(h)[dims]
     return out, grid, dims
 
 
-def _quadratic_step(u, f):
-    """The vertex (in the offsets ``u``, rows) of the quadratic fitted to ``f`` by least
-    squares, or ``None`` when it is not convex or cannot be fitted."""
+def _design(u):
+    """The quadratic's columns at offsets ``u`` (rows): ``1``, each ``u_i``, each ``u_i u_j``
+    (``i <= j``)."""
     n, d = u.shape
     cols = [np.ones(n)] + [u[:, i] for i in range(d)]
-    pairs = [(i, j) for i in range(d) for j in range(i, d)]
-    cols += [u[:, i] * u[:, j] for i, j in pairs]
-    X = np.stack(cols, axis=1)
-    if n < X.shape[1]:
+    cols += [u[:, i] * u[:, j] for i in range(d) for j in range(i, d)]
+    return np.stack(cols, axis=1)
+
+
+#: the least-squares maps from ``f`` to the quadratic's coefficients, by the local grid's cells
+#: that were evaluated (``(d, offsets' bytes)``): a whole grid, or one with the cells outside
+#: the bounds or with a turn-over in the window left out. A handful of shapes recur (12 among
+#: the 158 partial grids of 51 held-out tests), so each map is found once (the pseudo-inverse:
+#: ``lstsq``'s minimum-norm solution) and kept; at most _MAX_FITS of them
+_FITS: dict = {}
+_MAX_FITS = 512
+
+
+def _fit_map(u):
+    key = (u.shape[1], u.tobytes())
+    found = _FITS.get(key)
+    if found is None:
+        found = np.linalg.pinv(_design(u))
+        found.flags.writeable = False
+        if len(_FITS) < _MAX_FITS:
+            _FITS[key] = found
+    return found
+
+
+def _quadratic_step(u, f):
+    """The vertex (in the offsets ``u``, rows) of the quadratic fitted to ``f`` by least
+    squares, or ``None`` when it is not convex or cannot be fitted. The fit is a linear map
+    fixed by the cells evaluated (:func:`_fit_map`). Convexity is Sylvester's criterion (every
+    leading minor of the Hessian positive) and the vertex solves ``H x = -g`` by the adjugate:
+    ``d`` is 2 or 3, plain floats."""
+    n, d = u.shape
+    if n < 1 + d + d * (d + 1) // 2:
         return None
-    coef = np.linalg.lstsq(X, f - f.min(), rcond=None)[0]
+    coef = _fit_map(u) @ (f - f.min())
+    coef = coef.tolist()
     g = coef[1:d + 1]
-    H = np.zeros((d, d))
-    for (i, j), c in zip(pairs, coef[d + 1:]):
-        H[i, j] += c
-        H[j, i] += c  # the diagonal gets 2c: d^2/du^2 of c u^2
-    try:
-        if np.any(np.linalg.eigvalsh(H) <= 0):
-            return None
-        return -np.linalg.solve(H, g)
-    except np.linalg.LinAlgError:
+    H = [[0.0] * d for _ in range(d)]
+    for (i, j), c in zip(((i, j) for i in range(d) for j in range(i, d)), coef[d + 1:]):
+        H[i][j] += c
+        H[j][i] += c  # the diagonal gets 2c: d^2/du^2 of c u^2
+    if not all(math.isfinite(x) for row in H for x in row) or not all(math.isfinite(x) for x in g):
         return None
+    if d == 2:
+        (a, b), (_, e) = H
+        det = a * e - b * b
+        if not (a > 0 and det > 0):
+            return None
+        return np.array([-(e * g[0] - b * g[1]) / det, -(a * g[1] - b * g[0]) / det])
+    (a, b, c), (_, e, f_), (_, _, i) = H
+    m2 = a * e - b * b
+    # cofactors of the symmetric 3 x 3 Hessian
+    A, B, C = e * i - f_ * f_, -(b * i - c * f_), b * f_ - c * e
+    E, F, I = a * i - c * c, -(a * f_ - b * c), m2
+    det = a * A + b * B + c * C
+    if not (a > 0 and m2 > 0 and det > 0):
+        return None
+    return np.array([-(A * g[0] + B * g[1] + C * g[2]) / det, -(B * g[0] + E * g[1] + F * g[2]) / det,
+                     -(C * g[0] + F * g[1] + I * g[2]) / det])
 
 
 def _refine(lik, starts: dict, t_end: float, tb: tuple) -> dict:
@@ -234,7 +274,7 @@ def _refine(lik, starts: dict, t_end: float, tb: tuple) -> dict:
 
 
 def turnover_test(t, y, rows_zeta, rows_ts, fit_zeta: float, fit_ts: float,
-                  t_bounds: tuple, resid_var: float | None = None) -> Reversal | None:
+                  t_bounds: tuple, resid_var: float | None = None, points: Points | None = None) -> Reversal | None:
     """The reversal test under the state-space likelihood (module docstring): ``shown`` when
     the best curve without a turning point inside the window is rejected at 95%
     (``LR > LR_CRITICAL``). ``rows_zeta``, ``rows_ts``: the least-squares profile's rows (damping
@@ -248,34 +288,36 @@ def turnover_test(t, y, rows_zeta, rows_ts, fit_zeta: float, fit_ts: float,
     all model error)."""
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
-    lik = _Likelihood(t, y)
+    lik = _Likelihood(points if points is not None else Points.of(t, y), y.size)
     if lik.tb.size < 6:
         return None
     if resid_var is not None and lik.nu > 0 and not resid_var <= (1.0 + R_HI * R_HI) * lik.s2:
         return None
     t_end = float(t[-1])
     ratios, mult = _RATIOS, _MULT
-    zs, tss = [], []
     rows_zeta, rows_ts = np.asarray(rows_zeta, dtype=float), np.asarray(rows_ts, dtype=float)
     keep = np.arange(rows_zeta.size) % ROW_STRIDE == 0
     keep[-1] = True  # inertia 0
-    for z, ts in zip(np.append(rows_zeta[keep], fit_zeta), np.append(rows_ts[keep], fit_ts)):
-        if not (ts > 0 and math.isfinite(ts)):
-            continue
-        cand = ts * mult
-        if z < 1.0:  # the latest-peaking boundary of the no-turn-over curves at this ratio
-            ts_b = 2.0 * z * math.sqrt(1.0 - z * z) * t_end / math.pi
-            cand = np.append(cand, ts_b * np.array([1.0, math.exp(0.5)]))
-        cand = np.clip(cand, *t_bounds)
-        zs.append(np.full(cand.size, z))
-        tss.append(cand)
-    if not zs:
+    zr, tr = np.append(rows_zeta[keep], fit_zeta), np.append(rows_ts[keep], fit_ts)
+    usable = (tr > 0) & np.isfinite(tr)
+    zr, tr = zr[usable], tr[usable]
+    if not zr.size:
         return None
-    zs, tss = np.concatenate(zs), np.concatenate(tss)
+    # each row's timescales (row by row, as listed): N_TS around its own, and for zeta < 1 the
+    # latest-peaking boundary of the no-turn-over curves at that ratio and e^0.5 times it
+    under = zr < 1.0
+    grid = np.empty((zr.size, N_TS + 2))
+    grid[:, :N_TS] = tr[:, None] * mult[None, :]
+    zu = zr[under]
+    grid[under, N_TS:] = (2.0 * zu * np.sqrt(1.0 - zu * zu) * t_end / math.pi)[:, None] * _BOUNDARY[None, :]
+    listed = np.ones(grid.shape, dtype=bool)
+    listed[~under, N_TS:] = False
+    tss = np.clip(grid[listed], *t_bounds)
+    zs = np.repeat(zr, listed.sum(axis=1))
     tis = np.where(np.isinf(zs), 0.0, tss / (4.0 * zs * zs))
     nr = ratios.size
     with np.errstate(all="ignore"):
-        nll = lik(np.repeat(tss, nr), np.repeat(tis, nr), np.tile(ratios, zs.size))
+        nll = lik(tss.repeat(nr), tis.repeat(nr), ratios[None, :].repeat(zs.size, axis=0).ravel())
         cells = lik.all()
         h0 = _no_turn(cells["ts"], cells["ti"], t_end)
         if not np.any(np.isfinite(nll)):

@@ -757,11 +757,13 @@ from grpofit.testing import numerics
 numerics.pin()
 import grpofit
 from grpofit.fitting import assemble, driver
+from grpofit.fitting.statespace_ci import Points
 from grpofit.errors import MetricNotFound
 mode, n, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-if mode == "without":
+if mode == "without":  # the intervals, the turn-over test and the points they share
     driver.apply_to_models = lambda *a, **k: None
     assemble.turnover_test = lambda *a, **k: None
+    Points.of_fit = staticmethod(lambda ctx: None)
 for p in paths[:3] + paths[3:3 + n]:
     for r in grpofit.read(p):
         try:
@@ -778,12 +780,14 @@ def _fitcost_cpu(paths: list[str], repeats: int) -> dict:
     import grpofit
     from grpofit.errors import MetricNotFound
     from grpofit.fitting import assemble, driver
+    from grpofit.fitting.statespace_ci import Points
 
-    real = driver.apply_to_models, assemble.turnover_test
+    real = driver.apply_to_models, assemble.turnover_test, Points.__dict__["of_fit"]
 
     def once(mode: str) -> float:
-        if mode == "without":
+        if mode == "without":  # the intervals, the turn-over test and the points they share
             driver.apply_to_models = assemble.turnover_test = lambda *a, **k: None
+            Points.of_fit = staticmethod(lambda ctx: None)
         try:
             t0 = time.process_time()
             for p in paths:
@@ -794,7 +798,7 @@ def _fitcost_cpu(paths: list[str], repeats: int) -> dict:
                         pass
             return (time.process_time() - t0) / len(paths)
         finally:
-            driver.apply_to_models, assemble.turnover_test = real
+            driver.apply_to_models, assemble.turnover_test, Points.of_fit = real
 
     once("with"), once("without")  # imports and first calls out of the figures
     out: dict = {"with": [], "without": []}
@@ -812,7 +816,9 @@ def _fitcost_instructions(paths: list[str], n: int) -> dict | None:
     valgrind = shutil.which("valgrind")
     if valgrind is None or n < 1:
         return None
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    # one BLAS thread: OpenBLAS's helper threads spin while they wait, and callgrind counts
+    # those instructions too (tens of millions, differing from one run to the next)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
     counts: dict = {}
     for mode in ("with", "without"):
         for k in (0, n):
