@@ -624,14 +624,12 @@ class Spec:
 
 def _ridge_slope(t, ts, ti) -> float:
     """``d log Ti / d log Ts`` along the oscillator's least-squares ridge at ``(ts, ti)``: the
-    curve's derivatives in the log times, with the levels (constant and curve) projected out
-    (Gram-Schmidt on the at most :data:`MAX_POINTS` points)."""
-    from grpofit.models import relaxation
+    curve's derivatives in the log times (analytic, :func:`~grpofit.models.relaxation_derivatives`),
+    with the levels (constant and curve) projected out (Gram-Schmidt on the at most
+    :data:`MAX_POINTS` points)."""
+    from grpofit.models import relaxation_derivatives
 
-    h = 1e-4
-    e = math.exp(h)
-    # the curve and its two nudges in one call: rows (ts, ti), (ts e^h, ti), (ts, ti e^h)
-    g, g_s, g_i = relaxation(t[None, :], np.array([[ts], [ts * e], [ts]]), np.array([[ti], [ti], [ti * e]]))
+    g, g_ts, g_ti = relaxation_derivatives(t, ts, ti)
     gc = g - g.mean()
     gg = float(gc @ gc)
 
@@ -639,7 +637,7 @@ def _ridge_slope(t, ts, ti) -> float:
         d = d - d.mean()
         return d - (float(d @ gc) / gg) * gc if gg > 0 else d
 
-    d_s, d_i = off_levels((g_s - g) / h), off_levels((g_i - g) / h)
+    d_s, d_i = off_levels(ts * g_ts), off_levels(ti * g_ti)
     f_ii = float(d_i @ d_i)
     if not (f_ii > 0 and math.isfinite(f_ii)):
         return 0.0

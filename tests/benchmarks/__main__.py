@@ -52,7 +52,9 @@ class Sizes:
     forecast_runs: int = 100  # runs of the backtest (4 cuts each)
     forecast_files: int = 5  # files forecast one at a time
     fitcost_runs: int = 120  # held-out runs read and fitted with and without the state-space intervals
-    fitcost_counted: int = 20  # of them, under callgrind (where valgrind is installed)
+    # of them, under callgrind (where valgrind is installed): 60, since the turn-over test runs on
+    # about 45% of runs and 20 runs (9 tests on the first 20) moved the ratio by a few hundredths
+    fitcost_counted: int = 60
 
 
 FULL = Sizes()
@@ -832,12 +834,61 @@ def _fitcost_instructions(paths: list[str], n: int) -> dict | None:
     return {mode: (counts[(mode, n)] - counts[(mode, 0)]) / n for mode in ("with", "without")}
 
 
+#: the last commit before the forecast issue's state-space likelihood: the "today's" fit its
+#: cost target is set against
+BEFORE_FORECAST = "b804807"
+
+
+def _cli_instructions(root: Path, paths: list[str], n: int, cwd: Path) -> float:
+    """Instructions per extra run of ``python -m grpofit fit --format json`` with the package at
+    ``root`` (callgrind, one BLAS thread): a child given ``n`` runs after the three warm-up paths
+    first in ``paths``, less one given only those three, over ``n``."""
+    counts = []
+    for k in (n, 0):
+        log_file = cwd / f"callgrind_{k}.log"
+        env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(root)}
+        proc = subprocess.run([shutil.which("valgrind"), "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                               f"--log-file={log_file}", sys.executable, "-m", "grpofit", "fit", "--format", "json",
+                               *paths[:3 + k]], capture_output=True, env=env, cwd=cwd)
+        found = [ln for ln in log_file.read_text(errors="replace").splitlines() if "Collected" in ln]
+        if proc.returncode != 0 or not found:
+            raise RuntimeError(f"callgrind run of {root} failed: {proc.stderr[-300:]!r}")
+        counts.append(int(found[-1].split()[-1]))
+    return (counts[0] - counts[1]) / n
+
+
+def _before_forecast_row(rep: Report, sec: str, paths: list[str], n: int, raw: dict) -> None:
+    """The literal target: ``grpofit fit`` now against the fit of :data:`BEFORE_FORECAST` (its
+    source from ``git archive``, nothing in the checkout touched), the same held-out runs, whole
+    CLI processes with JSON output."""
+    root = Path(__file__).resolve().parents[2]
+    what = f"grpofit fit --format json, instructions per extra run, {n} runs, now vs {BEFORE_FORECAST} (callgrind)"
+    if shutil.which("git") is None or subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{BEFORE_FORECAST}^{{commit}}"],
+                                                     capture_output=True).returncode != 0:
+        rep.add(sec, what, f"not measured (no git history with {BEFORE_FORECAST})")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "before"
+        old.mkdir()
+        archive = subprocess.run(["git", "-C", str(root), "archive", BEFORE_FORECAST], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+        log(f"fitcost: callgrind, grpofit fit at {BEFORE_FORECAST} and now, {n} runs")
+        before = _cli_instructions(old, paths, n, Path(tmp))
+        now = _cli_instructions(root, paths, n, Path(tmp))
+    ratio = now / before
+    rep.add(sec, what, f"{now / 1e6:.1f}M now (ratio {ratio:.2f})", f"{BEFORE_FORECAST}: {before / 1e6:.1f}M",
+            "<= 1.5x", _status(ratio <= 1.5))
+    raw.update(cli_before_forecast=before, cli_now=now, cli_ratio=ratio)
+
+
 def bench_fitcost(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     """What the state-space likelihood (theory §6) adds to fitting one run: the plateau's and
     timescale's intervals and the regime's turn-over test (``fitting/turnover.py``, run where
     least squares calls a run underdamped: about 45% of these held-out runs, 2 of the 27 real-log
     fits). Read + fit of held-out runs (four formats, process noise) with and without it, the
-    same code otherwise. The forecast issue's target: at most 1.5x. Instruction counts
+    same code otherwise; and the literal target, the ``grpofit fit`` CLI now against the commit
+    before the forecast issue (:data:`BEFORE_FORECAST`). The forecast issue's target: at most
+    1.5x. Instruction counts
     (callgrind, where installed) are the stable figure; CPU time on a shared machine moves by
     several percent between runs. The real logs (``../shared/real_logs``, where present) get a
     CPU row too."""
@@ -863,6 +914,7 @@ def bench_fitcost(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
                 f"{counted['with'] / 1e6:.1f}M with the state-space likelihood (ratio {ratio:.2f})",
                 f"without it: {counted['without'] / 1e6:.1f}M", "<= 1.5x", _status(ratio <= 1.5))
         raw.update(instructions=counted, instruction_ratio=ratio)
+        _before_forecast_row(rep, sec, paths[:3 + sizes.fitcost_counted], sizes.fitcost_counted, raw)
     real_logs = Path(__file__).resolve().parents[3] / "shared" / "real_logs"
     if real_logs.is_dir():
         files = sorted(str(p) for p in real_logs.iterdir() if p.name != "PROVENANCE.md")
