@@ -155,6 +155,63 @@ def test_flat_noise_cannot_forecast():
     assert fc.doc["at"][0]["mean"] is None and fc.doc["steps_to_95"]["value"] is None
 
 
+def test_a_run_falling_back_below_its_start_cannot_be_forecast():
+    """Rise, then a fall back below the start (a real run cut in the middle of its dip was
+    forecast at -0.07 with "keep going"): refused, numbers null."""
+    from grpofit.forecasting.engine import forecast_series
+
+    rng = np.random.default_rng(3)
+    t = np.arange(1, 251, dtype=float)
+    y = np.where(t < 120, 0.3 + 0.5 * (1 - np.exp(-t / 20.0)), 0.8 - 0.003 * (t - 120))
+    y = np.clip(y + 0.1 * rng.standard_normal(t.size), 0.0, 1.0)  # a slow fall, not a collapse
+    fc = forecast_series(t, y, horizon_step=500)
+    assert fc.doc["note"].startswith("cannot forecast: the reward is falling")
+    assert "back at or below where the run started" in fc.doc["note"]
+    assert fc.doc["at"][0]["mean"] is None and fc.doc["plateau"]["value"] is None
+    assert fc.doc["recommendation"] is None
+
+
+def test_an_overshoot_settling_above_its_start_is_still_forecast():
+    """Falling after the peak of an underdamped rise is a relaxation (it settles above its
+    start): forecast, and an expected change that is no gain is not called "keep going"."""
+    from grpofit.forecasting.engine import forecast_series
+
+    rng = np.random.default_rng(5)
+    t = np.arange(1, 161, dtype=float)
+    y = 0.7 - 0.5 * np.exp(-t / 30.0) * np.cos(t / 19.0) + 0.01 * rng.standard_normal(t.size)
+    fc = forecast_series(t[:70], y[:70], horizon_step=400)
+    assert fc.doc["note"] is None or not fc.doc["note"].startswith("cannot forecast: the reward is falling")
+    assert fc.doc["at"][0]["mean"] is not None
+    gain = fc.doc["remaining_gain"]["value"]
+    if gain is not None and gain <= 0 and not fc.doc["still_rising"]:
+        assert fc.doc["recommendation"].startswith("no further gain expected")
+
+
+def test_recommendation_never_keeps_going_for_a_loss():
+    from grpofit.forecasting.engine import _recommend
+
+    doc = {"steps_to_95": {"value": 900}, "remaining_gain": {"value": -0.02}}
+    rec = _recommend(doc, np.arange(1.0, 301.0), rising=False, horizon_step=1000)
+    assert rec.startswith("no further gain expected") and "-0.02" in rec
+    doc["remaining_gain"]["value"] = 0.05
+    assert _recommend(doc, np.arange(1.0, 301.0), rising=False, horizon_step=1000).startswith("diminishing returns")
+    doc["steps_to_95"]["value"] = 1200
+    assert _recommend(doc, np.arange(1.0, 301.0), rising=False, horizon_step=1000).startswith("keep going")
+
+
+@pytest.mark.skipif(not (REAL / "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv").exists(),
+                    reason="the shared real logs are not beside the project")
+def test_real_run_in_its_dip_is_not_forecast(capsys):
+    """The real dip-and-recover run (reward 1.35 -> 0.1 -> 1.0) cut at step 250, in its dip:
+    refused with the reason, exit 0, no recommendation."""
+    path = REAL / "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv"
+    code, out, _ = run_cli(capsys, "forecast", path, "--until", "250", "--horizon", "500", "--format", "json")
+    assert code == 0
+    r = json.loads(out)["runs"][0]
+    assert r["note"].startswith("cannot forecast: the reward is falling")
+    assert r["at"][0]["mean"] is None and r["recommendation"] is None
+
+
 def test_no_plan_length_says_so_and_still_forecasts_the_plateau():
     from grpofit.forecasting.engine import forecast_series
 

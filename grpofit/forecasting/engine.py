@@ -2,8 +2,9 @@
 
 1. Refuse what the data cannot support ("cannot forecast yet: ..."): fewer than
    :data:`MIN_POINTS` points, no rise above the noise (neither grpofit's signal test on the
-   seen part nor a significant slope over all of it, :mod:`.drift`),
-   or a collapse (a relaxation law does not describe what follows a collapse).
+   seen part nor a significant slope over all of it, :mod:`.drift`), a collapse (a relaxation
+   law does not describe what follows a collapse), or a fall back below the run's start
+   (:func:`_fallen_back`).
 2. Fit the state-space laws (:mod:`.likelihood`: one mode, damped oscillator, fast + slow
    modes; forcing + observation noise; binomial observation variance when the batch size is
    known and the rewards lie in [0, 1]) and mix them by BIC weight.
@@ -103,6 +104,26 @@ def _point_var(values: np.ndarray, batch: int | None):
     return p * (1.0 - p) / float(batch)
 
 
+def _fallen_back(steps: np.ndarray, values: np.ndarray) -> str | None:
+    """The refusal for a run that rose and is now falling back below where it started: its late
+    slope significantly negative (:func:`~.drift.late_slope`, the last half) and the level it has
+    reached (the last tenth's mean) at or below the first tenth's. A relaxation toward a
+    plateau, even one that overshoots, settles above its start; extrapolated, such a fall goes
+    on below anything the run has logged (a real run, cut halfway through a dip from 1.35 to
+    0.1 and back to 1.0, was forecast at -0.07 with "keep going"). ``None`` otherwise."""
+    drift = late_slope(steps, values)
+    if not drift.falling:
+        return None
+    start = float(values[:max(1, values.size // 10)].mean())
+    now = persistence(values)
+    if now > start:
+        return None
+    return (f"cannot forecast: the reward is falling ({drift.slope:.3g} per step since step "
+            f"{_step_out(drift.from_step)}) and is back at or below where the run started ({now:.3g} over the "
+            f"last tenth of the steps seen, {start:.3g} over the first); a relaxation toward a plateau does "
+            "not describe it (a collapse under way, or an unstable run: see grpofit diagnose)")
+
+
 def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at_steps=(),
                     batch: int | None = None, final_steps=None, seed: int = 0,
                     laws=None, warm: dict | None = None, walk: bool = True,
@@ -136,6 +157,10 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
         reason = baseline.signal.get("reason") or "the reward does not rise above its noise"
         return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
                                   f"cannot forecast yet: no rise yet ({reason})"),
+                        steps, values, extra={"baseline": baseline})
+    falling = _fallen_back(steps, values)
+    if falling is not None:
+        return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps, falling),
                         steps, values, extra={"baseline": baseline})
 
     step0 = float(steps[0])
@@ -424,6 +449,9 @@ def _recommend(doc: dict, steps: np.ndarray, rising: bool, horizon_step) -> str 
     g = f"{gain:.3g}" if gain is not None else "?"
     if float(horizon_step) <= last:
         return f"done: the planned end (step {_step_out(horizon_step)}) is already reached"
+    if not rising and gain is not None and gain <= 0:  # settling down (past an overshoot) or drifting
+        return (f"no further gain expected: the reward is expected to change by {g} before step "
+                f"{_step_out(horizon_step)}")
     if rising or s95 is None or s95 > float(horizon_step):
         return f"keep going: {g} of reward still expected before step {_step_out(horizon_step)}"
     if s95 <= last:
