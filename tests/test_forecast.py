@@ -132,6 +132,25 @@ def test_still_rising_run_gives_a_lower_bound_not_a_tight_plateau():
     assert fc.doc["recommendation"].startswith("keep going")
 
 
+def test_a_lower_bound_has_no_upper_end_the_draws_do_not_reach_above():
+    """Still rising, the rise's end held by the data, but 97.5% of the plateau draws below where
+    the run already is: the bound is the current level and its upper end unknown (it read
+    "at least 0.637, at most 0.637" on a shared real run)."""
+    from types import SimpleNamespace
+
+    from grpofit.forecasting.engine import _plateau
+
+    rng = np.random.default_rng(0)
+    fits = [SimpleNamespace(upper=np.array([math.log(1000.0)]))]
+    draws = SimpleNamespace(plateau=0.60 + 0.01 * rng.standard_normal(400), law=np.zeros(400, dtype=int),
+                            slow=np.full(400, 20.0))  # well below half the bound: saturation seen
+    low = _plateau(draws, np.full(400, 0.64), bounded=True, rising=True, fits=fits)
+    assert low == {"value": 0.64, "ci95": [0.64, None], "kind": "lower_bound"}
+    draws.plateau = draws.plateau + 0.1  # the draws reach above the current level: an upper end
+    up = _plateau(draws, np.full(400, 0.64), bounded=True, rising=True, fits=fits)
+    assert up["kind"] == "lower_bound" and up["ci95"][1] > 0.69
+
+
 # --------------------------------------------------------------------------- cannot forecast
 
 

@@ -400,8 +400,10 @@ def _plateau(draws, now: np.ndarray, bounded: bool, rising: bool, fits) -> dict:
     # still rising: the plateau is at least where the run already is
     floor = float(np.percentile(now, 50.0))
     value = max(lo, floor)
-    upper_known = _saturation_seen(draws, fits)
-    return {"value": value, "ci95": [value, max(hi, value) if upper_known else None], "kind": "lower_bound"}
+    # an upper end only where the data hold the rise's end and the draws reach above where the
+    # run already is (else "at least x and at most x" of a run still rising: no upper end known)
+    upper_known = _saturation_seen(draws, fits) and hi > value
+    return {"value": value, "ci95": [value, hi if upper_known else None], "kind": "lower_bound"}
 
 
 def _saturation_seen(draws, fits) -> bool:
