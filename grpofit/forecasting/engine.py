@@ -451,7 +451,7 @@ def _recommend(doc: dict, steps: np.ndarray, rising: bool, horizon_step) -> str 
     g = f"{gain:.3g}" if gain is not None else "?"
     if float(horizon_step) <= last:
         return f"done: the planned end (step {_step_out(horizon_step)}) is already reached"
-    if not rising and gain is not None and gain <= 0:  # settling down (past an overshoot) or drifting
+    if gain is not None and gain <= 0:  # settling (past an overshoot), saturated or drifting
         return (f"no further gain expected: the reward is expected to change by {g} before step "
                 f"{_step_out(horizon_step)}")
     if rising or s95 is None or s95 > float(horizon_step):
