@@ -506,8 +506,10 @@ def _gram(Z):
 
 
 def _innovations_numpy(y, count, c: Cells, step_of, FQ, wb):
-    """:func:`_innovations` in numpy, every operation batched over the cells (on the last,
-    contiguous, axis everywhere: numpy's inner loops run over them) and the columns; the
+    """The filter in numpy: its standardised innovations ``Z`` (points, columns ``[y, 1, mode
+    columns]``, cells) and log determinants (:func:`_log_product`); :func:`_gram` turns ``Z``
+    into what :func:`_innovations` returns. Every operation is batched over the cells (on the
+    last, contiguous, axis everywhere: numpy's inner loops run over them) and the columns; the
     covariance recursion needs no data, so it runs on its own (:func:`_covariances`), then the
     mean pass."""
     n, K, m = y.size, c.ts.size, 2 + c.modes
