@@ -79,16 +79,15 @@ static inline __attribute__((always_inline)) void filter_cell(
     const double *col = cols + k * n * 2;
     double prod = 1.0;
     for (Py_ssize_t j = 0; j < n; j++) {
-        if (j) {
+        if (j && ONE) { /* the full recursion's terms with f12 = f21 = f22 = 0 and p12 = p22 = e' = +0 */
             const Py_ssize_t i = (Py_ssize_t)step_of[j - 1] * K + k;
-            if (ONE) { /* the full recursion's terms with f12 = f21 = f22 = 0 and p12 = p22 = e' = +0 */
-                const double a11 = f11[i];
-                p0 = (0.0 + (a11 * a11) * p0) + q11[i];
+            const double a11 = f11[i];
+            p0 = (0.0 + (a11 * a11) * p0) + q11[i];
 #pragma GCC unroll 4
-                for (int c = 0; c < M; c++)
-                    X0[c] = 0.0 + a11 * X0[c];
-                goto observe;
-            }
+            for (int c = 0; c < M; c++)
+                X0[c] = 0.0 + a11 * X0[c];
+        } else if (j) {
+            const Py_ssize_t i = (Py_ssize_t)step_of[j - 1] * K + k;
             const double a11 = f11[i], a12 = f12[i], a21 = f21[i], a22 = f22[i];
             /* P <- C P + Q, C's entries as numpy forms them, each row's terms summed in order */
             const double c00 = a11 * a11, c01 = (2.0 * a11) * a12, c02 = a12 * a12;
@@ -107,7 +106,6 @@ static inline __attribute__((always_inline)) void filter_cell(
                 X1[c] = (0.0 + a21 * e) + a22 * de;
             }
         }
-    observe:;
         const double obs = np_max(inv_count[j] - r2 * (1.0 - phi[j]), floor_var[j]);
         const double sv = p0 + obs;
         const double g0 = p0 / sv, g1 = p1 / sv;

@@ -139,7 +139,8 @@ NO_STDERR_OPEN = "no ± stderr: the interval has an open end"
 
 
 def reconcile_stderr(e: Estimate) -> None:
-    """Keep ``e.stderr`` only where it tells what the (final) interval tells: raised to each half-width / 1.96, so that ``value ± 1.96 stderr`` never
+    """Keep ``e.stderr`` only where it tells what the (final) interval tells: raised to each
+    half-width / 1.96, so that ``value ± 1.96 stderr`` never
     promises less than ``e.ci95`` (the posterior sd of a skewed interval covered the truth in
     82% where its interval covered 93%: docs/fit_coverage.md), and dropped, with a note, where
     it then does not agree with the interval (:func:`agrees`; intervals widened by a profile

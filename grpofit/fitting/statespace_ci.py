@@ -155,12 +155,18 @@ def _spacing(t: np.ndarray, count: np.ndarray) -> float:
     return float(median(np.diff(t[count == 1]), overwrite=True)) if np.sum(count == 1) > 1 else 1.0
 
 
-def _bin_widths(t: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """Width of the window each (binned) point averages (0 for a point as logged)."""
-    wb = np.zeros(t.size)
-    if np.any(count > 1):
-        wb = np.where(count > 1, count * _spacing(t, count), 0.0)
-    return wb
+def _bin_spacing(t: np.ndarray, count: np.ndarray) -> float:
+    """:func:`_spacing` where some points are bins, else 1.0 (the columns and the bin widths do
+    not use it then)."""
+    return _spacing(t, count) if np.any(count > 1) else 1.0
+
+
+def _bin_widths(t: np.ndarray, count: np.ndarray, d: float | None = None) -> np.ndarray:
+    """Width of the window each (binned) point averages (0 for a point as logged); ``d``: the
+    points' spacing (:func:`_bin_spacing`; found here when not given)."""
+    if not np.any(count > 1):
+        return np.zeros(t.size)
+    return np.where(count > 1, count * (_bin_spacing(t, count) if d is None else d), 0.0)
 
 
 @dataclass
@@ -239,10 +245,10 @@ def _columns(t, count, ts, ti, d=None):
     one-mode law's ``exp(-t/T)`` (``ti`` 0) or the oscillator's relaxation from rest ``(l1 e2 -
     l2 e1) / (l1 - l2)`` (``e = exp(l t)``), in real arithmetic. The compiled kernel where it
     was built (the same operations in the same order), else numpy. ``d``: the points' spacing
-    (:func:`_spacing`; found here when not given)."""
+    (:func:`_bin_spacing`; found here when not given)."""
     kernel = compiled_filter()
     if d is None:
-        d = _spacing(t, count) if np.any(count > 1) else 1.0
+        d = _bin_spacing(t, count)
     if kernel is not None and ts.size and t.size:
         out = np.empty((ts.size, t.size))
         kernel.columns(t.size, ts.size, _f64(t), _f64(count), float(d), _f64(ts), _f64(ti), out)
@@ -346,7 +352,7 @@ def _spacings(t):
 class Points:
     """What the likelihood needs of one series, found once for every grid and test of a fit:
     the points it sees (:func:`_reduce`), the raw points' observation variance
-    (:func:`point_noise_var`), their spacing (:func:`_spacing`) and the filter's ``(dts,
+    (:func:`point_noise_var`), their spacing (:func:`_bin_spacing`) and the filter's ``(dts,
     step_of, bin widths)`` (:func:`_spacings`, :func:`_bin_widths`)."""
 
     t: np.ndarray
@@ -361,13 +367,8 @@ class Points:
         t = np.asarray(t, dtype=float)
         y = np.asarray(y, dtype=float)
         tb, yb, cnt = _reduce(t, y)
-        binned = cnt > 1
-        if np.any(binned):
-            d = _spacing(tb, cnt)
-            wb = np.where(binned, cnt * d, 0.0)  # _bin_widths, its spacing found once
-        else:
-            d, wb = 1.0, np.zeros(tb.size)
-        return Points(tb, yb, cnt, point_noise_var(y), d, (*_spacings(tb), wb))
+        d = _bin_spacing(tb, cnt)
+        return Points(tb, yb, cnt, point_noise_var(y), d, (*_spacings(tb), _bin_widths(tb, cnt, d)))
 
     @staticmethod
     def of_fit(ctx) -> "Points":
@@ -379,7 +380,7 @@ class Points:
         return found
 
 
-def _kalman_cells(t, y, count, c: Cells, noise_var=None, parts: bool = False, points=None):
+def _kalman_cells(t, y, count, c: Cells, noise_var=None, parts: bool = False, filt=None):
     """Per cell ``(nll, plateau mean, plateau var, nll_ml)``, all cells at once; ``nll`` is
     restricted (levels integrated under a flat prior), ``nll_ml`` maximised over the levels
     (comparable between laws). ``parts``: also the log determinant of the points' unit
@@ -392,10 +393,10 @@ def _kalman_cells(t, y, count, c: Cells, noise_var=None, parts: bool = False, po
     points), so the levels' GLS solve and the likelihood follow from their Gram matrix. The
     filter itself (:func:`_innovations`) is one compiled loop where it was built, else numpy
     operations batched over all cells and columns, looping over the (at most
-    :data:`MAX_POINTS`) points. ``points``: ``(dts, step_of, bin widths)`` of ``(t, count)``
-    (:func:`_spacings`, :func:`_bin_widths`) from a caller that filters the same points again."""
+    :data:`MAX_POINTS`) points. ``filt``: :attr:`Points.filt` of these points, from a caller
+    that filters them again (found here when not given)."""
     n = t.size
-    dts, step_of, wb = points if points is not None else (*_spacings(t), _bin_widths(t, count))
+    dts, step_of, wb = filt if filt is not None else (*_spacings(t), _bin_widths(t, count))
     G, logdet = _innovations(y, count, c, step_of, _transitions(dts, c), wb)
     if c.modes == 1:  # a one-mode batch (its second columns are zero): one mode column each
         q = np.ones(c.ts.size, dtype=np.int64)
@@ -738,7 +739,7 @@ def intervals_for(t, y, specs: list[Spec], points: Points | None = None) -> list
             if round_ == 0 and two is not None:
                 parts.append(two)
             joined = Cells.join(parts)
-            terms = _kalman_cells(tb, yb, cnt, joined, noise_var, points=pts.filt)
+            terms = _kalman_cells(tb, yb, cnt, joined, noise_var, filt=pts.filt)
             terms = (terms[0] - R_PRIOR * np.log(joined.r),) + tuple(terms[1:])
             k0 = 0
             for i, size, shape in meta:

@@ -63,6 +63,7 @@ from grpofit.fitting.statespace_ci import (
     Points,
     _columns,
     _distinct,
+    _fixed,
     _kalman_cells,
 )
 
@@ -83,23 +84,20 @@ ROUNDS = 4
 #: efficiency 0.37, divided by 1.5 for the differences' lag-one correlation -1/2
 NU_PER_DIFFERENCE = 0.25
 #: the first pass's forcing ratios and timescale multipliers, built once
-_RATIOS = np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_RATIOS))
-_MULT = np.exp(np.linspace(-SPREAD, SPREAD, N_TS))
-_BOUNDARY = np.array([1.0, math.exp(0.5)])
+_RATIOS = _fixed(np.exp(np.linspace(math.log(R_LO), math.log(R_HI), N_RATIOS)))
+_MULT = _fixed(np.exp(np.linspace(-SPREAD, SPREAD, N_TS)))
+_BOUNDARY = _fixed(np.array([1.0, math.exp(0.5)]))
 #: the local grids' offsets in units of the steps, ``{-1, 0, 1}^d`` (the last coordinate
 #: innermost), for ``d`` = 2 and 3 moving coordinates
-_OFFSETS = {d: np.stack(np.meshgrid(*([np.array([-1.0, 0.0, 1.0])] * d), indexing="ij"), -1).reshape(-1, d)
+_OFFSETS = {d: _fixed(np.stack(np.meshgrid(*([np.array([-1.0, 0.0, 1.0])] * d), indexing="ij"), -1).reshape(-1, d))
             for d in (2, 3)}
-for _a in (_RATIOS, _MULT, _BOUNDARY, *_OFFSETS.values()):
-    _a.flags.writeable = False
 
 
-def _cells(tb, cnt, ts, ti, r, d) -> Cells:
-    """One cell per ``(ts, ti, r)`` (``ti = 0``: the one-mode law); ``d`` the points' spacing."""
-    ti = np.where(ti <= 0, 0.0, ti)
-    cols = np.zeros((ts.size, tb.size, 2))
+def _cells(pts: Points, ts, ti, r) -> Cells:
+    """One cell per ``(ts, ti, r)`` (``ti = 0``: the one-mode law)."""
+    cols = np.zeros((ts.size, pts.t.size, 2))
     first, inv = _distinct(ts, ti)  # the forcing ratios innermost: a column per run of cells
-    cols[:, :, 0] = _columns(tb, cnt, ts[first], ti[first], d)[inv]
+    cols[:, :, 0] = _columns(pts.t, pts.count, ts[first], ti[first], pts.d)[inv]
     return Cells(ts, ti, r, cols, 1)
 
 
@@ -107,8 +105,7 @@ class _Likelihood:
     """``-log L`` (levels maximised) of cells ``(ts, ti, r)``, with every evaluated cell kept."""
 
     def __init__(self, pts: Points, n_raw: int):
-        self.tb, self.yb, self.cnt = pts.t, pts.y, pts.count
-        self.d, self.points = pts.d, pts.filt  # what the filter needs of the points alone
+        self.pts = pts
         s2 = pts.noise_var  # None for a series the likelihood sees whole
         self.s2 = s2 or 0.0
         self.nu = NU_PER_DIFFERENCE * (n_raw - 1) if s2 else 0.0
@@ -117,11 +114,11 @@ class _Likelihood:
     def __call__(self, ts, ti, r):
         ts, ti, r = (np.asarray(a, dtype=float) for a in (ts, ti, r))
         ti = np.where(ti <= 1e-4 * ts, 0.0, ti)
-        cells = _cells(self.tb, self.cnt, ts, ti, r, self.d)
-        _, plat, _, _, logdet, q = _kalman_cells(self.tb, self.yb, self.cnt, cells, parts=True, points=self.points)
+        p = self.pts
+        _, plat, _, _, logdet, q = _kalman_cells(p.t, p.y, p.count, _cells(p, ts, ti, r), parts=True, filt=p.filt)
         # the observation variance maximised jointly with the raw differences' estimate of it
         # (module docstring): v = (Q + nu s2) / (n + nu)
-        m = self.tb.size + self.nu
+        m = p.t.size + self.nu
         v = (q + self.nu * self.s2) / m
         nll = 0.5 * (logdet + m * (1.0 + np.log(v)))
         nll = np.where(np.isfinite(nll), nll, np.inf)
@@ -289,7 +286,7 @@ def turnover_test(t, y, rows_zeta, rows_ts, fit_zeta: float, fit_ts: float,
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
     lik = _Likelihood(points if points is not None else Points.of(t, y), y.size)
-    if lik.tb.size < 6:
+    if lik.pts.t.size < 6:
         return None
     if resid_var is not None and lik.nu > 0 and not resid_var <= (1.0 + R_HI * R_HI) * lik.s2:
         return None

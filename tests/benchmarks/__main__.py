@@ -750,57 +750,16 @@ def bench_growth(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
 
 # --------------------------------------------------------------------------- fit cost
 
-#: read + fit of held-out runs in a child process, with or without the state-space likelihood
-#: (the plateau's and timescale's intervals and the regime's turn-over test; argv: mode, runs
-#: counted, paths; the first three paths warm the process up)
-_FITCOST_CHILD = """
-import sys
-from grpofit.testing import numerics
-numerics.pin()
-import grpofit
-from grpofit.fitting import assemble, driver
-from grpofit.fitting.statespace_ci import Points
-from grpofit.errors import MetricNotFound
-mode, n, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-if mode == "without":  # the intervals, the turn-over test and the points they share
-    driver.apply_to_models = lambda *a, **k: None
-    assemble.turnover_test = lambda *a, **k: None
-    Points.of_fit = staticmethod(lambda ctx: None)
-for p in paths[:3] + paths[3:3 + n]:
-    for r in grpofit.read(p):
-        try:
-            grpofit.fit(r)
-        except MetricNotFound:  # a real log's run with no reward (a gradient-norm export)
-            pass
-"""
-
-
 def _fitcost_cpu(paths: list[str], repeats: int) -> dict:
     """Per-run CPU seconds of read + fit in this process, with and without the state-space
-    likelihood (as :data:`_FITCOST_CHILD`), the two modes alternating (paired, interleaved); the
-    minimum of the repeats."""
-    import grpofit
-    from grpofit.errors import MetricNotFound
-    from grpofit.fitting import assemble, driver
-    from grpofit.fitting.statespace_ci import Points
-
-    real = driver.apply_to_models, assemble.turnover_test, Points.__dict__["of_fit"]
+    likelihood (:func:`tests.benchmarks.fitcost.read_and_fit`), the two modes alternating
+    (paired, interleaved); the minimum of the repeats."""
+    from tests.benchmarks.fitcost import read_and_fit
 
     def once(mode: str) -> float:
-        if mode == "without":  # the intervals, the turn-over test and the points they share
-            driver.apply_to_models = assemble.turnover_test = lambda *a, **k: None
-            Points.of_fit = staticmethod(lambda ctx: None)
-        try:
-            t0 = time.process_time()
-            for p in paths:
-                for r in grpofit.read(p):
-                    try:
-                        grpofit.fit(r)
-                    except MetricNotFound:  # a real log's run with no reward (a gradient-norm export)
-                        pass
-            return (time.process_time() - t0) / len(paths)
-        finally:
-            driver.apply_to_models, assemble.turnover_test, Points.of_fit = real
+        t0 = time.process_time()
+        read_and_fit(paths, mode)
+        return (time.process_time() - t0) / len(paths)
 
     once("with"), once("without")  # imports and first calls out of the figures
     out: dict = {"with": [], "without": []}
@@ -810,28 +769,40 @@ def _fitcost_cpu(paths: list[str], repeats: int) -> dict:
     return out
 
 
+def _callgrind(cmd: list[str], env: dict | None = None, cwd: Path | None = None) -> int:
+    """The instructions callgrind counts for ``cmd``, with one BLAS thread (OpenBLAS's helper
+    threads spin while they wait, and callgrind counts those instructions too: tens of millions,
+    differing from one run to the next) and a fixed hash seed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log_file = Path(tmp) / "callgrind.log"
+        env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", **(env or {})}
+        proc = subprocess.run([shutil.which("valgrind"), "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                               f"--log-file={log_file}", *cmd], capture_output=True, env=env, cwd=cwd)
+        found = [ln for ln in log_file.read_text(errors="replace").splitlines() if "Collected" in ln]
+    if proc.returncode != 0 or not found:
+        raise RuntimeError(f"callgrind run of {cmd[:4]} failed: {proc.stderr[-300:]!r}")
+    return int(found[-1].split()[-1])
+
+
+def _per_extra_run(cmd_for, n: int, **kw) -> float:
+    """Instructions per extra run: ``cmd_for(n)`` less ``cmd_for(0)`` (imports and the three
+    warm-up runs cancel), over ``n``."""
+    return (_callgrind(cmd_for(n), **kw) - _callgrind(cmd_for(0), **kw)) / n
+
+
 def _fitcost_instructions(paths: list[str], n: int) -> dict | None:
     """Per-run instructions of read + fit under callgrind, with and without the state-space
-    likelihood: each the difference of a child reading ``n`` runs (after the three warm-up paths
-    first in ``paths``) and one reading none, over ``n`` (imports and warm-up cancel). ``None``
-    without valgrind."""
-    valgrind = shutil.which("valgrind")
-    if valgrind is None or n < 1:
+    likelihood (the child :mod:`tests.benchmarks.fitcost`, the three warm-up paths first in
+    ``paths``). ``None`` without valgrind."""
+    if shutil.which("valgrind") is None or n < 1:
         return None
-    # one BLAS thread: OpenBLAS's helper threads spin while they wait, and callgrind counts
-    # those instructions too (tens of millions, differing from one run to the next)
-    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
-    counts: dict = {}
+    root = Path(__file__).resolve().parents[2]
+    out = {}
     for mode in ("with", "without"):
-        for k in (0, n):
-            log(f"fitcost: callgrind, {k} runs, {mode} the state-space intervals")
-            proc = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-                                   "-c", _FITCOST_CHILD, mode, str(k), *paths], capture_output=True, env=env)
-            found = [ln for ln in proc.stderr.decode(errors="replace").splitlines() if "Collected" in ln]
-            if proc.returncode != 0 or not found:
-                raise RuntimeError(f"callgrind run failed: {proc.stderr[-300:]!r}")
-            counts[(mode, k)] = int(found[-1].split()[-1])
-    return {mode: (counts[(mode, n)] - counts[(mode, 0)]) / n for mode in ("with", "without")}
+        log(f"fitcost: callgrind, {n} runs and none, {mode} the state-space intervals")
+        out[mode] = _per_extra_run(lambda k: [sys.executable, "-m", "tests.benchmarks.fitcost", mode, str(k), *paths],
+                                   n, cwd=root)
+    return out
 
 
 #: the last commit before the forecast issue's state-space likelihood: the "today's" fit its
@@ -841,20 +812,9 @@ BEFORE_FORECAST = "b804807"
 
 def _cli_instructions(root: Path, paths: list[str], n: int, cwd: Path) -> float:
     """Instructions per extra run of ``python -m grpofit fit --format json`` with the package at
-    ``root`` (callgrind, one BLAS thread): a child given ``n`` runs after the three warm-up paths
-    first in ``paths``, less one given only those three, over ``n``."""
-    counts = []
-    for k in (n, 0):
-        log_file = cwd / f"callgrind_{k}.log"
-        env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(root)}
-        proc = subprocess.run([shutil.which("valgrind"), "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                               f"--log-file={log_file}", sys.executable, "-m", "grpofit", "fit", "--format", "json",
-                               *paths[:3 + k]], capture_output=True, env=env, cwd=cwd)
-        found = [ln for ln in log_file.read_text(errors="replace").splitlines() if "Collected" in ln]
-        if proc.returncode != 0 or not found:
-            raise RuntimeError(f"callgrind run of {root} failed: {proc.stderr[-300:]!r}")
-        counts.append(int(found[-1].split()[-1]))
-    return (counts[0] - counts[1]) / n
+    ``root`` (callgrind, :func:`_per_extra_run`; the three warm-up paths first in ``paths``)."""
+    return _per_extra_run(lambda k: [sys.executable, "-m", "grpofit", "fit", "--format", "json", *paths[:3 + k]],
+                          n, env={"PYTHONPATH": str(root)}, cwd=cwd)
 
 
 def _before_forecast_row(rep: Report, sec: str, paths: list[str], n: int, raw: dict) -> None:
@@ -894,7 +854,7 @@ def bench_fitcost(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     CPU row too."""
     sec = "8 fitcost"
     files = data.heldout_fit_inputs(work / "heldout", max(sizes.fitcost_runs, 3), n_steps=sizes.fit_steps)
-    paths = [str(p) for p, _ in files]
+    paths = [str(p.resolve()) for p, _ in files]  # the children run elsewhere
     cpu = _fitcost_cpu(paths[:sizes.fitcost_runs], repeats)
     w, wo = min(cpu["with"]), min(cpu["without"])
     raw: dict = {"cpu_s": cpu, "cpu_ratio": w / wo}
