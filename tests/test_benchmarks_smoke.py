@@ -55,6 +55,9 @@ def test_quick_benchmark_runs_every_section(tmp_path, capsys):
             assert cell[tool]["wall"][0] > 0 and cell[tool]["cpu"][0] > 0 and cell[tool]["rss"][0] > 10
         assert len(fit["paired_ratios"][str(n)]["wall"]) == doc["config"]["repeats"]
     assert fit["errors"] == 0
+    stages = fit["stages"]["min_s"]
+    assert set(stages["grpofit"]) == {"read", "fit", "entry"} and set(stages["plain"]) == {"read", "fit"}
+    assert all(v > 0 for tool in stages.values() for v in tool.values())
     assert sum(c["n"] for c in fit["recovery"].values()) == max(counts)
     assert doc["raw"]["sweep"]["judged"]["jobs1"] == doc["config"]["sizes"]["sweep_runs"]
     assert doc["raw"]["sweep"]["paired_speedups"][0] > 0

@@ -393,7 +393,29 @@ def bench_fit(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
         rep.add(sec, f"recovered (p* +-0.03, Ts +-25%), {key}", _pct(cell["grpofit"]),
                 f"plain: {_pct(cell['plain'])} of {cell['n']}")
     raw["errors"] = len(docs["grpofit"].get("errors", []))
+    raw["stages"] = _fit_stages(rep, sec, [str(p) for p, _ in files[:sorted(counts)[len(counts) // 2]]], repeats)
     rep.raw["fit"] = raw
+
+
+def _fit_stages(rep: Report, sec: str, paths: list[str], repeats: int) -> dict:
+    """Rows: each tool's per-run stages in one warmed process (:mod:`tests.benchmarks.stages`),
+    the minimum over the repeats, and what the script's whole per-run cost leaves for grpofit's
+    fit once its read and contract entry are paid."""
+    from tests.benchmarks.stages import stage_costs
+
+    log(f"fit: per-run stages in one process, {len(paths)} runs")
+    got = stage_costs(paths, repeats)
+    best = {t: {k: min(v) for k, v in stages.items()} for t, stages in got.items()}
+    g, b = best["grpofit"], best["plain"]
+    ms = lambda v: f"{1e3 * v:.2f} ms"  # noqa: E731
+    rep.add(sec, f"per run, one warmed process ({len(paths)} runs, CPU, min of {len(got['plain']['read'])}): "
+            "read / fit / contract entry", f"{ms(g['read'])} / {ms(g['fit'])} / {ms(g['entry'])} = {ms(sum(g.values()))}",
+            f"plain: read {ms(b['read'])} / curve_fit {ms(b['fit'])} = {ms(sum(b.values()))}")
+    left = sum(b.values()) - g["read"] - g["entry"]
+    rep.add(sec, "  the plain script's per-run cost less grpofit's read and entry: left for the fit",
+            ms(left), f"grpofit's fit takes {ms(g['fit'])} ({g['fit'] / left:.1f}x that)" if left > 0 else
+            f"nothing: grpofit's fit takes {ms(g['fit'])}")
+    return {"cpu_per_run_s": got, "min_s": best, "left_for_fit_s": left}
 
 
 # --------------------------------------------------------------------------- 2. start-up
