@@ -142,7 +142,9 @@ def bound_note(plateau: dict, moving: dict) -> str:
     slope, se = moving.get("slope_per_step"), moving.get("stderr")
     z = f", {abs(slope) / se:.1f} standard errors" if slope is not None and se else ""
     ci = plateau.get("ci95")
-    ci_text = f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci and None not in ci else ""
+    # an interval that runs to the fit bounds is the box's, not the data's: not quoted
+    pinned = "not pinned down" not in str(plateau.get("note") or "")
+    ci_text = f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci and None not in ci and pinned else ""
     return (f"still {moving['direction']}: the slope from step {moving['from_step']:g} is {slope:.3g} per step{z}; "
             f"the last tenth averages {moving['level']:.3g}, {'above' if rising else 'below'} the fitted p* "
             f"{plateau['value']:.4g}{ci_text}: the plateau is at {'least' if rising else 'most'} "

@@ -89,13 +89,28 @@ def fit_title(result: Any, verdict: str | None = None) -> str:
     plateau = result.param("plateau")
     parts = [str(result.metric)]
     if plateau is not None and plateau.value is not None:
-        parts.append(f"p* {plateau.value:.3g}")
+        parts.append(plateau_title(result, plateau.value))
     regime = next((m.regime for m in result.models.values() if m.regime), None)  # the oscillator's
     if regime:
         parts.append(regime)
     if verdict:
         parts.append(f"verdict {verdict}")
     return short_title(str(result.run)) + "\n" + " · ".join(parts)
+
+
+def plateau_title(result: Any, value: float) -> str:
+    """``p* 0.73``, or what the fit table says instead (:mod:`grpofit.fitcheck`): ``p* ≥ 0.98``
+    for a run still moving past its fitted plateau, ``p* 0.73 (misses the late data)`` when the
+    run's last quarter already sits beyond it."""
+    from grpofit.fitcheck import late_level_check, plateau_bound, still_moving
+
+    check = late_level_check(result)
+    if check is None:
+        return f"p* {value:.3g}"
+    kind, level = plateau_bound({"value": value}, still_moving(result.steps, result.values))
+    if level is not None:
+        return f"p* {'≥' if kind == 'lower_bound' else '≤'} {level:.3g} (still moving)"
+    return f"p* {value:.3g}" + (" (misses the late data)" if check["disagrees"] else "")
 
 
 def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdict: str | None = None) -> None:

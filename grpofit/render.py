@@ -165,8 +165,10 @@ def fit_tables(runs: list[dict]) -> list[Any]:
             table.add_column(name + (" (preferred)" if name == r.get("preferred") else ""))
         for key, title in (("r2", "R²"), ("aic", "AIC"), ("bic", "BIC")):
             table.add_row(title, *[num(m.get(key), 5 if key != "r2" else 3) for m in models.values()])
+        misses = bool((r.get("fit_check") or {}).get("disagrees"))
         for key, title in param_rows(models):
-            table.add_row(title, *[estimate_text((m.get("params") or {}).get(key)) if key in (m.get("params") or {}) else "" for m in models.values()])
+            table.add_row(title, *[_param_text(m, key, misses and key == "plateau" and name == r.get("preferred"))
+                                   for name, m in models.items()])
         table.add_row("regime", *[m.get("regime") or "" for m in models.values()])
         ratio = (r.get("noise") or {}).get("fit_vs_noise")
         if ratio is not None:  # the preferred law's residual sd over the point-to-point noise
@@ -176,6 +178,17 @@ def fit_tables(runs: list[dict]) -> list[Any]:
             table.add_row("observed overshoot", *[_overshoot_text(m.get("observed_overshoot")) for m in models.values()])
         out.append(table)
     return out
+
+
+def _param_text(model: dict, key: str, misses: bool = False) -> str:
+    """One law's cell for a parameter (blank when the law has no such parameter); ``misses``:
+    the preferred law's plateau disagrees with the late data, marked ``!`` as in diagnose's table
+    (the note under the tables says by how much)."""
+    params = model.get("params") or {}
+    if key not in params:
+        return ""
+    text = estimate_text(params[key])
+    return text + " !" if misses and bound_text(params[key]) is None and text != "-" else text
 
 
 def _overshoot_text(ob: dict | None) -> str:

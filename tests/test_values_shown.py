@@ -117,3 +117,51 @@ def test_fit_table_shows_no_number_for_what_was_not_identified(capsys, monkeypat
     code, out, _ = run_cli(capsys, "fit", SAMPLES / "dead_run", "--format", "json")
     inertia = json.loads(out)["runs"][0]["models"]["oscillator"]["params"]["inertia"]
     assert inertia["value"] is not None and inertia["ci95"] is None  # JSON keeps the number, with its note
+
+
+UNSLOTH = REAL / "unsloth_grpo_gsm8k_IMJONEZZ.trainer_state.json"
+CONDITIONAL = REAL / "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv"
+
+
+@pytest.mark.skipif(not UNSLOTH.exists(), reason="shared/real_logs not present")
+def test_a_plateau_that_misses_the_late_data_is_marked_in_the_fit_table_and_plot(capsys, monkeypatch):
+    """The unsloth run rises to ~1.6; the preferred oscillator's p* 0.895 is a sine arc's centre.
+    diagnose marked it '0.895 !'; fit's own table and the plot title said '0.895' plainly."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run_cli(capsys, "fit", UNSLOTH)
+    cells = _row(out, "plateau p*")
+    assert cells[2].startswith("0.895") and cells[2].endswith(" !")  # the preferred law's cell
+    assert not cells[1].endswith("!")  # the other law's is not judged
+    assert "p* 0.895 misses the late data" in out
+
+    import grpofit
+    from grpofit.analysis import fit_run
+    from grpofit.plotting import fit_title
+
+    (run,) = grpofit.read(str(UNSLOTH))
+    assert "p* 0.895 (misses the late data)" in fit_title(fit_run(run))
+    (run,) = grpofit.read(str(CONDITIONAL))
+    assert "p* ≥ 0.975 (still moving)" in fit_title(fit_run(run))  # what the table shows
+
+
+@pytest.mark.skipif(not UNSLOTH.exists(), reason="shared/real_logs not present")
+def test_inertia_interval_is_widened_with_the_damping_ratio_when_the_turn_over_is_not_seen():
+    """A turn-over not in the data opens the damping ratio's interval upward (an overdamped curve
+    fits too), so the inertia's must reach down to those curves' inertias: it was [1895, 2490]
+    beside a damping ratio of [0, open] on the unsloth run, a tight-looking number that was the
+    fit box's edge."""
+    import grpofit
+
+    (run,) = grpofit.read(str(UNSLOTH))
+    osc = grpofit.fit(run).summary()["models"]["oscillator"]
+    assert osc["params"]["damping_ratio"]["ci95"][1] is None
+    ti = osc["params"]["inertia"]
+    ts = osc["params"]["timescale"]
+    assert ti["ci95"][0] <= ts["ci95"][1] / 4  # damping ratio >= 1 (inertia <= Ts / 4) inside
+    assert "not pinned down" in ti["note"]
+    (run,) = grpofit.read(str(CONDITIONAL))
+    doc = grpofit.fit(run).summary()
+    ti = doc["models"]["oscillator"]["params"]["inertia"]
+    assert ti["ci95"][1] == pytest.approx(4990.0) and "interval reaches the fit bounds" in ti["note"]
+    # the still-rising note does not quote the box [-2, 4] as the plateau's interval
+    assert "[-2, 4]" not in doc["models"]["oscillator"]["params"]["plateau"]["bound_note"]

@@ -114,6 +114,7 @@ class Reversal:
     plateau: tuple[float, float] | None  #: range of the plateaus of the monotone alternatives
     timescale: tuple[float, float] | None
     zeta_hi: float | None  #: largest damping ratio among them (``inf``: inertia 0)
+    inertia: tuple[float, float] | None = None  #: range of their inertias ``Ts / (4 zeta^2)``
 
 
 def reversal_test(prof: Profile, fit_zeta: float, fit_ts: float, b: Binned, ctx: Ctx, f_hat,
@@ -125,8 +126,8 @@ def reversal_test(prof: Profile, fit_zeta: float, fit_ts: float, b: Binned, ctx:
     ``t_end`` (``Ts >= 2 zeta sqrt(1 - zeta^2) t_end / pi``: the row itself if it complies,
     else that boundary). The turn-over is *shown* when the best alternative is rejected by the
     profile's sandwich likelihood-ratio threshold. The plateau and timescale ranges of the
-    accepted alternatives and of the best ``zeta >= 1`` row are returned for the intervals:
-    the data cannot tell which of them holds."""
+    accepted alternatives and of the best ``zeta >= 1`` row, and their inertias, are returned
+    for the intervals: the data cannot tell which of them holds."""
     t_end = float(ctx.t[-1])
     tb = ctx.bounds["timescale"]
     lv = ctx.bounds["plateau"]
@@ -180,7 +181,9 @@ def reversal_test(prof: Profile, fit_zeta: float, fit_ts: float, b: Binned, ctx:
     plat = (float(mono["plat"][use].min()), float(mono["plat"][use].max()))
     tss = (float(mono["ts"][use].min()), float(mono["ts"][use].max()))
     zeta_hi = float(mono["zeta"][use].max())
+    ti = mono["ts"][use] / (4.0 * mono["zeta"][use] ** 2)  # zeta = inf (inertia 0): 0
+    inertia = (float(ti.min()), float(ti.max()))
     reason = ("turn-over not observed: a curve with no turning point inside the window fits "
               "within the noise, so the data cannot tell an underdamped overshoot from an "
               "overdamped approach")
-    return Reversal(False, reason, plat, tss, zeta_hi)
+    return Reversal(False, reason, plat, tss, zeta_hi, inertia)

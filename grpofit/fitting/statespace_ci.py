@@ -54,7 +54,7 @@ import numpy as np
 
 from grpofit.compiled import compiled_filter
 from grpofit.fitting.binning import bin_tail
-from grpofit.fitting.intervals import agrees, extend
+from grpofit.fitting.intervals import agrees, extend, mark_at_bound
 from grpofit.models import median
 
 __all__ = ["SSIntervals", "Spec", "Points", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS",
@@ -881,9 +881,20 @@ def apply_to_models(models: dict, ctx, signal) -> None:
     ones (one filter pass for both), their ``stderr`` by the posterior sd (the fit's last pass,
     :func:`grpofit.fitting.intervals.reconcile_stderr`, keeps it only where it agrees with the
     final interval), keep the value inside, and re-apply the oscillator's widening for a
-    turn-over not observed (``ctx._widen``). Nothing changes without a detected rise."""
-    if signal is None or not signal.detected:
-        return
+    turn-over not observed (``ctx._widen``: its plateau, timescale and, only now that the
+    inertia's profile interval has set the state-space grid, its inertia). Without a detected
+    rise there are no state-space intervals."""
+    if signal is not None and signal.detected:
+        _statespace(models, ctx)
+    osc = models.get("oscillator")
+    for name, lo, hi, why in ctx.__dict__.get("_widen", ()):
+        extend(osc.params[name], lo, hi, ctx.bounds[name], name, why)
+        if name == "inertia":
+            mark_at_bound(osc.params[name], ctx.bounds[name][1], name)
+
+
+def _statespace(models: dict, ctx) -> None:
+    """The plateau's and timescale's state-space intervals of every law that has them."""
     specs, fits = [], []
     from grpofit.laws import MODELS
 
@@ -905,9 +916,6 @@ def apply_to_models(models: dict, ctx, signal) -> None:
     for fit, ss in zip(fits, intervals_for(ctx.t, ctx.y, specs, Points.of_fit(ctx))):
         if ss is not None:
             _publish(fit.params, ss, ctx)
-    osc = models.get("oscillator")
-    for name, lo, hi, why in ctx.__dict__.get("_widen", ()):
-        extend(osc.params[name], lo, hi, ctx.bounds[name], name, why)
 
 
 def _publish(params: dict, ss: SSIntervals, ctx) -> None:
