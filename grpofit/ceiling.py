@@ -1,7 +1,8 @@
 """The R² noise ceiling: an estimate of the best R² a smooth law can reach, with its uncertainty.
 
 ``ceiling = 1 - noise_sd^2 / var(y)`` with ``noise_sd = 1.4826 MAD(diff y) / sqrt(2)`` (the
-point-to-point noise). It is an *estimate*, not a bound: ``noise_sd`` is itself estimated, so a
+point-to-point noise), or ``sqrt(var(diff y) / 2)`` where the differences sit on a lattice (a
+reward averaged over a few rollouts: :func:`on_lattice`). It is an *estimate*, not a bound: ``noise_sd`` is itself estimated, so a
 good fit exceeds the ceiling about as often as it falls short of it. Its standard error comes
 from a delete-a-block jackknife of ``noise_sd`` over :data:`BLOCKS` contiguous blocks of the
 differences (``se = 2 (1 - ceiling) se(noise_sd) / noise_sd``); the uncertainty of ``var(y)`` is
@@ -38,17 +39,56 @@ def _median(x: np.ndarray) -> float:
     return _middle(x.copy())
 
 
-def _sd(d: np.ndarray, scratch: bool = False) -> float:
-    """``1.4826 MAD(d) / sqrt 2``; ``scratch``: ``d`` may be overwritten (a long run's jackknife
-    then holds no further copies of it)."""
+def on_lattice(dev: np.ndarray, mad: float) -> bool:
+    """Do the differences of a series sit on a lattice too coarse for their MAD to measure the noise?
+
+    A reward averaged over a few rollouts takes few distinct values, and so do its differences:
+    the MAD of ``dev = |d - median(d)|`` then lands on a lattice point, and
+    ``1.4826 MAD / sqrt 2`` (exact for normal noise) is off by up to half a lattice step (30-40%
+    of the sd at 8 rollouts a step). That is the case when the MAD spans fewer than
+    :data:`LATTICE_STEPS` of the smallest gap between distinct values of ``dev`` (gaps below
+    1e-9 of the largest value are rounding, not the lattice; at most :data:`LATTICE_SAMPLE`
+    values are looked at); the noise variance is then ``var(d) / 2`` (:func:`point_sd`), right
+    for any noise distribution. Continuous noise has gaps far below its MAD."""
+    if not mad > 0:
+        return True  # half or more of the differences are the same value: nothing else is a lattice
+    u = np.unique(dev[:LATTICE_SAMPLE])
+    gaps = np.diff(u)
+    gaps = gaps[gaps > 1e-9 * float(u[-1])]
+    return bool(gaps.size) and mad < LATTICE_STEPS * float(np.minimum.reduce(gaps))
+
+
+#: the MAD must span this many lattice steps to be read as on a continuum (:func:`on_lattice`)
+LATTICE_STEPS = 20
+#: differences examined for a lattice (the start of a long run stands for the rest)
+LATTICE_SAMPLE = 1 << 16
+
+
+def point_sd(mad: float, spread: float, lattice: bool) -> float:
+    """The point noise sd from the differences' MAD, or from their variance ``spread`` where they
+    sit on a lattice (:func:`on_lattice`; the mean difference is taken out of ``spread``, so a
+    steady drift adds nothing to it, only its curvature)."""
+    return float(math.sqrt(spread / 2.0)) if lattice else float(1.4826 * mad / math.sqrt(2.0))
+
+
+def _sd(d: np.ndarray, scratch: bool = False, lattice: bool | None = None) -> tuple[float, bool]:
+    """``(sd, lattice)``: :func:`point_sd` of the differences ``d`` and whether they were taken
+    as lattice-valued (``lattice`` given: that estimator, as the jackknife keeps the whole
+    series'); ``scratch``: ``d`` may be overwritten (a long run's jackknife then holds no further
+    copies of it)."""
+    spread = float(np.var(d))  # before d is overwritten
     med = _middle(d) if scratch else _median(d)
     e = np.subtract(d, med, out=d if scratch else None)
     np.abs(e, out=e)
-    return float(1.4826 * _middle(e) / math.sqrt(2.0))
+    mad = _middle(e)
+    if lattice is None:
+        lattice = on_lattice(e, mad)
+    return point_sd(mad, spread, lattice), lattice
 
 
 def r2_ceiling(y: np.ndarray) -> tuple[float | None, float | None]:
-    """``(ceiling, se)``; ``(None, None)`` for a constant series, ``se`` None below 2 blocks of 3."""
+    """``(ceiling, se)``; ``(None, None)`` for a constant series, ``se`` None below 2 blocks of 3.
+    Every jackknife replicate uses the whole series' estimator (MAD or lattice variance)."""
     y = np.asarray(y, dtype=float)
     finite = np.isfinite(y)
     if not finite.all():
@@ -59,12 +99,12 @@ def r2_ceiling(y: np.ndarray) -> tuple[float | None, float | None]:
     if not var_y > 0:
         return None, None
     d = np.diff(y)
-    sd = _sd(d)
+    sd, lattice = _sd(d)
     value = 1.0 - sd * sd / var_y
     B = min(BLOCKS, d.size // 3)
     if B < 2 or sd <= 0:
         return value, None if sd > 0 else 0.0
     edges = np.linspace(0, d.size, B + 1).astype(int)
-    reps = np.array([_sd(np.concatenate([d[: edges[b]], d[edges[b + 1]:]]), scratch=True) for b in range(B)])
+    reps = np.array([_sd(np.concatenate([d[: edges[b]], d[edges[b + 1]:]]), True, lattice)[0] for b in range(B)])
     se_sd = math.sqrt((B - 1) / B * float(np.sum((reps - reps.mean()) ** 2)))
     return value, 2.0 * (1.0 - value) * se_sd / sd
