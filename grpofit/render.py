@@ -267,7 +267,8 @@ DASH = "–"  #: a value the data did not identify
 
 def _param_cell(p: dict | None, zero_mark: bool = False) -> str:
     """A fitted value for a table cell: ``–`` when not identified; with ``zero_mark``, ``(≈0)``
-    appended when its 95% interval holds zero (the data cannot tell it from no effect)."""
+    appended when its 95% interval holds zero (the data cannot tell it from no effect), and ``–``
+    when that interval also runs to the fit bound (nothing identified)."""
     if not p or p.get("value") is None:
         return DASH
     if str(p.get("note") or "").startswith("not identifiable"):
@@ -275,6 +276,8 @@ def _param_cell(p: dict | None, zero_mark: bool = False) -> str:
     text = num(p.get("value"))
     ci = p.get("ci95")
     if zero_mark and ci and ci[0] is not None and ci[1] is not None and ci[0] <= 0 <= ci[1] and p.get("value") != 0:
+        if "not pinned down" in str(p.get("note") or ""):
+            return DASH  # from 0 to the fit bound: the data set neither end
         text += " (≈0)"
     return text
 

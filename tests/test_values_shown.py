@@ -133,6 +133,10 @@ def test_a_plateau_that_misses_the_late_data_is_marked_in_the_fit_table_and_plot
     assert cells[2].startswith("0.895") and cells[2].endswith(" !")  # the preferred law's cell
     assert not cells[1].endswith("!")  # the other law's is not judged
     assert "p* 0.895 misses the late data" in out
+    code, out, _ = run_cli(capsys, "diagnose", UNSLOTH)
+    head = _row(out.replace("┃", "│"), "1/K_eff")
+    cells = dict(zip(head, _row(out, "unsloth")))
+    assert cells["p*"] == "0.895 !" and cells["inertia"] == "–"  # was '2489 (≈0)': 0 to the fit bound
 
     import grpofit
     from grpofit.analysis import fit_run
