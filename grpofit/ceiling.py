@@ -47,12 +47,12 @@ def on_lattice(dev: np.ndarray, mad: float) -> bool:
     ``1.4826 MAD / sqrt 2`` (exact for normal noise) is off by up to half a lattice step (30-40%
     of the sd at 8 rollouts a step). That is the case when the MAD spans fewer than
     :data:`LATTICE_STEPS` of the smallest gap between distinct values of ``dev`` (gaps below
-    1e-9 of the largest value are rounding, not the lattice; at most :data:`LATTICE_SAMPLE`
-    values are looked at); the noise variance is then ``var(d) / 2`` (:func:`point_sd`), right
+    1e-9 of the largest value are rounding, not the lattice; a long series' ``dev`` is looked at
+    with a stride, about :data:`LATTICE_SAMPLE` values from every part of it); the noise variance is then ``var(d) / 2`` (:func:`point_sd`), right
     for any noise distribution. Continuous noise has gaps far below its MAD."""
     if not mad > 0:
         return True  # half or more of the differences are the same value: nothing else is a lattice
-    u = np.unique(dev[:LATTICE_SAMPLE])
+    u = np.unique(dev[::max(1, dev.size // LATTICE_SAMPLE)])  # a stride: every part of the range
     gaps = np.diff(u)
     gaps = gaps[gaps > 1e-9 * float(u[-1])]
     return bool(gaps.size) and mad < LATTICE_STEPS * float(np.minimum.reduce(gaps))
@@ -60,7 +60,7 @@ def on_lattice(dev: np.ndarray, mad: float) -> bool:
 
 #: the MAD must span this many lattice steps to be read as on a continuum (:func:`on_lattice`)
 LATTICE_STEPS = 20
-#: differences examined for a lattice (the start of a long run stands for the rest)
+#: about this many differences are examined for a lattice (a stride through a long run's)
 LATTICE_SAMPLE = 1 << 16
 
 

@@ -79,3 +79,15 @@ def test_continuous_noise_keeps_the_mad():
     spiked[200] += 5.0
     assert abs(noise_floor(spiked) - noise_floor(y)) < 0.01 * noise_floor(y) + 1e-3
     assert abs(noise_floor(y) - 1.4826 * np.median(dev) / np.sqrt(2)) < 1e-12
+
+
+def test_a_long_lattice_run_is_seen_as_one():
+    """The lattice check looks at a long run's differences with a stride, not at the first block
+    of its partitioned deviations (all zeros on a run whose reward often repeats)."""
+    from grpofit.fitting.hac import noise_floor
+
+    rng = np.random.default_rng(0)
+    n = 400_000
+    p = 0.5 + 0.4 * (1 - np.exp(-np.arange(n) / 4e4))
+    y = rng.binomial(8, p) / 8
+    assert abs(noise_floor(y) / np.sqrt(np.mean(p * (1 - p) / 8)) - 1) < 0.01
