@@ -47,28 +47,37 @@ def on_lattice(dev: np.ndarray, mad: float) -> bool:
     ``1.4826 MAD / sqrt 2`` (exact for normal noise) is off by up to half a lattice step (30-40%
     of the sd at 8 rollouts a step). That is the case when the MAD spans fewer than
     :data:`LATTICE_STEPS` of the smallest gap between distinct values of ``dev`` (gaps below
-    1e-9 of the largest value are rounding, not the lattice; a long series' ``dev`` is looked at
-    with a stride, about :data:`LATTICE_SAMPLE` values from every part of it); the noise variance is then ``var(d) / 2`` (:func:`point_sd`), right
-    for any noise distribution. Continuous noise has gaps far below its MAD."""
+    1e-9 of the largest value are rounding, not the lattice; a long series' ``dev`` is sampled
+    with a stride, at most :data:`LATTICE_SAMPLE` values from every part of it); the noise
+    variance is then ``var(d) / 2`` (:func:`point_sd`), right for any noise distribution.
+    Continuous noise has gaps far below its MAD."""
     if not mad > 0:
         return True  # half or more of the differences are the same value: nothing else is a lattice
-    u = np.unique(dev[::max(1, dev.size // LATTICE_SAMPLE)])  # a stride: every part of the range
-    gaps = np.diff(u)
-    gaps = gaps[gaps > 1e-9 * float(u[-1])]
+    s = np.sort(dev[::-(-dev.size // LATTICE_SAMPLE)])  # a stride: every part of the range
+    gaps = s[1:] - s[:-1]
+    gaps = gaps[gaps > 1e-9 * float(s[-1])]
     return bool(gaps.size) and mad < LATTICE_STEPS * float(np.minimum.reduce(gaps))
 
 
 #: the MAD must span this many lattice steps to be read as on a continuum (:func:`on_lattice`)
 LATTICE_STEPS = 20
-#: about this many differences are examined for a lattice (a stride through a long run's)
-LATTICE_SAMPLE = 1 << 16
+#: at most this many differences are examined for a lattice (a stride through a long run's)
+LATTICE_SAMPLE = 512
 
 
-def point_sd(mad: float, spread: float, lattice: bool) -> float:
-    """The point noise sd from the differences' MAD, or from their variance ``spread`` where they
-    sit on a lattice (:func:`on_lattice`; the mean difference is taken out of ``spread``, so a
+def spread(e: np.ndarray) -> float:
+    """The variance of ``e`` (the same for ``e`` shifted by a constant: take it after the median is
+    subtracted, before the absolute values), through two reductions."""
+    n = e.size
+    m = float(np.add.reduce(e)) / n
+    return max(float(e @ e) / n - m * m, 0.0)
+
+
+def point_sd(mad: float, var_d: float, lattice: bool) -> float:
+    """The point noise sd from the differences' MAD, or from their variance ``var_d`` where they
+    sit on a lattice (:func:`on_lattice`; the mean difference is taken out of ``var_d``, so a
     steady drift adds nothing to it, only its curvature)."""
-    return float(math.sqrt(spread / 2.0)) if lattice else float(1.4826 * mad / math.sqrt(2.0))
+    return float(math.sqrt(var_d / 2.0)) if lattice else float(1.4826 * mad / math.sqrt(2.0))
 
 
 def _sd(d: np.ndarray, scratch: bool = False, lattice: bool | None = None) -> tuple[float, bool]:
@@ -76,14 +85,14 @@ def _sd(d: np.ndarray, scratch: bool = False, lattice: bool | None = None) -> tu
     as lattice-valued (``lattice`` given: that estimator, as the jackknife keeps the whole
     series'); ``scratch``: ``d`` may be overwritten (a long run's jackknife then holds no further
     copies of it)."""
-    spread = float(np.var(d))  # before d is overwritten
     med = _middle(d) if scratch else _median(d)
     e = np.subtract(d, med, out=d if scratch else None)
+    var_d = spread(e) if lattice is not False else 0.0  # before the absolute values
     np.abs(e, out=e)
     mad = _middle(e)
     if lattice is None:
         lattice = on_lattice(e, mad)
-    return point_sd(mad, spread, lattice), lattice
+    return point_sd(mad, var_d, lattice), lattice
 
 
 def r2_ceiling(y: np.ndarray) -> tuple[float | None, float | None]:

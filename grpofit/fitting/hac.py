@@ -33,15 +33,15 @@ BLOCK = 1 << 18
 def noise_floor(y: np.ndarray) -> float:
     """``1.4826 * MAD(diff(y)) / sqrt(2)``: the point-to-point noise sd, robust to the trend;
     ``sqrt(var(diff y) / 2)`` where the differences sit on a lattice (:func:`grpofit.ceiling.on_lattice`)."""
-    from grpofit.ceiling import on_lattice, point_sd
+    from grpofit.ceiling import on_lattice, point_sd, spread
 
     d = np.diff(np.asarray(y, dtype=float))
     if d.size == 0:
         return 0.0
-    spread = float(np.var(d))
     d -= median(d)  # in place: one series-long array, not three
+    var_d = spread(d)
     mad = median(np.abs(d, out=d), overwrite=True)
-    return point_sd(mad, spread, on_lattice(d, mad))
+    return point_sd(mad, var_d, on_lattice(d, mad))
 
 
 def _acf(r: np.ndarray, maxlag: int) -> np.ndarray:
