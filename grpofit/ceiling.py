@@ -2,11 +2,11 @@
 
 ``ceiling = 1 - noise_sd^2 / var(y)`` with ``noise_sd = 1.4826 MAD(diff y) / sqrt(2)`` (the
 point-to-point noise), or ``sqrt(var(diff y) / 2)`` where the differences sit on a lattice (a
-reward averaged over a few rollouts: :func:`on_lattice`). It is an *estimate*, not a bound: ``noise_sd`` is itself estimated, so a
-good fit exceeds the ceiling about as often as it falls short of it. Its standard error comes
-from a delete-a-block jackknife of ``noise_sd`` over :data:`BLOCKS` contiguous blocks of the
-differences (``se = 2 (1 - ceiling) se(noise_sd) / noise_sd``); the uncertainty of ``var(y)`` is
-much smaller and left out. Only numpy is imported.
+reward averaged over a few rollouts: :func:`on_lattice`). It is an *estimate*, not a bound:
+``noise_sd`` is itself estimated, so a good fit exceeds the ceiling about as often as it falls
+short of it. Its standard error comes from a delete-a-block jackknife of ``noise_sd`` over
+:data:`BLOCKS` contiguous blocks of the differences (``se = 2 (1 - ceiling) se(noise_sd) /
+noise_sd``); the uncertainty of ``var(y)`` is much smaller and left out. Only numpy is imported.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-__all__ = ["r2_ceiling", "BLOCKS"]
+__all__ = ["r2_ceiling", "BLOCKS", "on_lattice", "point_sd", "spread"]
 
 #: jackknife blocks of the point-to-point differences
 BLOCKS = 10
@@ -53,7 +53,8 @@ def on_lattice(dev: np.ndarray, mad: float) -> bool:
     Continuous noise has gaps far below its MAD."""
     if not mad > 0:
         return True  # half or more of the differences are the same value: nothing else is a lattice
-    s = np.sort(dev[::-(-dev.size // LATTICE_SAMPLE)])  # a stride: every part of the range
+    stride = -(-dev.size // LATTICE_SAMPLE)  # rounded up: at most LATTICE_SAMPLE values, from every part
+    s = np.sort(dev[::stride])
     gaps = s[1:] - s[:-1]
     gaps = gaps[gaps > 1e-9 * float(s[-1])]
     return bool(gaps.size) and mad < LATTICE_STEPS * float(np.minimum.reduce(gaps))
