@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-__all__ = ["r2_ceiling", "BLOCKS", "on_lattice", "point_sd", "spread"]
+__all__ = ["r2_ceiling", "diff_sd", "BLOCKS", "on_lattice", "point_sd", "spread"]
 
 #: jackknife blocks of the point-to-point differences
 BLOCKS = 10
@@ -94,6 +94,12 @@ def _sd(d: np.ndarray, scratch: bool = False, lattice: bool | None = None) -> tu
     if lattice is None:
         lattice = on_lattice(e, mad)
     return point_sd(mad, var_d, lattice), lattice
+
+
+def diff_sd(d: np.ndarray, scratch: bool = False) -> float:
+    """The point noise sd from a series' differences ``d`` (:func:`point_sd`; ``scratch``: ``d``
+    may be overwritten). grpofit's noise floor (:func:`grpofit.fitting.hac.noise_floor`)."""
+    return _sd(d, scratch)[0]
 
 
 def r2_ceiling(y: np.ndarray) -> tuple[float | None, float | None]:

@@ -102,12 +102,12 @@ def plateau_title(result: Any, value: float) -> str:
     """``p* 0.73``, or what the fit table says instead (:mod:`grpofit.fitcheck`): ``p* ≥ 0.98``
     for a run still moving past its fitted plateau, ``p* 0.73 (misses the late data)`` when the
     run's last quarter already sits beyond it."""
-    from grpofit.fitcheck import late_level_check, plateau_bound, still_moving
+    from grpofit.fitcheck import fit_checks, plateau_bound
 
-    check = late_level_check(result)
+    check, _ = fit_checks(None, result)
     if check is None:
         return f"p* {value:.3g}"
-    kind, level = plateau_bound({"value": value}, still_moving(result.steps, result.values))
+    kind, level = plateau_bound({"value": value}, check["still_moving"])
     if level is not None:
         return f"p* {'≥' if kind == 'lower_bound' else '≤'} {level:.3g} (still moving)"
     return f"p* {value:.3g}" + (" (misses the late data)" if check["disagrees"] else "")

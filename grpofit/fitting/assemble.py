@@ -13,7 +13,7 @@ import numpy as np
 
 from grpofit.fitting import hac
 from grpofit.fitting.hac import blocked_parts, hac_meat, sandwich
-from grpofit.fitting.intervals import Ctx, estimates, extend, mark_at_bound, profile_intervals, widen_to_grid
+from grpofit.fitting.intervals import Ctx, estimates, extend, profile_intervals, widen_to_grid
 from grpofit.fitting.profile import Binned, Profile
 from grpofit.fitting.regime import Signal, information_criteria, regime_rule, reversal_test
 from grpofit.fitting.results import Estimate, ModelFit, num
@@ -222,7 +222,6 @@ def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, ste
             hi = None if math.isinf(rev.zeta_hi) else max(zeta_ci[1], rev.zeta_hi)
             zeta_ci = (zeta_ci[0], hi)
             note += "; widened: the turn-over is not observed"
-    mark_at_bound(params["inertia"], ctx.bounds["inertia"][1], "inertia")
     params["damping_ratio"] = Estimate(num(zeta), zeta_se, zeta_ci, note)
     fit.params = {k: params[k] for k in (*names, "damping_ratio")}
     return fit

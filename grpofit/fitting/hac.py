@@ -13,7 +13,6 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from grpofit.models import median
 
 __all__ = ["noise_floor", "bandwidth", "critical_value", "hac_meat", "hac_scalar", "sandwich",
            "MIN_BANDWIDTH_FRACTION", "BLOCK", "Parts", "blocked_parts"]
@@ -31,17 +30,13 @@ BLOCK = 1 << 18
 
 
 def noise_floor(y: np.ndarray) -> float:
-    """``1.4826 * MAD(diff(y)) / sqrt(2)``: the point-to-point noise sd, robust to the trend;
-    ``sqrt(var(diff y) / 2)`` where the differences sit on a lattice (:func:`grpofit.ceiling.on_lattice`)."""
-    from grpofit.ceiling import on_lattice, point_sd, spread
+    """The point-to-point noise sd, robust to the trend: ``1.4826 * MAD(diff(y)) / sqrt(2)``, or
+    ``sqrt(var(diff y) / 2)`` where the differences sit on a lattice (the R² ceiling's estimator,
+    :func:`grpofit.ceiling.diff_sd`, on the one array of differences)."""
+    from grpofit.ceiling import diff_sd
 
     d = np.diff(np.asarray(y, dtype=float))
-    if d.size == 0:
-        return 0.0
-    d -= median(d)  # in place: one series-long array, not three
-    var_d = spread(d)
-    mad = median(np.abs(d, out=d), overwrite=True)
-    return point_sd(mad, var_d, on_lattice(d, mad))
+    return diff_sd(d, scratch=True) if d.size else 0.0
 
 
 def _acf(r: np.ndarray, maxlag: int) -> np.ndarray:

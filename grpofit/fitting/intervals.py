@@ -172,13 +172,18 @@ def extend(e: Estimate, lo: float, hi: float, bounds, name: str, note: str | Non
         e.note = clip_note or note or e.note
 
 
+def at_bounds_note(name: str) -> str:
+    """The note of an interval that reaches the fit's box (:func:`mark_at_bound`, the state-space
+    intervals)."""
+    return f"{name} not pinned down by the data: interval reaches the fit bounds"
+
+
 def mark_at_bound(e: Estimate, upper: float, name: str) -> None:
     """An interval that runs to the upper fit bound has no upper end the data set (the bound is
     the fit's box): its note says so; the interval keeps the number."""
     if e.ci95 is None or e.ci95[1] is None or e.ci95[1] < upper or "not pinned down" in (e.note or ""):
         return
-    why = f"{name} not pinned down by the data: interval reaches the fit bounds"
-    e.note = f"{e.note}; {why}" if e.note else why
+    e.note = f"{e.note}; {at_bounds_note(name)}" if e.note else at_bounds_note(name)
 
 
 def thresholds(zeta, ts, plat, init, f_hat, r, b: Binned, ctx: Ctx, scale: float,

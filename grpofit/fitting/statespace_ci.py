@@ -54,7 +54,7 @@ import numpy as np
 
 from grpofit.compiled import compiled_filter
 from grpofit.fitting.binning import bin_tail
-from grpofit.fitting.intervals import agrees, extend, mark_at_bound
+from grpofit.fitting.intervals import agrees, at_bounds_note, extend, mark_at_bound
 from grpofit.models import median
 
 __all__ = ["SSIntervals", "Spec", "Points", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS",
@@ -887,10 +887,12 @@ def apply_to_models(models: dict, ctx, signal) -> None:
     if signal is not None and signal.detected:
         _statespace(models, ctx)
     osc = models.get("oscillator")
+    if osc is None:
+        return
     for name, lo, hi, why in ctx.__dict__.get("_widen", ()):
         extend(osc.params[name], lo, hi, ctx.bounds[name], name, why)
-        if name == "inertia":
-            mark_at_bound(osc.params[name], ctx.bounds[name][1], name)
+    if "inertia" in osc.params:  # its final interval: after the profile's and any widening
+        mark_at_bound(osc.params["inertia"], ctx.bounds["inertia"][1], "inertia")
 
 
 def _statespace(models: dict, ctx) -> None:
@@ -927,7 +929,7 @@ def _publish(params: dict, ss: SSIntervals, ctx) -> None:
         blo, bhi = ctx.bounds[name]
         note = NOTE
         if lo is None or hi is None or lo < blo or hi > bhi:
-            note = f"{name} not pinned down by the data: interval reaches the fit bounds"
+            note = at_bounds_note(name)
         # the hull with the least-squares interval (HAC + profile): the state-space grid over
         # the inertia is coarse; where the two disagree the wider one is kept
         old = e.ci95 if e.ci95 is not None and None not in e.ci95 else (e.value, e.value)

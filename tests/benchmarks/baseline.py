@@ -53,17 +53,22 @@ def read(path: str) -> tuple[np.ndarray, np.ndarray]:
     return data[:, 0], data[:, 1]
 
 
-def fit_file(path: str) -> dict:
-    """One fit; ``popt`` is ``None`` (and ``error`` says why) when curve_fit gives up."""
-    steps, y = read(path)
+def fit(steps: np.ndarray, y: np.ndarray) -> tuple[list[float] | None, str | None]:
+    """``(popt, None)``, or ``(None, why)`` when curve_fit gives up."""
     t = steps - steps[0]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             popt, _ = curve_fit(oscillator, t, y, p0=start(t, y))
     except (RuntimeError, ValueError) as e:
-        return {"file": path, "popt": None, "error": str(e)}
-    return {"file": path, "popt": [float(v) for v in popt], "error": None}
+        return None, str(e)
+    return [float(v) for v in popt], None
+
+
+def fit_file(path: str) -> dict:
+    """One fit; ``popt`` is ``None`` (and ``error`` says why) when curve_fit gives up."""
+    popt, error = fit(*read(path))
+    return {"file": path, "popt": popt, "error": error}
 
 
 def main(argv: list[str]) -> None:

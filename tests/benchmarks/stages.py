@@ -9,7 +9,6 @@ cost at the script's would leave for the fit once grpofit has read a run and wri
 from __future__ import annotations
 
 import time
-import warnings
 
 
 def _plain_stages(paths: list[str]) -> dict[str, float]:
@@ -19,16 +18,8 @@ def _plain_stages(paths: list[str]) -> dict[str, float]:
     t0 = time.process_time()
     data = [baseline.read(p) for p in paths]
     t1 = time.process_time()
-    from scipy.optimize import curve_fit
-
     for steps, y in data:
-        t = steps - steps[0]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                curve_fit(baseline.oscillator, t, y, p0=baseline.start(t, y))
-            except (RuntimeError, ValueError):
-                pass
+        baseline.fit(steps, y)
     t2 = time.process_time()
     n = len(paths)
     return {"read": (t1 - t0) / n, "fit": (t2 - t1) / n}
