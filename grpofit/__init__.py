@@ -23,7 +23,7 @@ _API = {
     "Backtest": "grpofit.api",
     "Prediction": "grpofit.api",
     "Document": "grpofit.api",
-    "Run": "grpofit.runs",
+    "Run": "grpofit.core.runs",
 }
 
 __all__ = ["__version__", *_API]

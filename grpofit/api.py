@@ -19,10 +19,10 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from grpofit.errors import UsageError
+from grpofit.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from grpofit.runs import Run
+    from grpofit.core.runs import Run
 
 __all__ = ["Document", "Fit", "Diagnosis", "Forecast", "Backtest", "Prediction", "read", "fit", "diagnose", "forecast",
            "backtest", "predict"]
@@ -42,7 +42,7 @@ class Document:
         return self.doc
 
     def to_json(self) -> str:
-        from grpofit.jsonout import dumps
+        from grpofit.core.jsonout import dumps
 
         return dumps(self.doc)
 
@@ -88,7 +88,7 @@ class Fit(Document):
 
         Returns the matplotlib Figure. The user's matplotlib backend is never changed.
         """
-        from grpofit.plotting import draw_fit
+        from grpofit.render.plotting import draw_fit
 
         if ax is None:
             from matplotlib.figure import Figure
@@ -165,7 +165,7 @@ class Forecast(Document):
         """The fan chart on ``ax`` (a new figure if None): data, the fitted law, the median
         forecast with its 80% and 95% bands, the planned end. Returns the matplotlib Figure;
         the user's backend is never changed."""
-        from grpofit.forecasting.fanchart import draw_fan
+        from grpofit.render.fanchart import draw_fan
 
         if ax is None:
             from matplotlib.figure import Figure
@@ -218,7 +218,7 @@ def read(source: Any, *, step: str | None = None, name: str | None = None) -> li
 
     ``step`` names the step column; ``name`` names an in-memory run.
     """
-    from grpofit.runs import Run
+    from grpofit.core.runs import Run
 
     if isinstance(source, Run):
         return [source]
@@ -232,7 +232,7 @@ def fit(run: Any, *, metric: str | None = None, step: str | None = None) -> Fit:
 
     ``run`` is anything :func:`read` takes that holds exactly one run.
     """
-    from grpofit.analysis import fit_run, fit_summary
+    from grpofit.fitting.analysis import fit_run, fit_summary
 
     result = fit_run(_one(run, step), metric=metric)
     return Fit(fit_summary(result), result=result)
@@ -250,7 +250,7 @@ def diagnose(
     step: str | None = None,
 ) -> Diagnosis:
     """Judge the four failure modes of every run (paths, folders or :class:`Run` objects)."""
-    from grpofit.pipeline import diagnose_paths
+    from grpofit.commands.pipeline import diagnose_paths
 
     items = _items(runs, step)
     doc, warnings = diagnose_paths(
@@ -274,7 +274,7 @@ def predict(
 ) -> Prediction:
     """Mass, damping, stiffness, regime and stability from the optimizer's hyperparameters
     (``curvature`` given, or measured from ``from_run``'s fitted timescale)."""
-    from grpofit.predicting import run_predict
+    from grpofit.commands.predict import run_predict
 
     doc, _ = run_predict(
         lr=lr, momentum=momentum, refresh_interval=refresh_interval, curvature=curvature,
@@ -299,7 +299,7 @@ def forecast(
 
     ``run`` is anything :func:`read` takes that holds exactly one run.
     """
-    from grpofit.forecasting.command import ForecastOptions, check_options, forecast_run
+    from grpofit.commands.forecast import ForecastOptions, check_options, forecast_run
 
     opts = ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at), until=until,
                            batch_size=batch_size)
@@ -318,7 +318,7 @@ def backtest(
 ) -> Backtest:
     """Forecast finished runs (paths, folders or :class:`Run` objects) from cut points, in
     percent of their steps (default 20, 30, 50, 70), and compare with what happened."""
-    from grpofit.forecasting.backtest import DEFAULT_CUTS, backtest_paths, backtest_run, parse_cuts, summarise
+    from grpofit.commands.backtest import DEFAULT_CUTS, backtest_paths, backtest_run, parse_cuts, summarise
 
     chosen = DEFAULT_CUTS if cuts is None else parse_cuts(",".join(str(c) for c in cuts))
     items = _items(runs, step)
@@ -327,8 +327,8 @@ def backtest(
     if paths and not in_memory:
         doc, warnings = backtest_paths(paths, metric=metric, step=step, cuts=chosen, batch_size=batch_size)
         return Backtest(doc, warnings=list(warnings))
-    from grpofit.forecasting.backtest import FINAL_FRACTION
-    from grpofit.vocabulary import SCHEMAS
+    from grpofit.commands.backtest import FINAL_FRACTION
+    from grpofit.core.vocabulary import SCHEMAS
 
     runs_read = [r for i in items for r in (read(i, step=step) if isinstance(i, str) else [i])]
     entries = [backtest_run(r, metric=metric, cuts=chosen, batch_size=batch_size) for r in runs_read]
@@ -352,7 +352,7 @@ def _read_paths(path: str, step: str | None) -> list["Run"]:
 
 
 def _run_from_memory(source: Any, *, step: str | None, name: str) -> "Run":
-    from grpofit.runs import make_run
+    from grpofit.core.runs import make_run
 
     if isinstance(source, tuple) and len(source) == 2:
         steps, values = source
@@ -384,7 +384,7 @@ def _one(run: Any, step: str | None) -> "Run":
 
 def _items(runs: Any, step: str | None) -> list:
     """Paths stay paths (diagnose walks folders itself); everything else becomes Runs."""
-    from grpofit.runs import Run
+    from grpofit.core.runs import Run
 
     if isinstance(runs, (str, os.PathLike, Run)) or not isinstance(runs, Iterable) or isinstance(runs, tuple):
         runs = [runs]

@@ -37,7 +37,7 @@ pin()  # the reference numerics (grpofit/testing/numerics.py)
 import numpy as np  # noqa: E402
 
 from grpofit import dynamics as dyn  # noqa: E402
-from grpofit import simulation as sim  # noqa: E402
+from grpofit.dynamics import simulation as sim  # noqa: E402
 
 ARMS, CORRECT, BETA, LR = 8, 1, 1.0, 0.1
 MOMENTA = (0.0, 0.5, 0.9)

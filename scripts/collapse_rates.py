@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from grpofit.analysis import fit_run  # noqa: E402
-from grpofit.collapse import find_collapse  # noqa: E402
-from grpofit.runs import make_run  # noqa: E402
+from grpofit.fitting.analysis import fit_run  # noqa: E402
+from grpofit.fitting.collapse import find_collapse  # noqa: E402
+from grpofit.core.runs import make_run  # noqa: E402
 from grpofit.testing.synthetic import make_run_table  # noqa: E402
 
 

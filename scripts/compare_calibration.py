@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from grpofit import simulation as sim  # noqa: E402
-from grpofit.analysis import fit_run  # noqa: E402
-from grpofit.compare import Side, compare_fits  # noqa: E402
-from grpofit.runs import make_run  # noqa: E402
+from grpofit.dynamics import simulation as sim  # noqa: E402
+from grpofit.fitting.analysis import fit_run  # noqa: E402
+from grpofit.commands.compare import Side, compare_fits  # noqa: E402
+from grpofit.core.runs import make_run  # noqa: E402
 
 
 def bandit_fit(refresh_interval: int, seed: int, steps: int = 600):

@@ -31,11 +31,11 @@ pin()  # the reference numerics, so the logs rebuild the same on any CPU
 
 import numpy as np  # noqa: E402
 
-from grpofit.models import oscillator  # noqa: E402
+from grpofit.laws.models import oscillator  # noqa: E402
 from grpofit.testing.planted import make_dead_run, make_planted_run  # noqa: E402
 from grpofit.testing.writers import write_tfevents  # noqa: E402
 from grpofit.testing.writers import write_wandb_file  # noqa: E402
-from grpofit.simulation import run_simulation  # noqa: E402
+from grpofit.dynamics.simulation import run_simulation  # noqa: E402
 
 
 def _rows(table: dict[str, np.ndarray]) -> list[dict]:

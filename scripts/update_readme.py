@@ -97,12 +97,12 @@ def stale(text: str, *, skip=lambda cmd: False) -> list[tuple[str, str, str]]:
 #: generated blocks: name -> (record file, "module:function" rendering the record to markdown; a
 #: ``.json`` record is passed parsed, any other as its text)
 GENERATED = {
-    "watch-detection": ("docs/watch_benchmark.json", "tests.benchmarks.watch:readme_detection"),
-    "watch-load": ("docs/watch_benchmark.json", "tests.benchmarks.watch:readme_load"),
-    "forecast-real": ("docs/forecast_real_runs.md", "tests.forecast_measure:readme_real"),
-    "forecast-bandit": ("docs/forecast_generated.json", "tests.forecast_measure:readme_bandit"),
-    "forecast-forced": ("docs/forecast_generated.json", "tests.forecast_measure:readme_forced"),
-    "forecast-plateau": ("docs/forecast_generated.json", "tests.forecast_measure:readme_plateau"),
+    "watch-detection": ("docs/watch_benchmark.json", "benchmarks.watch:readme_detection"),
+    "watch-load": ("docs/watch_benchmark.json", "benchmarks.watch:readme_load"),
+    "forecast-real": ("docs/forecast_real_runs.md", "benchmarks.forecast_measure:readme_real"),
+    "forecast-bandit": ("docs/forecast_generated.json", "benchmarks.forecast_measure:readme_bandit"),
+    "forecast-forced": ("docs/forecast_generated.json", "benchmarks.forecast_measure:readme_forced"),
+    "forecast-plateau": ("docs/forecast_generated.json", "benchmarks.forecast_measure:readme_plateau"),
 }
 GEN_BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) [^\n]*-->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 

@@ -37,7 +37,7 @@ def assert_reads_or_fails_cleanly(blobs) -> None:
     (the property every reader's arbitrary-and-truncated-bytes test checks)."""
     import numpy as np
 
-    from grpofit.errors import GrpofitError
+    from grpofit.core.errors import GrpofitError
     from grpofit.readers import read_bytes
 
     for blob in blobs:

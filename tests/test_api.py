@@ -56,14 +56,14 @@ def test_inputs_in_memory_give_the_same_fit():
     res = grpofit.fit((steps, values))
     ci = res.to_dict()["models"]["exponential"]["params"]["plateau"]["ci95"]
     assert ci[0] < 0.8 < ci[1]
-    from grpofit.errors import UsageError
+    from grpofit.core.errors import UsageError
 
     with pytest.raises(UsageError, match="cannot read a int"):
         grpofit.read(42)
 
 
 def test_fit_on_a_multi_run_source_asks_to_pick_one():
-    from grpofit.errors import UsageError
+    from grpofit.core.errors import UsageError
 
     with pytest.raises(UsageError, match="holds 3 runs"):
         grpofit.fit(ROOT / "sample_logs" / "group_sweep")
@@ -104,7 +104,7 @@ def test_predict_matches_the_cli(capsys):
 
 def test_fit_result_param_accessor():
     """One accessor for a fitted parameter: value, stderr, ci95 and whether it is identified."""
-    from grpofit.analysis import fit_run
+    from grpofit.fitting.analysis import fit_run
 
     result = fit_run(grpofit.read(HEALTHY)[0])
     p = result.param("plateau")

@@ -46,7 +46,7 @@ def test_forecast_until_and_in_memory_runs():
     assert fc.rest[0].size == 149  # the steps after --until, kept for the plot
     lo, hi = fc.pi95
     assert lo < float(values[-20:].mean()) < hi  # what happened lies in the 95% interval
-    from grpofit.errors import UsageError
+    from grpofit.core.errors import UsageError
 
     with pytest.raises(UsageError, match="--horizon"):
         grpofit.forecast((steps, values), horizon=0)

@@ -19,7 +19,7 @@ from tests.test_hostile import ROOT, _sweep, _wait_group_empty, _wait_workers, e
 
 SLOW_BACKTEST = (
     "import sys, time\n"
-    "import grpofit.forecasting.backtest as b\n"
+    "import grpofit.commands.backtest as b\n"
     "real = b._work\n"
     "def slow(task, extra=None):\n"
     "    time.sleep(30)\n"
@@ -73,7 +73,7 @@ KILLER_BACKTEST = (
     "def start(self):\n"
     "    starts.append(1); return orig(self)\n"
     "mp.BaseProcess.start = start\n"
-    "import grpofit.forecasting.backtest as b\n"
+    "import grpofit.commands.backtest as b\n"
     "def cheap(run, **kw):\n"
     "    return {'run': run.name, 'metric': 'reward', 'steps': None, 'cuts': []}\n"
     "b.backtest_run = cheap\n"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from tests.benchmarks.__main__ import (README, README_END, README_START, RECORD, SECTIONS, Report, _row_section,
+from benchmarks.__main__ import (README, README_END, README_START, RECORD, SECTIONS, Report, _row_section,
                                       readme_block, record)
 
 
 def test_readme_table_is_the_recorded_benchmark():
-    """``python -m tests.benchmarks --record`` wrote docs/benchmark.json and the README's table
+    """``python -m benchmarks --record`` wrote docs/benchmark.json and the README's table
     from it; a hand edit of either shows here."""
     text = README.read_text()
     assert text.count(README_START) == 1 and text.count(README_END) == 1
@@ -50,7 +50,7 @@ def test_record_merges_sections_and_rewrites_only_the_block(tmp_path):
 def test_every_section_of_the_table_maps_back_to_its_benchmark(tmp_path):
     """Re-recording a section replaces its rows, for every section the benchmark has (the watch
     section's rows used to pile up: its table name did not map back)."""
-    from tests.benchmarks.__main__ import SECTIONS
+    from benchmarks.__main__ import SECTIONS
 
     labels = {"fit": "1 fit", "startup": "2 start-up", "sweep": "3 sweep", "reading": "4 reading",
               "readers": "4b readers", "long_fit": "4c long run", "growth": "5 growth", "watch": "6 watch",

@@ -1,14 +1,14 @@
-"""The benchmark (``python -m tests.benchmarks``) still runs end to end: ``--quick`` sizes."""
+"""The benchmark (``python -m benchmarks``) still runs end to end: ``--quick`` sizes."""
 
 from __future__ import annotations
 
 import json
 
-from tests.benchmarks.__main__ import SECTIONS, growth_slope, loglog_slope, main
+from benchmarks.__main__ import SECTIONS, growth_slope, loglog_slope, main
 
 
 def test_heldout_runs_follow_the_forced_oscillator():
-    from tests.benchmarks.data import forced_oscillator_runs
+    from benchmarks.data import forced_oscillator_runs
 
     runs = forced_oscillator_runs(30, n_steps=400, seed=1)
     for run in runs:

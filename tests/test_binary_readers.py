@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpofit.errors import ReadError
+from grpofit.core.errors import ReadError
 from grpofit.readers import protobuf as pb
 from grpofit.readers import tensorboard as tb
 from grpofit.readers import wandb_binary as wb
-from grpofit.runs import make_run
+from grpofit.core.runs import make_run
 from grpofit.testing import writers
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from grpofit.ceiling import r2_ceiling
-from grpofit.models import oscillator
+from grpofit.fitting.ceiling import r2_ceiling
+from grpofit.laws.models import oscillator
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,9 +27,9 @@ def test_ceiling_standard_error_covers_the_true_ceiling():
 
 
 def test_a_fit_can_exceed_the_ceiling_and_the_output_says_estimate(tmp_path):
-    from grpofit.analysis import fit_run
+    from grpofit.fitting.analysis import fit_run
     from grpofit.readers import read_path
-    from grpofit.render import _fit_caption
+    from grpofit.render.tables import _fit_caption
 
     (run,) = read_path(str(ROOT / "sample_logs" / "healthy_slow_start.csv"))
     fit = fit_run(run)
@@ -67,7 +67,7 @@ def test_ceiling_standard_error_covers_on_a_reward_averaged_over_few_rollouts():
 
 def test_continuous_noise_keeps_the_mad():
     """Without ties at the MAD the noise is the robust MAD estimate, as before (a spike does not move it)."""
-    from grpofit.ceiling import on_lattice
+    from grpofit.fitting.ceiling import on_lattice
     from grpofit.fitting.hac import noise_floor
 
     rng = np.random.default_rng(3)

@@ -339,7 +339,7 @@ def test_diagnose_jobs_loses_only_the_killer_from_a_chunk(capsys, tmp_path, monk
     import multiprocessing
 
     import grpofit.diagnostics as diagnostics
-    from grpofit.pipeline import _chunk_size
+    from grpofit.commands.pipeline import _chunk_size
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("workers do not inherit the monkeypatch without fork")
@@ -430,7 +430,7 @@ def test_debug_is_parsed_by_the_app_not_read_from_argv(tmp_path, monkeypatch, ca
     import sys
 
     from grpofit.cli.entry import _run
-    from grpofit.errors import GrpofitError
+    from grpofit.core.errors import GrpofitError
 
     missing = str(tmp_path / "missing.csv")
     assert _run(["fit", missing]) == 2  # one line, no traceback

@@ -1,4 +1,4 @@
-"""Reward collapse and metric-rise detection (grpofit.collapse)."""
+"""Reward collapse and metric-rise detection (grpofit.fitting.collapse)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpofit.collapse import default_window, find_collapse, find_rise, noise_sd, rolling_median
+from grpofit.fitting.collapse import default_window, find_collapse, find_rise, noise_sd, rolling_median
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
 WANDB = "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_"

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpofit import simulation as sim
-from grpofit.analysis import fit_run
-from grpofit.collapse import early_baseline, find_collapse, find_rise
+from grpofit.dynamics import simulation as sim
+from grpofit.fitting.analysis import fit_run
+from grpofit.fitting.collapse import early_baseline, find_collapse, find_rise
 from grpofit.diagnostics import diagnose_run
-from grpofit.runs import make_run
+from grpofit.core.runs import make_run
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "real_logs"
@@ -46,7 +46,7 @@ def test_the_rise_of_an_underdamped_bandit_is_not_a_collapse():
 def test_a_rise_is_never_a_collapse_candidate():
     t = np.arange(600.0)
     # underdamped from rest: overshoot to ~1.4x the gain, then settles at the plateau
-    from grpofit.models import oscillator
+    from grpofit.laws.models import oscillator
 
     y = oscillator(t, 0.5, 0.1, 5.0, 60.0)
     c = find_collapse(t, y)
@@ -114,7 +114,7 @@ def test_a_fall_from_the_settled_level_long_after_an_overshoot_is_dated_at_the_f
     sys.path.insert(0, str(ROOT / "scripts"))
     from collapse_rates import _table, underdamped_truths
 
-    from grpofit.runs import make_run
+    from grpofit.core.runs import make_run
 
     truth = underdamped_truths(40, 0)[28]
     tab = _table(truth, True)

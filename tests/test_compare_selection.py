@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from grpofit.compare import compare_paths
-from grpofit.errors import UsageError
+from grpofit.commands.compare import compare_paths
+from grpofit.core.errors import UsageError
 
 
 @pytest.fixture(scope="module")

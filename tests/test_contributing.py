@@ -81,8 +81,8 @@ def _law_run(path, law, seed):
 
 def test_the_law_example_is_fitted_selected_tabled_and_plotted(tmp_path, monkeypatch, capsys):
     import grpofit
-    from grpofit import laws
-    from grpofit.models import exponential
+    from grpofit.laws import registry as laws
+    from grpofit.laws.models import exponential
 
     law = _plant(monkeypatch, "grpofit.hyperbolic", _example("law"))
     monkeypatch.setattr(laws, "LAWS", laws.LAWS + (law.HYPERBOLIC,))

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from grpofit.diagnostics import MODES, Thresholds, Verdict, diagnose_run, gate, worst
-from grpofit.errors import MetricNotFound, UsageError
+from grpofit.core.errors import MetricNotFound, UsageError
 from grpofit.testing.planted import make_planted_run, planted_run
-from grpofit.runs import make_run
+from grpofit.core.runs import make_run
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
 WANDB = "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_"
@@ -236,7 +236,7 @@ def test_verdict_type_summary():
 
 
 def test_group_size_analysis_over_diagnoses():
-    from grpofit.groupsize import group_size_analysis
+    from grpofit.diagnostics.groupsize import group_size_analysis
 
     diags = [
         diagnose_run(planted_run(None, seed=s, name=f"sweep_G{g}_s{s}", group_size=g, n_steps=240))

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from grpofit.errors import ReadError
+from grpofit.core.errors import ReadError
 from grpofit.readers import RunSource, discover, read_path, read_source
 
 STATE = json.dumps({"log_history": [{"step": 1, "reward": 0.1}, {"step": 2, "reward": 0.2}]})

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from grpofit import dynamics as dyn
-from grpofit.errors import UsageError
+from grpofit.core.errors import UsageError
 
 CONTRACT_KEYS = {
     "schema", "mass", "damping", "stiffness", "damping_ratio", "regime", "stable",

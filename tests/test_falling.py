@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import run_cli
 
-from grpofit.fitcheck import metric_kind
-from grpofit.render import step_text
+from grpofit.fitting.fitcheck import metric_kind
+from grpofit.render.tables import step_text
 
 
 @pytest.fixture

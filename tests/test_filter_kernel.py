@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from grpofit import compiled
+from grpofit.runtime import compiled
 from grpofit.fitting import fit_series, statespace_ci
 from grpofit.testing.synthetic import forced_recovery_set
 

@@ -17,7 +17,7 @@ _FIT = (
     "import numpy as np\n"
     "from grpofit.fitting.profile import log_bins\n"
     "from grpofit.fitting.solve import solve_lmfit\n"
-    "from grpofit.models import OSCILLATOR\n"
+    "from grpofit.laws.models import OSCILLATOR\n"
     "t = np.arange(0, 200.0)\n"
     "y = 0.1 + 0.002 * t + np.random.default_rng(3).normal(0, 0.02, t.size)\n"
     "b = log_bins(t, y)\n"

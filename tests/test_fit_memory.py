@@ -32,9 +32,9 @@ def _numbers(doc, path=""):
 
 @pytest.mark.parametrize("n,tau,ring", [(5000, 800.0, False), (6001, 500.0, True)])
 def test_blocked_sums_match_the_one_piece_fit(monkeypatch, n, tau, ring):
-    from grpofit.analysis import fit_summary
+    from grpofit.fitting.analysis import fit_summary
     from grpofit.fitting import fit_series, hac
-    from grpofit.jsonout import jsonable
+    from grpofit.core.jsonout import jsonable
 
     steps, values = _series(n, tau, ring)
     whole = dict(_numbers(jsonable(fit_summary(fit_series(steps, values)))))
@@ -145,8 +145,8 @@ def test_a_long_fit_holds_few_point_long_arrays():
     medians and time axis) it peaked at 7.0; now about 4.9 (a 2^18-row block is 0.26 of them)."""
     import tracemalloc
 
-    from grpofit.analysis import fit_run
-    from grpofit.runs import make_run
+    from grpofit.fitting.analysis import fit_run
+    from grpofit.core.runs import make_run
 
     def run_of(n):
         rng = np.random.default_rng(0)
@@ -169,11 +169,11 @@ def test_a_long_fit_holds_few_point_long_arrays():
 
 
 def test_mmap_large_and_release_where_glibc():
-    """:func:`grpofit.trim.mmap_large` sets glibc's mmap threshold (a long fit's temporaries go
+    """:func:`grpofit.runtime.trim.mmap_large` sets glibc's mmap threshold (a long fit's temporaries go
     back to the OS when freed); a no-op returning False without glibc."""
     import platform
 
-    from grpofit import trim
+    from grpofit.runtime import trim
 
     took = trim.mmap_large()
     if platform.libc_ver()[0] == "glibc":

@@ -1,9 +1,9 @@
-"""The oracles of docs/fit_oracle.md: how much one forced run can tell (tests/fit_oracle.py)."""
+"""The oracles of docs/fit_oracle.md: how much one forced run can tell (benchmarks/fit_oracle.py)."""
 
 from __future__ import annotations
 
-from tests.fit_oracle import oracle_report, oracle_row, run_oracle, summary
-from tests.recovery import check_committed_row
+from benchmarks.fit_oracle import oracle_report, oracle_row, run_oracle, summary
+from benchmarks.recovery import check_committed_row
 
 
 def test_oracle_scores_a_clean_run_as_recovered():
@@ -17,10 +17,10 @@ def test_oracle_scores_a_clean_run_as_recovered():
 
 
 def test_committed_oracle_table_matches_one_recomputed_stratum():
-    """docs/fit_oracle.md is the output of ``python -m tests.fit_oracle 100 2026``: recompute
+    """docs/fit_oracle.md is the output of ``python -m benchmarks.fit_oracle 100 2026``: recompute
     the strongest forcing's two-class stratum and compare its row and the summary's claims."""
     rows = run_oracle(100, seed=2026, only=(0.03, "two_class"))
-    doc = check_committed_row("fit_oracle.md", "python -m tests.fit_oracle 100 2026", oracle_report(rows),
+    doc = check_committed_row("fit_oracle.md", "python -m benchmarks.fit_oracle 100 2026", oracle_report(rows),
                               "| 0.03 | two_class | 100 |")
     # the summary is computed from all rows: recompute it from the committed table's rows
     table = [ln for ln in doc.splitlines() if ln.startswith("| 0")]

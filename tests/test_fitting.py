@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpofit.errors import TooFewPoints
+from grpofit.core.errors import TooFewPoints
 from grpofit.fitting import (
     CRITICAL_BAND,
     MIN_POINTS,
@@ -17,9 +17,9 @@ from grpofit.fitting import (
     fit_series,
     regime_rule,
 )
-from grpofit.models import oscillator
+from grpofit.laws.models import oscillator
 from grpofit.testing.synthetic import make_run_table, recovery_set
-from tests.recovery import run_recovery
+from benchmarks.recovery import run_recovery
 
 REAL_LOGS = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
 
@@ -35,7 +35,7 @@ def recovery():
 
 
 def test_recovery_targets(recovery):
-    # targets from the issue, with a little slack for the small sample (tests/recovery.py
+    # targets from the issue, with a little slack for the small sample (benchmarks/recovery.py
     # checks the full targets on 120 runs)
     assert recovery["recovered"] >= 0.90
     assert recovery["confident_wrong"] <= 0.03
@@ -331,11 +331,11 @@ def test_hac_meat_is_the_bartlett_sum():
 
 def test_direct_solve_reaches_lmfit_optimum():
     """On 20 seeded recovery runs the direct MINPACK solve (the hot path) and lmfit fitting
-    :func:`grpofit.models.lmfit_model` from the same start, with the same bounds and weights,
+    :func:`grpofit.laws.models.lmfit_model` from the same start, with the same bounds and weights,
     reach the same optimum: the evidence that the fits are lmfit-equivalent."""
     pytest.importorskip("lmfit")
     from grpofit.fitting.solve import solve
-    from grpofit.models import EXPONENTIAL, OSCILLATOR, lmfit_model
+    from grpofit.laws.models import EXPONENTIAL, OSCILLATOR, lmfit_model
 
     worst = 0.0
     for truth, table in recovery_set(20, seed=3):
@@ -362,7 +362,7 @@ def test_direct_solve_reaches_lmfit_optimum():
 
 def test_lmfit_model_guess_and_bounds():
     pytest.importorskip("lmfit")
-    from grpofit.models import OSCILLATOR, lmfit_model
+    from grpofit.laws.models import OSCILLATOR, lmfit_model
 
     t = np.arange(0, 400.0, 2)
     y = oscillator(t, 0.7, 0.1, 50.0, 20.0) + np.random.default_rng(0).normal(0, 0.01, t.size)
@@ -399,7 +399,7 @@ def test_bound_hit_is_refitted_to_the_bounded_optimum(seed):
     pytest.importorskip("lmfit")
     from grpofit.fitting.profile import log_bins
     from grpofit.fitting.solve import solve, solve_lmfit
-    from grpofit.models import EXPONENTIAL, OSCILLATOR
+    from grpofit.laws.models import EXPONENTIAL, OSCILLATOR
 
     t = np.arange(0, 200.0)
     y = 0.1 + 0.002 * t + np.random.default_rng(seed).normal(0, 0.02, t.size)
@@ -483,7 +483,7 @@ def test_lm_reaches_minpack_optimum(tol, monkeypatch):
     it); at 1e-10 to 1e-9 and the parameters to 1e-4 relative."""
     pytest.importorskip("scipy")
     from grpofit.fitting import solve as S
-    from grpofit.models import EXPONENTIAL, OSCILLATOR
+    from grpofit.laws.models import EXPONENTIAL, OSCILLATOR
 
     if tol is not None:
         monkeypatch.setattr(S, "TOL", tol)
@@ -568,7 +568,7 @@ def test_lm_failure_falls_back_to_minpack(monkeypatch):
     from grpofit.fitting import solve as S
     from grpofit.fitting.lm import LMResult
     from grpofit.fitting.profile import log_bins
-    from grpofit.models import OSCILLATOR
+    from grpofit.laws.models import OSCILLATOR
 
     t = np.arange(0, 300.0)
     y = oscillator(t, 0.7, 0.1, 40.0, 30.0) + np.random.default_rng(0).normal(0, 0.01, t.size)
@@ -587,7 +587,7 @@ def test_lm_failure_falls_back_to_minpack(monkeypatch):
 def _problem(table):
     """Binned data, bounds and the grid's starting points of one run, as the fit driver builds them."""
     from grpofit.fitting.profile import log_bins, profile
-    from grpofit.models import EXPONENTIAL, OSCILLATOR
+    from grpofit.laws.models import EXPONENTIAL, OSCILLATOR
 
     t = table["step"] - table["step"][0]
     y = table["reward"]
@@ -615,7 +615,7 @@ def test_lm_fused_evaluation_matches_separate_jacobian():
 def test_profile_curves_are_the_rows_relaxation():
     """``Profile.curves`` (reused by the thresholds) is each row's relaxation at its timescale."""
     from grpofit.fitting.profile import log_bins, profile, refine
-    from grpofit.models import EXPONENTIAL, OSCILLATOR, relaxation_shape
+    from grpofit.laws.models import EXPONENTIAL, OSCILLATOR, relaxation_shape
 
     t = np.arange(0, 600.0)
     y = oscillator(t, 0.7, 0.1, 80.0, 30.0) + np.random.default_rng(3).normal(0, 0.01, t.size)
@@ -645,7 +645,7 @@ def test_bounded_fallback_reaches_lmfit_optimum_without_lmfit(name, monkeypatch)
     if not path.exists():
         pytest.skip("../shared/real_logs not present")
     import grpofit.fitting.solve as solve_mod
-    from grpofit.analysis import fit_run
+    from grpofit.fitting.analysis import fit_run
     from grpofit.readers import read_path
 
     calls = []
@@ -664,7 +664,7 @@ def test_bounded_fallback_reaches_lmfit_optimum_without_lmfit(name, monkeypatch)
         for k, v in zip(sol.model.param_names, sol.x):
             assert bounds[k][0] <= v <= bounds[k][1]
         assert sol.ssr == pytest.approx(ref.ssr, rel=1e-6)
-    code = ("import sys\nfrom grpofit.readers import read_path\nfrom grpofit.analysis import fit_run\n"
+    code = ("import sys\nfrom grpofit.readers import read_path\nfrom grpofit.fitting.analysis import fit_run\n"
             f"fit_run(read_path({str(path)!r})[0])\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('lmfit', 'scipy')))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

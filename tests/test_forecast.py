@@ -96,7 +96,7 @@ def test_forecast_of_model_runs_covers_the_truth(forced_runs):
 def test_forecast_of_a_simulated_bandit_follows_the_simulator(tmp_path):
     """A run of ``grpofit simulate bandit`` cut at 25%: the truth is the simulator's later path."""
     from grpofit.forecasting.engine import forecast_series
-    from grpofit.simulation import run_simulation
+    from grpofit.dynamics.simulation import run_simulation
 
     out = tmp_path / "b.csv"
     run_simulation(out=out, arms=8, correct=1, lr=0.3, momentum=0.0, refresh_interval=1, group_size=16,
@@ -289,7 +289,7 @@ def test_forecast_bad_options_exit_2_with_one_line(rising_csv, capsys, args):
 
 
 def test_planned_last_step_from_config():
-    from grpofit.forecasting.plan import batch_size, planned_last_step
+    from grpofit.readers.plan import batch_size, planned_last_step
 
     assert planned_last_step({"trainer.total_training_steps": 500}) == (500.0, "config: trainer.total_training_steps")
     assert planned_last_step({"max_steps": -1, "trainer_state.max_steps": 250}) == (250.0, "config: trainer_state.max_steps")
@@ -385,15 +385,15 @@ def test_diagnose_forecast_uses_the_planned_end():
 
 
 def test_misfit_is_surfaced_under_the_fit_table():
-    from grpofit.render import misfit_note
+    from grpofit.render.tables import misfit_note
 
     assert misfit_note({"noise": {"fit_vs_noise": 2.6}}).startswith("misfit: the fit's residual sd is 2.6x")
     assert misfit_note({"noise": {"fit_vs_noise": 1.2}}) is None
 
 
 def test_the_measurement_script_runs(capsys):
-    """``python -m tests.forecast_measure`` makes the README's forecast numbers; a small run here."""
-    from tests import forecast_measure
+    """``python -m benchmarks.forecast_measure`` makes the README's forecast numbers; a small run here."""
+    from benchmarks import forecast_measure
 
     forecast_measure.main(["--quick"])
     out = capsys.readouterr().out
@@ -402,7 +402,7 @@ def test_the_measurement_script_runs(capsys):
 
 
 def test_recovery_harness_reports_forced_strata():
-    from tests.recovery import forced_report, run_forced_recovery
+    from benchmarks.recovery import forced_report, run_forced_recovery
 
     rows = run_forced_recovery(1, seed=3)
     assert {(r["forcing_sd"], r["regime"]) for r in rows} >= {(0.03, "underdamped"), (0.0, "two_class")}
@@ -426,8 +426,8 @@ def test_steps_before_the_run_get_no_forecast():
 
 def test_readme_real_run_figures_come_from_the_committed_table():
     """The README's real-run table is computed from ``docs/forecast_real_runs.md`` (written by
-    ``python -m tests.forecast_measure``), cut by cut."""
-    from tests import forecast_measure as fm
+    ``python -m benchmarks.forecast_measure``), cut by cut."""
+    from benchmarks import forecast_measure as fm
 
     rows = fm.parse_table(fm.TABLE.read_text())
     assert len(rows) == 2 * len({r[0] for r in rows}) >= 30
@@ -441,7 +441,7 @@ def test_readme_real_run_figures_come_from_the_committed_table():
 
 def test_committed_real_run_table_reproduces_for_one_run():
     """Re-run the backtest of the first real run with a trend: the committed rows hold."""
-    from tests import forecast_measure as fm
+    from benchmarks import forecast_measure as fm
 
     committed = fm.parse_table(fm.TABLE.read_text())
     items = fm.trend_runs(limit=1)
@@ -475,7 +475,7 @@ def test_committed_real_run_doc_is_its_own_table_and_selection():
     """``docs/forecast_real_runs.md`` is exactly what the script writes from its own rows: the
     per-cut table, and the point-rule selection (chosen on one half, reported on the other)
     recomputed from that table; the shipped rule is the one chosen on half A."""
-    from tests import forecast_measure as fm
+    from benchmarks import forecast_measure as fm
 
     text = fm.TABLE.read_text()
     assert fm.table_text(fm.parse_table(text)) == text
@@ -497,13 +497,13 @@ def _same_rows(new, old):
 
 def test_generated_run_record_reproduces_for_a_stratum():
     """The README's generated-run tables are rendered from ``docs/forecast_generated.json``
-    (``python -m tests.forecast_measure --record``); recompute the first bandit run and the first
+    (``python -m benchmarks.forecast_measure --record``); recompute the first bandit run and the first
     two runs of the hardest stratum (strong forcing, underdamped): the recorded rows and plateau
     coverage flags hold."""
     import json
 
     from grpofit.testing.synthetic import forced_recovery_set
-    from tests import forecast_measure as fm
+    from benchmarks import forecast_measure as fm
 
     doc = json.loads(fm.RECORD.read_text())
     assert doc["bandit"]["runs"] == len(doc["bandit"]["rows"]) == fm.BANDIT_RUNS

@@ -71,7 +71,7 @@ def test_fan_chart_is_drawn_one_sided(rising_far_csv, tmp_path):
     from matplotlib.figure import Figure
 
     from grpofit.forecasting.engine import forecast_series
-    from grpofit.forecasting.fanchart import draw_fan, save_fan_figure
+    from grpofit.render.fanchart import draw_fan, save_fan_figure
 
     _, t, y = rising_far_csv
     fc = forecast_series(t, y, horizon_step=600)
@@ -94,7 +94,7 @@ def test_two_sided_forecast_keeps_its_bands():
     from matplotlib.figure import Figure
 
     from grpofit.forecasting.engine import forecast_series
-    from grpofit.forecasting.fanchart import draw_fan
+    from grpofit.render.fanchart import draw_fan
 
     rng = np.random.default_rng(2)
     t = np.arange(1, 301, dtype=float)

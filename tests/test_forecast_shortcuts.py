@@ -73,7 +73,7 @@ def test_two_forcing_parts_depend_on_the_slow_time_only():
 @pytest.mark.parametrize("law, times", [("one", (80.0,)), ("oscillator", (80.0, 5.0)),
                                         ("oscillator", (80.0, 30.0))])
 def test_gain_times_of_one_shape_are_the_per_draw_ones(law, times):
-    from grpofit.models import relaxation
+    from grpofit.laws.models import relaxation
 
     betas = np.random.default_rng(2).normal(size=(7, 2))
     grid = np.concatenate([[0.0], np.geomspace(min(times) * 1e-3, max(times) * 60.0, 400)])

@@ -1,4 +1,4 @@
-"""Group size per run and the group-size predictions across runs (grpofit.groupsize)."""
+"""Group size per run and the group-size predictions across runs (grpofit.diagnostics.groupsize)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from grpofit.diagnostics.degeneracy import expected_zero_std
-from grpofit.groupsize import from_config, from_name, group_size_analysis, group_size_of
-from grpofit.runs import make_run
+from grpofit.diagnostics.groupsize import from_config, from_name, group_size_analysis, group_size_of
+from grpofit.core.runs import make_run
 
 
 @pytest.mark.parametrize(
@@ -137,7 +137,7 @@ def test_wide_intervals_say_so():
 def test_group_size_is_compared_within_one_folder_only():
     """Runs in different folders are different experiments: their G are never compared."""
     from grpofit.diagnostics import diagnose_run
-    from grpofit.groupsize import group_size_by_experiment
+    from grpofit.diagnostics.groupsize import group_size_by_experiment
     from grpofit.testing.planted import planted_run
 
     def judged(name, seed, G):
@@ -158,7 +158,7 @@ def test_in_one_folder_only_runs_that_differ_in_group_size_alone_are_compared():
     CRPO is another method, so only the two GRPO runs are compared; with configs, runs whose
     settings differ in more than G (here the learning rate) are never compared."""
     from grpofit.diagnostics import diagnose_run
-    from grpofit.groupsize import group_size_by_experiment, name_without_group_size, related_key
+    from grpofit.diagnostics.groupsize import group_size_by_experiment, name_without_group_size, related_key
     from grpofit.testing.planted import planted_run
 
     def judged(name, seed, config=None):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from grpofit.diagnostics import diagnose_run
-from grpofit.groupsize import MEASURES, _estimate, group_size_by_experiment, policy_fluctuation
+from grpofit.diagnostics.groupsize import MEASURES, _estimate, group_size_by_experiment, policy_fluctuation
 from grpofit.readers import read_path
-from grpofit.runs import make_run
+from grpofit.core.runs import make_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "sample_logs" / "group_sweep"
@@ -72,7 +72,7 @@ def test_sampling_variance_subtraction_recovers_the_policy_variance():
     reward = rng.binomial(n, p_noisy) / n
     run = make_run("r", "r.csv", "csv", {"step": steps, "reward": reward},
                    config={"data.train_batch_size": 8, "actor_rollout_ref.rollout.n": 4})
-    from grpofit.analysis import fit_run
+    from grpofit.fitting.analysis import fit_run
 
     fl = policy_fluctuation(run, fit_run(run))
     assert fl["measures"] == MEASURES[1] and fl["batch"] == 32

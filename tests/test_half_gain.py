@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from grpofit.diagnostics import diagnose_run
-from grpofit.runs import make_run
+from grpofit.core.runs import make_run
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from grpofit.readers import hf
-from grpofit.runs import make_run
+from grpofit.core.runs import make_run
 
 
 def _both(rows, monkeypatch):

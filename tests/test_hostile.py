@@ -70,7 +70,7 @@ def err_lines(err: str | bytes) -> list[str]:
 
 def test_every_threshold_rejects_nan_inf_and_out_of_range(capsys):
     from grpofit.diagnostics.thresholds import Thresholds
-    from grpofit.limits import DEFAULT_RANGE, THRESHOLD_RANGES
+    from grpofit.core.limits import DEFAULT_RANGE, THRESHOLD_RANGES
 
     names = [d["name"] for d in Thresholds.documentation()]
     assert len(names) >= 11
@@ -191,9 +191,9 @@ def test_process_substitution_pipe_over_256k(tmp_path):
 
 
 def test_stream_size_limit(monkeypatch, capsys, tmp_path):
-    import grpofit.limits
+    import grpofit.core.limits
 
-    monkeypatch.setattr(grpofit.limits, "MAX_STREAM_BYTES", 1000)
+    monkeypatch.setattr(grpofit.core.limits, "MAX_STREAM_BYTES", 1000)
     fifo = tmp_path / "big.csv"
     os.mkfifo(fifo)
     t = _feed_fifo(fifo, ("step,reward\n" + "\n".join(good_rows(300)) + "\n").encode())
@@ -254,7 +254,7 @@ def test_deep_config_is_not_a_recursion_error(tmp_path):
     wandb = tmp_path / "wandb" / "run-x"
     (wandb / "files").mkdir(parents=True)
     (wandb / "files" / "config.yaml").write_text("a: " + "{b: " * 50_000 + "1" + "}" * 50_000 + "\n")
-    from grpofit.errors import ReadError
+    from grpofit.core.errors import ReadError
     from grpofit.readers.wandb_binary import read_config_yaml
 
     with pytest.raises(ReadError, match="nested too deeply|cannot read config.yaml"):
@@ -265,7 +265,7 @@ def test_deep_config_is_not_a_recursion_error(tmp_path):
 
 
 def test_jobs_is_capped_by_cpus_and_runs():
-    from grpofit.limits import cap_jobs
+    from grpofit.core.limits import cap_jobs
 
     cpus = len(os.sched_getaffinity(0))
     assert cap_jobs(2000, 3) == min(3, cpus)
@@ -427,7 +427,7 @@ def test_wandb_latest_run_is_a_run_folder(tmp_path):
 
 
 def test_json_splice_placeholder_cannot_match_user_text():
-    from grpofit.jsonout import Encoded, dumps
+    from grpofit.core.jsonout import Encoded, dumps
 
     doc = {"runs": [Encoded.of({"run": "a", "x": 1})], "note": "\0grpofit:0\0", "k": {"\0grpofit:0\0": "\0grpofit:0\0"}}
     text = dumps(doc)
@@ -490,7 +490,7 @@ def test_tab_and_carriage_return_in_a_name_keep_stderr_quiet(tmp_path):
 
 
 def test_plot_dir_names_never_collide(tmp_path):
-    from grpofit.plotting import figure_name
+    from grpofit.render.plotting import figure_name
 
     d = tmp_path / "x"
     good_csv(d / "run.csv")
@@ -538,7 +538,7 @@ def test_huge_binary_on_standard_input_is_rejected_after_its_head(tmp_path):
 def test_a_stream_beyond_memory_is_a_read_error():
     import io
 
-    from grpofit.errors import ReadError
+    from grpofit.core.errors import ReadError
     from grpofit.readers.source import read_stream
 
     class Huge(io.RawIOBase):
@@ -647,7 +647,7 @@ def _wait_group_empty(pgid: int, timeout: float) -> list[int]:
 
 SLOW_SWEEP = (
     "import sys, time\n"
-    "import grpofit.pipeline as p\n"
+    "import grpofit.commands.pipeline as p\n"
     "real = p.judge_item\n"
     "def slow(item, options):\n"
     "    time.sleep(30)\n"
@@ -830,7 +830,7 @@ KILLER_SWEEP = (
     "def start(self):\n"
     "    starts.append(1); return orig(self)\n"
     "mp.BaseProcess.start = start\n"
-    "import grpofit.pipeline as p\n"
+    "import grpofit.commands.pipeline as p\n"
     "real = p.judge_item\n"
     "def judge(item, options):\n"
     "    if 'poison' in str(item):\n"
@@ -1057,7 +1057,7 @@ def test_jsonl_fast_path_keeps_spaces_inside_tokens(tmp_path, rows, monkeypatch)
     import numpy as np
 
     import grpofit.readers.jsonl as J
-    from grpofit.errors import ReadError
+    from grpofit.core.errors import ReadError
     from grpofit.readers import read_path
 
     path = tmp_path / "s.jsonl"
@@ -1297,7 +1297,7 @@ def test_closed_stdout_still_writes_the_reports(tmp_path):
     assert r.returncode == 2 and err_lines(r.stderr) == [CLOSED_LINE]
     assert sim.read_text().startswith("step,") and len(sim.read_text().splitlines()) == 21
     code = ("import os, sys\n"
-            "from grpofit.streams import guard_closed\n"
+            "from grpofit.runtime.streams import guard_closed\n"
             "guard_closed()\n"
             "f = open(sys.argv[1], 'w')\n"
             "print(f.fileno(), sys.stdout.fileno(), file=sys.stderr)\n"
@@ -1336,7 +1336,7 @@ def test_reports_into_devices_pipes_and_links_are_not_renamed_over(tmp_path, mon
     report), a link became a file, and as root ``--junit /dev/null`` or ``/dev/stdout`` would
     replace the device node in /dev itself. Devices, pipes and this process's streams are now
     written in place (whole, appended); a link's target is replaced, the link kept."""
-    from grpofit import atomic
+    from grpofit.runtime import atomic
 
     def no_rename(src, dst):
         raise AssertionError(f"renamed over {dst}")
@@ -1400,7 +1400,7 @@ def test_rolling_median_does_not_copy_n_times_window():
 
     import numpy as np
 
-    from grpofit.collapse import rolling_median
+    from grpofit.fitting.collapse import rolling_median
 
     v = np.random.default_rng(0).normal(size=1_000_000)
     tracemalloc.start()

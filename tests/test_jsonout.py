@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from grpofit.jsonout import Encoded, dumps, jsonable
+from grpofit.core.jsonout import Encoded, dumps, jsonable
 
 
 def test_jsonable_cleans_numpy_tuples_and_non_finite():
@@ -68,7 +68,7 @@ def _random_tree(rng, depth=0):
 
 def test_indented_is_json_dumps_byte_for_byte():
     """The fast indented encoder gives json.dumps(indent=2)'s exact text, and its errors."""
-    from grpofit.jsonout import indented
+    from grpofit.core.jsonout import indented
 
     rng = np.random.default_rng(7)
     for _ in range(400):

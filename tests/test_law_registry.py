@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit import laws
+from grpofit.laws import registry as laws
 from grpofit.forecasting import engine, statespace
 
 

@@ -14,7 +14,7 @@ import threading
 import numpy as np
 import pytest
 
-from grpofit.errors import ReadError
+from grpofit.core.errors import ReadError
 from grpofit.readers import inspect_run, read_bytes, read_path
 from grpofit.testing import writers
 

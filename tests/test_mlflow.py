@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grpofit.errors import GrpofitError
+from grpofit.core.errors import GrpofitError
 from grpofit.readers import discover, read_bytes, read_path
 
 from tests.conftest import assert_reads_or_fails_cleanly
-from grpofit.roles import choose_reward, detect_roles
+from grpofit.core.roles import choose_reward, detect_roles
 
 T0 = 1_753_434_469_000
 

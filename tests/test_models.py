@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grpofit.models import (
+from grpofit.laws.models import (
     EXPONENTIAL,
     MODELS,
     OSCILLATOR,
@@ -153,7 +153,7 @@ def test_registry_contents():
 
 @pytest.mark.parametrize("zeta", [0.15, 0.5, 0.9, 1.0 - 1e-9, 1.0, 1.0 + 1e-9, 1.05, 3.0, 12.0, np.inf])
 def test_relaxation_shape_matches_relaxation(zeta):
-    from grpofit.models import relaxation_shape
+    from grpofit.laws.models import relaxation_shape
 
     ts = 37.0
     ti = 0.0 if np.isinf(zeta) else ts / (4.0 * zeta * zeta)
@@ -167,7 +167,7 @@ def test_relaxation_shape_matches_relaxation(zeta):
 def test_raw_kernels_equal_the_public_functions(name):
     """The fitter's ``raw_*`` kernels (no np.errstate of their own) compute exactly what the
     public functions compute, in every regime of the oscillator."""
-    from grpofit.models import raw_relaxation_derivatives, raw_relaxation_shape, relaxation_shape
+    from grpofit.laws.models import raw_relaxation_derivatives, raw_relaxation_shape, relaxation_shape
 
     model = MODELS[name]
     params = [(0.7, 0.1, 40.0)] if name == "exponential" else [
@@ -190,7 +190,7 @@ def test_exponent_floor_changes_nothing_visible():
     far tails stay below 1e-300 and no warning is raised by the public functions."""
     import warnings
 
-    from grpofit.models import relaxation_shape
+    from grpofit.laws.models import relaxation_shape
 
     x = np.array([[0.0, 1.0, 50.0, 800.0, 1e6]])
     with warnings.catch_warnings():
@@ -206,11 +206,11 @@ def test_exponent_floor_changes_nothing_visible():
 
 
 def test_median_and_the_fit_checks_rolling_median_are_np_medians_bit_for_bit():
-    """grpofit.models.median (used instead of np.median on the fit path) and fitcheck's
+    """grpofit.laws.models.median (used instead of np.median on the fit path) and fitcheck's
     5-point rolling median give np.median's values exactly: odd and even sizes, ties,
     magnitudes far apart; NaN windows fall back to np.median."""
-    from grpofit.fitcheck import _centred_median5
-    from grpofit.models import median
+    from grpofit.fitting.fitcheck import _centred_median5
+    from grpofit.laws.models import median
 
     rng = np.random.default_rng(0)
     for n in (1, 2, 3, 4, 5, 6, 7, 10, 33, 60, 101):

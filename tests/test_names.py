@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import run_cli
 
-from grpofit.render import elide, short_names
+from grpofit.render.tables import elide, short_names
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
@@ -80,7 +80,7 @@ def test_eval_table_elides_names_and_never_cuts_numbers():
     elided in the middle, not wrapped mid-word) and prints every number whole, even at 80."""
     from rich.console import Console
 
-    from grpofit.render import eval_table
+    from grpofit.render.tables import eval_table
 
     ev = {"points": 27, "gain": -0.0127, "plateau": {"value": 0.468, "ci95": [0.401, 0.535]}, "status": "pass"}
     doc = {"runs": [{"run": "logs/verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents",

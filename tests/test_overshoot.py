@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grpofit import simulation as sim
+from grpofit.dynamics import simulation as sim
 from grpofit.diagnostics import diagnose_run
 from grpofit.dynamics import exact_sawtooth
 from grpofit.fitting import fit_series
-from grpofit.models import oscillator
-from grpofit.overshoot import observed_overshoot
-from grpofit.runs import make_run
+from grpofit.laws.models import oscillator
+from grpofit.fitting.overshoot import observed_overshoot
+from grpofit.core.runs import make_run
 
 
 def _bandit(**kw):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.fitcheck import plateau_bound, still_moving
+from grpofit.fitting.fitcheck import plateau_bound, still_moving
 from grpofit.fitting import fit_series
 
 

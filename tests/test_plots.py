@@ -16,13 +16,13 @@ RUNS = [SAMPLES / "healthy_slow_start.csv", SAMPLES / "bandit_g16.csv", SAMPLES 
 
 
 def _results():
-    from grpofit.pipeline import fit_paths
+    from grpofit.commands.pipeline import fit_paths
 
     return fit_paths([str(r) for r in RUNS]).results
 
 
 def test_many_runs_make_a_grid_with_titled_panels_and_residual_legends():
-    from grpofit.plotting import fit_figure
+    from grpofit.render.plotting import fit_figure
 
     fig = fit_figure(_results())
     w, h = fig.get_size_inches()
@@ -38,7 +38,7 @@ def test_many_runs_make_a_grid_with_titled_panels_and_residual_legends():
 
 
 def test_overlay_puts_every_run_on_one_axis():
-    from grpofit.plotting import fit_figure
+    from grpofit.render.plotting import fit_figure
 
     fig = fit_figure(_results()[:2], overlay=True)
     ax = fig.axes[0]
@@ -63,7 +63,7 @@ def test_the_users_backend_is_never_switched(tmp_path):
 
 def test_diagnosis_figure_titles_use_the_table_headers_and_thresholds_apply_where_read(tmp_path):
     from grpofit.diagnostics import Thresholds, diagnose_run
-    from grpofit.plotting import diagnosis_figure
+    from grpofit.render.plotting import diagnosis_figure
     from grpofit.readers import read_path
 
     run = read_path(str(SAMPLES / "wandb"))[0]
@@ -78,8 +78,8 @@ def test_diagnosis_figure_titles_use_the_table_headers_and_thresholds_apply_wher
 
 
 def test_fit_panels_label_the_data_as_fitted_part_only_after_a_collapse():
-    from grpofit.pipeline import fit_paths
-    from grpofit.plotting import fit_figure
+    from grpofit.commands.pipeline import fit_paths
+    from grpofit.render.plotting import fit_figure
 
     results = fit_paths([str(SAMPLES / "healthy_slow_start.csv"), str(SAMPLES / "collapse_run")]).results
     fig = fit_figure(results)
@@ -90,12 +90,12 @@ def test_fit_panels_label_the_data_as_fitted_part_only_after_a_collapse():
 
 
 def test_overlay_of_one_export_names_the_runs_and_shows_each_collapse():
-    from grpofit.plotting import fit_figure, overlay_names
+    from grpofit.render.plotting import fit_figure, overlay_names
 
     names, source = overlay_names(["x/e.csv::[paper]GRPO_online", "x/e.csv::[paper]GSPO_online"])
     assert names == ["[paper]GRPO_online", "[paper]GSPO_online"] and source == "e.csv"
     assert overlay_names(["a/r1.csv", "b/r2.csv"]) == (["r1.csv", "r2.csv"], None)
-    from grpofit.pipeline import fit_paths
+    from grpofit.commands.pipeline import fit_paths
 
     results = fit_paths([str(SAMPLES / "collapse_run"), str(SAMPLES / "healthy_slow_start.csv")]).results
     fig = fit_figure(results, overlay=True)

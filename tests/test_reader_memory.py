@@ -22,7 +22,7 @@ from grpofit.readers import read_path
 from grpofit.readers.common import rows_to_columns
 from grpofit.readers.hf import SUMMARY_KEYS, merge_rows
 from grpofit.readers.jsonl import flatten_row
-from grpofit.runs import to_float_array
+from grpofit.core.runs import to_float_array
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,8 +94,8 @@ def test_scanned_document_equals_json_loads(tmp_path_factory, rows, wrapper, chu
     from unittest import mock
 
     import grpofit.readers.jsonscan as js
-    from grpofit.errors import GrpofitError
-    from grpofit.runs import make_run
+    from grpofit.core.errors import GrpofitError
+    from grpofit.core.runs import make_run
 
     doc = {"best_metric": None, "log_history": rows, "logging_steps": 10, "stateful_callbacks": {"x": [1, {"y": 2}]}} if wrapper else rows
     path = tmp_path_factory.mktemp("hf") / "trainer_state.json"
@@ -132,7 +132,7 @@ def test_scanned_document_equals_json_loads(tmp_path_factory, rows, wrapper, chu
 ])
 def test_scanned_document_errors(tmp_path, monkeypatch, text, message):
     import grpofit.readers.jsonscan as js
-    from grpofit.errors import GrpofitError
+    from grpofit.core.errors import GrpofitError
     from grpofit.readers.hf import read_hf
     from grpofit.readers.source import Source
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpofit.errors import MetricNotFound, ReadError, UnknownFormat
+from grpofit.core.errors import MetricNotFound, ReadError, UnknownFormat
 from grpofit.readers import inspect_run, read_bytes, read_path, require_column, sniff
 from grpofit.readers.config import detect_group_size, flatten, hyperparameters
 from grpofit.testing import writers
@@ -435,7 +435,7 @@ def test_binary_dispatch_uses_binary_helpers(tmp_path, monkeypatch):
     wb.read_wandb_file = lambda path: ({"_step": [0, 1], "train/global_step": [5, 10], "train/reward": [0.1, 0.2]}, [])
 
     def read_run_dir(path):
-        from grpofit.runs import make_run
+        from grpofit.core.runs import make_run
 
         return [make_run(path, path, "wandb-run", {"_step": [0, 1], "train/reward": [0.1, 0.2]})]
 

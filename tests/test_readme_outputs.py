@@ -77,7 +77,7 @@ def test_quick_start_count_is_the_pasted_diagnose_output():
 
 
 def test_layout_widths_in_the_readme_are_the_code_constants():
-    from grpofit.render import FULL_TABLE_WIDTH, MIN_NAME_ROOM
+    from grpofit.render.tables import FULL_TABLE_WIDTH, MIN_NAME_ROOM
 
     flat = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert f"From {FULL_TABLE_WIDTH} columns up it shows every fit column" in flat

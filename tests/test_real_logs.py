@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from grpofit.readers import read_path
-from grpofit.roles import choose_reward, detect_roles
+from grpofit.core.roles import choose_reward, detect_roles
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
 pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_logs not present")
@@ -122,8 +122,8 @@ def test_gradnorm_panel_joins_the_reward_panel_by_run_name():
 
 def test_validation_only_fit_names_the_role(tmp_path):
     """A validation-only export is fitted, and the fit says it is the validation reward."""
-    from grpofit.analysis import fit_run
-    from grpofit.render import fit_tables
+    from grpofit.fitting.analysis import fit_run
+    from grpofit.render.tables import fit_tables
 
     run = _run("deepgrpo_wandb_val_gsm8k_treerl_instability.csv", "wandb-export", 1, "TreeRL")
     doc = fit_run(run).summary()

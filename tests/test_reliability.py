@@ -2,7 +2,7 @@
 
 ``read_bytes`` / ``read_path`` on arbitrary bytes, on every truncation and on byte flips of a
 valid file of each format give either runs that respect the ``Run`` invariants or one
-:class:`~grpofit.errors.GrpofitError` with a one-line message naming the input and a fix:
+:class:`~grpofit.core.errors.GrpofitError` with a one-line message naming the input and a fix:
 never another exception, never a hang, never a large allocation from a corrupted length.
 Tables written in each supported format read back equal. (The low-level framing of the
 binary formats is fuzzed in test_binary_readers.py; this file goes through the dispatcher.)
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpofit.errors import GrpofitError
+from grpofit.core.errors import GrpofitError
 from grpofit.readers import read_bytes, read_path
 from grpofit.readers import tensorboard as tb
 from grpofit.testing import writers

@@ -9,7 +9,7 @@ import pytest
 from grpofit.diagnostics import Thresholds, Verdict, diagnose_run
 from grpofit.diagnostics.findings import Finding, fold, sustained
 from grpofit.testing.planted import RULE_CASES, planted_rule_run
-from grpofit.runs import make_run
+from grpofit.core.runs import make_run
 
 
 def _finding(d, mode: str, rule: str):
@@ -157,7 +157,7 @@ def test_several_benchmarks_name_the_one_that_decouples():
     (["entropy_avg", "avg_response_len", "kl_loss", "policy_ratio"], "is_mean", "policy_ratio"),
 ])
 def test_metric_names_per_framework_and_era(columns, role, expected):
-    from grpofit.roles import detect_roles
+    from grpofit.core.roles import detect_roles
 
     assert detect_roles(columns)[role] == expected
 
@@ -165,11 +165,11 @@ def test_metric_names_per_framework_and_era(columns, role, expected):
 def test_rule_thresholds_have_ranges_and_override():
     th = Thresholds.from_overrides({"kl_target_warn": 0.2, "truncation_fail": 0.25})
     assert th.kl_target_warn == 0.2 and th.truncation_fail == 0.25
-    from grpofit.errors import UsageError
+    from grpofit.core.errors import UsageError
 
     with pytest.raises(UsageError, match="length_corr_warn"):
         Thresholds.from_overrides({"length_corr_warn": 1.5})
-    from grpofit.limits import THRESHOLD_RANGES
+    from grpofit.core.limits import THRESHOLD_RANGES
 
     names = {d["name"] for d in Thresholds.documentation()}
     assert names <= set(THRESHOLD_RANGES), names - set(THRESHOLD_RANGES)
@@ -178,7 +178,7 @@ def test_rule_thresholds_have_ranges_and_override():
 def test_readme_threshold_table_lists_every_threshold_with_its_default_and_range():
     from pathlib import Path
 
-    from grpofit.limits import DEFAULT_RANGE, THRESHOLD_RANGES
+    from grpofit.core.limits import DEFAULT_RANGE, THRESHOLD_RANGES
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     for d in Thresholds.documentation():
@@ -188,8 +188,8 @@ def test_readme_threshold_table_lists_every_threshold_with_its_default_and_range
 
 
 def test_the_diagnosis_figure_gets_a_panel_per_rule_and_per_benchmark(tmp_path):
-    from grpofit.diagnostics.figures import extra_panels
-    from grpofit.plotting import diagnosis_figure, save_diagnosis_figure
+    from grpofit.render.diagnosis_panels import extra_panels
+    from grpofit.render.plotting import diagnosis_figure, save_diagnosis_figure
 
     run = planted_rule_run("truncation", seed=0)
     cols = {c: run.metrics[c] for c in run.metrics}
@@ -284,7 +284,7 @@ _OPENRLHF = ["train/policy_loss", "train/reward", "train/return", "train/rollout
 ], ids=["trl-old", "trl-old-no-total", "trl-old-std", "trl-old-eval", "wandb-old-eval", "wandb-old", "trl-new",
         "wandb", "verl-old", "verl-new", "verl-probs-diff", "openrlhf", "openrlhf-bare"])
 def test_every_framework_name_fills_its_role(columns, expected):
-    from grpofit.roles import detect_roles
+    from grpofit.core.roles import detect_roles
 
     roles = detect_roles(columns)
     assert {r: roles[r] for r in expected} == expected

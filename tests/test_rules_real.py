@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_logs not 
 
 @lru_cache(maxsize=None)
 def judged(*names: str, metric: str | None = None, eval_metric: str | None = None) -> dict:
-    from grpofit.pipeline import diagnose_paths
+    from grpofit.commands.pipeline import diagnose_paths
 
     doc, _ = diagnose_paths([str(REAL / n) for n in names], metric=metric, eval_metric=eval_metric)
     return {r["run"].split("::")[-1].split("/")[-1]: r for r in doc["runs"]}

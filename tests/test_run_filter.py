@@ -35,12 +35,12 @@ def test_run_pattern_that_matches_nothing_is_one_error_line(capsys, command):
 def test_simulate_out_is_replaced_whole(capsys, tmp_path, monkeypatch):
     out = tmp_path / "sim.csv"
     out.write_text("old log\n")
-    import grpofit.jsonout
+    import grpofit.core.jsonout
 
     def full_disk(doc):  # the sidecar fails while the new log waits in its temporary file
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(grpofit.jsonout, "dumps", full_disk)
+    monkeypatch.setattr(grpofit.core.jsonout, "dumps", full_disk)
     code, _, err = run_cli(capsys, "simulate", "bandit", "--out", out, "--steps", "20")
     assert code == 2 and "No space left on device" in err
     assert out.read_text() == "old log\n"

@@ -1,4 +1,4 @@
-"""GRPO on a softmax bandit (grpofit.simulation): gradients, fixed points, regimes, output."""
+"""GRPO on a softmax bandit (grpofit.dynamics.simulation): gradients, fixed points, regimes, output."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from grpofit import simulation as sim
+from grpofit.dynamics import simulation as sim
 from grpofit.dynamics import exact_sawtooth
-from grpofit.errors import UsageError
+from grpofit.core.errors import UsageError
 
 
 # ----------------------------------------------------------------------------- finite-G maths

@@ -73,8 +73,8 @@ def test_agrees():
 
 
 def test_recovery_harness_scores_every_stratum():
-    """The machinery of ``python -m tests.recovery --forced`` on one run per stratum."""
-    from tests.recovery import forced_report, run_forced_recovery
+    """The machinery of ``python -m benchmarks.recovery --forced`` on one run per stratum."""
+    from benchmarks.recovery import forced_report, run_forced_recovery
 
     rows = run_forced_recovery(1, seed=11)
     assert len(rows) == 12
@@ -85,12 +85,12 @@ def test_recovery_harness_scores_every_stratum():
 
 
 def test_committed_coverage_table_matches_one_recomputed_stratum():
-    """docs/fit_coverage.md is the output of ``python -m tests.recovery --forced 100 2026``:
+    """docs/fit_coverage.md is the output of ``python -m benchmarks.recovery --forced 100 2026``:
     recompute its hardest stratum (strong forcing, underdamped) and compare the row."""
-    from tests.recovery import check_committed_row, forced_report, run_forced_recovery
+    from benchmarks.recovery import check_committed_row, forced_report, run_forced_recovery
 
     rows = run_forced_recovery(100, seed=2026, only=(0.03, "underdamped"))
-    check_committed_row("fit_coverage.md", "python -m tests.recovery --forced 100 2026", forced_report(rows),
+    check_committed_row("fit_coverage.md", "python -m benchmarks.recovery --forced 100 2026", forced_report(rows),
                         "| 0.03 | underdamped | 100 |")
 
 

@@ -12,7 +12,7 @@ from grpofit.fitting import fit_series
 from grpofit.fitting.driver import _bounds
 from grpofit.fitting.profile import log_bins, profile
 from grpofit.fitting.turnover import LR_CRITICAL, turnover_test
-from grpofit.models import oscillator
+from grpofit.laws.models import oscillator
 from grpofit.testing.synthetic import forced_recovery_set
 
 
@@ -84,7 +84,7 @@ def test_an_oscillation_without_noise_stays_underdamped():
     the gain and comes back (docs/bandit_sweep.md). Its observation sd from the differences is
     ~1e-10, far below the least-squares residuals: the forced model cannot make those, and the
     test leaves the call alone."""
-    from grpofit import simulation as sim
+    from grpofit.dynamics import simulation as sim
 
     run = sim.simulate_bandit(arms=8, correct=1, beta=1.0, lr=0.1, momentum=0.0, refresh_interval=48,
                               group_size=0, steps=1500, measure=False)

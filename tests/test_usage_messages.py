@@ -9,8 +9,8 @@ import pytest
 
 from tests.conftest import run_cli
 
-from grpofit.helptext import threshold_names
-from grpofit.vocabulary import MODES
+from grpofit.cli.helptext import threshold_names
+from grpofit.core.vocabulary import MODES
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "sample_logs" / "bandit_g16.csv"

@@ -139,8 +139,8 @@ def test_a_plateau_that_misses_the_late_data_is_marked_in_the_fit_table_and_plot
     assert cells["p*"] == "0.895 !" and cells["inertia"] == "–"  # was '2489 (≈0)': 0 to the fit bound
 
     import grpofit
-    from grpofit.analysis import fit_run
-    from grpofit.plotting import fit_title
+    from grpofit.fitting.analysis import fit_run
+    from grpofit.render.plotting import fit_title
 
     (run,) = grpofit.read(str(UNSLOTH))
     assert "p* 0.895 (misses the late data)" in fit_title(fit_run(run))

@@ -2,15 +2,15 @@
 
 import pytest
 
-from grpofit import vocabulary
-from grpofit.errors import UsageError
-from grpofit.vocabulary import MODES, Mode, parse_modes
+from grpofit.core import vocabulary
+from grpofit.core.errors import UsageError
+from grpofit.core.vocabulary import MODES, Mode, parse_modes
 
 
 def test_modes_are_the_contracts_and_every_reader_uses_the_same_tuple():
     import grpofit.diagnostics as diagnostics
     import grpofit.testing.planted as planted
-    import grpofit.render as render
+    import grpofit.render.tables as render
 
     assert MODES == ("train_eval_decoupling", "advantage_degeneracy", "policy_concentration", "dynamical_instability")
     assert diagnostics.MODES is MODES and render.MODES is MODES and planted.MODES is MODES
@@ -58,5 +58,5 @@ def test_schema_ids_and_mode_titles_are_spelled_only_in_the_vocabulary():
         if path.name == "vocabulary.py":
             continue
         text = path.read_text()
-        assert not schema.search(text), f"{path}: a schema id outside grpofit/vocabulary.py"
-        assert not title_table.search(text), f"{path}: a mode-title table outside grpofit/vocabulary.py"
+        assert not schema.search(text), f"{path}: a schema id outside grpofit/core/vocabulary.py"
+        assert not title_table.search(text), f"{path}: a mode-title table outside grpofit/core/vocabulary.py"

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from grpofit.readers import read_bytes, read_path
 
 from tests.conftest import assert_reads_or_fails_cleanly
-from grpofit.roles import choose_reward
+from grpofit.core.roles import choose_reward
 
 
 def _rows(n=120, offset=7):

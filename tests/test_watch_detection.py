@@ -1,6 +1,6 @@
 """Early detection measured by replay (issue 18's hard targets), on the runs most at risk.
 
-The benchmark (``python -m tests.benchmarks.watch --section detection``) replays every shared
+The benchmark (``python -m benchmarks.watch --section detection``) replays every shared
 real run and three seeds of every planted failure; this test replays the HeteroRL GRPO collapse
 step by step, one seed of each planted failure, healthy planted controls, and the healthy shared
 runs whose early prefixes look worst (reward at 0 at first, degenerate advantages for a while),
@@ -15,7 +15,7 @@ import pytest
 from grpofit.testing.planted import planted_run
 from grpofit.watch.replay import detection, prefix, replay
 from grpofit.watch.rules import RewardDrop, reward_drop, trailing_median
-from tests.benchmarks.watch import PLANTED, RECORD, SHARED, hindsight_onset, shared_run
+from benchmarks.watch import PLANTED, RECORD, SHARED, hindsight_onset, shared_run
 
 SAME = ("onset", "end", "first_warn", "first_fail", "delay", "fail_delay", "warn_source", "fail_source", "problem")
 
@@ -110,9 +110,9 @@ def test_prefix_is_what_a_watcher_saw():
 
 
 def test_load_benchmark_runs_end_to_end(tmp_path):
-    """The load section (``python -m tests.benchmarks.watch --section load``) at toy size: a
+    """The load section (``python -m benchmarks.watch --section load``) at toy size: a
     writer appends to live runs while one watch process follows them; the figures are real."""
-    from tests.benchmarks.watch import load
+    from benchmarks.watch import load
 
     res = load(runs=3, interval=0.5, duration=4.0, long_steps=200, workdir=str(tmp_path), backlog=20)
     assert res["watch_exit"] == 0  # stopped by SIGINT: exits 0

@@ -9,11 +9,11 @@ import tracemalloc
 
 import numpy as np
 
-from grpofit.runs import make_run
+from grpofit.core.runs import make_run
 from grpofit.watch.grow import Grow
 from grpofit.watch.session import Session, WatchOptions
 from grpofit.watch.tail import Columns
-from grpofit.trim import release
+from grpofit.runtime.trim import release
 
 
 def test_grow_appends_in_place_and_keeps_handed_out_views():

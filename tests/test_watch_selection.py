@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from grpofit.errors import UsageError
+from grpofit.core.errors import UsageError
 from grpofit.watch.session import Session, WatchOptions
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from grpofit.forecasting import likelihood
-from grpofit.forecasting.command import ForecastOptions, forecast_run
+from grpofit.commands.forecast import ForecastOptions, forecast_run
 from grpofit.testing.planted import planted_run
 from grpofit.watch.monitor import Monitor
 from grpofit.watch.replay import prefix
@@ -145,7 +145,7 @@ def test_warm_curve_fit_reaches_the_cold_optimum_with_fewer_evaluations(source, 
     evaluations over the refreshes."""
     from pathlib import Path
 
-    from grpofit.analysis import fit_run
+    from grpofit.fitting.analysis import fit_run
     from grpofit.readers import read_path
 
     if source == "planted collapse":

@@ -35,7 +35,7 @@ def test_predict_plot_shows_the_lr_the_user_passed(capsys, tmp_path, monkeypatch
     """``predict --plot`` through the CLI: the title carries the --lr as given and the Adam wording."""
     from pathlib import Path
 
-    import grpofit.plotting as plotting
+    import grpofit.render.plotting as plotting
     from tests.conftest import run_cli
 
     drawn = []

@@ -3,9 +3,9 @@
 No fitting maths here. One module per command (:mod:`.fit`, :mod:`.diagnose`, :mod:`.inspect`,
 :mod:`.predict`, :mod:`.simulate`, :mod:`.forecast`, :mod:`.backtest`, :mod:`.compare`,
 :mod:`.watch`) declares its options, reads inputs through :mod:`grpofit.readers` or calls one
-library function, and hands plain dicts to :mod:`grpofit.render`. :mod:`.app` builds the typer
+library function, and hands plain dicts to :mod:`grpofit.render.tables`. :mod:`.app` builds the typer
 app from them, :mod:`.common` holds the shared options and output helpers, and :mod:`.entry`
-is the process entry point: errors a user can cause are :class:`~grpofit.errors.GrpofitError`;
+is the process entry point: errors a user can cause are :class:`~grpofit.core.errors.GrpofitError`;
 :func:`main` turns them into one line and exit code 2.
 
 Every module imports only typer at the top, so ``grpofit --help`` stays instant.

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from grpofit.cli.common import DEBUG, METRIC, RUN_PATTERN, STEP, DiagnoseFormat, print_json, warn
-from grpofit.errors import ExitCode, UsageError
+from grpofit.core.errors import ExitCode, UsageError
 
 
 def backtest(
@@ -28,7 +28,7 @@ def backtest(
 
     Example: grpofit backtest logs/ --cuts 25,50 --jobs 2 --format markdown
     """
-    from grpofit.forecasting.backtest import backtest_paths, parse_cuts
+    from grpofit.commands.backtest import backtest_paths, parse_cuts
 
     if batch_size is not None and batch_size < 1:
         raise UsageError(f"--batch-size {batch_size} is not positive", fix="pass the number of rewards averaged per logged step")
@@ -39,14 +39,14 @@ def backtest(
     doc, warnings = backtest_paths(paths, metric=metric, step=step, cuts=parse_cuts(cuts), batch_size=batch_size,
                                    jobs=jobs, plot_dir=plot_dir, run_pattern=run_pattern)
     warn(warnings)
-    from grpofit.forecasting.report import backtest_markdown, backtest_table
+    from grpofit.render.forecast import backtest_markdown, backtest_table
 
     if format is DiagnoseFormat.json:
         print_json(doc)
     elif format is DiagnoseFormat.markdown:
         typer.echo(backtest_markdown(doc), nl=False)
     elif doc["runs"] or not doc.get("errors"):  # nothing backtested, only errors: they say it all (stderr)
-        from grpofit import render
+        from grpofit.render import tables as render
 
         table, lines = backtest_table(doc)
         render.print_tables([table])

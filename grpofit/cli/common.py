@@ -8,8 +8,8 @@ from pathlib import Path
 
 import typer
 
-from grpofit.errors import UsageError
-from grpofit.safetext import printable  # imported up front: an error met at the memory limit is still shown
+from grpofit.core.errors import UsageError
+from grpofit.core.safetext import printable  # imported up front: an error met at the memory limit is still shown
 
 
 class TableOrJson(str, Enum):
@@ -82,19 +82,19 @@ def echo_err(line: str) -> None:
 
 def shown(doc):
     """A document for the terminal (table, markdown): control characters in names escaped."""
-    from grpofit.safetext import printable_doc
+    from grpofit.core.safetext import printable_doc
 
     return printable_doc(doc)
 
 
 def print_json(doc: dict) -> None:
-    from grpofit.jsonout import dumps
+    from grpofit.core.jsonout import dumps
 
     typer.echo(dumps(doc))
 
 
 def split_modes(text: str | None):
-    from grpofit.vocabulary import parse_modes
+    from grpofit.core.vocabulary import parse_modes
 
     return parse_modes(text)
 
@@ -104,7 +104,7 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
     the option and the valid names (value ranges are checked where the thresholds are built)."""
     if not items:
         return {}
-    from grpofit.helptext import threshold_names
+    from grpofit.cli.helptext import threshold_names
 
     known = threshold_names()
     out = {}
@@ -133,7 +133,7 @@ def check_out_folder(out: Path) -> None:
 
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` atomically: a reader (or an interrupt) never sees a partial file."""
-    from grpofit.atomic import write_text as atomic_write
+    from grpofit.runtime.atomic import write_text as atomic_write
 
     atomic_write(path, text)
 
@@ -145,7 +145,7 @@ def check_writable(path: Path, option: str, *, folder: bool = False) -> None:
     import os
 
     p = Path(path)
-    from grpofit.atomic import is_special
+    from grpofit.runtime.atomic import is_special
 
     if not folder and p.exists() and is_special(p):  # /dev/null, /dev/stdout, a FIFO: written in place
         if not os.access(p, os.W_OK):

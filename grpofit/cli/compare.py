@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from grpofit.cli.common import DEBUG, METRIC, RUN_PATTERN, STEP, TableOrJson, echo_err, print_json, shown, warn
-from grpofit.errors import ExitCode
+from grpofit.core.errors import ExitCode
 
 
 def compare(
@@ -33,24 +33,24 @@ def compare(
     """
     if plot is not None:
         from grpofit.cli.common import check_writable
-        from grpofit.plotting import check_suffix
+        from grpofit.render.plotting import check_suffix
 
         check_suffix(plot, option="--plot")
         check_writable(plot, "--plot")
-    from grpofit.compare import compare_paths
+    from grpofit.commands.compare import compare_paths
 
     doc, side_a, side_b = compare_paths([a], [b], metric=metric, step=step, margin=margin, run_pattern=run_pattern)
     warn(side_a.warnings + side_b.warnings)
     if format is TableOrJson.json:
         print_json(doc)
     else:
-        from grpofit import render
-        from grpofit.compare_render import compare_table
+        from grpofit.render import tables as render
+        from grpofit.render.compare import compare_table
 
         render.print_tables([compare_table(shown(doc))])
         typer.echo(shown({"s": doc["summary"]})["s"])
     if plot is not None:
-        from grpofit.compare_render import save_compare_figure
+        from grpofit.render.compare import save_compare_figure
 
         save_compare_figure(side_a.fits, side_b.fits, plot)
     for e in side_a.errors + side_b.errors:

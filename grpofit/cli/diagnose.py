@@ -10,14 +10,14 @@ from typer.core import TyperCommand
 
 from grpofit.cli.common import (DEBUG, METRIC, RUN_PATTERN, STEP, DiagnoseFormat, check_writable, echo_err,
                                 parse_thresholds, print_json, shown, split_modes, warn, write_text)
-from grpofit.errors import ExitCode
+from grpofit.core.errors import ExitCode
 
 
 class DiagnoseCommand(TyperCommand):
     """``diagnose --help`` ends with the mode and threshold names (built only when shown)."""
 
     def format_epilog(self, ctx, formatter) -> None:
-        from grpofit.helptext import diagnose_epilog
+        from grpofit.cli.helptext import diagnose_epilog
 
         for paragraph in diagnose_epilog():
             formatter.write_paragraph()
@@ -47,7 +47,7 @@ def diagnose(
 
     Example: grpofit diagnose outputs/ --fail-on dynamical_instability --junit grpofit.xml
     """
-    from grpofit.pipeline import diagnose_paths
+    from grpofit.commands.pipeline import diagnose_paths
 
     if junit is not None:  # an output that cannot be written is an error before any work
         check_writable(junit, "--junit")
@@ -55,11 +55,11 @@ def diagnose(
         check_writable(plot_dir, "--plot-dir", folder=True)
 
     if horizon is not None and not (horizon > 0 and horizon < float("inf")):
-        from grpofit.errors import UsageError
+        from grpofit.core.errors import UsageError
 
         raise UsageError(f"--horizon {horizon} is not a positive step", fix="pass the planned last step, e.g. --horizon 1000")
     if horizon is not None:
-        from grpofit.limits import check_step
+        from grpofit.core.limits import check_step
 
         check_step("--horizon", horizon, example="1000", positive=True)
     doc, warnings = diagnose_paths(
@@ -80,7 +80,7 @@ def diagnose(
         horizon=horizon,
     )
     warn(warnings)
-    from grpofit import render
+    from grpofit.render import tables as render
 
     if format is DiagnoseFormat.json:
         print_json(doc)
@@ -93,7 +93,7 @@ def diagnose(
         for line in render.diagnose_evidence(safe, errors=False):  # errors: once, on stderr
             typer.echo(line)
     if junit is not None:
-        from grpofit.safetext import xml_text
+        from grpofit.core.safetext import xml_text
 
         write_text(junit, xml_text(render.diagnose_junit(doc)))
     for e in doc.get("errors", []):

@@ -9,7 +9,7 @@ import typer
 
 from grpofit.cli.app import app
 from grpofit.cli.common import debugging, echo_err, reset_debug
-from grpofit.errors import ExitCode, GrpofitError
+from grpofit.core.errors import ExitCode, GrpofitError
 
 
 def _single_threaded_blas() -> None:
@@ -25,14 +25,14 @@ def _single_threaded_blas() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one line and exit 2 for user errors, a traceback only with --debug."""
     _single_threaded_blas()
-    from grpofit import interrupts
+    from grpofit.runtime import interrupts
 
     previous = interrupts.install()
     _closed_streams_to_devnull()
     try:
         code = _run(argv)
         code = _flush_stdout(code)
-        from grpofit.streams import CLOSED_STDOUT, lost_output
+        from grpofit.runtime.streams import CLOSED_STDOUT, lost_output
 
         if lost_output() and not _INTERRUPTED:
             echo_err(f"error: {CLOSED_STDOUT}")
@@ -60,9 +60,9 @@ _INTERRUPTED = False
 def _closed_streams_to_devnull() -> None:
     """A stream closed by the caller (``>&-``, ``2>&-``) takes writes and keeps nothing; a
     closed standard output that had results is one error line and exit 2 (see
-    :mod:`grpofit.streams`). A closed standard input is an error of ``-`` alone: see
+    :mod:`grpofit.runtime.streams`). A closed standard input is an error of ``-`` alone: see
     :func:`grpofit.readers.read_path`."""
-    from grpofit.streams import guard_closed
+    from grpofit.runtime.streams import guard_closed
 
     guard_closed()
 
@@ -103,7 +103,7 @@ def _run(argv: list[str] | None) -> int:
         from typer._click.exceptions import ClickException
     except ImportError:  # pragma: no cover - typer on top of an installed click
         from click.exceptions import ClickException
-    from grpofit import interrupts
+    from grpofit.runtime import interrupts
 
     args = list(sys.argv[1:] if argv is None else argv)
     reset_debug()  # --debug is an option of the app: its callback sets it while parsing

@@ -1,4 +1,4 @@
-"""``grpofit fit``: every law of the registry (:mod:`grpofit.laws`) fitted to each run's reward; a table or the fit document."""
+"""``grpofit fit``: every law of the registry (:mod:`grpofit.laws.registry`) fitted to each run's reward; a table or the fit document."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from grpofit.cli.common import DEBUG, METRIC, RUN_PATTERN, STEP, TableOrJson, echo_err, print_json, shown, warn
-from grpofit.errors import ExitCode
+from grpofit.core.errors import ExitCode
 
 
 def fit(
@@ -28,16 +28,16 @@ def fit(
     """
     if plot is not None:  # a bad figure name is an error before any work, not after the table
         from grpofit.cli.common import check_writable
-        from grpofit.plotting import check_suffix
+        from grpofit.render.plotting import check_suffix
 
         check_suffix(plot, option="--plot")
         check_writable(plot, "--plot")
-    from grpofit.analysis import fit_summary
-    from grpofit.pipeline import fit_paths
-    from grpofit.vocabulary import SCHEMAS
+    from grpofit.fitting.analysis import fit_summary
+    from grpofit.commands.pipeline import fit_paths
+    from grpofit.core.vocabulary import SCHEMAS
 
     # without --plot only each run's summary (for JSON: its text) is kept, made where the run is fitted
-    from grpofit.pipeline import fit_entry_json
+    from grpofit.commands.pipeline import fit_entry_json
 
     keep = None if plot is not None else fit_entry_json if format is TableOrJson.json else fit_summary
     done = fit_paths(runs, metric=metric, step=step, run_pattern=run_pattern, jobs=jobs, keep=keep)
@@ -49,14 +49,14 @@ def fit(
     if format is TableOrJson.json:
         print_json(doc)
     else:
-        from grpofit import render
+        from grpofit.render import tables as render
 
         rows = shown(doc["runs"])
         render.print_tables(render.fit_tables(rows))
         for line in render.fit_notes(rows):
             typer.echo(line)
     if plot is not None and done.results:
-        from grpofit.plotting import save_fit_figure
+        from grpofit.render.plotting import save_fit_figure
 
         save_fit_figure(done.results, plot, overlay=overlay)
     for e in done.errors:

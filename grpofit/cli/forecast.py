@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from grpofit.cli.common import DEBUG, METRIC, RUN_PATTERN, STEP, TableOrJson, print_json, warn
-from grpofit.errors import ExitCode
+from grpofit.core.errors import ExitCode
 
 
 def forecast(
@@ -29,11 +29,11 @@ def forecast(
 
     Example: grpofit forecast run.csv --horizon 1000 --at 500 --plot fan.png
     """
-    from grpofit.forecasting.command import ForecastOptions, forecast_paths
+    from grpofit.commands.forecast import ForecastOptions, forecast_paths
 
     if plot is not None:
         from grpofit.cli.common import check_writable
-        from grpofit.plotting import check_suffix
+        from grpofit.render.plotting import check_suffix
 
         check_suffix(plot, option="--plot")
         check_writable(plot, "--plot")
@@ -43,12 +43,12 @@ def forecast(
     if format is TableOrJson.json:
         print_json(done.doc)
     else:
-        from grpofit import render
-        from grpofit.forecasting.report import forecast_tables
+        from grpofit.render import tables as render
+        from grpofit.render.forecast import forecast_tables
 
         render.print_tables(forecast_tables(done.doc))
     if plot is not None and done.items:
-        from grpofit.forecasting.fanchart import save_fan_figure
+        from grpofit.render.fanchart import save_fan_figure
 
         save_fan_figure(done.items, plot)
     for e in done.doc.get("errors", []):

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from grpofit.cli.common import DEBUG, RUN_PATTERN, STEP, TableOrJson, print_json, shown, warn
-from grpofit.errors import ExitCode
+from grpofit.core.errors import ExitCode
 
 
 def inspect(
@@ -22,11 +22,11 @@ def inspect(
     Example: grpofit inspect wandb/run-20260101_120000-abc123
     """
     from grpofit.readers.inspect import inspect_path
-    from grpofit.vocabulary import SCHEMAS
+    from grpofit.core.vocabulary import SCHEMAS
 
     doc = {"schema": SCHEMAS["inspect"], **inspect_path(run, step=step)}
     if run_pattern:
-        from grpofit.selection import select_runs
+        from grpofit.readers.selection import select_runs
 
         kept = select_runs([i["run"] for i in doc["runs"]], run_pattern, run)
         doc["runs"] = [i for i in doc["runs"] if i["run"] in kept]
@@ -36,7 +36,7 @@ def inspect(
     if format is TableOrJson.json:
         print_json(doc)
         return ExitCode.OK
-    from grpofit import render
+    from grpofit.render import tables as render
 
     render.print_tables(render.inspect_tables(shown(doc["runs"])))
     return ExitCode.OK

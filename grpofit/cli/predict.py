@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from grpofit.cli.common import DEBUG, METRIC, RUN_PATTERN, TableOrJson, print_json
-from grpofit.errors import ExitCode
+from grpofit.core.errors import ExitCode
 
 
 def predict(
@@ -39,12 +39,12 @@ def predict(
     """
     if plot is not None:
         from grpofit.cli.common import check_writable
-        from grpofit.plotting import check_suffix
+        from grpofit.render.plotting import check_suffix
 
         check_suffix(plot, option="--plot")
         check_writable(plot, "--plot")
-    from grpofit.limits import check_predict
-    from grpofit.predicting import run_predict
+    from grpofit.core.limits import check_predict
+    from grpofit.commands.predict import run_predict
 
     what_if = {"lr": what_if_lr, "momentum": what_if_momentum, "refresh_interval": what_if_refresh_interval}
     check_predict(lr=lr, momentum=momentum, refresh_interval=refresh_interval, curvature=curvature, group_size=group_size,
@@ -59,11 +59,11 @@ def predict(
     if format is TableOrJson.json:
         print_json(doc)
     else:
-        from grpofit import render
+        from grpofit.render import tables as render
 
         render.print_tables(render.predict_tables(doc))
     if plot is not None:
-        from grpofit.plotting import save_what_if_figure
+        from grpofit.render.plotting import save_what_if_figure
 
         save_what_if_figure(figure_data, plot)
     return ExitCode.OK

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from grpofit.cli.common import DEBUG, TableOrJson, check_out_folder, print_json
-from grpofit.errors import ExitCode
+from grpofit.core.errors import ExitCode
 
 
 def simulate_bandit(
@@ -30,8 +30,8 @@ def simulate_bandit(
 
     Example: grpofit simulate bandit --arms 8 --correct 1 --lr 0.5 --momentum 0.9 --refresh-interval 4 --group-size 16 --beta 1 --steps 600 --seed 0 --out bandit.csv
     """
-    from grpofit.limits import check_simulate
-    from grpofit.simulation import run_simulation
+    from grpofit.core.limits import check_simulate
+    from grpofit.dynamics.simulation import run_simulation
 
     check_simulate(arms=arms, correct=correct, lr=lr, momentum=momentum, refresh_interval=refresh_interval,
                    group_size=group_size, groups=groups, beta=beta, steps=steps, seed=seed)
@@ -43,7 +43,7 @@ def simulate_bandit(
     if format is TableOrJson.json:
         print_json(doc)
     else:
-        from grpofit import render
+        from grpofit.render import tables as render
 
         render.print_tables(render.simulate_tables(doc, str(out)))
     return ExitCode.OK

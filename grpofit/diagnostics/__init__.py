@@ -2,11 +2,11 @@
 
 One module per mode (``decoupling``, ``degeneracy``, ``concentration``, ``instability``), each a
 ``check(ctx) -> Verdict`` whose docstring states its rules; :mod:`.thresholds` holds every
-threshold; :mod:`.registry` maps each mode of :data:`grpofit.vocabulary.MODE_TABLE` to its
+threshold; :mod:`.registry` maps each mode of :data:`grpofit.core.vocabulary.MODE_TABLE` to its
 check; :mod:`.run` ties them together (:func:`diagnose_run`, :func:`gate`).
 
 Adding a diagnostic: write ``grpofit/diagnostics/<name>.py`` with ``check(ctx) -> Verdict``, add
-one ``Mode(...)`` row to :data:`grpofit.vocabulary.MODE_TABLE`, add one test.
+one ``Mode(...)`` row to :data:`grpofit.core.vocabulary.MODE_TABLE`, add one test.
 """
 
 from grpofit.diagnostics.base import MODES, STATUSES, Verdict, worst

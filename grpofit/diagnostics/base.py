@@ -13,20 +13,20 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 import numpy as np
 
-from grpofit.collapse import Collapse, default_window, noise_sd, rolling_median
+from grpofit.fitting.collapse import Collapse, default_window, noise_sd, rolling_median
 
-from grpofit.vocabulary import MODES, STATUS_RANK, STATUSES  # noqa: F401  (re-exported)
+from grpofit.core.vocabulary import MODES, STATUS_RANK, STATUSES  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:  # names for the annotations only (no import cycle, nothing loaded at run time)
     from grpofit.diagnostics.findings import Finding
     from grpofit.diagnostics.thresholds import Thresholds
     from grpofit.fitting.results import FitResult
-    from grpofit.runs import Run
+    from grpofit.core.runs import Run
 
 #: one value of a verdict's or a finding's ``details`` (the numbers behind the evidence): a number,
 #: a flag, a text, nothing, or a list or a string-keyed dict of them (a collapse's or a rise's
 #: ``summary()``, an interval); numpy scalars too, which the JSON makes plain
-#: (:func:`grpofit.jsonout.jsonable`)
+#: (:func:`grpofit.core.jsonout.jsonable`)
 Detail = Union[float, int, bool, str, None, np.generic, Sequence["Detail"], Mapping[str, "Detail"]]
 
 
@@ -41,7 +41,7 @@ class Verdict:
     findings: list[Finding] = field(default_factory=list)  #: the mode's rules
 
     def summary(self) -> dict:
-        from grpofit.jsonout import jsonable
+        from grpofit.core.jsonout import jsonable
 
         out: dict[str, Any] = {"status": self.status, "evidence": self.evidence}
         if self.start_step is not None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.collapse import noise_sd, rolling_median
+from grpofit.fitting.collapse import noise_sd, rolling_median
 from grpofit.diagnostics.base import Context, Verdict, fmt, quick_exponential
 from grpofit.diagnostics.evals import divergence, divergence_text
 

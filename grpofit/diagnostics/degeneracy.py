@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.collapse import rolling_median
+from grpofit.fitting.collapse import rolling_median
 from grpofit.diagnostics.base import Context, Verdict, fmt, late, onset_to_end
 
 #: G assumed for the mean-field expectation when the run's group size is unknown: the smallest

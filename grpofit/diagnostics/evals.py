@@ -2,7 +2,7 @@
 
 verl writes ``val-core/<source>/<var>/mean@N`` per data source, TRL ``eval_<ds>_...``. By default
 every eval series found is judged (:func:`eval_columns`: the eval-reward names of
-:mod:`grpofit.roles`, ``val-aux`` dropped when ``val-core`` exists); ``--eval-metric`` takes one
+:mod:`grpofit.core.roles`, ``val-aux`` dropped when ``val-core`` exists); ``--eval-metric`` takes one
 column or a glob such as ``'val-core/*'``.
 
 Per benchmark (:func:`benchmark_entry`):
@@ -41,8 +41,8 @@ def is_glob(text: str | None) -> bool:
 
 def eval_columns(columns: Sequence[str], pattern: str | None = None, *, exclude: Sequence[str] = ()) -> list[str]:
     """Every eval series among ``columns`` (file order): those matching the glob ``pattern``, or
-    by default the eval-reward names of :mod:`grpofit.roles`."""
-    from grpofit.roles import _COMPILED, _EXCLUDE
+    by default the eval-reward names of :mod:`grpofit.core.roles`."""
+    from grpofit.core.roles import _COMPILED, _EXCLUDE
 
     cols = [c for c in columns if c not in exclude]
     if pattern is not None:

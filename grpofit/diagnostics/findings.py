@@ -45,7 +45,7 @@ class Finding:
     panel: Panel | None = None
 
     def summary(self) -> dict:
-        from grpofit.jsonout import jsonable
+        from grpofit.core.jsonout import jsonable
 
         out: dict[str, Any] = {"status": self.status, "evidence": self.evidence}
         if self.start_step is not None:

@@ -28,7 +28,7 @@ import re
 
 import numpy as np
 
-from grpofit.collapse import rolling_median
+from grpofit.fitting.collapse import rolling_median
 from grpofit.diagnostics.base import Context, fmt, late, onset_to_end  # noqa: F401
 from grpofit.diagnostics.findings import Finding, Panel, constant, sustained
 

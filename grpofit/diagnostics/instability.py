@@ -2,10 +2,10 @@
 
 Rules (thresholds in :class:`~grpofit.diagnostics.thresholds.Thresholds`):
 
-- reward collapse (:func:`grpofit.collapse.find_collapse`) -> fail, with the break step;
+- reward collapse (:func:`grpofit.fitting.collapse.find_collapse`) -> fail, with the break step;
 - ``grad_norm``, importance-sampling ratio, clip fraction: a sustained rise of the rolling
   median to ``rise_fail`` x the early median -> fail, to ``rise_warn`` x -> warn
-  (:func:`grpofit.collapse.find_rise`); the first precursor spike (``spike_factor`` x) before the
+  (:func:`grpofit.fitting.collapse.find_rise`); the first precursor spike (``spike_factor`` x) before the
   rise is reported too; a clip fraction must also reach ``clip_min_level``;
 - an isolated point ``spike_warn`` x above the baseline, without a sustained rise -> warn;
 - the oscillator fit preferred with a *decided* underdamped regime -> warn, and fail when the
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.collapse import default_window, early_baseline, find_rise, rolling_median
+from grpofit.fitting.collapse import default_window, early_baseline, find_rise, rolling_median
 from grpofit.diagnostics.base import Context, Verdict, fmt, model_param, worst
 
 _METRICS = (("grad_norm", "grad_norm"), ("is_ratio", "importance ratio"), ("clip_ratio", "clip fraction"))
@@ -79,7 +79,7 @@ def _oscillation(ctx: Context):
     zeta = model_param(fit, "oscillator", "damping_ratio")
     ob = getattr(osc, "observed_overshoot", None) or {}
     if zeta is None or not ob.get("significant"):
-        return None  # the verdict rests on an overshoot observed in the data (grpofit.overshoot)
+        return None  # the verdict rests on an overshoot observed in the data (grpofit.fitting.overshoot)
     status = "fail" if zeta <= ctx.th.oscillation_fail_zeta else "warn"
     seen = f", observed overshoot {100 * ob['value']:.0f}% of the gain at step {ob['peak_step']:g}"
     return (status, f"reward oscillates (underdamped, damping ratio {zeta:.2f}{seen})", float(ctx.steps[0]),

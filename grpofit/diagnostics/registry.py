@@ -1,4 +1,4 @@
-"""The diagnostic registry: each failure mode of :data:`grpofit.vocabulary.MODE_TABLE` -> its check,
+"""The diagnostic registry: each failure mode of :data:`grpofit.core.vocabulary.MODE_TABLE` -> its check,
 and the rules that add findings to it.
 
 The checks register from the vocabulary: the row names the module under
@@ -15,7 +15,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Callable
 
-from grpofit.vocabulary import MODE_TABLE
+from grpofit.core.vocabulary import MODE_TABLE
 
 #: mode -> modules under grpofit.diagnostics with ``rules(ctx) -> list[Finding]``
 RULE_MODULES: dict[str, tuple[str, ...]] = {

@@ -13,10 +13,10 @@ from grpofit.diagnostics.registry import CHECKS, RULES
 from grpofit.diagnostics.thresholds import Thresholds
 
 if TYPE_CHECKING:  # names for the annotations only
-    from grpofit.collapse import Collapse
+    from grpofit.fitting.collapse import Collapse
     from grpofit.fitting.results import FitResult, ModelFit
-    from grpofit.groupsize import GroupSize
-    from grpofit.runs import Run
+    from grpofit.diagnostics.groupsize import GroupSize
+    from grpofit.core.runs import Run
 
 
 @dataclass
@@ -30,9 +30,9 @@ class RunDiagnosis:
     group_size: GroupSize | None = None
     roles: dict[str, str | None] = field(default_factory=dict)
     late_variance: float | None = None  #: variance of the fit residuals over the last third of the fitted part
-    fluctuation: dict | None = None  #: the policy's late fluctuation (grpofit.groupsize.policy_fluctuation)
+    fluctuation: dict | None = None  #: the policy's late fluctuation (grpofit.diagnostics.groupsize.policy_fluctuation)
     evals: list = field(default_factory=list)  #: one entry per eval series (benchmark), see grpofit.diagnostics.evals
-    settings: dict | None = None  #: the run's settings but G (grpofit.groupsize.run_settings), to tell related runs
+    settings: dict | None = None  #: the run's settings but G (grpofit.diagnostics.groupsize.run_settings), to tell related runs
 
     @property
     def verdict(self) -> str:
@@ -64,7 +64,7 @@ class RunDiagnosis:
         return cached
 
     def _summary_doc(self) -> dict:
-        from grpofit.jsonout import Encoded
+        from grpofit.core.jsonout import Encoded
 
         return Encoded.of({
             "run": self.name,
@@ -110,11 +110,11 @@ def diagnose_run(
 
     Raises MetricNotFound (no reward column, or ``eval_metric`` absent) and TooFewPoints.
     ``warm``: kept between refits of a growing run, the fit starts from the last one's optimum
-    (:func:`grpofit.analysis.fit_run`).
+    (:func:`grpofit.fitting.analysis.fit_run`).
     """
-    from grpofit.analysis import fit_run, resolve_column
-    from grpofit.groupsize import group_size_of, policy_fluctuation, run_settings
-    from grpofit.roles import detect_roles
+    from grpofit.fitting.analysis import fit_run, resolve_column
+    from grpofit.diagnostics.groupsize import group_size_of, policy_fluctuation, run_settings
+    from grpofit.core.roles import detect_roles
 
     from grpofit.diagnostics import evals
 
@@ -125,9 +125,9 @@ def diagnose_run(
     if evals.is_glob(eval_metric) and eval_metric not in columns:
         eval_cols = evals.eval_columns(columns, eval_metric, exclude=(reward,))
         if not eval_cols:
-            from grpofit.errors import MetricNotFound
+            from grpofit.core.errors import MetricNotFound
 
-            from grpofit.analysis import _listing
+            from grpofit.fitting.analysis import _listing
 
             raise MetricNotFound(f"no column matches --eval-metric {eval_metric!r} in run {run.name}", path=run.source,
                                  columns=columns, option=f"--eval-metric {eval_metric!r}",
@@ -168,7 +168,7 @@ def gate(diagnoses: Iterable[RunDiagnosis], *, fail_on: Iterable[str] = MODES, m
 
     A run without an R2 (no usable fit) fails a ``min_r2`` gate.
     """
-    from grpofit.vocabulary import parse_modes
+    from grpofit.core.vocabulary import parse_modes
 
     fail_on = parse_modes(tuple(fail_on)) or ()
     failed = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.collapse import default_window, find_rise
+from grpofit.fitting.collapse import default_window, find_rise
 from grpofit.diagnostics.base import Context, fmt
 from grpofit.diagnostics.findings import Finding, Panel, constant
 

@@ -2,7 +2,7 @@
 
 ``Thresholds.documentation()`` lists them for the README and ``--help``;
 ``Thresholds.from_overrides({"grad_rise_fail": 8})`` applies CLI overrides (unknown names raise
-:class:`~grpofit.errors.UsageError`).
+:class:`~grpofit.core.errors.UsageError`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Mapping
 
-from grpofit.errors import UsageError
+from grpofit.core.errors import UsageError
 
 
 def _t(default: float, doc: str):
@@ -21,7 +21,7 @@ def _t(default: float, doc: str):
 class Thresholds:
     """User-tunable thresholds of the four diagnostics (defaults documented per field)."""
 
-    # reward collapse (grpofit.collapse.find_collapse)
+    # reward collapse (grpofit.fitting.collapse.find_collapse)
     collapse_min_drop: float = _t(0.5, "a collapse loses at least this fraction of the reward's gain (running peak minus start level)")
     collapse_noise_k: float = _t(4.0, "... and at least this many noise sds of the reward's rolling-median level (point sd x 1.25/sqrt(window))")
     # shared
@@ -113,6 +113,6 @@ class Thresholds:
             values = {k: float(v) for k, v in overrides.items()}
         except (TypeError, ValueError) as e:
             raise UsageError(f"threshold values must be numbers ({e})", fix="e.g. --threshold rise_fail=8") from None
-        from grpofit.limits import check_thresholds
+        from grpofit.core.limits import check_thresholds
 
         return replace(base, **check_thresholds(values))

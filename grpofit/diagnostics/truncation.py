@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.collapse import rolling_median
+from grpofit.fitting.collapse import rolling_median
 from grpofit.diagnostics.base import Context, fmt, late, onset_to_end
 from grpofit.diagnostics.findings import Finding, Panel
 

@@ -34,9 +34,9 @@ Modules, one concept each:
   :func:`measure_curvature`, :func:`stationary_variance`;
 - :mod:`~grpofit.dynamics.exact`: the exact recursions (companion and monodromy matrices,
   spectral radii, :func:`critical_refresh_interval`, :func:`linear_recursion`);
-- :mod:`~grpofit.dynamics.prediction`: :class:`Prediction` and :func:`predict` (with the
+- :mod:`~grpofit.dynamics.coefficients`: :class:`Prediction` and :func:`predict` (with the
   finite-group-size section);
-- :mod:`~grpofit.dynamics.curve`: :func:`oscillator_curve` (through :func:`grpofit.models.oscillator`
+- :mod:`~grpofit.dynamics.curve`: :func:`oscillator_curve` (through :func:`grpofit.laws.models.oscillator`
   for stable coefficients);
 - :mod:`~grpofit.dynamics.fromrun`: :class:`RunPrediction` and :func:`from_run`;
 - :mod:`~grpofit.dynamics.whatif`: :class:`WhatIf`, :func:`what_if`, :func:`plot_what_if`.
@@ -80,7 +80,7 @@ from grpofit.dynamics.exact import (
     linear_recursion,
 )
 from grpofit.dynamics.fromrun import RunPrediction, _param, from_run
-from grpofit.dynamics.prediction import Prediction, _group_section, predict
+from grpofit.dynamics.coefficients import Prediction, _group_section, predict
 from grpofit.dynamics.whatif import WhatIf, plot_what_if, what_if
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from grpofit.errors import UsageError
-from grpofit.numbers import finite as _f  # JSON-safe float: NaN/inf -> None
+from grpofit.core.errors import UsageError
+from grpofit.core.numbers import finite as _f  # JSON-safe float: NaN/inf -> None
 
 
 def _check(lr: float, momentum: float, refresh_interval: float, curvature: float | None = None) -> None:

@@ -1,8 +1,8 @@
 """The theory of GRPO on a softmax bandit: exact expected gradients, fixed points and ``K``.
 
-The simulator (:mod:`grpofit.simulation`) and the predictions (:mod:`grpofit.dynamics.prediction`)
+The simulator (:mod:`grpofit.dynamics.simulation`) and the predictions (:mod:`grpofit.dynamics.coefficients`)
 both build on this module; it imports neither (shared/docs/theory.md, section 5; the model, the
-update and the log columns are described in :mod:`grpofit.simulation`).
+update and the log columns are described in :mod:`grpofit.dynamics.simulation`).
 
 "Exact" mean-field gradient (``group_size=0``)
 ----------------------------------------------
@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from grpofit.errors import UsageError
+from grpofit.core.errors import UsageError
 
 __all__ = [
     "EPS",

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from grpofit.dynamics._common import _check
-from grpofit.errors import UsageError
+from grpofit.core.errors import UsageError
 
 __all__ = [
     "ClosedForm",

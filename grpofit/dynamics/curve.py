@@ -1,6 +1,6 @@
 """The deterministic oscillator curve ``p(t)`` for given mass, damping and stiffness.
 
-Stable coefficients (``C > 0``, ``K_eff > 0``) are evaluated by :func:`grpofit.models.oscillator`
+Stable coefficients (``C > 0``, ``K_eff > 0``) are evaluated by :func:`grpofit.laws.models.oscillator`
 (the tested, overflow-safe implementation the fitter uses); this module keeps its own
 evaluation only for what that parametrisation cannot represent: anti-damping (``C <= 0``, the
 closed form's "unstable" regime), ``K_eff <= 0`` and a negative mass.
@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from grpofit import models
+from grpofit.laws import models
 
 __all__ = ["oscillator_curve"]
 
@@ -49,7 +49,7 @@ def oscillator_curve(t: np.ndarray, plateau: float, initial: float, mass: float,
 
 
 def _unstable_curve(t: np.ndarray, plateau: float, initial: float, mass: float, damping: float, stiffness: float) -> np.ndarray:
-    """The same solution for coefficients :func:`grpofit.models.oscillator` cannot take."""
+    """The same solution for coefficients :func:`grpofit.laws.models.oscillator` cannot take."""
     e0 = initial - plateau
     a = damping / (2.0 * mass)
     b2 = a * a - stiffness / mass

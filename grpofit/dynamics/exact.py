@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from grpofit.dynamics._common import _check, _f
-from grpofit.errors import UsageError
+from grpofit.core.errors import UsageError
 
 __all__ = [
     "ExactStability",

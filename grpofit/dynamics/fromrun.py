@@ -7,8 +7,8 @@ from typing import Any, Mapping
 
 from grpofit.dynamics._common import _f
 from grpofit.dynamics.closed import closed_form, measure_curvature
-from grpofit.dynamics.prediction import Prediction, predict
-from grpofit.errors import UsageError
+from grpofit.dynamics.coefficients import Prediction, predict
+from grpofit.core.errors import UsageError
 
 __all__ = ["RunPrediction", "from_run"]
 

@@ -15,8 +15,8 @@ from grpofit.dynamics._common import _f
 from grpofit.dynamics.curve import oscillator_curve
 from grpofit.dynamics.exact import linear_recursion
 from grpofit.dynamics.fromrun import RunPrediction
-from grpofit.dynamics.prediction import Prediction, predict
-from grpofit.errors import UsageError
+from grpofit.dynamics.coefficients import Prediction, predict
+from grpofit.core.errors import UsageError
 
 __all__ = ["WhatIf", "what_if", "plot_what_if"]
 

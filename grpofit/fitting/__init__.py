@@ -1,7 +1,7 @@
 """Fit the laws of the registry to one series, with honest uncertainties.
 
-``fit_series(steps, values)`` fits every law of :data:`grpofit.laws.MODELS` (the single
-exponential and the damped oscillator, :mod:`grpofit.models`) with a numpy Levenberg-Marquardt solver (:mod:`.lm`: MINPACK
+``fit_series(steps, values)`` fits every law of :data:`grpofit.laws.registry.MODELS` (the single
+exponential and the damped oscillator, :mod:`grpofit.laws.models`) with a numpy Levenberg-Marquardt solver (:mod:`.lm`: MINPACK
 ``lmder``'s scaling and stopping rules; the fit path imports no scipy) and returns a
 :class:`FitResult` whose ``summary()`` is one entry of the contract's ``fit`` runs list.
 
@@ -24,7 +24,7 @@ Method (documented here once; the README links to it):
 - **Starts and profile** (:mod:`.profile`): for a fixed damping ratio and timescale the law
   is linear in its two levels, solved in closed form (variable projection), vectorised over a
   fixed grid of 19 damping ratios (0.15 .. 12, plus infinity = inertia 0) x 9 timescales
-  (x0.2 .. x5 around the data-driven guess :func:`grpofit.models.guess_exponential`), then two
+  (x0.2 .. x5 around the data-driven guess :func:`grpofit.laws.models.guess_exponential`), then two
   parabolic steps in ``log Ts`` per row. The grid's best rows start the final fits; the same
   rows are the damping ratio's profile likelihood.
 - **Solver** (:mod:`.solve`, :mod:`.lm`): one Levenberg-Marquardt solve per model with the
@@ -39,11 +39,11 @@ Method (documented here once; the README links to it):
   bounds is re-solved with the offending parameters held at their bounds (levels first) and
   checked for optimality there (KKT); only if that fails, lmfit's bounded
   ``Minimizer.leastsq`` (imported lazily). ``tests/test_fitting.py`` also checks that the
-  direct solve and lmfit (:func:`grpofit.models.lmfit_model`) reach the same optimum. Restarts
+  direct solve and lmfit (:func:`grpofit.laws.models.lmfit_model`) reach the same optimum. Restarts
   only for a poor fit (the oscillator, which nests the exponential, fitting worse than it).
 - **Bounds**: ``timescale`` in ``[dt/10, 10 spans]``, ``inertia`` in ``[0, 10 spans]``,
   ``plateau`` and ``initial`` within one data range of the observed range
-  (:data:`grpofit.models.LEVEL_MARGIN`): a plateau is never extrapolated further. Intervals
+  (:data:`grpofit.laws.models.LEVEL_MARGIN`): a plateau is never extrapolated further. Intervals
   that reach a bound are clipped to it and say so in ``note`` (not pinned down by the data).
 - **Uncertainties** (:mod:`.hac`): training-curve residuals are autocorrelated and
   heteroscedastic, so the textbook covariance is far too narrow. grpofit uses the HAC
@@ -97,7 +97,7 @@ Method (documented here once; the README links to it):
   the least-squares test finds the turn-over not observed, the plateau, timescale and
   damping-ratio intervals are widened to cover the accepted no-turn-over curves and the best
   overdamped/critical one; the state-space test changes the regime only (as the observed
-  overshoot does, :mod:`grpofit.overshoot`) and notes it on the damping ratio.
+  overshoot does, :mod:`grpofit.fitting.overshoot`) and notes it on the damping ratio.
 - **Preferred model**: the oscillator when its BIC is lower than the exponential's by more
   than :data:`PREFER_DELTA_BIC` (= 2) and a signal is detected, else the exponential (the
   simpler law wins ties). With more laws in the registry, its order (simplest first) is walked
@@ -111,7 +111,7 @@ Method (documented here once; the README links to it):
 - **Noise floor** (``FitResult.noise``): ``noise_sd = 1.4826 MAD(diff(y)) / sqrt(2)``,
   ``residual_sd`` of the preferred model, ``r2_ceiling = 1 - noise_sd^2 / var(y)`` (an
   *estimate* of the best R^2 a smooth law can reach, not a bound: a good fit exceeds it about
-  as often as not; ``r2_ceiling_se`` is its standard error, :mod:`grpofit.ceiling`), ``fit_vs_noise = residual_sd / noise_sd`` and the HAC
+  as often as not; ``r2_ceiling_se`` is its standard error, :mod:`grpofit.fitting.ceiling`), ``fit_vs_noise = residual_sd / noise_sd`` and the HAC
   bandwidth used.
 """
 

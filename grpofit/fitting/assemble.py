@@ -2,7 +2,7 @@
 statistics on every point, HAC intervals, the damping-ratio profile and the regime.
 
 :func:`exponential_fit` and :func:`oscillator_fit` assemble the two laws fitted from the
-profile grid; :func:`law_fit` any other law of the registry (:mod:`grpofit.laws`);
+profile grid; :func:`law_fit` any other law of the registry (:mod:`grpofit.laws.registry`);
 :func:`failed` and :func:`degenerate` read each law's row for its parameter names."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from grpofit.fitting.results import Estimate, ModelFit, num
 from grpofit.fitting.solve import Solution
 from grpofit.fitting.statespace_ci import Points
 from grpofit.fitting.turnover import turnover_test
-from grpofit.laws import MODELS
-from grpofit.models import EXPONENTIAL, LEVELS, OSCILLATOR, CurveModel, damping_ratio
+from grpofit.laws.registry import MODELS
+from grpofit.laws.models import EXPONENTIAL, LEVELS, OSCILLATOR, CurveModel, damping_ratio
 
 __all__ = ["exponential_fit", "oscillator_fit", "law_fit", "failed", "degenerate", "gain_stat", "on_points"]
 
@@ -203,7 +203,7 @@ def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, ste
             forced = turnover_test(ctx.t, ctx.y, prof.zeta[ok], prof.ts[ok], float(zeta), float(ts),
                                    ctx.bounds["timescale"], ssr / ctx.n, Points.of_fit(ctx))
         if forced is not None and not forced.shown:
-            # the regime only, as the observed-overshoot test does (grpofit.overshoot): the
+            # the regime only, as the observed-overshoot test does (grpofit.fitting.overshoot): the
             # intervals stay those of the fitted law (widening the damping ratio's to the
             # accepted no-turn-over curves took grpofit compare's power to tell refresh
             # interval 1 from 32 by the damping ratio from 37 to 9 of 40 pairs)

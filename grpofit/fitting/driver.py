@@ -1,4 +1,4 @@
-"""``fit_series``: the fit of every law of the registry (:data:`grpofit.laws.MODELS`) to one
+"""``fit_series``: the fit of every law of the registry (:data:`grpofit.laws.registry.MODELS`) to one
 series, start to finish, and the choice of the preferred law."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from grpofit.errors import TooFewPoints
+from grpofit.core.errors import TooFewPoints
 from grpofit.fitting.assemble import (
     degenerate,
     exponential_fit,
@@ -25,12 +25,12 @@ from grpofit.fitting.results import FitResult, ModelFit
 from grpofit.fitting.scaling import scaled, scales, unscale
 from grpofit.fitting.solve import better, binned_ssr, solve
 from grpofit.fitting.statespace_ci import apply_to_models
-from grpofit.laws import MODELS
-from grpofit.models import EXPONENTIAL, OSCILLATOR, median
+from grpofit.laws.registry import MODELS
+from grpofit.laws.models import EXPONENTIAL, OSCILLATOR, median
 
 __all__ = ["fit_series", "MIN_POINTS"]
 
-#: fewer finite points than this raise :class:`grpofit.errors.TooFewPoints`
+#: fewer finite points than this raise :class:`grpofit.core.errors.TooFewPoints`
 MIN_POINTS = 8
 
 
@@ -56,10 +56,10 @@ def _clean(steps, values, run: str, metric: str):
 
 def fit_series(steps, values, *, run: str = "", metric: str = "", step_column: str = "",
                seed: int = 0, warm: dict | None = None) -> FitResult:
-    """Fit every law of :data:`grpofit.laws.MODELS` to ``values`` against ``steps``
+    """Fit every law of :data:`grpofit.laws.registry.MODELS` to ``values`` against ``steps``
     (non-finite points are dropped).
 
-    Raises :class:`grpofit.errors.TooFewPoints` below :data:`MIN_POINTS` finite points. A
+    Raises :class:`grpofit.core.errors.TooFewPoints` below :data:`MIN_POINTS` finite points. A
     model that cannot be fitted comes back as ``ModelFit(ok=False, message=...)``. The method
     (see :mod:`grpofit.fitting`) is deterministic; ``seed`` is accepted for interface
     stability and unused.
@@ -78,7 +78,7 @@ def fit_series(steps, values, *, run: str = "", metric: str = "", step_column: s
         else:  # values or steps near the limits of double precision: fit the rescaled series
             res = _fit(scaled(steps, step0, tau), scaled(values, c, s), run, metric, step_column)
             res = unscale(res, steps, values, step0, tau, c, s)
-    from grpofit.overshoot import apply_to_fit
+    from grpofit.fitting.overshoot import apply_to_fit
 
     apply_to_fit(res)  # "underdamped" needs an overshoot observed in the data
     return res
@@ -239,8 +239,8 @@ def _result(run, metric, step_column, steps, values, models, noise_sd, ctx: Ctx,
 
 
 def _ceiling_se(values) -> float | None:
-    """Standard error of the R² noise ceiling (an estimate, not a bound: :mod:`grpofit.ceiling`)."""
-    from grpofit.ceiling import r2_ceiling
+    """Standard error of the R² noise ceiling (an estimate, not a bound: :mod:`grpofit.fitting.ceiling`)."""
+    from grpofit.fitting.ceiling import r2_ceiling
 
     return r2_ceiling(values)[1]
 

@@ -32,8 +32,8 @@ BLOCK = 1 << 18
 def noise_floor(y: np.ndarray) -> float:
     """The point-to-point noise sd, robust to the trend: ``1.4826 * MAD(diff(y)) / sqrt(2)``, or
     ``sqrt(var(diff y) / 2)`` where the differences sit on a lattice (the R² ceiling's estimator,
-    :func:`grpofit.ceiling.diff_sd`, on the one array of differences)."""
-    from grpofit.ceiling import diff_sd
+    :func:`grpofit.fitting.ceiling.diff_sd`, on the one array of differences)."""
+    from grpofit.fitting.ceiling import diff_sd
 
     d = np.diff(np.asarray(y, dtype=float))
     return diff_sd(d, scratch=True) if d.size else 0.0

@@ -20,7 +20,7 @@ import numpy as np
 from grpofit.fitting.hac import hac_scalar
 from grpofit.fitting.profile import ZETA_GRID, Binned, Profile, refine
 from grpofit.fitting.results import Estimate
-from grpofit.models import damping_ratio, median, raw_relaxation_shape
+from grpofit.laws.models import damping_ratio, median, raw_relaxation_shape
 
 __all__ = ["Ctx", "estimates", "clip_interval", "widen_to_grid", "thresholds", "agrees",
            "reconcile_stderr", "profile_intervals", "ProfileIntervals", "PROFILE_CALIBRATION"]

@@ -1,7 +1,7 @@
 """Log-binned data and the profile likelihood of the damping ratio by variable projection.
 
 For a fixed damping ratio ``zeta`` and timescale ``Ts`` the oscillator is linear in its two
-levels, ``R = p* + (p0 - p*) g(t/Ts; zeta)`` (:func:`grpofit.models.relaxation_shape`), so the
+levels, ``R = p* + (p0 - p*) g(t/Ts; zeta)`` (:func:`grpofit.laws.models.relaxation_shape`), so the
 best levels are a weighted 2x2 least squares in closed form. The profile over ``zeta`` then
 needs only a 1-D search over ``log Ts`` per row, done for all rows at once on a grid plus two
 parabolic steps. The same grid gives the fitter its starting points.
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.models import median, raw_relaxation_shape
+from grpofit.laws.models import median, raw_relaxation_shape
 
 __all__ = ["Binned", "log_bins", "linear_levels", "Profile", "profile", "refine", "at_timescales",
            "ZETA_GRID"]

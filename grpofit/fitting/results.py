@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from grpofit.laws import MODELS
-from grpofit.numbers import finite
+from grpofit.laws.registry import MODELS
+from grpofit.core.numbers import finite
 
 if TYPE_CHECKING:
-    from grpofit.collapse import Collapse
+    from grpofit.fitting.collapse import Collapse
 
 __all__ = ["Estimate", "ModelFit", "FitResult", "num"]
 
 
-num = finite  #: the JSON-safe float (:func:`grpofit.numbers.finite`), under its old name
+num = finite  #: the JSON-safe float (:func:`grpofit.core.numbers.finite`), under its old name
 
 
 def _step(x) -> int | float | None:
@@ -80,7 +80,7 @@ class ModelFit:
     step0: float = 0.0  #: the step that is ``t = 0``
     ssr: float | None = None
     n_points: int = 0
-    #: oscillator: the overshoot seen in the data (:mod:`grpofit.overshoot`), beside the damping ratio
+    #: oscillator: the overshoot seen in the data (:mod:`grpofit.fitting.overshoot`), beside the damping ratio
     observed_overshoot: dict | None = None
 
     def values(self) -> dict[str, float | None]:
@@ -138,7 +138,7 @@ class FitResult:
     signal: dict[str, Any] = field(default_factory=dict)
     role: str = "reward"  #: ``reward``, or ``eval_reward`` when only a validation reward was logged
     metric_note: str | None = None  #: why this column was fitted (several candidates, validation only)
-    #: the collapse the series was cut at (:func:`grpofit.analysis.fit_run`); the fit covers the part before it
+    #: the collapse the series was cut at (:func:`grpofit.fitting.analysis.fit_run`); the fit covers the part before it
     collapse: "Collapse | None" = None
     #: the whole series of the fitted column, collapse included (``steps``/``values`` stop at the cut)
     column_steps: np.ndarray | None = None
@@ -156,7 +156,7 @@ class FitResult:
     def summary(self) -> dict:
         """One entry of the contract's ``fit`` runs list (additive keys: ``noise``,
         ``preferred_reason``, ``signal``, ``collapse``); ``diagnose`` nests the same object as
-        its ``fit``. :func:`grpofit.analysis.fit_summary` adds the fit check."""
+        its ``fit``. :func:`grpofit.fitting.analysis.fit_summary` adds the fit check."""
         first, last = (self.steps[0], self.steps[-1]) if self.steps.size else (None, None)
         out = {
             "run": self.run,

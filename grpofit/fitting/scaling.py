@@ -17,8 +17,8 @@ import math
 import numpy as np
 
 from grpofit.fitting.results import Estimate, FitResult
-from grpofit.laws import MODELS
-from grpofit.models import LEVELS, median
+from grpofit.laws.registry import MODELS
+from grpofit.laws.models import LEVELS, median
 
 __all__ = ["scales", "scaled", "unscale"]
 

@@ -13,12 +13,12 @@ Bounds, the cheap way: the solver works in internal coordinates ``(plateau, init
 log timescale, sqrt inertia)``, so the timescale stays positive and the inertia reaches its
 bound 0 smoothly (``inertia = u^2``, the way lmfit's bound transform reaches a bound: the
 gradient vanishes there). A solution that ends outside the model's bounds (a plateau
-extrapolated beyond :data:`grpofit.models.LEVEL_MARGIN`, a timescale beyond the run) is
+extrapolated beyond :data:`grpofit.laws.models.LEVEL_MARGIN`, a timescale beyond the run) is
 re-solved with the offending parameters fixed at their bounds; if that does not give a
 bounded optimum, the problem lmfit's bounded ``Minimizer.leastsq`` solves (lmfit's bound map on
 every parameter, :func:`solve_bounded`) is solved by the same LM, and lmfit itself is imported
 only if that fails. The result is the same optimum lmfit reaches (``tests/test_fitting.py``
-checks it against :func:`grpofit.models.lmfit_model` and :func:`solve_lmfit`).
+checks it against :func:`grpofit.laws.models.lmfit_model` and :func:`solve_lmfit`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 
 from grpofit.fitting.lm import levenberg_marquardt
 from grpofit.fitting.profile import Binned
-from grpofit.models import CurveModel
+from grpofit.laws.models import CurveModel
 
 __all__ = ["Solution", "solve", "solve_many", "better", "binned_ssr", "solve_bounded", "solve_lmfit", "TOL"]
 

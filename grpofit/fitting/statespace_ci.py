@@ -52,10 +52,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.compiled import compiled_filter
+from grpofit.runtime.compiled import compiled_filter
 from grpofit.fitting.binning import bin_tail
 from grpofit.fitting.intervals import agrees, at_bounds_note, extend, mark_at_bound
-from grpofit.models import median
+from grpofit.laws.models import median
 
 __all__ = ["SSIntervals", "Spec", "Points", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS",
            "point_noise_var"]
@@ -627,10 +627,10 @@ class Spec:
 
 def _ridge_slope(t, ts, ti) -> float:
     """``d log Ti / d log Ts`` along the oscillator's least-squares ridge at ``(ts, ti)``: the
-    curve's derivatives in the log times (analytic, :func:`~grpofit.models.relaxation_derivatives`),
+    curve's derivatives in the log times (analytic, :func:`~grpofit.laws.models.relaxation_derivatives`),
     with the levels (constant and curve) projected out (Gram-Schmidt on the at most
     :data:`MAX_POINTS` points)."""
-    from grpofit.models import relaxation_derivatives
+    from grpofit.laws.models import relaxation_derivatives
 
     g, g_ts, g_ti = relaxation_derivatives(t, ts, ti)
     gc = g - g.mean()
@@ -898,7 +898,7 @@ def apply_to_models(models: dict, ctx, signal) -> None:
 def _statespace(models: dict, ctx) -> None:
     """The plateau's and timescale's state-space intervals of every law that has them."""
     specs, fits = [], []
-    from grpofit.laws import MODELS
+    from grpofit.laws.registry import MODELS
 
     for name, law in ((m.name, m.statespace_law) for m in MODELS.values() if m.statespace_law):
         fit = models.get(name)

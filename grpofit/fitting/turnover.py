@@ -55,7 +55,7 @@ import math
 import numpy as np
 
 from grpofit.fitting.regime import Reversal, peak_time
-from grpofit.models import damping_ratio
+from grpofit.laws.models import damping_ratio
 from grpofit.fitting.statespace_ci import (
     R_HI,
     R_LO,

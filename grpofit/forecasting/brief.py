@@ -16,7 +16,7 @@ __all__ = ["diagnose_forecast"]
 
 def diagnose_forecast(run: Any, fit: Any, *, full: bool = False, horizon: float | None = None) -> dict:
     """``{"still_rising", "computed", "horizon", "expected_final", "steps_to_95", "note"}``."""
-    from grpofit.forecasting.drift import late_slope
+    from grpofit.fitting.drift import late_slope
 
     steps = np.asarray(getattr(fit, "steps", []), dtype=float)
     values = np.asarray(getattr(fit, "values", []), dtype=float)
@@ -27,7 +27,7 @@ def diagnose_forecast(run: Any, fit: Any, *, full: bool = False, horizon: float 
     if not full or steps.size == 0:
         return out
     from grpofit.forecasting.engine import forecast_series
-    from grpofit.forecasting.plan import batch_size, planned_last_step
+    from grpofit.readers.plan import batch_size, planned_last_step
 
     config = getattr(run, "config", {}) or {}
     step, source = planned_last_step(config)

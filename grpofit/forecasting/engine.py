@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grpofit.forecasting.drift import late_slope, persistence
+from grpofit.fitting.drift import late_slope, persistence
 from grpofit.forecasting.likelihood import fit_law, reduce_series
 from grpofit.forecasting.predictive import law_weights, sample_future
 from grpofit.forecasting.statespace import LAWS
-from grpofit.numbers import finite as _num
+from grpofit.core.numbers import finite as _num
 
 __all__ = ["forecast_series", "Forecast", "MIN_POINTS"]
 
@@ -143,7 +143,7 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
         return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
                                   f"cannot forecast yet: {n} points seen, a forecast needs at least {MIN_POINTS}"),
                         steps, values)
-    from grpofit.collapse import find_collapse
+    from grpofit.fitting.collapse import find_collapse
     from grpofit.fitting import fit_series
 
     baseline = fit_series(steps, values)
@@ -171,7 +171,7 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     series = reduce_series(t, values, point_var, level_sd=0.5 if bounded else None)
     horizon_t = None if horizon_step is None else float(horizon_step) - step0
     far = max([t_last] + [s - step0 for s in at_steps] + ([horizon_t] if horizon_t is not None else []))
-    from grpofit.models import guess_exponential
+    from grpofit.laws.models import guess_exponential
 
     t_guess = float(guess_exponential(series.t, series.y)["timescale"])
     from grpofit.forecasting.walk import fit_walk_law

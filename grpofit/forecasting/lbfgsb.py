@@ -3,7 +3,7 @@
 ``scipy.optimize.minimize(f, x0, method="L-BFGS-B", bounds=..., options=...)`` is a loop around
 one compiled routine, ``setulb``: it asks for the objective and its gradient at a point, or
 reports a new iterate, or stops. Importing ``scipy.optimize`` for it costs about a third of a
-second (:mod:`grpofit.compiled`). :func:`minimize` loads the routine alone and repeats what
+second (:mod:`grpofit.runtime.compiled`). :func:`minimize` loads the routine alone and repeats what
 scipy does around it, call for call:
 
 - the start clipped into the bounds; the objective and its gradient evaluated there first;
@@ -53,7 +53,7 @@ SCIPY_VERSIONS = ((1, 17),)
 
 
 def _setulb():
-    from grpofit.compiled import scipy_extension, scipy_version
+    from grpofit.runtime.compiled import scipy_extension, scipy_version
 
     if scipy_version() not in SCIPY_VERSIONS:
         return None

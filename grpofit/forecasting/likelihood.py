@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grpofit.fitting.binning import bin_tail
-from grpofit.forecasting.drift import persistence
+from grpofit.fitting.drift import persistence
 from grpofit.forecasting.statespace import LAWS, design, forcing_q, forcing_times, process_cov_parts
 
 __all__ = ["Series", "LawFit", "reduce_series", "evaluate", "fit_law", "MAX_POINTS"]
@@ -97,8 +97,8 @@ def lags(series: Series, s=None, t=None, key: str = "lags"):
 def _trtrs():
     """LAPACK's ``dtrtrs``, looked up once: the routine ``scipy.linalg.get_lapack_funcs``
     picks for float64 arrays, from scipy's compiled LAPACK module without importing
-    ``scipy.linalg`` (:mod:`grpofit.compiled`)."""
-    from grpofit.compiled import scipy_extension
+    ``scipy.linalg`` (:mod:`grpofit.runtime.compiled`)."""
+    from grpofit.runtime.compiled import scipy_extension
 
     return scipy_extension("scipy.linalg._flapack").dtrtrs
 

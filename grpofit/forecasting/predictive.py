@@ -26,7 +26,7 @@ import numpy as np
 
 from grpofit.forecasting.likelihood import LOG2PI, LawFit, Series, lags, tri_solve
 from grpofit.forecasting.statespace import design, process_cov
-from grpofit.models import relaxation
+from grpofit.laws.models import relaxation
 
 __all__ = ["Draws", "law_weights", "sample_future"]
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.models import relaxation
+from grpofit.laws.models import relaxation
 
 __all__ = ["Law", "LAWS", "process_cov", "design"]
 
@@ -63,7 +63,7 @@ TWO = Law("two", ("plateau", "fast_amplitude", "slow_amplitude"), ("fast_timesca
 #: ``one`` is the starting point of the others' searches): one mode, the damped oscillator (slow
 #: start, overshoot) and a fast + a slow mode with independent amplitudes (two classes of prompts).
 #: The one list: :func:`grpofit.forecasting.engine.forecast_series` fits every row, a fit law's
-#: ``statespace_law`` (:data:`grpofit.laws.LAWS`) names one of them
+#: ``statespace_law`` (:data:`grpofit.laws.registry.LAWS`) names one of them
 LAWS = {law.name: law for law in (ONE, OSCILLATOR, TWO)}
 
 

@@ -28,7 +28,7 @@ import dataclasses
 
 import numpy as np
 
-from grpofit.forecasting.drift import persistence
+from grpofit.fitting.drift import persistence
 
 __all__ = ["rolling_origin", "model_weight", "SHARES", "MIN_POINTS"]
 

@@ -124,8 +124,8 @@ class GrpofitCallback(_Base):
             col[n] = float(v)
 
     def run(self):
-        """The run logged so far, as a :class:`grpofit.runs.Run`."""
-        from grpofit.runs import make_run
+        """The run logged so far, as a :class:`grpofit.core.runs.Run`."""
+        from grpofit.core.runs import make_run
 
         config = {}
         if self._horizon is not None:

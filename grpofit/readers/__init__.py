@@ -1,9 +1,9 @@
-"""Read training logs into :class:`grpofit.runs.Run` objects.
+"""Read training logs into :class:`grpofit.core.runs.Run` objects.
 
 ``read_path(path)`` takes a file, a run folder or ``-`` (stdin) and returns every run in it;
 ``read_bytes(data, name)`` does the same for content already in memory. The container is
 sniffed from the content, never trusted from the suffix alone (see :mod:`.sniff`); each
-container has one small reader module, and every reader ends with ``grpofit.runs.make_run``.
+container has one small reader module, and every reader ends with ``grpofit.core.runs.make_run``.
 ``discover(paths)`` lists the run containers under paths for ``grpofit diagnose``.
 
 The formats, how each is recognised, read and found in folders, are the rows of one table:
@@ -16,14 +16,14 @@ import os
 import sys
 from typing import TYPE_CHECKING, Callable
 
-from grpofit.errors import MetricNotFound, ReadError, UnknownFormat
+from grpofit.core.errors import MetricNotFound, ReadError, UnknownFormat
 from grpofit.readers.discover import RunSource, discover, dir_kind, newest_checkpoint
 from grpofit.readers.registry import FORMATS
 from grpofit.readers.sniff import sniff
 from grpofit.readers.source import PEEK, SUPPORTED_HINT, Source
 
 if TYPE_CHECKING:
-    from grpofit.runs import Run
+    from grpofit.core.runs import Run
 
 __all__ = [
     "FORMATS",
@@ -50,7 +50,7 @@ def read_path(path: str, *, step: str | None = None) -> list[Run]:
     from grpofit.readers.source import read_stream
 
     path = str(path)
-    from grpofit.selection import select_runs, split_selector
+    from grpofit.readers.selection import select_runs, split_selector
 
     base, selector = split_selector(path)
     if selector is not None:  # FILE::RUN: that run of the file
@@ -187,7 +187,7 @@ def _read_wandb_binary(src: Source, fmt: str, *, step: str | None = None) -> lis
 
 def _read_binary(src: Source, fmt: str, read_file: Callable, step: str | None) -> list:
     """A binary container read by ``read_file(path) -> (table, warnings)`` (stdin via a temp file)."""
-    from grpofit.interrupts import deferred
+    from grpofit.runtime.interrupts import deferred
     from grpofit.readers.common import build_run
 
     cleanup = None
@@ -289,7 +289,7 @@ def require_column(run, role_or_name: str, *, overrides: dict | None = None) -> 
 
     Raises :class:`MetricNotFound` listing the run's numeric columns when it is absent.
     """
-    from grpofit.roles import ROLES, detect_roles
+    from grpofit.core.roles import ROLES, detect_roles
 
     numeric = run.numeric_columns()
     if role_or_name in run.metrics and role_or_name not in ROLES:

@@ -7,9 +7,9 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from grpofit.errors import ReadError
+from grpofit.core.errors import ReadError
 from grpofit.readers.source import SUPPORTED_HINT, Source
-from grpofit.runs import Run, has_finite, make_run
+from grpofit.core.runs import Run, has_finite, make_run
 
 
 #: rows ``wandb.Api().run(...).history()`` samples by default
@@ -51,7 +51,7 @@ class RowColumns:
     size of the log it came from).
 
     The table is dense (a float for every row and key), so at most
-    :data:`grpofit.limits.MAX_COLUMNS` distinct keys are taken: one more is a
+    :data:`grpofit.core.limits.MAX_COLUMNS` distinct keys are taken: one more is a
     :class:`ReadError` naming ``name`` (the log) and the row that brought it."""
 
     def __init__(self, name: str | None = None) -> None:
@@ -99,9 +99,9 @@ _NAN = array("d", [float("nan")])
 
 def check_columns(count: int, name: str | None, where: str) -> None:
     """A :class:`ReadError` when a log's ``count`` distinct keys (reached at ``where``, e.g.
-    "line 6") exceed :data:`grpofit.limits.MAX_COLUMNS`: its table is dense, so a row of
+    "line 6") exceed :data:`grpofit.core.limits.MAX_COLUMNS`: its table is dense, so a row of
     200,000 keys would cost 1.6 MB for every row of the log."""
-    from grpofit.limits import MAX_COLUMNS
+    from grpofit.core.limits import MAX_COLUMNS
 
     if count > MAX_COLUMNS:
         raise ReadError(

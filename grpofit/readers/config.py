@@ -67,7 +67,7 @@ KEYS: dict[str, tuple[str, ...]] = {
 
 
 class ConfigTooLarge(ValueError):
-    """A config whose flattened form would exceed :data:`grpofit.limits.MAX_CONFIG_KEYS` keys
+    """A config whose flattened form would exceed :data:`grpofit.core.limits.MAX_CONFIG_KEYS` keys
     (e.g. a YAML alias bomb: a few hundred bytes that expand to 10^9 keys)."""
 
 
@@ -87,10 +87,10 @@ def flatten(
     The one flattener of W&B configs (``files/config.yaml`` and the ``.wandb`` file's records).
 
     Bounded: more than ``max_keys`` keys raises :class:`ConfigTooLarge`; entries nested deeper
-    than ``max_depth`` levels are dropped (both default to :mod:`grpofit.limits`). The walk is
+    than ``max_depth`` levels are dropped (both default to :mod:`grpofit.core.limits`). The walk is
     iterative, so a 50,000-deep config cannot exhaust the stack.
     """
-    from grpofit.limits import MAX_CONFIG_DEPTH, MAX_CONFIG_KEYS
+    from grpofit.core.limits import MAX_CONFIG_DEPTH, MAX_CONFIG_KEYS
 
     max_keys = MAX_CONFIG_KEYS if max_keys is None else max_keys
     max_depth = MAX_CONFIG_DEPTH if max_depth is None else max_depth
@@ -138,7 +138,7 @@ def _unwrap_wandb(obj: Mapping[str, Any], each: bool = False) -> Mapping[str, An
 
 def load_config_file(path: str) -> dict[str, Any] | None:
     """A config file flattened, or None when it is unreadable or not a mapping."""
-    from grpofit.limits import MAX_CONFIG_BYTES
+    from grpofit.core.limits import MAX_CONFIG_BYTES
 
     try:
         if not os.path.isfile(path):

@@ -9,11 +9,11 @@ from __future__ import annotations
 import ast
 import re
 
-from grpofit.errors import ReadError
+from grpofit.core.errors import ReadError
 from grpofit.readers.common import RowColumns, build_run, text_lines
 from grpofit.readers.sniff import ANSI
 from grpofit.readers.source import Source
-from grpofit.runs import Run, parse_number
+from grpofit.core.runs import Run, parse_number
 
 _VERL_STEP = re.compile(r"(?:^|[\s)>\]|])step:\s*(\d+)\s+-\s+(.*)$")
 _PREFIX = re.compile(r"^\s*\([^()]*pid=\d+[^()]*\)\s*")

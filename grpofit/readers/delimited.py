@@ -19,11 +19,11 @@ from itertools import repeat
 
 import numpy as np
 
-from grpofit.errors import ReadError
+from grpofit.core.errors import ReadError
 from grpofit.readers.common import build_run
 from grpofit.readers.sniff import sniff_delimiter
 from grpofit.readers.source import Source, decode
-from grpofit.runs import Run
+from grpofit.core.runs import Run
 
 _UNNAMED = re.compile(r"Unnamed: \d+\Z")
 
@@ -249,7 +249,7 @@ def _to_numbers(cells: tuple[str, ...]) -> tuple[np.ndarray, int, int]:
         return np.array(cells, dtype=np.float64), 0, len(cells)
     except ValueError:
         pass
-    from grpofit.runs import parse_number
+    from grpofit.core.runs import parse_number
 
     values = np.full(len(cells), np.nan)
     bad = present = 0
@@ -266,7 +266,7 @@ def _to_numbers(cells: tuple[str, ...]) -> tuple[np.ndarray, int, int]:
 
 
 def _read_large(src: Source, fmt: str, delim: str, step: str | None) -> Run:
-    from grpofit.trim import mmap_large
+    from grpofit.runtime.trim import mmap_large
 
     mmap_large()  # the chunks' arrays, freed once joined, must not stay in the heap the fit reuses
     table, warnings, dropped, rows = _chunked_table(src, delim)

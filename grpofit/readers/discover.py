@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from grpofit.errors import ReadError
+from grpofit.core.errors import ReadError
 
 #: file names that are never logs even with a log's suffix
 IGNORE_NAMES = frozenset(
@@ -187,7 +187,7 @@ def _first_line_is_object(text: bytes) -> bool:
     or a results file (``all_results.json``, ``{"hidden_size": 8}``), not a run."""
     import json
 
-    from grpofit.runs import STEP_NAMES
+    from grpofit.core.runs import STEP_NAMES
 
     lines = [ln for ln in text.split(b"\n", 2)[:2] if ln.strip()]
     try:

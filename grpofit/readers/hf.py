@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from grpofit.errors import ReadError, UnknownFormat
+from grpofit.core.errors import ReadError, UnknownFormat
 from grpofit.readers.common import RowColumns, build_run, check_columns
 from grpofit.readers.jsonscan import JsonScanner
 from grpofit.readers.jsonl import flatten_row
 from grpofit.readers.source import SUPPORTED_HINT, Source
-from grpofit.runs import Run, _to_float
+from grpofit.core.runs import Run, _to_float
 
 #: keys of the summary row the Trainer appends at the end of training
 SUMMARY_KEYS = ("train_runtime", "train_loss", "train_samples_per_second", "total_flos")
@@ -298,7 +298,7 @@ def _merge_plain(rows: list[dict]) -> tuple[dict[str, np.ndarray], dict[str, int
     to merge) and every column converts to float64 in one numpy call (numbers, booleans, missing
     cells, and text numpy parses as ``float()`` does; no nested objects). None for anything else:
     the row-by-row path decides, so both paths give the same table (missing cells are NaN here,
-    None there: the same to :func:`grpofit.runs.make_run`)."""
+    None there: the same to :func:`grpofit.core.runs.make_run`)."""
     first, second = SUMMARY_KEYS[0], SUMMARY_KEYS[1]
     kept = [r for r in rows if first not in r and second not in r]
     if not kept:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from grpofit.numbers import finite
+from grpofit.core.numbers import finite
 
 MAX_GAPS = 10
 
@@ -35,7 +35,7 @@ def inspect_run(run) -> dict[str, Any]:
     """A JSON-safe description of a run: format, step column and range, interval, gaps,
     duplicates, role -> column (with finite points), numeric columns, hyperparameters, warnings."""
     from grpofit.readers.config import hyperparameters
-    from grpofit.roles import choose_reward, detect_roles
+    from grpofit.core.roles import choose_reward, detect_roles
 
     steps = run.steps
     med, gaps, ngaps = step_gaps(steps)
@@ -79,7 +79,7 @@ def inspect_run(run) -> dict[str, Any]:
 
 def inspect_path(path: str, *, step: str | None = None) -> dict[str, Any]:
     """``grpofit inspect PATH``: every run found in a file or folder, each described by
-    :func:`inspect_run`. Raises the reader's :class:`~grpofit.errors.ReadError` when unreadable."""
+    :func:`inspect_run`. Raises the reader's :class:`~grpofit.core.errors.ReadError` when unreadable."""
     from grpofit.readers import read_path
 
     runs = read_path(path, step=step)

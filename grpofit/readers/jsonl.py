@@ -17,12 +17,12 @@ import re
 
 import numpy as np
 
-from grpofit.errors import ReadError
+from grpofit.core.errors import ReadError
 from grpofit.readers.common import build_run, rows_to_columns
 from grpofit.readers.source import Source
 from grpofit.readers.typed import Kinds
 from grpofit.readers.typed import finish as finish_typed
-from grpofit.runs import Run, to_float_array
+from grpofit.core.runs import Run, to_float_array
 
 BLOCK = 4 * 1024 * 1024
 _TRANSLATE = bytes.maketrans(b":", b",")
@@ -151,7 +151,7 @@ def _split_torn_tail(body: bytes) -> tuple[bytes, bytes | None]:
 
 
 def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = None) -> tuple[dict[str, np.ndarray], int]:
-    from grpofit.limits import MAX_COLUMNS
+    from grpofit.core.limits import MAX_COLUMNS
 
     rows = []
     keys: set = set()
@@ -191,7 +191,7 @@ def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = 
 
 
 def _check_columns(builder: ColumnBuilder, name: str, line: int) -> None:
-    from grpofit.limits import MAX_COLUMNS
+    from grpofit.core.limits import MAX_COLUMNS
 
     if len(builder.parts) > MAX_COLUMNS:
         raise ReadError(
@@ -211,7 +211,7 @@ def _keys(rows: list[dict]) -> list[str]:
 def _float_column(cells: list) -> np.ndarray:
     """One column as float64: numpy converts numbers, booleans and ``None`` (NaN) in one call;
     a column holding text or nested values is converted cell by cell (text numbers parsed,
-    anything else NaN), as :func:`grpofit.runs.to_float_array` does."""
+    anything else NaN), as :func:`grpofit.core.runs.to_float_array` does."""
     try:
         out = np.array(cells, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):
@@ -309,7 +309,7 @@ class _Plan:
             wrapper, flat = None, obj
         numeric = all((isinstance(v, (int, float)) and not isinstance(v, bool)) or v is None for v in flat.values())
         plain = all(k and k.isascii() and k.isprintable() and not (_UNSAFE_KEY & set(k)) for k in flat)
-        from grpofit.limits import MAX_COLUMNS
+        from grpofit.core.limits import MAX_COLUMNS
 
         small = len(flat) <= MAX_COLUMNS  # else the line-by-line path names the line
         return cls(list(flat), wrapper, numeric and plain and bool(flat) and small)

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 
-from grpofit.errors import ReadError
+from grpofit.core.errors import ReadError
 from grpofit.readers.common import RowColumns, build_run, text_lines
 from grpofit.readers.sniff import ANSI
 from grpofit.readers.source import Source
-from grpofit.runs import Run, parse_number
+from grpofit.core.runs import Run, parse_number
 
 MIN_PAIRS = 3
 #: longer lines and segments are not progress lines (and keep the key search linear)

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from grpofit.errors import ReadError
+from grpofit.core.errors import ReadError
 from grpofit.readers.source import Source
-from grpofit.runs import Run
+from grpofit.core.runs import Run
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 FIX = "pass an MLflow run folder (mlruns/<experiment>/<run>/), the mlruns/ folder or the mlruns.db SQLite store"
@@ -49,7 +49,7 @@ def is_run_folder(path: str, names: list[str]) -> bool:
 
 def read_run_folder(path: str, step: str | None = None) -> list[Run]:
     """One run from ``mlruns/<experiment>/<run>/``."""
-    from grpofit.runs import make_run
+    from grpofit.core.runs import make_run
 
     meta = _meta(os.path.join(path, "meta.yaml"))
     warnings: list[str] = []
@@ -184,7 +184,7 @@ def _table(series: dict[str, dict[float, float]]) -> dict[str, np.ndarray]:
 
 def read_sqlite(src: Source, fmt: str = "mlflow-sqlite", *, step: str | None = None) -> list[Run]:
     """Every run of an MLflow SQLite store (see the module docstring)."""
-    from grpofit.runs import make_run
+    from grpofit.core.runs import make_run
 
     path, cleanup = _on_disk(src)
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from grpofit.errors import GrpofitError
+from grpofit.core.errors import GrpofitError
 
 
 def run_key(run) -> str | None:
@@ -21,8 +21,8 @@ def run_key(run) -> str | None:
 
 def join_by_run_name(runs: list) -> list:
     """Merge runs that carry the same ``::run name`` (one W&B panel export per metric)."""
-    from grpofit.roles import find_role
-    from grpofit.runs import merge_runs
+    from grpofit.core.roles import find_role
+    from grpofit.core.runs import merge_runs
 
     groups: dict[str, list] = {}
     order: list = []

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from grpofit.errors import ReadError, UnknownFormat
+from grpofit.core.errors import ReadError, UnknownFormat
 from grpofit.readers.source import SUPPORTED_HINT as SUPPORTED
 from grpofit.readers.source import decode
 

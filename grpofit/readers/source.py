@@ -136,13 +136,13 @@ class _Limited(io.RawIOBase):
 
 def read_stream(stream: BinaryIO, name: str, limit: int | None = None) -> bytes:
     """All of a pipe, FIFO or standard input, read once from its start in chunks; more than
-    ``limit`` bytes (default :data:`grpofit.limits.MAX_STREAM_BYTES`) is a :class:`ReadError`.
+    ``limit`` bytes (default :data:`grpofit.core.limits.MAX_STREAM_BYTES`) is a :class:`ReadError`.
 
     Its first :data:`PEEK` bytes are checked before the rest is read: binary content that no
     reader knows (``fit - < sparse.bin``: gigabytes of zeros) is rejected at once instead of
     after 2 GiB read into memory. Running out of memory is a :class:`ReadError` too."""
-    from grpofit.errors import ReadError
-    from grpofit.limits import MAX_STREAM_BYTES
+    from grpofit.core.errors import ReadError
+    from grpofit.core.limits import MAX_STREAM_BYTES
 
     limit = MAX_STREAM_BYTES if limit is None else limit
     parts: list[bytes] = []
@@ -171,7 +171,7 @@ def read_stream(stream: BinaryIO, name: str, limit: int | None = None) -> bytes:
 
 
 def _check_binary_head(head: bytes, name: str) -> None:
-    """An :class:`~grpofit.errors.UnknownFormat` when ``head`` is binary (holds a NUL byte) and
+    """An :class:`~grpofit.core.errors.UnknownFormat` when ``head`` is binary (holds a NUL byte) and
     the sniffer knows no format for it; text is left to the reader (a CSV header may be wider
     than the head)."""
     if b"\0" in head:

@@ -32,10 +32,10 @@ from typing import BinaryIO, Iterator
 
 import numpy as np
 
-from grpofit.errors import ReadError
+from grpofit.core.errors import ReadError
 from grpofit.readers import protobuf as pb
 from grpofit.readers.source import Source
-from grpofit.runs import Run
+from grpofit.core.runs import Run
 
 IDENT = b":SWL"
 MAGIC = 0xE1D6
@@ -267,7 +267,7 @@ def read_run_folder(path: str, step: str | None = None) -> list[Run]:
     """One run from ``swanlog/run-*/`` (its log; the config from ``files/config.yaml`` when
     present, SwanLab's ``{key: {value: ...}}`` wrapping removed)."""
     from grpofit.readers.config import load_config_file
-    from grpofit.runs import make_run
+    from grpofit.core.runs import make_run
 
     try:
         log = run_file(path, os.listdir(path))

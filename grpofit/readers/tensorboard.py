@@ -16,7 +16,7 @@ zeros is rejected after 16 bytes); the file is then streamed in windows of whole
 holds one window plus the scalars; every length is checked against its CRC and against the bytes
 left, so a corrupted length never allocates; a torn tail (a file still being
 written) keeps every complete record and adds a warning; a bad record stops the scan with a
-warning; bytes that are not an event file raise :class:`~grpofit.errors.ReadError`.
+warning; bytes that are not an event file raise :class:`~grpofit.core.errors.ReadError`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import BinaryIO, Iterator
 
 import numpy as np
 
-from grpofit.errors import ReadError
+from grpofit.core.errors import ReadError
 from grpofit.readers import protobuf as pb
 from grpofit.readers.sniff import looks_like_tfevents
 
@@ -391,7 +391,7 @@ def _finish(series, overwritten, warnings: list[str], where: str, what: str):
             fix=f"log scalars (add_scalar / tf.summary.scalar), or pass another {what}",
         )
     _note_overwritten(overwritten, warnings)
-    from grpofit.limits import MAX_COLUMNS
+    from grpofit.core.limits import MAX_COLUMNS
 
     if len(series) > MAX_COLUMNS:  # the table is dense: one float per step and tag
         raise ReadError(

@@ -128,8 +128,8 @@ def finish(
 def _step_column(table: dict[str, np.ndarray], step: str | None) -> str | None:
     """``step`` when given; else the step field most records carry (a field only one kind logs,
     such as ``optimizer_step`` on train records, would drop the others), ties broken by the
-    order of :data:`grpofit.runs.STEP_NAMES`."""
-    from grpofit.runs import STEP_NAMES, pick_step_column
+    order of :data:`grpofit.core.runs.STEP_NAMES`."""
+    from grpofit.core.runs import STEP_NAMES, pick_step_column
 
     if step is not None:
         return pick_step_column(list(table), step)

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator
 
 import numpy as np
 
-from grpofit.errors import ReadError
+from grpofit.core.errors import ReadError
 from grpofit.readers import protobuf as pb
 from grpofit.readers.tensorboard import masked_crc32c
 
 if TYPE_CHECKING:
-    from grpofit.runs import Run
+    from grpofit.core.runs import Run
 
 __all__ = [
     "looks_like_wandb",
@@ -297,7 +297,7 @@ def _decode_records(
 
 def _rows_to_table(rows: list[dict[str, float]], name: str | None = None) -> dict[str, np.ndarray]:
     """Equal-length float columns in first-seen key order, ``_step`` first (row index if absent).
-    The table is dense: more than :data:`grpofit.limits.MAX_COLUMNS` keys is a ReadError."""
+    The table is dense: more than :data:`grpofit.core.limits.MAX_COLUMNS` keys is a ReadError."""
     from grpofit.readers.common import check_columns
 
     keys: dict[str, None] = {"_step": None}
@@ -432,7 +432,7 @@ def read_config_yaml(path: str) -> dict[str, Any]:
     """
     import yaml
 
-    from grpofit.limits import MAX_CONFIG_BYTES
+    from grpofit.core.limits import MAX_CONFIG_BYTES
 
     try:
         if not os.path.isfile(path):
@@ -457,7 +457,7 @@ def _flatten_config(raw: dict[str, Any]) -> dict[str, Any]:
     """``{key: {"value": v}}`` (or ``{key: v}``) -> ``{"key": v}``, nested dicts as ``a.b.c``
     (:func:`grpofit.readers.config.flatten`, the one W&B config flattener). Bounded: more than
     ``MAX_CONFIG_KEYS`` keys once flattened (a YAML alias bomb) raises ReadError."""
-    from grpofit.limits import MAX_CONFIG_KEYS
+    from grpofit.core.limits import MAX_CONFIG_KEYS
     from grpofit.readers.config import ConfigTooLarge, flatten
 
     try:
@@ -470,14 +470,14 @@ def _flatten_config(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_wandb_run_dir(path: str, *, step: str | None = None) -> list[Run]:
-    """One :class:`~grpofit.runs.Run` for a ``wandb/run-*/`` (or ``offline-run-*``) folder.
+    """One :class:`~grpofit.core.runs.Run` for a ``wandb/run-*/`` (or ``offline-run-*``) folder.
 
     History comes from ``run-<id>.wandb`` (the largest when there are several), falling back to
     old clients' ``files/wandb-history.jsonl``; hyperparameters from ``files/config.yaml``
     (flattened, ``_wandb`` dropped), else from the config records inside the ``.wandb`` file.
     A ``wandb/`` folder holding several run folders gives one Run each.
     """
-    from grpofit.runs import make_run
+    from grpofit.core.runs import make_run
 
     path = os.fspath(path)
     if not os.path.isdir(path):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.vocabulary import MODES
+from grpofit.core.vocabulary import MODES
 
 
 def _batch(p: np.ndarray, kappa: np.ndarray, rng, group_size: int, batch_prompts: int):
@@ -156,8 +156,8 @@ def make_dead_run(*, seed: int, n_steps: int = 300, group_size: int = 8, batch_p
 
 
 def planted_run(mode: str | None, *, seed: int, name: str | None = None, **kw):
-    """The same columns wrapped as a :class:`grpofit.runs.Run` (name ``planted/<mode>/<seed>``)."""
-    from grpofit.runs import make_run
+    """The same columns wrapped as a :class:`grpofit.core.runs.Run` (name ``planted/<mode>/<seed>``)."""
+    from grpofit.core.runs import make_run
 
     if mode == "dead":
         table = make_dead_run(seed=seed, **kw)
@@ -284,8 +284,8 @@ def make_rule_run(rule: str | None, *, seed: int, n_steps: int = 300) -> dict[st
 
 
 def planted_rule_run(rule: str | None, *, seed: int, name: str | None = None, **kw):
-    """:func:`make_rule_run` wrapped as a :class:`grpofit.runs.Run` (name ``planted-rule/<rule>/<seed>``)."""
-    from grpofit.runs import make_run
+    """:func:`make_rule_run` wrapped as a :class:`grpofit.core.runs.Run` (name ``planted-rule/<rule>/<seed>``)."""
+    from grpofit.core.runs import make_run
 
     table = make_rule_run(rule, seed=seed, **kw)
     name = name or f"planted-rule/{rule or 'healthy'}/{seed}"

@@ -1,6 +1,6 @@
 """Seeded synthetic runs that look like real GRPO reward logs (for recovery tests and demos).
 
-A truth is a damped-oscillator trajectory (:func:`grpofit.models.oscillator`) in any regime
+A truth is a damped-oscillator trajectory (:func:`grpofit.laws.models.oscillator`) in any regime
 (damping ratio 0.3 .. 3), plateau 0.3 .. 0.95, initial 0 .. 0.4, timescale 20 .. 600 steps,
 run length 150 .. 3000 steps, logged every 1, 5 or 10 steps, starting at step 0, 1 or 101.
 Runs are long enough to settle: at least six settling times ``Ts * max(1, 1/(2 zeta^2))``
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.models import oscillator
+from grpofit.laws.models import oscillator
 
 __all__ = ["sample_truth", "make_run_table", "recovery_set", "settling_time", "forced_path",
            "make_forced_run", "sample_forced_truth", "forced_recovery_set", "FORCING_LEVELS"]

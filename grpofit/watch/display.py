@@ -3,7 +3,7 @@ otherwise."""
 
 from __future__ import annotations
 
-from grpofit.vocabulary import MODE_TITLES  # noqa: F401  (the contract's titles, spelled once)
+from grpofit.core.vocabulary import MODE_TITLES  # noqa: F401  (the contract's titles, spelled once)
 from grpofit.watch.monitor import Monitor, RunState
 
 _STYLE = {"fail": "bold red", "warn": "yellow", "pass": "green", "unknown": "dim"}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from grpofit.errors import GrpofitError, ReadError
-from grpofit.runs import Run
+from grpofit.core.errors import GrpofitError, ReadError
+from grpofit.core.runs import Run
 from grpofit.watch.tail import Tail, open_tail
 
 

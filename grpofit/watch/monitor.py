@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from grpofit.errors import GrpofitError
-from grpofit.numbers import finite
-from grpofit.vocabulary import SCHEMAS
+from grpofit.core.errors import GrpofitError
+from grpofit.core.numbers import finite
+from grpofit.core.vocabulary import SCHEMAS
 
 SCHEMA = SCHEMAS["watch"]
 _RANK = {"pass": 1, "warn": 2, "fail": 3}
@@ -59,8 +59,8 @@ def forecast_fit(run: Any, *, metric: str | None = None, horizon: float | None =
     this grpofit has no forecaster. The seam between watch and the forecaster: the only place
     watch calls it."""
     try:
-        from grpofit.forecasting.command import ForecastOptions
-        from grpofit.forecasting.command import forecast_run as _forecast_run
+        from grpofit.commands.forecast import ForecastOptions
+        from grpofit.commands.forecast import forecast_run as _forecast_run
     except ImportError:
         return None, None
     opts = ForecastOptions(metric=metric, horizon=None if horizon is None else int(round(horizon)))
@@ -115,7 +115,7 @@ class RunState:
     warm_fits: int = 0
     alerts: dict[tuple[str, str], Alert] = field(default_factory=dict)
     problem: str | None = None
-    #: the option the user passed is at fault (``--metric nope``): a :class:`~grpofit.pipeline.RunError`
+    #: the option the user passed is at fault (``--metric nope``): a :class:`~grpofit.commands.pipeline.RunError`
     option_error: Any = None
     rule_state: dict = field(default_factory=dict)
 
@@ -187,7 +187,7 @@ class Monitor:
         (``grpofit watch`` rations them to a CPU budget); the rules still run now. ``replaced``:
         the run's file was replaced or rotated (also assumed when the run has fewer points than
         before or another first step): it is judged afresh, alerts included."""
-        from grpofit.analysis import resolve_column
+        from grpofit.fitting.analysis import resolve_column
 
         st = self.runs.get(run.name)
         if st is None:
@@ -433,7 +433,7 @@ def planned_steps(config: dict) -> float | None:
 
 
 def _grad_column(run) -> str | None:
-    from grpofit.roles import detect_roles
+    from grpofit.core.roles import detect_roles
 
     try:
         col = detect_roles(run.numeric_columns()).get("grad_norm")
@@ -443,9 +443,9 @@ def _grad_column(run) -> str | None:
 
 
 def _option_error(name: str, exc: GrpofitError):
-    """The run's error as a :class:`~grpofit.pipeline.RunError` when an option's value caused it."""
+    """The run's error as a :class:`~grpofit.commands.pipeline.RunError` when an option's value caused it."""
     if getattr(exc, "option", None) is None:
         return None
-    from grpofit.pipeline import RunError
+    from grpofit.commands.pipeline import RunError
 
     return RunError.of(name, exc)

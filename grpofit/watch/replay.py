@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from grpofit.runs import Run
+from grpofit.core.runs import Run
 from grpofit.watch.monitor import Alert, Monitor
 
 

@@ -5,11 +5,11 @@ live, that costs a window of steps before anything is said. These two rules use 
 (causal) medians instead, so what they say at step ``t`` depends only on steps ``<= t``:
 
 - **reward drop** (``fail``, mode ``dynamical_instability``): with ``w`` the collapse window of
-  :func:`grpofit.collapse.default_window` for the points seen, ``level(i)`` the median of the last
+  :func:`grpofit.fitting.collapse.default_window` for the points seen, ``level(i)`` the median of the last
   ``w`` points up to ``i``, ``peak`` its running maximum, ``start`` the median of the first ``w``
-  points and ``sd`` the point noise (:func:`grpofit.collapse.noise_sd`), the reward has dropped
+  points and ``sd`` the point noise (:func:`grpofit.fitting.collapse.noise_sd`), the reward has dropped
   when ``peak - level >= max(min_drop * (peak - start), noise_k * sd)`` (the thresholds of
-  :func:`~grpofit.collapse.find_collapse`) for the last ``hold = max(3, w // 4)`` points in a row,
+  :func:`~grpofit.fitting.collapse.find_collapse`) for the last ``hold = max(3, w // 4)`` points in a row,
   with at least ``3 w`` points seen. The onset reported is the last step whose level was still
   within half the threshold of the peak.
 - **gradient-norm spike** (``warn``, a precursor): a gradient-norm point at least
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.collapse import default_window, noise_sd
+from grpofit.fitting.collapse import default_window, noise_sd
 from grpofit.watch.grow import Grow
 
 MIN_BASELINE = 20

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from grpofit.errors import ReadError, UsageError
+from grpofit.core.errors import ReadError, UsageError
 from grpofit.watch.follow import Follower
 from grpofit.watch.monitor import _RANK, Monitor
 
@@ -53,7 +53,7 @@ def validate(opts: WatchOptions) -> None:
     if opts.horizon is not None and not opts.horizon > 0:
         raise UsageError(f"--horizon {opts.horizon} must be a positive step", fix="e.g. --horizon 1000")
     if opts.horizon is not None:
-        from grpofit.limits import check_step
+        from grpofit.core.limits import check_step
 
         check_step("--horizon", opts.horizon, example="1000", positive=True)
     if not 0 < opts.cpu_budget <= 1:
@@ -72,7 +72,7 @@ class RunSelection:
     """
 
     def __init__(self, paths: list[str], pattern: str | None = None) -> None:
-        from grpofit.selection import split_selector
+        from grpofit.readers.selection import split_selector
 
         self.pattern = pattern
         self.bases: list[str] = []
@@ -95,7 +95,7 @@ class RunSelection:
     def _selected(self, run) -> bool:
         from fnmatch import fnmatchcase
 
-        from grpofit.selection import matches, run_label
+        from grpofit.readers.selection import matches, run_label
 
         if not matches(run, self.pattern):
             return False
@@ -113,7 +113,7 @@ class RunSelection:
         return hit
 
     def keep(self, runs: list, *, final: bool = False) -> list:
-        from grpofit.selection import run_label, select_runs
+        from grpofit.readers.selection import run_label, select_runs
 
         kept = [r for r in runs if self._selected(r)]
         self.kept_any |= bool(kept)
@@ -227,7 +227,7 @@ class Session:
         if self.monitor.rejudge_spent or self.monitor.catchup_spent:
             self.starved = 0
         if any(e["event"] == "forecast" for e in events):  # a run was re-judged this poll
-            from grpofit.trim import release
+            from grpofit.runtime.trim import release
 
             release()  # its temporaries, freed, go back to the OS (see trim.py)
         if self.monitor.catchup_spent:
@@ -259,7 +259,7 @@ class Session:
         """An option value no run has (``--metric nope``): with ``--once`` an error (exit 2, one
         line, nothing on stdout when no run could be judged); while following, a warning per run
         on stderr (the column may still appear, e.g. a first eval)."""
-        from grpofit.pipeline import raise_bad_option
+        from grpofit.commands.pipeline import raise_bad_option
 
         bad = [st.option_error for st in self.monitor.runs.values() if st.option_error is not None]
         if not bad:
@@ -373,6 +373,6 @@ def _compact(event: dict) -> str:
     """One JSON line, NaN/inf as null (the contract never lets them into JSON)."""
     import json
 
-    from grpofit.jsonout import jsonable
+    from grpofit.core.jsonout import jsonable
 
     return json.dumps(jsonable(event), separators=(",", ":"), allow_nan=False)

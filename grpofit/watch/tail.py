@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from grpofit.errors import GrpofitError, ReadError
-from grpofit.runs import ROW_INDEX, Run, make_run
+from grpofit.core.errors import GrpofitError, ReadError
+from grpofit.core.runs import ROW_INDEX, Run, make_run
 from grpofit.watch.grow import Grow
 
 #: text formats read as appended complete lines

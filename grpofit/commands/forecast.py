@@ -1,0 +1,100 @@
+"""``grpofit forecast``: read runs, cut them (``--until``), forecast each, collect the document.
+
+The document is the contract's ``grpofit.forecast/1``; one unreadable run does not hide the
+others (it is listed under ``errors``). Options are checked before anything is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from grpofit.core.errors import GrpofitError, UsageError
+from grpofit.core.vocabulary import SCHEMAS
+
+__all__ = ["ForecastOptions", "forecast_run", "forecast_paths", "check_options"]
+
+
+@dataclass
+class ForecastOptions:
+    metric: str | None = None
+    step: str | None = None
+    horizon: int | None = None
+    at: list = field(default_factory=list)
+    until: float | None = None
+    batch_size: int | None = None
+    seed: int = 0
+    run_pattern: str | None = None  #: ``--run PATTERN``: forecast only the runs it matches
+
+
+def check_options(opts: ForecastOptions) -> None:
+    """Bad option values: one line naming the option and the fix."""
+    from grpofit.core.limits import check_step
+
+    if opts.horizon is not None and opts.horizon < 1:
+        raise UsageError(f"--horizon {opts.horizon} is not a positive step", fix="pass the planned last step, e.g. --horizon 1000")
+    if opts.horizon is not None:
+        check_step("--horizon", opts.horizon, example="1000", positive=True)
+    for s in opts.at:
+        check_step("--at", s, example="500")
+    if opts.until is not None:
+        check_step("--until", opts.until, example="250")
+    if opts.batch_size is not None and opts.batch_size < 1:
+        raise UsageError(f"--batch-size {opts.batch_size} is not positive", fix="pass the number of rewards averaged per logged step")
+
+
+def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
+    """``(entry, Forecast, rest)`` for one run; ``rest`` are the points after ``--until``
+    (``warm``: see :func:`~grpofit.forecasting.engine.forecast_series`)."""
+    from grpofit.fitting.analysis import resolve_column
+    from grpofit.forecasting.engine import forecast_series
+    from grpofit.readers.plan import batch_size, planned_last_step
+
+    column = resolve_column(run, "reward", opts.metric)
+    steps, values = run.series(column)
+    rest = None
+    if opts.until is not None:
+        keep = steps <= opts.until
+        rest = (steps[~keep], values[~keep])
+        steps, values = steps[keep], values[keep]
+    horizon, source = planned_last_step(run.config, opts.horizon)
+    batch, batch_source = batch_size(run.config, opts.batch_size)
+    fc = forecast_series(steps, values, horizon_step=horizon, horizon_source=source, at_steps=opts.at,
+                         batch=batch, final_steps=final_steps, seed=opts.seed, warm=warm)
+    entry = {"run": run.name, "metric": column, **fc.doc}
+    entry["batch_size"] = {"value": batch, "source": batch_source}
+    if opts.until is not None:
+        entry["until"] = opts.until
+    return entry, fc, rest
+
+
+@dataclass
+class ForecastOutcome:
+    doc: dict
+    items: list  #: (Forecast, entry, rest) for plots
+    warnings: list
+
+
+def forecast_paths(paths: list[str], opts: ForecastOptions) -> ForecastOutcome:
+    from grpofit.readers import read_path
+    from grpofit.readers.selection import matches, no_match
+
+    check_options(opts)
+    entries, items, warnings, errors = [], [], [], []
+    for path in paths:
+        try:
+            runs = [r for r in read_path(path, step=opts.step) if matches(r, opts.run_pattern)]
+            for run in runs:
+                warnings.extend(f"{run.name}: {w}" for w in run.warnings)
+                entry, fc, rest = forecast_run(run, opts)
+                entries.append(entry)
+                items.append((fc, entry, rest))
+        except GrpofitError as e:
+            if len(paths) == 1:
+                raise
+            errors.append({"run": path, "error": e.one_line()})
+    if opts.run_pattern and not entries and not errors:
+        raise no_match(opts.run_pattern, paths)
+    doc = {"schema": SCHEMAS["forecast"], "runs": entries}
+    if errors:
+        doc["errors"] = errors
+    return ForecastOutcome(doc, items, warnings)

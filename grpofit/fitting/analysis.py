@@ -1,0 +1,176 @@
+"""From a :class:`~grpofit.core.runs.Run` to a fit: choose the metric column, cut a collapse, fit.
+
+This is the one place where ``grpofit fit`` and ``grpofit diagnose`` turn a run into a
+:class:`~grpofit.fitting.FitResult`, so both commands report the same fit for the same run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from grpofit.core.errors import MetricNotFound, TooFewPoints
+from grpofit.core.roles import detect_roles
+
+if TYPE_CHECKING:
+    from grpofit.fitting import FitResult
+    from grpofit.core.runs import Run
+
+
+def resolve_column(run: "Run", role: str, name: str | None = None) -> str:
+    """The column that plays ``role`` in ``run``; ``name`` (a ``--metric``-style override) wins.
+
+    Raises :class:`MetricNotFound` listing the run's numeric columns when there is none.
+    """
+    numeric = run.numeric_columns()
+    if name is not None:
+        if name in run.metrics and name in numeric:
+            return name
+        what = "has no values" if name in run.metrics else "is not a column"
+        option = {"eval_reward": "--eval-metric"}.get(role, "--metric")
+        raise MetricNotFound(
+            f"{option} {name!r} {what} in run {run.name}",
+            path=run.source,
+            columns=numeric,
+            option=f"{option} {name!r}",
+            fix=f"pass {option} with one of the numeric columns: " + _listing(numeric),
+        )
+    column = detect_roles(numeric).get(role)
+    if column is None and role == "reward":
+        from grpofit.core.roles import choose_reward
+
+        column = choose_reward(numeric)["column"]  # a validation reward when no train reward is logged
+    if column is None:
+        label = role.replace("_", " ")
+        empty = detect_roles(list(run.metrics)).get(role)
+        if empty is not None:  # the column is there, but holds no finite value
+            raise MetricNotFound(
+                f"the {label} column {empty!r} has no finite values (all missing, NaN or infinite) in run {run.name}",
+                path=run.source,
+                columns=numeric,
+                fix="check the logger, or pass --metric NAME with one of the numeric columns: " + _listing(numeric),
+            )
+        raise MetricNotFound(
+            f"no {label} column found in run {run.name}",
+            path=run.source,
+            columns=numeric,
+            fix="pass --metric NAME with one of the numeric columns: " + _listing(numeric),
+        )
+    return column
+
+
+def _listing(columns: list[str], limit: int = 25) -> str:
+    if not columns:
+        return "(none: the file holds no numeric column)"
+    shown = ", ".join(columns[:limit])
+    return shown + (f", ... ({len(columns) - limit} more)" if len(columns) > limit else "")
+
+
+def fit_run(
+    run: "Run",
+    *,
+    metric: str | None = None,
+    seed: int = 0,
+    cut_collapse: bool = True,
+    collapse_options: dict | None = None,
+    warm: dict | None = None,
+) -> "FitResult":
+    """Fit both laws to the run's reward (or ``metric``).
+
+    When the reward collapses (a sustained fall from its plateau that the oscillator fitted to
+    the whole run does not predict, see :mod:`grpofit.fitting.collapse`;
+    ``collapse_options`` are passed to :func:`~grpofit.fitting.collapse.find_collapse`) only the part
+    before the break is fitted, and the collapse is attached as ``result.collapse`` so the
+    plateau is never smeared by the fall. ``result.column_steps/column_values`` keep the whole
+    series for plots. ``warm``: a dict kept between refits of a growing run (``grpofit watch``): each fit
+    starts from the last refit's optimum (:func:`grpofit.fitting.fit_series`), the whole run's
+    and the part before a collapse each from its own.
+    """
+    from grpofit.fitting import MIN_POINTS, fit_series
+
+    column = resolve_column(run, "reward", metric)
+    steps, values = run.series(column)
+    _release_if_long(steps.size)
+    if steps.size < MIN_POINTS:
+        raise TooFewPoints(
+            f"{column!r} has {steps.size} finite point(s) in run {run.name}; a fit needs at least {MIN_POINTS}",
+            path=run.source,
+            n=int(steps.size),
+            minimum=MIN_POINTS,
+            fix="log more steps, or choose another column with --metric",
+        )
+    collapse, result = None, None
+    from grpofit.fitting.fitcheck import metric_kind
+
+    if cut_collapse and metric_kind(column) == "decays":
+        cut_collapse = False  # a loss, KL or cost falls by design: its fall is fitted as a decay
+    if cut_collapse:
+        collapse, result = _confirmed_collapse(run, column, steps, values, seed, collapse_options or {}, warm)
+    if result is None:
+        result = fit_series(steps, values, run=run.name, metric=column, step_column=run.step_column, seed=seed,
+                            warm=None if warm is None else warm.setdefault("whole", {}))
+    from grpofit.core.roles import choose_reward
+
+    choice = choose_reward(run.numeric_columns(), column)
+    result.role, result.metric_note = choice["role"], choice["note"]
+    result.collapse = collapse
+    result.column_steps, result.column_values = steps, values
+    return result
+
+
+def _release_if_long(n: int) -> None:
+    """Before fitting a long run, give the heap its reading freed (pandas' parse buffers: about
+    1x a large CSV) back to the OS, so the fit's arrays do not stack on top of it, and have the
+    fit's large temporaries mapped on their own, so that each goes back to the OS when freed."""
+    from grpofit.fitting.hac import BLOCK
+
+    if n > BLOCK:
+        from grpofit.runtime.trim import mmap_large, release
+
+        release()
+        mmap_large()
+
+
+#: candidates examined per run: an underdamped run may ring through a few before settling
+MAX_COLLAPSE_CANDIDATES = 4
+
+
+def _confirmed_collapse(run, column, steps, values, seed, options, warm=None):
+    """``(collapse, fit of the part before it)`` or ``(None, fit of the whole run | None)``.
+
+    Candidates come from :func:`~grpofit.fitting.collapse.find_collapse`. Each is checked against the
+    law fitted to the whole run (:func:`~grpofit.fitting.collapse.explained_by_law`): a fall the law
+    rings through is an oscillation, and the search goes on after it, from the level the run
+    settled at. A candidate with fewer than ``MIN_POINTS`` before its onset has no settled
+    level to fall from and ends the search."""
+    from grpofit.fitting.collapse import explained_by_law, find_collapse
+    from grpofit.fitting import MIN_POINTS, fit_series
+
+    def fit(s, v, part="whole"):
+        return fit_series(s, v, run=run.name, metric=column, step_column=run.step_column, seed=seed,
+                          warm=None if warm is None else warm.setdefault(part, {}))
+
+    whole = None
+    after = None
+    for _ in range(MAX_COLLAPSE_CANDIDATES):
+        collapse = find_collapse(steps, values, after_step=after, level_noise=True, **options)
+        if collapse is None:
+            break
+        keep = steps < collapse.step
+        if keep.sum() < MIN_POINTS:
+            break
+        before = fit(steps[keep], values[keep], "before")
+        whole = whole or fit(steps, values)
+        w_osc, b_osc = whole.models.get("oscillator"), before.models.get("oscillator")
+        if w_osc is None or b_osc is None or not explained_by_law(
+                collapse, steps, values, w_osc.predict(steps), b_osc.predict(steps)):
+            return collapse, before
+        after = collapse.detected_step
+    return None, whole
+
+
+def fit_summary(result: "FitResult") -> dict:
+    """The contract's fit entry for one run (with the collapse it was cut at, if any), plus its fit check."""
+    doc = result.summary()
+    from grpofit.fitting.fitcheck import with_fit_check  # does the plateau agree with the late data?
+
+    return with_fit_check(doc, result)

@@ -1,0 +1,228 @@
+"""Does the fitted plateau agree with where the data already is?
+
+A plateau is an extrapolation. When the run's last steps already sit beyond it (above it for a
+rising reward, below it for a falling one) the fit misses the late data: the table marks p*
+with ``!`` and the evidence says by how much, so a misfit is never a quiet pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def late_level_check(fit: Any, *, fraction: float = 0.25, minimum: int = 10, z: float = 3.0,
+                     share_min: float = 0.75, gain_share: float = 0.05) -> dict | None:
+    """``{"late_mean", "late_steps", "n", "plateau", "difference", "share_beyond", "disagrees",
+    "note"}`` for a fit result (its fitted ``steps``/``values`` and preferred model), or None.
+
+    The late window is the last ``fraction`` of the points (at least ``minimum``). The plateau
+    disagrees when the late mean lies beyond it in the direction of travel by more than ``z``
+    standard errors (the sd of the late points, doubled for autocorrelation, over sqrt(n)) and
+    by at least ``gain_share`` of the fitted gain ``|p* - p0|``, and at least ``share_min`` of the
+    late points (a 5-point rolling median) are beyond it too.
+    """
+    if fit is None:
+        return None
+    plateau = getattr(fit.param("plateau"), "value", None)  # of the preferred law; None if it failed
+    initial = getattr(fit.param("initial"), "value", None)
+    steps = np.asarray(getattr(fit, "steps", []), float)
+    values = np.asarray(getattr(fit, "values", []), float)
+    if plateau is None or initial is None or not np.isfinite(plateau) or values.size < 2 * minimum:
+        return None
+    n = max(minimum, int(round(fraction * values.size)))
+    late = values[-n:]
+    mean = float(late.mean())
+    sign = 1.0 if plateau >= initial else -1.0  # direction of travel
+    med = _centred_median5(late)
+    share = float(np.mean(sign * (med - plateau) > 0))
+    se = 2.0 * float(late.std(ddof=1)) / np.sqrt(late.size)
+    diff = mean - float(plateau)
+    gain = abs(float(plateau) - float(initial))
+    disagrees = bool(sign * diff > max(z * se, gain_share * gain, 1e-12) and share >= share_min)
+    lo, hi = float(steps[-n]), float(steps[-1])
+    note = None
+    if disagrees:
+        where = "above" if sign > 0 else "below"
+        note = (f"p* {plateau:.3g} misses the late data: steps {lo:g}-{hi:g} ({n} points) average {mean:.3g}, "
+                f"{share:.0%} of them {where} p*")
+    return {"late_mean": mean, "late_steps": [lo, hi], "n": n, "plateau": float(plateau), "difference": diff,
+            "share_beyond": share, "disagrees": disagrees, "note": note}
+
+
+def _centred_median5(x: np.ndarray) -> np.ndarray:
+    """The centred 5-point rolling median (windows clipped at the ends), one numpy call for the
+    interior: the same values as a median per window, without a Python loop per point."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    from grpofit.laws.models import median  # np.median's value on finite windows, without its overhead
+
+    k, h, n = 5, 2, x.size
+    med = np.empty(n)
+    finite = bool(np.isfinite(x).all())
+    if n >= k:
+        windows = sliding_window_view(x, k)
+        # finite windows of 5: the median is the middle order statistic
+        med[h:n - h] = np.partition(windows, h, axis=1)[:, h] if finite else np.median(windows, axis=1)
+        ends = [*range(h), *range(n - h, n)]
+    else:
+        ends = range(n)
+    pick = median if finite else np.median
+    for i in ends:
+        med[i] = pick(x[max(0, i - h): i + h + 1])
+    return med
+
+
+#: series longer than this are reduced to block means before the late-slope test (its HAC sum
+#: is a Python loop over a fifth of the points)
+SLOPE_POINTS = 4096
+
+
+def still_moving(steps, values) -> dict | None:
+    """The forecast's model-free late-slope test (:func:`grpofit.fitting.drift.late_slope`:
+    the last half of the points, HAC standard error, fixed-b critical value) and the level the
+    run has reached (:func:`~grpofit.fitting.drift.persistence`, the mean of its last tenth).
+
+    ``{"direction": "rising" | "falling" | None, "slope_per_step", "stderr", "from_step",
+    "level"}``; None for fewer than 16 points. Long series are tested on :data:`SLOPE_POINTS`
+    block means (the same line, a fraction of the cost)."""
+    from grpofit.fitting.drift import late_slope, persistence
+
+    steps = np.asarray(steps, float)
+    values = np.asarray(values, float)
+    if values.size < 16:
+        return None
+    level = persistence(values)
+    if values.size > SLOPE_POINTS:
+        k = values.size // SLOPE_POINTS
+        m = k * SLOPE_POINTS
+        steps = steps[values.size - m:].reshape(SLOPE_POINTS, k).mean(axis=1)
+        values = values[values.size - m:].reshape(SLOPE_POINTS, k).mean(axis=1)
+    d = late_slope(steps, values)
+    direction = "rising" if d.rising else "falling" if d.falling else None
+    return {"direction": direction, "slope_per_step": d.slope, "stderr": d.stderr, "from_step": d.from_step,
+            "level": level}
+
+
+def plateau_bound(plateau: dict | None, moving: dict | None) -> tuple[str, float | None]:
+    """``("lower_bound", level)`` when the run is still rising and already beyond the law's
+    fitted plateau (the plateau is at least where the run is: a fitted p* below it would be a
+    tight number below where the run is heading), ``("upper_bound", level)`` for the mirror
+    case of a still-falling run below it, else ``("estimate", None)``."""
+    value = (plateau or {}).get("value")
+    if not moving or value is None or moving.get("direction") is None:
+        return "estimate", None
+    level = moving["level"]
+    if moving["direction"] == "rising" and level > value:
+        return "lower_bound", level
+    if moving["direction"] == "falling" and level < value:
+        return "upper_bound", level
+    return "estimate", None
+
+
+def mark_bounds(summary: dict, moving: dict | None) -> None:
+    """Give every law's plateau its ``kind`` (``estimate``, ``lower_bound``, ``upper_bound``)
+    and, for a bound, ``bound`` (the level reached) and a ``bound_note``; ``value`` and
+    ``ci95`` stay the law's own fit."""
+    for law in (summary.get("models") or {}).values():
+        plateau = (law.get("params") or {}).get("plateau")
+        if not plateau:
+            continue
+        kind, level = plateau_bound(plateau, moving)
+        plateau["kind"] = kind
+        if level is not None:
+            plateau["bound"] = level
+            plateau["bound_note"] = bound_note(plateau, moving)
+
+
+def bound_note(plateau: dict, moving: dict) -> str:
+    """Why a plateau is reported as a bound, with the slope, the level and the law's own p*."""
+    rising = moving["direction"] == "rising"
+    slope, se = moving.get("slope_per_step"), moving.get("stderr")
+    z = f", {abs(slope) / se:.1f} standard errors" if slope is not None and se else ""
+    ci = plateau.get("ci95")
+    # an interval that runs to the fit bounds is the box's, not the data's: not quoted
+    pinned = "not pinned down" not in str(plateau.get("note") or "")
+    ci_text = f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci and None not in ci and pinned else ""
+    return (f"still {moving['direction']}: the slope from step {moving['from_step']:g} is {slope:.3g} per step{z}; "
+            f"the last tenth averages {moving['level']:.3g}, {'above' if rising else 'below'} the fitted p* "
+            f"{plateau['value']:.4g}{ci_text}: the plateau is at {'least' if rising else 'most'} "
+            f"{moving['level']:.3g}, and the fitted timescale is that of the rise up to p*, not of the drift past it "
+            "(grpofit forecast gives the plateau's interval)")
+
+
+def fit_checks(summary: dict | None, fit: Any) -> tuple[dict | None, dict | None]:
+    """``(fit_check, trend)`` of a fit (JSON-safe); each law's plateau in ``summary`` (the fit's
+    contract dict, when there is one) is marked as a bound where the run is still moving past
+    it (:func:`mark_bounds`)."""
+    from grpofit.core.jsonout import jsonable
+
+    check = late_level_check(fit)
+    moving = still_moving(getattr(fit, "steps", []), getattr(fit, "values", [])) if check is not None else None
+    if check is not None:
+        check["still_moving"] = moving
+    check = jsonable(check)
+    if summary is None:
+        return check, None
+    mark_bounds(summary, moving)
+    return check, jsonable(trend_check(summary, check))
+
+
+def with_fit_check(summary: dict, fit: Any) -> dict:
+    """``summary`` (a fit's contract dict) with its ``fit_check`` and ``trend`` added (:func:`fit_checks`)."""
+    summary["fit_check"], summary["trend"] = fit_checks(summary, fit)
+    return summary
+
+
+#: metrics that fall by design (fitted as a decay; a fall is their progress, not a collapse)
+_DECAYING = ("loss", "kl", "cost", "perplexity", "ppl", "error", "regret", "entropy", "nll")
+
+
+def metric_kind(name: str | None) -> str:
+    """``decays`` for a metric that falls by design (loss, KL, cost, entropy, ...), else ``rises``."""
+    import re
+
+    low = str(name or "").lower()
+    words = re.split(r"[^a-z0-9]+", low)
+    return "decays" if any(w in _DECAYING or any(w.endswith(d) for d in ("loss", "cost")) for w in words) else "rises"
+
+
+def trend_check(summary: dict, late: dict | None = None) -> dict | None:
+    """Which way the fitted law goes, and whether that is the metric's expected direction.
+
+    ``{"direction": "rising" | "falling", "expected", "unexpected", "from", "to", "timescale",
+    "note"}`` from a fit summary's preferred model (None when its interval of ``p* - p0``
+    cannot tell a direction, or no law beats a constant). A reward that falls gets
+    ``unexpected``: its ``p*`` is where it falls to, not a plateau reached by learning.
+    ``late``: the run's :func:`late_level_check`, whose late mean the note quotes.
+    """
+    models = summary.get("models") or {}
+    model = models.get(summary.get("preferred") or "") or {}
+    params = model.get("params") or {}
+    p0, pstar = params.get("initial") or {}, params.get("plateau") or {}
+    a, b = p0.get("value"), pstar.get("value")
+    if a is None or b is None or (summary.get("signal") or {}).get("detected") is False:
+        return None
+    ca, cb = p0.get("ci95"), pstar.get("ci95")
+    if ca and cb and None not in ca and None not in cb and not (ca[1] < cb[0] or cb[1] < ca[0]):
+        return None  # the intervals overlap: no direction the data supports
+    direction = "falling" if b < a else "rising"
+    metric = summary.get("metric") or "metric"
+    kind = metric_kind(metric)
+    expected = "falling" if kind == "decays" else "rising"
+    tau = (params.get("timescale") or {}).get("value")
+    tau_text = f", timescale {tau:.3g} steps" if isinstance(tau, (int, float)) else ""
+    if direction == expected == "falling":
+        note = f"{metric} decays from {a:.3g} to {b:.3g}{tau_text}: fitted as a decay"
+    elif direction == "falling":
+        seen = ""
+        if late and late.get("late_mean") is not None:
+            lo, hi = late.get("late_steps") or (None, None)
+            seen = f", {late['late_mean']:.3g} over steps {lo:g}-{hi:g}"
+        note = (f"{metric} is falling: {a:.3g} at the start{seen}{tau_text}; p* {b:.3g} is where the fall "
+                "leads, not a plateau reached by learning")
+    else:
+        note = None
+    return {"direction": direction, "expected": expected, "unexpected": direction != expected,
+            "from": float(a), "to": float(b), "note": note}

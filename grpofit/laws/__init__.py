@@ -1,0 +1,1 @@
+"""The laws grpofit fits: each law's curve, Jacobian, guess and bounds, and their registry."""

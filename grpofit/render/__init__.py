@@ -1,0 +1,1 @@
+"""Documents rendered for people: tables, markdown, JUnit XML and figures."""

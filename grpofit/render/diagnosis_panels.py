@@ -1,0 +1,105 @@
+"""The ``--plot-dir`` panels of issue 16, appended to each run's diagnosis figure
+(:func:`grpofit.render.plotting.diagnosis_figure`):
+
+- one panel per rule finding that has one (the series it read, its threshold lines, the start
+  step; the title carries the rule, its mode and its status);
+- with two or more eval series, one panel per benchmark (the eval points, the fitted exponential,
+  the plateau's 95% interval, the train reward on a second axis; the title says whether it
+  decouples).
+
+Functions draw on axes the caller passes; nothing here picks a backend or writes a file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+_COLOUR = {"pass": "tab:green", "warn": "tab:orange", "fail": "tab:red", "unknown": "0.4"}
+
+
+def extra_panels(diagnosis: Any, run: Any) -> list[tuple]:
+    """The panels issue 16 adds to a run's diagnosis figure: ``("rule", mode, finding)`` for every
+    finding with a panel, then ``("eval", entry)`` per benchmark when the run has two or more."""
+    items: list[tuple] = [("rule", mode, f) for mode, v in diagnosis.diagnostics.items() for f in v.findings if f.panel is not None]
+    entries = [e for e in getattr(diagnosis, "evals", []) if e["metric"] in run.metrics]
+    if len(entries) >= 2:
+        items += [("eval", e) for e in entries]
+    return items
+
+
+def draw_extra(axes, items: list[tuple], diagnosis: Any, run: Any) -> None:
+    """Draw :func:`extra_panels` on ``axes`` (one each)."""
+    for ax, item in zip(axes, items):
+        if item[0] == "rule":
+            draw_rule(ax, item[1], item[2])
+        else:
+            draw_eval(ax, item[1], diagnosis, run)
+
+
+def draw_rule(ax, mode: str, f: Any) -> None:
+    """One rule's panel: its series, threshold lines and start step; title: rule, mode, status."""
+    from grpofit.render.plotting import safe_label
+
+    p = f.panel
+    scatter = p.title.startswith("entropy-reward law")
+    ax.plot(p.steps, p.values, "." if scatter else "-", ms=2, lw=0.9, color="tab:purple", label=safe_label(p.label))
+    for level, label, colour in p.lines:
+        if level is not None and np.isfinite(level):
+            ax.axhline(level, color=colour, ls="--", lw=0.9, label=safe_label(label))
+    if p.other is not None:
+        xs, ys, label = p.other
+        if scatter:
+            ax.plot(xs, ys, "-", color="k", lw=1.0, label=safe_label(label))
+        else:
+            twin = ax.twinx()
+            twin.plot(xs, ys, "-", color="0.6", lw=0.8)
+            twin.set_ylabel(safe_label(label), fontsize=7, color="0.4")
+            twin.tick_params(labelsize=6)
+    if f.start_step is not None and not scatter:
+        ax.axvline(f.start_step, color=_COLOUR.get(f.status, "k"), ls=":", lw=1.2)
+    values = np.asarray(p.values, float)
+    if p.logy and np.all(values[np.isfinite(values)] > 0):
+        ax.set_yscale("log")
+    ax.set_title(safe_label(f"{f.rule} ({mode}): {f.status}" + ("" if f.gates else ", reported only")), fontsize=7,
+                 loc="left", color=_COLOUR.get(f.status, "k"))
+    ax.set_xlabel("entropy H" if scatter else "", fontsize=7)
+    ax.set_ylabel(safe_label(p.title), fontsize=7)
+    ax.tick_params(labelsize=6)
+    ax.legend(fontsize=6, loc="best")
+
+
+def draw_eval(ax, e: dict, diagnosis: Any, run: Any) -> None:
+    """One benchmark's panel: eval points, fitted exponential, plateau interval, train reward."""
+    from grpofit.diagnostics.evals import profile_fit
+    from grpofit.render.plotting import safe_label
+
+    s, v = run.series(e["metric"])
+    ax.plot(s, v, "o", ms=3, color="tab:blue", label="eval")
+    pf = profile_fit(s, v) if s.size >= 5 else None
+    if pf is not None:
+        tt = np.linspace(s[0], s[-1], 200)
+        ax.plot(tt, pf["plateau"] + (pf["initial"] - pf["plateau"]) * np.exp(-(tt - pf["t0"]) / pf["timescale"]), "--",
+                color="tab:orange", label="exponential")
+    plat = e.get("plateau") or {}
+    ci = plat.get("ci95")
+    if plat.get("value") is not None and plat.get("kind") == "estimate":
+        ax.axhline(plat["value"], color="tab:orange", lw=0.8, alpha=0.7)
+    if ci and ci[0] is not None and ci[1] is not None:
+        ax.axhspan(ci[0], ci[1], color="tab:orange", alpha=0.12, label="plateau 95%")
+    fit = diagnosis.fit
+    if fit is not None:
+        twin = ax.twinx()
+        twin.plot(fit.steps, fit.values, "-", color="0.7", lw=0.7)
+        twin.set_ylabel(safe_label(f"train {fit.metric}"), fontsize=7, color="0.5")
+        twin.tick_params(labelsize=6)
+    status = e.get("status", "unknown")
+    title = f"eval {e['benchmark']}: gain {e['gain']:.3g}" if e.get("gain") is not None else f"eval {e['benchmark']}"
+    title += f", {status}" + (" (decouples)" if e.get("decouples") else "")
+    ax.set_title(safe_label(title), fontsize=7, loc="left", color=_COLOUR.get(status, "k"))
+    ax.set_ylabel(safe_label(e["benchmark"]), fontsize=7)
+    ax.tick_params(labelsize=6)
+    ax.legend(fontsize=6, loc="lower right")
+
+

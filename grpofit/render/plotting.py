@@ -1,0 +1,382 @@
+"""Figures: fits (data, every fitted law in its registry style, residuals, plateau band) and per-run diagnosis panels.
+
+Functions build and return a :class:`matplotlib.figure.Figure` (never ``plt.show()``); ``save_*``
+writes it by the file's suffix (PNG, SVG or PDF). matplotlib is imported only here, lazily.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from grpofit.core.errors import UsageError
+
+SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def _pyplot():
+    """Load matplotlib's Figure (kept under this name for the ``--jobs`` preload). Figures are
+    drawn on :class:`matplotlib.figure.Figure` objects: the user's pyplot backend is never
+    switched (a notebook keeps its inline backend)."""
+    import matplotlib.figure
+
+    return matplotlib.figure
+
+
+def new_figure(**kw):
+    """A :class:`matplotlib.figure.Figure` outside pyplot (no backend switch, nothing to close)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kw)
+
+
+def check_suffix(path: Path, option: str | None = None) -> None:
+    """A :class:`UsageError` unless ``path`` ends in .png, .svg or .pdf (``option`` names the flag)."""
+    if Path(path).suffix.lower() not in SUFFIXES:
+        if option:
+            raise UsageError(f"{option} {path}: cannot tell the figure format from the suffix",
+                             fix="end the file name in .png, .svg or .pdf")
+        raise UsageError(
+            f"cannot tell the figure format from {Path(path).name!r}",
+            path=str(path),
+            fix="end the file name in .png, .svg or .pdf",
+        )
+
+
+def _save(fig, path: Path) -> None:
+    path = Path(path)
+    check_suffix(path)
+    from grpofit.runtime.atomic import replacing
+
+    try:
+        with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)
+            fig.savefig(tmp, dpi=110, bbox_inches="tight", format=path.suffix.lower().lstrip("."))
+    except UsageError as e:
+        raise UsageError(f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable path") from None
+    finally:
+        pass  # a Figure outside pyplot needs no closing: it is freed with its last reference
+
+
+def safe_label(text: str) -> str:
+    """Text from the logs as a figure label: control characters and undecodable bytes escaped,
+    ``$`` kept literal (matplotlib would read it as the start of math). Only the line breaks the
+    titles are made of are kept: a tab or carriage return (from a file name) is escaped too, as
+    the font has no glyph for it (matplotlib warned on stderr)."""
+    from grpofit.core.safetext import printable
+
+    return printable(str(text)).replace("\t", "\\x09").replace("\r", "\\x0d").replace("$", r"\$")
+
+
+def short_title(run_name: str) -> str:
+    """A panel title: the file's name, and the run's name on a second line for multi-run files."""
+    import os
+
+    path, _, run = run_name.partition("::")
+    path = path.rstrip("/")
+    base = os.path.basename(path) or path
+    if base.startswith("checkpoint-") and os.path.basename(os.path.dirname(path)):  # which run's checkpoint
+        base = f"{os.path.basename(os.path.dirname(path))}/{base}"
+    return f"{base}\n{run}" if run else base
+
+
+def step_label(step_column: str) -> str:
+    """The x label: ``step``, or ``step (train/global_step)`` when the column has another name."""
+    return "step" if step_column in ("step", "", None) else f"step ({step_column})"
+
+
+def fit_title(result: Any, verdict: str | None = None) -> str:
+    """``run`` then ``metric · p* 0.73 · overdamped · verdict pass`` (what the table's row says)."""
+    plateau = result.param("plateau")
+    parts = [str(result.metric)]
+    if plateau is not None and plateau.value is not None:
+        parts.append(plateau_title(result, plateau.value))
+    regime = next((m.regime for m in result.models.values() if m.regime), None)  # the oscillator's
+    if regime:
+        parts.append(regime)
+    if verdict:
+        parts.append(f"verdict {verdict}")
+    return short_title(str(result.run)) + "\n" + " · ".join(parts)
+
+
+def plateau_title(result: Any, value: float) -> str:
+    """``p* 0.73``, or what the fit table says instead (:mod:`grpofit.fitting.fitcheck`): ``p* ≥ 0.98``
+    for a run still moving past its fitted plateau, ``p* 0.73 (misses the late data)`` when the
+    run's last quarter already sits beyond it."""
+    from grpofit.fitting.fitcheck import fit_checks, plateau_bound
+
+    check, _ = fit_checks(None, result)
+    if check is None:
+        return f"p* {value:.3g}"
+    kind, level = plateau_bound({"value": value}, check["still_moving"])
+    if level is not None:
+        return f"p* {'≥' if kind == 'lower_bound' else '≤'} {level:.3g} (still moving)"
+    return f"p* {value:.3g}" + (" (misses the late data)" if check["disagrees"] else "")
+
+
+def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdict: str | None = None) -> None:
+    """Data, every fitted law's curve and the plateau with its 95% interval; residuals below, with a
+    legend per model. The title carries the metric, p*, regime and (when given) the verdict."""
+    import numpy as np
+
+    steps, values = result.steps, result.values
+    fitted_part = " (fitted part)" if result.collapse is not None else ""  # the rest is drawn apart
+    ax_data.plot(steps, values, ".", ms=3, color="0.45", label=f"{result.metric}{fitted_part}")
+    if collapse_values is not None:
+        cs, cv = collapse_values
+        ax_data.plot(cs, cv, ".", ms=3, color="0.75", label="after the collapse (not fitted)")
+    from grpofit.laws.registry import MODELS
+
+    grid = np.linspace(steps[0], steps[-1], 400)
+    for name, model in result.models.items():
+        if not model.ok:
+            continue
+        style = MODELS[name].style if name in MODELS else {}  # each law's line, from its registry row
+        r2 = model.r2
+        ax_data.plot(grid, model.predict(grid), lw=1.8, label=f"{name} (R² {r2:.3f})" if r2 is not None else name, **style)
+        if ax_resid is not None:
+            ax_resid.plot(steps, values - model.predict(steps), ".", ms=2, color=style.get("color"), alpha=0.6,
+                          label=f"{name} residual")
+    plateau = result.param("plateau")
+    if plateau is not None and plateau.value is not None:
+        ax_data.axhline(plateau.value, color="tab:blue", lw=1, label=f"plateau p* ({result.preferred})")
+        if plateau.ci95:
+            ax_data.axhspan(*plateau.ci95, color="tab:blue", alpha=0.12, label="p* 95% interval")
+    collapse = result.collapse
+    if collapse is not None:
+        ax_data.axvline(collapse.step, color="k", ls=":", lw=1.2, label=f"collapse at step {collapse.step:g}")
+    ax_data.set_ylabel(safe_label(result.metric))
+    ax_data.legend(fontsize=7, loc="best")
+    ax_data.set_title(safe_label(fit_title(result, verdict)), fontsize=9)
+    if ax_resid is not None:
+        ax_resid.axhline(0, color="k", lw=0.8)
+        ax_resid.set_ylabel("residual")
+        ax_resid.set_xlabel(safe_label(step_label(result.step_column)))
+        if ax_resid.get_legend_handles_labels()[0]:
+            ax_resid.legend(fontsize=6, loc="best", markerscale=3)
+
+
+#: runs per row of the ``fit --plot`` grid
+GRID_COLUMNS = 3
+
+
+def fit_figure(results: list, *, overlay: bool = False):
+    """(data, residual) panels per run in a grid of up to :data:`GRID_COLUMNS` columns; points
+    after a collapse drawn apart. ``overlay``: every run on one axis (compare GRPO vs GSPO)."""
+    if overlay:
+        return overlay_figure(results)
+    import math
+
+    n = len(results)
+    cols = min(GRID_COLUMNS, n)
+    rows = math.ceil(n / cols)
+    fig = new_figure(figsize=(6 * cols, 5.5 * rows), layout="constrained")
+    outer = fig.add_gridspec(rows, cols)
+    for i, result in enumerate(results):
+        inner = outer[i // cols, i % cols].subgridspec(2, 1, height_ratios=[3, 1])
+        ax_data = fig.add_subplot(inner[0])
+        ax_resid = fig.add_subplot(inner[1], sharex=ax_data)
+        draw_fit(result, ax_data, ax_resid, collapse_values=_after_collapse(result))
+    return fig
+
+
+def overlay_figure(results: list):
+    """Every run's data and preferred fit on one axis, residuals of the preferred fits below."""
+    import numpy as np
+
+    fig = new_figure(figsize=(9, 6.5), layout="constrained")
+    ax, ax_resid = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    names, source = overlay_names([str(r.run) for r in results])
+    for i, (result, name) in enumerate(zip(results, names)):
+        colour = f"C{i % 10}"
+        ax.plot(result.steps, result.values, ".", ms=2, color=colour, alpha=0.35)
+        after = _after_collapse(result)
+        if after is not None:  # the part after a collapse is not fitted, but it is data: drawn faint
+            ax.plot(*after, "x", ms=2, color=colour, alpha=0.25)
+            ax.axvline(result.collapse.step, color=colour, ls=":", lw=1)
+            name = f"{name} (collapse at step {result.collapse.step:g})"
+        model = result.models.get(result.preferred or "")
+        if model is None or not model.ok:
+            ax.plot([], [], ".", color=colour, label=safe_label(f"{name} (no fit)"))
+            continue
+        plateau = result.param("plateau")
+        p = f", p* {plateau.value:.3g}" if plateau is not None and plateau.value is not None else ""
+        grid = np.linspace(result.steps[0], result.steps[-1], 400)
+        ax.plot(grid, model.predict(grid), lw=1.8, color=colour,
+                label=safe_label(f"{name}: {result.preferred}{p}"))
+        ax_resid.plot(result.steps, result.values - model.predict(result.steps), ".", ms=2, color=colour, alpha=0.6)
+    metrics = sorted({str(r.metric) for r in results})
+    ax.set_ylabel(safe_label(", ".join(metrics)))
+    of = f" of {source}" if source else ""
+    ax.set_title(safe_label(f"{len(results)} runs{of} overlaid: {', '.join(metrics)} with each run's preferred fit"),
+                 fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    ax_resid.axhline(0, color="k", lw=0.8)
+    ax_resid.set_ylabel("residual")
+    ax_resid.set_xlabel(safe_label(step_label(results[0].step_column) if len({r.step_column for r in results}) == 1
+                                   else "step"))
+    return fig
+
+
+def overlay_names(runs: list[str]) -> tuple[list[str], str | None]:
+    """Legend names for an overlay, and the file they all come from (then only the run names
+    are shown: ``[paper]GRPO_online``, not the export's long file name three times)."""
+    paths = {r.partition("::")[0] for r in runs}
+    if len(paths) == 1 and all("::" in r for r in runs):
+        return [r.partition("::")[2] for r in runs], short_title(paths.pop())
+    return [short_title(r).replace("\n", " ") for r in runs], None
+
+
+def _after_collapse(result: Any):
+    """``(steps, values)`` of the series from the collapse on, or None."""
+    collapse, steps = result.collapse, result.column_steps
+    if collapse is None or steps is None:
+        return None
+    keep = steps >= collapse.step
+    return steps[keep], result.column_values[keep]
+
+
+def save_fit_figure(results: list, path: Path, *, overlay: bool = False) -> None:
+    check_suffix(path)
+    _save(fit_figure(results, overlay=overlay), path)
+
+
+def save_what_if_figure(figure_data: Any, path: Path) -> None:
+    """The run, its baseline trajectory and the what-if trajectory (``predict --plot``)."""
+    check_suffix(path)
+    if figure_data is None:
+        raise UsageError(
+            "--plot needs a trajectory to draw", path=str(path), fix="add --from-run RUN and a --what-if-* option"
+        )
+    from grpofit.dynamics import plot_what_if
+
+    result, observed, passed = figure_data
+    _save(plot_what_if(result, observed=observed, **passed), path)
+
+
+# --------------------------------------------------------------------------- diagnose
+
+#: role -> (panel title, how its thresholds are drawn)
+DIAGNOSTIC_PANELS = (
+    ("eval_reward", "eval reward"),
+    ("zero_std_frac", "zero-variance groups"),
+    ("reward_std", "within-group reward std"),
+    ("entropy", "entropy"),
+    ("grad_norm", "gradient norm"),
+    ("is_ratio", "importance ratio"),
+    ("clip_ratio", "clip fraction"),
+)
+
+
+def _half_gain_step(fit: Any) -> float | None:
+    """Where the preferred fitted curve covers half its gain (the entropy rule's reading step)."""
+    import numpy as np
+
+    model = fit.models.get(fit.preferred or "")
+    if model is None or not model.ok:
+        return None
+    grid = np.linspace(fit.steps[0], fit.steps[-1], 800)
+    y = np.asarray(model.predict(grid), float)
+    half = y[0] + 0.5 * (y[-1] - y[0])
+    hit = np.flatnonzero(y >= half) if y[-1] > y[0] else np.flatnonzero(y <= half)
+    return float(grid[hit[0]]) if hit.size and abs(y[-1] - y[0]) > 0 else None
+
+
+def _threshold_lines(role: str, steps, values, th, fit: Any = None) -> list[tuple[float, str, str, float, float]]:
+    """``(level, label, colour, from step, to step)`` of the rule thresholds drawn on a diagnostic
+    panel, each only over the steps where its rule reads the metric: the late run for
+    zero-variance groups, the reward's half-gain step for entropy, after the baseline window for
+    a rise (the baseline over its own window)."""
+    import numpy as np
+
+    keep = np.isfinite(values)
+    v, s = values[keep], steps[keep]
+    if v.size == 0:
+        return []
+    nb = max(1, int(th.baseline_fraction * v.size))
+    base = float(np.median(v[:nb]))
+    first, last = float(s[0]), float(s[-1])
+    if role == "zero_std_frac":
+        late = float(s[-max(1, int(round(th.late_fraction * v.size)))])
+        return [(th.zero_std_warn, "warn (late run)", "orange", late, last),
+                (th.zero_std_fail, "fail (late run)", "red", late, last)]
+    if role == "entropy":
+        half = _half_gain_step(fit) if fit is not None else None
+        if half is None:
+            return []
+        w = 0.04 * (last - first)
+        return [(th.entropy_half_warn * base, "warn at the reward's half-gain step", "orange", half - w, half + w),
+                (th.entropy_half_fail * base, "fail at the reward's half-gain step", "red", half - w, half + w)]
+    if role in ("grad_norm", "is_ratio", "clip_ratio") and base > 0:
+        end_base = float(s[nb - 1])
+        return [(base, "baseline", "0.5", first, end_base),
+                (th.rise_warn * base, f"x{th.rise_warn:g} warn", "orange", end_base, last),
+                (th.rise_fail * base, f"x{th.rise_fail:g} fail", "red", end_base, last)]
+    return []
+
+
+def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | None = None):
+    """Reward with both fits and the collapse mark, then one panel per diagnostic metric."""
+    import numpy as np
+
+    roles = diagnosis.roles or {}
+    panels = [(role, title, roles.get(role)) for role, title in DIAGNOSTIC_PANELS if roles.get(role)]
+    from grpofit.render.diagnosis_panels import draw_extra, extra_panels
+
+    extra = extra_panels(diagnosis, run)  # issue 16: a panel per rule finding, per benchmark
+    fig = new_figure(figsize=(8, 3.2 + 2.0 * (1 + len(panels)) + 1.9 * len(extra)))
+    axes = fig.subplots(2 + len(panels) + len(extra), 1,
+                        gridspec_kw={"height_ratios": [3, 1] + [1.4] * (len(panels) + len(extra))})
+    for ax in axes[1 : 2 + len(panels)]:
+        ax.sharex(axes[0])
+    fit = diagnosis.fit
+    verdict = (entry or {}).get("verdict") or diagnosis.verdict
+    draw_fit(fit, axes[0], axes[1], collapse_values=_after_collapse(fit), verdict=verdict)
+    axes[1].set_xlabel("")
+    from grpofit.core.vocabulary import MODE_TITLES  # the table's column headers
+
+    statuses = ", ".join(f"{MODE_TITLES.get(m, m)}: {v.status}" for m, v in diagnosis.diagnostics.items())
+    axes[0].set_title(safe_label(fit_title(fit, verdict).replace(short_title(str(fit.run)), diagnosis.name))
+                      + f"\n{statuses}", fontsize=8)
+    for ax, (role, title, column) in zip(axes[2:], panels):
+        steps, values = run.series(column)
+        if role == "eval_reward":
+            ax.plot(fit.steps, fit.values, ".", ms=1.5, color="0.8", label=safe_label(f"train ({fit.metric})"))
+        ax.plot(steps, values, ".-" if role == "eval_reward" else "-", lw=0.9, ms=3, color="tab:purple")
+        for level, label, colour, x0, x1 in _threshold_lines(role, steps, values, thresholds, fit):
+            ax.hlines(level, x0, x1, color=colour, ls="--", lw=0.9, label=label)
+        if role in ("grad_norm", "is_ratio") and np.nanmin(values) > 0:
+            ax.set_yscale("log")
+        if diagnosis.collapse is not None:
+            ax.axvline(diagnosis.collapse.step, color="k", ls=":", lw=1.0)
+        ax.set_ylabel(title, fontsize=8)
+        ax.set_title(safe_label(column), fontsize=7, loc="left")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6, loc="best")
+    axes[1 + len(panels)].set_xlabel(safe_label(step_label(run.step_column)))
+    draw_extra(axes[2 + len(panels):], extra, diagnosis, run)
+    fig.tight_layout()
+    return fig
+
+
+def figure_name(run_name: str, suffix: str = ".png") -> str:
+    """A file name for a run's figure, one per run: a name that is already a plain file name
+    (letters, digits, ``._-``) is kept; any other (path separators, spaces, odd or undecodable
+    characters, over 150 characters) becomes ``_``-joined and gets 8 hex digits of its hash, so
+    ``x/run.csv``, ``x_run.csv`` and ``x run.csv`` get three different figures."""
+    import hashlib
+    import re
+
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", run_name).strip("._") or "run"
+    if stem == run_name and len(stem) <= 150:
+        return stem + suffix
+    digest = hashlib.sha1(run_name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{stem[-150:]}-{digest}{suffix}"
+
+
+def save_diagnosis_figure(diagnosis: Any, run: Any, plot_dir: Path, thresholds: Any, suffix: str = ".png",
+                          entry: dict | None = None) -> Path:
+    """Write one judged run's figure into ``plot_dir`` (created); returns its path. ``entry``: the
+    run's gated JSON entry (its verdict goes into the title)."""
+    path = Path(plot_dir) / figure_name(diagnosis.name, suffix)
+    _save(diagnosis_figure(diagnosis, run, thresholds, entry), path)
+    return path

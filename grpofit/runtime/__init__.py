@@ -1,0 +1,1 @@
+"""Process-level machinery: interrupts, atomic writes, closed streams, heap trimming, compiled code."""
