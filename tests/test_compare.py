@@ -33,7 +33,7 @@ def test_json_matches_the_contract_schema(capsys, pair):
     code, out, err = run_cli(capsys, "compare", pair / "sync_0.csv", pair / "lag_0.csv", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["schema"] == "grpofit.commands.compare/1"
+    assert doc["schema"] == "grpofit.compare/1"
     assert {"schema", "a", "b", "differences", "summary"} <= set(doc)
     assert set(doc["differences"]) == QUANTITIES
     for d in doc["differences"].values():

@@ -26,7 +26,7 @@ Per quantity (``plateau``, ``timescale``, ``inertia``, ``damping_ratio``):
   tests at 2.5% each); else ``cannot tell``. Without a standard error: ``differs`` only when
   the two 95% intervals are disjoint (p-value ``null``), else ``cannot tell``.
 
-The document is ``grpofit.commands.compare/1`` (see the README).
+The document is ``grpofit.compare/1`` (see the README).
 """
 
 from __future__ import annotations
@@ -289,7 +289,7 @@ def _sentence(quantity: str, d: dict) -> str:
 
 
 def compare_fits(a: Side, b: Side, *, margin: float = MARGIN) -> dict:
-    """The ``grpofit.commands.compare/1`` document for two fitted sides."""
+    """The ``grpofit.compare/1`` document for two fitted sides."""
     from grpofit.core.vocabulary import SCHEMAS
 
     a_docs, b_docs = a.docs, b.docs

@@ -52,7 +52,7 @@ SCHEMAS: dict[str, str] = {
     "inspect": "grpofit.inspect/1",
     "forecast": "grpofit.forecast/1",
     "backtest": "grpofit.backtest/1",
-    "compare": "grpofit.commands.compare/1",
+    "compare": "grpofit.compare/1",
     "watch": "grpofit.watch/1",
     "bandit": "grpofit.bandit/1",  #: simulate bandit's .meta.json
 }

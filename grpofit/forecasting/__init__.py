@@ -6,5 +6,5 @@ tests compare with), :mod:`.likelihood` (exact Gaussian likelihood, its maximum 
 uncertainty), :mod:`.predictive` (joint draws of the future), :mod:`.engine` (:func:`forecast_series`),
 :mod:`.brief` (the still-rising flag and short forecast ``diagnose`` shows), :mod:`.walk` (level
 drift the laws cannot see), :mod:`.validate` (rolling-origin validation). No I/O and no rendering:
-the command (:mod:`grpofit.commands.forecast`) reads runs, :mod:`grpofit.render` draws them.
+the command (:mod:`grpofit.commands.forecast`) reads runs, the modules of ``grpofit/render/`` draw them.
 """

@@ -1,4 +1,4 @@
-"""Render a ``grpofit.commands.compare/1`` document as a table, and draw the two sides' overlay."""
+"""Render a ``grpofit.compare/1`` document as a table, and draw the two sides' overlay."""
 
 from __future__ import annotations
 
