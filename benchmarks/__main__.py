@@ -926,7 +926,7 @@ def bench_watch(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
 
 
 def bench_forecast(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
-    """issue 11's speed targets: ``forecast`` of one file (a run cut at 25%, a horizon from the
+    """The speed targets: ``forecast`` of one file (a run cut at 25%, a horizon from the
     command line) <= 1 s, and ``backtest`` of 100 runs x 4 cuts with ``--jobs 2`` <= 60 s. The
     runs are :func:`benchmarks.forecast.write_runs` (forcing inside the dynamics, every
     stratum in turn, ``step,reward`` CSV). Whole processes; wall time is what the target is
@@ -1014,7 +1014,7 @@ README_START = "<!-- benchmark table: written by `python -m benchmarks --record`
 README_END = "<!-- end of benchmark table -->"
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = ROOT / "docs" / "benchmark.json"
-README = ROOT / "README.md"
+README = ROOT / "docs" / "performance.md"
 
 
 def readme_block(doc: dict) -> str:

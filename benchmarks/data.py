@@ -168,7 +168,7 @@ FIT_FORMATS = ("csv", "jsonl", "trainer_state", "wandb_csv")
 
 
 def forced_oscillator_runs(n: int, n_steps: int = 300, seed: int = 0) -> list[dict]:
-    """``n`` runs of the forced oscillator ``tau e'' + e' + e/T = sqrt(D) xi`` (theory.md §6),
+    """``n`` runs of the forced oscillator ``tau e'' + e' + e/T = sqrt(D) xi`` (docs/theory.md §6),
     observed as binomial batch means. This generator shares no code with the one the fit was
     tuned on (``grpofit.testing.synthetic``): it integrates the SDE itself (semi-implicit Euler-Maruyama,
     20 sub-steps per logged step, every run at once), so the process noise enters the dynamics

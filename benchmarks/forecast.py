@@ -1,6 +1,6 @@
 """``python -m benchmarks.forecast``: CPU of ``grpofit forecast`` and ``grpofit backtest``.
 
-issue 11's speed targets: ``forecast`` on one file <= 1 s, ``backtest`` of 100 runs x 4 cuts
+The speed targets: ``forecast`` on one file <= 1 s, ``backtest`` of 100 runs x 4 cuts
 <= 60 s with ``--jobs 2``. Every figure is one whole child process: its CPU (user + system of
 the process and its children, from ``os.wait4``, steady under load) and its wall time (what a
 user waits for; noisy when the machine is shared). Runs are generated with the forcing inside

@@ -489,10 +489,9 @@ def main(argv=None) -> None:
         sys.path.insert(0, str(ROOT / "scripts"))
         import update_readme
 
-        readme = ROOT / "README.md"
         names = [n for n in update_readme.GENERATED if n.startswith("forecast-")]
-        readme.write_text(update_readme.rewrite_generated(readme.read_text(encoding="utf-8"), names), encoding="utf-8")
-        print(f"\nrecorded {RECORD.relative_to(ROOT)} and the README's blocks {', '.join(names)}")
+        update_readme.rewrite_pages(names)
+        print(f"\nrecorded {RECORD.relative_to(ROOT)} and the docs' blocks {', '.join(names)}")
 
 
 if __name__ == "__main__":

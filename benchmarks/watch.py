@@ -12,7 +12,7 @@ appended by a writer process, polled every ``--interval`` seconds, and reports t
 process's CPU share once caught up and its memory while one more run grows to
 ``--long-steps`` (default 10,000) steps.
 
-Targets (issue 18): collapse flagged (fail) within 50 steps of onset on HeteroRL's GRPO run;
+Targets: collapse flagged (fail) within 50 steps of onset on HeteroRL's GRPO run;
 every planted failure flagged before its run ends; no fail alert on a healthy run; < 5% of one
 core for 100 runs polled every 10 s once caught up; memory flat over a 10,000-step run.
 """
@@ -550,7 +550,7 @@ def _conditions() -> dict:
 
 def record(doc: dict, path: Path = RECORD, readme: Path | None = None) -> None:
     """Merge ``doc``'s sections into the record (sections not run keep their last figures, each
-    with the conditions it was measured in) and rewrite the README's watch blocks from it."""
+    with the conditions it was measured in) and rewrite the docs' watch blocks from it."""
     import importlib.util
 
     from grpofit.core.jsonout import jsonable
@@ -565,9 +565,11 @@ def record(doc: dict, path: Path = RECORD, readme: Path | None = None) -> None:
     spec = importlib.util.spec_from_file_location("_update_readme", ROOT / "scripts" / "update_readme.py")
     upd = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(upd)
-    readme = readme or ROOT / "README.md"
     names = [n for n, (rec, _) in upd.GENERATED.items() if (ROOT / rec) == path]
-    readme.write_text(upd.rewrite_generated(readme.read_text(), names, root=path.parents[1]))
+    if readme is None:
+        upd.rewrite_pages(names, root=path.parents[1])
+    else:
+        readme.write_text(upd.rewrite_generated(readme.read_text(), names, root=path.parents[1]))
 
 
 def _when(doc: dict, section: str) -> str:

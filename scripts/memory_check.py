@@ -1,4 +1,4 @@
-"""Peak memory and time of ``grpofit fit`` on very long CSVs (issue 14 item 5, issue 17 long runs).
+"""Peak memory and time of ``grpofit fit`` on very long CSVs.
 
     python scripts/memory_check.py [--rows 1000000 10000000] [--work DIR] [--record]
 
@@ -28,7 +28,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = ROOT / "docs" / "memory.json"
-README = ROOT / "README.md"
+README = ROOT / "docs" / "reliability.md"
 README_START = "<!-- memory_check:start (python scripts/memory_check.py --record writes this table) -->"
 README_END = "<!-- memory_check:end -->"
 MB = 1e6
@@ -123,7 +123,7 @@ def main() -> None:
         doc = {"schema": "grpofit.memory_check/1", "recorded": time.strftime("%Y-%m-%d", time.gmtime()),
                "machine": {"python": sys.version.split()[0], "numpy": np.__version__,
                            "load_average_at_start": round(load, 1)},
-               "target": "peak RSS <= 3x the file + 100 MB (issues 14 and 17)", "runs": runs}
+               "target": "peak RSS <= 3x the file + 100 MB", "runs": runs}
         record(doc)
         print(f"recorded {RECORD.relative_to(ROOT)} and the README table")
 

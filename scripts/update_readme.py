@@ -1,4 +1,5 @@
-"""Refresh the command outputs shown in README.md by running the commands.
+"""Refresh the command outputs shown in the documentation (README.md, CONTRIBUTING.md and every
+page under docs/) by running the commands.
 
 Every block of the form
 
@@ -21,14 +22,15 @@ rendered from the file its measuring script records (:data:`GENERATED`: the reco
 function that renders it). The measuring script's ``--record`` writes the record and rewrites
 its blocks; tests recompute rows of the records where that is quick.
 
-Usage: ``python scripts/update_readme.py`` rewrites README.md (pasted outputs and generated
-blocks) and redraws its figures; ``python scripts/update_readme.py --check`` changes nothing and
-exits 1, naming the commands and blocks, when a pasted output differs from what the code prints
-now or a generated block from what its record renders (tests/test_readme_outputs.py runs it).
+Usage: ``python scripts/update_readme.py`` rewrites every page (pasted outputs and generated
+blocks) and redraws the figures; ``python scripts/update_readme.py --check`` changes nothing and
+exits 1, naming the page, the commands and blocks, when a pasted output differs from what the code
+prints now or a generated block from what its record renders (tests/test_readme_outputs.py runs it).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -65,6 +67,7 @@ def _shown_stdout(args: list[str], stdout: str) -> str:
     return json.dumps(round_floats(doc), indent=2, ensure_ascii=False) + "\n"
 
 
+@functools.lru_cache(maxsize=None)
 def run(cmd: str) -> str:
     """What README.md shows for ``cmd``: its output (JSON floats rounded) and its exit code."""
     env = dict(os.environ, COLUMNS="140", NO_COLOR="1", TERM="dumb")
@@ -77,6 +80,18 @@ def run(cmd: str) -> str:
     if len(lines) > MAX_LINES:
         lines = lines[:MAX_LINES] + [f"... ({len(lines) - MAX_LINES} more lines)"]
     return "\n".join(lines) + f"\n(exit code {proc.returncode})\n"
+
+
+def doc_pages(root: Path = ROOT) -> list[Path]:
+    """The pages that may hold pasted outputs and generated blocks: README.md, CONTRIBUTING.md and
+    every markdown page under docs/."""
+    pages = [root / "README.md", root / "CONTRIBUTING.md", *sorted((root / "docs").rglob("*.md"))]
+    return [p for p in pages if p.is_file()]
+
+
+def docs_text(root: Path = ROOT) -> str:
+    """Every page's text, one after the other (claims the tests check may sit on any page)."""
+    return "\n".join(p.read_text(encoding="utf-8") for p in doc_pages(root))
 
 
 def blocks(text: str) -> list[tuple[str, str]]:
@@ -134,7 +149,7 @@ def stale_generated(text: str, root: Path = ROOT) -> list[tuple[str, str, str]]:
         now = render_generated(name, root)
         if now != m.group("body"):
             out.append((name, m.group("body"), now))
-    out += [(name, "", "(block missing from README.md)\n") for name in GENERATED if name not in seen]
+    out += [(name, "", "(block missing from the docs)\n") for name in GENERATED if name not in seen]
     return out
 
 
@@ -167,25 +182,40 @@ def figures() -> None:
         shutil.copy(fig, ROOT / "docs" / "diagnose_grpo_collapse.png")
 
 
+def rewrite_pages(names=None, root: Path = ROOT) -> None:
+    """Rewrite the generated blocks ``names`` (default: all) on every page that holds them (what a
+    measuring script's ``--record`` calls after writing its record)."""
+    for page in doc_pages(root):
+        text = page.read_text(encoding="utf-8")
+        new = rewrite_generated(text, names, root)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+
+
 def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    path = root / "README.md"
-    text = path.read_text(encoding="utf-8")
+    pages = doc_pages(root)
     if "--check" in argv:
-        bad = stale(text)
-        for cmd, _, _ in bad:
-            print(f"README.md: the output pasted under `{cmd}` is stale: run python scripts/update_readme.py",
-                  file=sys.stderr)
-        gen = stale_generated(text, root)
+        bad = []
+        for page in pages:
+            for cmd, _, _ in stale(page.read_text(encoding="utf-8")):
+                bad.append(cmd)
+                print(f"{page.relative_to(root)}: the output pasted under `{cmd}` is stale: run "
+                      "python scripts/update_readme.py", file=sys.stderr)
+        gen = stale_generated(docs_text(root), root)
         for name, _, now in gen:
             record = GENERATED.get(name, ("its record",))[0]
-            print(f"README.md: the generated block {name!r} is not what {record} renders "
+            print(f"docs: the generated block {name!r} is not what {record} renders "
                   f"{now.strip() if now.startswith('(') else ''}: run python scripts/update_readme.py "
                   "(or the block's measuring script with --record)", file=sys.stderr)
         return 1 if bad or gen else 0
     figures()
-    new = BLOCK.sub(lambda m: m.group(1) + run(m.group("cmd")) + m.group(4), text)
-    path.write_text(rewrite_generated(new, root=root), encoding="utf-8")
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        new = BLOCK.sub(lambda m: m.group(1) + run(m.group("cmd")) + m.group(4), text)
+        new = rewrite_generated(new, root=root)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""``backtest --jobs``: the same pool guarantees as ``diagnose --jobs`` (issue 14 item 20).
+"""``backtest --jobs``: the same pool guarantees as ``diagnose --jobs``.
 
 Workers stopped within 2 s on SIGINT/SIGTERM/SIGHUP, exit 130/143/129 with one line and nothing
 on stdout, no partial figure, no orphan (not even when the parent is SIGKILLed), and a pool

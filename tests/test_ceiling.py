@@ -1,4 +1,4 @@
-"""Issue 12.6: the R² noise ceiling is an estimate with an honest standard error, not a bound."""
+"""the R² noise ceiling is an estimate with an honest standard error, not a bound."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.doc_pages import docs_text
 import json
 import os
 import subprocess
@@ -91,7 +92,7 @@ def test_every_command_has_help_with_an_example(capsys):
 
 
 def test_readme_documents_every_command():
-    readme = (ROOT / "README.md").read_text()
+    readme = docs_text()
     for command in ("grpofit fit", "grpofit diagnose", "grpofit predict", "grpofit simulate bandit", "grpofit inspect"):
         assert command in readme, command
 

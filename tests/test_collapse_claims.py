@@ -1,10 +1,11 @@
-"""Issue 12.1: a collapse is a sustained fall below the run's settled level that the law cannot
+"""a collapse is a sustained fall below the run's settled level that the law cannot
 explain; a rise never is, an oscillation the oscillator fits is not; grad-norm baselines skip
 the initial transient. Ground truth: the exact bandit (``grpofit simulate bandit``) and seeded
 synthetic oscillator runs."""
 
 from __future__ import annotations
 
+from tests.doc_pages import docs_text
 import sys
 from pathlib import Path
 
@@ -76,7 +77,7 @@ def test_false_collapse_rate_on_strongly_underdamped_runs_and_recall():
     assert (r["planted_found"], r["planted"]) == (39, 40)
     assert (r["planted_settled_found"], r["planted_settled"]) == (23, 23)
     assert r["planted_located"] == 37
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join(docs_text().split())
     assert ("0 false collapses in 40 strongly underdamped synthetic runs (damping ratio 0.08-0.25; "
             "1 of them is a candidate before the law check)") in readme
     assert ("39 of 40 planted collapses (23 of 23 planted after the run settled) are found, 37 of them dated "

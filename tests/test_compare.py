@@ -1,7 +1,8 @@
-"""grpofit compare A B (issue 12.8): differences with intervals, p-values and honest verdicts."""
+"""grpofit compare A B: differences with intervals, p-values and honest verdicts."""
 
 from __future__ import annotations
 
+from tests.doc_pages import docs_text
 import json
 import sys
 from pathlib import Path
@@ -53,7 +54,7 @@ def test_json_matches_the_contract_schema(capsys, pair):
     # the README's example document is this comparison
     p = diffs["plateau"]
     assert (round(p["a"], 3), round(p["b"], 3), round(p["p_value"], 2)) == (0.499, 0.497, 0.96)
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join(docs_text().split())
     lo, hi = p["ci95"]
     assert (f'"difference": {p["difference"]:.2g}, "ci95": [{lo:.2g}, {hi:.2g}], "p_value": {p["p_value"]:.2f}, '
             f'"verdict": "{p["verdict"]}", "a_ci95": [{p["a_ci95"][0]:.3f}, {p["a_ci95"][1]:.3f}], '
@@ -140,7 +141,7 @@ def test_calibration_numbers_in_the_readme():
     assert lagged[("plateau", "differs")] == 0  # the same fixed point: never "differs"
     # the previous rule (disjoint 95% intervals as well) on the same pairs
     assert lagged[("inertia", "disjoint")] == 13 and max(same[(q, "disjoint")] for q in QUANTITIES) == 1
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join(docs_text().split())
     assert ("on 40 pairs of bandit runs with the same settings (seeds held out from the choice of the rule), "
             "the plateau is called the same in all 40, and a quantity is called different in at most 2 of 40 "
             "(timescale 1, inertia 2, damping ratio 2, plateau 0)") in readme

@@ -1,4 +1,4 @@
-"""compare takes FILE::RUN and --run PATTERN like the other commands (issue 13, item 8)."""
+"""compare takes FILE::RUN and --run PATTERN like the other commands."""
 
 from __future__ import annotations
 

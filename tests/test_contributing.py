@@ -3,6 +3,7 @@ names, its registry row is added, and the result is checked end to end."""
 
 from __future__ import annotations
 
+from tests.doc_pages import docs_text
 import json
 import re
 import sys
@@ -16,8 +17,8 @@ HEALTHY = ROOT / "sample_logs" / "healthy_slow_start.csv"
 
 
 def _example(marker: str) -> str:
-    """The python block after ``<!-- contributing:MARKER -->`` in the README."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The python block after ``<!-- contributing:MARKER -->`` in CONTRIBUTING.md."""
+    text = docs_text()
     found = re.search(rf"<!-- contributing:{marker} -->\s*```python\n(.*?)```", text, re.S)
     assert found, f"README lost its {marker} example"
     return found.group(1)
@@ -84,7 +85,7 @@ def test_the_law_example_is_fitted_selected_tabled_and_plotted(tmp_path, monkeyp
     from grpofit.laws import registry as laws
     from grpofit.laws.models import exponential
 
-    law = _plant(monkeypatch, "grpofit.hyperbolic", _example("law"))
+    law = _plant(monkeypatch, "grpofit.laws.hyperbolic", _example("law"))
     monkeypatch.setattr(laws, "LAWS", laws.LAWS + (law.HYPERBOLIC,))
     monkeypatch.setitem(laws.MODELS, "hyperbolic", law.HYPERBOLIC)
     hyper = _law_run(tmp_path / "hyper.csv", law.hyperbolic, 1)

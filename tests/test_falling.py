@@ -1,4 +1,4 @@
-"""Falling series (issue 13, item 7): a loss, KL or cost is fitted as a decay; a reward that falls
+"""Falling series: a loss, KL or cost is fitted as a decay; a reward that falls
 gets a clear "falling" finding (a warning), never a quiet plateau."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The lmfit fallback does not import pandas (issue 17: a third of a second or more for one
+"""The lmfit fallback does not import pandas (a third of a second or more for one
 fallback fit), and its answer is the one lmfit gives with pandas loaded."""
 
 from __future__ import annotations

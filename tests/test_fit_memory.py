@@ -1,4 +1,4 @@
-"""Memory of a fit on a long series (issue 14 item 5, issue 17 long runs).
+"""Memory of a fit on a long series.
 
 A series longer than :data:`grpofit.fitting.hac.BLOCK` is summed block by block (Jacobians,
 HAC window sums, the residual autocorrelation): the results must be those of the one-piece sums
@@ -119,7 +119,7 @@ def _fit_child(path, limit: int | None = None):
 
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="RLIMIT_AS and /proc are Linux's")
 def test_a_million_point_fit_within_3x_the_file_plus_100mb(tmp_path):
-    """Issue 17's long-run target as a hard cap: a 10^6-row CSV fits with its address space
+    """The long-run target as a hard cap: a 10^6-row CSV fits with its address space
     limited to that of a 300-row fit plus 3x the file plus 100 MB (``RLIMIT_AS``; beyond it an
     allocation fails). Before the blocked sums the fit needed about +240 MB over the small one
     (full Jacobians, HAC window sums, a 2^21-point FFT, copies of the series); now about +60 MB."""

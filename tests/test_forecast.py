@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.doc_pages import docs_text
 import json
 import math
 from pathlib import Path
@@ -323,7 +324,7 @@ def test_backtest_bad_cuts(rising_csv, capsys):
 
 @pytest.mark.skipif(not (REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents").exists(), reason="shared real logs absent")
 def test_real_run_still_rising_is_not_a_tight_plateau(capsys):
-    """issue 11: the 3B verl run is still climbing at steps 80-105 (0.956)."""
+    """the 3B verl run is still climbing at steps 80-105 (0.956)."""
     code, out, _ = run_cli(capsys, "forecast", REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents", "--until", "53",
                            "--horizon", "105", "--format", "json")
     assert code == 0
@@ -431,7 +432,7 @@ def test_readme_real_run_figures_come_from_the_committed_table():
 
     rows = fm.parse_table(fm.TABLE.read_text())
     assert len(rows) == 2 * len({r[0] for r in rows}) >= 30
-    readme = (ROOT / "README.md").read_text()
+    readme = docs_text()
     lines = [ln for ln in fm.real_lines(rows, len({r[0] for r in rows}))
              if ln.startswith("| real, ") or ln.startswith("| half ")]
     assert len(lines) == 7
@@ -528,7 +529,7 @@ def test_readme_generated_forecast_blocks_are_their_records():
     sys.path.insert(0, str(ROOT / "scripts"))
     import update_readme
 
-    text = (ROOT / "README.md").read_text()
+    text = docs_text()
     names = [n for n in update_readme.GENERATED if n.startswith("forecast-")]
     assert len(names) == 4
     assert not [s for s in update_readme.stale_generated(text) if s[0] in names]

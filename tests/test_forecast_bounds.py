@@ -1,4 +1,4 @@
-"""Issue 11: where the rise's end is not in the seen steps, every number the forecast derives
+"""where the rise's end is not in the seen steps, every number the forecast derives
 from the unknown upper end is one-sided (or null with a reason), in JSON, text and the fan chart;
 and the point forecast is a blend of the model and persistence that a still-rising run never
 puts below the level it has reached."""

@@ -1,5 +1,5 @@
 """One verdict everywhere: --fail-on, --min-r2 and --strict decide the table, the markdown, the
-JSON, the JUnit report and the exit code alike (issue 13, items 1-2)."""
+JSON, the JUnit report and the exit code alike."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.doc_pages import docs_text
 import difflib
 import importlib.util
 import re
@@ -33,9 +34,10 @@ def test_sample_logs_rebuild_byte_for_byte(tmp_path):
 
 
 def _readme_section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("## The paper's exact reduction, reproduced")
-    return text[start:text.index("\n## ", start + 5)]
+    text = docs_text()
+    start = text.index("# The paper's exact reduction, reproduced")
+    end = text.find("\n# ", start + 5)
+    return text[start:end if end > 0 else len(text)]
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Issue 12.4: the 1/G test measures the policy's fluctuation, not logging noise, and says so."""
+"""the 1/G test measures the policy's fluctuation, not logging noise, and says so."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 12.7: the entropy rule reads the reward's half-gain step where the run crosses it."""
+"""the entropy rule reads the reward's half-gain step where the run crosses it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Issue 14: hostile and damaged inputs, extreme options, odd folders and streams.
+"""hostile and damaged inputs, extreme options, odd folders and streams.
 
 Every case builds its input here (small, generated), runs the command line and asserts the exit
 code, the one-line message and the bound (time: a subprocess timeout; memory: an address-space
-limit set with ``resource`` in the child). Item numbers refer to issue 14.
+limit set with ``resource`` in the child). 
 """
 
 from __future__ import annotations

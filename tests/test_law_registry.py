@@ -1,6 +1,5 @@
 """The law registries are the one source of the laws: the forecaster mixes exactly the rows of
-``grpofit.forecasting.statespace.LAWS`` and every fit law's ``statespace_law`` names one of them
-(issue 10)."""
+``grpofit.forecasting.statespace.LAWS`` and every fit law's ``statespace_law`` names one of them."""
 
 from __future__ import annotations
 

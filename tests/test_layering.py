@@ -1,6 +1,6 @@
 """Layering: every folder of the package imports only its own folder and the layers below it.
 
-The order, lowest first (docs/architecture.md draws it): ``core`` (runs, roles, errors, numbers,
+The order, lowest first (docs/architecture.md describes it): ``core`` (runs, roles, errors, numbers,
 JSON output, limits) < ``runtime`` < ``laws`` < ``dynamics`` < ``readers`` < ``fitting`` <
 ``forecasting`` < ``diagnostics`` < ``render`` < ``commands`` < ``watch`` < ``integrations`` <
 ``testing`` < ``api`` < ``cli``. Lazy imports inside functions count like any other: an import that

@@ -1,5 +1,5 @@
 """Run names in tables: common directories cut by path components, long names elided in the
-middle (never wrapped), no trailing spaces off a terminal, each run judged once (issue 13, 3-4)."""
+middle (never wrapped), no trailing spaces off a terminal, each run judged once."""
 
 from __future__ import annotations
 

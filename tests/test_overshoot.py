@@ -1,4 +1,4 @@
-"""Issue 12.2: "underdamped" and "reward oscillates" rest on an overshoot observed in the data."""
+""""underdamped" and "reward oscillates" rest on an overshoot observed in the data."""
 
 from __future__ import annotations
 

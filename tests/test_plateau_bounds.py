@@ -1,5 +1,5 @@
 """A plateau the run is still moving past is reported as a bound, never as a tight number below
-(or, for a falling metric, above) where the run is heading (issue 11, item 2)."""
+(or, for a falling metric, above) where the run is heading."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Figures (issue 13 plots, issue 10 item 8): a grid for many runs, residual legends, titles with
+"""Figures : a grid for many runs, residual legends, titles with
 metric/p*/regime/verdict, no 'step (step)', --overlay, and the user's backend left alone."""
 
 from __future__ import annotations

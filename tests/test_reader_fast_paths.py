@@ -1,4 +1,4 @@
-"""The readers' fast paths give exactly what their careful paths give (issue 15's reader speed
+"""The readers' fast paths give exactly what their careful paths give (the reader speed
 must never change a result): trainer_state.json rows taken column-wise in batches, the JSON
 scanner's run of array values, and the sniffer's byte-level pre-checks."""
 

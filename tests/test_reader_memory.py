@@ -1,4 +1,4 @@
-"""Issue 14 item 5: the trainer_state.json and console-log readers keep memory at a bounded
+"""the trainer_state.json and console-log readers keep memory at a bounded
 multiple of the file (they used to peak at 6-8.5x: the whole text, then every row as a dict,
 then copies of those dicts). The streamed readers must give exactly what the loaded ones gave:
 the reference implementations below are the old code, kept here to compare against."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.doc_pages import docs_text
 import difflib
 import importlib.util
 import json
@@ -25,7 +26,7 @@ def _script():
 
 def test_every_pasted_output_is_what_the_command_prints_now():
     upd = _script()
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = docs_text()
     assert len(upd.blocks(text)) >= 8
     skip = (lambda cmd: "../shared/real_logs" in cmd) if not REAL.is_dir() else (lambda cmd: False)
     bad = upd.stale(text, skip=skip)
@@ -50,7 +51,7 @@ def test_json_examples_show_rounded_floats():
     upd = _script()
     assert upd.round_floats({"a": 0.027800000000000005, "b": [17.985611510791365, 3], "c": None, "d": True}) == {
         "a": 0.0278, "b": [17.99, 3], "c": None, "d": True}
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = docs_text()
     json_blocks = [body for cmd, body in upd.blocks(text) if "--format json" in cmd]
     assert json_blocks
     for body in json_blocks:
@@ -67,7 +68,7 @@ def test_json_examples_show_rounded_floats():
 def test_quick_start_count_is_the_pasted_diagnose_output():
     # the pasted output is checked against the code above; the prose must agree with it
     upd = _script()
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = docs_text()
     body = dict(upd.blocks(text))["grpofit diagnose sample_logs"]
     n = int(re.search(r"Gate: failed \((\d+) runs failed\)", body).group(1))
     words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
@@ -79,7 +80,7 @@ def test_quick_start_count_is_the_pasted_diagnose_output():
 def test_layout_widths_in_the_readme_are_the_code_constants():
     from grpofit.render.tables import FULL_TABLE_WIDTH, MIN_NAME_ROOM
 
-    flat = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    flat = " ".join(docs_text().split())
     assert f"From {FULL_TABLE_WIDTH} columns up it shows every fit column" in flat
     assert f"would leave less than {MIN_NAME_ROOM} characters for run names" in flat
 
@@ -89,7 +90,7 @@ def test_limits_the_readme_states_are_the_code_constants():
     from grpofit.forecasting.engine import MIN_POINTS as FORECAST_MIN
     from grpofit.forecasting.likelihood import MAX_POINTS
 
-    flat = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    flat = " ".join(docs_text().split())
     assert f"a fit needs at least {FIT_MIN} points" in flat
     assert f"(fewer than {FORECAST_MIN} points," in flat
     assert f"at most {MAX_POINTS} binned points" in flat
@@ -99,7 +100,7 @@ def test_generated_blocks_are_what_their_records_render():
     """The measured figures (watch detection, load, refits, memory) are rendered from the
     recorded files, never typed: each block is exactly its record's rendering."""
     upd = _script()
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = docs_text()
     names = [m.group("name") for m in upd.GEN_BLOCK.finditer(text)]
     assert sorted(names) == sorted(upd.GENERATED)
     assert upd.stale_generated(text) == []
@@ -114,7 +115,7 @@ def test_check_fails_when_a_generated_block_or_its_record_drifts(tmp_path, capsy
     (tmp_path / "docs").mkdir()
     for rec in {r for r, _ in upd.GENERATED.values()}:
         shutil.copy(ROOT / rec, tmp_path / rec)
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = docs_text()
     # the pasted command outputs are checked above; here only the generated blocks
     plain = upd.BLOCK.sub(lambda m: m.group(0), text)
     assert upd.stale_generated(plain, tmp_path) == []
@@ -129,7 +130,7 @@ def test_check_fails_when_a_generated_block_or_its_record_drifts(tmp_path, capsy
     rec.write_text(json.dumps(doc))
     assert [name for name, _, _ in upd.stale_generated(plain, tmp_path)] == ["watch-detection"]
     # a block removed, and a record missing
-    assert ("watch-load", "", "(block missing from README.md)\n") in upd.stale_generated(
+    assert ("watch-load", "", "(block missing from the docs)\n") in upd.stale_generated(
         upd.GEN_BLOCK.sub(lambda m: "" if m.group("name") == "watch-load" else m.group(0), plain), tmp_path)
     rec.unlink()
     assert {name for name, _, _ in upd.stale_generated(plain, tmp_path)} == {"watch-detection", "watch-load"}
@@ -157,5 +158,5 @@ def test_math_lighteval_figures_are_the_runs():
     _, v = run.series("val-core/DigitalLearningGmbH/MATH-lighteval/acc/mean@1")
     text = (f"MATH-lighteval: {np.min(v):.2f} to {np.max(v):.2f} over its {v.size} evaluations, "
             f"mean {np.mean(v):.2f}) is no decoupling")
-    flat = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    flat = " ".join(docs_text().split())
     assert text in flat, text

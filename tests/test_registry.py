@@ -1,4 +1,4 @@
-"""The format table drives sniffing, dispatch and discovery (issue 10 item 1)."""
+"""The format table drives sniffing, dispatch and discovery."""
 
 from __future__ import annotations
 

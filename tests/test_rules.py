@@ -1,8 +1,9 @@
-"""Issue 16's rules: every planted case fires its rule at a plausible step, the healthy controls
+"""The diagnostic rules: every planted case fires its rule at a plausible step, the healthy controls
 never fail, and the pieces (folding, profile interval, metric names, eval globs) do their job."""
 
 from __future__ import annotations
 
+from tests.doc_pages import docs_text
 import numpy as np
 import pytest
 
@@ -180,7 +181,7 @@ def test_readme_threshold_table_lists_every_threshold_with_its_default_and_range
 
     from grpofit.core.limits import DEFAULT_RANGE, THRESHOLD_RANGES
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = docs_text()
     for d in Thresholds.documentation():
         lo, hi = THRESHOLD_RANGES.get(d["name"], DEFAULT_RANGE)
         hi_text = "∞" if hi >= 1e12 else f"{hi:g}"
@@ -220,7 +221,7 @@ def test_rolling_slopes_match_a_per_window_fit():
     assert got.shape == (181,) and np.allclose(got, want, rtol=1e-6, atol=1e-9)
 
 
-# Every name of issue 16's "Metric names" list and of the README's names table, in the company
+# Every metric name the rules document's names table, in the company
 # it keeps in a real log (the other columns of that framework and era), with the role it fills.
 _TRL_OLD = ["loss", "reward", "reward_std", "rewards/accuracy_reward", "rewards/format_reward", "completion_length", "kl",
             "grad_norm", "learning_rate"]
@@ -293,8 +294,9 @@ def test_every_framework_name_fills_its_role(columns, expected):
 def test_readme_names_table_lists_the_issue_names():
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    table = text[text.index("Metric names by framework and era"):text.index("## Development")]
+    text = docs_text()
+    start = text.index("Metric names by framework and era")
+    table = text[start:text.index("\n#", start)]
     for name in ("`rewards/<fn>` (no `/mean`) before March 2025", "`completion_length` before April 2025",
                  "`frac_reward_zero_std` (since May 2025)", "`entropy` (since July 2025)",
                  "`actor/entropy_loss` before mid-2025", "`val/test_score/<source>` before April 2025",
@@ -368,7 +370,7 @@ def _train_and_eval(seed, eval_curve, eval_sd=0.005):
 
 
 def test_eval_plateau_diverges_while_the_rate_agrees():
-    """Issue 16: the plateau check is a comparison of levels, independent of the timescale. The
+    """the plateau check is a comparison of levels, independent of the timescale. The
     eval follows the train reward's rate exactly but gains 10% of its headroom (train: 75%)."""
     v, div = _train_and_eval(0, lambda t: 0.2 + 0.08 * (1 - np.exp(-t / 100)))
     assert div["rate"] == "same" and div["plateau"] == "lower" and div["diverges"]

@@ -1,4 +1,4 @@
-"""Issue 16's rules on real third-party runs (../shared/real_logs): healthy runs do not fail,
+"""The diagnostic rules on real third-party runs (../shared/real_logs): healthy runs do not fail,
 failed runs fail for the right reason at a plausible step."""
 
 from __future__ import annotations

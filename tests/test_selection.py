@@ -1,5 +1,4 @@
-"""FILE::RUN in every command, --run PATTERN, and predict --from-run reading the run's config
-(issue 13, items 8-9)."""
+"""FILE::RUN in every command, --run PATTERN, and predict --from-run reading the run's config."""
 
 from __future__ import annotations
 

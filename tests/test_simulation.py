@@ -217,7 +217,7 @@ def test_bad_parameters_raise():
 
 
 def test_stationary_fluctuation_is_not_called_unstable():
-    # issue 12.3: lr 0.1, mu 0, K_ref 1, G 16, seed 0 was "trajectory: unstable", yet the exact
+    # lr 0.1, mu 0, K_ref 1, G 16, seed 0 was "trajectory: unstable", yet the exact
     # growth factor of the linearised recursion is 0.971 per step
     run = sim.simulate_bandit(lr=0.1, momentum=0.0, refresh_interval=1, group_size=16, beta=1.0, steps=1500, seed=0)
     traj = run.summary()["trajectory"]

@@ -1,7 +1,8 @@
-"""Issue 12.5: the stability threshold ratios are computed, not a rule; an exact tie is marginal."""
+"""the stability threshold ratios are computed, not a rule; an exact tie is marginal."""
 
 from __future__ import annotations
 
+from tests.doc_pages import docs_text
 import json
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def test_predict_prints_the_ratio_it_computed():
 
 
 def test_readme_ratios_come_from_the_exact_recursions():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = docs_text()
     assert "conservative by about `pi/2`" not in readme
     K = fixed_point(8, 1, 1.0, 0).curvature
     fixed, saw = zip(*(_ratios(0.1, mu, K) for mu in (0.0, 0.5, 0.9)))

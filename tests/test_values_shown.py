@@ -1,8 +1,9 @@
 """Values the data did not identify print as '–'; values consistent with zero and plateaus that
-miss the late data are marked (issue 13, item 5)."""
+miss the late data are marked."""
 
 from __future__ import annotations
 
+from tests.doc_pages import docs_text
 import json
 from pathlib import Path
 
@@ -64,7 +65,7 @@ VERL_3B = REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents"
 
 @pytest.mark.skipif(not VERL_3B.exists(), reason="shared/real_logs not present")
 def test_a_run_still_climbing_past_a_tight_plateau_gets_a_lower_bound(capsys):
-    """issue 11's example: p* 0.940 [0.915, 0.965] with the reward still climbing to 0.956 at
+    """the example: p* 0.940 [0.915, 0.965] with the reward still climbing to 0.956 at
     steps 80-105. The fit table and JSON now say the plateau is at least the level reached."""
     code, out, _ = run_cli(capsys, "fit", VERL_3B, "--format", "json")
     run = json.loads(out)["runs"][0]
@@ -86,7 +87,7 @@ def test_readme_count_of_bounds_on_the_real_logs(capsys):
     code, out, _ = run_cli(capsys, "fit", *files, "--format", "json")
     kinds = [r["models"][r["preferred"]]["params"]["plateau"]["kind"] for r in json.loads(out)["runs"] if r.get("preferred")]
     lower, upper = kinds.count("lower_bound"), kinds.count("upper_bound")
-    readme = (ROOT / "README.md").read_text(encoding="utf-8").replace("\n", " ")
+    readme = docs_text().replace("\n", " ")
     assert (f"marks {lower + upper} of {len(kinds)} fitted series ({lower} lower bounds, {upper} upper bound"
             in readme), (lower, upper, len(kinds))
 

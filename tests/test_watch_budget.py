@@ -1,6 +1,7 @@
 """``--cpu-budget`` pays for whole polls once caught up: catching up is free and earns no credit,
 reading and the rules are charged, and re-judgements get only what is left."""
 
+from tests.doc_pages import docs_text
 import io
 import json
 
@@ -72,5 +73,5 @@ def test_readme_states_the_starvation_bound():
 
     from grpofit.watch.session import STARVED_POLLS
 
-    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    readme = " ".join(docs_text().split())
     assert f"waits at most {STARVED_POLLS} polls" in readme

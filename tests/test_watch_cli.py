@@ -3,6 +3,7 @@ bad input."""
 
 from __future__ import annotations
 
+from tests.doc_pages import docs_text
 import io
 import json
 import os
@@ -193,9 +194,9 @@ def test_readme_documents_every_jsonl_field(tmp_path, collapse_table):
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = docs_text()
     section = readme[readme.index("`--jsonl FILE` appends one JSON object per line"):]
-    section = section[: section.index("####")]
+    section = section[: section.index("\n#")]
     documented = {}
     for kind in ("alert", "forecast"):
         line = next(x for x in section.split("\n- ") if x.startswith(f"`{kind}`:"))

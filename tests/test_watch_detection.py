@@ -1,4 +1,4 @@
-"""Early detection measured by replay (issue 18's hard targets), on the runs most at risk.
+"""Early detection measured by replay, on the runs most at risk.
 
 The benchmark (``python -m benchmarks.watch --section detection``) replays every shared
 real run and three seeds of every planted failure; this test replays the HeteroRL GRPO collapse

@@ -1,4 +1,4 @@
-"""A long watch keeps its memory flat (issue 18): the runs' columns grow in place, and what a
+"""A long watch keeps its memory flat: the runs' columns grow in place, and what a
 poll allocates on top of the data is freed, not kept."""
 
 from __future__ import annotations

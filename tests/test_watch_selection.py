@@ -1,4 +1,4 @@
-"""watch follows one run of a multi-run file (FILE::RUN) or the runs --run PATTERN matches (issue 13, item 8)."""
+"""watch follows one run of a multi-run file (FILE::RUN) or the runs --run PATTERN matches."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Warm-started refits (issue 18): each refresh starts the forecast's likelihood search from the
+"""Warm-started refits: each refresh starts the forecast's likelihood search from the
 last fit's parameters. It must give the cold fit's answer and cost fewer likelihood evaluations
 (counted, not timed: the benchmark times it)."""
 

@@ -49,7 +49,7 @@ THRESHOLD_RANGES: dict[str, tuple[float, float]] = {
     "eval_timescale_ratio": (0.0, 1e12),
     "eval_plateau_ratio": (1.0, 1e12),
     "eval_fall_min": (0.0, 1.0),
-    # issue 16 rules (grpofit.diagnostics: hacking, truncation, entropy_*, groups, offpolicy, spikes)
+    # the diagnostic rules (grpofit.diagnostics: hacking, truncation, entropy_*, groups, offpolicy, spikes)
     "hack_window": (3.0, 1e6),
     "kl_slope_min": (0.0, 1e12),
     "kl_reward_slope_ratio": (0.0, 1e12),

@@ -1,6 +1,6 @@
 """Which column plays which role (reward, eval reward, entropy, ...), by the names real runs use.
 
-The patterns come from shared/docs/formats.md. Each role is a list of regular expressions tried
+The patterns come from docs/formats.md. Each role is a list of regular expressions tried
 in order against every column; the first pattern that matches any column wins, and within one
 pattern the first column (in the file's order) wins. ``--metric`` / ``--eval-metric`` override.
 """
@@ -22,7 +22,7 @@ ROLES = (
     "clip_ratio",
     "is_ratio",
     "response_length",
-    # diagnostic metrics (issue 16): truncation, group statistics, off-policy health
+    # diagnostic metrics: truncation, group statistics, off-policy health
     "truncation",
     "truncated_count",
     "rollout_count",

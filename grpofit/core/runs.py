@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-#: step column names, in order of preference (formats.md); ``train/global_step`` beats ``_step``
+#: step column names, in order of preference (docs/formats.md); ``train/global_step`` beats ``_step``
 STEP_NAMES = (
     "step",
     "train/global_step",
@@ -108,7 +108,7 @@ def parse_number(text: str) -> float | None:
 
 
 def pick_step_column(columns: Sequence[str], preferred: str | None = None) -> str | None:
-    """The step column by formats.md's order of preference, or ``preferred`` when given."""
+    """The step column by docs/formats.md's order of preference, or ``preferred`` when given."""
     if preferred is not None:
         return preferred if preferred in columns else None
     present = set(columns)

@@ -1,6 +1,6 @@
 """The command-line contract's vocabulary in one place: failure modes, statuses, regimes, schemas.
 
-Every name a script may rely on (contract.md) is spelled here once; the diagnostics, the gate,
+Every name a script may rely on (docs/json.md) is spelled here once; the diagnostics, the gate,
 the renderers and the planted-run generator read it from here. Importing this module costs
 nothing (no numpy), so the renderers and ``--fail-on`` parsing can use it freely.
 

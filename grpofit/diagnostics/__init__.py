@@ -1,4 +1,4 @@
-"""The four failure modes of a GRPO run, judged from its logs (theory.md section 4).
+"""The four failure modes of a GRPO run, judged from its logs (docs/theory.md §4).
 
 One module per mode (``decoupling``, ``degeneracy``, ``concentration``, ``instability``), each a
 ``check(ctx) -> Verdict`` whose docstring states its rules; :mod:`.thresholds` holds every

@@ -1,7 +1,7 @@
 """One rule's answer (:class:`Finding`), its figure panel (:class:`Panel`), and how the rules of a
 mode fold into the mode's :class:`~grpofit.diagnostics.base.Verdict`.
 
-The four checks judge the four failure modes; the rules of issue 16 (KL and length, truncation,
+The four checks judge the four failure modes; the diagnostic rules (KL and length, truncation,
 entropy floors and blow-ups, group statistics, off-policy health, the entropy-reward law, spike
 clusters) each add a finding to one mode. A finding carries its own status, evidence sentence,
 start step and numbers (the ``rules`` object of a diagnostic in the JSON output) and a panel for

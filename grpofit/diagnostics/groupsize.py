@@ -5,7 +5,7 @@
 ``group_size``; flattened dotted keys, ``/`` or ``.`` separated, an optional ``.value`` suffix), or
 the run's name (``G8``, ``g_16``, ``num_generations8``, ``group_size=4``, ``n16``).
 
-Predictions tested by :func:`group_size_analysis` (theory.md section 3):
+Predictions tested by :func:`group_size_analysis` (docs/theory.md §3):
 
 - group-size invariance: the fitted plateau and timescale do not depend on ``G``. Per distinct
   ``G`` the runs' values are combined (inverse-variance mean); then a chi-square consistency test

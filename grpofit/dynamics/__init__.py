@@ -1,6 +1,6 @@
 """Dynamics from optimizer hyperparameters: the closed form and the exact discrete answer.
 
-The reduced-order model (shared/docs/theory.md, section 2) expands the linear recursion
+The reduced-order model (docs/theory.md §2) expands the linear recursion
 
     e_{n+1} - e_n = mu (e_n - e_{n-1}) - eta K e_{n-L}                                   (R)
 

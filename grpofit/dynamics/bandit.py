@@ -1,7 +1,7 @@
 """The theory of GRPO on a softmax bandit: exact expected gradients, fixed points and ``K``.
 
 The simulator (:mod:`grpofit.dynamics.simulation`) and the predictions (:mod:`grpofit.dynamics.coefficients`)
-both build on this module; it imports neither (shared/docs/theory.md, section 5; the model, the
+both build on this module; it imports neither (docs/theory.md §5; the model, the
 update and the log columns are described in :mod:`grpofit.dynamics.simulation`).
 
 "Exact" mean-field gradient (``group_size=0``)

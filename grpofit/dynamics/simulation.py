@@ -1,4 +1,4 @@
-"""Exact GRPO on a softmax bandit (shared/docs/theory.md, section 5), written as a real GRPO log.
+"""Exact GRPO on a softmax bandit (docs/theory.md §5), written as a real GRPO log.
 
 The model
 ---------

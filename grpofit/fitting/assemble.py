@@ -61,7 +61,7 @@ def on_points(jacobian, x, t, y, func=None):
 
     A series longer than :data:`~grpofit.fitting.hac.BLOCK` gets its Jacobian as a function of
     a row range instead (``rows(lo, hi)``, for :func:`~grpofit.fitting.hac.blocked_parts`) and
-    its residuals block by block: no ``(n, k)`` array is ever held (issue 14 item 5)."""
+    its residuals block by block: no ``(n, k)`` array is ever held."""
     p, p0 = x[0], x[1]
     n, block = t.size, hac.BLOCK
     if n <= block:

@@ -1,4 +1,4 @@
-"""Is the run still rising? A model-free test of the late slope (theory.md §7).
+"""Is the run still rising? A model-free test of the late slope (docs/theory.md §7).
 
 The slope of an ordinary least-squares line through the last half of the seen points (at
 least :data:`MIN_POINTS`), with a Newey-West (Bartlett) standard error whose bandwidth is a

@@ -24,8 +24,8 @@ MIN_BANDWIDTH_FRACTION = 0.1
 
 #: rows per block of the sums over a long series: a series of up to this many points is summed
 #: in one piece (the plain formulas below); a longer one is summed block by block, never holding
-#: its full Jacobian, its scores ``J_t r_t`` or an FFT over twice its length (issue 14 item 5:
-#: a 10^7-point fit held several GB). Results then differ from one piece in rounding only.
+#: its full Jacobian, its scores ``J_t r_t`` or an FFT over twice its length (a
+#: 10^7-point fit once held several GB). Results then differ from one piece in rounding only.
 BLOCK = 1 << 18
 
 

@@ -1,6 +1,6 @@
 """The laws as linear Gaussian state-space models: a deterministic relaxation plus forcing.
 
-theory.md §6: sampled at the logged steps, a forced relaxation plus observation noise is a
+docs/theory.md §6: sampled at the logged steps, a forced relaxation plus observation noise is a
 linear Gaussian state-space model ``y_t = p* + e_t + eps_t``. Its exact likelihood is a
 Gaussian one; this module gives the two pieces it needs for any of the laws below:
 

@@ -2,7 +2,7 @@
 
 The likelihood scores one-step-ahead predictions, and one step ahead a forcing excursion that
 reverts slowly and a level that has moved for good look alike; a far final level is exactly
-where they differ (theory.md §7). So the point forecast is checked far ahead, on the seen steps
+where they differ (docs/theory.md §7). So the point forecast is checked far ahead, on the seen steps
 alone (nothing after the cut enters):
 
 - the target is the mean of the seen part's last tenth;

@@ -1,4 +1,4 @@
-"""Level drift the laws cannot see: a random walk added to every law (theory.md §7).
+"""Level drift the laws cannot see: a random walk added to every law (docs/theory.md §7).
 
 Real runs keep moving after their relaxation: the level steps up or down by amounts the
 law's stationary forcing cannot produce (a mix of prompt classes, learning-rate schedules,

@@ -23,7 +23,7 @@ CONFIG_FILES = (
     "config.yml",
 )
 
-#: where each dynamics quantity lives (formats.md), in order of preference
+#: where each dynamics quantity lives (docs/formats.md), in order of preference
 KEYS: dict[str, tuple[str, ...]] = {
     "group_size": (
         "num_generations",

@@ -1,4 +1,4 @@
-"""The ``--plot-dir`` panels of issue 16, appended to each run's diagnosis figure
+"""The ``--plot-dir`` panels of the diagnostic rules, appended to each run's diagnosis figure
 (:func:`grpofit.render.plotting.diagnosis_figure`):
 
 - one panel per rule finding that has one (the series it read, its threshold lines, the start
@@ -20,7 +20,7 @@ _COLOUR = {"pass": "tab:green", "warn": "tab:orange", "fail": "tab:red", "unknow
 
 
 def extra_panels(diagnosis: Any, run: Any) -> list[tuple]:
-    """The panels issue 16 adds to a run's diagnosis figure: ``("rule", mode, finding)`` for every
+    """The panels the diagnostic rules add to a run's diagnosis figure: ``("rule", mode, finding)`` for every
     finding with a panel, then ``("eval", entry)`` per benchmark when the run has two or more."""
     items: list[tuple] = [("rule", mode, f) for mode, v in diagnosis.diagnostics.items() for f in v.findings if f.panel is not None]
     entries = [e for e in getattr(diagnosis, "evals", []) if e["metric"] in run.metrics]

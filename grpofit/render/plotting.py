@@ -322,7 +322,7 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
     panels = [(role, title, roles.get(role)) for role, title in DIAGNOSTIC_PANELS if roles.get(role)]
     from grpofit.render.diagnosis_panels import draw_extra, extra_panels
 
-    extra = extra_panels(diagnosis, run)  # issue 16: a panel per rule finding, per benchmark
+    extra = extra_panels(diagnosis, run)  # a panel per rule finding, per benchmark
     fig = new_figure(figsize=(8, 3.2 + 2.0 * (1 + len(panels)) + 1.9 * len(extra)))
     axes = fig.subplots(2 + len(panels) + len(extra), 1,
                         gridspec_kw={"height_ratios": [3, 1] + [1.4] * (len(panels) + len(extra))})

@@ -19,7 +19,7 @@ Healthy control: ``p(t) = p* - (p* - p0) exp(-t/T)``, entropy declining graduall
   norm x8 from just before, a precursor spike 15% earlier, clip fraction up), ``kind="grad_growth"``
   (grad norm grows x20 over the second half), ``kind="oscillation"`` (underdamped reward, zeta 0.25, plateau 0.6).
 
-:func:`make_rule_run` plants one failure per rule of issue 16 (:data:`RULE_CASES`: KL and
+:func:`make_rule_run` plants one failure per diagnostic rule (:data:`RULE_CASES`: KL and
 length hacking, KL target, truncation, length cap, entropy collapse and blow-up, within-group
 std, dynamic-filtering pass rate, off-policy metrics, the entropy-reward law, grad-norm spikes)
 into a healthy control that logs every metric those rules read.
@@ -167,7 +167,7 @@ def planted_run(mode: str | None, *, seed: int, name: str | None = None, **kw):
     return make_run(name, name, "planted", table, step="step")
 
 
-# --------------------------------------------------------------------------- issue 16 rules
+# --------------------------------------------------------------------------- the diagnostic rules
 
 #: each planted rule case -> (the mode it feeds, the status the rule must give)
 RULE_CASES: dict[str, tuple[str, str]] = {
@@ -190,7 +190,7 @@ RULE_CASES: dict[str, tuple[str, str]] = {
 
 
 def make_rule_run(rule: str | None, *, seed: int, n_steps: int = 300) -> dict[str, np.ndarray]:
-    """A healthy control (``rule=None``) with every metric issue 16's rules read, or the same run
+    """A healthy control (``rule=None``) with every metric the diagnostic rules read, or the same run
     with one rule's failure planted (:data:`RULE_CASES`).
 
     The control adds to :func:`make_planted_run`'s healthy columns: a KL penalty (``kl_coef``

@@ -12,7 +12,7 @@ stochastic forcing: an Ornstein-Uhlenbeck (AR(1) per step) perturbation started 
 stationary sd 0.002 .. 0.01 and correlation time 0.3 .. 1 timescale, the first-order picture of
 the ``sqrt(D/G) xi`` forcing of the oscillator. Only numpy is imported.
 
-**Forcing inside the dynamics** (theory.md §6; :func:`make_forced_run`, :func:`forced_recovery_set`):
+**Forcing inside the dynamics** (docs/theory.md §6; :func:`make_forced_run`, :func:`forced_recovery_set`):
 the forcing enters the oscillator's velocity, ``Ti e'' + e' + e/Ts = q xi`` (or, for a run with
 two classes of prompts, the slow mode of ``e = a1 exp(-t/T1) + a2 exp(-t/T2)``, theory §7), and
 is simulated exactly per step from the discretised linear system (``F = exp(A)``, ``Q`` its
