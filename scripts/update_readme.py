@@ -118,6 +118,7 @@ GENERATED = {
     "forecast-bandit": ("docs/forecast_generated.json", "benchmarks.forecast_measure:readme_bandit"),
     "forecast-forced": ("docs/forecast_generated.json", "benchmarks.forecast_measure:readme_forced"),
     "forecast-plateau": ("docs/forecast_generated.json", "benchmarks.forecast_measure:readme_plateau"),
+    "formats": ("grpofit/readers/registry.py", "grpofit.readers.registry:documentation"),
 }
 GEN_BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) [^\n]*-->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 

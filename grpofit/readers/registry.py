@@ -293,3 +293,25 @@ def peek_suffixes() -> tuple[str, ...]:
 
 def name_prefixes() -> tuple[str, ...]:
     return tuple(p for f in FORMATS_TABLE for p in f.prefixes)
+
+
+def documentation(_source: str = "") -> str:
+    """The registry as a markdown table, one row per format in the order formats are tried: its
+    name, what it is (``doc=``), the file names that hold it and the folder shapes that hold it.
+    ``docs/formats.md`` shows it (a generated block of ``scripts/update_readme.py``), so the page
+    cannot drift from the table; ``_source`` is the registry's text, which the block is keyed on."""
+
+    def code(items) -> str:
+        return ", ".join(f"`{s}`" for s in items)
+
+    rows = ["| format | what it is | file names | folders |", "| --- | --- | --- | --- |"]
+    for f in FORMATS_TABLE:
+        names = code(f.suffixes + f.prefixes)
+        if f.peek_suffixes:
+            names += (", " if names else "") + code(f.peek_suffixes) + " (by content)"
+        if not names and f.sniff is not None:
+            names = "any (by content)"
+        folders = code(s.kind for s in f.folders)
+        doc = f.doc.replace("|", "/").replace("<", "&lt;").replace(">", "&gt;")
+        rows.append(f"| `{f.name}` | {doc} | {names} | {folders} |")
+    return "\n".join(rows) + "\n"
