@@ -16,13 +16,13 @@ def _hints(cls) -> dict:
     import grpofit.diagnostics.findings
     import grpofit.diagnostics.thresholds
     import grpofit.fitting.results
-    import grpofit.diagnostics.gate
+    import grpofit.diagnostics.gating
     import grpofit.diagnostics.groupsize
     import grpofit.core.runs
 
     namespace: dict = {}
     for module in (grpofit.fitting.collapse, grpofit.diagnostics.findings, grpofit.diagnostics.thresholds,
-                   grpofit.fitting.results, grpofit.diagnostics.gate, grpofit.diagnostics.groupsize, grpofit.core.runs,
+                   grpofit.fitting.results, grpofit.diagnostics.gating, grpofit.diagnostics.groupsize, grpofit.core.runs,
                    sys.modules[cls.__module__]):
         namespace.update(vars(module))
     return typing.get_type_hints(cls, globalns=namespace)

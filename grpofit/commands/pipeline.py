@@ -17,7 +17,7 @@ from grpofit.core.errors import GrpofitError
 
 if TYPE_CHECKING:  # names for the annotations only (``grpofit --help`` loads none of them)
     from grpofit.diagnostics.thresholds import Thresholds
-    from grpofit.diagnostics.gate import GatePolicy
+    from grpofit.diagnostics.gating import GatePolicy
 
 
 @dataclass
@@ -371,7 +371,7 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
             entry["forecast"] = jsonable(diagnose_forecast(run, diagnosis.fit, full=options.forecast,
                                                            horizon=options.horizon))
         if options.policy is not None:
-            from grpofit.diagnostics.gate import apply_policy
+            from grpofit.diagnostics.gating import apply_policy
 
             apply_policy(entry, options.policy)
         if options.plot_dir is not None:
@@ -642,7 +642,7 @@ def diagnose_paths(
     parallel with ``jobs``).
     """
     from grpofit.diagnostics import MODES, Thresholds
-    from grpofit.diagnostics.gate import GatePolicy, check_modes, gate_document
+    from grpofit.diagnostics.gating import GatePolicy, check_modes, gate_document
     from grpofit.core.vocabulary import SCHEMAS
     from grpofit.diagnostics.groupsize import group_size_by_experiment
 

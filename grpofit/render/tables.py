@@ -373,7 +373,7 @@ def _mode_title(mode: str, full: bool) -> str:
 
 
 def _gate_of(r: dict) -> dict:
-    from grpofit.diagnostics.gate import run_gate
+    from grpofit.diagnostics.gating import run_gate
 
     return run_gate(r)
 
@@ -472,7 +472,7 @@ def _forecast_cells(r: dict) -> list[str]:
 
 
 def _gate_r2(r: dict) -> float | None:
-    from grpofit.diagnostics.gate import preferred_r2
+    from grpofit.diagnostics.gating import preferred_r2
 
     return preferred_r2(r.get("fit"))
 
@@ -493,7 +493,7 @@ def print_diagnose(doc: dict) -> None:
 
 def gate_text(doc: dict) -> str:
     """``Gate: passed`` / ``Gate: failed (...)`` followed by one reason per failed run."""
-    from grpofit.diagnostics.gate import gate_line, reason_lines
+    from grpofit.diagnostics.gating import gate_line, reason_lines
 
     lines = [gate_line(doc)] + [f"  {x}" for x in reason_lines(doc)]
     return "\n".join(lines)
@@ -550,7 +550,7 @@ def diagnose_markdown(doc: dict) -> str:
         lines.append("| " + " | ".join(row) + " |")
     for e in doc.get("errors", []):
         lines.append("| " + " | ".join([_md(e["run"]), *[DASH] * (len(head) - 2), "❌ error"]) + " |")
-    from grpofit.diagnostics.gate import gate_line, reason_lines
+    from grpofit.diagnostics.gating import gate_line, reason_lines
 
     gate = gate_line(doc)
     word, _, rest = gate.partition(" (")
