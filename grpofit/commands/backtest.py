@@ -123,10 +123,15 @@ def backtest_run(run, *, metric=None, cuts=DEFAULT_CUTS, batch_size=None, seed=0
     from grpofit.fitting.analysis import resolve_column
     from grpofit.readers.plan import batch_size as find_batch
 
+    from grpofit.outliers import exclude
+
     column = resolve_column(run, "reward", metric)
+    outliers = exclude(run, column)  # the same points as fit and diagnose
     steps, values = run.series(column)
     batch, _ = find_batch(run.config, batch_size)
     entry = {"run": run.name, "metric": column, "steps": [_num(steps[0]), _num(steps[-1])] if steps.size else None}
+    if outliers is not None:
+        entry["outliers"] = outliers.summary()
     if steps.size < 2:
         entry["cuts"] = []
         entry["note"] = "too few points to backtest"
@@ -199,12 +204,13 @@ def _work(task: _Task, _extra=None) -> tuple[list[dict], list, list[str]]:
     from grpofit.readers.selection import matches
 
     for run in [r for r in runs if matches(r, task.run_pattern)]:
-        warnings.extend(f"{run.name}: {w}" for w in run.warnings)
         try:
             entry = backtest_run(run, metric=task.metric, cuts=task.cuts, batch_size=task.batch_size)
         except GrpofitError as e:
             errors.append(RunError.of(run.name, e))
             continue
+        finally:  # after the backtest: it may have added one (outliers excluded)
+            warnings.extend(f"{run.name}: {w}" for w in run.warnings)
         entries.append(entry)
         if task.plot_dir:
             from grpofit.render.backtest_plot import save_backtest_figure

@@ -49,7 +49,10 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
     from grpofit.forecasting.engine import forecast_series
     from grpofit.readers.plan import batch_size, planned_last_step
 
+    from grpofit.outliers import exclude
+
     column = resolve_column(run, "reward", opts.metric)
+    outliers = exclude(run, column)  # the same points as fit and diagnose
     steps, values = run.series(column)
     rest = None
     if opts.until is not None:
@@ -64,6 +67,8 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
     entry["batch_size"] = {"value": batch, "source": batch_source}
     if opts.until is not None:
         entry["until"] = opts.until
+    if outliers is not None:
+        entry["outliers"] = outliers.summary()
     return entry, fc, rest
 
 
@@ -84,8 +89,10 @@ def forecast_paths(paths: list[str], opts: ForecastOptions) -> ForecastOutcome:
         try:
             runs = [r for r in read_path(path, step=opts.step) if matches(r, opts.run_pattern)]
             for run in runs:
-                warnings.extend(f"{run.name}: {w}" for w in run.warnings)
-                entry, fc, rest = forecast_run(run, opts)
+                try:
+                    entry, fc, rest = forecast_run(run, opts)
+                finally:  # after the forecast: it may have added one (outliers excluded)
+                    warnings.extend(f"{run.name}: {w}" for w in run.warnings)
                 entries.append(entry)
                 items.append((fc, entry, rest))
         except GrpofitError as e:

@@ -133,7 +133,6 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
 
         runs = [r for r in runs if matches(r, run_pattern)]
         for run in runs:
-            out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
             try:
                 result = fit_run(run, metric=metric)
                 out.results.append(keep(result) if keep is not None else result)
@@ -141,6 +140,8 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
                 if len(units) == 1 and len(runs) == 1 and not out.errors:
                     raise
                 out.errors.append(RunError.of(run.name, e))
+            finally:  # after fitting: it may have added one (outliers excluded)
+                out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
     raise_bad_option(out.errors, len(out.results))
     if run_pattern and not out.results and not out.errors:
         raise _no_match(run_pattern, paths)
@@ -202,7 +203,6 @@ def fit_item(path: str, options: FitOptions) -> Outcome:
     if runs is None:
         return out
     for run in [r for r in runs if matches(r, options.run_pattern)]:
-        out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
         try:
             result = fit_run(run, metric=options.metric)
             out.results.append(options.keep(result) if options.keep is not None else result)
@@ -210,6 +210,8 @@ def fit_item(path: str, options: FitOptions) -> Outcome:
             out.errors.append(RunError.of(run.name, e))
         except Exception as e:  # noqa: BLE001 - a bug on one run must not hide the others
             out.errors.append(RunError(run.name, internal_error("fitting", e)))
+        finally:  # after fitting: it may have added one (outliers excluded)
+            out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
     return out
 
 
@@ -349,8 +351,7 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
 
     runs = [r for r in runs if matches(r, options.run_pattern)]
     for run in runs:
-        if isinstance(item, str):
-            out.warnings.extend(f"{run.name}: {w}" for w in run.warnings)
+        seen = 0 if isinstance(item, str) else len(run.warnings)  # a joined run's were given already
         try:
             diagnosis = diagnose_run(run, **options.diagnose.arguments())
         except GrpofitError as e:
@@ -359,6 +360,8 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
         except Exception as e:  # noqa: BLE001 - a bug on one run must not hide the others
             out.errors.append(RunError(run.name, internal_error("judging", e)))
             continue
+        finally:  # after judging: it may have added one (outliers excluded)
+            out.warnings.extend(f"{run.name}: {w}" for w in run.warnings[seen:])
         entry = diagnosis.summary()  # in the worker, in parallel (cached on the diagnosis)
         if "fit_check" not in entry:
             from grpofit.fitting.fitcheck import fit_checks

@@ -87,7 +87,10 @@ def fit_run(
     """
     from grpofit.fitting import MIN_POINTS, fit_series
 
+    from grpofit.outliers import exclude
+
     column = resolve_column(run, "reward", metric)
+    outliers = exclude(run, column)  # one corrupted value must not move the fit or the verdict
     steps, values = run.series(column)
     _release_if_long(steps.size)
     if steps.size < MIN_POINTS:
@@ -113,6 +116,7 @@ def fit_run(
     choice = choose_reward(run.numeric_columns(), column)
     result.role, result.metric_note = choice["role"], choice["note"]
     result.collapse = collapse
+    result.outliers = outliers
     result.column_steps, result.column_values = steps, values
     return result
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.fitting.hac import critical_value
+from grpofit.fitting.hac import critical_value, hac_scalar
 
 __all__ = ["Drift", "late_slope", "persistence", "MIN_POINTS"]
 
@@ -57,9 +57,7 @@ def late_slope(steps: np.ndarray, values: np.ndarray, fraction: float = 0.5) -> 
     r = y - y.mean() - slope * xc
     s = xc * r
     bw = max(2, int(math.ceil(k / 5)))
-    lrv = float(s @ s)
-    for j in range(1, bw):
-        lrv += 2.0 * (1.0 - j / bw) * float(s[j:] @ s[:-j])
+    lrv = float(hac_scalar(s[None, :], bw)[0])  # the Bartlett sum in O(k), not O(k * bw)
     se = math.sqrt(max(lrv, 1e-300)) / sxx
     cv = critical_value(bw / k)
     return Drift(slope, se, slope > cv * se, slope < -cv * se, float(x[0]))

@@ -143,6 +143,8 @@ class FitResult:
     #: the whole series of the fitted column, collapse included (``steps``/``values`` stop at the cut)
     column_steps: np.ndarray | None = None
     column_values: np.ndarray | None = None
+    #: values of the column excluded as far outside the run's own range (:mod:`grpofit.outliers`)
+    outliers: Any = None
 
     def param(self, name: str, model: str | None = None) -> Estimate | None:
         """The :class:`Estimate` of ``name`` (``.value``, ``.stderr``, ``.ci95``, ``.identified``)
@@ -177,4 +179,6 @@ class FitResult:
         if self.metric_note:
             out["metric_note"] = self.metric_note
         out["collapse"] = self.collapse.summary() if self.collapse is not None else None
+        if self.outliers is not None:
+            out["outliers"] = self.outliers.summary()
         return out

@@ -1,0 +1,133 @@
+"""Issue 38: reliability, round three (one bad value, outputs over inputs, partly read stores,
+quadratic time, internal errors, hooks and signals). Class numbers refer to issue 38.
+
+Each case builds its input here (small, generated) or copies a shared real log, runs the command
+line and asserts the exit code, the one-line message and the numbers that must not move.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL = ROOT.parent / "shared" / "real_logs"
+HETERO = REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
+HANG_S = 60
+
+
+def grpofit(*args, timeout: float = HANG_S, **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.update(kw.pop("env", {}))
+    return subprocess.run([sys.executable, "-m", "grpofit", *map(str, args)], capture_output=True,
+                          timeout=timeout, env=env, **kw)
+
+
+def write_csv(path: Path, steps, values, header=("step", "reward")) -> Path:
+    with open(path, "w") as f:
+        f.write(",".join(header) + "\n")
+        for s, v in zip(steps, values):
+            f.write(f"{s},{float(v)!r}\n" if isinstance(v, (float, np.floating)) else f"{s},{v}\n")
+    return path
+
+
+def collapse_series(n: int = 400, seed: int = 0):
+    """A reward that rises to 0.8 and collapses to 0.1 at 70% of the run."""
+    rng = np.random.default_rng(seed)
+    s = np.arange(n)
+    y = 0.8 * (1 - np.exp(-s / (n / 8))) + rng.normal(0, 0.02, n)
+    y[int(0.7 * n):] = 0.1 + rng.normal(0, 0.02, n - int(0.7 * n))
+    return s, y
+
+
+def healthy_series(n: int = 400, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    s = np.arange(n)
+    return s, 0.8 * (1 - np.exp(-s / (n / 6))) + rng.normal(0, 0.02, n)
+
+
+# ------------------------------------------------------------------ 1. one bad value
+
+
+@pytest.mark.skipif(not HETERO.is_file(), reason="shared/real_logs not present")
+@pytest.mark.parametrize("bad", ["40", "-1e9", "1e300"])
+def test_one_corrupted_value_does_not_pass_the_real_collapsed_run(capsys, tmp_path, bad):
+    rows = list(csv.reader(open(HETERO, newline="")))
+    col = rows[0].index("[paper]GRPO_online - train/reward")
+    filled = [i for i in range(1, len(rows)) if rows[i][col] != ""]
+    rows[filled[int(len(filled) * 0.8)]][col] = bad
+    glitch = tmp_path / "glitch.csv"
+    with open(glitch, "w", newline="") as f:
+        csv.writer(f, quoting=csv.QUOTE_ALL).writerows(rows)
+    code, out, err = run_cli(capsys, "diagnose", glitch, "--run", "*GRPO_online", "--format", "json")
+    assert code == 1, err
+    doc = json.loads(out)
+    (entry,) = doc["runs"]
+    assert entry["verdict"] == "fail"
+    assert entry["fit"]["outliers"]["count"] == 1
+    assert "1 outlier value(s) of 'train/reward' excluded" in err
+
+
+@pytest.mark.parametrize("bad", [20.0, 50.0, -1e9])
+def test_one_value_after_a_collapse_keeps_the_gate_failing(capsys, tmp_path, bad):
+    s, y = collapse_series()
+    base = write_csv(tmp_path / "c.csv", s, y)
+    code0, _, _ = run_cli(capsys, "diagnose", base)
+    assert code0 == 1
+    y = y.copy()
+    y[350] = bad
+    code, out, err = run_cli(capsys, "diagnose", write_csv(tmp_path / "g.csv", s, y), "--format", "json")
+    assert code == 1, err
+    assert json.loads(out)["runs"][0]["fit"]["outliers"]["count"] == 1
+
+
+def test_a_sentinel_in_a_healthy_run_is_named_and_does_not_move_the_plateau(capsys, tmp_path):
+    s, y = healthy_series()
+    code0, out0, _ = run_cli(capsys, "fit", write_csv(tmp_path / "h.csv", s, y), "--format", "json")
+    y = y.copy()
+    y[200] = -1e9
+    code, out, err = run_cli(capsys, "fit", write_csv(tmp_path / "g.csv", s, y), "--format", "json")
+    assert code == code0 == 0
+    clean, dirty = json.loads(out0)["runs"][0], json.loads(out)["runs"][0]
+    p_clean = clean["models"][clean["preferred"]]["params"]["plateau"]["value"]
+    p_dirty = dirty["models"][dirty["preferred"]]["params"]["plateau"]["value"]
+    assert p_dirty == pytest.approx(p_clean, abs=0.02)
+    assert dirty["outliers"]["count"] == 1 and dirty["outliers"]["values"] == [-1e9]
+    assert "outlier" in err and "step 200" in err
+
+
+def test_forecast_excludes_the_same_outlier(capsys, tmp_path):
+    s, y = healthy_series()
+    y = y.copy()
+    y[300] = -1e9
+    code, out, err = run_cli(capsys, "forecast", write_csv(tmp_path / "g.csv", s, y), "--format", "json")
+    assert code == 0, err
+    entry = json.loads(out)["runs"][0]
+    assert entry["outliers"]["count"] == 1
+    assert "outlier" in err
+
+
+def test_genuine_collapses_and_lattice_rewards_are_not_outliers():
+    from grpofit.outliers import find_outliers
+
+    s, y = collapse_series()
+    assert find_outliers(s, y) is None
+    flat = np.full(300, 0.5)
+    flat[-2:] = 0.0  # a collapse in the last two points of a noiseless run
+    assert find_outliers(np.arange(300), flat) is None
+    rng = np.random.default_rng(3)
+    binary = rng.integers(0, 2, 500).astype(float)  # 0/1 rewards
+    assert find_outliers(np.arange(500), binary) is None
+    spiky = rng.normal(0.5, 0.05, 500)
+    spiky[::40] = 5.0  # a dozen spikes: the run's own behaviour, not single bad values
+    assert find_outliers(np.arange(500), spiky) is None
