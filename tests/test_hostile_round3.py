@@ -131,3 +131,43 @@ def test_genuine_collapses_and_lattice_rewards_are_not_outliers():
     spiky = rng.normal(0.5, 0.05, 500)
     spiky[::40] = 5.0  # a dozen spikes: the run's own behaviour, not single bad values
     assert find_outliers(np.arange(500), spiky) is None
+
+
+# ------------------------------------------------------------------ 2, 8. outputs never inputs
+
+
+def _two_healthy(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for k in (1, 2):
+        s = np.arange(300)
+        write_csv(folder / f"run{k}.csv", s, [f"{1 - math.exp(-x / (40 + 10 * k)):.6f}" for x in s])
+
+
+def test_watch_never_follows_its_own_jsonl(tmp_path):
+    _two_healthy(tmp_path / "w")
+    marker = tmp_path / "hook-ran"
+    r = grpofit("watch", tmp_path / "w", "--jsonl", tmp_path / "w" / "watch.jsonl", "--interval", "0.3",
+                "--max-polls", "4", "--on-fail", f"touch {marker}")
+    assert r.returncode == 0, r.stderr
+    assert b"watch.jsonl" not in r.stdout and b"watch.jsonl" not in r.stderr
+    assert not marker.exists()
+    events = [json.loads(ln) for ln in (tmp_path / "w" / "watch.jsonl").read_text().splitlines()]
+    assert events and all("watch.jsonl" not in json.dumps(e) for e in events)
+
+
+@pytest.mark.parametrize("command, option", [("diagnose", "--junit"), ("watch", "--jsonl")])
+def test_an_output_that_is_an_input_is_refused_and_nothing_is_written(tmp_path, command, option):
+    _two_healthy(tmp_path / "w")
+    log = tmp_path / "w" / "run1.csv"
+    before = log.read_bytes()
+    other_name = tmp_path / "w" / ".." / "w" / "run1.csv"  # the same file by another name
+    extra = ["--once"] if command == "watch" else []
+    r = grpofit(command, log, option, other_name, *extra)
+    assert r.returncode == 2
+    lines = [ln for ln in r.stderr.decode().splitlines() if ln.strip()]
+    assert len(lines) == 1 and "is also an input" in lines[0] and option in lines[0]
+    assert log.read_bytes() == before
+    link = tmp_path / "link.csv"
+    link.symlink_to(log)
+    r = grpofit(command, log, option, link, *extra)
+    assert r.returncode == 2 and log.read_bytes() == before

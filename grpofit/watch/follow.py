@@ -34,6 +34,7 @@ class Follower:
         self.polls = 0
         self.waiting: dict[str, str] = {}  #: containers not readable yet -> why
         self.resets: dict[str, int] = {}  #: container -> its tail's resets already reported
+        self.own_outputs: set[str] = set()  #: real paths watch writes (``--jsonl``): never followed
 
     def check_paths(self) -> None:
         """Raise :class:`ReadError` for a path that does not exist (bad input: exit 2)."""
@@ -53,7 +54,7 @@ class Follower:
                 continue  # a folder without logs yet: runs may appear later
             for src in sources:
                 key = os.path.realpath(src.path)
-                if key in self.tails:
+                if key in self.tails or key in self.own_outputs:
                     continue
                 try:
                     tail = open_tail(src.path, src.kind, step=self.step)

@@ -60,6 +60,10 @@ def validate(opts: WatchOptions) -> None:
         raise UsageError(f"--cpu-budget {opts.cpu_budget} must be in (0, 1]", fix="e.g. --cpu-budget 0.03 (3% of a core)")
     if opts.exit_on not in (None, "fail", "warn"):
         raise UsageError(f"--exit-on {opts.exit_on!r} is not fail or warn", fix="use --exit-on fail or --exit-on warn")
+    if opts.jsonl:
+        from grpofit.outpaths import check_not_input
+
+        check_not_input(opts.jsonl, "--jsonl", opts.paths)
 
 
 class RunSelection:
@@ -146,6 +150,8 @@ class Session:
         self.err = err or sys.stderr
         self.selection = RunSelection(opts.paths, opts.run_pattern)
         self.follower = Follower(self.selection.bases, step=opts.step)
+        if opts.jsonl:  # watch never follows a file it writes (watch DIR --jsonl DIR/watch.jsonl)
+            self.follower.own_outputs.add(os.path.realpath(opts.jsonl))
         self.follower.check_paths()
         th = Thresholds.from_overrides(opts.thresholds) if opts.thresholds else None
         self.monitor = Monitor(metric=opts.metric, eval_metric=opts.eval_metric, thresholds=th,
