@@ -171,3 +171,24 @@ def test_an_output_that_is_an_input_is_refused_and_nothing_is_written(tmp_path, 
     link.symlink_to(log)
     r = grpofit(command, log, option, link, *extra)
     assert r.returncode == 2 and log.read_bytes() == before
+
+
+# ------------------------------------------------------------------ 6. typed records' train kind
+
+
+@pytest.mark.parametrize("kind", ["metrics", "log", "step", "batch", "update", "grpo", "rl", "actor"])
+def test_typed_train_records_under_another_kind_name_are_the_train_reward(capsys, tmp_path, kind):
+    rng = np.random.default_rng(5)
+    rows = []
+    for s in range(300):
+        rows.append({"event": kind, "step": s, "reward": 0.8 * (1 - math.exp(-s / 60)) + rng.normal(0, 0.02)})
+        if s % 10 == 0:
+            rows.append({"event": "eval", "step": s, "reward": 0.7 * (1 - math.exp(-s / 60))})
+    path = tmp_path / "typed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out, err = run_cli(capsys, "diagnose", path, "--format", "json")
+    assert code == 0, err
+    entry = json.loads(out)["runs"][0]
+    assert entry["fit"]["metric"] == "train/reward" and entry["fit"]["n_points"] == 300
+    assert entry["fit"].get("role", "reward") == "reward"
+    assert f"'{kind}' records are the train records" in err

@@ -42,6 +42,11 @@ STEP_KEYS = frozenset(
         "epoch",
     }
 )
+#: kind names training loops give their train records (``"event": "metrics"``): with no kind
+#: named ``train`` and one of these, its columns are named ``train/<field>`` so the train reward,
+#: entropy or KL of the run is found as such (not the eval series of the other kind)
+TRAIN_KINDS = ("metrics", "metric", "log", "logs", "step", "steps", "batch", "update", "updates",
+               "grpo", "rl", "actor", "policy", "optim", "optimizer", "training", "learner")
 #: a column name's kind marker while reading (replaced by ``/`` or dropped at the end)
 SEP = "\x1f"
 #: the per-row kind code column while reading
@@ -96,10 +101,11 @@ def finish(
     if codes is None or not kinds.codes:
         return table, [], {}, step
     several = len(kinds.codes) > 1
+    alias = _train_alias(kinds) if several else None
     named: dict[str, np.ndarray] = {}
     for key, values in table.items():
         kind, sep, field = key.partition(SEP)
-        name = (f"{kind}/{field}" if several else field) if sep else key
+        name = (f"{'train' if kind == alias else kind}/{field}" if several else field) if sep else key
         if name in named:  # an unprefixed field of the same name: keep both, the kind's second
             name = f"{name} ({kind})"
         named[name] = values
@@ -116,6 +122,7 @@ def finish(
     aligned, repeated, without = _align(named, step_col, codes)
     warnings = [
         f"typed records ({field}: {shown}) became columns '<kind>/<field>', aligned on {step_col!r}"
+        + (f"; {alias!r} records are the train records (columns 'train/<field>')" if alias else "")
     ]
     if repeated:
         warnings.append(f"{repeated} record(s) repeat a step of their kind (e.g. after a resume); kept the last of each")
@@ -123,6 +130,16 @@ def finish(
     if without:
         stats["rows_without_step"] = without
     return aligned, warnings, stats, step_col
+
+
+def _train_alias(kinds: Kinds) -> str | None:
+    """The kind that holds the train records under another name (:data:`TRAIN_KINDS`): only when
+    no kind is ``train`` and exactly one kind (case-insensitive) is such a name."""
+    names = {k.lower() for k in kinds.codes}
+    if "train" in names:
+        return None
+    found = [k for k in kinds.codes if k.lower() in TRAIN_KINDS]
+    return found[0] if len(found) == 1 else None
 
 
 def _step_column(table: dict[str, np.ndarray], step: str | None) -> str | None:
