@@ -192,3 +192,102 @@ def test_typed_train_records_under_another_kind_name_are_the_train_reward(capsys
     assert entry["fit"]["metric"] == "train/reward" and entry["fit"]["n_points"] == 300
     assert entry["fit"].get("role", "reward") == "reward"
     assert f"'{kind}' records are the train records" in err
+
+
+# ------------------------------------------------------------------ 3, 4, 13, 14. MLflow stores
+
+
+def _mlflow_schema():
+    from tests.test_mlflow import SCHEMA
+
+    return SCHEMA
+
+
+def _wal_store(folder: Path, *, young: bool = False, n: int = 300) -> Path:
+    """A WAL-mode MLflow store whose collapse (the last 30% of the steps) is only in its -wal,
+    copied (store and -wal, no -shm) into ``folder``: what a copy of a live store looks like."""
+    import shutil
+    import sqlite3
+
+    live = folder.parent / (folder.name + "-live")
+    live.mkdir(parents=True)
+    db = live / "mlruns.db"
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA wal_autocheckpoint=0")
+    s, y = collapse_series(n)
+    if not young:
+        con.executescript(_mlflow_schema())
+        con.execute("INSERT INTO runs (run_uuid, name, lifecycle_stage, start_time) VALUES ('r1', 'grpo', 'active', 0)")
+        con.executemany("INSERT INTO metrics VALUES ('critic/score/mean', ?, ?, 'r1', ?, 0)",
+                        [(float(y[i]), 1000 + i, int(s[i])) for i in range(int(0.7 * n))])
+        con.commit()
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        rest = range(int(0.7 * n), n)
+    else:
+        con.commit()
+        con.executescript(_mlflow_schema())
+        con.execute("INSERT INTO runs (run_uuid, name, lifecycle_stage, start_time) VALUES ('r1', 'grpo', 'active', 0)")
+        rest = range(n)
+    con.executemany("INSERT INTO metrics VALUES ('critic/score/mean', ?, ?, 'r1', ?, 0)",
+                    [(float(y[i]), 1000 + i, int(s[i])) for i in rest])
+    con.commit()
+    folder.mkdir(parents=True)
+    shutil.copyfile(db, folder / "mlruns.db")
+    shutil.copyfile(str(db) + "-wal", folder / "mlruns.db-wal")
+    con.close()
+    return folder / "mlruns.db"
+
+
+@pytest.mark.parametrize("young", [False, True], ids=["rows-in-wal", "schema-in-wal"])
+def test_wal_store_is_read_whole_without_writing_beside_it(tmp_path, young):
+    store = _wal_store(tmp_path / "copy", young=young)
+    before = sorted(p.name for p in store.parent.iterdir())
+    os.chmod(store.parent, 0o555)
+    try:
+        r = grpofit("diagnose", store, "--format", "json")
+    finally:
+        os.chmod(store.parent, 0o755)
+    assert r.returncode == 1, r.stderr  # the collapse lives in the WAL
+    (entry,) = json.loads(r.stdout)["runs"]
+    assert entry["collapse"] is not None and entry["collapse"]["step"] > 200
+    assert sorted(p.name for p in store.parent.iterdir()) == before  # no -shm made beside the input
+
+
+def test_sqlite_text_and_blob_values_are_not_an_internal_error(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "mlruns.db"
+    con = sqlite3.connect(db)
+    con.executescript(_mlflow_schema())
+    con.execute("INSERT INTO runs (run_uuid, name, lifecycle_stage, start_time) VALUES ('r1', 'grpo', 'active', 0)")
+    s, y = healthy_series(100)
+    con.executemany("INSERT INTO metrics VALUES ('critic/score/mean', ?, ?, 'r1', ?, 0)",
+                    [(float(y[i]), 1000 + i, int(s[i])) for i in range(100)])
+    con.execute("INSERT INTO metrics VALUES ('critic/score/mean', 'oops', 5000, 'r1', 200, 0)")
+    con.execute("INSERT INTO metrics VALUES ('critic/score/mean', 0.5, x'00ff', 'r1', 201, 0)")
+    con.execute("INSERT INTO metrics VALUES ('critic/score/mean', 0.5, 'late', 'r1', 'ten', 0)")
+    con.execute("INSERT INTO metrics VALUES ('critic/score/mean', 0.5, 1, 'r1', x'0102', 0)")
+    con.execute("INSERT INTO metrics VALUES ('critic/score/mean', 0.5, 99999999999999999999, 'r1', 202, 0)")
+    con.execute("INSERT INTO params VALUES ('n', x'ff', 'r1')")
+    con.commit()
+    con.close()
+    r = grpofit("fit", db, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert b"internal error" not in r.stderr
+    assert json.loads(r.stdout)["runs"][0]["n_points"] >= 100
+
+
+def test_mlflow_metric_file_over_256_mib_is_read_to_its_end(tmp_path, monkeypatch):
+    from grpofit.readers import mlflow
+    from grpofit.readers import read_path
+
+    run = tmp_path / "mlruns" / "0" / "abc"
+    (run / "metrics").mkdir(parents=True)
+    (run / "meta.yaml").write_text("run_name: big\nlifecycle_stage: active\n")
+    s, y = collapse_series(2000)
+    (run / "metrics" / "reward").write_text("".join(f"{1000 + i} {float(y[i])!r} {i}\n" for i in range(2000)))
+    monkeypatch.setattr(mlflow, "MAX_FILE", 4096, raising=False)  # any old cap far below the file
+    (got,) = read_path(str(run))
+    steps, values = got.series("reward")
+    assert steps.size == 2000 and values[-1] == pytest.approx(y[-1])

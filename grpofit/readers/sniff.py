@@ -130,9 +130,9 @@ def is_tensorboard(p: Probe) -> bool:
 
 
 def is_mlflow_sqlite(p: Probe) -> bool:
-    from grpofit.readers.mlflow import looks_like_sqlite_store
+    from grpofit.readers.mlflow import looks_like_sqlite_store, young_wal_store
 
-    return looks_like_sqlite_store(p.head)
+    return looks_like_sqlite_store(p.head) or young_wal_store(p.head, p.name)
 
 
 def is_swanlab(p: Probe) -> bool:
