@@ -356,19 +356,42 @@ def _run_from_memory(source: Any, *, step: str | None, name: str) -> "Run":
 
     if isinstance(source, tuple) and len(source) == 2:
         steps, values = source
-        table = {"step": list(steps), "reward": list(values)}
+        table = {"step": _column(steps), "reward": _column(values)}
+        _same_lengths(table, "the (steps, values) pair")
         return make_run(name, "<memory>", "memory", table, step="step")
     columns = getattr(source, "columns", None)
     if columns is not None and hasattr(source, "to_numpy"):  # a pandas DataFrame
         table = {str(c): source[c].to_numpy() for c in columns}
     elif isinstance(source, dict):
-        table = {str(k): v for k, v in source.items()}
+        table = {str(k): _column(v) for k, v in source.items()}
+        _same_lengths(table, "the dict's columns")
     else:
         raise UsageError(
             f"cannot read a {type(source).__name__}",
             fix="pass a path, a pandas DataFrame, a dict of columns or a (steps, values) pair",
         )
     return make_run(name, "<memory>", "memory", table, step=step)
+
+
+def _column(values: Any) -> Any:
+    """An in-memory column as given when it is an array (an int64 step column keeps its
+    integers, see :func:`grpofit.runs.make_run`), else as a list."""
+    import numpy as np
+
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        return values
+    try:
+        return list(values)
+    except TypeError:
+        raise UsageError(f"a column must be a sequence of numbers, not a {type(values).__name__}",
+                         fix="pass lists or 1-D arrays of equal length") from None
+
+
+def _same_lengths(table: dict, what: str) -> None:
+    lengths = {k: len(v) for k, v in table.items()}
+    if len(set(lengths.values())) > 1:
+        shown = ", ".join(f"{k!r} {n}" for k, n in list(lengths.items())[:6])
+        raise UsageError(f"{what}: columns of different lengths ({shown})", fix="pass columns of equal length, one value per step")
 
 
 def _one(run: Any, step: str | None) -> "Run":

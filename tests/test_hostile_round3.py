@@ -291,3 +291,75 @@ def test_mlflow_metric_file_over_256_mib_is_read_to_its_end(tmp_path, monkeypatc
     (got,) = read_path(str(run))
     steps, values = got.series("reward")
     assert steps.size == 2000 and values[-1] == pytest.approx(y[-1])
+
+
+# ------------------------------------------------------------------ 14, 16, 22. values in range
+
+
+def test_swanlab_steps_above_2_53_stay_apart():
+    from grpofit.readers.swanlab import parse_records
+    from grpofit.runs import make_run
+
+    base = 2**60
+    recs = [json.dumps({"model_type": "Scalar", "data": {"key": "train/reward", "step": base + s,
+                                                         "metric": {"data": 1 - math.exp(-s / 30)}}}).encode()
+            for s in range(100)]
+    table, _ = parse_records(iter(recs), "x.swanlab", [])
+    run = make_run("x", "x", "swanlab", table, step="step")
+    assert run.steps.size == 100 and run.steps[0] == 0 and run.steps[-1] == 99
+    assert any("2^53" in w for w in run.warnings)
+
+
+def test_int64_steps_above_2_53_through_the_api_stay_apart():
+    import grpofit
+
+    s = np.arange(300, dtype=np.int64) + 2**60
+    fit = grpofit.fit((s, 1 - np.exp(-np.arange(300) / 50)))
+    assert fit.summary()["n_points"] == 300
+
+
+def test_float_steps_above_2_53_name_the_cause(capsys, tmp_path):
+    path = tmp_path / "big.csv"
+    path.write_text("step,reward\n" + "".join(f"{2**60 + s},{1 - math.exp(-s / 50):.6f}\n" for s in range(300)))
+    code, out, err = run_cli(capsys, "fit", path)
+    assert code == 2 and "above 2^53" in err and len(err_lines(err)) == 1
+
+
+def err_lines(err: str) -> list[str]:
+    return [ln for ln in err.splitlines() if ln.strip()]
+
+
+@pytest.mark.parametrize("bad", [(np.arange(10), np.arange(12.0)), {"step": [1, 2, 3], "reward": [0.1, 0.2]}])
+def test_api_fit_with_unequal_lengths_is_the_projects_error(bad):
+    import grpofit
+    from grpofit.errors import GrpofitError
+
+    with pytest.raises(GrpofitError, match="different lengths"):
+        grpofit.fit(bad)
+
+
+@pytest.mark.parametrize("command", ["forecast", "backtest"])
+def test_a_step_stride_of_1e_10_is_forecast_not_an_internal_error(capsys, tmp_path, command):
+    path = tmp_path / "tiny.csv"
+    path.write_text("step,reward\n" + "".join(f"{s * 1e-10!r},{1 - math.exp(-s / 50):.6f}\n" for s in range(300)))
+    code, out, err = run_cli(capsys, command, path, "--format", "json")
+    assert code == 0 and "internal error" not in err, err
+
+
+@pytest.mark.parametrize("value", [".inf", "1e400", "-5", "1e300"])
+def test_a_planned_last_step_out_of_range_is_no_plan(capsys, tmp_path, value):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "run.csv").write_text("step,reward\n" + "".join(f"{s},{1 - math.exp(-s / 50):.6f}\n" for s in range(300)))
+    (folder / "config.yaml").write_text(f"trainer:\n  total_training_steps: {value}\n")
+    code, out, err = run_cli(capsys, "forecast", folder, "--format", "json")
+    assert code == 0 and "internal error" not in err, err
+    assert json.loads(out)["runs"][0]["horizon"]["step"] is None
+
+
+def test_steps_near_the_float_maximum_are_not_an_internal_error(capsys, tmp_path):
+    path = tmp_path / "huge.csv"
+    path.write_text("step,reward\n" + "".join(f"{1.7e308 + s * 1e293!r},{1 - math.exp(-s / 50):.6f}\n" for s in range(300)))
+    for command in ("fit", "diagnose", "forecast", "backtest"):
+        code, out, err = run_cli(capsys, command, path)
+        assert code in (0, 1, 2) and "internal error" not in err, (command, err)

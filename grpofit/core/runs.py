@@ -139,9 +139,10 @@ def make_run(
     from grpofit.core.errors import MetricNotFound
 
     warnings = list(warnings or [])
+    step_col = pick_step_column(list(table), step)
+    table = _rebase_big_integer_steps(table, step_col, warnings)
     cols = {k: to_float_array(v) for k, v in table.items()}
     n = len(next(iter(cols.values()))) if cols else 0
-    step_col = pick_step_column(list(cols), step)
     if step is not None and step_col is None:
         raise MetricNotFound(
             f"no step column {step!r}",
@@ -184,7 +185,11 @@ def make_run(
         if ndup:
             # within a block of equal steps, keep the last finite value of each column
             steps, cols = _merge_duplicates(steps, cols)
-            warnings.append(f"{ndup} duplicated step(s), e.g. after a resume; kept the last value of each")
+            if float(np.max(np.abs(steps))) > FLOAT_EXACT:
+                warnings.append(f"{ndup} step(s) above 2^53 fall on the same float as a neighbour; kept the last "
+                                f"value of each: count {step_label!r} from 0 (subtract its first value) to keep them apart")
+            else:
+                warnings.append(f"{ndup} duplicated step(s), e.g. after a resume; kept the last value of each")
             stats["duplicates"] = ndup
     ninf = 0
     metrics: dict[str, np.ndarray] = {}
@@ -212,6 +217,26 @@ def make_run(
         warnings=warnings,
         stats=stats,
     )
+
+
+#: integers above this are not all distinct as 64-bit floats
+FLOAT_EXACT = 2.0**53
+
+
+def _rebase_big_integer_steps(table, step_col: str | None, warnings: list[str]):
+    """``table`` with an integer step column above 2^53 counted from its first value (as floats
+    such steps merge: 2^60 and 2^60 + 1 are one float), and a warning naming the offset."""
+    raw = table.get(step_col) if step_col is not None else None
+    if not isinstance(raw, np.ndarray) or raw.dtype.kind not in "iu" or raw.size == 0:
+        return table
+    lo, hi = int(raw.min()), int(raw.max())
+    if max(abs(lo), abs(hi)) <= FLOAT_EXACT or hi - lo > FLOAT_EXACT:
+        return table
+    rebased = dict(table)
+    rebased[step_col] = (raw.astype(object) - lo).astype(np.int64) if raw.dtype.kind == "u" else raw - lo
+    warnings.append(f"steps in {step_col!r} are above 2^53 (from {lo}), where floats cannot tell them apart; "
+                    f"counted them from {lo} (step 0 is {lo})")
+    return rebased
 
 
 def _merge_duplicates(steps: np.ndarray, cols: dict[str, np.ndarray]):

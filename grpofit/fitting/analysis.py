@@ -94,12 +94,19 @@ def fit_run(
     steps, values = run.series(column)
     _release_if_long(steps.size)
     if steps.size < MIN_POINTS:
+        import numpy as np
+
+        from grpofit.runs import FLOAT_EXACT
+
+        merged = run.stats.get("duplicates") and run.steps.size and float(np.max(np.abs(run.steps))) > FLOAT_EXACT
         raise TooFewPoints(
-            f"{column!r} has {steps.size} finite point(s) in run {run.name}; a fit needs at least {MIN_POINTS}",
+            f"{column!r} has {steps.size} finite point(s) in run {run.name}; a fit needs at least {MIN_POINTS}"
+            + (f" ({run.stats['duplicates']} steps above 2^53 merged: floats cannot tell them apart)" if merged else ""),
             path=run.source,
             n=int(steps.size),
             minimum=MIN_POINTS,
-            fix="log more steps, or choose another column with --metric",
+            fix=(f"count {run.step_column!r} from 0 (subtract its first value), or pass --step with another column"
+                 if merged else "log more steps, or choose another column with --metric"),
         )
     collapse, result = None, None
     from grpofit.fitting.fitcheck import metric_kind

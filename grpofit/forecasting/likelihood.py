@@ -364,14 +364,14 @@ class LawFit:
 
 def bounds_for(law: str, series: Series, t_max: float):
     """Box bounds of ``theta`` (log coordinates)."""
-    t_lo = math.log(max(series.dt / 4.0, 1e-6))
-    t_hi = math.log(max(t_max, 10.0 * series.dt))
+    t_lo = math.log(max(series.dt / 4.0, 1e-300))  # relative to the stride: steps 1e-10 apart work too
+    t_hi = max(math.log(max(t_max, 10.0 * series.dt, 1e-300)), t_lo + math.log(40.0))
     lo, hi = [], []
     if law == "two":
         lo += [t_lo + math.log(2.0), 0.0]
         hi += [t_hi, max(t_hi - t_lo, 1.0)]
     elif law == "oscillator":
-        lo += [t_lo, math.log(max(series.dt / 50.0, 1e-7))]
+        lo += [t_lo, math.log(max(series.dt / 50.0, 1e-300))]
         hi += [t_hi, t_hi]
     else:
         lo.append(t_lo)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from grpofit.limits import MAX_STEP
+
 __all__ = ["planned_last_step", "batch_size"]
 
 HORIZON_KEYS = ("trainer.total_training_steps", "total_training_steps", "max_steps",
@@ -27,7 +29,12 @@ def _positive(config: Mapping[str, Any], key: str) -> float | None:
     from grpofit.readers.config import as_number
 
     value = as_number(config.get(key))
-    return float(value) if value is not None and value > 0 else None
+    try:
+        value = float(value) if value is not None else None
+    except (OverflowError, TypeError, ValueError):
+        return None
+    # a planned step of .inf or 1e400 (or beyond any step the forecast can reach) is no plan
+    return value if value is not None and 0 < value <= MAX_STEP else None
 
 
 def _first(config: Mapping[str, Any], keys) -> tuple[float, str] | None:
@@ -52,7 +59,7 @@ def planned_last_step(config: Mapping[str, Any], horizon: int | None = None) -> 
     if hit is not None:
         return hit[0], f"config: {hit[1]}"
     epochs, per = _first(config, EPOCH_KEYS), _first(config, PER_EPOCH_KEYS)
-    if epochs is not None and per is not None:
+    if epochs is not None and per is not None and epochs[0] * per[0] <= MAX_STEP:
         return epochs[0] * per[0], f"config: {epochs[1]} x {per[1]}"
     return None, None
 

@@ -233,8 +233,10 @@ def parse_records(records: Iterator[bytes], name: str, warnings: list[str]) -> t
     if not series:
         why = "holds only SwanLab's system metrics" if system else "holds no scalar metrics"
         raise ReadError(f"the SwanLab log {why}", path=name, fix="the run may not have logged yet; " + FIX)
-    steps = np.array(sorted({s for pts in series.values() for s in pts}), dtype=np.float64)
-    index = {int(s): i for i, s in enumerate(steps)}
+    uniq = sorted({s for pts in series.values() for s in pts})
+    index = {s: i for i, s in enumerate(uniq)}  # by the logged integer: steps above 2^53 stay apart
+    exact = -(2**63) <= uniq[0] and uniq[-1] < 2**63
+    steps = np.array(uniq, dtype=np.int64 if exact and max(-uniq[0], uniq[-1]) > 2**53 else np.float64)
     table: dict[str, np.ndarray] = {"step": steps}
     for key, pts in series.items():
         col = np.full(steps.size, np.nan)
