@@ -363,3 +363,58 @@ def test_steps_near_the_float_maximum_are_not_an_internal_error(capsys, tmp_path
     for command in ("fit", "diagnose", "forecast", "backtest"):
         code, out, err = run_cli(capsys, command, path)
         assert code in (0, 1, 2) and "internal error" not in err, (command, err)
+
+
+# ------------------------------------------------------------------ 9, 10, 22. watch's hooks
+
+
+def _collapse_csv(path: Path, name: str | None = None) -> Path:
+    s, y = collapse_series()
+    header = ("Step", f"{name} - train/reward") if name is not None else ("step", "reward")
+    return write_csv(path, s, y, header=header)
+
+
+def test_a_nul_byte_in_a_run_name_reaches_the_hook_escaped(tmp_path):
+    log = _collapse_csv(tmp_path / "nul.csv", "bad\x00run")
+    out = tmp_path / "hook.txt"
+    r = grpofit("watch", log, "--once", "--on-fail", f'printf "%s\\n" "$GRPOFIT_RUN" >> {out}')
+    assert b"internal error" not in r.stderr, r.stderr
+    assert out.read_text().splitlines()[0].endswith("bad\\0run")
+
+
+def test_a_hook_that_leaves_a_background_job_does_not_block_watch(tmp_path):
+    log = _collapse_csv(tmp_path / "c.csv")
+    marker = tmp_path / "ran"
+    r = grpofit("watch", log, "--once", "--on-fail", f"touch {marker}; sleep 25 & true", timeout=20)
+    assert marker.exists()
+    assert b"timed out" not in r.stderr
+
+
+def test_sigterm_is_honoured_while_a_hook_runs(tmp_path):
+    import signal
+    import time
+
+    log = _collapse_csv(tmp_path / "c.csv")
+    marker = tmp_path / "started"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "grpofit", "watch", str(log), "--interval", "0.2",
+                             "--on-fail", f"touch {marker}; sleep 25"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + HANG_S
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)  # the hook sleeps 25 s: watch must not wait for it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_hook_output_is_bounded(tmp_path):
+    log = _collapse_csv(tmp_path / "c.csv")
+    r = grpofit("watch", log, "--once", "--on-fail", "head -c 30000000 /dev/zero | tr '\\0' a")
+    assert len(r.stderr) < 1_000_000
+    assert b"more byte(s) of output not shown" in r.stderr

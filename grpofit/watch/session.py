@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -18,7 +17,6 @@ from grpofit.core.errors import ReadError, UsageError
 from grpofit.watch.follow import Follower
 from grpofit.watch.monitor import _RANK, Monitor
 
-HOOK_TIMEOUT = 60.0
 #: a run due for re-judgement waits at most this many polls, even when reading and the rules
 #: alone use up ``--cpu-budget`` (the budget is then exceeded by one re-judgement)
 STARVED_POLLS = 30
@@ -321,32 +319,17 @@ class Session:
 
     # ------------------------------------------------------------------ alerts
     def _hook(self, event: dict) -> None:
-        env = dict(os.environ)
-        env.update({
-            "GRPOFIT_RUN": str(event["run"]),
-            "GRPOFIT_MODE": str(event["mode"]),
-            "GRPOFIT_STATUS": str(event["status"]),
-            "GRPOFIT_EVIDENCE": str(event["evidence"]),
-            "GRPOFIT_STEP": "" if event["step"] is None else str(event["step"]),
-            "GRPOFIT_ONSET": "" if event.get("onset") is None else str(event["onset"]),
-            "GRPOFIT_SOURCE": str(event.get("source", "")),
-        })
-        try:
-            done = subprocess.run(self.opts.on_fail, shell=True, env=env, timeout=HOOK_TIMEOUT,
-                                  capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            print(f"warning: --on-fail command timed out after {HOOK_TIMEOUT:g}s", file=self.err, flush=True)
-            return
-        except OSError as e:
-            print(f"warning: --on-fail command could not run: {e}", file=self.err, flush=True)
-            return
-        # the command's own output goes to stderr: stdout stays watch's lines
-        for text in (done.stdout, done.stderr):
-            if text:
-                self.err.write(text if text.endswith("\n") else text + "\n")
-                self.err.flush()
-        if done.returncode:
-            print(f"warning: --on-fail command exited {done.returncode}", file=self.err, flush=True)
+        from grpofit.watch.hooks import run_hook
+
+        run_hook(self.opts.on_fail, {
+            "GRPOFIT_RUN": event["run"],
+            "GRPOFIT_MODE": event["mode"],
+            "GRPOFIT_STATUS": event["status"],
+            "GRPOFIT_EVIDENCE": event["evidence"],
+            "GRPOFIT_STEP": "" if event["step"] is None else event["step"],
+            "GRPOFIT_ONSET": "" if event.get("onset") is None else event["onset"],
+            "GRPOFIT_SOURCE": event.get("source", ""),
+        }, self.err, stop=lambda: self.stop)
 
     # ------------------------------------------------------------------ signals
     def _install_signals(self) -> dict:
