@@ -418,3 +418,23 @@ def test_hook_output_is_bounded(tmp_path):
     r = grpofit("watch", log, "--once", "--on-fail", "head -c 30000000 /dev/zero | tr '\\0' a")
     assert len(r.stderr) < 1_000_000
     assert b"more byte(s) of output not shown" in r.stderr
+
+
+# ------------------------------------------------------------------ 12. long names in figures
+
+
+@pytest.mark.parametrize("command, option, target", [
+    ("diagnose", "--plot-dir", "plots"), ("fit", "--plot", "f.png"), ("forecast", "--plot", "fc.png"),
+    ("backtest", "--plot-dir", "bt")])
+def test_a_20k_character_run_name_is_shortened_in_every_figure(tmp_path, command, option, target):
+    from PIL import Image
+
+    s, y = healthy_series(300)
+    log = write_csv(tmp_path / "long.csv", s, y, header=("Step", "R" * 20_000 + " - train/reward"))
+    r = grpofit(command, log, option, tmp_path / target)
+    assert r.returncode in (0, 1), r.stderr
+    pngs = list(tmp_path.rglob("*.png"))
+    assert pngs
+    for png in pngs:
+        w, h = Image.open(png).size
+        assert w <= 3000 and h <= 3000, (png.name, w, h)

@@ -12,12 +12,12 @@ def save_backtest_figure(run, entry: dict, plot_dir) -> Path:
     from matplotlib.figure import Figure
 
     from grpofit.core.errors import UsageError
-    from grpofit.render.plotting import figure_name, short_title
+    from grpofit.render.plotting import figure_name, safe_label, short_title
 
     steps, values = run.series(entry["metric"])
     fig = Figure(figsize=(7, 4.2))
     ax = fig.add_subplot(1, 1, 1)
-    ax.plot(steps, values, ".", ms=3, color="tab:blue", label=entry["metric"])
+    ax.plot(steps, values, ".", ms=3, color="tab:blue", label=safe_label(entry["metric"]))
     cuts = entry.get("cuts") or []
     if cuts:
         last = float(steps[-1])

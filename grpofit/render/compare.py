@@ -47,7 +47,7 @@ def save_compare_figure(a_fits: list, b_fits: list, path: Path) -> None:
     import numpy as np
     from matplotlib.figure import Figure
 
-    from grpofit.render.plotting import check_suffix
+    from grpofit.render.plotting import check_suffix, safe_label
 
     check_suffix(Path(path), option="--plot")
     fig = Figure(figsize=(8, 4.5))
@@ -62,7 +62,7 @@ def save_compare_figure(a_fits: list, b_fits: list, path: Path) -> None:
             if osc is not None and osc.ok:
                 grid = np.linspace(float(f.steps[0]), float(f.steps[-1]), 400)
                 ax.plot(grid, osc.predict(grid), "-", color=colour, lw=1.6,
-                        label=f"{label}: {f.run}" if i == 0 else None)
+                        label=safe_label(f"{label}: {f.run}") if i == 0 else None)
     ax.set_xlabel("step")
     ax.set_ylabel("reward")
     ax.legend(fontsize=7, loc="lower right")

@@ -13,7 +13,7 @@ __all__ = ["draw_fan", "save_fan_figure"]
 
 def draw_fan(ax, fc, entry: dict, *, rest=None) -> None:
     """One run's fan chart on ``ax``; ``rest`` = ``(steps, values)`` not seen (``--until``)."""
-    from grpofit.render.plotting import short_title
+    from grpofit.render.plotting import safe_label, short_title
 
     if fc.steps is not None and fc.steps.size:
         ax.plot(fc.steps, fc.values, ".", ms=3, color="tab:blue", label="seen")
@@ -45,7 +45,7 @@ def draw_fan(ax, fc, entry: dict, *, rest=None) -> None:
         title += "\n" + "\n".join(textwrap.wrap(entry["note"], 95)[:3])
     ax.set_title(title, fontsize=8)
     ax.set_xlabel("step")
-    ax.set_ylabel(entry.get("metric") or "reward")
+    ax.set_ylabel(safe_label(entry.get("metric") or "reward"))
     ax.legend(fontsize=7, loc="lower right")
 
 

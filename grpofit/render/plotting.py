@@ -57,14 +57,34 @@ def _save(fig, path: Path) -> None:
         pass  # a Figure outside pyplot needs no closing: it is freed with its last reference
 
 
+#: characters of one line of a figure's text at most (a longer name is cut in its middle: a
+#: 100k-character run name would otherwise make a figure of gigapixels)
+MAX_LABEL = 120
+
+
+def clip_line(line: str, limit: int = MAX_LABEL) -> str:
+    """``line`` cut in its middle to at most ``limit`` characters (its start and end kept)."""
+    if len(line) <= limit:
+        return line
+    head = (limit - 1) * 2 // 3
+    return line[:head] + "\u2026" + line[len(line) - (limit - 1 - head):]
+
+
+def clip_lines(text: str, limit: int = MAX_LABEL) -> str:
+    """Each line of ``text`` cut to ``limit`` characters (:func:`clip_line`)."""
+    return "\n".join(clip_line(ln, limit) for ln in str(text).split("\n"))
+
+
 def safe_label(text: str) -> str:
     """Text from the logs as a figure label: control characters and undecodable bytes escaped,
-    ``$`` kept literal (matplotlib would read it as the start of math). Only the line breaks the
-    titles are made of are kept: a tab or carriage return (from a file name) is escaped too, as
-    the font has no glyph for it (matplotlib warned on stderr)."""
+    ``$`` kept literal (matplotlib would read it as the start of math), each line at most
+    :data:`MAX_LABEL` characters. Only the line breaks the titles are made of are kept: a tab or
+    carriage return (from a file name) is escaped too, as the font has no glyph for it
+    (matplotlib warned on stderr)."""
     from grpofit.core.safetext import printable
 
-    return printable(str(text)).replace("\t", "\\x09").replace("\r", "\\x0d").replace("$", r"\$")
+    text = printable(clip_lines(str(text), 4 * MAX_LABEL)).replace("\t", "\\x09").replace("\r", "\\x0d")
+    return clip_lines(text).replace("$", r"\$")
 
 
 def short_title(run_name: str) -> str:
@@ -76,6 +96,7 @@ def short_title(run_name: str) -> str:
     base = os.path.basename(path) or path
     if base.startswith("checkpoint-") and os.path.basename(os.path.dirname(path)):  # which run's checkpoint
         base = f"{os.path.basename(os.path.dirname(path))}/{base}"
+    base, run = clip_line(base), clip_line(run)
     return f"{base}\n{run}" if run else base
 
 
@@ -120,7 +141,7 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdi
 
     steps, values = result.steps, result.values
     fitted_part = " (fitted part)" if result.collapse is not None else ""  # the rest is drawn apart
-    ax_data.plot(steps, values, ".", ms=3, color="0.45", label=f"{result.metric}{fitted_part}")
+    ax_data.plot(steps, values, ".", ms=3, color="0.45", label=safe_label(f"{result.metric}{fitted_part}"))
     if collapse_values is not None:
         cs, cv = collapse_values
         ax_data.plot(cs, cv, ".", ms=3, color="0.75", label="after the collapse (not fitted)")
@@ -335,7 +356,7 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
     from grpofit.core.vocabulary import MODE_TITLES  # the table's column headers
 
     statuses = ", ".join(f"{MODE_TITLES.get(m, m)}: {v.status}" for m, v in diagnosis.diagnostics.items())
-    axes[0].set_title(safe_label(fit_title(fit, verdict).replace(short_title(str(fit.run)), diagnosis.name))
+    axes[0].set_title(safe_label(fit_title(fit, verdict).replace(short_title(str(fit.run)), clip_lines(diagnosis.name)))
                       + f"\n{statuses}", fontsize=8)
     for ax, (role, title, column) in zip(axes[2:], panels):
         steps, values = run.series(column)
