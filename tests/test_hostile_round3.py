@@ -438,3 +438,31 @@ def test_a_20k_character_run_name_is_shortened_in_every_figure(tmp_path, command
     for png in pngs:
         w, h = Image.open(png).size
         assert w <= 3000 and h <= 3000, (png.name, w, h)
+
+
+# ------------------------------------------------------------------ 18-21. messages
+
+
+def _full_disk_savefig(self, fname, *args, **kwargs):
+    import errno
+
+    with open(fname, "wb") as f:
+        f.write(b"\x89PNG")
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("command", ["forecast", "compare"])
+def test_a_figure_on_a_full_disk_leaves_no_partial_file(capsys, tmp_path, monkeypatch, command):
+    from matplotlib.figure import Figure
+
+    s, y = healthy_series(300)
+    a = write_csv(tmp_path / "a.csv", s, y)
+    b = write_csv(tmp_path / "b.csv", s, y * 0.9)
+    monkeypatch.setattr(Figure, "savefig", _full_disk_savefig)
+    target = tmp_path / "out" / "fig.png"
+    args = [a, "--plot", target] if command == "forecast" else [a, b, "--plot", target]
+    code, out, err = run_cli(capsys, command, *args)
+    assert code == 2
+    assert "No space left on device" in err and len(err_lines(err)) == 1
+    assert not target.exists()
+    assert not [p for p in target.parent.glob("*")] if target.parent.exists() else True

@@ -67,4 +67,11 @@ def save_compare_figure(a_fits: list, b_fits: list, path: Path) -> None:
     ax.set_ylabel("reward")
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    from grpofit.atomic import replacing
+    from grpofit.errors import UsageError
+
+    try:
+        with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)
+            fig.savefig(tmp, dpi=110, format=Path(path).suffix.lower().lstrip("."))
+    except UsageError as e:
+        raise UsageError(f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable path") from None

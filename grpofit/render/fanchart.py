@@ -83,8 +83,10 @@ def save_fan_figure(items: list, path: Path) -> None:
     for i, (fc, entry, rest) in enumerate(items):
         draw_fan(fig.add_subplot(rows, cols, i + 1), fc, entry, rest=rest)
     fig.tight_layout()
+    from grpofit.atomic import replacing
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)
-    except OSError as e:
-        raise UsageError(f"cannot write the figure: {e.strerror}", path=str(path), fix="choose a writable path") from None
+        with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)
+            fig.savefig(tmp, dpi=110, format=path.suffix.lower().lstrip("."))
+    except UsageError as e:
+        raise UsageError(f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable path") from None
