@@ -466,3 +466,24 @@ def test_a_figure_on_a_full_disk_leaves_no_partial_file(capsys, tmp_path, monkey
     assert "No space left on device" in err and len(err_lines(err)) == 1
     assert not target.exists()
     assert not [p for p in target.parent.glob("*")] if target.parent.exists() else True
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_watch_jsonl_on_a_full_disk_names_the_file(tmp_path):
+    log = _collapse_csv(tmp_path / "c.csv")
+    r = grpofit("watch", log, "--once", "--jsonl", "/dev/full")
+    assert r.returncode == 2
+    lines = err_lines(r.stderr.decode())
+    assert lines[-1].startswith("error: /dev/full: --jsonl: cannot append") and "standard output" not in r.stderr.decode()
+
+
+@pytest.mark.parametrize("command", ["backtest", "forecast", "diagnose"])
+def test_error_lines_escape_control_characters_in_every_command(tmp_path, command):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    write_csv(folder / "good.csv", *healthy_series(300))
+    (folder / "a\u0085\x1bb.csv").write_text("step,reward\n")
+    r = grpofit(command, folder)
+    assert r.returncode == 2
+    assert b"\x1b" not in r.stderr and "\u0085".encode() not in r.stderr
+    assert b"\\x1b" in r.stderr

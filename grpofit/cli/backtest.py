@@ -52,6 +52,8 @@ def backtest(
         render.print_tables([table])
         for line in lines:
             typer.echo(line)
-    for e in doc.get("errors", []):
-        typer.echo(f"error: {e['error']}", err=True)
+    from grpofit.cli.common import echo_err
+
+    for e in doc.get("errors", []):  # escaped like every command's error lines (names come from files)
+        echo_err(f"error: {e['error']}")
     return ExitCode.BAD_INPUT if doc.get("errors") else ExitCode.OK

@@ -51,6 +51,8 @@ def forecast(
         from grpofit.render.fanchart import save_fan_figure
 
         save_fan_figure(done.items, plot)
-    for e in done.doc.get("errors", []):
-        typer.echo(f"error: {e['error']}", err=True)
+    from grpofit.cli.common import echo_err
+
+    for e in done.doc.get("errors", []):  # escaped like every command's error lines (names come from files)
+        echo_err(f"error: {e['error']}")
     return ExitCode.BAD_INPUT if done.doc.get("errors") else ExitCode.OK

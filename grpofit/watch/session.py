@@ -281,8 +281,17 @@ class Session:
         if self.jsonl is None:
             return
         line = _compact(event)
-        self.jsonl.write(line + "\n")
-        self.jsonl.flush()
+        try:
+            self.jsonl.write(line + "\n")
+            self.jsonl.flush()
+        except OSError as e:  # a full disk: the --jsonl file named, not standard output
+            jsonl, self.jsonl = self.jsonl, None
+            try:
+                jsonl.close()
+            except OSError:
+                pass
+            raise UsageError(f"--jsonl: cannot append to it ({e.strerror or e})", path=self.opts.jsonl,
+                             fix="free space there or choose another --jsonl path") from None
 
     def _report(self, events: list[dict], live) -> None:
         from grpofit.watch import display
