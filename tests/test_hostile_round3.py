@@ -487,3 +487,24 @@ def test_error_lines_escape_control_characters_in_every_command(tmp_path, comman
     assert r.returncode == 2
     assert b"\x1b" not in r.stderr and "\u0085".encode() not in r.stderr
     assert b"\\x1b" in r.stderr
+
+
+def test_sigint_while_the_command_line_loads_prints_no_traceback(tmp_path):
+    """Ctrl-C while grpofit.cli imports (before its own handlers are installed)."""
+    code = (
+        "import builtins, os, signal\n"
+        "real = builtins.__import__\n"
+        "def hooked(name, *a, **k):\n"
+        "    if name == 'typer':\n"
+        "        builtins.__import__ = real\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "    return real(name, *a, **k)\n"
+        "builtins.__import__ = hooked\n"
+        "import runpy, sys\n"
+        "sys.argv = ['grpofit', '--help']\n"
+        "runpy.run_module('grpofit', run_name='__main__')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=HANG_S, env=env)
+    assert b"Traceback" not in r.stderr, r.stderr[-500:]
+    assert r.returncode == 130 and r.stderr.strip() == b"interrupted"

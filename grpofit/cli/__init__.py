@@ -13,7 +13,10 @@ Every module imports only typer at the top, so ``grpofit --help`` stays instant.
 
 from __future__ import annotations
 
-from grpofit.cli.app import app
-from grpofit.cli.entry import main
+from grpofit.cli._early import quiet_interrupts
+
+with quiet_interrupts():  # a Ctrl-C while the command line loads: one line, no traceback
+    from grpofit.cli.app import app
+    from grpofit.cli.entry import main
 
 __all__ = ["app", "main"]
