@@ -508,3 +508,33 @@ def test_sigint_while_the_command_line_loads_prints_no_traceback(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=HANG_S, env=env)
     assert b"Traceback" not in r.stderr, r.stderr[-500:]
     assert r.returncode == 130 and r.stderr.strip() == b"interrupted"
+
+
+# ------------------------------------------------------------------ 5. watch after a rewrite in place
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_truncate_and_rewrite_past_the_old_size_is_read_afresh(tmp_path, fmt):
+    from grpofit.watch.tail import open_tail
+
+    path = tmp_path / f"run.{fmt}"
+
+    def text(n, level):
+        if fmt == "csv":
+            return "step,reward\n" + "".join(f"{s},{level + 0.0001 * s:.4f}\n" for s in range(n))
+        return "".join(json.dumps({"step": s, "reward": round(level + 0.0001 * s, 4)}) + "\n" for s in range(n))
+
+    path.write_text(text(200, 0.5))
+    tail = open_tail(str(path), "file")
+    tail.poll()
+    assert tail.runs()[0].steps.size == 200
+    ino = path.stat().st_ino
+    with open(path, "r+") as f:  # same inode, bigger than before, within one poll
+        f.truncate(0)
+        f.write(text(450, 0.1))
+    assert path.stat().st_ino == ino
+    tail.poll()
+    (run,) = tail.runs()
+    assert run.steps.size == 450 and list(run.steps[:3]) == [0, 1, 2] and run.steps[-1] == 449
+    assert np.nanmax(run.metrics["reward"]) < 0.2  # no row of the old content
+    assert tail.resets == 1

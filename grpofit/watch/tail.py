@@ -36,6 +36,8 @@ TEXT_FORMATS = ("csv", "tsv", "csv-long", "wandb-export", "wandb-history", "json
                 "verl-console", "trl-console")
 #: at most this many new bytes are parsed per poll (a huge backlog is caught up over several polls)
 MAX_READ = 64 * 1024 * 1024
+#: bytes of the consumed part of a followed file checked again before each read (see Tail.mark)
+MARK = 64
 _HEAD = 256 * 1024
 
 
@@ -167,6 +169,10 @@ class Tail:
         self.error: str | None = None  #: the last reading problem (shown, never fatal)
         self.resets = 0  #: times the file was found rotated or replaced
         self.version = 0  #: bumped whenever rows were added
+        #: ``(position, bytes)``: the last bytes consumed, checked again before reading on (a
+        #: file truncated and rewritten past the old size within one poll keeps its inode and
+        #: grows: only its content tells)
+        self.mark: tuple[int, bytes] | None = None
 
     # -- shared bookkeeping
     def _reset(self) -> None:
@@ -174,6 +180,25 @@ class Tail:
         self.runs_ = {}
         self.order = []
         self.resets += 1
+        self.mark = None
+
+    def _consumed(self, end: int, data: bytes) -> None:
+        """The file's bytes up to ``end`` were read; ``data`` ends with them (the mark)."""
+        if data:
+            tail = data[-MARK:]
+            self.mark = (end - len(tail), tail)
+
+    def _rewritten(self) -> bool:
+        """Whether the bytes at the mark changed (the file was rewritten in place)."""
+        if self.mark is None:
+            return False
+        pos, expected = self.mark
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(pos)
+                return f.read(len(expected)) != expected
+        except OSError:
+            return False
 
     def _add(self, runs: list[Run]) -> None:
         for r in runs:
@@ -192,7 +217,7 @@ class Tail:
         return sum(len(c) for c in self.runs_.values())
 
     def _rotated(self, st) -> bool:
-        if self.ino is not None and (st.st_ino != self.ino or st.st_size < self.offset):
+        if self.ino is not None and (st.st_ino != self.ino or st.st_size < self.offset or self._rewritten()):
             self._reset()
             self.ino = st.st_ino
             return True
@@ -263,6 +288,7 @@ class TextTail(Tail):
                 self.header = b""
             return False
         self.offset = start + len(body)
+        self._consumed(self.offset, body)
         self.error = None
         self._add(runs)
         return bool(runs)
@@ -316,6 +342,7 @@ class EventsTail(Tail):
             return False
         body = data[:pos]
         self.offset += pos
+        self._consumed(self.offset, body)
         try:
             table, warnings = parse_tfevents(body, self.path)
         except ReadError:
