@@ -696,6 +696,19 @@ def bench_long_fit(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     rep.raw["long_fit"] = {"rows": sizes.big_rows, "mb": mb, "wall_s": walls, "rss_mb": rss}
     rep.add("4c long run", f"fit one {sizes.big_rows:,}-step CSV ({mb:.0f} MB): peak RSS", f"{peak:.0f} MB",
             f"wall {_stats(walls)}", f"<= 3x file + 100 MB = {limit:.0f} MB", _status(peak <= limit))
+    # issue 38: diagnose and forecast are linear in the points too (the late slope's HAC sum was
+    # quadratic): each within 3x fit's wall time on the same run
+    for command in ("diagnose", "forecast"):
+        cw = []
+        for r in range(repeats):
+            log(f"long {command}: repeat {r + 1}/{repeats}")
+            p = checked(run_process(grpofit_cmd() + [command, str(path), "--format", "json"]),
+                        f"grpofit {command} (long)", ok_codes=(0, 1))
+            cw.append(p.wall)
+        rep.raw["long_fit"][f"{command}_wall_s"] = cw
+        ratio = median(cw) / max(median(walls), 1e-9)
+        rep.add("4c long run", f"{command} the same run: wall time against fit's", f"{ratio:.2f}x",
+                f"wall {_stats(cw)}", "<= 3x fit's", _status(ratio <= 3.0))
 
 
 # --------------------------------------------------------------------------- 5. growth
