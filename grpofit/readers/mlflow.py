@@ -312,7 +312,14 @@ def _float(x: Any) -> float:
 
 
 #: rows fetched from SQLite at a time (the store is never held whole as Python rows)
-BATCH = 65536
+BATCH = 4096
+
+
+def _parts():
+    """Steps, timestamps and values of one series as it is read: packed doubles (8 bytes each)."""
+    from array import array
+
+    return array("d"), array("d"), array("d")
 
 
 def _query(path: str, name: str):
@@ -358,14 +365,14 @@ def _query(path: str, name: str):
         )
         by_run: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
         current: tuple | None = None
-        parts: list[list[float]] = [[], [], []]
+        parts = _parts()
         bad = 0
 
         def flush():
             nonlocal bad
             if current is None or current[0] in deleted or not parts[0]:
                 return
-            s, ts, v = (np.asarray(p, dtype=float) for p in parts)
+            s, ts, v = (np.frombuffer(p, dtype=np.float64) for p in parts)
             ok = np.isfinite(s)
             bad += int((~ok).sum())
             if ok.any():
@@ -380,7 +387,7 @@ def _query(path: str, name: str):
                 ident = (str(run_uuid), str(key))
                 if ident != current:
                     flush()
-                    current, parts = ident, [[], [], []]
+                    current, parts = ident, _parts()
                 parts[0].append(0.0 if st is None else _float(st))
                 parts[1].append(0.0 if ts is None else _float(ts))
                 parts[2].append(float("nan") if is_nan or value is None else _float(value))
