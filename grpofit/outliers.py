@@ -12,7 +12,9 @@ collapse, a spike or a step of the run itself for a glitch:
 - a value more than ``FACTOR`` spans outside ``[lo, hi]`` is an outlier.
 
 A collapse falls back into the range the run has visited (it starts near its floor); a spike of
-a rule's column is never looked at (only the reward column is tested). At most ``trim`` values
+a rule's column is never looked at (only the fitted reward column is tested, and a column passed
+with ``--metric`` only when it is no KL, grad norm, clip fraction, entropy or loss:
+:func:`rewardlike`). At most ``trim`` values
 per side can be excluded: more are the run's own behaviour, and nothing is excluded.
 """
 
@@ -92,7 +94,7 @@ def exclude(run, column: str) -> Outliers | None:
         return done[column]
     done[column] = None
     values = run.metrics.get(column)
-    if values is None:
+    if values is None or not rewardlike(column):
         return None
     keep = np.isfinite(values)
     found = find_outliers(run.steps[keep], values[keep])
@@ -104,6 +106,18 @@ def exclude(run, column: str) -> Outliers | None:
         run.stats["outliers"] = run.stats.get("outliers", 0) + found.count
     done[column] = found
     return found
+
+
+def rewardlike(column: str) -> bool:
+    """Whether ``column`` is tested: a reward or score, not a metric whose spikes are the signal
+    (KL, grad norm, clip fraction, entropy: their own roles) nor one that falls by design (a loss)."""
+    from grpofit.fitcheck import metric_kind
+    from grpofit.roles import detect_roles
+
+    if metric_kind(column) == "decays":
+        return False
+    roles = detect_roles([column])
+    return not any(col == column and role not in ("reward", "eval_reward") for role, col in roles.items())
 
 
 def excluded(run, column: str) -> Outliers | None:

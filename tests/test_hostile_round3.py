@@ -615,3 +615,13 @@ def test_sqlite_store_is_not_held_as_python_rows(tmp_path):
         tracemalloc.stop()
     assert run.steps.size == n
     assert peak < 150 * n  # bytes: a dozen float arrays (~100 bytes a row), not Python objects per row
+
+
+def test_a_kl_spike_fitted_with_metric_is_not_excluded(capsys, tmp_path):
+    rng = np.random.default_rng(2)
+    s = np.arange(300)
+    kl = 0.05 * (1 - np.exp(-s / 80)) + rng.normal(0, 0.002, 300)
+    kl[200] = 0.9  # a genuine KL spike: the signal of a rule, not a corrupted cell
+    code, out, err = run_cli(capsys, "fit", write_csv(tmp_path / "kl.csv", s, kl, header=("step", "kl")),
+                             "--metric", "kl", "--format", "json")
+    assert "outlier" not in err and "outliers" not in json.loads(out)["runs"][0]
