@@ -29,8 +29,7 @@ from grpofit.core.runs import Run
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 FIX = "pass an MLflow run folder (mlruns/<experiment>/<run>/), the mlruns/ folder or the mlruns.db SQLite store"
-#: largest metric file, meta.yaml or param file read (bytes)
-MAX_FILE = 256 * 1024 * 1024
+#: largest meta.yaml or param file read (bytes); metric files are read whole, in blocks
 MAX_META = 1024 * 1024
 
 
