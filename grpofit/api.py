@@ -375,7 +375,7 @@ def _run_from_memory(source: Any, *, step: str | None, name: str) -> "Run":
 
 def _column(values: Any) -> Any:
     """An in-memory column as given when it is an array (an int64 step column keeps its
-    integers, see :func:`grpofit.runs.make_run`), else as a list."""
+    integers, see :func:`grpofit.core.runs.make_run`), else as a list."""
     import numpy as np
 
     if isinstance(values, np.ndarray) and values.ndim == 1:

@@ -118,7 +118,7 @@ def test_forecast_excludes_the_same_outlier(capsys, tmp_path):
 
 
 def test_genuine_collapses_and_lattice_rewards_are_not_outliers():
-    from grpofit.outliers import find_outliers
+    from grpofit.fitting.outliers import find_outliers
 
     s, y = collapse_series()
     assert find_outliers(s, y) is None
@@ -298,7 +298,7 @@ def test_mlflow_metric_file_over_256_mib_is_read_to_its_end(tmp_path, monkeypatc
 
 def test_swanlab_steps_above_2_53_stay_apart():
     from grpofit.readers.swanlab import parse_records
-    from grpofit.runs import make_run
+    from grpofit.core.runs import make_run
 
     base = 2**60
     recs = [json.dumps({"model_type": "Scalar", "data": {"key": "train/reward", "step": base + s,
@@ -332,7 +332,7 @@ def err_lines(err: str) -> list[str]:
 @pytest.mark.parametrize("bad", [(np.arange(10), np.arange(12.0)), {"step": [1, 2, 3], "reward": [0.1, 0.2]}])
 def test_api_fit_with_unequal_lengths_is_the_projects_error(bad):
     import grpofit
-    from grpofit.errors import GrpofitError
+    from grpofit.core.errors import GrpofitError
 
     with pytest.raises(GrpofitError, match="different lengths"):
         grpofit.fit(bad)
@@ -572,7 +572,7 @@ def test_forecast_intervals_of_a_reward_in_0_1_stay_in_0_1(capsys, tmp_path):
 def test_late_slope_hac_sum_is_the_bartlett_sum():
     """The late slope's long-run variance is computed in O(n) (class 11); same value as the
     direct Bartlett sum over the lags."""
-    from grpofit.forecasting.drift import late_slope
+    from grpofit.fitting.drift import late_slope
 
     rng = np.random.default_rng(11)
     n = 1200

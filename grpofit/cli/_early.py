@@ -1,5 +1,5 @@
 """Ctrl-C in the first tens of milliseconds, while the command line's modules load (before
-:func:`grpofit.interrupts.install` runs): ``interrupted`` and exit 130, not a traceback of
+:func:`grpofit.runtime.interrupts.install` runs): ``interrupted`` and exit 130, not a traceback of
 whatever import it cut. Only for that window: the handler before it is restored after."""
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def diagnose(
 
     if junit is not None:  # an output that cannot be written is an error before any work
         check_writable(junit, "--junit")
-        from grpofit.outpaths import check_not_input
+        from grpofit.runtime.outpaths import check_not_input
 
         check_not_input(junit, "--junit", paths)
     if plot_dir is not None:

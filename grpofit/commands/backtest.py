@@ -123,7 +123,7 @@ def backtest_run(run, *, metric=None, cuts=DEFAULT_CUTS, batch_size=None, seed=0
     from grpofit.fitting.analysis import resolve_column
     from grpofit.readers.plan import batch_size as find_batch
 
-    from grpofit.outliers import exclude
+    from grpofit.fitting.outliers import exclude
 
     column = resolve_column(run, "reward", metric)
     outliers = exclude(run, column)  # the same points as fit and diagnose

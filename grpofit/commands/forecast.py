@@ -49,7 +49,7 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
     from grpofit.forecasting.engine import forecast_series
     from grpofit.readers.plan import batch_size, planned_last_step
 
-    from grpofit.outliers import exclude
+    from grpofit.fitting.outliers import exclude
 
     column = resolve_column(run, "reward", opts.metric)
     outliers = exclude(run, column)  # the same points as fit and diagnose

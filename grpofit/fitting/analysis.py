@@ -87,7 +87,7 @@ def fit_run(
     """
     from grpofit.fitting import MIN_POINTS, fit_series
 
-    from grpofit.outliers import exclude
+    from grpofit.fitting.outliers import exclude
 
     column = resolve_column(run, "reward", metric)
     outliers = exclude(run, column)  # one corrupted value must not move the fit or the verdict
@@ -96,7 +96,7 @@ def fit_run(
     if steps.size < MIN_POINTS:
         import numpy as np
 
-        from grpofit.runs import FLOAT_EXACT
+        from grpofit.core.runs import FLOAT_EXACT
 
         merged = run.stats.get("duplicates") and run.steps.size and float(np.max(np.abs(run.steps))) > FLOAT_EXACT
         raise TooFewPoints(

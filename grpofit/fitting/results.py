@@ -143,7 +143,7 @@ class FitResult:
     #: the whole series of the fitted column, collapse included (``steps``/``values`` stop at the cut)
     column_steps: np.ndarray | None = None
     column_values: np.ndarray | None = None
-    #: values of the column excluded as far outside the run's own range (:mod:`grpofit.outliers`)
+    #: values of the column excluded as far outside the run's own range (:mod:`grpofit.fitting.outliers`)
     outliers: Any = None
 
     def param(self, name: str, model: str | None = None) -> Estimate | None:

@@ -159,7 +159,7 @@ def _metric_file(path: str) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
         except ValueError:
             return _parse_metric_file(path, text=True)
     except (OSError, ValueError) as exc:
-        from grpofit.errors import ReadError
+        from grpofit.core.errors import ReadError
 
         raise ReadError(f"metric file {os.path.basename(path)!r} cannot be read ({exc})", path=path,
                         fix="check the file, or remove it from the run's metrics folder") from None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from grpofit.limits import MAX_STEP
+from grpofit.core.limits import MAX_STEP
 
 __all__ = ["planned_last_step", "batch_size"]
 

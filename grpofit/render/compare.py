@@ -67,8 +67,8 @@ def save_compare_figure(a_fits: list, b_fits: list, path: Path) -> None:
     ax.set_ylabel("reward")
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    from grpofit.atomic import replacing
-    from grpofit.errors import UsageError
+    from grpofit.runtime.atomic import replacing
+    from grpofit.core.errors import UsageError
 
     try:
         with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)

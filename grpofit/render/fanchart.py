@@ -83,7 +83,7 @@ def save_fan_figure(items: list, path: Path) -> None:
     for i, (fc, entry, rest) in enumerate(items):
         draw_fan(fig.add_subplot(rows, cols, i + 1), fc, entry, rest=rest)
     fig.tight_layout()
-    from grpofit.atomic import replacing
+    from grpofit.runtime.atomic import replacing
 
     try:
         with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)

@@ -59,7 +59,7 @@ def validate(opts: WatchOptions) -> None:
     if opts.exit_on not in (None, "fail", "warn"):
         raise UsageError(f"--exit-on {opts.exit_on!r} is not fail or warn", fix="use --exit-on fail or --exit-on warn")
     if opts.jsonl:
-        from grpofit.outpaths import check_not_input
+        from grpofit.runtime.outpaths import check_not_input
 
         check_not_input(opts.jsonl, "--jsonl", opts.paths)
 

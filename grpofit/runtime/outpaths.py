@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from grpofit.errors import UsageError
+from grpofit.core.errors import UsageError
 
 __all__ = ["check_not_input", "same_file", "file_key"]
 

@@ -111,8 +111,8 @@ def exclude(run, column: str) -> Outliers | None:
 def rewardlike(column: str) -> bool:
     """Whether ``column`` is tested: a reward or score, not a metric whose spikes are the signal
     (KL, grad norm, clip fraction, entropy: their own roles) nor one that falls by design (a loss)."""
-    from grpofit.fitcheck import metric_kind
-    from grpofit.roles import detect_roles
+    from grpofit.core.roles import detect_roles
+    from grpofit.fitting.fitcheck import metric_kind
 
     if metric_kind(column) == "decays":
         return False
