@@ -1,5 +1,6 @@
 """The process entry point: one line and exit 2 for user errors, a traceback only with --debug,
-interrupts and closed or full output streams handled, one BLAS thread by default."""
+interrupts and closed or full output streams handled, one BLAS thread by default, the
+allocator's mmap threshold fixed."""
 
 from __future__ import annotations
 
@@ -12,20 +13,30 @@ from grpofit.cli.common import debugging, echo_err, reset_debug
 from grpofit.core.errors import ExitCode, GrpofitError
 
 
-def _single_threaded_blas() -> None:
-    """One BLAS thread unless the user chose otherwise (set before numpy loads its BLAS): the
-    fits multiply matrices of a few hundred by four, where BLAS threads cost more than they
-    give, and ``diagnose --jobs N`` already runs one process per core."""
+def _process_settings() -> None:
+    """The settings of the process the command runs in, made here and nowhere in the library
+    (a program that imports grpofit keeps its own):
+
+    - one BLAS thread unless the user chose otherwise: the fits multiply matrices of a few
+      hundred by four, where BLAS threads cost more than they give, ``diagnose --jobs N`` runs
+      one process per core, and ``watch`` is a sidecar that keeps to one core. These variables
+      are read when numpy loads its BLAS: a caller that imported numpy before calling
+      :func:`main` keeps the threads it has;
+    - glibc's mmap threshold fixed at 1 MiB (:func:`grpofit.trim.mmap_large`: the temporaries
+      of a long fit, and a large CSV's chunks, go back to the OS when freed)."""
     import os
 
-    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    from grpofit.trim import mmap_large
+
+    mmap_large()
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one line and exit 2 for user errors, a traceback only with --debug."""
-    _single_threaded_blas()
-    from grpofit.runtime import interrupts
+    _process_settings()
+    from grpofit import interrupts
 
     previous = interrupts.install()
     _closed_streams_to_devnull()
