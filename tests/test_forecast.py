@@ -498,7 +498,7 @@ def _same_rows(new, old):
 
 def test_generated_run_record_reproduces_for_a_stratum():
     """The README's generated-run tables are rendered from ``docs/forecast_generated.json``
-    (``python -m benchmarks.forecast_measure --record``); recompute the first bandit run and the first
+    (``python -m tests.forecast_measure --record``); recompute the second bandit run and the first
     two runs of the hardest stratum (strong forcing, underdamped): the recorded rows and plateau
     coverage flags hold."""
     import json
@@ -508,7 +508,10 @@ def test_generated_run_record_reproduces_for_a_stratum():
 
     doc = json.loads(fm.RECORD.read_text())
     assert doc["bandit"]["runs"] == len(doc["bandit"]["rows"]) == fm.BANDIT_RUNS
-    _same_rows(fm.bandit_rows(1), [tuple(r) for r in doc["bandit"]["rows"][:1]])
+    # the second bandit run: the first one's likelihood surface is flat, and its search ends at
+    # another point on CPUs whose exp/log/BLAS kernels differ in the last bits (error 0.109 with
+    # AVX2 kernels, 0.092 with AVX-512 ones): no tolerance holds there
+    _same_rows(fm._backtest(fm.bandit_items(2)[1:], (0.25,)), [tuple(r) for r in doc["bandit"]["rows"][1:2]])
 
     forced = doc["forced"]
     assert forced["per_stratum"] == fm.FORCED_PER_STRATUM and forced["seed"] == fm.FORCED_SEED

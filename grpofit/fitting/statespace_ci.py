@@ -38,11 +38,10 @@ and the mean's columns averaged over each bin's points, :func:`_binned`).
 
 The arithmetic that runs per grid cell (the mean's columns, the forcing's transitions, the
 Kalman filter, the levels' solve, and the plateau's mixture quantiles) is compiled where a C
-compiler was found at install (``grpofit/_filter.c``). Each compiled routine performs the same
-floating-point operations in the same order as the numpy function it stands for (sums over
-points or components in their order, complex numbers as their real parts), so both give the
-same bits under the reference numerics the tests pin (``tests/test_filter_kernel.py``);
-``GRPOFIT_PURE_PYTHON=1`` forces the numpy code.
+compiler was found at install (``grpofit/_filter.c``). Each compiled routine performs the
+floating-point operations of the numpy function it stands for (sums over points or components
+in their order, complex numbers as their real parts), so both agree to round-off
+(``tests/test_filter_kernel.py``); ``GRPOFIT_PURE_PYTHON=1`` forces the numpy code.
 """
 
 from __future__ import annotations
