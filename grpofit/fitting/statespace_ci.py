@@ -54,7 +54,7 @@ import numpy as np
 from grpofit.runtime.compiled import compiled_filter
 from grpofit.fitting.binning import bin_tail
 from grpofit.fitting.intervals import agrees, at_bounds_note, extend, mark_at_bound
-from grpofit.laws.models import median
+from grpofit.models import median, oscillator_roots
 
 __all__ = ["SSIntervals", "Spec", "Points", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS",
            "point_noise_var"]
@@ -187,16 +187,10 @@ class Cells:
 
 
 def _modes(ts, ti):
-    """``(a, b, under)``: the roots of ``Ti l^2 + l + 1/Ts = 0`` in real numbers. An overdamped
-    cell has the real roots ``a`` (the slow one) and ``b``; an underdamped one (``under``) has
-    ``a +- i b`` (``a = -1/(2 Ti)``, ``b`` the frequency). A repeated root is nudged apart (the
-    quantities below are continuous there)."""
-    disc = 1.0 - 4.0 * ti / ts
-    disc = np.where(np.abs(disc) < 1e-6, np.where(disc >= 0, 1e-6, -1e-6), disc)
-    under = disc < 0
-    root = np.sqrt(np.abs(disc))
-    two = 2.0 * ti
-    return np.where(under, -1.0 / two, (-1.0 + root) / two), np.where(under, root / two, (-1.0 - root) / two), under
+    """``(a, b, under)``: the roots of ``Ti l^2 + l + 1/Ts = 0`` in real numbers
+    (:func:`grpofit.models.oscillator_roots`), a repeated root nudged apart (the quantities below
+    are continuous there)."""
+    return oscillator_roots(ts, ti, apart=1e-6)
 
 
 def _binned(l, t, count, d):

@@ -45,6 +45,7 @@ __all__ = [
     "OSCILLATOR",
     "lmfit_model",
     "median",
+    "oscillator_roots",
 ]
 
 #: extreme but legitimate inputs (values or steps near 1e300, timescales near 1e-300) may
@@ -116,6 +117,35 @@ _SP_COEF = np.array([(k + 1) / _factorial(2 * k + 3) for k in range(_N_SERIES)])
 _SERIES = np.stack([_C_COEF, _S_COEF, _SP_COEF])
 _SERIES_T = np.ascontiguousarray(_SERIES.T)
 _POWERS = np.arange(_N_SERIES, dtype=float)
+
+
+def oscillator_roots(timescale, inertia, *, apart: float = 0.0):
+    """The roots of the damped oscillator's characteristic equation ``Ti l^2 + l + 1/Ts = 0``
+    (its modes decay as ``exp(l t)``), in real numbers: ``(a, b, under)``. Overdamped
+    (``1 - 4 Ti/Ts >= 0``): the real roots ``a`` (the slow one, ``-1/T1``) and ``b`` (the fast
+    one, ``-1/T2``); underdamped (``under``): the pair ``a +- i b`` (``a = -1/(2 Ti)``, ``b`` the
+    angular frequency). Both real roots are taken without cancellation (``b = (-1 - u)/(2 Ti)``,
+    ``a = 1/(Ts Ti b) = -2/(Ts (1 + u))``, ``u = sqrt(1 - 4 Ti/Ts)``), so ``a = -1/Ts`` at
+    ``Ti = 0``. ``apart``: a repeated root (``|1 - 4 Ti/Ts| < apart``) is nudged apart to
+    ``+-apart`` (for formulas with a 0/0 form there). Scalars give floats, arrays arrays.
+
+    The one place the roots are computed: the forecaster's state-space forms
+    (:mod:`grpofit.forecasting.statespace`), the fit's state-space intervals
+    (:mod:`grpofit.fitting.statespace_ci`) and the predictive draws' slowest decay use it."""
+    ts = np.asarray(timescale, dtype=float)
+    ti = np.asarray(inertia, dtype=float)
+    with _huge_ok():
+        disc = 1.0 - 4.0 * ti / ts
+        if apart:
+            disc = np.where(np.abs(disc) < apart, np.where(disc >= 0, apart, -apart), disc)
+        under = disc < 0
+        root = np.sqrt(np.abs(disc))
+        two = 2.0 * ti
+        a = np.where(under, -1.0 / two, -2.0 / (ts * (1.0 + root)))
+        b = np.where(under, root / two, (-1.0 - root) / two)
+    if a.ndim == 0:
+        return float(a), float(b), bool(under)
+    return a, b, under
 
 
 def relaxation(t, timescale, inertia):
