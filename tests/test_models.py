@@ -145,7 +145,9 @@ def test_oscillator_guess_sees_overshoot():
 
 
 def test_registry_contents():
-    assert list(MODELS) == ["exponential", "oscillator"]
+    # the exponential and the oscillator it nests lead, fitted together from one grid (any
+    # further law is a row after them, taken from the registry wherever tests name laws)
+    assert list(MODELS)[:2] == ["exponential", "oscillator"]
     assert EXPONENTIAL.param_names == ("plateau", "initial", "timescale")
     assert OSCILLATOR.param_names == ("plateau", "initial", "timescale", "inertia")
     assert OSCILLATOR.derived({"timescale": 40.0, "inertia": 10.0})["damping_ratio"] == pytest.approx(1.0)
