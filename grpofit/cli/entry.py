@@ -110,11 +110,8 @@ def _stdout_to_devnull() -> None:
 
 def _run(argv: list[str] | None) -> int:
     """:func:`main` without the process plumbing: the exit code of one command."""
-    try:  # recent typer vendors its own click: its exceptions are not ``click``'s
-        from typer._click.exceptions import ClickException
-    except ImportError:  # pragma: no cover - typer on top of an installed click
-        from click.exceptions import ClickException
-    from grpofit.runtime import interrupts
+    usage_errors = _usage_errors()
+    from grpofit import interrupts
 
     args = list(sys.argv[1:] if argv is None else argv)
     reset_debug()  # --debug is an option of the app: its callback sets it while parsing
@@ -130,7 +127,7 @@ def _run(argv: list[str] | None) -> int:
     except typer.Abort:
         typer.echo("aborted", err=True)
         code = ExitCode.BAD_INPUT
-    except ClickException as e:
+    except usage_errors as e:
         if debugging():
             raise
         if type(e).__name__ == "NoArgsIsHelpError":  # bare `grpofit` / `grpofit simulate`
@@ -160,6 +157,17 @@ def _run(argv: list[str] | None) -> int:
         echo_err(f"error: internal error ({type(e).__name__}: {' '.join(str(e).split())}); rerun with --debug and report it")
         code = ExitCode.BAD_INPUT
     return code
+
+
+def _usage_errors() -> tuple[type, ...]:
+    """The exception classes of a bad command line: recent typer vendors its own click, whose
+    exceptions derive from the public ``typer.TyperException``; a typer built on an installed
+    click raises ``click.ClickException`` (click is then loaded already, by typer)."""
+    found = [typer.TyperException] if hasattr(typer, "TyperException") else []
+    click_exceptions = sys.modules.get("click.exceptions")
+    if click_exceptions is not None:
+        found.append(click_exceptions.ClickException)
+    return tuple(found)
 
 
 def _click_line(e) -> str:
