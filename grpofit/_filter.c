@@ -436,7 +436,7 @@ static int modes(double ts, double ti, double *a, double *b) {
         disc = disc >= 0 ? 1e-6 : -1e-6;
     const int under = disc < 0;
     const double root = sqrt(fabs(disc)), two = 2.0 * ti;
-    *a = under ? -1.0 / two : -2.0 / (ts * (1.0 + root)); /* the slow root without cancellation */
+    *a = under ? -1.0 / two : 1.0 / (ts * ti * ((-1.0 - root) / two)); /* the slow root, without cancellation */
     *b = under ? root / two : (-1.0 - root) / two;
     return under;
 }

@@ -187,10 +187,12 @@ class Cells:
 
 
 def _modes(ts, ti):
-    """``(a, b, under)``: the roots of ``Ti l^2 + l + 1/Ts = 0`` in real numbers
-    (:func:`grpofit.models.oscillator_roots`), a repeated root nudged apart (the quantities below
-    are continuous there)."""
-    return oscillator_roots(ts, ti, apart=1e-6)
+    """``(a, b, under)``: the roots of ``Ti l^2 + l + 1/Ts = 0`` (:func:`grpofit.models.oscillator_roots`)
+    in real numbers. An overdamped cell has the real roots ``a`` (the slow one) and ``b``; an
+    underdamped one (``under``) has ``a +- i b`` (``a = -1/(2 Ti)``, ``b`` the frequency). A
+    repeated root is nudged apart (the quantities below are continuous there)."""
+    slow, fast, under = oscillator_roots(ts, ti, apart=1e-6)
+    return np.where(under, fast.real, slow.real), np.where(under, -fast.imag, fast.real), under
 
 
 def _binned(l, t, count, d):

@@ -94,11 +94,14 @@ def _modes(law: str, times, sd: float):
         return np.array([-1.0 / T]), np.array([1.0]), np.sqrt(2.0 * sd * sd / T)
     ts, ti = float(times[0]), max(float(times[1]), 1e-9 * float(times[0]))
     # a repeated root nudged off (the covariance is continuous there)
-    a, b, under = oscillator_roots(ts, ti, apart=1e-6)
-    lam = np.array([complex(a, b), complex(a, -b)]) if under else np.array([a, b])
+    small, big, under = oscillator_roots(ts, ti, apart=1e-6)
+    lam = np.array([small, big])
     # Ti h'' + h' + h/Ts = delta: h(u) = (exp(l1 u) - exp(l2 u)) / (Ti (l1 - l2))
-    w = 1.0 / (ti * (lam[0] - lam[1]))
-    return lam, np.array([w, -w]), np.sqrt(2.0 * sd * sd / ts)
+    w = 1.0 / (ti * (small - big))
+    r = np.array([w, -w])
+    if not under:  # two real roots: real arithmetic
+        lam, r = lam.real.copy(), r.real.copy()
+    return lam, r, np.sqrt(2.0 * sd * sd / ts)
 
 
 def process_cov(law: str, s: np.ndarray, t: np.ndarray, times, sd: float, *, lag=None) -> np.ndarray:

@@ -121,31 +121,33 @@ _POWERS = np.arange(_N_SERIES, dtype=float)
 
 def oscillator_roots(timescale, inertia, *, apart: float = 0.0):
     """The roots of the damped oscillator's characteristic equation ``Ti l^2 + l + 1/Ts = 0``
-    (its modes decay as ``exp(l t)``), in real numbers: ``(a, b, under)``. Overdamped
-    (``1 - 4 Ti/Ts >= 0``): the real roots ``a`` (the slow one, ``-1/T1``) and ``b`` (the fast
-    one, ``-1/T2``); underdamped (``under``): the pair ``a +- i b`` (``a = -1/(2 Ti)``, ``b`` the
-    angular frequency). Both real roots are taken without cancellation (``b = (-1 - u)/(2 Ti)``,
-    ``a = 1/(Ts Ti b) = -2/(Ts (1 + u))``, ``u = sqrt(1 - 4 Ti/Ts)``), so ``a = -1/Ts`` at
-    ``Ti = 0``. ``apart``: a repeated root (``|1 - 4 Ti/Ts| < apart``) is nudged apart to
-    ``+-apart`` (for formulas with a 0/0 form there). Scalars give floats, arrays arrays.
+    (its modes decay as ``exp(l t)``): ``(slow, fast, under)``, complex. The fast root is
+    ``(-1 - sqrt(1 - 4 Ti/Ts)) / (2 Ti)`` and the slow one ``1 / (Ts Ti fast)`` (the product of
+    the roots), so neither loses digits to cancellation. Overdamped (``1 - 4 Ti/Ts >= 0``,
+    ``under`` False) both are real (``-1/T1`` and ``-1/T2``); underdamped they are the pair
+    ``-1/(2 Ti) +- i w`` (``w`` the angular frequency). ``apart``: a repeated root
+    (``|1 - 4 Ti/Ts| < apart``) is nudged apart to ``+-apart`` (for formulas with a 0/0 form
+    there). Scalars give scalars, arrays arrays; ``Ti > 0``.
 
     The one place the roots are computed: the forecaster's state-space forms
     (:mod:`grpofit.forecasting.statespace`), the fit's state-space intervals
     (:mod:`grpofit.fitting.statespace_ci`) and the predictive draws' slowest decay use it."""
+    if np.ndim(timescale) == 0 and np.ndim(inertia) == 0:
+        ts, ti = float(timescale), float(inertia)
+        disc = 1.0 - 4.0 * ti / ts
+        if abs(disc) < apart:
+            disc = apart if disc >= 0 else -apart
+        root = np.sqrt(complex(disc))
+        fast = (-1.0 - root) / (2.0 * ti)
+        return 1.0 / (ts * ti * fast), fast, disc < 0
     ts = np.asarray(timescale, dtype=float)
     ti = np.asarray(inertia, dtype=float)
     with _huge_ok():
         disc = 1.0 - 4.0 * ti / ts
         if apart:
             disc = np.where(np.abs(disc) < apart, np.where(disc >= 0, apart, -apart), disc)
-        under = disc < 0
-        root = np.sqrt(np.abs(disc))
-        two = 2.0 * ti
-        a = np.where(under, -1.0 / two, -2.0 / (ts * (1.0 + root)))
-        b = np.where(under, root / two, (-1.0 - root) / two)
-    if a.ndim == 0:
-        return float(a), float(b), bool(under)
-    return a, b, under
+        fast = (-1.0 - np.sqrt(disc.astype(complex))) / (2.0 * ti)
+        return 1.0 / (ts * ti * fast), fast, disc < 0
 
 
 def relaxation(t, timescale, inertia):
