@@ -3,7 +3,7 @@
 ``grpofit/_filter.c`` (the state-space intervals' per-cell arithmetic: columns, transitions,
 Kalman filter, levels, mixture quantiles) is built where a C compiler is available; where it is
 not, the build goes on without it (``optional=True``) and grpofit runs the same arithmetic in
-numpy (grpofit.compiled.compiled_filter), equal to round-off.
+numpy (grpofit.runtime.compiled.compiled_filter), equal to round-off.
 """
 
 from setuptools import Extension, setup

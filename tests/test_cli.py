@@ -12,7 +12,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from grpofit.laws import MODELS
+from grpofit.laws.registry import MODELS
 from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]

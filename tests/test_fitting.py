@@ -17,7 +17,7 @@ from grpofit.fitting import (
     fit_series,
     regime_rule,
 )
-from grpofit.laws import MODELS
+from grpofit.laws.registry import MODELS
 from grpofit.laws.models import oscillator
 from grpofit.testing.synthetic import make_run_table, recovery_set
 from benchmarks.recovery import run_recovery

@@ -498,7 +498,7 @@ def _same_rows(new, old):
 
 def test_generated_run_record_reproduces_for_a_stratum():
     """The README's generated-run tables are rendered from ``docs/forecast_generated.json``
-    (``python -m tests.forecast_measure --record``); recompute the second bandit run and the first
+    (``python -m benchmarks.forecast_measure --record``); recompute the second bandit run and the first
     two runs of the hardest stratum (strong forcing, underdamped): the recorded rows and plateau
     coverage flags hold."""
     import json

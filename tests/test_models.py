@@ -234,7 +234,7 @@ def test_median_and_the_fit_checks_rolling_median_are_np_medians_bit_for_bit():
 def test_oscillator_roots_are_the_characteristic_equations(ts, ti):
     """``models.oscillator_roots``: the roots of ``Ti l^2 + l + 1/Ts = 0`` (np.roots), the slow
     one first, to round-off, without cancellation; arrays give the same values element-wise."""
-    from grpofit.models import oscillator_roots
+    from grpofit.laws.models import oscillator_roots
 
     slow, fast, under = oscillator_roots(ts, ti)
     ref = sorted(np.roots([ti, 1.0, 1.0 / ts]), key=lambda z: (-z.real, z.imag))

@@ -9,7 +9,7 @@ import pytest
 
 from grpofit.forecasting import likelihood
 from grpofit.commands.forecast import ForecastOptions, forecast_run
-from grpofit.laws import MODELS
+from grpofit.laws.registry import MODELS
 from grpofit.testing.planted import planted_run
 from grpofit.watch.monitor import Monitor
 from grpofit.watch.replay import prefix

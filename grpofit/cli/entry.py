@@ -22,13 +22,13 @@ def _process_settings() -> None:
       one process per core, and ``watch`` is a sidecar that keeps to one core. These variables
       are read when numpy loads its BLAS: a caller that imported numpy before calling
       :func:`main` keeps the threads it has;
-    - glibc's mmap threshold fixed at 1 MiB (:func:`grpofit.trim.mmap_large`: the temporaries
+    - glibc's mmap threshold fixed at 1 MiB (:func:`grpofit.runtime.trim.mmap_large`: the temporaries
       of a long fit, and a large CSV's chunks, go back to the OS when freed)."""
     import os
 
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    from grpofit.trim import mmap_large
+    from grpofit.runtime.trim import mmap_large
 
     mmap_large()
 
@@ -36,7 +36,7 @@ def _process_settings() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one line and exit 2 for user errors, a traceback only with --debug."""
     _process_settings()
-    from grpofit import interrupts
+    from grpofit.runtime import interrupts
 
     previous = interrupts.install()
     _closed_streams_to_devnull()
@@ -111,7 +111,7 @@ def _stdout_to_devnull() -> None:
 def _run(argv: list[str] | None) -> int:
     """:func:`main` without the process plumbing: the exit code of one command."""
     usage_errors = _usage_errors()
-    from grpofit import interrupts
+    from grpofit.runtime import interrupts
 
     args = list(sys.argv[1:] if argv is None else argv)
     reset_debug()  # --debug is an option of the app: its callback sets it while parsing

@@ -124,7 +124,7 @@ def _release_if_long(n: int) -> None:
     from grpofit.fitting.hac import BLOCK
 
     if n > BLOCK:
-        from grpofit.trim import release
+        from grpofit.runtime.trim import release
 
         release()
 

@@ -54,7 +54,7 @@ import numpy as np
 from grpofit.runtime.compiled import compiled_filter
 from grpofit.fitting.binning import bin_tail
 from grpofit.fitting.intervals import agrees, at_bounds_note, extend, mark_at_bound
-from grpofit.models import median, oscillator_roots
+from grpofit.laws.models import median, oscillator_roots
 
 __all__ = ["SSIntervals", "Spec", "Points", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS",
            "point_noise_var"]
@@ -187,7 +187,7 @@ class Cells:
 
 
 def _modes(ts, ti):
-    """``(a, b, under)``: the roots of ``Ti l^2 + l + 1/Ts = 0`` (:func:`grpofit.models.oscillator_roots`)
+    """``(a, b, under)``: the roots of ``Ti l^2 + l + 1/Ts = 0`` (:func:`grpofit.laws.models.oscillator_roots`)
     in real numbers. An overdamped cell has the real roots ``a`` (the slow one) and ``b``; an
     underdamped one (``under``) has ``a +- i b`` (``a = -1/(2 Ti)``, ``b`` the frequency). A
     repeated root is nudged apart (the quantities below are continuous there)."""

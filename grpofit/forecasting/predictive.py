@@ -222,6 +222,6 @@ def sample_future(fits: list[LawFit], series: Series, tf: np.ndarray, *, seed: i
 
 def _osc_slow(times) -> float:
     """The oscillator's slowest decay time: ``T1`` overdamped, ``2 Ti`` underdamped."""
-    from grpofit.models import oscillator_roots
+    from grpofit.laws.models import oscillator_roots
 
     return -1.0 / oscillator_roots(float(times[0]), float(times[1]))[0].real

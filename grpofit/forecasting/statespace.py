@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.models import oscillator_roots, relaxation
+from grpofit.laws.models import oscillator_roots, relaxation
 
 __all__ = ["Law", "LAWS", "process_cov", "design"]
 

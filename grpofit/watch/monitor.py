@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from grpofit.errors import GrpofitError
-from grpofit.numbers import finite
-from grpofit.vocabulary import SCHEMAS, STATUS_RANK
+from grpofit.core.errors import GrpofitError
+from grpofit.core.numbers import finite
+from grpofit.core.vocabulary import SCHEMAS, STATUS_RANK
 
 SCHEMA = SCHEMAS["watch"]
 

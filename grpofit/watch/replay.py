@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from grpofit.runs import Run
-from grpofit.vocabulary import STATUS_RANK
+from grpofit.core.runs import Run
+from grpofit.core.vocabulary import STATUS_RANK
 from grpofit.watch.monitor import Alert, Monitor
 
 

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from grpofit.core.errors import ReadError, UsageError
 from grpofit.watch.follow import Follower
-from grpofit.vocabulary import STATUS_RANK
+from grpofit.core.vocabulary import STATUS_RANK
 from grpofit.watch.monitor import Monitor
 
 HOOK_TIMEOUT = 60.0
