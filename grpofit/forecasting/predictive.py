@@ -224,4 +224,7 @@ def _osc_slow(times) -> float:
     """The oscillator's slowest decay time: ``T1`` overdamped, ``2 Ti`` underdamped."""
     from grpofit.laws.models import oscillator_roots
 
-    return -1.0 / oscillator_roots(float(times[0]), float(times[1]))[0].real
+    ts, ti = float(times[0]), float(times[1])
+    if ti <= 0.0:  # no inertia: one mode
+        return ts
+    return -1.0 / oscillator_roots(ts, ti)[0].real
