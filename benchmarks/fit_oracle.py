@@ -31,16 +31,11 @@ import math
 import sys
 from pathlib import Path
 
-if __name__ == "__main__":  # writing a record: the reference numerics
-    from grpofit.testing.numerics import pin
+import numpy as np
 
-    pin()
-
-import numpy as np  # noqa: E402
-
-from grpofit.fitting.statespace_ci import Cells, _cell_quantiles, _columns, _kalman_cells, _mixture_interval  # noqa: E402
-from grpofit.testing.synthetic import forced_recovery_set  # noqa: E402
-from benchmarks.recovery import PLATEAU_TOL, TIMESCALE_TOL  # noqa: E402
+from grpofit.fitting.statespace_ci import Cells, _cell_quantiles, _columns, _kalman_cells, _mixture_interval
+from grpofit.testing.synthetic import forced_recovery_set
+from benchmarks.recovery import PLATEAU_TOL, TIMESCALE_TOL
 
 #: the known-noise oracle's grid: log-range and points per time
 T_RANGE, N_TS = math.log(4.0), 33

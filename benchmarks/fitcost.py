@@ -40,8 +40,5 @@ def read_and_fit(paths: list[str], mode: str = "with") -> None:
 
 
 if __name__ == "__main__":
-    from grpofit.testing import numerics
-
-    numerics.pin()
     mode, n, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
     read_and_fit(paths[:3 + n], mode)

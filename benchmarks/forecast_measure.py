@@ -35,12 +35,7 @@ import os
 import sys
 from pathlib import Path
 
-if __name__ == "__main__":  # writing a record: the reference numerics (grpofit/testing/numerics.py)
-    from grpofit.testing.numerics import pin
-
-    pin()
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "real_logs"

@@ -19,12 +19,7 @@ import time
 import warnings
 from pathlib import Path
 
-if __name__ == "__main__":  # writing a record: the reference numerics (grpofit/testing/numerics.py)
-    from grpofit.testing.numerics import pin
-
-    pin()
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 from grpofit.fitting import fit_series
 from grpofit.laws.models import guess_exponential, oscillator

@@ -9,11 +9,10 @@
      log determinant (statespace_ci._innovations_numpy and statespace_ci._gram);
    - levels: the levels' solve and both likelihoods (statespace_ci._levels_numpy);
    - mixture: the plateau's mixture quantiles (statespace_ci._mixture_newton).
-   Each performs the same floating-point operations in the same order as the numpy function it
-   stands for, so its results are the same bits wherever numpy's exp, expm1, log, sin and cos are
-   the C library's (the reference numerics the tests pin, grpofit/testing/numerics.py): it is
-   built with -ffp-contract=off (no fused multiply-add) and without fast-math (setup.py). Only the
-   Python C API is used (buffers), not numpy's: nothing but a C compiler is needed to build it. */
+   Each performs the floating-point operations of the numpy function it stands for, so its
+   results equal numpy's to round-off (tests/test_filter_kernel.py compares them by tolerance).
+   Only the Python C API is used (buffers), not numpy's: nothing but a C compiler is needed to
+   build it. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -25,6 +24,10 @@
    (int64) or not (double); a float64 array given for an int64 one has the same size, so the
    format is checked too (its last character: numpy may prefix a byte order) */
 static int get(PyObject *obj, Py_buffer *view, int writable, int integer, Py_ssize_t items, const char *name) {
+    if (items < 0 || items > PY_SSIZE_T_MAX / 8) {  /* a size product that overflowed (see mul) */
+        PyErr_Format(PyExc_ValueError, "%s: sizes too large", name);
+        return -1;
+    }
     if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
     const char *f = view->format ? view->format : "B";
@@ -36,6 +39,16 @@ static int get(PyObject *obj, Py_buffer *view, int writable, int integer, Py_ssi
         return -1;
     }
     return 0;
+}
+
+/* ``a * b`` for sizes, or -1 when either is negative or the product (in bytes of 8-byte
+   items) would overflow: a size argument must never wrap around into a small buffer size */
+static Py_ssize_t mul(Py_ssize_t a, Py_ssize_t b) {
+    if (a < 0 || b < 0)
+        return -1;
+    if (a != 0 && b > PY_SSIZE_T_MAX / 8 / a)
+        return -1;
+    return a * b;
 }
 
 /* release every buffer of ``v`` up to ``got`` */
@@ -187,7 +200,7 @@ static PyObject *innovations(PyObject *self, PyObject *args) {
     /* step_of (n-1) int64; FQ (7,S,K); y (n); cols (K,n,2); wb (n); count (n); width (K) = ts - ti;
        r (K); outputs G (m,m,K), logdet (K) */
     Py_buffer v[10];
-    const Py_ssize_t items[10] = {n - 1, 7 * S * K, n, K * n * 2, n, n, K, K, m * m * K, K};
+    const Py_ssize_t items[10] = {n - 1, mul(mul(7, S), K), n, mul(mul(K, n), 2), n, n, K, K, mul(mul(m, m), K), K};
     const char *names[10] = {"step_of", "FQ", "y", "cols", "wb", "count", "width", "r", "G", "logdet"};
     if (get_all(o, v, 10, 1, 8, items, names) < 0)
         return NULL;
@@ -264,7 +277,7 @@ static PyObject *levels(PyObject *self, PyObject *args) {
     }
     /* q (K) int64; G (m,m,K); logdet (K); outputs nll, mean, var, ml, resid (K) */
     Py_buffer v[8];
-    const Py_ssize_t items[8] = {K, m * m * K, K, K, K, K, K, K};
+    const Py_ssize_t items[8] = {K, mul(mul(m, m), K), K, K, K, K, K, K};
     const char *names[8] = {"q", "G", "logdet", "nll", "mean", "var", "ml", "resid"};
     if (get_all(o, v, 8, 1, 3, items, names) < 0)
         return NULL;
@@ -423,7 +436,7 @@ static int modes(double ts, double ti, double *a, double *b) {
         disc = disc >= 0 ? 1e-6 : -1e-6;
     const int under = disc < 0;
     const double root = sqrt(fabs(disc)), two = 2.0 * ti;
-    *a = under ? -1.0 / two : (-1.0 + root) / two;
+    *a = under ? -1.0 / two : 1.0 / (ts * ti * ((-1.0 - root) / two)); /* the slow root, without cancellation */
     *b = under ? root / two : (-1.0 - root) / two;
     return under;
 }
@@ -440,7 +453,7 @@ static PyObject *transitions(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_buffer v[5];
-    const Py_ssize_t items[5] = {S, K, K, K, 7 * S * K};
+    const Py_ssize_t items[5] = {S, K, K, K, mul(mul(7, S), K)};
     const char *names[5] = {"dt", "ts", "ti", "r", "FQ"};
     if (get_all(o, v, 5, 0, 4, items, names) < 0)
         return NULL;
@@ -529,7 +542,7 @@ static PyObject *columns(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_buffer v[5];
-    const Py_ssize_t items[5] = {n, n, K, K, K * n};
+    const Py_ssize_t items[5] = {n, n, K, K, mul(K, n)};
     const char *names[5] = {"t", "count", "ts", "ti", "out"};
     if (get_all(o, v, 5, 0, 4, items, names) < 0)
         return NULL;

@@ -30,10 +30,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from grpofit.testing.numerics import pin  # noqa: E402
-
-pin()  # the reference numerics (grpofit/testing/numerics.py)
-
 import numpy as np  # noqa: E402
 
 from grpofit import dynamics as dyn  # noqa: E402

@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import os
 
-from grpofit.testing.numerics import pin
-
-pin()  # the recorded figures' numerics, before anything imports numpy (grpofit/testing/numerics.py)
-
-import hypothesis  # noqa: E402
-import pytest  # noqa: E402
+import hypothesis
+import pytest
 
 # property tests draw the same examples on every run (CI must not pass or fail by luck);
 # HYPOTHESIS_PROFILE=explore draws new ones, to look for bugs on purpose

@@ -12,6 +12,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from grpofit.laws.registry import MODELS
 from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,12 +107,12 @@ def test_fit_json_matches_the_contract(capsys, healthy_csv):
     assert run["run"] == str(healthy_csv)
     assert run["metric"] == "reward" and run["step_column"] == "step"
     assert run["n_points"] == 200 and run["steps"] == [1, 200]
-    assert set(run["models"]) == {"exponential", "oscillator"}
+    assert set(run["models"]) == set(MODELS)
     assert set(run["models"]["exponential"]["params"]) == {"plateau", "initial", "timescale"}
     osc = run["models"]["oscillator"]
     assert set(osc["params"]) == {"plateau", "initial", "timescale", "inertia", "damping_ratio"}
     assert osc["regime"] in ("overdamped", "critical", "underdamped", "indeterminate")
-    assert run["preferred"] in ("exponential", "oscillator")
+    assert run["preferred"] in MODELS
     for model in run["models"].values():
         assert {"r2", "aic", "bic", "params"} <= set(model)
         for p in model["params"].values():
@@ -179,7 +180,7 @@ def test_diagnose_sample_logs_catches_each_planted_failure(capsys):
         }
         for d in r["diagnostics"].values():
             assert d["status"] in ("pass", "warn", "fail", "unknown") and d["evidence"]
-        assert set(r["fit"]["models"]) == {"exponential", "oscillator"}
+        assert set(r["fit"]["models"]) == set(MODELS)
     assert doc["gate"]["passed"] is False
     assert set(doc["gate"]["failed_runs"]) == {r["run"] for r in doc["runs"] if r["verdict"] == "fail"}
     gs = doc["group_size"]  # the bandit at G = 4, 16, 32: its plateau moves with G (see the README)

@@ -1,8 +1,8 @@
 """The compiled Kalman filter (grpofit/_filter.c) against the numpy code it stands for.
 
-The kernel claims the numpy path's bits under the reference numerics the tests pin
-(grpofit/testing/numerics.py): every case the fits below hand to the filter (one mode, the
-oscillator, two modes, binned tails) is run through both and compared bit for bit."""
+Every case the fits below hand to the filter (one mode, the oscillator, two modes, binned
+tails) is run through both and compared to round-off (:func:`_close`: the two may order or fuse
+their floating-point operations differently, on any CPU and compiler)."""
 
 from __future__ import annotations
 
@@ -77,16 +77,29 @@ def test_the_fits_exercise_every_kind_of_cell(cases, calls):
     assert {args[4] is None for args in calls["_levels"]} == {False, True}, "noise variance known and unknown"
 
 
-def _bits(a, b) -> bool:
+#: relative tolerance between the kernel and the numpy code (round-off of a few hundred
+#: operations per value; the fits' own tolerances are 1e-6 and looser)
+RTOL = 1e-9
+
+
+def _close(a, b) -> None:
+    """``a`` equals ``b`` to :data:`RTOL` (or to ``RTOL`` of the largest value of its array, for
+    entries that cancel to near zero), tuples element by element."""
     if isinstance(a, tuple):
-        return len(a) == len(b) and all(_bits(x, y) for x, y in zip(a, b))
+        assert isinstance(b, tuple) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _close(x, y)
+        return
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return a.shape == b.shape and np.array_equal(a.view(np.int64), b.view(np.int64))
+    assert a.shape == b.shape
+    finite = b[np.isfinite(b)]
+    scale = float(np.max(np.abs(finite))) if finite.size else 0.0
+    np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * scale)
 
 
 @needs_kernel
 @pytest.mark.parametrize("stage", [s for s in STAGES if s != "_innovations"])
-def test_each_compiled_stage_gives_the_numpy_bits(calls, stage, monkeypatch):
+def test_each_compiled_stage_gives_the_numpy_values(calls, stage, monkeypatch):
     assert len(calls[stage]) >= 7
     fn = getattr(statespace_ci, stage)
     for args in calls[stage]:
@@ -94,11 +107,11 @@ def test_each_compiled_stage_gives_the_numpy_bits(calls, stage, monkeypatch):
         ours = fn(*args)
         monkeypatch.setattr(statespace_ci, "compiled_filter", lambda: None)
         pure = fn(*args)
-        assert _bits(ours, pure), stage
+        _close(ours, pure)
 
 
 @needs_kernel
-def test_compiled_filter_gives_the_numpy_bits(cases, monkeypatch):
+def test_compiled_filter_gives_the_numpy_values(cases, monkeypatch):
     monkeypatch.setattr(statespace_ci, "compiled_filter", lambda: kernel)
     assert len(cases) >= 7  # one call or more per fit
     for args in cases:
@@ -106,23 +119,15 @@ def test_compiled_filter_gives_the_numpy_bits(cases, monkeypatch):
         Zn, logdetn = statespace_ci._innovations_numpy(*args)
         Gn = statespace_ci._gram(Zn)
         assert G.shape == Gn.shape == (Zn.shape[1],) * 2 + (Zn.shape[2],) and logdet.shape == logdetn.shape
-        assert np.array_equal(G.view(np.int64), Gn.view(np.int64))
-        assert np.array_equal(logdet.view(np.int64), logdetn.view(np.int64))
+        _close(G, Gn)
+        _close(logdet, logdetn)
 
 
-def test_gram_sums_the_points_in_order():
-    """The numpy reference of the filter's Gram matrix: sum_j Z[j, a] Z[j, b] per cell, added
-    in the points' order (a pairwise sum would differ in the last bits)."""
+def test_gram_is_the_sum_of_products():
+    """The numpy reference of the filter's Gram matrix: sum_j Z[j, a] Z[j, b] per cell."""
     rng = np.random.default_rng(4)
     Z = rng.standard_normal((9, 3, 5)) * np.exp(5 * rng.standard_normal((9, 1, 1)))
-    G = statespace_ci._gram(Z)
-    for k in range(5):
-        for a in range(3):
-            for b in range(3):
-                acc = Z[0, a, k] * Z[0, b, k]
-                for j in range(1, 9):
-                    acc = acc + Z[j, a, k] * Z[j, b, k]
-                assert G[a, b, k] == acc
+    np.testing.assert_allclose(statespace_ci._gram(Z), np.einsum("jak,jbk->abk", Z, Z), rtol=1e-12)
     assert statespace_ci._gram(np.empty((0, 3, 2))).shape == (3, 3, 2)
 
 
@@ -217,7 +222,11 @@ def test_fit_is_the_same_with_and_without_the_kernel(monkeypatch):
         a, b = ours.models[name], pure.models[name]
         assert a.params.keys() == b.params.keys()
         for key, par in a.params.items():
-            assert par == b.params[key]
+            other = b.params[key]
+            assert par.note == other.note and (par.ci95 is None) == (other.ci95 is None), (name, key)
+            pairs = [(par.value, other.value), (par.stderr, other.stderr), *zip(par.ci95 or (), other.ci95 or ())]
+            for x, y in pairs:
+                assert (x is None) == (y is None) and (x is None or x == pytest.approx(y, rel=1e-7, abs=1e-12)), (name, key)
 
 
 def test_no_cells_gives_empty_innovations():
@@ -240,16 +249,16 @@ def test_spacings_are_numpys_unique_with_inverse():
 
 
 def test_log_determinant_is_the_log_of_the_product_and_falls_back_to_the_sum():
-    """One logarithm per cell (the variances' product, in order); a product out of the doubles'
-    range (bins of 1e200 points: variances of 1e-200) takes the sum of the logarithms, on
-    either path, with the same bits."""
+    """One logarithm per cell (the variances' product); a product out of the doubles' range
+    (bins of 1e200 points: variances of 1e-200) takes the sum of the logarithms, on either
+    path."""
     rng = np.random.default_rng(5)
     s = rng.random((6, 3)) + 0.5
-    assert np.array_equal(statespace_ci._log_product(s), np.log(np.cumprod(s, axis=0)[-1]))
+    np.testing.assert_allclose(statespace_ci._log_product(s), np.log(s).sum(axis=0), rtol=1e-12)
     s[:, 1] = 1e-200
     got = statespace_ci._log_product(s)
     assert np.isfinite(got).all() and got[1] == pytest.approx(6 * math.log(1e-200), rel=1e-12)
-    assert got[0] == np.log(np.cumprod(s[:, 0])[-1])
+    assert got[0] == pytest.approx(np.log(s[:, 0]).sum(), rel=1e-12)
     if kernel is None:
         return
     t, count = np.arange(6.0), np.full(6, 1e200)
@@ -259,19 +268,38 @@ def test_log_determinant_is_the_log_of_the_product_and_falls_back_to_the_sum():
     args = (np.linspace(0.1, 0.6, 6), count, c, step_of, statespace_ci._transitions(dts, c), np.zeros(6))
     ours = statespace_ci._innovations(*args)
     Z, logdet = statespace_ci._innovations_numpy(*args)
-    assert _bits(ours, (statespace_ci._gram(Z), logdet))
+    _close(ours, (statespace_ci._gram(Z), logdet))
     assert np.all(np.isfinite(logdet)) and logdet == pytest.approx(6 * math.log(1e-200), rel=1e-9)
 
 
 def test_grid_helpers_are_numpys():
-    """The grids' own linspace and tile give numpy's bits (the denormal-step branch and equal
-    ends included)."""
+    """The grids' own linspace and tile are numpy's (the denormal-step branch and equal ends
+    included)."""
     rng = np.random.default_rng(6)
     cases = [(0.0, 1.0), (-3.0, 3.0), (2.5, 2.5), (1e-300, 1e-300 + 5e-324), (-1e-3, 7e5)]
     cases += [tuple(rng.normal(scale=10.0 ** rng.uniform(-4, 4), size=2)) for _ in range(200)]
     for a, b in cases:
         for num in (2, 3, 7):
             ours, ref = statespace_ci._grid(float(a), float(b), num), np.linspace(a, b, num)
-            assert np.array_equal(ours.view(np.int64), ref.view(np.int64)), (a, b, num)
+            np.testing.assert_allclose(ours, ref, rtol=1e-15, atol=1e-15 * max(abs(a), abs(b))), (a, b, num)
     v = rng.random(5)
     assert np.array_equal(statespace_ci._tile(v, 4), np.tile(v, 4))
+
+
+@needs_kernel
+def test_sizes_whose_byte_count_overflows_are_refused():
+    """K = 2**61 makes every K-long buffer's byte count 2**64, which wraps around to 0: empty
+    buffers passed the size check and each kernel then ran over 2**61 cells (a segfault). Now
+    a ValueError."""
+    K, e, ei = 2**61, np.empty(0), np.empty(0, dtype=np.int64)
+    with pytest.raises(ValueError, match="too large"):
+        kernel.innovations(5, 3, K, 1, 1, np.zeros(4, dtype=np.int64), e, np.ones(5), e, np.ones(5), np.ones(5),
+                           e, e, e, e)
+    with pytest.raises(ValueError, match="too large"):
+        kernel.columns(5, K, np.arange(5.0), np.ones(5), 1.0, e, e, e)
+    with pytest.raises(ValueError, match="too large"):
+        kernel.transitions(1, K, np.ones(1), e, e, e, e)
+    with pytest.raises(ValueError, match="too large"):
+        kernel.levels(3, K, 5, -1.0, ei, e, e, e, e, e, e, e)
+    with pytest.raises(ValueError, match="too large"):  # a product that wraps past 2**64
+        kernel.transitions(2**62, 4, np.ones(1), np.ones(4), np.ones(4), np.ones(4), e)

@@ -46,7 +46,9 @@ def test_blocked_sums_match_the_one_piece_fit(monkeypatch, n, tau, ring):
         b = blocked[key]
         if isinstance(a, float) and isinstance(b, float):
             floats += 1
-            assert b == pytest.approx(a, rel=1e-9, abs=1e-12), key
+            # 1e-6: the summation order differs, and the state-space interval's grid search
+            # amplifies that by up to ~1e5 on some CPUs' kernels (6e-8 with AVX-512 here)
+            assert b == pytest.approx(a, rel=1e-6, abs=1e-12), key
         else:
             assert a == b, key
     assert floats > 20

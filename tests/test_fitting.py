@@ -17,6 +17,7 @@ from grpofit.fitting import (
     fit_series,
     regime_rule,
 )
+from grpofit.laws.registry import MODELS
 from grpofit.laws.models import oscillator
 from grpofit.testing.synthetic import make_run_table, recovery_set
 from benchmarks.recovery import run_recovery
@@ -47,8 +48,8 @@ def test_recovery_targets(recovery):
 def test_recovery_results_are_json_safe(recovery):
     for row in recovery["rows"]:
         out = _json(row["result"])
-        assert set(out["models"]) == {"exponential", "oscillator"}
-        assert out["preferred"] in ("exponential", "oscillator")
+        assert set(out["models"]) == set(MODELS)
+        assert out["preferred"] in MODELS
         assert out["models"]["oscillator"]["regime"] in (
             "overdamped", "critical", "underdamped", "indeterminate")
 

@@ -23,14 +23,62 @@ def _load(name: str):
     return mod
 
 
-def test_sample_logs_rebuild_byte_for_byte(tmp_path):
+#: a number in a text log (CSV, JSONL, the .meta.json sidecars)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _same_log(rebuilt: Path, committed: Path) -> str | None:
+    """None when ``rebuilt`` is ``committed`` up to round-off (CPUs and BLAS builds differ in the
+    last bits: the simulator's columns by about 1e-15, the sidecars' fitted values by 1e-9), else
+    why not. Text files: the same text between the numbers, each number within 1e-6 relative;
+    binary logs (TensorBoard, W&B): the same runs read back, values within 1e-6."""
+    new, old = rebuilt.read_bytes(), committed.read_bytes()
+    if new == old:
+        return None
+    try:
+        new_text, old_text = new.decode(), old.decode()
+    except UnicodeDecodeError:
+        from grpofit.readers import read_path
+
+        new_runs, old_runs = read_path(str(rebuilt)), read_path(str(committed))
+        if [r.name.replace(str(rebuilt), "") for r in new_runs] != [r.name.replace(str(committed), "") for r in old_runs]:
+            return "other runs"
+        for a, b in zip(new_runs, old_runs):
+            if list(a.metrics) != list(b.metrics) or not np.allclose(a.steps, b.steps, rtol=1e-6):
+                return "other steps or columns"
+            if not all(np.allclose(a.metrics[k], b.metrics[k], rtol=1e-6, atol=1e-12, equal_nan=True) for k in a.metrics):
+                return "other values"
+        return None
+    if _NUMBER.sub("#", new_text) != _NUMBER.sub("#", old_text):
+        return "other text"
+    new_nums = np.array([float(x) for x in _NUMBER.findall(new_text)])
+    old_nums = np.array([float(x) for x in _NUMBER.findall(old_text)])
+    if not np.allclose(new_nums, old_nums, rtol=1e-6, atol=1e-12):
+        return f"numbers differ by up to {np.max(np.abs(new_nums - old_nums)):.3g}"
+    return None
+
+
+def test_sample_logs_rebuild(tmp_path):
+    """The committed sample logs are what scripts/make_sample_logs.py writes now, to round-off."""
     out = tmp_path / "sample_logs"
     _load("make_sample_logs").main(out)
     committed = sorted(p.relative_to(ROOT / "sample_logs") for p in (ROOT / "sample_logs").rglob("*") if p.is_file())
     rebuilt = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     assert rebuilt == committed
-    differ = [str(rel) for rel in committed if (out / rel).read_bytes() != (ROOT / "sample_logs" / rel).read_bytes()]
-    assert differ == [], f"rerun `python scripts/make_sample_logs.py`; these differ: {differ}"
+    differ = {str(rel): why for rel in committed if (why := _same_log(out / rel, ROOT / "sample_logs" / rel))}
+    assert differ == {}, f"rerun `python scripts/make_sample_logs.py`; these differ: {differ}"
+
+
+def test_a_changed_sample_log_is_caught(tmp_path):
+    old = tmp_path / "old.csv"
+    old.write_text("step,reward\n1,0.5\n2,0.25000000000000006\n")
+    new = tmp_path / "new.csv"
+    new.write_text("step,reward\n1,0.5\n2,0.25\n")
+    assert _same_log(new, old) is None
+    new.write_text("step,reward\n1,0.5\n2,0.2501\n")
+    assert "differ" in _same_log(new, old)
+    new.write_text("step,score\n1,0.5\n2,0.25\n")
+    assert _same_log(new, old) == "other text"
 
 
 def _readme_section() -> str:

@@ -568,16 +568,18 @@ def test_binary_log_with_a_huge_tail_is_streamed(tmp_path, kind):
 def test_streamed_binary_readers_match_the_in_memory_parse(tmp_path, monkeypatch):
     import numpy as np
 
+    from grpofit.readers import leveldb
     from grpofit.readers import tensorboard as tb
     from grpofit.readers import wandb_binary as wb
 
-    monkeypatch.setattr(wb, "WINDOW_BLOCKS", 2)
+    monkeypatch.setattr(leveldb, "WINDOW_BLOCKS", 2)
     monkeypatch.setattr(tb, "WINDOW", 4096)
     path = tmp_path / "run-x.wandb"
     writers.write_wandb_file(str(path), [{"r": i / 7, "a": i * 1.5} for i in range(3000)])
     data = path.read_bytes()
-    assert len(data) > 2 * wb.BLOCK * wb.WINDOW_BLOCKS  # several windows
-    for cut in (len(data), len(data) - 5, len(data) // 2, wb.BLOCK * wb.WINDOW_BLOCKS, wb.BLOCK * wb.WINDOW_BLOCKS + 3):
+    assert len(data) > 2 * wb.BLOCK * leveldb.WINDOW_BLOCKS  # several windows
+    window = wb.BLOCK * leveldb.WINDOW_BLOCKS
+    for cut in (len(data), len(data) - 5, len(data) // 2, window, window + 3):
         path.write_bytes(data[:cut])
         streamed, w1 = wb.read_wandb_file(str(path))
         whole, w2, _ = wb.parse_wandb(data[:cut], str(path))

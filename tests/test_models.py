@@ -145,7 +145,9 @@ def test_oscillator_guess_sees_overshoot():
 
 
 def test_registry_contents():
-    assert list(MODELS) == ["exponential", "oscillator"]
+    # the exponential and the oscillator it nests lead, fitted together from one grid (any
+    # further law is a row after them, taken from the registry wherever tests name laws)
+    assert list(MODELS)[:2] == ["exponential", "oscillator"]
     assert EXPONENTIAL.param_names == ("plateau", "initial", "timescale")
     assert OSCILLATOR.param_names == ("plateau", "initial", "timescale", "inertia")
     assert OSCILLATOR.derived({"timescale": 40.0, "inertia": 10.0})["damping_ratio"] == pytest.approx(1.0)
@@ -225,3 +227,27 @@ def test_median_and_the_fit_checks_rolling_median_are_np_medians_bit_for_bit():
         x[n // 2] = np.nan
         want = np.array([np.median(x[max(0, i - 2): i + 3]) for i in range(n)])
         assert np.array_equal(_centred_median5(x), want, equal_nan=True)
+
+
+@pytest.mark.parametrize("ts, ti", [(40.0, 1e-9), (40.0, 2.0), (40.0, 9.99), (40.0, 10.0),
+                                    (40.0, 10.01), (40.0, 60.0), (1e-3, 5e-4), (1e6, 3.0)])
+def test_oscillator_roots_are_the_characteristic_equations(ts, ti):
+    """``models.oscillator_roots``: the roots of ``Ti l^2 + l + 1/Ts = 0`` (np.roots), the slow
+    one first, to round-off, without cancellation; arrays give the same values element-wise."""
+    from grpofit.laws.models import oscillator_roots
+
+    slow, fast, under = oscillator_roots(ts, ti)
+    ref = sorted(np.roots([ti, 1.0, 1.0 / ts]), key=lambda z: (-z.real, z.imag))
+    assert under == (1.0 - 4.0 * ti / ts < 0)
+    if ti == ts / 4:  # a repeated root: np.roots splits it by about its square-root round-off
+        np.testing.assert_allclose([slow, fast], [-0.5 / ti, -0.5 / ti], rtol=1e-7)
+    elif under:
+        np.testing.assert_allclose([slow, fast], [complex(ref[0].real, abs(ref[0].imag)), complex(ref[0].real, -abs(ref[0].imag))],
+                                   rtol=1e-9)
+    else:
+        np.testing.assert_allclose([slow.real, fast.real], [ref[0].real, ref[1].real], rtol=1e-7)
+        assert abs(ti * slow.real**2 + slow.real + 1.0 / ts) <= 1e-12 / ts  # no cancellation
+    arr = oscillator_roots(np.array([ts, ts]), np.array([ti, ti]))
+    np.testing.assert_allclose(arr[0], [slow, slow], rtol=1e-15)
+    np.testing.assert_allclose(arr[1], [fast, fast], rtol=1e-15)
+    assert list(arr[2]) == [under, under]

@@ -9,6 +9,7 @@ import pytest
 
 from grpofit.forecasting import likelihood
 from grpofit.commands.forecast import ForecastOptions, forecast_run
+from grpofit.laws.registry import MODELS
 from grpofit.testing.planted import planted_run
 from grpofit.watch.monitor import Monitor
 from grpofit.watch.replay import prefix
@@ -176,7 +177,7 @@ def test_warm_curve_fit_reaches_the_cold_optimum_with_fewer_evaluations(source, 
                 assert (x is None) == (y is None), (k, law, name)
                 if x is not None:
                     assert y == pytest.approx(x, rel=2e-3, abs=1e-6 * max(1.0, abs(x))), (k, law, name)
-    assert "whole" in warm and set(warm["whole"]) == {"exponential", "oscillator"}
+    assert "whole" in warm and set(warm["whole"]) == set(MODELS)
     # never more; fewer where the oscillator's grid start is far from its optimum (the real run)
     assert n_warm <= n_cold and (source == "planted collapse" or n_warm < 0.9 * n_cold), (n_warm, n_cold)
 
@@ -202,7 +203,7 @@ def test_monitor_keeps_the_curve_fit_optimum_between_refreshes(run):
     st = mon.runs[run.name]
     first = {k: v.copy() for k, v in st.fit_warm["whole"].items()}
     mon.update(prefix(run, 158), force_fit=True)
-    assert set(first) == {"exponential", "oscillator"}
+    assert set(first) == set(MODELS)
     assert not np.array_equal(first["oscillator"], st.fit_warm["whole"]["oscillator"])  # refit, stored
     cold = Monitor(rules=False, forecast=False, warm_start=False)
     cold.update(prefix(run, 150), force_fit=True)

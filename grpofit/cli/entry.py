@@ -1,5 +1,6 @@
 """The process entry point: one line and exit 2 for user errors, a traceback only with --debug,
-interrupts and closed or full output streams handled, one BLAS thread by default."""
+interrupts and closed or full output streams handled, one BLAS thread by default, the
+allocator's mmap threshold fixed."""
 
 from __future__ import annotations
 
@@ -12,19 +13,29 @@ from grpofit.cli.common import debugging, echo_err, reset_debug
 from grpofit.core.errors import ExitCode, GrpofitError
 
 
-def _single_threaded_blas() -> None:
-    """One BLAS thread unless the user chose otherwise (set before numpy loads its BLAS): the
-    fits multiply matrices of a few hundred by four, where BLAS threads cost more than they
-    give, and ``diagnose --jobs N`` already runs one process per core."""
+def _process_settings() -> None:
+    """The settings of the process the command runs in, made here and nowhere in the library
+    (a program that imports grpofit keeps its own):
+
+    - one BLAS thread unless the user chose otherwise: the fits multiply matrices of a few
+      hundred by four, where BLAS threads cost more than they give, ``diagnose --jobs N`` runs
+      one process per core, and ``watch`` is a sidecar that keeps to one core. These variables
+      are read when numpy loads its BLAS: a caller that imported numpy before calling
+      :func:`main` keeps the threads it has;
+    - glibc's mmap threshold fixed at 1 MiB (:func:`grpofit.runtime.trim.mmap_large`: the temporaries
+      of a long fit, and a large CSV's chunks, go back to the OS when freed)."""
     import os
 
-    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    from grpofit.runtime.trim import mmap_large
+
+    mmap_large()
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one line and exit 2 for user errors, a traceback only with --debug."""
-    _single_threaded_blas()
+    _process_settings()
     from grpofit.runtime import interrupts
 
     previous = interrupts.install()
@@ -99,10 +110,7 @@ def _stdout_to_devnull() -> None:
 
 def _run(argv: list[str] | None) -> int:
     """:func:`main` without the process plumbing: the exit code of one command."""
-    try:  # recent typer vendors its own click: its exceptions are not ``click``'s
-        from typer._click.exceptions import ClickException
-    except ImportError:  # pragma: no cover - typer on top of an installed click
-        from click.exceptions import ClickException
+    usage_errors = _usage_errors()
     from grpofit.runtime import interrupts
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -119,7 +127,7 @@ def _run(argv: list[str] | None) -> int:
     except typer.Abort:
         typer.echo("aborted", err=True)
         code = ExitCode.BAD_INPUT
-    except ClickException as e:
+    except usage_errors as e:
         if debugging():
             raise
         if type(e).__name__ == "NoArgsIsHelpError":  # bare `grpofit` / `grpofit simulate`
@@ -149,6 +157,17 @@ def _run(argv: list[str] | None) -> int:
         echo_err(f"error: internal error ({type(e).__name__}: {' '.join(str(e).split())}); rerun with --debug and report it")
         code = ExitCode.BAD_INPUT
     return code
+
+
+def _usage_errors() -> tuple[type, ...]:
+    """The exception classes of a bad command line: recent typer vendors its own click, whose
+    exceptions derive from the public ``typer.TyperException``; a typer built on an installed
+    click raises ``click.ClickException`` (click is then loaded already, by typer)."""
+    found = [typer.TyperException] if hasattr(typer, "TyperException") else []
+    click_exceptions = sys.modules.get("click.exceptions")
+    if click_exceptions is not None:
+        found.append(click_exceptions.ClickException)
+    return tuple(found)
 
 
 def _click_line(e) -> str:

@@ -39,11 +39,6 @@ def watch(
 
     Example: grpofit watch outputs/ --exit-on fail --on-fail 'touch STOP' --jsonl watch.jsonl
     """
-    import os
-
-    # a sidecar keeps to one core: numpy's BLAS would start a thread per core for small matrices
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
     from grpofit.watch.session import Session, WatchOptions
 
     opts = WatchOptions(

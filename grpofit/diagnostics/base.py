@@ -97,16 +97,31 @@ class QuickFit:
     at_bound: bool  #: the timescale sits at the edge of the grid (a step or a straight line)
 
 
-def quick_exponential(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 48) -> QuickFit | None:
-    """Least-squares single exponential without bootstrap; None below 4 points.
+@dataclass
+class ExponentialGrid:
+    """``y = a + b exp(-t/T)`` (``t`` from the first step) on a log grid of timescales ``T``,
+    ``a`` and ``b`` solved in closed form at each: arrays over the grid, ``k`` the best."""
 
-    For each ``T`` on a log grid from half the step spacing to 5x the span the model
-    ``a + b exp(-t/T)`` is linear in ``(a, b)``; the ``T`` with the least squared error wins.
-    """
+    t: np.ndarray  #: the steps, from the first
+    span: float
+    grid: np.ndarray  #: the timescales
+    e_mean: np.ndarray  #: mean of exp(-t/T) over the points, per T
+    e_var: np.ndarray  #: sum of its squared deviations per T (inf where it has none)
+    a: np.ndarray
+    b: np.ndarray
+    sse: np.ndarray  #: squared error per T (at least 1e-300)
+    sst: float  #: squared deviations of y from its mean
+    k: int
+    residuals: np.ndarray  #: of the best T, from y's mean
+
+
+def exponential_grid(steps: np.ndarray, values: np.ndarray, n_grid: int) -> ExponentialGrid | None:
+    """For each ``T`` on a log grid from half the step spacing to 5x the span the model
+    ``a + b exp(-t/T)`` is linear in ``(a, b)``: their least squares and squared error, all at
+    once; None when the steps do not advance. The one grid fit of :func:`quick_exponential` and
+    :func:`grpofit.diagnostics.evals.profile_fit`."""
     t = np.asarray(steps, float)
     y = np.asarray(values, float)
-    if t.size < 4:
-        return None
     t = t - t[0]
     span = float(t[-1])
     if span <= 0:
@@ -115,20 +130,33 @@ def quick_exponential(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 48
     grid = np.geomspace(max(0.5 * dt, span / 2000.0), 5.0 * span, n_grid)
     e = np.exp(-t[:, None] / grid[None, :])
     em = e.mean(axis=0)
-    ym = y.mean()
     ec = e - em
+    ym = y.mean()
     yc = y - ym
-    cov = yc @ ec
     var = np.einsum("ij,ij->j", ec, ec)
-    var = np.where(var > 0, var, np.inf)
+    ok = var > 1e-300
+    var = np.where(ok, var, np.inf)
+    cov = yc @ ec
+    b = np.where(ok, cov / var, 0.0)
+    a = ym - b * em
     sst = float(yc @ yc)
-    sse = sst - cov**2 / var
+    sse = np.maximum(sst - cov**2 / var, 1e-300)
     k = int(np.argmin(sse))
-    b = float(cov[k] / var[k]) if np.isfinite(var[k]) else 0.0
-    a = float(ym - b * em[k])
-    T = float(grid[k])
-    r2 = 1.0 - float(sse[k]) / sst if sst > 0 else 0.0
-    gain = -b * (1.0 - np.exp(-span / T))
+    return ExponentialGrid(t, span, grid, em, var, a, b, sse, sst, k, yc - b[k] * ec[:, k])
+
+
+def quick_exponential(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 48) -> QuickFit | None:
+    """Least-squares single exponential without bootstrap (:func:`exponential_grid`); None below
+    4 points."""
+    if np.size(steps) < 4:
+        return None
+    g = exponential_grid(steps, values, n_grid)
+    if g is None:
+        return None
+    k = g.k
+    a, b, T = float(g.a[k]), float(g.b[k]), float(g.grid[k])
+    r2 = 1.0 - float(g.sse[k]) / g.sst if g.sst > 0 else 0.0
+    gain = -b * (1.0 - np.exp(-g.span / T))
     return QuickFit(plateau=a, initial=a + b, timescale=T, r2=r2, gain=float(gain), at_bound=k in (0, n_grid - 1))
 
 

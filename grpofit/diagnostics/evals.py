@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from grpofit.diagnostics.base import Context, Verdict, fmt, worst
+from grpofit.diagnostics.base import Context, Verdict, exponential_grid, fmt, worst
 
 _GLOB = re.compile(r"[*?\[]")
 
@@ -95,27 +95,13 @@ def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64, perc
     n = t.size
     if n < 5:
         return None
-    t = t - t[0]
-    span = float(t[-1])
-    if span <= 0:
+    g = exponential_grid(t, y, n_grid)
+    if g is None:
         return None
-    dt = float(np.median(np.diff(t)))
-    grid = np.geomspace(max(0.5 * dt, span / 2000.0), 5.0 * span, n_grid)
-    e = np.exp(-t[:, None] / grid[None, :])
-    em = e.mean(axis=0)
-    ec = e - em
-    yc = y - y.mean()
-    var = np.einsum("ij,ij->j", ec, ec)
-    ok = var > 1e-300
-    var = np.where(ok, var, np.inf)
-    cov = yc @ ec
-    b = np.where(ok, cov / var, 0.0)
-    a = y.mean() - b * em
-    sse = np.maximum(float(yc @ yc) - cov**2 / var, 1e-300)
-    k = int(np.argmin(sse))
+    span, grid, em, var, a, b, sse, k = g.span, g.grid, g.e_mean, g.e_var, g.a, g.b, g.sse, g.k
     # autocorrelated residuals (a dense train reward) carry fewer independent points than n:
     # the profile uses n_eff = n (1 - rho) / (1 + rho) with rho their lag-1 autocorrelation
-    res = yc - b[k] * ec[:, k]
+    res = g.residuals
     rho = float(np.clip((res[1:] @ res[:-1]) / max(float(res @ res), 1e-300), 0.0, 0.95)) if n > 3 else 0.0
     n_eff = max(3.0, n * (1.0 - rho) / (1.0 + rho))
     s2 = sse / max(n - 3, 1)
@@ -127,7 +113,7 @@ def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64, perc
     falling = bool(accepted[-1] and b[-1] > 0)
     T = float(grid[k])
     gain = float(-b[k] * (1.0 - np.exp(-span / T)))
-    sst = float(yc @ yc)
+    sst = g.sst
     # the timescale's 95% profile interval, and the share of the gain still ahead at the last
     # step, exp(-span / T) (0: at the plateau, 1: not started), over the accepted timescales
     # (falling curves: the share of the fall still ahead)

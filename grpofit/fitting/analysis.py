@@ -130,15 +130,14 @@ def fit_run(
 
 def _release_if_long(n: int) -> None:
     """Before fitting a long run, give the heap its reading freed (pandas' parse buffers: about
-    1x a large CSV) back to the OS, so the fit's arrays do not stack on top of it, and have the
-    fit's large temporaries mapped on their own, so that each goes back to the OS when freed."""
+    1x a large CSV) back to the OS, so the fit's arrays do not stack on top of it (the CLI also
+    has large blocks mapped on their own: :func:`grpofit.cli.entry.main`)."""
     from grpofit.fitting.hac import BLOCK
 
     if n > BLOCK:
-        from grpofit.runtime.trim import mmap_large, release
+        from grpofit.runtime.trim import release
 
         release()
-        mmap_large()
 
 
 #: candidates examined per run: an underdamped run may ring through a few before settling

@@ -306,27 +306,6 @@ def solve_many(models: tuple[CurveModel, ...], b: Binned, starts: list[dict],
     return [solve(m, b, s, bounds) for m, s in zip(models, starts)]
 
 
-def import_lmfit():
-    """``import lmfit`` without importing pandas (a third of a second, often more than the fit
-    it falls back for): lmfit takes pandas only to read and write pandas objects in its JSON
-    helpers and to spot NaN (``pandas.isnull``, which is ``numpy.isnan`` on the float arrays
-    a fit hands it). pandas stays importable afterwards; when it is already loaded, or lmfit
-    is, this is a plain import."""
-    import sys
-
-    if "lmfit" in sys.modules or "pandas" in sys.modules:
-        import lmfit
-
-        return lmfit
-    sys.modules["pandas"] = None  # type: ignore[assignment] - "not installed" for this import
-    try:
-        import lmfit
-    finally:
-        if "pandas" in sys.modules and sys.modules["pandas"] is None:
-            del sys.modules["pandas"]
-    return lmfit
-
-
 def _bound_maps(lo: float, hi: float):
     """lmfit's (Minuit's) map of an unbounded internal value to ``[lo, hi]``: ``(to internal,
     to external, d external / d internal)`` for one parameter."""
@@ -380,7 +359,7 @@ def solve_lmfit(model: CurveModel, b: Binned, start: dict, bounds: dict) -> Solu
     """The fallback: lmfit's ``Minimizer.leastsq`` with ``Parameters`` carrying the bounds
     (lmfit maps them to unbounded internal coordinates), analytic Jacobian, binned data."""
     try:
-        lmfit = import_lmfit()
+        import lmfit
     except ImportError as exc:  # pragma: no cover - lmfit is a dependency
         return _failed(model, f"fit failed: {exc}")
     names = model.param_names

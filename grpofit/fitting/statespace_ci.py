@@ -38,11 +38,10 @@ and the mean's columns averaged over each bin's points, :func:`_binned`).
 
 The arithmetic that runs per grid cell (the mean's columns, the forcing's transitions, the
 Kalman filter, the levels' solve, and the plateau's mixture quantiles) is compiled where a C
-compiler was found at install (``grpofit/_filter.c``). Each compiled routine performs the same
-floating-point operations in the same order as the numpy function it stands for (sums over
-points or components in their order, complex numbers as their real parts), so both give the
-same bits under the reference numerics the tests pin (``tests/test_filter_kernel.py``);
-``GRPOFIT_PURE_PYTHON=1`` forces the numpy code.
+compiler was found at install (``grpofit/_filter.c``). Each compiled routine performs the
+floating-point operations of the numpy function it stands for (sums over points or components
+in their order, complex numbers as their real parts), so both agree to round-off
+(``tests/test_filter_kernel.py``); ``GRPOFIT_PURE_PYTHON=1`` forces the numpy code.
 """
 
 from __future__ import annotations
@@ -55,7 +54,7 @@ import numpy as np
 from grpofit.runtime.compiled import compiled_filter
 from grpofit.fitting.binning import bin_tail
 from grpofit.fitting.intervals import agrees, at_bounds_note, extend, mark_at_bound
-from grpofit.laws.models import median
+from grpofit.laws.models import median, oscillator_roots
 
 __all__ = ["SSIntervals", "Spec", "Points", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS",
            "point_noise_var"]
@@ -188,16 +187,12 @@ class Cells:
 
 
 def _modes(ts, ti):
-    """``(a, b, under)``: the roots of ``Ti l^2 + l + 1/Ts = 0`` in real numbers. An overdamped
-    cell has the real roots ``a`` (the slow one) and ``b``; an underdamped one (``under``) has
-    ``a +- i b`` (``a = -1/(2 Ti)``, ``b`` the frequency). A repeated root is nudged apart (the
-    quantities below are continuous there)."""
-    disc = 1.0 - 4.0 * ti / ts
-    disc = np.where(np.abs(disc) < 1e-6, np.where(disc >= 0, 1e-6, -1e-6), disc)
-    under = disc < 0
-    root = np.sqrt(np.abs(disc))
-    two = 2.0 * ti
-    return np.where(under, -1.0 / two, (-1.0 + root) / two), np.where(under, root / two, (-1.0 - root) / two), under
+    """``(a, b, under)``: the roots of ``Ti l^2 + l + 1/Ts = 0`` (:func:`grpofit.laws.models.oscillator_roots`)
+    in real numbers. An overdamped cell has the real roots ``a`` (the slow one) and ``b``; an
+    underdamped one (``under``) has ``a +- i b`` (``a = -1/(2 Ti)``, ``b`` the frequency). A
+    repeated root is nudged apart (the quantities below are continuous there)."""
+    slow, fast, under = oscillator_roots(ts, ti, apart=1e-6)
+    return np.where(under, fast.real, slow.real), np.where(under, -fast.imag, fast.real), under
 
 
 def _binned(l, t, count, d):

@@ -11,8 +11,8 @@ choice: ``BIC = 2 nll + k ln n`` over the maximised parameters. Everything is de
 algebra on at most :data:`MAX_POINTS` points (long series are binned), no Python loop over
 points.
 
-:func:`fit_law` maximises it from a few starts (scipy's L-BFGS-B, driven by :mod:`.lbfgsb`
-without importing ``scipy.optimize``, in log coordinates with bounds) and returns a
+:func:`fit_law` maximises it from a few starts (scipy's L-BFGS-B, :mod:`.lbfgsb`, in log
+coordinates with bounds) and returns a
 :class:`LawFit` carrying a Laplace approximation of the parameters' uncertainty (numerical
 Hessian of the negative log likelihood).
 """
@@ -95,12 +95,11 @@ def lags(series: Series, s=None, t=None, key: str = "lags"):
 
 @functools.cache
 def _trtrs():
-    """LAPACK's ``dtrtrs``, looked up once: the routine ``scipy.linalg.get_lapack_funcs``
-    picks for float64 arrays, from scipy's compiled LAPACK module without importing
-    ``scipy.linalg`` (:mod:`grpofit.runtime.compiled`)."""
-    from grpofit.runtime.compiled import scipy_extension
+    """LAPACK's ``dtrtrs`` (``scipy.linalg.lapack``), the routine
+    ``scipy.linalg.solve_triangular`` calls for float64 arrays, looked up once."""
+    from scipy.linalg.lapack import dtrtrs
 
-    return scipy_extension("scipy.linalg._flapack").dtrtrs
+    return dtrtrs
 
 
 def tri_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -434,8 +433,8 @@ def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=Non
 
 
 def minimise(f, lo: np.ndarray, hi: np.ndarray, starts, warm=None):
-    """The best bounded L-BFGS-B minimum of ``f`` (:mod:`.lbfgsb`: scipy's, without importing
-    ``scipy.optimize``; ``None`` when every start fails), as ``.x`` and ``.fun``: from
+    """The best bounded L-BFGS-B minimum of ``f`` (scipy's, :mod:`.lbfgsb`; ``None`` when
+    every start fails), as ``.x`` and ``.fun``: from
     ``warm`` alone when it is a finite point of the right shape and succeeds, else from each of
     ``starts()`` (a callable, so the usual starts are only built when needed)."""
     from grpofit.forecasting.lbfgsb import minimize

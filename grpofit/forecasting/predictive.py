@@ -222,8 +222,9 @@ def sample_future(fits: list[LawFit], series: Series, tf: np.ndarray, *, seed: i
 
 def _osc_slow(times) -> float:
     """The oscillator's slowest decay time: ``T1`` overdamped, ``2 Ti`` underdamped."""
+    from grpofit.laws.models import oscillator_roots
+
     ts, ti = float(times[0]), float(times[1])
-    disc = 1.0 - 4.0 * ti / ts
-    if disc > 0:
-        return 0.5 * ts * (1.0 + math.sqrt(disc))
-    return 2.0 * ti
+    if ti <= 0.0:  # no inertia: one mode
+        return ts
+    return -1.0 / oscillator_roots(ts, ti)[0].real

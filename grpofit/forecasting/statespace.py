@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.laws.models import relaxation
+from grpofit.laws.models import oscillator_roots, relaxation
 
 __all__ = ["Law", "LAWS", "process_cov", "design"]
 
@@ -93,17 +93,13 @@ def _modes(law: str, times, sd: float):
         T = float(times[1])  # the forcing drives the slow mode
         return np.array([-1.0 / T]), np.array([1.0]), np.sqrt(2.0 * sd * sd / T)
     ts, ti = float(times[0]), max(float(times[1]), 1e-9 * float(times[0]))
-    disc = 1.0 - 4.0 * ti / ts
-    if abs(disc) < 1e-6:  # repeated root: nudge off it (the covariance is continuous there)
-        disc = 1e-6 if disc >= 0 else -1e-6
-    root = np.sqrt(complex(disc))
-    big = (-1.0 - root) / (2.0 * ti)  # the fast root, without cancellation
-    small = 1.0 / (ts * ti * big)  # product of the roots = 1 / (Ti Ts)
+    # a repeated root nudged off (the covariance is continuous there)
+    small, big, under = oscillator_roots(ts, ti, apart=1e-6)
     lam = np.array([small, big])
     # Ti h'' + h' + h/Ts = delta: h(u) = (exp(l1 u) - exp(l2 u)) / (Ti (l1 - l2))
     w = 1.0 / (ti * (small - big))
     r = np.array([w, -w])
-    if disc > 0:  # two real roots: real arithmetic
+    if not under:  # two real roots: real arithmetic
         lam, r = lam.real.copy(), r.real.copy()
     return lam, r, np.sqrt(2.0 * sd * sd / ts)
 

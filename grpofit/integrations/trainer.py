@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from grpofit.core.vocabulary import STATUS_RANK
+
 try:  # the real base class when transformers is installed (its handler calls every event)
     from transformers import TrainerCallback as _Base
 except Exception:  # noqa: BLE001 - transformers is an optional extra (and may fail to import)
@@ -42,9 +44,6 @@ except Exception:  # noqa: BLE001 - transformers is an optional extra (and may f
             if name.startswith("on_"):
                 return lambda *a, **k: None
             raise AttributeError(name)
-
-
-_RANK = {"warn": 2, "fail": 3}
 
 
 class GrpofitCallback(_Base):
@@ -140,7 +139,7 @@ class GrpofitCallback(_Base):
         self.events += events
         if self.stop_on and self.stopped_by is None:
             for e in events:
-                if e["event"] == "alert" and _RANK[e["status"]] >= _RANK[self.stop_on]:
+                if e["event"] == "alert" and STATUS_RANK[e["status"]] >= STATUS_RANK[self.stop_on]:
                     self.stopped_by = e
                     break
         return events

@@ -45,6 +45,7 @@ __all__ = [
     "OSCILLATOR",
     "lmfit_model",
     "median",
+    "oscillator_roots",
 ]
 
 #: extreme but legitimate inputs (values or steps near 1e300, timescales near 1e-300) may
@@ -116,6 +117,37 @@ _SP_COEF = np.array([(k + 1) / _factorial(2 * k + 3) for k in range(_N_SERIES)])
 _SERIES = np.stack([_C_COEF, _S_COEF, _SP_COEF])
 _SERIES_T = np.ascontiguousarray(_SERIES.T)
 _POWERS = np.arange(_N_SERIES, dtype=float)
+
+
+def oscillator_roots(timescale, inertia, *, apart: float = 0.0):
+    """The roots of the damped oscillator's characteristic equation ``Ti l^2 + l + 1/Ts = 0``
+    (its modes decay as ``exp(l t)``): ``(slow, fast, under)``, complex. The fast root is
+    ``(-1 - sqrt(1 - 4 Ti/Ts)) / (2 Ti)`` and the slow one ``1 / (Ts Ti fast)`` (the product of
+    the roots), so neither loses digits to cancellation. Overdamped (``1 - 4 Ti/Ts >= 0``,
+    ``under`` False) both are real (``-1/T1`` and ``-1/T2``); underdamped they are the pair
+    ``-1/(2 Ti) +- i w`` (``w`` the angular frequency). ``apart``: a repeated root
+    (``|1 - 4 Ti/Ts| < apart``) is nudged apart to ``+-apart`` (for formulas with a 0/0 form
+    there). Scalars give scalars, arrays arrays; ``Ti > 0``.
+
+    The one place the roots are computed: the forecaster's state-space forms
+    (:mod:`grpofit.forecasting.statespace`), the fit's state-space intervals
+    (:mod:`grpofit.fitting.statespace_ci`) and the predictive draws' slowest decay use it."""
+    if np.ndim(timescale) == 0 and np.ndim(inertia) == 0:
+        ts, ti = float(timescale), float(inertia)
+        disc = 1.0 - 4.0 * ti / ts
+        if abs(disc) < apart:
+            disc = apart if disc >= 0 else -apart
+        root = np.sqrt(complex(disc))
+        fast = (-1.0 - root) / (2.0 * ti)
+        return 1.0 / (ts * ti * fast), fast, disc < 0
+    ts = np.asarray(timescale, dtype=float)
+    ti = np.asarray(inertia, dtype=float)
+    with _huge_ok():
+        disc = 1.0 - 4.0 * ti / ts
+        if apart:
+            disc = np.where(np.abs(disc) < apart, np.where(disc >= 0, apart, -apart), disc)
+        fast = (-1.0 - np.sqrt(disc.astype(complex))) / (2.0 * ti)
+        return 1.0 / (ts * ti * fast), fast, disc < 0
 
 
 def relaxation(t, timescale, inertia):

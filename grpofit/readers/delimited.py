@@ -266,9 +266,6 @@ def _to_numbers(cells: tuple[str, ...]) -> tuple[np.ndarray, int, int]:
 
 
 def _read_large(src: Source, fmt: str, delim: str, step: str | None) -> Run:
-    from grpofit.runtime.trim import mmap_large
-
-    mmap_large()  # the chunks' arrays, freed once joined, must not stay in the heap the fit reuses
     table, warnings, dropped, rows = _chunked_table(src, delim)
     if rows <= 0:
         raise ReadError("has a header but no data rows", path=src.name, fix="wait until the run logs its first step")

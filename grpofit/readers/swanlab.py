@@ -15,9 +15,7 @@ Checked against folders written by the genuine package (see ``tests/data/swanlab
   too.
 
 The framing, the same as W&B's ``.wandb``: a 7-byte header (``b":SWL"``, uint16 0xE1D6, uint8
-version), 32768-byte blocks, chunks ``<uint32 crc, uint16 length, uint8 type>`` with ``crc =
-zlib.crc32(data, zlib.crc32(type byte))`` and type FULL=1, FIRST=2, MIDDLE=3, LAST=4. The file
-is read one block at a time. A torn tail (a run still writing) keeps every complete record; a
+version), then LevelDB log framing (:mod:`grpofit.readers.leveldb`). A torn tail (a run still writing) keeps every complete record; a
 chunk whose checksum fails is skipped with the rest of its block. SwanLab's own system metrics
 (keys ``__swanlab__.*``: CPU, memory, disk, network), media, logs and columns are left out.
 """
@@ -26,23 +24,18 @@ from __future__ import annotations
 
 import json
 import os
-import struct
-import zlib
 from typing import BinaryIO, Iterator
 
 import numpy as np
 
 from grpofit.core.errors import ReadError
 from grpofit.readers import protobuf as pb
+from grpofit.readers.leveldb import HEADER, Framing, file_windows, records
 from grpofit.readers.source import Source
 from grpofit.core.runs import Run
 
 IDENT = b":SWL"
 MAGIC = 0xE1D6
-HEADER = struct.Struct("<4sHB")
-CHUNK = struct.Struct("<IHB")
-BLOCK = 32768
-FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 #: the backup of swanlab 0.6; later versions write run-<id>.swanlab
 BACKUP = "backup.swanlab"
 #: SwanLab's own hardware metrics, not the training's
@@ -50,7 +43,6 @@ SYSTEM_PREFIX = "__swanlab__."
 #: a record assembled from FIRST/MIDDLE chunks longer than this is skipped (damage, not data)
 MAX_RECORD = 64 * 1024 * 1024
 FIX = "pass a SwanLab run folder (swanlog/run-*/) or its run-<id>.swanlab / backup.swanlab"
-_SEED = {t: zlib.crc32(bytes([t])) for t in (FULL, FIRST, MIDDLE, LAST)}
 _TORN = "the last record is incomplete (a run still being written?); skipped it"
 
 
@@ -77,63 +69,20 @@ def is_run_folder(path: str, names: list[str]) -> bool:
 
 
 def _framed(head: bytes, f: BinaryIO, warnings: list[str]) -> Iterator[bytes]:
-    """The payloads of a framed log (``head``: its first bytes, already read), read one 32 KiB
-    block at a time."""
+    """The payloads of a framed log (``head``: its first bytes, already read), read a few
+    blocks at a time (:func:`grpofit.readers.leveldb.records`)."""
     head += f.read(HEADER.size - len(head))
     if len(head) < HEADER.size:
         return
     _, magic, _version = HEADER.unpack(head)
     if magic != MAGIC:
         warnings.append(f"unexpected header magic 0x{magic:04x} (expected 0x{MAGIC:04x}); read anyway")
-    size = BLOCK - HEADER.size  # the header fills the start of the first block
-    pending: bytearray | None = None
-    bad = 0
-    while True:
-        block = f.read(size)
-        if not block:
-            break
-        last = len(block) < size  # the file ends inside this block
-        size = BLOCK
-        pos = 0
-        while pos + CHUNK.size <= len(block):
-            crc, length, kind = CHUNK.unpack_from(block, pos)
-            start, end = pos + CHUNK.size, pos + CHUNK.size + length
-            if end > len(block):
-                if last:
-                    warnings.append(_TORN)
-                    pending = None
-                    return
-                bad += 1  # a length past the block: damage
-                pending = None
-                break
-            chunk = block[start:end]
-            if kind not in _SEED or zlib.crc32(chunk, _SEED[kind]) & 0xFFFFFFFF != crc:
-                if last and not any(block[pos:]):  # zeros after the last record: not written yet
-                    break
-                bad += 1
-                pending = None
-                break  # resume at the next block
-            pos = end
-            if kind == FULL:
-                pending = None
-                yield chunk
-            elif kind == FIRST:
-                pending = bytearray(chunk)
-            elif pending is not None:
-                if len(pending) + len(chunk) > MAX_RECORD:
-                    bad += 1
-                    pending = None
-                    continue
-                pending += chunk
-                if kind == LAST:
-                    yield bytes(pending)
-                    pending = None
-        if last:
-            break
-    if pending is not None:
+    found = Framing()
+    yield from records(file_windows(f, head), found, max_record=MAX_RECORD)
+    if found.torn:
         warnings.append(_TORN)
-    if bad:
-        warnings.append(f"{bad} damaged chunk(s) skipped")
+    if found.corrupt or found.oversized:
+        warnings.append(f"{found.corrupt + found.oversized} damaged chunk(s) skipped")
 
 
 def _lines(head: bytes, f: BinaryIO) -> Iterator[bytes]:

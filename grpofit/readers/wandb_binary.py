@@ -1,12 +1,7 @@
 """W&B local run folders and their binary ``run-<id>.wandb`` files, read without ``wandb``.
 
 A ``.wandb`` file is a 7-byte header (``b":W&B"``, uint16 0xBEE1 little-endian, version byte 0)
-followed by LevelDB log framing: the file is cut into 32768-byte blocks (the header counts
-towards the first); each chunk is ``<uint32 crc, uint16 length, uint8 type>`` + data, with type
-FULL=1, or FIRST=2, MIDDLE=3..., LAST=4 for a record split across blocks; a block's last < 7
-bytes are zero padding. The W&B writer's crc is ``zlib.crc32(type byte + data)`` (LevelDB's own
-masked CRC-32C is accepted too). Chunks never cross a block boundary, so a bad chunk is skipped
-by resuming at the next block.
+followed by LevelDB log framing (:mod:`grpofit.readers.leveldb`).
 
 Each record is a protobuf ``wandb_internal.Record`` (field numbers from wandb's
 ``wandb_internal.proto``): ``history=2: HistoryRecord{item=1: HistoryItem{key=1, nested_key=2,
@@ -21,14 +16,15 @@ import json
 import math
 import os
 import struct
-import zlib
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator
 
 import numpy as np
 
 from grpofit.core.errors import ReadError
 from grpofit.readers import protobuf as pb
-from grpofit.readers.tensorboard import masked_crc32c
+from grpofit.readers.leveldb import (  # noqa: F401 - the framing's names, used by the tail and the writers
+    BLOCK, CHUNK, FIRST, FULL, HEADER, LAST, MIDDLE, TYPE_SEED, Framing, chunk_ok, file_windows, records,
+)
 
 if TYPE_CHECKING:
     from grpofit.core.runs import Run
@@ -47,14 +43,8 @@ __all__ = [
 IDENT = b":W&B"
 MAGIC = 0xBEE1
 VERSION = 0
-HEADER = struct.Struct("<4sHB")
-CHUNK = struct.Struct("<IHB")
-BLOCK = 32768
-FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 
 FIX = "pass a run-<id>.wandb file or its wandb/run-YYYYMMDD_HHMMSS-<id>/ folder"
-# record types as zlib.crc32 seeds: crc32(type byte + data) == crc32(data, crc32(type byte))
-_TYPE_SEED = {t: zlib.crc32(bytes([t])) for t in (FULL, FIRST, MIDDLE, LAST)}
 
 
 def looks_like_wandb(head: bytes) -> bool:
@@ -62,29 +52,19 @@ def looks_like_wandb(head: bytes) -> bool:
     return len(head) >= 6 and head[:4] == IDENT and struct.unpack_from("<H", head, 4)[0] == MAGIC
 
 
-# --- framing -------------------------------------------------------------------------------
-
-
-def _chunk_ok(crc: int, kind: int, data: bytes) -> bool:
-    seed = _TYPE_SEED.get(kind)
-    if seed is None:
-        return False
-    if zlib.crc32(data, seed) == crc:
-        return True
-    return masked_crc32c(bytes([kind]) + data) == crc  # LevelDB's own checksum
+# --- framing ------------------------------------------------------------------------------
 
 
 def iter_wandb_records(
     buf: bytes | BinaryIO, name: str = "<stream>", warnings: list[str] | None = None
 ) -> Iterator[bytes]:
-    """Yield every complete record payload of a ``.wandb`` byte string or binary file object.
+    """Yield every complete record payload of a ``.wandb`` byte string or binary file object
+    (:func:`grpofit.readers.leveldb.records`).
 
     Raises ReadError when the header is not a ``.wandb`` header (checked before anything else
     is read: a file object is then streamed in windows of whole 32 KiB blocks, which chunks never
     cross). A torn tail (a run still writing) ends the scan with a warning; a chunk with a bad
     checksum, type or length is skipped up to the next block boundary, also with a warning.
-    Lengths are 16-bit and checked against the block, so nothing large is ever allocated from a
-    corrupted field.
     """
     warnings = warnings if warnings is not None else []
     if isinstance(buf, (bytes, bytearray, memoryview)):
@@ -93,99 +73,27 @@ def iter_wandb_records(
         windows: Iterable[bytes] = iter([data])
     else:
         head = buf.read(HEADER.size)
-        windows = _file_windows(buf, head)
+        windows = file_windows(buf, head)
     if not looks_like_wandb(head):
         raise ReadError("not a W&B .wandb file (no ':W&B' header)", path=name, fix=FIX)
     if len(head) < HEADER.size:
         raise ReadError("the .wandb file is shorter than its 7-byte header", path=name, fix=FIX)
     if head[6] != VERSION:
         warnings.append(f"{_base(name)}: unknown .wandb format version {head[6]}; read it as version 0")
-    pending: list[bytes] | None = None  # parts of a FIRST..LAST record
-    count = corrupt = orphans = 0
-    torn = False
-    pos = HEADER.size  # the first window starts with the header
-    for buf in windows:
-        n = len(buf)
-        while pos < n:
-            left_in_block = BLOCK - pos % BLOCK
-            if left_in_block < CHUNK.size:  # trailer: zero padding
-                pos += left_in_block
-                continue
-            if n - pos < CHUNK.size:
-                torn = any(buf[pos:])
-                break
-            crc, length, kind = CHUNK.unpack_from(buf, pos)
-            if crc == 0 and length == 0 and kind == 0:  # zero-filled (preallocated) space
-                pos += left_in_block
-                continue
-            if length > left_in_block - CHUNK.size:
-                corrupt += 1
-                pending = None
-                pos += left_in_block
-                continue
-            end = pos + CHUNK.size + length
-            if end > n:
-                torn = True
-                break
-            data = buf[pos + CHUNK.size : end]
-            if not _chunk_ok(crc, kind, data):
-                corrupt += 1
-                pending = None
-                pos += left_in_block
-                continue
-            pos = end
-            if kind == FULL:
-                if pending is not None:
-                    orphans += 1
-                pending = None
-                count += 1
-                yield data
-            elif kind == FIRST:
-                if pending is not None:
-                    orphans += 1
-                pending = [data]
-            elif pending is None:  # MIDDLE or LAST without its FIRST
-                orphans += 1
-            elif kind == MIDDLE:
-                pending.append(data)
-            else:  # LAST
-                pending.append(data)
-                count += 1
-                yield b"".join(pending)
-                pending = None
-        if torn:
-            break
-        pos -= n  # the next window starts where this one ended (a block boundary)
-    if pending is not None:
-        torn = True
-    if corrupt:
+    found = Framing()
+    yield from records(windows, found)
+    if found.corrupt:
         warnings.append(
-            f"{_base(name)}: skipped {corrupt} corrupt chunk(s) (bad checksum, type or length), "
+            f"{_base(name)}: skipped {found.corrupt} corrupt chunk(s) (bad checksum, type or length), "
             "resuming at the next block"
         )
-    if orphans:
-        warnings.append(f"{_base(name)}: dropped {orphans} incomplete split record(s)")
-    if torn:
+    if found.orphans:
+        warnings.append(f"{_base(name)}: dropped {found.orphans} incomplete split record(s)")
+    if found.torn:
         warnings.append(
             f"{_base(name)}: ends in a partial record (run still being written?); "
-            f"kept {count} complete record(s)"
+            f"kept {found.records} complete record(s)"
         )
-
-
-#: blocks read at a time from a ``.wandb`` file
-WINDOW_BLOCKS = 32
-
-
-def _file_windows(f: BinaryIO, head: bytes) -> Iterator[bytes]:
-    """The file in windows of whole blocks (the first one starting with ``head``); a window
-    shorter than a full one is the end of the file."""
-    size = BLOCK * WINDOW_BLOCKS
-    window = head + f.read(size - len(head))
-    while window:
-        yield window
-        if len(window) < size:
-            return
-        window = f.read(size)
 
 
 # --- records -------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ point for ``diagnose``) and frees them again; glibc's allocator keeps freed memo
 so without this the process's RSS would track the largest temporaries it ever needed instead of
 what it holds. :func:`release` calls glibc's ``malloc_trim(0)``; :func:`mmap_large` has glibc
 give every large block its own mapping, returned to the OS as soon as it is freed (both no-ops
-where there is no glibc: macOS, musl, Windows).
+where there is no glibc: macOS, musl, Windows). :func:`mmap_large` changes a setting of the
+whole process: only the CLI's entry point calls it (:mod:`grpofit.cli.entry`), never the library.
 """
 
 from __future__ import annotations

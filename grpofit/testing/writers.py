@@ -18,9 +18,8 @@ import numpy as np
 
 from grpofit.readers import protobuf as pb
 from grpofit.readers.tensorboard import _U32, masked_crc32c
-from grpofit.readers.wandb_binary import (
-    _TYPE_SEED, BLOCK, CHUNK, FIRST, FULL, HEADER, IDENT, LAST, MAGIC, MIDDLE, VERSION,
-)
+from grpofit.readers.leveldb import BLOCK, CHUNK, FIRST, FULL, HEADER, LAST, MIDDLE, TYPE_SEED
+from grpofit.readers.wandb_binary import IDENT, MAGIC, VERSION
 
 __all__ = [
     "encode_varint",
@@ -158,7 +157,7 @@ def frame_records(payloads: Iterable[bytes], *, version: int = VERSION) -> bytes
 
 
 def _append_chunk(out: bytearray, kind: int, data: bytes) -> None:
-    out += CHUNK.pack(zlib.crc32(data, _TYPE_SEED[kind]), len(data), kind)
+    out += CHUNK.pack(zlib.crc32(data, TYPE_SEED[kind]), len(data), kind)
     out += data
 
 

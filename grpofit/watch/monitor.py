@@ -40,10 +40,9 @@ import numpy as np
 
 from grpofit.core.errors import GrpofitError
 from grpofit.core.numbers import finite
-from grpofit.core.vocabulary import SCHEMAS
+from grpofit.core.vocabulary import SCHEMAS, STATUS_RANK
 
 SCHEMA = SCHEMAS["watch"]
-_RANK = {"pass": 1, "warn": 2, "fail": 3}
 
 
 def forecast_entry(run: Any, *, metric: str | None = None, horizon: float | None = None) -> dict | None:
@@ -121,11 +120,9 @@ class RunState:
 
     @property
     def status(self) -> str:
-        best = "unknown"
-        for s in list(self.verdicts.values()) + [a.status for a in self.alerts.values()]:
-            if _RANK.get(s, 0) > _RANK.get(best, 0):
-                best = s
-        return best
+        from grpofit.diagnostics.base import worst
+
+        return worst(list(self.verdicts.values()) + [a.status for a in self.alerts.values()])
 
     def forecast_final(self) -> tuple[float | None, list | None]:
         f = self.forecast or {}
@@ -415,7 +412,7 @@ class Monitor:
         st = self.runs.get(name)
         if st is None:
             return None
-        hits = [a for a in st.alerts.values() if _RANK[a.status] >= _RANK[status]]
+        hits = [a for a in st.alerts.values() if STATUS_RANK[a.status] >= STATUS_RANK[status]]
         return min(hits, key=lambda a: a.step) if hits else None
 
 

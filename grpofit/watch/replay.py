@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from grpofit.core.runs import Run
+from grpofit.core.vocabulary import STATUS_RANK
 from grpofit.watch.monitor import Alert, Monitor
 
 
@@ -33,8 +34,7 @@ class Replay:
     problem: str | None = None
 
     def first(self, status: str = "fail", mode: str | None = None) -> Alert | None:
-        rank = {"warn": 2, "fail": 3}
-        hits = [a for a in self.alerts if rank[a.status] >= rank[status] and (mode is None or a.mode == mode)]
+        hits = [a for a in self.alerts if STATUS_RANK[a.status] >= STATUS_RANK[status] and (mode is None or a.mode == mode)]
         return min(hits, key=lambda a: a.step) if hits else None
 
 

@@ -15,7 +15,8 @@ from typing import IO, Any
 
 from grpofit.core.errors import ReadError, UsageError
 from grpofit.watch.follow import Follower
-from grpofit.watch.monitor import _RANK, Monitor
+from grpofit.core.vocabulary import STATUS_RANK
+from grpofit.watch.monitor import Monitor
 
 #: a run due for re-judgement waits at most this many polls, even when reading and the rules
 #: alone use up ``--cpu-budget`` (the budget is then exceeded by one re-judgement)
@@ -255,7 +256,7 @@ class Session:
         for e in events:
             if e["event"] == "alert" and e["status"] == "fail" and self.opts.on_fail:
                 self._hook(e)
-        if self.opts.exit_on and any(e["event"] == "alert" and _RANK[e["status"]] >= _RANK[self.opts.exit_on] for e in events):
+        if self.opts.exit_on and any(e["event"] == "alert" and STATUS_RANK[e["status"]] >= STATUS_RANK[self.opts.exit_on] for e in events):
             self.exit_code = max(self.exit_code, 1)
         return events
 

@@ -470,7 +470,7 @@ class WandbTail(Tail):
             if length > left - wb.CHUNK.size or end > n:
                 break
             payload = data[pos + wb.CHUNK.size : end]
-            if not wb._chunk_ok(crc, kind, payload):
+            if not wb.chunk_ok(crc, kind, payload):
                 break  # torn (being written) or corrupt: retry from here next poll
             pos = end
             if kind == wb.FULL:
