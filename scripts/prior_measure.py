@@ -39,6 +39,8 @@ GENERATED = [
     ("bandit KL x group size", {"lr": 0.02, "momentum": 0.5, "steps": 800},
      {"beta": [0.8, 1.2, 2.0, 3.5], "group_size": [4, 8, 16]}),
 ]
+#: a sweep of settings drawn at random (seeded; nobody picked them): every covariate varies
+RANDOM_SWEEP = ("bandit random settings", 30, 2026)
 MARK_BEGIN = "<!-- prior-measure:begin -->"
 MARK_END = "<!-- prior-measure:end -->"
 
@@ -60,6 +62,18 @@ def generate(folder: str) -> dict:
                 "beta": params["beta"], "steps": params["steps"]})
             paths.append(path)
         out[name] = paths
+    import numpy as np
+
+    name, n, seed = RANDOM_SWEEP
+    rng = np.random.default_rng(seed)
+    paths = []
+    for j in range(n):
+        path = os.path.join(folder, f"r_{j}.csv")
+        run_simulation(path, arms=8, correct=1, seed=seed + j, lr=float(np.exp(rng.uniform(np.log(0.005), np.log(0.1)))),
+                       momentum=float(rng.choice([0.0, 0.5, 0.8, 0.9])), group_size=int(rng.choice([4, 8, 16])),
+                       beta=float(rng.uniform(0.8, 3.0)), steps=int(rng.integers(600, 1501)))
+        paths.append(path)
+    out[name] = paths
     return out
 
 

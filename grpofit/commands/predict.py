@@ -94,8 +94,31 @@ def run_predict(
         grid = np.linspace(0.0, max(float(t[-1]), 1.0) * 1.5, 400)
         result = dynamics.what_if(measured, steps=grid, **changes)
         doc["what_if"] = result.summary()
+        doc["what_if"]["interval"] = _what_if_interval(fit, measured, lr, momentum, refresh_interval, what_if, adam,
+                                                       passed, inputs)
+        doc["what_if"]["regime"] = doc["what_if"]["interval"].get("regime")
+        if adam:  # the model's rate is Adam's effective one: say so, never call it lr
+            ni = doc["what_if"]["new_inputs"]
+            ni["lr_eff_adam"] = ni.pop("lr")
+            ni["lr_note"] = "Adam-effective rate lr (1 - beta1)"
         figure = (result, (t, observed[1]), passed)
     return doc, figure
+
+
+def _what_if_interval(fit, measured, lr, momentum, refresh_interval, what_if, adam, passed, inputs):
+    """:func:`grpofit.dynamics.whatif_interval.what_if_intervals` for this run: the fitted
+    timescale's 95% interval, the momentum marked as assumed when the run's config does not name it."""
+    from grpofit.dynamics.fromrun import _param
+    from grpofit.dynamics.whatif_interval import what_if_intervals
+
+    T, T_ci = _param(fit, "timescale")
+    source = ((inputs or {}).get("momentum") or {}).get("source", "")
+    assumed = not source.startswith("config")
+    raw = {k: v for k, v in (what_if or {}).items() if v is not None}
+    return what_if_intervals(timescale=T, timescale_ci95=T_ci, lr=lr, momentum=momentum,
+                             refresh_interval=refresh_interval, changes=raw, adam=adam,
+                             lr_raw=None,
+                             momentum_assumed=assumed)
 
 
 def _one_run(path: str, pattern: str | None):
