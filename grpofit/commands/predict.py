@@ -41,6 +41,7 @@ def run_predict(
     what_if: dict[str, float | None] | None = None,
     bandit: dict[str, float] | None = None,
     run_pattern: str | None = None,
+    prior: Any = None,
 ) -> tuple[dict, Any]:
     """The ``grpofit.predict/1`` document and, for ``--plot``, ``(WhatIf, observed)`` or None."""
     from grpofit import dynamics
@@ -97,12 +98,43 @@ def run_predict(
         doc["what_if"]["interval"] = _what_if_interval(fit, measured, lr, momentum, refresh_interval, what_if, adam,
                                                        passed, inputs)
         doc["what_if"]["regime"] = doc["what_if"]["interval"].get("regime")
+        if prior is not None:
+            doc["what_if"]["prior_forecast"] = _prior_what_if(prior, run, observed, what_if)
         if adam:  # the model's rate is Adam's effective one: say so, never call it lr
             ni = doc["what_if"]["new_inputs"]
             ni["lr_eff_adam"] = ni.pop("lr")
             ni["lr_note"] = "Adam-effective rate lr (1 - beta1)"
         figure = (result, (t, observed[1]), passed)
     return doc, figure
+
+
+def _prior_what_if(prior, run, observed, what_if) -> dict:
+    """The what-if run's final level before its first step, from a population prior of finished
+    runs (docs/prior.md) at the run's covariates with the what-if settings in place of its own."""
+    import numpy as np
+
+    from grpofit.forecasting.prior import FINAL_FRACTION, covariates_of, resolve_prior
+
+    p = resolve_prior(prior)
+    cov = covariates_of(run)
+    for key, name in (("lr", "lr"), ("momentum", "momentum"), ("refresh_interval", "refresh")):
+        if (what_if or {}).get(key) is not None:
+            cov[name] = float(what_if[key])
+    steps = np.asarray(observed[0], dtype=float)
+    span = float(steps[-1] - steps[0])
+    window = steps[steps >= steps[-1] - FINAL_FRACTION * span]
+    others = [r for r in p.runs if r.run != run.name]
+    from grpofit.forecasting.prior import Prior
+
+    p = Prior(others, p.calibration, p.source)
+    if len(p.runs) < 2:
+        return {"runs": len(p.runs), "note": "a prior needs at least two finished runs other than this one"}
+    pf = p.forecast([], [], window, covariates=cov, first_step=float(steps[0]))
+    return {"final_level": pf.final, "plateau": pf.plateau, "steps": [float(window[0]), float(window[-1])],
+            "runs": len(p.runs), "source": p.source, "covariates": cov, "regressed_on": pf.used,
+            "note": ("the final level over the base run's last 10% of steps, from the prior's runs"
+                     + ("" if pf.used else "; regressed on no setting (a regression needs at least 4 runs "
+                        "that vary it): the population's level, not a function of the what-if settings"))}
 
 
 def _what_if_interval(fit, measured, lr, momentum, refresh_interval, what_if, adam, passed, inputs):
