@@ -640,11 +640,14 @@ def _calibrate(runs: list[RunSummary], series: dict, cuts=CAL_CUTS, seed: int = 
     return out
 
 
-def build_prior(items, *, source: str = "", calibrate: bool = True, seed: int = 0) -> Prior:
-    """A prior from ``items``: ``(name, steps, values, covariates)`` of finished runs."""
+def build_prior(items, *, source: str = "", calibrate: bool = True, seed: int = 0, cache: dict | None = None) -> Prior:
+    """A prior from ``items``: ``(name, steps, values, covariates)`` of finished runs
+    (``cache``: name -> :class:`RunSummary` already made, e.g. by a leave-one-out loop)."""
     runs, skipped, series = [], [], {}
     for name, steps, values, cov in items:
-        s = summarise_run(name, steps, values, cov)
+        s = cache[name] if cache is not None and name in cache else summarise_run(name, steps, values, cov)
+        if cache is not None:
+            cache[name] = s
         if s is None:
             skipped.append({"run": str(name), "reason": "too few points or no law fit"})
             continue

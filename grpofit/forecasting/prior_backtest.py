@@ -48,6 +48,7 @@ def loo_backtest(items, *, cuts=PRIOR_CUTS, without: bool = True, seed: int = 0)
         span = s[-1] - s[0]
         finals[name] = float(v[s >= s[-1] - FINAL_FRACTION * span].mean())
     out = []
+    cache: dict = {}
     for name, s, v, cov in items:
         others = [it for it in items if it[0] != name]
         entry = {"run": name, "covariates": cov, "cuts": []}
@@ -55,7 +56,7 @@ def loo_backtest(items, *, cuts=PRIOR_CUTS, without: bool = True, seed: int = 0)
             entry["note"] = "fewer than two other runs: no prior"
             out.append(entry)
             continue
-        prior = build_prior(others, source="the sweep's other runs", seed=seed)
+        prior = build_prior(others, source="the sweep's other runs", seed=seed, cache=cache)
         span = s[-1] - s[0]
         window = s >= s[-1] - FINAL_FRACTION * span
         actual = finals[name]
