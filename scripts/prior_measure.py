@@ -116,8 +116,15 @@ def main(argv=None) -> int:
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--no-without", action="store_true")
     ap.add_argument("--only", choices=("real", "generated"))
-    ap.add_argument("--json")
+    ap.add_argument("--json", help="also write the summaries to this file")
+    ap.add_argument("--render", nargs="+", help="render (and --write) the table from --json files instead of measuring")
     a = ap.parse_args(argv)
+    if a.render:
+        results = {}
+        for path in a.render:
+            with open(path) as f:
+                results.update(json.load(f))
+        return _out(table(results), a.write)
     sweeps = {}
     if a.only != "generated":
         sweeps.update({k: [os.path.join(REAL, p) for p in v] for k, v in REAL_SWEEPS.items()})
@@ -125,12 +132,15 @@ def main(argv=None) -> int:
         if a.only != "real":
             sweeps.update(generate(tmp))
         results = measure(sweeps, not a.no_without)
-    text = table(results)
-    print(text)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({k: {kk: vv for kk, vv in v.items() if kk != "entries"} for k, v in results.items()}, f, indent=1)
-    if a.write:
+    return _out(table(results), a.write)
+
+
+def _out(text: str, write: bool) -> int:
+    print(text)
+    if write:
         path = os.path.join(ROOT, "docs", "prior.md")
         doc = open(path, encoding="utf-8").read()
         i, j = doc.index(MARK_BEGIN) + len(MARK_BEGIN), doc.index(MARK_END)

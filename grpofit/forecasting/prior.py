@@ -474,8 +474,10 @@ def _gain_draws(summaries, covariates, frac, level_now, w, rng):
 
 
 def _precision_share(prior_level, post_level, w) -> float:
+    """``w Var_post / Var_prior``, never above ``w`` (a posterior wider than the tempered prior
+    alone means the law's Gaussian picture fails: the prior then has at most its tempering)."""
     vp = float(np.var(prior_level))
-    return float(min(1.0, w * float(np.var(post_level)) / max(vp, 1e-300)))
+    return float(min(w, w * float(np.var(post_level)) / max(vp, 1e-300)))
 
 
 # ---------------------------------------------------------------------------------- the prior
@@ -566,7 +568,8 @@ class Prior:
         if bounded:
             level = np.clip(level, 0.0, 1.0)
         q = lambda p: float(np.percentile(level, p))  # noqa: E731
-        out = {"mean": float(level.mean()), "median": q(50), "pi80": [q(10), q(90)], "pi95": [q(2.5), q(97.5)]}
+        lo1, hi99 = np.percentile(level, [1.0, 99.0])  # the mean of draws winsorised at 1/99%:
+        out = {"mean": float(np.clip(level, lo1, hi99).mean()), "median": q(50),  # a few wild extrapolations do not move it "pi80": [q(10), q(90)], "pi95": [q(2.5), q(97.5)]}
         pl = {"value": float(np.median(plateau)), "ci95": [float(np.percentile(plateau, 2.5)),
                                                            float(np.percentile(plateau, 97.5))], "kind": "estimate"}
         return PriorForecast(out, pl, weight, w, check, pop.used, note, parts, shares)
