@@ -568,8 +568,10 @@ class Prior:
         if bounded:
             level = np.clip(level, 0.0, 1.0)
         q = lambda p: float(np.percentile(level, p))  # noqa: E731
-        lo1, hi99 = np.percentile(level, [1.0, 99.0])  # the mean of draws winsorised at 1/99%:
-        out = {"mean": float(np.clip(level, lo1, hi99).mean()), "median": q(50),  # a few wild extrapolations do not move it "pi80": [q(10), q(90)], "pi95": [q(2.5), q(97.5)]}
+        # the mean of the draws winsorised at 1/99%: a few wild extrapolations do not move it
+        lo1, hi99 = np.percentile(level, [1.0, 99.0])
+        out = {"mean": float(np.clip(level, lo1, hi99).mean()), "median": q(50), "pi80": [q(10), q(90)],
+               "pi95": [q(2.5), q(97.5)]}
         pl = {"value": float(np.median(plateau)), "ci95": [float(np.percentile(plateau, 2.5)),
                                                            float(np.percentile(plateau, 97.5))], "kind": "estimate"}
         return PriorForecast(out, pl, weight, w, check, pop.used, note, parts, shares)
