@@ -182,3 +182,18 @@ def test_what_if_regime_cannot_tell_when_momentum_is_assumed():
     adam = what_if_intervals(**{**kw, "lr": 0.05 * 0.1, "momentum": 0.9}, adam=True)
     assert adam["lr_eff_adam"][0] == pytest.approx(0.2 * 0.1)
     assert "Adam-effective" in adam["lr_note"]
+
+
+def test_cli_predict_what_if_interval_and_adam_label(capsys):
+    from tests.conftest import run_cli
+
+    code, out, err = run_cli(capsys, "predict", "--from-run", "sample_logs/bandit_g16.csv", "--lr", "0.5",
+                             "--momentum", "0.9", "--adam", "--refresh-interval", "1", "--what-if-lr", "1.0",
+                             "--format", "json")
+    assert code == 0, err
+    wi = json.loads(out)["what_if"]
+    assert "lr" not in wi["new_inputs"] and wi["new_inputs"]["lr_eff_adam"] == pytest.approx(0.1)
+    iv = wi["interval"]
+    assert iv["timescale_ci95"][0] <= wi["new"]["timescale"] <= iv["timescale_ci95"][1]
+    # the momentum came from a flag, not the run's config: the regime is decided over the assumed range
+    assert iv["assumed"]["momentum"][0] == 0.0 and wi["regime"] == iv["regime"]
