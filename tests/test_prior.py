@@ -197,3 +197,16 @@ def test_cli_predict_what_if_interval_and_adam_label(capsys):
     assert iv["timescale_ci95"][0] <= wi["new"]["timescale"] <= iv["timescale_ci95"][1]
     # the momentum came from a flag, not the run's config: the regime is decided over the assumed range
     assert iv["assumed"]["momentum"][0] == 0.0 and wi["regime"] == iv["regime"]
+
+
+def test_covariates_from_config_and_name():
+    from grpofit.forecasting.prior import covariates_of
+    from grpofit.runs import make_run
+
+    run = make_run("logs/run.csv", "logs/run.csv", "csv", {"step": [1, 2, 3], "reward": [0.1, 0.2, 0.3]},
+                   config={"learning_rate": 1e-6, "adam_beta1": 0.9, "num_generations": 8,
+                           "model_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"})
+    cov = covariates_of(run)
+    assert cov == {"lr": 1e-6, "momentum": 0.9, "group_size": 8.0, "size": 0.5e9}
+    named = make_run("sweep.csv::Qwen3-1.7B-GRPO", "sweep.csv", "csv", {"step": [1, 2], "reward": [0.1, 0.2]})
+    assert covariates_of(named) == {"size": 1.7e9}

@@ -84,7 +84,7 @@ _SIZE = re.compile(r"(?<![0-9a-z.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.I)
 def covariates_of(run) -> dict:
     """Covariates a run names: its config's hyperparameters (:mod:`grpofit.readers.config`), a
     bandit simulation's ``FILE.meta.json`` (its settings only, never its answers), a model size
-    written in its name (``0.5B``, ``7b``, ``350M``)."""
+    in its config's model path (``Qwen/Qwen2.5-0.5B``) or its name (``0.5B``, ``7b``, ``350M``)."""
     from grpofit.readers.config import hyperparameters
 
     out: dict = {}
@@ -106,7 +106,14 @@ def covariates_of(run) -> dict:
                         out.setdefault(name, float(m[key]))
         except (OSError, ValueError):
             pass
-    hit = _SIZE.search(os.path.basename(str(run.name)))
+    hit = None
+    for key in ("model_name_or_path", "actor_rollout_ref.model.path", "model.path", "model_name", "model"):
+        value = (run.config or {}).get(key)
+        if isinstance(value, str):
+            hit = _SIZE.search(value.rsplit("/", 1)[-1])
+            if hit:
+                break
+    hit = hit or _SIZE.search(os.path.basename(str(run.name)))
     if hit:
         out.setdefault("size", float(hit.group(1)) * (1e9 if hit.group(2).lower() == "b" else 1e6))
     return out
