@@ -22,7 +22,7 @@ import numpy as np
 
 
 def _write_runs(folder: Path, n: int, seed: int = 0) -> list[Path]:
-    from grpofit.models import oscillator
+    from grpofit.laws.models import oscillator
 
     rng = np.random.default_rng(seed)
     out = []

@@ -48,7 +48,7 @@ MARK_END = "<!-- prior-measure:end -->"
 def generate(folder: str) -> dict:
     from itertools import product
 
-    from grpofit.simulation import run_simulation
+    from grpofit.dynamics.simulation import run_simulation
 
     out = {}
     for k, (name, fixed, grid) in enumerate(GENERATED):

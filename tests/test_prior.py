@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from grpofit.forecasting.prior import (PRIOR_SCHEMA, build_prior, from_json, parse_covariates, summarise_run)
-from grpofit.models import oscillator
+from grpofit.laws.models import oscillator
 
 
 def _run(rng, plateau, timescale, *, n=400, initial=0.2, inertia=5.0, sd=0.02, scale=1.0, shift=0.0):
@@ -111,7 +111,7 @@ def test_saved_prior_round_trip(tmp_path):
 
 
 def test_bad_covariate_is_a_usage_error():
-    from grpofit.errors import UsageError
+    from grpofit.core.errors import UsageError
 
     assert parse_covariates(["lr=1e-5", "model_size=7e9"]) == {"lr": 1e-5, "size": 7e9}
     with pytest.raises(UsageError):
@@ -201,7 +201,7 @@ def test_cli_predict_what_if_interval_and_adam_label(capsys):
 
 def test_covariates_from_config_and_name():
     from grpofit.forecasting.prior import covariates_of
-    from grpofit.runs import make_run
+    from grpofit.core.runs import make_run
 
     run = make_run("logs/run.csv", "logs/run.csv", "csv", {"step": [1, 2, 3], "reward": [0.1, 0.2, 0.3]},
                    config={"learning_rate": 1e-6, "adam_beta1": 0.9, "num_generations": 8,

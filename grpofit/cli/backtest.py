@@ -65,7 +65,7 @@ def backtest(
 def _prior_from_others(paths, metric, step, format, run_pattern) -> int:
     from grpofit.forecasting.prior_backtest import loo_doc, loo_markdown
     from grpofit.readers import read_path
-    from grpofit.selection import matches
+    from grpofit.readers.selection import matches
 
     runs = [r for p in paths for r in read_path(p, step=step) if matches(r, run_pattern)]
     if len(runs) < 3:

@@ -40,7 +40,7 @@ def forecast(
 
         check_suffix(plot, option="--plot")
         check_writable(plot, "--plot")
-    from grpofit.errors import UsageError
+    from grpofit.core.errors import UsageError
     from grpofit.forecasting.prior import parse_covariates
 
     if save_prior is not None and not prior:

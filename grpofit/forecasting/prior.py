@@ -121,7 +121,7 @@ def covariates_of(run) -> dict:
 
 def parse_covariates(items) -> dict:
     """``["lr=1e-5", "size=7e9"]`` -> ``{"lr": 1e-5, "size": 7e9}`` (``UsageError`` otherwise)."""
-    from grpofit.errors import UsageError
+    from grpofit.core.errors import UsageError
 
     out = {}
     for item in items or ():
@@ -197,7 +197,7 @@ def noise_level(y: np.ndarray) -> float:
 
 
 def _law(t, z):
-    from grpofit.models import oscillator
+    from grpofit.laws.models import oscillator
 
     return oscillator(t, z[0], z[1], math.exp(z[2]), math.exp(z[3]))
 
@@ -393,7 +393,7 @@ class PriorForecast:
 
 def _window_mean(tf: np.ndarray, Z: np.ndarray) -> np.ndarray:
     """The law's mean over ``tf`` for each parameter row of ``Z``."""
-    from grpofit.models import oscillator
+    from grpofit.laws.models import oscillator
 
     ts = np.exp(Z[:, 2])[:, None]
     ti = np.exp(Z[:, 3])[:, None]
@@ -511,7 +511,7 @@ class Prior:
         return doc
 
     def save(self, path: str) -> None:
-        from grpofit.atomic import write_text
+        from grpofit.runtime.atomic import write_text
 
         write_text(path, json.dumps(self.to_json(), indent=1, allow_nan=False) + "\n")
 
@@ -527,7 +527,7 @@ class Prior:
                  calibration: dict | None = None) -> PriorForecast:
         """The prior-combined forecast of the mean over ``final_steps`` from ``(steps, values)``
         seen (empty: before the first step; then ``first_step`` says where the run starts)."""
-        from grpofit.forecasting.drift import persistence
+        from grpofit.fitting.drift import persistence
 
         rng = np.random.default_rng(seed)
         steps = np.asarray(steps if steps is not None else [], dtype=float)
@@ -672,7 +672,7 @@ def build_prior(items, *, source: str = "", calibrate: bool = True, seed: int = 
 
 
 def from_json(doc: dict, source: str = "") -> Prior:
-    from grpofit.errors import UsageError
+    from grpofit.core.errors import UsageError
 
     if not isinstance(doc, dict) or doc.get("schema") != PRIOR_SCHEMA:
         raise UsageError(f"{source or 'the prior'} is not a {PRIOR_SCHEMA} document",
@@ -689,8 +689,8 @@ def load_prior(paths, *, metric: str | None = None, step: str | None = None, exc
                on_run=None) -> Prior:
     """A prior from ``paths``: saved ``grpofit.prior/1`` documents and/or finished runs (files,
     folders). Runs named in ``exclude`` are left out (the run being forecast)."""
-    from grpofit.analysis import resolve_column
-    from grpofit.errors import GrpofitError, UsageError
+    from grpofit.fitting.analysis import resolve_column
+    from grpofit.core.errors import GrpofitError, UsageError
     from grpofit.readers import read_path
 
     items, saved = [], []
@@ -770,7 +770,7 @@ def apply_prior(entry: dict, prior: Prior, steps, values, horizon_step, *, covar
     it into the forecast ``entry``: ``at[0]`` gets the prior-combined mean and intervals (the
     forecast without the prior is kept under ``without_prior``), ``remaining_gain`` follows, and
     ``prior`` says how many runs, from where, and the weight the prior got."""
-    from grpofit.forecasting.drift import persistence
+    from grpofit.fitting.drift import persistence
 
     steps = np.asarray(steps, dtype=float)
     values = np.asarray(values, dtype=float)

@@ -22,8 +22,8 @@ PRIOR_CUTS = (0.0, 0.1, 0.25)
 
 def loo_items(runs, metric=None):
     """``(name, steps, values, covariates)`` of every run with a reward column."""
-    from grpofit.analysis import resolve_column
-    from grpofit.errors import GrpofitError
+    from grpofit.fitting.analysis import resolve_column
+    from grpofit.core.errors import GrpofitError
     from grpofit.forecasting.prior import covariates_of
 
     out = []
@@ -40,7 +40,7 @@ def loo_items(runs, metric=None):
 
 def loo_backtest(items, *, cuts=PRIOR_CUTS, without: bool = True, seed: int = 0) -> list[dict]:
     """One entry per run: its cuts, each with the prior's forecast and (``without``) grpofit's own."""
-    from grpofit.forecasting.drift import persistence
+    from grpofit.fitting.drift import persistence
     from grpofit.forecasting.engine import forecast_series
 
     finals = {}
@@ -121,8 +121,8 @@ def loo_doc(runs, *, metric=None, without: bool = True, seed: int = 0) -> dict:
     """The ``grpofit.backtest/1`` document of ``backtest --prior-from-others``: each cut's
     ``predicted`` is the prior's forecast; ``without`` (grpofit's own) and the prior's weight sit
     beside it; ``summary.prior_from_others`` holds :func:`loo_summary`."""
-    from grpofit.forecasting.backtest import FINAL_FRACTION as FF
-    from grpofit.vocabulary import SCHEMAS
+    FF = FINAL_FRACTION  # the backtest's final level: the mean of the last 10% of steps
+    from grpofit.core.vocabulary import SCHEMAS
 
     entries = loo_backtest(loo_items(runs, metric), without=without, seed=seed)
     out = []

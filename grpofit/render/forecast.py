@@ -50,7 +50,7 @@ def _at_text(a: dict) -> str:
 
 def _prior_text(p: dict, at: list) -> str:
     """How many finished runs, the weight the prior got, and the forecast without it."""
-    from grpofit.render import num
+    from grpofit.render.tables import num
 
     text = f"{p.get('runs')} finished runs ({p.get('source')}); weight {num(p.get('weight'))}"
     if p.get("tempering") is not None and p["tempering"] < 1:
