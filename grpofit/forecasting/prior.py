@@ -800,6 +800,9 @@ def apply_prior(entry: dict, prior: Prior, steps, values, horizon_step, *, covar
                                    "ci95": [pf.final["pi95"][0] - now, pf.final["pi95"][1] - now],
                                    "kind": "estimate", "source": "prior"}
         entry["recommendation"] = _recommend(entry["remaining_gain"], horizon_step, float(steps[-1]))
+    for key in ("plateau", "steps_to_90", "steps_to_95"):  # the run's own law: said so, not mixed with the prior's
+        if isinstance(entry.get(key), dict) and entry[key].get("value") is not None:
+            entry[key]["source"] = "the run's own data (without the prior)"
     entry["prior"] = prior_block(prior, pf)
     entry["prior"]["plateau"] = pf.plateau
     if pf.note and (entry.get("note") or "").startswith("cannot forecast"):

@@ -81,9 +81,10 @@ def forecast_tables(doc: dict) -> list[Any]:
         p = r.get("plateau") or {}
         kind = p.get("kind")
         label = "plateau (still rising)" if kind == "lower_bound" else "plateau"
-        rows.append((label, _est(p)))
-        rows.append(("step reaching 90% of the gain", _est(r.get("steps_to_90"), "step ")))
-        rows.append(("step reaching 95% of the gain", _est(r.get("steps_to_95"), "step ")))
+        own = " (without the prior)" if r.get("prior") else ""
+        rows.append((label + own, _est(p)))
+        rows.append(("step reaching 90% of the gain" + own, _est(r.get("steps_to_90"), "step ")))
+        rows.append(("step reaching 95% of the gain" + own, _est(r.get("steps_to_95"), "step ")))
         rows.append(("gain still expected by the planned end", _est(r.get("remaining_gain"))))
         if r.get("recommendation"):
             rows.append(("recommendation", r["recommendation"]))
