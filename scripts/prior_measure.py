@@ -57,9 +57,7 @@ def generate(folder: str) -> dict:
         for j, combo in enumerate(product(*(grid[x] for x in keys))):
             params = {**fixed, **dict(zip(keys, combo))}
             path = os.path.join(folder, f"s{k}_{j}.csv")
-            run_simulation(path, arms=8, correct=1, seed=1000 * k + j, **{
-                "lr": params["lr"], "momentum": params["momentum"], "group_size": params["group_size"],
-                "beta": params["beta"], "steps": params["steps"]})
+            run_simulation(path, arms=8, correct=1, seed=1000 * k + j, lr=params["lr"], momentum=params["momentum"], group_size=params["group_size"], beta=params["beta"], steps=params["steps"])
             paths.append(path)
         out[name] = paths
     import numpy as np

@@ -8,7 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from grpofit.forecasting.prior import (PRIOR_SCHEMA, build_prior, from_json, parse_covariates, summarise_run)
+from grpofit.forecasting.prior import (
+    PRIOR_SCHEMA,
+    build_prior,
+    from_json,
+    parse_covariates,
+    summarise_run,
+)
 from grpofit.laws.models import oscillator
 
 
@@ -48,7 +54,7 @@ def test_summary_recovers_the_law():
 
 def test_prior_beats_persistence_at_ten_percent_and_covers():
     items, _ = _sweep(seed=2)
-    (name, s, v, cov), others = items[0], items[1:]
+    (_, s, v, cov), others = items[0], items[1:]
     prior = build_prior(others)
     w, actual = _final(s, v)
     seen = s <= s[0] + 0.1 * (s[-1] - s[0])
@@ -80,9 +86,9 @@ def test_a_run_unlike_the_prior_is_not_narrowed():
 def test_before_the_first_step_with_a_covariate():
     """The timescale follows 1/lr: a new lr gets a forecast before its first step, inside the
     sweep's spread and covering the truth."""
-    items, truth = _sweep(seed=4, n_runs=10, lr_driven=True)
+    items, _ = _sweep(seed=4, n_runs=10, lr_driven=True)
     finals = [_final(s, v)[1] for _, s, v, _ in items]
-    (name, s, v, cov), others = items[0], items[1:]
+    (_, s, v, cov), others = items[0], items[1:]
     prior = build_prior(others)
     w, actual = _final(s, v)
     pf = prior.forecast([], [], s[w], covariates=cov, first_step=float(s[0]))
@@ -200,8 +206,8 @@ def test_cli_predict_what_if_interval_and_adam_label(capsys):
 
 
 def test_covariates_from_config_and_name():
-    from grpofit.forecasting.prior import covariates_of
     from grpofit.core.runs import make_run
+    from grpofit.forecasting.prior import covariates_of
 
     run = make_run("logs/run.csv", "logs/run.csv", "csv", {"step": [1, 2, 3], "reward": [0.1, 0.2, 0.3]},
                    config={"learning_rate": 1e-6, "adam_beta1": 0.9, "num_generations": 8,

@@ -19,7 +19,7 @@ import numpy as np
 from grpofit.dynamics._common import _f
 from grpofit.dynamics.closed import closed_form, measure_curvature
 
-__all__ = ["what_if_intervals", "ASSUMED_MOMENTA"]
+__all__ = ["ASSUMED_MOMENTA", "what_if_intervals"]
 
 #: momenta a run may have used when its logs do not say (plain SGD to Adam's default beta1 and above)
 ASSUMED_MOMENTA = (0.0, 0.5, 0.8, 0.9, 0.95)

@@ -35,13 +35,29 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-__all__ = ["RunSummary", "Prior", "summarise_run", "build_prior", "load_prior", "prior_block",
-           "covariates_of", "parse_covariates", "PRIOR_SCHEMA", "PARAMS"]
+from grpofit.forecasting.covariates import (
+    COVARIATES,
+    _transform,
+    covariates_of,
+    parse_covariates,
+)
+
+__all__ = [
+    "PARAMS",
+    "PRIOR_SCHEMA",
+    "Prior",
+    "RunSummary",
+    "build_prior",
+    "covariates_of",
+    "load_prior",
+    "parse_covariates",
+    "prior_block",
+    "summarise_run",
+]
 
 PRIOR_SCHEMA = "grpofit.prior/1"
 #: the law's parameters the prior is over (plus the log noise level, which is checked, not fitted)
@@ -53,91 +69,8 @@ CAL_CUTS = (0.0, 0.1, 0.25)
 #: at most this many runs are forecast leave-one-out to calibrate a prior
 CAL_RUNS = 40
 N_DRAWS = 2000
-#: canonical covariates and the transform the closed forms suggest
-COVARIATES = ("lr", "momentum", "refresh", "group_size", "kl", "size")
 #: the stacked forecasts: the law with the prior (MAP), the population's remaining gains, persistence
 METHODS = ("law", "gain", "stay")
-
-
-def _transform(name: str, v: float) -> float | None:
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    if not math.isfinite(v):
-        return None
-    if name == "momentum":
-        return math.log(max(1.0 - v, 1e-3))
-    if name == "kl":
-        return math.log(v + 1e-3)
-    if name == "group_size":
-        return math.log(v if v > 0 else 1024.0)  # 0 = exact (infinite group)
-    return math.log(v) if v > 0 else None
-
-
-# ---------------------------------------------------------------------------------- covariates
-
-
-_SIZE = re.compile(r"(?<![0-9a-z.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.I)
-
-
-def covariates_of(run) -> dict:
-    """Covariates a run names: its config's hyperparameters (:mod:`grpofit.readers.config`), a
-    bandit simulation's ``FILE.meta.json`` (its settings only, never its answers), a model size
-    in its config's model path (``Qwen/Qwen2.5-0.5B``) or its name (``0.5B``, ``7b``, ``350M``)."""
-    from grpofit.readers.config import hyperparameters
-
-    out: dict = {}
-    hp = hyperparameters(run.config or {})
-    for q, name in (("learning_rate", "lr"), ("momentum", "momentum"), ("refresh", "refresh"),
-                    ("group_size", "group_size"), ("kl_beta", "kl")):
-        if q in hp:
-            out[name] = float(hp[q]["value"])
-    path = str(run.name).split("::")[0]
-    meta = path + ".meta.json"
-    if os.path.isfile(meta):
-        try:
-            with open(meta, encoding="utf-8") as f:
-                m = json.load(f)
-            if m.get("schema") == "grpofit.bandit/1":
-                for key, name in (("lr", "lr"), ("momentum", "momentum"), ("refresh_interval", "refresh"),
-                                  ("group_size", "group_size"), ("beta", "kl")):
-                    if isinstance(m.get(key), (int, float)):
-                        out.setdefault(name, float(m[key]))
-        except (OSError, ValueError):
-            pass
-    hit = None
-    for key in ("model_name_or_path", "actor_rollout_ref.model.path", "model.path", "model_name", "model"):
-        value = (run.config or {}).get(key)
-        if isinstance(value, str):
-            hit = _SIZE.search(value.rsplit("/", 1)[-1])
-            if hit:
-                break
-    hit = hit or _SIZE.search(os.path.basename(str(run.name)))
-    if hit:
-        out.setdefault("size", float(hit.group(1)) * (1e9 if hit.group(2).lower() == "b" else 1e6))
-    return out
-
-
-def parse_covariates(items) -> dict:
-    """``["lr=1e-5", "size=7e9"]`` -> ``{"lr": 1e-5, "size": 7e9}`` (``UsageError`` otherwise)."""
-    from grpofit.core.errors import UsageError
-
-    out = {}
-    for item in items or ():
-        name, _, value = str(item).partition("=")
-        name = name.strip().replace("-", "_")
-        name = {"learning_rate": "lr", "beta": "kl", "kl_beta": "kl", "refresh_interval": "refresh",
-                "model_size": "size", "g": "group_size"}.get(name, name)
-        try:
-            v = float(value)
-        except ValueError:
-            v = float("nan")
-        if name not in COVARIATES or _transform(name, v) is None:
-            raise UsageError(f"--covariate {item!r} is not NAME=NUMBER with NAME one of {', '.join(COVARIATES)}",
-                             fix="e.g. --covariate lr=1e-5 --covariate size=7e9")
-        out[name] = v
-    return out
 
 
 # ---------------------------------------------------------------------------------- summaries
@@ -574,7 +507,7 @@ class Prior:
             (values.size == 0 or (values.min() >= 0.0 and values.max() <= 1.0))
         if bounded:
             level = np.clip(level, 0.0, 1.0)
-        q = lambda p: float(np.percentile(level, p))  # noqa: E731
+        q = lambda p: float(np.percentile(level, p))
         # the mean of the draws winsorised at 1/99%: a few wild extrapolations do not move it
         lo1, hi99 = np.percentile(level, [1.0, 99.0])
         out = {"mean": float(np.clip(level, lo1, hi99).mean()), "median": q(50), "pi80": [q(10), q(90)],
@@ -689,8 +622,8 @@ def load_prior(paths, *, metric: str | None = None, step: str | None = None, exc
                on_run=None) -> Prior:
     """A prior from ``paths``: saved ``grpofit.prior/1`` documents and/or finished runs (files,
     folders). Runs named in ``exclude`` are left out (the run being forecast)."""
-    from grpofit.fitting.analysis import resolve_column
     from grpofit.core.errors import GrpofitError, UsageError
+    from grpofit.fitting.analysis import resolve_column
     from grpofit.readers import read_path
 
     items, saved = [], []

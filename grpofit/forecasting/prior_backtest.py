@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.forecasting.prior import FINAL_FRACTION, Prior, build_prior
+from grpofit.forecasting.prior import FINAL_FRACTION, build_prior
 
-__all__ = ["PRIOR_CUTS", "loo_items", "loo_backtest", "loo_summary"]
+__all__ = ["PRIOR_CUTS", "loo_backtest", "loo_items", "loo_summary"]
 
 PRIOR_CUTS = (0.0, 0.1, 0.25)
 
 
 def loo_items(runs, metric=None):
     """``(name, steps, values, covariates)`` of every run with a reward column."""
-    from grpofit.fitting.analysis import resolve_column
     from grpofit.core.errors import GrpofitError
+    from grpofit.fitting.analysis import resolve_column
     from grpofit.forecasting.prior import covariates_of
 
     out = []
@@ -149,7 +149,7 @@ def loo_doc(runs, *, metric=None, without: bool = True, seed: int = 0) -> dict:
 
 def loo_markdown(summary: dict) -> str:
     """The per-cut summary as a markdown table."""
-    f = lambda x, nd=3: "-" if x is None else f"{x:.{nd}g}"  # noqa: E731
+    f = lambda x, nd=3: "-" if x is None else f"{x:.{nd}g}"
     lines = ["| cut | n | pi95 coverage | median error | baseline | baseline's error | ratio | median pi95 width "
              "| sweep spread | prior weight | without prior: n, coverage, median error |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
