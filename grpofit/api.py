@@ -292,17 +292,24 @@ def forecast(
     batch_size: int | None = None,
     metric: str | None = None,
     step: str | None = None,
+    prior: Any = None,
+    covariates: dict | None = None,
 ) -> Forecast:
     """Forecast one run from the steps seen so far: expected reward at the planned end
     (``horizon``, else the run's config) with 80/95% prediction intervals, the plateau, the steps
     to 90/95% of the gain. ``until`` cuts the run first (what would have been forecast then).
 
-    ``run`` is anything :func:`read` takes that holds exactly one run.
+    ``run`` is anything :func:`read` takes that holds exactly one run. ``prior``: finished runs
+    (a path or list of paths) or a saved ``grpofit.prior/1`` file, document or
+    :class:`grpofit.forecasting.prior.Prior`, as ``forecast --prior`` (docs/prior.md);
+    ``covariates``: the run's, as ``--covariate`` (``{"lr": 1e-5, "size": 7e9}``).
     """
     from grpofit.commands.forecast import ForecastOptions, check_options, forecast_run
+    from grpofit.forecasting.prior import parse_covariates, resolve_prior
 
     opts = ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at), until=until,
-                           batch_size=batch_size)
+                           batch_size=batch_size, prior=resolve_prior(prior, metric=metric, step=step),
+                           covariates=parse_covariates([f"{k}={v}" for k, v in (covariates or {}).items()]))
     check_options(opts)
     entry, fc, rest = forecast_run(_one(run, step), opts)
     return Forecast(entry, result=fc, rest=rest)

@@ -21,6 +21,7 @@ def backtest(
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write one figure per run into this folder."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Backtest files in N parallel processes."),
     run_pattern: Optional[str] = RUN_PATTERN,
+    prior_from_others: bool = typer.Option(False, "--prior-from-others", help="Score every run leave-one-out with a prior built from the other runs, at 0% (before the first step), 10% and 25%, beside the forecast without it (docs/prior.md)."),
     debug: bool = DEBUG,
 ) -> int:
     """Forecast finished runs from cut points and compare with what happened: 95% interval
@@ -36,6 +37,8 @@ def backtest(
         from grpofit.cli.common import check_writable
 
         check_writable(plot_dir, "--plot-dir", folder=True)
+    if prior_from_others:
+        return _prior_from_others(paths, metric, step, format, run_pattern)
     doc, warnings = backtest_paths(paths, metric=metric, step=step, cuts=parse_cuts(cuts), batch_size=batch_size,
                                    jobs=jobs, plot_dir=plot_dir, run_pattern=run_pattern)
     warn(warnings)
@@ -57,3 +60,20 @@ def backtest(
     for e in doc.get("errors", []):  # escaped like every command's error lines (names come from files)
         echo_err(f"error: {e['error']}")
     return ExitCode.BAD_INPUT if doc.get("errors") else ExitCode.OK
+
+
+def _prior_from_others(paths, metric, step, format, run_pattern) -> int:
+    from grpofit.forecasting.prior_backtest import loo_doc, loo_markdown
+    from grpofit.readers import read_path
+    from grpofit.readers.selection import matches
+
+    runs = [r for p in paths for r in read_path(p, step=step) if matches(r, run_pattern)]
+    if len(runs) < 3:
+        raise UsageError(f"--prior-from-others needs at least three runs, {len(runs)} found in {' '.join(paths)}",
+                         fix="pass a sweep: the runs of one recipe")
+    doc = loo_doc(runs, metric=metric)
+    if format is DiagnoseFormat.json:
+        print_json(doc)
+    else:
+        typer.echo(loo_markdown(doc["summary"]["prior_from_others"]), nl=False)
+    return ExitCode.OK

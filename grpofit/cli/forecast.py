@@ -22,6 +22,9 @@ def forecast(
     format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a fan chart: data, fit, median forecast, 80/95% bands, planned end (.png/.svg/.pdf)."),
     run_pattern: Optional[str] = RUN_PATTERN,
+    prior: List[str] = typer.Option([], "--prior", help="Finished runs (files, folders) or a saved grpofit.prior/1 JSON: a population prior combined with each run's own data (docs/prior.md; repeatable)."),
+    save_prior: Optional[Path] = typer.Option(None, "--save-prior", help="Write the prior built from --prior to this JSON file (grpofit.prior/1)."),
+    covariate: List[str] = typer.Option([], "--covariate", help="NAME=VALUE of the run being forecast (lr, momentum, refresh, group_size, kl, size), over its config's (repeatable)."),
     debug: bool = DEBUG,
 ) -> int:
     """Forecast each run from the steps seen so far: expected reward at the planned end with
@@ -37,8 +40,19 @@ def forecast(
 
         check_suffix(plot, option="--plot")
         check_writable(plot, "--plot")
+    from grpofit.core.errors import UsageError
+    from grpofit.forecasting.prior import parse_covariates
+
+    if save_prior is not None and not prior:
+        raise UsageError("--save-prior needs --prior", fix="pass the finished runs: --prior runs/ --save-prior prior.json")
+    if save_prior is not None:
+        from grpofit.cli.common import check_writable
+
+        check_writable(save_prior, "--save-prior")
     done = forecast_paths(runs, ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at),
-                                                until=until, batch_size=batch_size, run_pattern=run_pattern))
+                                                until=until, batch_size=batch_size, run_pattern=run_pattern,
+                                                covariates=parse_covariates(covariate)),
+                          prior_paths=list(prior), save_prior=save_prior)
     warn(done.warnings)
     if format is TableOrJson.json:
         print_json(done.doc)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -28,6 +28,7 @@ def predict(
     what_if_lr: Optional[float] = typer.Option(None, "--what-if-lr", help="Predict the trajectory at this learning rate."),
     what_if_momentum: Optional[float] = typer.Option(None, "--what-if-momentum", help="... at this momentum."),
     what_if_refresh_interval: Optional[float] = typer.Option(None, "--what-if-refresh-interval", help="... at this refresh interval."),
+    prior: List[str] = typer.Option([], "--prior", help="With --from-run and --what-if-*: finished runs (or a saved grpofit.prior/1 JSON) whose population prior forecasts the what-if run's final level (docs/prior.md; repeatable)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Figure of the run, its fit and the what-if trajectory."),
     format: TableOrJson = typer.Option(TableOrJson.table, "--format"),
     debug: bool = DEBUG,
@@ -54,7 +55,7 @@ def predict(
         group_size=group_size, noise=noise, adam=adam, from_run=from_run, metric=metric,
         what_if={"lr": what_if_lr, "momentum": what_if_momentum, "refresh_interval": what_if_refresh_interval},
         bandit=None if beta is None else {"beta": beta, "arms": arms, "correct": correct},
-        run_pattern=run_pattern,
+        run_pattern=run_pattern, prior=list(prior) or None,
     )
     if format is TableOrJson.json:
         print_json(doc)

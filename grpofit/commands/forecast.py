@@ -24,6 +24,8 @@ class ForecastOptions:
     batch_size: int | None = None
     seed: int = 0
     run_pattern: str | None = None  #: ``--run PATTERN``: forecast only the runs it matches
+    prior: object = None  #: ``--prior``: a :class:`~.prior.Prior` (built once, see :func:`forecast_paths`)
+    covariates: dict = field(default_factory=dict)  #: ``--covariate NAME=VALUE``: the run's, over its config's
 
 
 def check_options(opts: ForecastOptions) -> None:
@@ -69,6 +71,11 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
         entry["until"] = opts.until
     if outliers is not None:
         entry["outliers"] = outliers.summary()
+    if opts.prior is not None:
+        from grpofit.forecasting.prior import apply_prior, covariates_of
+
+        apply_prior(entry, opts.prior, steps, values, horizon, covariates={**covariates_of(run), **opts.covariates},
+                    seed=opts.seed)
     return entry, fc, rest
 
 
@@ -79,11 +86,15 @@ class ForecastOutcome:
     warnings: list
 
 
-def forecast_paths(paths: list[str], opts: ForecastOptions) -> ForecastOutcome:
+def forecast_paths(paths: list[str], opts: ForecastOptions, *, prior_paths=(), save_prior=None) -> ForecastOutcome:
     from grpofit.readers import read_path
     from grpofit.readers.selection import matches, no_match
 
     check_options(opts)
+    if prior_paths:
+        from grpofit.forecasting.prior import load_prior
+
+        opts.prior = load_prior(list(prior_paths), metric=opts.metric, step=opts.step)
     entries, items, warnings, errors = [], [], [], []
     for path in paths:
         try:
@@ -102,6 +113,8 @@ def forecast_paths(paths: list[str], opts: ForecastOptions) -> ForecastOutcome:
     if opts.run_pattern and not entries and not errors:
         raise no_match(opts.run_pattern, paths)
     doc = {"schema": SCHEMAS["forecast"], "runs": entries}
+    if save_prior is not None and opts.prior is not None:
+        opts.prior.save(str(save_prior))
     if errors:
         doc["errors"] = errors
     return ForecastOutcome(doc, items, warnings)

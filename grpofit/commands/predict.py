@@ -41,6 +41,7 @@ def run_predict(
     what_if: dict[str, float | None] | None = None,
     bandit: dict[str, float] | None = None,
     run_pattern: str | None = None,
+    prior: Any = None,
 ) -> tuple[dict, Any]:
     """The ``grpofit.predict/1`` document and, for ``--plot``, ``(WhatIf, observed)`` or None."""
     from grpofit import dynamics
@@ -94,8 +95,62 @@ def run_predict(
         grid = np.linspace(0.0, max(float(t[-1]), 1.0) * 1.5, 400)
         result = dynamics.what_if(measured, steps=grid, **changes)
         doc["what_if"] = result.summary()
+        doc["what_if"]["interval"] = _what_if_interval(fit, measured, lr, momentum, refresh_interval, what_if, adam,
+                                                       passed, inputs)
+        doc["what_if"]["regime"] = doc["what_if"]["interval"].get("regime")
+        if prior is not None:
+            doc["what_if"]["prior_forecast"] = _prior_what_if(prior, run, observed, what_if)
+        if adam:  # the model's rate is Adam's effective one: say so, never call it lr
+            ni = doc["what_if"]["new_inputs"]
+            ni["lr_eff_adam"] = ni.pop("lr")
+            ni["lr_note"] = "Adam-effective rate lr (1 - beta1)"
         figure = (result, (t, observed[1]), passed)
     return doc, figure
+
+
+def _prior_what_if(prior, run, observed, what_if) -> dict:
+    """The what-if run's final level before its first step, from a population prior of finished
+    runs (docs/prior.md) at the run's covariates with the what-if settings in place of its own."""
+    import numpy as np
+
+    from grpofit.forecasting.prior import FINAL_FRACTION, covariates_of, resolve_prior
+
+    p = resolve_prior(prior)
+    cov = covariates_of(run)
+    for key, name in (("lr", "lr"), ("momentum", "momentum"), ("refresh_interval", "refresh")):
+        if (what_if or {}).get(key) is not None:
+            cov[name] = float(what_if[key])
+    steps = np.asarray(observed[0], dtype=float)
+    span = float(steps[-1] - steps[0])
+    window = steps[steps >= steps[-1] - FINAL_FRACTION * span]
+    others = [r for r in p.runs if r.run != run.name]
+    from grpofit.forecasting.prior import Prior
+
+    p = Prior(others, p.calibration, p.source)
+    if len(p.runs) < 2:
+        return {"runs": len(p.runs), "note": "a prior needs at least two finished runs other than this one"}
+    pf = p.forecast([], [], window, covariates=cov, first_step=float(steps[0]))
+    return {"final_level": pf.final, "plateau": pf.plateau, "steps": [float(window[0]), float(window[-1])],
+            "runs": len(p.runs), "source": p.source, "covariates": cov, "regressed_on": pf.used,
+            "note": ("the final level over the base run's last 10% of steps, from the prior's runs"
+                     + ("" if pf.used else "; regressed on no setting (a regression needs at least 4 runs "
+                        "that vary it): the population's level, not a function of the what-if settings"))}
+
+
+def _what_if_interval(fit, measured, lr, momentum, refresh_interval, what_if, adam, passed, inputs):
+    """:func:`grpofit.dynamics.whatif_interval.what_if_intervals` for this run: the fitted
+    timescale's 95% interval, the momentum marked as assumed when the run's config does not name it."""
+    from grpofit.dynamics.fromrun import _param
+    from grpofit.dynamics.whatif_interval import what_if_intervals
+
+    T, T_ci = _param(fit, "timescale")
+    source = ((inputs or {}).get("momentum") or {}).get("source", "")
+    assumed = not source.startswith("config")
+    raw = {k: v for k, v in (what_if or {}).items() if v is not None}
+    return what_if_intervals(timescale=T, timescale_ci95=T_ci, lr=lr, momentum=momentum,
+                             refresh_interval=refresh_interval, changes=raw, adam=adam,
+                             lr_raw=None,
+                             momentum_assumed=assumed)
 
 
 def _one_run(path: str, pattern: str | None):

@@ -48,6 +48,23 @@ def _at_text(a: dict) -> str:
     return f"{num(a['mean'])}  80% {_interval(p80)}  95% {_interval(p95)}"
 
 
+def _prior_text(p: dict, at: list) -> str:
+    """How many finished runs, the weight the prior got, and the forecast without it."""
+    from grpofit.render.tables import num
+
+    text = f"{p.get('runs')} finished runs ({p.get('source')}); weight {num(p.get('weight'))}"
+    if p.get("tempering") is not None and p["tempering"] < 1:
+        text += f", tempered to {num(p['tempering'])} (the run is unlike them)"
+    if p.get("covariates"):
+        text += f"; regressed on {', '.join(p['covariates'])}"
+    wo = (at[0] or {}).get("without_prior") if at else None
+    if wo and wo.get("mean") is not None:
+        text += f"; without the prior: {num(wo['mean'])} 95% {_interval(wo.get('pi95'))}"
+    elif wo:
+        text += "; without the prior: no forecast"
+    return text
+
+
 def forecast_tables(doc: dict) -> list[Any]:
     from grpofit.render.tables import key_value_table, num
 
@@ -64,12 +81,15 @@ def forecast_tables(doc: dict) -> list[Any]:
         p = r.get("plateau") or {}
         kind = p.get("kind")
         label = "plateau (still rising)" if kind == "lower_bound" else "plateau"
-        rows.append((label, _est(p)))
-        rows.append(("step reaching 90% of the gain", _est(r.get("steps_to_90"), "step ")))
-        rows.append(("step reaching 95% of the gain", _est(r.get("steps_to_95"), "step ")))
+        own = " (without the prior)" if r.get("prior") else ""
+        rows.append((label + own, _est(p)))
+        rows.append(("step reaching 90% of the gain" + own, _est(r.get("steps_to_90"), "step ")))
+        rows.append(("step reaching 95% of the gain" + own, _est(r.get("steps_to_95"), "step ")))
         rows.append(("gain still expected by the planned end", _est(r.get("remaining_gain"))))
         if r.get("recommendation"):
             rows.append(("recommendation", r["recommendation"]))
+        if r.get("prior"):
+            rows.append(("prior", _prior_text(r["prior"], r.get("at") or [{}])))
         if r.get("note"):
             rows.append(("note", r["note"]))
         out.append(key_value_table(f"forecast: {r.get('run')}", rows))

@@ -1,0 +1,218 @@
+"""Population priors (grpofit/forecasting/prior.py, docs/prior.md) and what-if intervals."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from grpofit.forecasting.prior import (
+    PRIOR_SCHEMA,
+    build_prior,
+    from_json,
+    parse_covariates,
+    summarise_run,
+)
+from grpofit.laws.models import oscillator
+
+
+def _run(rng, plateau, timescale, *, n=400, initial=0.2, inertia=5.0, sd=0.02, scale=1.0, shift=0.0):
+    t = np.arange(n, dtype=float)
+    y = oscillator(t, plateau, initial, timescale, inertia) + sd * rng.standard_normal(n)
+    return t + 1.0, scale * y + shift
+
+
+def _sweep(seed=0, n_runs=8, lr_driven=False):
+    rng = np.random.default_rng(seed)
+    items, truth = [], []
+    for i in range(n_runs):
+        lr = float(np.exp(rng.uniform(np.log(0.01), np.log(0.08))))
+        T = 2.0 / lr if lr_driven else float(np.exp(rng.normal(np.log(120.0), 0.15)))
+        p = float(rng.normal(0.7, 0.015))
+        s, v = _run(rng, p, T)
+        items.append((f"run{i}", s, v, {"lr": lr}))
+        truth.append((p, T, lr))
+    return items, truth
+
+
+def _final(s, v):
+    span = s[-1] - s[0]
+    w = s >= s[-1] - 0.1 * span
+    return w, float(v[w].mean())
+
+
+def test_summary_recovers_the_law():
+    rng = np.random.default_rng(1)
+    s, v = _run(rng, 0.7, 80.0)
+    summ = summarise_run("a", s, v)
+    assert summ.params["plateau"] == pytest.approx(0.7, abs=0.01)
+    assert math.exp(summ.params["log_timescale"]) == pytest.approx(80.0, rel=0.25)
+    assert math.exp(summ.params["log_noise"]) == pytest.approx(0.02, rel=0.25)
+
+
+def test_prior_beats_persistence_at_ten_percent_and_covers():
+    items, _ = _sweep(seed=2)
+    (_, s, v, cov), others = items[0], items[1:]
+    prior = build_prior(others)
+    w, actual = _final(s, v)
+    seen = s <= s[0] + 0.1 * (s[-1] - s[0])
+    pf = prior.forecast(s[seen], v[seen], s[w], covariates=cov)
+    persistence = float(v[seen][-max(1, seen.sum() // 10):].mean())
+    lo, hi = pf.final["pi95"]
+    assert lo <= actual <= hi
+    assert abs(pf.final["median"] - actual) < 0.5 * abs(persistence - actual)
+    assert 0.0 < pf.weight <= 1.0 and pf.tempering == 1.0 and pf.note is None
+
+
+def test_a_run_unlike_the_prior_is_not_narrowed():
+    """Another reward scale: the check tempers the prior and says so; the interval holds the
+    run's own end, not the prior's."""
+    items, _ = _sweep(seed=3)
+    prior = build_prior(items)
+    rng = np.random.default_rng(9)
+    s, v = _run(rng, 0.7, 120.0, scale=3.0, shift=1.0, sd=0.02)
+    w, actual = _final(s, v)
+    seen = s <= s[0] + 0.25 * (s[-1] - s[0])
+    pf = prior.forecast(s[seen], v[seen], s[w])
+    assert pf.tempering < 0.05
+    assert "unlike the prior's runs" in pf.note
+    lo, hi = pf.final["pi95"]
+    assert lo <= actual <= hi
+    assert pf.weight < 0.05
+
+
+def test_before_the_first_step_with_a_covariate():
+    """The timescale follows 1/lr: a new lr gets a forecast before its first step, inside the
+    sweep's spread and covering the truth."""
+    items, _ = _sweep(seed=4, n_runs=10, lr_driven=True)
+    finals = [_final(s, v)[1] for _, s, v, _ in items]
+    (_, s, v, cov), others = items[0], items[1:]
+    prior = build_prior(others)
+    w, actual = _final(s, v)
+    pf = prior.forecast([], [], s[w], covariates=cov, first_step=float(s[0]))
+    lo, hi = pf.final["pi95"]
+    assert lo <= actual <= hi
+    assert "lr" in pf.used and pf.weight == 1.0
+    assert "before the first step" in pf.note
+    assert hi - lo < 4 * (max(finals) - min(finals)) + 0.05
+
+
+def test_saved_prior_round_trip(tmp_path):
+    items, _ = _sweep(seed=5, n_runs=5)
+    prior = build_prior(items[1:])
+    path = tmp_path / "p.json"
+    prior.save(str(path))
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == PRIOR_SCHEMA and doc["n_runs"] == 4
+    again = from_json(doc)
+    _, s, v, cov = items[0]
+    w, _ = _final(s, v)
+    seen = s <= s[0] + 0.1 * (s[-1] - s[0])
+    a = prior.forecast(s[seen], v[seen], s[w], covariates=cov)
+    b = again.forecast(s[seen], v[seen], s[w], covariates=cov)
+    assert a.final["median"] == pytest.approx(b.final["median"], abs=1e-9)
+    assert a.final["pi95"] == pytest.approx(b.final["pi95"], abs=1e-9)
+
+
+def test_bad_covariate_is_a_usage_error():
+    from grpofit.core.errors import UsageError
+
+    assert parse_covariates(["lr=1e-5", "model_size=7e9"]) == {"lr": 1e-5, "size": 7e9}
+    with pytest.raises(UsageError):
+        parse_covariates(["speed=3"])
+    with pytest.raises(UsageError):
+        parse_covariates(["lr=fast"])
+
+
+def _write(path, s, v):
+    path.write_text("step,reward\n" + "".join(f"{a:g},{b:.6f}\n" for a, b in zip(s, v)))
+
+
+def test_cli_forecast_with_prior(tmp_path, capsys):
+    from tests.conftest import run_cli
+
+    items, _ = _sweep(seed=6, n_runs=5)
+    for name, s, v, _ in items:
+        _write(tmp_path / f"{name}.csv", s, v)
+    target = tmp_path / "run0.csv"
+    others = [str(tmp_path / f"run{i}.csv") for i in range(1, 5)]
+    saved = tmp_path / "prior.json"
+    code, out, err = run_cli(capsys, "forecast", target, "--until", "40", "--horizon", "400", "--format", "json",
+                             *[a for o in others for a in ("--prior", o)], "--save-prior", saved)
+    assert code == 0, err
+    entry = json.loads(out)["runs"][0]
+    assert entry["prior"]["runs"] == 4 and 0.0 <= entry["prior"]["weight"] <= 1.0
+    assert entry["at"][0]["method"] == "prior" and "without_prior" in entry["at"][0]
+    assert json.loads(saved.read_text())["schema"] == PRIOR_SCHEMA
+    # the saved prior gives the same forecast
+    code, out2, err = run_cli(capsys, "forecast", target, "--until", "40", "--horizon", "400", "--format", "json",
+                              "--prior", saved)
+    assert code == 0, err
+    assert json.loads(out2)["runs"][0]["at"][0]["pi95"] == pytest.approx(entry["at"][0]["pi95"], abs=1e-9)
+    code, out3, err = run_cli(capsys, "forecast", target, "--prior", others[0], "--covariate", "speed=2")
+    assert code == 2 and out3 == "" and "--covariate" in err
+
+
+@pytest.mark.slow
+def test_cli_backtest_prior_from_others(tmp_path):
+    from typer.testing import CliRunner
+
+    from grpofit.cli.app import app
+
+    items, _ = _sweep(seed=7, n_runs=4)
+    for name, s, v, _ in items:
+        _write(tmp_path / f"{name}.csv", s, v)
+    r = CliRunner().invoke(app, ["backtest", "--prior-from-others", str(tmp_path), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    cuts = doc["summary"]["prior_from_others"]
+    assert set(cuts) == {"0%", "10%", "25%"}
+    assert all(len(run["cuts"]) == 3 for run in doc["runs"])
+
+
+def test_what_if_regime_cannot_tell_when_momentum_is_assumed():
+    from grpofit.dynamics.whatif_interval import what_if_intervals
+
+    kw = dict(timescale=48.0, timescale_ci95=(44.0, 52.0), lr=0.05, momentum=0.5, refresh_interval=1,
+              changes={"lr": 0.2})
+    known = what_if_intervals(**kw)
+    assert known["regime"] == "overdamped" and "assumed" not in known
+    lo, hi = known["timescale_ci95"]
+    assert lo < hi  # the curvature's interval reaches the prediction
+    assumed = what_if_intervals(**kw, momentum_assumed=True)
+    assert assumed["regime"] == "cannot tell"
+    assert assumed["regime_at_given_momentum"] == "overdamped"
+    assert "assumed momentum" in assumed["note"]
+    adam = what_if_intervals(**{**kw, "lr": 0.05 * 0.1, "momentum": 0.9}, adam=True)
+    assert adam["lr_eff_adam"][0] == pytest.approx(0.2 * 0.1)
+    assert "Adam-effective" in adam["lr_note"]
+
+
+def test_cli_predict_what_if_interval_and_adam_label(capsys):
+    from tests.conftest import run_cli
+
+    code, out, err = run_cli(capsys, "predict", "--from-run", "sample_logs/bandit_g16.csv", "--lr", "0.5",
+                             "--momentum", "0.9", "--adam", "--refresh-interval", "1", "--what-if-lr", "1.0",
+                             "--format", "json")
+    assert code == 0, err
+    wi = json.loads(out)["what_if"]
+    assert "lr" not in wi["new_inputs"] and wi["new_inputs"]["lr_eff_adam"] == pytest.approx(0.1)
+    iv = wi["interval"]
+    assert iv["timescale_ci95"][0] <= wi["new"]["timescale"] <= iv["timescale_ci95"][1]
+    # the momentum came from a flag, not the run's config: the regime is decided over the assumed range
+    assert iv["assumed"]["momentum"][0] == 0.0 and wi["regime"] == iv["regime"]
+
+
+def test_covariates_from_config_and_name():
+    from grpofit.core.runs import make_run
+    from grpofit.forecasting.prior import covariates_of
+
+    run = make_run("logs/run.csv", "logs/run.csv", "csv", {"step": [1, 2, 3], "reward": [0.1, 0.2, 0.3]},
+                   config={"learning_rate": 1e-6, "adam_beta1": 0.9, "num_generations": 8,
+                           "model_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"})
+    cov = covariates_of(run)
+    assert cov == {"lr": 1e-6, "momentum": 0.9, "group_size": 8.0, "size": 0.5e9}
+    named = make_run("sweep.csv::Qwen3-1.7B-GRPO", "sweep.csv", "csv", {"step": [1, 2], "reward": [0.1, 0.2]})
+    assert covariates_of(named) == {"size": 1.7e9}
