@@ -74,10 +74,10 @@ def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = Non
     ``recommendation`` and, for a "done" / "no further gain expected" call, whether it was wrong
     (``recommendation_wrong``: the final level rose above the level at the cut by more than
     :data:`WRONG_RISE` of the metric's range)."""
-    from grpofit.forecasting.bounds import metric_bounds
     from grpofit.core.errors import GrpofitError
     from grpofit.fitting import MIN_POINTS as FIT_MIN
     from grpofit.fitting import fit_series
+    from grpofit.forecasting.bounds import metric_bounds
     from grpofit.fitting.drift import persistence
     from grpofit.forecasting.engine import forecast_series
     from grpofit.laws.models import exponential
