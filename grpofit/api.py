@@ -294,10 +294,13 @@ def forecast(
     step: str | None = None,
     prior: Any = None,
     covariates: dict | None = None,
+    bounds: tuple[float, float] | str | None = None,
 ) -> Forecast:
     """Forecast one run from the steps seen so far: expected reward at the planned end
     (``horizon``, else the run's config) with 80/95% prediction intervals, the plateau, the steps
     to 90/95% of the gain. ``until`` cuts the run first (what would have been forecast then).
+    ``bounds``: the metric's range ``(low, high)`` (or ``"LO,HI"``); default from its name, the
+    config, or [0, 1] when every value lies there.
 
     ``run`` is anything :func:`read` takes that holds exactly one run. ``prior``: finished runs
     (a path or list of paths) or a saved ``grpofit.prior/1`` file, document or
@@ -307,8 +310,10 @@ def forecast(
     from grpofit.commands.forecast import ForecastOptions, check_options, forecast_run
     from grpofit.forecasting.prior import parse_covariates, resolve_prior
 
+    if bounds is not None and not isinstance(bounds, str):
+        bounds = ",".join(repr(float(b)) for b in bounds)
     opts = ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at), until=until,
-                           batch_size=batch_size, prior=resolve_prior(prior, metric=metric, step=step),
+                           batch_size=batch_size, bounds=bounds, prior=resolve_prior(prior, metric=metric, step=step),
                            covariates=parse_covariates([f"{k}={v}" for k, v in (covariates or {}).items()]))
     check_options(opts)
     entry, fc, rest = forecast_run(_one(run, step), opts)

@@ -91,7 +91,9 @@ def test_forecast_of_model_runs_covers_the_truth(forced_runs):
         assert fc.doc["steps_to_95"]["value"] is not None
     assert covered >= 3
     assert float(np.median(errors)) < 0.05
-    assert float(np.median(widths)) < 0.25  # honest, not uninformative
+    # honest, not uninformative: issue 33 widens a run still rising at the cut upward (its rise's
+    # end is open: the tempered posterior), so two of these four get wide intervals
+    assert float(np.median(widths)) < 0.5 and min(widths) < 0.2
 
 
 def test_forecast_of_a_simulated_bandit_follows_the_simulator(tmp_path):
@@ -130,26 +132,23 @@ def test_still_rising_run_gives_a_lower_bound_not_a_tight_plateau():
     assert p["kind"] == "lower_bound"
     # never a plateau below where the run already is
     assert p["value"] >= float(y[-10:].mean()) - 0.01
-    assert fc.doc["recommendation"].startswith("keep going")
+    # the gain's interval reaches well above zero: never a stop call (issue 33)
+    assert fc.doc["recommendation"].startswith(("keep going", "cannot tell yet"))
 
 
 def test_a_lower_bound_has_no_upper_end_the_draws_do_not_reach_above():
-    """Still rising, the rise's end held by the data, but 97.5% of the plateau draws below where
-    the run already is: the bound is the current level and its upper end unknown (it read
-    "at least 0.637, at most 0.637" on a shared real run)."""
-    from types import SimpleNamespace
-
+    """Still rising, but 97.5% of the plateau draws below where the run already is: the bound
+    is the current level and its upper end unknown (it read "at least 0.637, at most 0.637" on a
+    shared real run); an upper end only where the draws reach above and it is known."""
     from grpofit.forecasting.engine import _plateau
 
     rng = np.random.default_rng(0)
-    fits = [SimpleNamespace(upper=np.array([math.log(1000.0)]))]
-    draws = SimpleNamespace(plateau=0.60 + 0.01 * rng.standard_normal(400), law=np.zeros(400, dtype=int),
-                            slow=np.full(400, 20.0))  # well below half the bound: saturation seen
-    low = _plateau(draws, np.full(400, 0.64), bounded=True, rising=True, fits=fits)
+    p = 0.60 + 0.01 * rng.standard_normal(400)
+    low = _plateau(p, np.full(400, 0.64), rising=True, upper_known=True)
     assert low == {"value": 0.64, "ci95": [0.64, None], "kind": "lower_bound"}
-    draws.plateau = draws.plateau + 0.1  # the draws reach above the current level: an upper end
-    up = _plateau(draws, np.full(400, 0.64), bounded=True, rising=True, fits=fits)
+    up = _plateau(p + 0.1, np.full(400, 0.64), rising=True, upper_known=True)
     assert up["kind"] == "lower_bound" and up["ci95"][1] > 0.69
+    assert _plateau(p + 0.1, np.full(400, 0.64), rising=True, upper_known=False)["ci95"][1] is None
 
 
 # --------------------------------------------------------------------------- cannot forecast
@@ -165,14 +164,18 @@ def test_too_few_points_cannot_forecast(tmp_path, capsys):
     assert r["plateau"]["value"] is None and r["remaining_gain"]["value"] is None
 
 
-def test_flat_noise_cannot_forecast():
+def test_a_flat_run_is_forecast_at_its_level():
+    """Issue 33: no trend is no reason to refuse: the level, with an interval that holds it."""
     from grpofit.forecasting.engine import forecast_series
 
     rng = np.random.default_rng(2)
     t = np.arange(1, 101, dtype=float)
     fc = forecast_series(t, 0.5 + 0.02 * rng.standard_normal(100), horizon_step=500)
-    assert fc.doc["note"].startswith("cannot forecast yet: no rise yet")
-    assert fc.doc["at"][0]["mean"] is None and fc.doc["steps_to_95"]["value"] is None
+    a = fc.doc["at"][0]
+    assert fc.doc["note"] is None and a["mean"] == pytest.approx(0.5, abs=0.02)
+    assert a["pi95"][0] < a["pi80"][0] < 0.5 < a["pi80"][1] < a["pi95"][1]
+    assert a["pi95"][1] - a["pi95"][0] < 0.3
+    assert not fc.doc["recommendation"].startswith("keep going")
 
 
 def test_a_run_falling_back_below_its_start_cannot_be_forecast():
@@ -202,23 +205,30 @@ def test_an_overshoot_settling_above_its_start_is_still_forecast():
     fc = forecast_series(t[:70], y[:70], horizon_step=400)
     assert fc.doc["note"] is None or not fc.doc["note"].startswith("cannot forecast: the reward is falling")
     assert fc.doc["at"][0]["mean"] is not None
-    gain = fc.doc["remaining_gain"]["value"]
-    if gain is not None and gain <= 0:
-        assert fc.doc["recommendation"].startswith("no further gain expected")
+    gain = fc.doc["remaining_gain"]
+    if gain["value"] is not None and gain["value"] <= 0:  # no gain expected on average: never "keep going"
+        assert not fc.doc["recommendation"].startswith("keep going")
+        if gain["ci95"][1] <= 0.02:
+            assert fc.doc["recommendation"].startswith(("no further gain expected", "done"))
 
 
-def test_recommendation_never_keeps_going_for_a_loss():
+def test_recommendation_from_the_remaining_gains_interval():
+    """Issue 33: "no further gain" only when the gain's upper end is small; "keep going" only when
+    its lower end is above small; else "cannot tell yet"."""
     from grpofit.forecasting.engine import _recommend
 
-    doc = {"steps_to_95": {"value": 900}, "remaining_gain": {"value": -0.02}}
-    rec = _recommend(doc, np.arange(1.0, 301.0), rising=False, horizon_step=1000)
+    steps = np.arange(1.0, 301.0)
+    doc = {"steps_to_95": {"value": 900, "ci95": [800, 1000]}, "remaining_gain": {"value": -0.02, "ci95": [-0.05, 0.01]}}
+    rec = _recommend(doc, steps, 1000, 0.02)
     assert rec.startswith("no further gain expected") and "-0.02" in rec
-    # a saturated run still creeping up (a shared verl run at 0.987: "keep going: -0.000451 ...")
-    assert _recommend(doc, np.arange(1.0, 301.0), rising=True, horizon_step=1000).startswith("no further gain")
-    doc["remaining_gain"]["value"] = 0.05
-    assert _recommend(doc, np.arange(1.0, 301.0), rising=False, horizon_step=1000).startswith("diminishing returns")
-    doc["steps_to_95"]["value"] = 1200
-    assert _recommend(doc, np.arange(1.0, 301.0), rising=False, horizon_step=1000).startswith("keep going")
+    doc["remaining_gain"] = {"value": 0.01, "ci95": [-0.02, 0.2]}  # small on average, but may rise
+    assert _recommend(doc, steps, 1000, 0.02).startswith("cannot tell yet")
+    doc["remaining_gain"] = {"value": 0.1, "ci95": [0.05, 0.2]}
+    assert _recommend(doc, steps, 1000, 0.02).startswith("keep going")
+    doc["remaining_gain"] = {"value": 0.0, "ci95": [-0.01, 0.01]}
+    doc["steps_to_95"] = {"value": 120, "ci95": [100, 150]}
+    assert _recommend(doc, steps, 1000, 0.02).startswith("done: within 5% of the plateau")
+    assert _recommend(doc, steps, 300, 0.02).startswith("done: the planned end")
 
 
 @pytest.mark.skipif(not (REAL / "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv").exists(),
@@ -475,13 +485,14 @@ def test_level_drift_is_estimated_from_the_seen_steps():
 def test_committed_real_run_doc_is_its_own_table_and_selection():
     """``docs/forecast_real_runs.md`` is exactly what the script writes from its own rows: the
     per-cut table, and the point-rule selection (chosen on one half, reported on the other)
-    recomputed from that table; the shipped rule is the one chosen on half A."""
+    recomputed from that table. Since issue 33 the shipped rule is the model's own median (the
+    selection no longer picks it: it is kept as a reference of the older rules)."""
     from benchmarks import forecast_measure as fm
 
     text = fm.TABLE.read_text()
     assert fm.table_text(fm.parse_table(text)) == text
     chosen = [ln for ln in text.splitlines() if ln.startswith("- chosen on half A: ")]
-    assert chosen and chosen[0].startswith(f"- chosen on half A: {fm.SHIPPED};")
+    assert chosen and fm.SHIPPED == "model" and f"| {fm.SHIPPED} (shipped) |" in text
 
 
 def _same_rows(new, old, edge: int = 0):

@@ -1,7 +1,6 @@
-"""where the rise's end is not in the seen steps, every number the forecast derives
-from the unknown upper end is one-sided (or null with a reason), in JSON, text and the fan chart;
-and the point forecast is a blend of the model and persistence that a still-rising run never
-puts below the level it has reached."""
+"""Issues 11 and 33: where the rise's end is not in the seen steps the forecast says so by being
+wide upward (two-sided intervals, not lower bounds floored at today's level), and every interval
+and draw stays inside the metric's bounds (from its name, the config, the values or --bounds)."""
 
 from __future__ import annotations
 
@@ -31,62 +30,55 @@ def rising_far_csv(tmp_path_factory):
     return path, t, y
 
 
-def test_lower_bound_forecast_is_one_sided_everywhere_in_json(rising_far_csv, capsys):
+def test_rising_run_gets_two_sided_intervals_inside_its_bounds(rising_far_csv, capsys):
+    """Issue 33: a run still rising with its end not in sight gets finite, two-sided intervals
+    (wide upward, not floored at today's level), every one inside the metric's bounds, and the
+    truth at the horizon inside the 95% band."""
     path, t, y = rising_far_csv
     code, out, _ = run_cli(capsys, "forecast", path, "--horizon", "600", "--at", "300", "--format", "json")
     assert code == 0
     r = json.loads(out)["runs"][0]
-    assert r["plateau"]["kind"] == "lower_bound" and r["plateau"]["ci95"][1] is None
-    for a in r["at"]:
-        assert a["kind"] == "lower_bound" and a["pi80"][1] is None and a["pi95"][1] is None
-        assert a["pi95"][0] <= a["pi80"][0] <= a["mean"]
-    for key in ("steps_to_90", "steps_to_95"):
-        s = r[key]
-        assert s["kind"] in ("lower_bound", "unknown")
-        if s["kind"] == "lower_bound":  # a bound past the seen steps, no upper end
-            assert s["ci95"] == [s["value"], None] and s["value"] > t[-1]
-        else:  # a bound not past the seen steps says nothing: null, with the reason
-            assert s["value"] is None and s["ci95"] is None and "rise's end" in s["reason"]
+    assert r["bounds"]["low"] == 0.0 and r["bounds"]["high"] == 1.0 and "[0, 1]" in r["bounds"]["source"]
+    now = r["point"]["persistence"]
+    for a, step in zip(r["at"], (600, 300)):
+        assert a["kind"] == "interval" and None not in a["pi80"] and None not in a["pi95"]
+        assert 0.0 < a["pi95"][0] < a["pi80"][0] < a["mean"] < a["pi80"][1] < a["pi95"][1] < 1.0
+        truth = 0.9 - 0.3 * np.exp(-step / 3.0) - 0.2 * np.exp(-step / 400.0)
+        assert a["pi95"][0] <= truth <= a["pi95"][1]
+        assert a["pi95"][1] > now + 0.05  # room to keep rising
     g = r["remaining_gain"]
-    assert g["kind"] == "lower_bound" and g["ci95"][1] is None and g["ci95"][0] <= g["value"]
-    # the point forecast of a still-rising run is not below where it already is
-    assert r["still_rising"] and r["at"][0]["mean"] >= r["point"]["persistence"] - 1e-12
-    assert r["point"]["persistence"] == pytest.approx(float(y[-12:].mean()))
+    assert g["kind"] == "estimate" and g["ci95"][0] < g["value"] < g["ci95"][1]
+    assert r["recommendation"].startswith(("keep going", "cannot tell yet"))
 
 
-def test_lower_bound_forecast_is_one_sided_in_the_text_table(rising_far_csv, capsys):
+def test_bounds_option_and_the_text_table(rising_far_csv, capsys):
     path, _, _ = rising_far_csv
-    code, out, _ = run_cli(capsys, "forecast", path, "--horizon", "600")
+    code, out, _ = run_cli(capsys, "forecast", path, "--horizon", "600", "--bounds", "0,0.95", "--format", "json")
     assert code == 0
+    r = json.loads(out)["runs"][0]
+    assert r["bounds"] == {"low": 0.0, "high": 0.95, "source": "--bounds"}
+    assert all(a["pi95"][1] < 0.95 for a in r["at"])
+    code, out, _ = run_cli(capsys, "forecast", path, "--horizon", "600")
     flat = " ".join(out.split())
-    assert "at least" in flat and "upper end unknown" in flat
-    # no two-sided interval with an unknown end ('[0.8, ?]') and no bare two-sided step interval
-    assert ", ?]" not in flat
-    for label in ("step reaching 90% of the gain", "step reaching 95% of the gain"):
-        row = next(line for line in out.splitlines() if label in line)
-        assert "at least step" in row or "unknown" in row
+    assert code == 0 and "bounds" in flat and ", ?]" not in flat
+    code, _, err = run_cli(capsys, "forecast", path, "--bounds", "1,0")
+    assert code == 2 and "--bounds" in err
 
 
-def test_fan_chart_is_drawn_one_sided(rising_far_csv, tmp_path):
+def test_fan_chart_of_a_rising_run_has_both_bands(rising_far_csv, tmp_path):
     from matplotlib.figure import Figure
 
     from grpofit.forecasting.engine import forecast_series
-    from grpofit.render.fanchart import draw_fan, save_fan_figure
+    from grpofit.render.fanchart import draw_fan
 
     _, t, y = rising_far_csv
     fc = forecast_series(t, y, horizon_step=600)
-    assert fc.fan["one_sided"] is True
+    assert not fc.fan.get("one_sided")
+    assert np.all(fc.fan["q025"] < fc.fan["q10"]) and np.all(fc.fan["q90"] < fc.fan["q975"])
+    assert np.all(fc.fan["q025"] > 0.0) and np.all(fc.fan["q975"] < 1.0)
     ax = Figure().add_subplot(1, 1, 1)
     draw_fan(ax, fc, {"run": "rising", "horizon": {"step": 600}})
-    labels = [line.get_label() for line in ax.get_lines()]
-    assert "95% lower bound (upper end unknown)" in labels and "80% lower bound" in labels
-    assert "median forecast" not in labels
-    # one shaded region only (open above the 95% bound), not the two two-sided bands
-    assert len(ax.collections) == 1
-    fit = next(line for line in ax.get_lines() if line.get_label().startswith("fit"))
-    assert fit.get_xdata().max() <= t[-1]  # the law's rise is not drawn past the seen steps
-    save_fan_figure([(fc, {"run": "rising", "horizon": {"step": 600}}, None)], tmp_path / "fan.png")
-    assert (tmp_path / "fan.png").stat().st_size > 10_000
+    assert len(ax.collections) == 2
 
 
 def test_two_sided_forecast_keeps_its_bands():
@@ -118,19 +110,28 @@ def test_model_weight_from_the_rolling_origin_errors():
     assert model_weight({"model_error": 0.03, "persistence_error": 0.01}) == pytest.approx(0.1)
 
 
-def test_blend_floors_a_rising_run_at_persistence_and_widens_the_interval():
-    from grpofit.forecasting.engine import _Blend
+def test_bounds_from_the_metric_the_config_and_the_option():
+    from grpofit.core.errors import UsageError
+    from grpofit.forecasting.bounds import Bounds, lattice, metric_bounds, parse_bounds
 
-    b = _Blend(persistence=0.60, weight=0.8, sign=1)
-    assert b.point(0.55) == pytest.approx(0.60)  # the model below where a rising run is: floored
-    assert b.point(0.70) == pytest.approx(0.68)
-    entry = {"mean": 0.55, "pi80": [0.50, 0.60], "pi95": [0.45, 0.65]}
-    b.apply(entry, "mean")
-    assert entry["mean"] == pytest.approx(0.60)
-    assert entry["pi95"] == pytest.approx([0.45, 0.70])  # holds both the model's and the moved spread
-    f = _Blend(persistence=0.60, weight=1.0, sign=-1)
-    assert f.point(0.7) == pytest.approx(0.60) and f.point(0.5) == pytest.approx(0.5)
-    assert _Blend(0.6, 1.0, 0).method() == "model"
+    v = np.array([0.2, 0.5, 0.7])
+    assert metric_bounds("val/accuracy", v).source == "metric: val/accuracy is a rate"
+    assert metric_bounds("reward", v, batch=64).source == "binary rewards, batch 64"
+    assert metric_bounds("reward", np.array([-0.5, 1.5])).two_sided is False
+    cfg = {"trainer.reward_range": [0, 3]}
+    assert metric_bounds("reward", np.array([0.5, 2.0]), config=cfg).doc() == {"low": 0.0, "high": 3.0,
+                                                                               "source": "config: trainer.reward_range"}
+    assert metric_bounds("reward", v, option=parse_bounds("-1,2")).doc() == {"low": -1.0, "high": 2.0, "source": "--bounds"}
+    for bad in ("1", "a,b", "2,1", "0,inf"):
+        with pytest.raises(UsageError):
+            parse_bounds(bad)
+    b = Bounds(-1.0, 2.0, "x")
+    z = np.array([-50.0, -3.0, 0.0, 4.0, 50.0, 800.0])
+    y = b.from_link(z)
+    assert np.all((y >= -1.0) & (y <= 2.0)) and np.all(np.diff(y) >= 0)
+    assert b.from_link(b.to_link(np.array([-0.5, 0.5, 1.5]))) == pytest.approx([-0.5, 0.5, 1.5])
+    assert lattice(Bounds(0, 1, "x"), np.array([0, 3, 17, 64]) / 64.0) == 64
+    assert lattice(Bounds(0, 1, "x"), np.array([0.1234567, 0.5, 0.7])) is None
 
 
 def test_rolling_origin_has_origins_at_a_25_percent_cut(monkeypatch):

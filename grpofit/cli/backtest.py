@@ -17,6 +17,7 @@ def backtest(
     step: Optional[str] = STEP,
     cuts: Optional[str] = typer.Option(None, "--cuts", help="Cut points in percent of the steps (default 20,30,50,70)."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Binary rewards per logged mean (binomial observation noise)."),
+    bounds: Optional[str] = typer.Option(None, "--bounds", help="The metric's range LO,HI (e.g. 0,1); else from its name, the config, or [0, 1] when every value lies there."),
     format: DiagnoseFormat = typer.Option(DiagnoseFormat.table, "--format", help="table, json or markdown."),
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write one figure per run into this folder."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Backtest files in N parallel processes."),
@@ -33,6 +34,9 @@ def backtest(
 
     if batch_size is not None and batch_size < 1:
         raise UsageError(f"--batch-size {batch_size} is not positive", fix="pass the number of rewards averaged per logged step")
+    from grpofit.forecasting.bounds import parse_bounds
+
+    parse_bounds(bounds)
     if plot_dir is not None:
         from grpofit.cli.common import check_writable
 
@@ -40,7 +44,8 @@ def backtest(
     if prior_from_others:
         return _prior_from_others(paths, metric, step, format, run_pattern)
     doc, warnings = backtest_paths(paths, metric=metric, step=step, cuts=parse_cuts(cuts), batch_size=batch_size,
-                                   jobs=jobs, plot_dir=plot_dir, run_pattern=run_pattern)
+                                   jobs=jobs, plot_dir=plot_dir, run_pattern=run_pattern,
+                                   bounds=bounds)
     warn(warnings)
     from grpofit.render.forecast import backtest_markdown, backtest_table
 

@@ -19,6 +19,7 @@ def forecast(
     at: List[float] = typer.Option([], "--at", help="Also forecast at this step (repeatable; within ±1e15)."),
     until: Optional[float] = typer.Option(None, "--until", help="Cut the run after this step (within ±1e15): what would have been forecast then."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Binary rewards per logged mean (binomial observation noise; else from the config, else estimated)."),
+    bounds: Optional[str] = typer.Option(None, "--bounds", help="The metric's range LO,HI (e.g. 0,1): every interval and draw stays inside it (else from the metric's name, the config, or [0, 1] when every value lies there)."),
     format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a fan chart: data, fit, median forecast, 80/95% bands, planned end (.png/.svg/.pdf)."),
     run_pattern: Optional[str] = RUN_PATTERN,
@@ -51,7 +52,7 @@ def forecast(
         check_writable(save_prior, "--save-prior")
     done = forecast_paths(runs, ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at),
                                                 until=until, batch_size=batch_size, run_pattern=run_pattern,
-                                                covariates=parse_covariates(covariate)),
+                                                bounds=bounds, covariates=parse_covariates(covariate)),
                           prior_paths=list(prior), save_prior=save_prior)
     warn(done.warnings)
     if format is TableOrJson.json:

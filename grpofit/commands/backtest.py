@@ -59,11 +59,25 @@ def parse_cuts(text: str | None) -> tuple[float, ...]:
     return tuple(out)
 
 
-def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = None, seed: int = 0) -> list[dict]:
-    """The contract's ``cuts`` list for one series."""
+#: a "done" / "no further gain expected" call is wrong when the final level then lies more than
+#: this share of the metric's range (its bounds, else the run's range) above the level at the cut
+WRONG_RISE = 0.05
+
+
+def _stop_call(recommendation: str | None) -> bool:
+    return bool(recommendation) and recommendation.startswith(("done", "no further gain"))
+
+
+def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = None, seed: int = 0,
+                    bounds=None, metric: str | None = None) -> list[dict]:
+    """The contract's ``cuts`` list for one series. Each cut also records the forecast's
+    ``recommendation`` and, for a "done" / "no further gain expected" call, whether it was wrong
+    (``recommendation_wrong``: the final level rose above the level at the cut by more than
+    :data:`WRONG_RISE` of the metric's range)."""
     from grpofit.core.errors import GrpofitError
     from grpofit.fitting import MIN_POINTS as FIT_MIN
     from grpofit.fitting import fit_series
+    from grpofit.forecasting.bounds import metric_bounds
     from grpofit.fitting.drift import persistence
     from grpofit.forecasting.engine import forecast_series
     from grpofit.laws.models import exponential
@@ -74,13 +88,16 @@ def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = Non
     span = last - first
     window = steps >= last - FINAL_FRACTION * span
     actual = float(values[window].mean())
+    if bounds is None:
+        bounds = metric_bounds(metric, values, batch=batch)
+    extent = (bounds.high - bounds.low) if bounds.two_sided else float(np.ptp(values))
     out = []
     for frac in cuts:
         cut = first + frac * span
         seen = steps <= cut
         s, v = steps[seen], values[seen]
         fc = forecast_series(s, v, horizon_step=last, horizon_source="backtest: the run's last step",
-                             final_steps=steps[window], batch=batch, seed=seed)
+                             final_steps=steps[window], batch=batch, seed=seed, bounds=bounds)
         entry = {"fraction": frac, "step": _num(s[-1]) if s.size else _num(cut), "n_seen": int(s.size)}
         if fc.final is not None:
             lo, hi = fc.final["pi95"]
@@ -115,12 +132,18 @@ def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = Non
             entry["point"] = {"model_median": fc.final.get("model_median"), "persistence": pt.get("persistence"),
                               "model_weight": pt.get("model_weight"), "still_rising": fc.doc.get("still_rising")}
         entry["note"] = fc.doc.get("note") if fc.final is None else None
+        rec = fc.doc.get("recommendation")
+        entry["recommendation"] = rec
+        entry["recommendation_wrong"] = (bool(actual - pers > WRONG_RISE * extent)
+                                         if _stop_call(rec) and pers is not None else None)
         out.append(entry)
     return out
 
 
-def backtest_run(run, *, metric=None, cuts=DEFAULT_CUTS, batch_size=None, seed=0) -> dict:
+def backtest_run(run, *, metric=None, cuts=DEFAULT_CUTS, batch_size=None, seed=0, bounds=None) -> dict:
+    """``bounds``: ``"LO,HI"`` (the option) or None (from the metric, the config, the values)."""
     from grpofit.fitting.analysis import resolve_column
+    from grpofit.forecasting.bounds import metric_bounds, parse_bounds
     from grpofit.readers.plan import batch_size as find_batch
 
     from grpofit.fitting.outliers import exclude
@@ -136,7 +159,9 @@ def backtest_run(run, *, metric=None, cuts=DEFAULT_CUTS, batch_size=None, seed=0
         entry["cuts"] = []
         entry["note"] = "too few points to backtest"
         return entry
-    entry["cuts"] = backtest_series(steps, values, cuts=cuts, batch=batch, seed=seed)
+    found = metric_bounds(column, values, option=parse_bounds(bounds), config=run.config, batch=batch)
+    entry["bounds"] = found.doc()
+    entry["cuts"] = backtest_series(steps, values, cuts=cuts, batch=batch, seed=seed, bounds=found)
     return entry
 
 
@@ -164,6 +189,11 @@ def summarise(runs: list[dict]) -> dict:
         }
 
     overall = block(made)
+    calls = [c for c in cuts if c.get("recommendation_wrong") is not None]
+    wrong = sum(1 for c in calls if c["recommendation_wrong"])
+    stops = {"calls": len(calls), "wrong": wrong, "wrong_rate": (wrong / len(calls)) if calls else None,
+             "rule": f"'done' / 'no further gain expected', then the final level rose by more than {WRONG_RISE:.0%} "
+                     "of the metric's range above the level at the cut"}
     by_fraction = {}
     for frac in sorted({c["fraction"] for c in cuts}):
         b = block([c for c in made if c["fraction"] == frac])
@@ -176,7 +206,7 @@ def summarise(runs: list[dict]) -> dict:
     return {"n_cuts": len(cuts), "n_forecasts": len(made), "coverage": overall["coverage"],
             "lower_bounds": overall["lower_bounds"],
             "median_error": overall["median_error"], "worst_error": overall["worst_error"],
-            "baselines": overall["baselines"], "by_fraction": by_fraction}
+            "baselines": overall["baselines"], "by_fraction": by_fraction, "stop_recommendations": stops}
 
 
 @dataclass
@@ -188,6 +218,7 @@ class _Task:
     batch_size: int | None
     plot_dir: str | None
     run_pattern: str | None = None
+    bounds: str | None = None
 
 
 def _work(task: _Task, _extra=None) -> tuple[list[dict], list, list[str]]:
@@ -205,7 +236,8 @@ def _work(task: _Task, _extra=None) -> tuple[list[dict], list, list[str]]:
 
     for run in [r for r in runs if matches(r, task.run_pattern)]:
         try:
-            entry = backtest_run(run, metric=task.metric, cuts=task.cuts, batch_size=task.batch_size)
+            entry = backtest_run(run, metric=task.metric, cuts=task.cuts, batch_size=task.batch_size,
+                                 bounds=task.bounds)
         except GrpofitError as e:
             errors.append(RunError.of(run.name, e))
             continue
@@ -250,7 +282,8 @@ def _run_tasks(tasks: list[_Task], jobs: int) -> list:
 
 
 def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUTS, batch_size=None,
-                   jobs: int = 1, plot_dir=None, run_pattern: str | None = None) -> tuple[dict, list[str]]:
+                   jobs: int = 1, plot_dir=None, run_pattern: str | None = None,
+                   bounds: str | None = None) -> tuple[dict, list[str]]:
     """The ``grpofit.backtest/1`` document for every run under ``paths`` and the warnings."""
     from grpofit.core.errors import GrpofitError
     from grpofit.commands.pipeline import RunError
@@ -265,7 +298,7 @@ def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUT
                 raise
             early.append(RunError.of(path, e))
     tasks = [_Task(f.path, metric, step, tuple(cuts), batch_size,
-                   None if plot_dir is None else str(plot_dir), run_pattern) for f in files]
+                   None if plot_dir is None else str(plot_dir), run_pattern, bounds) for f in files]
     results = _run_tasks(tasks, jobs)
     runs, errors, warnings = [], list(early), []
     for e, err, w in results:

@@ -26,6 +26,7 @@ class ForecastOptions:
     run_pattern: str | None = None  #: ``--run PATTERN``: forecast only the runs it matches
     prior: object = None  #: ``--prior``: a :class:`~.prior.Prior` (built once, see :func:`forecast_paths`)
     covariates: dict = field(default_factory=dict)  #: ``--covariate NAME=VALUE``: the run's, over its config's
+    bounds: str | None = None  #: ``--bounds LO,HI``: the metric's range (:mod:`.bounds`)
 
 
 def check_options(opts: ForecastOptions) -> None:
@@ -40,6 +41,9 @@ def check_options(opts: ForecastOptions) -> None:
         check_step("--at", s, example="500")
     if opts.until is not None:
         check_step("--until", opts.until, example="250")
+    from grpofit.forecasting.bounds import parse_bounds
+
+    parse_bounds(opts.bounds)
     if opts.batch_size is not None and opts.batch_size < 1:
         raise UsageError(f"--batch-size {opts.batch_size} is not positive", fix="pass the number of rewards averaged per logged step")
 
@@ -48,6 +52,7 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
     """``(entry, Forecast, rest)`` for one run; ``rest`` are the points after ``--until``
     (``warm``: see :func:`~grpofit.forecasting.engine.forecast_series`)."""
     from grpofit.fitting.analysis import resolve_column
+    from grpofit.forecasting.bounds import metric_bounds, parse_bounds
     from grpofit.forecasting.engine import forecast_series
     from grpofit.readers.plan import batch_size, planned_last_step
 
@@ -63,8 +68,9 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
         steps, values = steps[keep], values[keep]
     horizon, source = planned_last_step(run.config, opts.horizon)
     batch, batch_source = batch_size(run.config, opts.batch_size)
+    bounds = metric_bounds(column, values, option=parse_bounds(opts.bounds), config=run.config, batch=batch)
     fc = forecast_series(steps, values, horizon_step=horizon, horizon_source=source, at_steps=opts.at,
-                         batch=batch, final_steps=final_steps, seed=opts.seed, warm=warm)
+                         batch=batch, final_steps=final_steps, seed=opts.seed, warm=warm, bounds=bounds)
     entry = {"run": run.name, "metric": column, **fc.doc}
     entry["batch_size"] = {"value": batch, "source": batch_source}
     if opts.until is not None:

@@ -1,25 +1,24 @@
 """``forecast_series``: from the steps seen so far to the contract's forecast entry.
 
-1. Refuse what the data cannot support ("cannot forecast yet: ..."): fewer than
-   :data:`MIN_POINTS` points, no rise above the noise (neither grpofit's signal test on the
-   seen part nor a significant slope over all of it, :mod:`.drift`), a collapse (a relaxation
-   law does not describe what follows a collapse), or a fall back below the run's start
-   (:func:`_fallen_back`).
-2. Fit the state-space laws (:mod:`.likelihood`: one mode, damped oscillator, fast + slow
-   modes; forcing + observation noise; binomial observation variance when the batch size is
-   known and the rewards lie in [0, 1]) and mix them by BIC weight.
-3. Draw the future (:mod:`.predictive`) at the horizon, the ``--at`` steps, a fan grid and (for
-   backtests) the final window; the logged reward adds observation noise to the expected one.
-   Rewards seen inside [0, 1] are forecast inside [0, 1].
-4. The point forecast: the model's, held against persistence (the mean of the last tenth
-   seen): a significantly rising run is not forecast below it (falling: not above), then shrunk
-   towards it by the rolling-origin weight of :mod:`.validate` (:class:`_Blend`; intervals widened
-   to hold both spreads).
-5. Summarise: mean and 80/95% prediction intervals, plateau (``lower_bound`` when the late
-   slope is still significantly positive), steps to 90/95% of the gain, the gain still
-   expected by the horizon, and a recommendation. When the rise's end is not in the seen steps
-   every number derived from the unknown upper end is one-sided (``kind: lower_bound``, upper
-   end null) or null with a ``reason``; the fan is marked ``one_sided``.
+1. Refuse only what the data cannot support ("cannot forecast yet: ..."): fewer than
+   :data:`MIN_POINTS` points, or a fall back below the run's start (:func:`_fallen_back`). A flat
+   run is forecast at its level; a run that collapsed is forecast from the points after the fall
+   (the level it sits at), with the collapse named (:func:`_after_collapse`).
+2. The metric's bounds (:mod:`.bounds`): when both are known the laws are fitted to the logit of
+   the metric's position inside them, so every draw mapped back lies inside the bounds (theory
+   §8: no clipping afterwards); observation noise is binomial with a known batch, else profiled
+   with the relative variance a mean of binary rewards has in the logit (:class:`_Link`).
+3. Fit the state-space laws (:mod:`.likelihood`, each with a random-walk level drift,
+   :mod:`.walk`: one mode, damped oscillator, fast + slow modes) and mix them.
+4. Draw the future (:mod:`.predictive`: parameters from a tempered posterior, so where the data
+   leave the rise's end open the draws spread over it, upward as well as down) at the horizon, the
+   ``--at`` steps, a fan grid and (for backtests) the final window; the logged reward adds
+   observation noise (binomial draws when the logged values lie on a lattice of ``1/n``).
+5. Summarise from the draws alone (no floor at persistence, no blend with it): mean and 80/95%
+   prediction intervals, plateau (``lower_bound`` when the late slope is still significantly
+   positive), steps to 90/95% of the gain (taken on the metric), the gain still expected by the
+   horizon with its 95% interval, and a recommendation read from that interval
+   (:func:`_recommend`: "no further gain"/"done" only when its upper end is small).
 """
 
 from __future__ import annotations
@@ -29,9 +28,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from grpofit.forecasting.bounds import Bounds, edge, lattice, metric_bounds
 from grpofit.fitting.drift import late_slope, persistence
 from grpofit.forecasting.likelihood import fit_law, reduce_series
-from grpofit.forecasting.predictive import law_weights, sample_future
+from grpofit.forecasting.predictive import TEMPER, law_weights, sample_future
 from grpofit.forecasting.statespace import LAWS
 from grpofit.core.numbers import finite as _num
 
@@ -93,17 +93,6 @@ def _clean(steps, values):
     return steps[order], values[order]
 
 
-def _point_var(values: np.ndarray, batch: int | None):
-    """Binomial variance per point from a running median of the reward (or None)."""
-    if not batch or batch < 1 or values.min() < 0.0 or values.max() > 1.0:
-        return None
-    k = 5
-    pad = np.pad(values, (k // 2, k // 2), mode="edge")
-    windows = np.lib.stride_tricks.sliding_window_view(pad, k)
-    p = np.clip(np.median(windows, axis=1), 0.02, 0.98)
-    return p * (1.0 - p) / float(batch)
-
-
 def _fallen_back(steps: np.ndarray, values: np.ndarray) -> str | None:
     """The refusal for a run that rose and is now falling back below where it started: its late
     slope significantly negative (:func:`~.drift.late_slope`, the last half) and the level it has
@@ -127,7 +116,8 @@ def _fallen_back(steps: np.ndarray, values: np.ndarray) -> str | None:
 def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at_steps=(),
                     batch: int | None = None, final_steps=None, seed: int = 0,
                     laws=None, warm: dict | None = None, walk: bool = True,
-                    validate: bool = True) -> Forecast:
+                    validate: bool = True, bounds: Bounds | None = None, metric: str | None = None,
+                    collapse_check: bool = True) -> Forecast:
     """Forecast a run from ``(steps, values)`` seen so far (see the module docstring).
 
     ``final_steps``: the steps whose mean reward a backtest compares with (``Forecast.final``).
@@ -135,40 +125,41 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     :data:`~.statespace.LAWS`, in its order).
     ``warm``: law -> ``theta`` of an earlier forecast of the same run (``extra["fits"]``):
     each law's search starts there (:func:`~.likelihood.fit_law`), as ``grpofit watch`` does.
+    ``bounds``: the metric's range (:mod:`.bounds`; default from ``metric``, the batch and the
+    values, :func:`~.bounds.metric_bounds`). ``validate``: the rolling-origin check of the
+    model's extrapolation on the seen steps (:mod:`.validate`): its error at the horizon's
+    distance is added to the draws as a model discrepancy (:func:`_discrepancy`) and reported
+    in ``doc["point"]``.
     """
     steps, values = _clean(steps, values)
     at_steps = [float(s) for s in at_steps]
+    if bounds is None:
+        bounds = metric_bounds(metric, values, batch=batch)
     n = steps.size
     if n < MIN_POINTS:
-        return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
-                                  f"cannot forecast yet: {n} points seen, a forecast needs at least {MIN_POINTS}"),
-                        steps, values)
+        return _refused(steps, values, horizon_step, horizon_source, at_steps, bounds,
+                        f"cannot forecast yet: {n} points seen, a forecast needs at least {MIN_POINTS}")
     from grpofit.fitting.collapse import find_collapse
     from grpofit.fitting import fit_series
 
     baseline = fit_series(steps, values)
-    collapse = find_collapse(steps, values)
+    collapse = find_collapse(steps, values) if collapse_check else None
     if collapse is not None:
-        return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
-                                  f"cannot forecast: the reward collapses at step {_step_out(collapse.step)}; "
-                                  "a relaxation law does not describe what follows a collapse"),
-                        steps, values, extra={"baseline": baseline})
-    if not (baseline.signal.get("detected") or late_slope(steps, values, 1.0).rising):
-        reason = baseline.signal.get("reason") or "the reward does not rise above its noise"
-        return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
-                                  f"cannot forecast yet: no rise yet ({reason})"),
-                        steps, values, extra={"baseline": baseline})
+        return _after_collapse(collapse, steps, values, baseline, bounds,
+                               dict(horizon_step=horizon_step, horizon_source=horizon_source, at_steps=at_steps,
+                                    batch=batch, final_steps=final_steps, seed=seed, laws=laws, walk=walk,
+                                    validate=validate, bounds=bounds, collapse_check=False))
     falling = _fallen_back(steps, values)
     if falling is not None:
-        return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps, falling),
-                        steps, values, extra={"baseline": baseline})
+        out = _refused(steps, values, horizon_step, horizon_source, at_steps, bounds, falling)
+        out.extra["baseline"] = baseline
+        return out
 
     step0 = float(steps[0])
     t = steps - step0
     t_last = float(t[-1])
-    point_var = _point_var(values, batch)
-    bounded = bool(values.min() >= 0.0 and values.max() <= 1.0)
-    series = reduce_series(t, values, point_var, level_sd=0.5 if bounded else None)
+    link = _Link(bounds, values, batch)
+    series = reduce_series(t, link.z, link.point_var, level_sd=link.level_sd, rel_var=link.rel_var)
     horizon_t = None if horizon_step is None else float(horizon_step) - step0
     far = max([t_last] + [s - step0 for s in at_steps] + ([horizon_t] if horizon_t is not None else []))
     from grpofit.laws.models import guess_exponential
@@ -186,9 +177,10 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
             if law == "one":
                 prior = f.theta
     if not fits:
-        return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
-                                  "cannot forecast: no law could be fitted to the seen steps"),
-                        steps, values, extra={"baseline": baseline})
+        out = _refused(steps, values, horizon_step, horizon_source, at_steps, bounds,
+                       "cannot forecast: no law could be fitted to the seen steps")
+        out.extra["baseline"] = baseline
+        return out
 
     # the times the future is drawn at: now, the horizon, --at steps, a fan grid, the final window
     fan_end = far if far > t_last else 2.0 * t_last
@@ -203,183 +195,241 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
         pieces.append(fs)
     sizes = [p.size for p in pieces]
     tf = np.concatenate(pieces)
-    draws = sample_future(fits, series, tf, seed=seed)
-    rng = np.random.default_rng(seed + 1)
     drift = late_slope(steps, values)
-    lat = np.clip(draws.latent, 0.0, 1.0) if bounded else draws.latent
-
-    def logged(cols: np.ndarray) -> np.ndarray:
-        """Draws of the logged reward: the expected one plus observation noise."""
-        if point_var is not None:
-            sd = np.sqrt(np.clip(cols, 0.0, 1.0) * (1.0 - np.clip(cols, 0.0, 1.0)) / float(batch))
-        else:
-            sd = draws.obs_sd[:, None]
-        out = cols + sd * rng.standard_normal(cols.shape)
-        return np.clip(out, 0.0, 1.0) if bounded else out
-
-    offs = np.cumsum([0] + sizes)
-    now = lat[:, 0]
-    at_entries = []
-    h_cols = lat[:, offs[1]:offs[2]]
-    a_cols = lat[:, offs[2]:offs[3]]
-    if horizon_t is not None:
-        at_entries.append(_at_entry(horizon_step, logged(h_cols[:, 0:1])[:, 0]) if horizon_t >= 0 else
-                          {"step": _step_out(horizon_step), "mean": None, "pi80": None, "pi95": None})
-    else:
-        at_entries.append({"step": None, "mean": None, "pi80": None, "pi95": None})
-    for j, s in enumerate(at_steps):
-        at_entries.append(_at_entry(s, logged(a_cols[:, j:j + 1])[:, 0]) if s >= step0 else
-                          {"step": _step_out(s), "mean": None, "pi80": None, "pi95": None})
-    fan_draws = logged(lat[:, offs[3]:offs[4]])
-    fan = {"step": fan_t + step0, "mean": fan_draws.mean(axis=0)}
-    for name, q in (("q025", 2.5), ("q10", 10.0), ("q50", 50.0), ("q90", 90.0), ("q975", 97.5)):
-        fan[name] = np.percentile(fan_draws, q, axis=0)
-    final = None
-    if len(pieces) > 4:
-        window = lat[:, offs[4]:offs[5]].mean(axis=1)
-        n_final = len(final_steps)
-        if point_var is not None:
-            m = np.clip(window, 0.0, 1.0)
-            sd = np.sqrt(m * (1.0 - m) / float(batch) / n_final)
-        else:
-            sd = draws.obs_sd / math.sqrt(n_final)
-        level = window + sd * rng.standard_normal(window.shape)
-        final = {"mean": float(level.mean()), "median": float(np.median(level)),
-                 "pi95": [float(np.percentile(level, 2.5)), float(np.percentile(level, 97.5))],
-                 "kind": "interval"}
-    weights = law_weights(fits)
-    pers = persistence(values)
-    if final is not None:
+    temper = TEMPER if drift.rising else 1.0
+    weights = law_weights(fits, temper)
+    if final_steps is not None and len(final_steps):
         target = float(np.mean(np.asarray(final_steps, dtype=float))) - step0 - t_last
     elif horizon_t is not None and horizon_t > t_last:
         target = horizon_t - t_last
     else:
         target = fan_end - t_last
     point = None
-    if validate:
-        from grpofit.forecasting.validate import model_weight, rolling_origin
+    if validate and target > 0:
+        from grpofit.forecasting.validate import rolling_origin
 
-        point = rolling_origin(fits, weights, series, t, values, target, seed=seed) if target > 0 else None
-        blend = _Blend(pers, model_weight(point), 1 if drift.rising else -1 if drift.falling else 0)
+        point = rolling_origin(fits, weights, series, t, link.z, target, seed=seed)
+    draws = sample_future(fits, series, tf, seed=seed, unlink=link.unlink, temper=temper)
+    _discrepancy(draws, point, tf - t_last, target, _tail_noise_var(fits, weights, link, t),
+                 np.random.default_rng(seed + 2))
+    rng = np.random.default_rng(seed + 1)
+    lat = link.metric(draws.latent)
+
+    def logged(j0: int, j1: int) -> np.ndarray:
+        """Draws of the logged reward at columns ``j0:j1``: the expected one plus observation noise."""
+        return link.logged(draws.latent[:, j0:j1], draws.obs_sd, rng)
+
+    offs = np.cumsum([0] + sizes)
+    now = lat[:, 0]
+    at_entries = []
+    h_cols = lat[:, offs[1]:offs[2]]
+    if horizon_t is not None:
+        at_entries.append(_at_entry(horizon_step, logged(offs[1], offs[1] + 1)[:, 0]) if horizon_t >= 0 else
+                          {"step": _step_out(horizon_step), "mean": None, "pi80": None, "pi95": None})
     else:
-        blend = _Blend(pers, 1.0, 0)
-    if final is not None:
+        at_entries.append({"step": None, "mean": None, "pi80": None, "pi95": None})
+    for j, s in enumerate(at_steps):
+        at_entries.append(_at_entry(s, logged(offs[2] + j, offs[2] + j + 1)[:, 0]) if s >= step0 else
+                          {"step": _step_out(s), "mean": None, "pi80": None, "pi95": None})
+    fan_draws = logged(offs[3], offs[4])
+    fan = {"step": fan_t + step0, "mean": fan_draws.mean(axis=0)}
+    for name, q in (("q025", 2.5), ("q10", 10.0), ("q50", 50.0), ("q90", 90.0), ("q975", 97.5)):
+        fan[name] = np.percentile(fan_draws, q, axis=0)
+    final = None
+    if len(pieces) > 4:
+        level = link.window_mean(draws.latent[:, offs[4]:offs[5]], draws.obs_sd, len(final_steps), rng)
+        final = {"mean": float(level.mean()), "median": float(np.median(level)),
+                 "pi95": [float(np.percentile(level, 2.5)), float(np.percentile(level, 97.5))],
+                 "kind": "interval"}
         final["model_median"] = final["median"]
-        blend.apply(final, "median")
-    for entry, s_at in zip(at_entries, ([horizon_t] if horizon_t is not None else [None]) + [s - step0 for s in at_steps]):
-        if entry.get("mean") is not None and s_at is not None and s_at > t_last:
-            blend.apply(entry, "mean")
-    blend.apply_fan(fan)
-    open_ended = bool(drift.rising) and not _saturation_seen(draws, fits)
-    if open_ended:
-        # still rising and no draw of the slowest timescale is held below its bound: the data do
-        # not say where the rise stops, so the future's upper ends are unknown (lower bounds)
-        # the bound is the lower end of the prediction, but never above where the run already is
-        # (the law's continued rise is exactly what the data cannot confirm)
-        floor80, floor95 = float(np.percentile(now, 10.0)), float(np.percentile(now, 2.5))
-        for entry in at_entries:
-            if entry.get("pi95") is not None:
-                entry["pi80"] = [min(entry["pi80"][0], floor80), None]
-                entry["pi95"] = [min(entry["pi95"][0], floor95), None]
-                entry["kind"] = "lower_bound"
-        fan["one_sided"] = True
-        fan["q10"] = np.minimum(fan["q10"], floor80)
-        fan["q025"] = np.minimum(fan["q025"], floor95)
-        if final is not None:
-            final["pi95"] = [min(final["pi95"][0], floor95), None]
-            final["kind"] = "lower_bound"
+    pers = persistence(values)
 
     doc = {
         "seen": {"steps": [_step_out(steps[0]), _step_out(steps[-1])], "n_points": int(n)},
         "horizon": {"step": _step_out(horizon_step), "source": horizon_source},
         "at": at_entries,
     }
-    doc["plateau"] = _plateau(draws, now, bounded, drift.rising, fits)
-    doc["steps_to_90"] = _steps_to(draws.t90, step0, open_ended, float(steps[-1]))
-    doc["steps_to_95"] = _steps_to(draws.t95, step0, open_ended, float(steps[-1]))
+    saturated = _saturation_seen(draws, fits)
+    doc["plateau"] = _plateau(link.metric(draws.plateau), now, drift.rising, bounds.two_sided or saturated)
+    doc["steps_to_90"] = _steps_to(draws.t90, step0)
+    doc["steps_to_95"] = _steps_to(draws.t95, step0)
     if horizon_t is not None and horizon_t >= 0:
         gain = h_cols[:, 0] - now
-        if horizon_t > t_last:
-            gain = gain + blend.shift(float(np.mean(h_cols[:, 0])))
-        lo = float(np.percentile(gain, 2.5))
         doc["remaining_gain"] = {"value": float(np.mean(gain)),
-                                 "ci95": [lo, None if open_ended else float(np.percentile(gain, 97.5))],
-                                 "kind": "lower_bound" if open_ended else "estimate"}
+                                 "ci95": [float(np.percentile(gain, 2.5)), float(np.percentile(gain, 97.5))],
+                                 "kind": "estimate"}
     else:
         doc["remaining_gain"] = {"value": None, "ci95": None, "kind": None}
-    doc["recommendation"] = _recommend(doc, steps, drift.rising, horizon_step)
+    doc["recommendation"] = _recommend(doc, steps, horizon_step, _small_gain(bounds, values))
     doc["note"] = None if horizon_step is not None else (
         "cannot forecast yet: no plan length (the run's config names no trainer.total_training_steps "
         "or max_steps; pass --horizon N); the plateau and the steps to 90/95% are still given")
-    if open_ended and doc["note"] is None:
-        doc["note"] = ("still rising, and the seen steps do not show where the rise stops: the upper ends of "
-                       "the prediction intervals are unknown (lower bounds)")
     if horizon_t is not None and horizon_t < 0:
         doc["note"] = (f"the planned end (step {_step_out(horizon_step)}) lies before the first seen step "
                        f"({_step_out(step0)}): no forecast there")
+    doc["bounds"] = bounds.doc()
     doc["current"] = {"step": _step_out(steps[-1]), "mean": float(np.mean(now)),
                       "ci95": [float(np.percentile(now, 2.5)), float(np.percentile(now, 97.5))]}
-    doc["point"] = {"method": blend.method(), "persistence": pers, "model_weight": blend.weight,
-                    "floor": {1: "rising: not below persistence", -1: "falling: not above persistence",
-                              0: None}[blend.sign], "validation": point}
+    doc["point"] = {"method": "model", "persistence": pers, "model_weight": 1.0, "floor": None,
+                    "validation": point}
     doc["still_rising"] = bool(drift.rising)
     doc["late_slope"] = drift.summary()
     doc["laws"] = {f.law: {"weight": float(w), "bic": float(f.bic), "params": f.params()}
                    for f, w in zip(fits, weights)}
-    doc["observation_noise"] = (f"binomial, batch {batch}" if point_var is not None else "estimated")
+    doc["observation_noise"] = (f"binomial, batch {batch}" if link.point_var is not None else "estimated")
+    doc["link"] = "logit" if link.linked else "identity"
     best = fits[int(np.argmax(weights))]
     from grpofit.forecasting.likelihood import unpack
     from grpofit.forecasting.statespace import design
 
     ct = np.linspace(0.0, fan_end, 200)
-    curve = (ct + step0, design(best.law, ct, unpack(best.law, best.theta)[0]) @ best.beta)
+    curve = (ct + step0, link.metric(design(best.law, ct, unpack(best.law, best.theta)[0]) @ best.beta))
     return Forecast(doc, steps, values, fan, final, extra={"baseline": baseline, "draws": draws,
                                                             "fits": fits, "curve": curve,
-                                                            "law": best.law})
+                                                            "law": best.law, "link": link})
 
 
-@dataclass
-class _Blend:
-    """The point forecast from the model's and persistence's (the mean of the last tenth seen).
+def _tail_noise_var(fits, weights, link: "_Link", t: np.ndarray) -> float:
+    """The observation noise's variance of the mean over the seen part's last tenth (the
+    rolling-origin check's target), in the fitted coordinates."""
+    n_tail = max(1, int(np.sum(t >= t[-1] - 0.1 * (t[-1] - t[0]))))
+    if link.point_var is not None:
+        per_point = float(np.median(link.point_var[-n_tail:]))
+    else:
+        best = fits[int(np.argmax(weights))]
+        per_point = float(best.sigma or 0.0) ** 2
+    return per_point / n_tail
 
-    ``sign`` > 0 (the late slope is significantly positive): the model's value is first raised to
-    persistence if below it (a run still rising is not forecast below the level it has reached;
-    < 0: falling, not above it); then ``persistence + weight (model - persistence)``, the weight
-    from the rolling-origin validation (:func:`~.validate.model_weight`). Intervals are widened
-    to hold both the model's and the same spread moved to the point."""
 
-    persistence: float
-    weight: float
-    sign: int
+def _discrepancy(draws, validation: dict | None, ahead: np.ndarray, target: float, noise_var: float, rng) -> None:
+    """Add the model's own extrapolation error to the latent draws (in the fitted coordinates):
+    the rolling-origin check (:mod:`.validate`) measures, on the seen steps, how far the laws'
+    conditional prediction lands from what followed at about the horizon's distance; a
+    misspecified shape (a sigmoid rise, a deterministic run with no noise to widen anything) is
+    wrong by about that much again. The check's own noise (twice ``noise_var``: the target's
+    mean and the prediction conditioned on noisy points) is taken out of its squared error; each
+    draw gets ``error * sqrt(ahead / target) * xi`` (``xi`` standard normal, one per draw: a level
+    error that grows with the distance ahead)."""
+    if not validation or target <= 0:
+        return
+    err = math.sqrt(max(float(validation.get("model_error") or 0.0) ** 2 - 2.0 * noise_var, 0.0))
+    if not err > 0:
+        return
+    scale = np.sqrt(np.clip(ahead, 0.0, None) / target)
+    draws.latent += err * rng.standard_normal((draws.latent.shape[0], 1)) * scale[None, :]
 
-    def point(self, model: float) -> float:
-        base = max(model, self.persistence) if self.sign > 0 else min(model, self.persistence) if self.sign < 0 else model
-        return self.persistence + self.weight * (base - self.persistence)
 
-    def shift(self, model: float) -> float:
-        return self.point(model) - model
+def _refused(steps, values, horizon_step, horizon_source, at_steps, bounds: Bounds, note: str) -> Forecast:
+    doc = empty_doc(steps, horizon_step, horizon_source, at_steps, note)
+    doc["bounds"] = bounds.doc()
+    return Forecast(doc, steps, values)
 
-    def method(self) -> str:
-        return "model" if self.weight >= 1.0 and self.sign == 0 else "blend of model and persistence"
 
-    def apply(self, entry: dict, key: str) -> None:
-        d = self.shift(entry[key])
-        for k in ("mean", "median"):
-            if entry.get(k) is not None:
-                entry[k] = entry[k] + d
-        for k in ("pi80", "pi95"):
-            iv = entry.get(k)
-            if iv is not None:
-                entry[k] = [min(iv[0], iv[0] + d), None if iv[1] is None else max(iv[1], iv[1] + d)]
+def _after_collapse(collapse, steps, values, baseline, bounds: Bounds, options: dict) -> Forecast:
+    """A run that collapsed: the forecast of the level it fell to, from the points after the
+    fall was detected, with the collapse named; refused when too few points follow it."""
+    after = steps > collapse.detected_step
+    named = (f"the reward collapsed at step {_step_out(collapse.step)} (from {collapse.level_before:.3g} to "
+             f"{collapse.level_after:.3g})")
+    k = int(after.sum())
+    if k < MIN_POINTS:
+        out = _refused(steps, values, options["horizon_step"], options["horizon_source"], options["at_steps"], bounds,
+                       f"cannot forecast yet: {named} and only {k} points follow the fall; a forecast of the "
+                       f"level after it needs at least {MIN_POINTS}")
+        out.extra["baseline"] = baseline
+        return out
+    fc = forecast_series(steps[after], values[after], **options)
+    fc.doc["seen"] = {"steps": [_step_out(steps[0]), _step_out(steps[-1])], "n_points": int(steps.size)}
+    fc.doc["collapse"] = {"step": _step_out(collapse.step), "detected_step": _step_out(collapse.detected_step),
+                          "level_before": float(collapse.level_before), "level_after": float(collapse.level_after)}
+    text = f"{named}; forecast from the {k} points after the fall (the level it sits at, not the plateau before it)"
+    fc.doc["note"] = text if fc.doc.get("note") is None else f"{text}; {fc.doc['note']}"
+    if fc.doc.get("recommendation"):
+        fc.doc["recommendation"] = f"{fc.doc['recommendation']} (after a collapse: see grpofit diagnose)"
+    fc.steps, fc.values = steps, values
+    fc.extra["baseline"] = baseline
+    return fc
 
-    def apply_fan(self, fan: dict) -> None:
-        d = np.array([self.shift(float(x)) for x in fan["q50"]])
-        for k in ("mean", "q50"):
-            fan[k] = fan[k] + d
-        for k in ("q025", "q10"):
-            fan[k] = np.minimum(fan[k], fan[k] + d)
-        for k in ("q90", "q975"):
-            fan[k] = np.maximum(fan[k], fan[k] + d)
+
+class _Link:
+    """The coordinates the laws are fitted in: the logit of the metric's position inside its
+    bounds when both are known (:mod:`.bounds`), else the metric itself; and the observation
+    noise in them (binomial with a known batch on [0, 1]; else profiled, its relative variance
+    ``1 / (p (1 - p))`` in the logit, as for a mean of binary rewards)."""
+
+    #: prior sd of the plateau and the modes' amplitudes in the logit (chosen on the tuning grid:
+    #: 2.5 and 4 tried)
+    LEVEL_SD = 4.0
+
+    def __init__(self, bounds: Bounds, values: np.ndarray, batch: int | None):
+        self.bounds = bounds
+        self.linked = bounds.two_sided
+        self.batch = batch if (batch and self.linked and bounds.low == 0.0 and bounds.high == 1.0) else None
+        self.point_var = self.rel_var = None
+        self.lattice = None
+        if not self.linked:
+            self.z = values
+            self.level_sd = None
+            return
+        self.edge = edge(bounds, values, batch)
+        self.lattice = self.batch or lattice(bounds, values)
+        self.z = bounds.to_link(values, self.edge)
+        self.level_sd = self.LEVEL_SD
+        p = self._smooth(bounds.position(values))
+        if self.batch:
+            self.point_var = 1.0 / (self.batch * p * (1.0 - p))
+        else:
+            rv = 1.0 / (p * (1.0 - p))
+            self.norm = float(np.median(rv))
+            self.rel_var = rv / self.norm
+
+    def _clip(self, p):
+        return np.clip(p, max(self.edge, 0.01), 1.0 - max(self.edge, 0.01))
+
+    def _smooth(self, p: np.ndarray) -> np.ndarray:
+        k = 5
+        pad = np.pad(p, (k // 2, k // 2), mode="edge")
+        return self._clip(np.median(np.lib.stride_tricks.sliding_window_view(pad, k), axis=1))
+
+    @property
+    def unlink(self):
+        return self.bounds.from_link if self.linked else None
+
+    def metric(self, z):
+        return self.bounds.from_link(z) if self.linked else np.asarray(z, dtype=float)
+
+    def _noise_sd(self, z: np.ndarray, obs_sd: np.ndarray) -> np.ndarray:
+        """Observation sd in the fitted coordinates at latent ``z`` (draws x columns)."""
+        if not self.linked:
+            return np.broadcast_to(obs_sd[:, None], z.shape)
+        if self.batch:
+            p = self._clip(self.bounds.position(self.metric(z)))
+            return np.sqrt(1.0 / (self.batch * p * (1.0 - p)))
+        p = self._clip(self.bounds.position(self.metric(z)))
+        return obs_sd[:, None] * np.sqrt(1.0 / (p * (1.0 - p)) / self.norm)
+
+    def logged(self, z: np.ndarray, obs_sd: np.ndarray, rng) -> np.ndarray:
+        """Draws of the logged value at latent ``z``: the metric plus observation noise (inside the
+        bounds: a binomial batch, or noise added in the logit)."""
+        if self.batch:
+            return rng.binomial(self.batch, self.metric(z)) / float(self.batch)
+        if self.linked and self.lattice:
+            # logged means of n binary rewards: binomial, plus what the profiled noise has beyond it
+            n = self.lattice
+            p = self._clip(self.bounds.position(self.metric(z)))
+            extra = np.maximum(obs_sd[:, None] ** 2 / self.norm - 1.0 / n, 0.0) / (p * (1.0 - p))
+            q = self.bounds.position(self.metric(z + np.sqrt(extra) * rng.standard_normal(z.shape)))
+            return self.bounds.low + (self.bounds.high - self.bounds.low) * rng.binomial(n, q) / float(n)
+        return self.metric(z + self._noise_sd(z, obs_sd) * rng.standard_normal(z.shape))
+
+    def window_mean(self, z: np.ndarray, obs_sd: np.ndarray, count: int, rng) -> np.ndarray:
+        """Draws of the mean logged value over ``count`` steps whose latent draws are ``z``."""
+        m = self.metric(z).mean(axis=1)
+        if not self.linked:
+            return m + obs_sd / math.sqrt(count) * rng.standard_normal(m.shape)
+        zm = self.bounds.to_link(m, 1e-12)
+        sd = self._noise_sd(zm[:, None], obs_sd)[:, 0] / math.sqrt(count)
+        return self.metric(zm + sd * rng.standard_normal(zm.shape))
 
 
 def _at_entry(step, draws: np.ndarray) -> dict:
@@ -392,18 +442,15 @@ def _at_entry(step, draws: np.ndarray) -> dict:
     }
 
 
-def _plateau(draws, now: np.ndarray, bounded: bool, rising: bool, fits) -> dict:
-    p = np.clip(draws.plateau, 0.0, 1.0) if bounded else draws.plateau
+def _plateau(p: np.ndarray, now: np.ndarray, rising: bool, upper_known: bool) -> dict:
+    """The plateau's median and 95% interval from its draws (on the metric); still rising: a
+    lower bound at least where the run already is, its upper end from the draws where the
+    metric is bounded or the draws hold the rise's end (``upper_known``), else null."""
     lo, mid, hi = (float(np.percentile(p, q)) for q in (2.5, 50.0, 97.5))
     if not rising:
         return {"value": mid, "ci95": [lo, hi], "kind": "estimate"}
-    # still rising: the plateau is at least where the run already is
-    floor = float(np.percentile(now, 50.0))
-    value = max(lo, floor)
-    # an upper end only where the data hold the rise's end and the draws reach above where the
-    # run already is (else "at least x and at most x" of a run still rising: no upper end known)
-    upper_known = _saturation_seen(draws, fits) and hi > value
-    return {"value": value, "ci95": [value, hi if upper_known else None], "kind": "lower_bound"}
+    value = max(lo, float(np.percentile(now, 50.0)))
+    return {"value": value, "ci95": [value, hi if upper_known and hi > value else None], "kind": "lower_bound"}
 
 
 def _saturation_seen(draws, fits) -> bool:
@@ -419,43 +466,47 @@ def _saturation_seen(draws, fits) -> bool:
     return held >= 0.5 * draws.law.size
 
 
-def _steps_to(times: np.ndarray, step0: float, open_ended: bool = False, last: float = math.inf) -> dict:
-    """The step reaching a share of the gain, with its 95% interval. ``open_ended`` (the rise's
-    end is not in the seen steps): the gain itself has no known upper end, so neither has the
-    step reaching a share of it; the value is a lower bound (the draws' 2.5% point) and the
-    interval's upper end is null, or null with a ``reason`` when that bound is not past the
-    ``last`` step seen (it would say nothing)."""
+def _steps_to(times: np.ndarray, step0: float) -> dict:
+    """The step reaching a share of the gain: the draws' median and 95% interval (an end the
+    draws put beyond 60 slowest timescales is null: not reached)."""
     ok = times[~np.isnan(times)]
     if ok.size < 0.5 * times.size:
         return {"value": None, "ci95": None, "kind": None}
     mid = float(np.percentile(ok, 50.0))
     lo, hi = float(np.percentile(ok, 2.5)), float(np.percentile(ok, 97.5))
     conv = lambda x: _step_out(step0 + x) if math.isfinite(x) else None
-    if open_ended:
-        low = conv(lo)
-        if low is None or step0 + lo <= last:
-            return {"value": None, "ci95": None, "kind": "unknown",
-                    "reason": "the rise's end is not in the seen steps (the gain has no known upper end)"}
-        return {"value": low, "ci95": [low, None], "kind": "lower_bound"}
     return {"value": conv(mid), "ci95": [conv(lo), conv(hi)], "kind": "estimate"}
 
 
-def _recommend(doc: dict, steps: np.ndarray, rising: bool, horizon_step) -> str | None:
+#: a remaining gain below this share of the metric's range (its bounds, else the range seen) is
+#: "no further gain"
+SMALL_GAIN = 0.02
+
+
+def _small_gain(bounds: Bounds, values: np.ndarray) -> float:
+    span = (bounds.high - bounds.low) if bounds.two_sided else float(np.ptp(values))
+    return SMALL_GAIN * max(span, 1e-12)
+
+
+def _recommend(doc: dict, steps: np.ndarray, horizon_step, small: float) -> str | None:
+    """From the remaining gain's 95% interval: "no further gain expected" (or "done") only when
+    its upper end is small; "keep going" when its lower end is above small; else "cannot tell yet"."""
     last = float(steps[-1])
-    s95 = doc["steps_to_95"]["value"]
-    gain = doc["remaining_gain"]["value"]
     if horizon_step is None:
-        if s95 is not None and s95 <= last and not rising:
-            return "done: the run is within 5% of its plateau gain"
         return None
-    g = f"{gain:.3g}" if gain is not None else "?"
+    h = _step_out(horizon_step)
     if float(horizon_step) <= last:
-        return f"done: the planned end (step {_step_out(horizon_step)}) is already reached"
-    if gain is not None and gain <= 0:  # settling (past an overshoot), saturated or drifting
-        return (f"no further gain expected: the reward is expected to change by {g} before step "
-                f"{_step_out(horizon_step)}")
-    if rising or s95 is None or s95 > float(horizon_step):
-        return f"keep going: {g} of reward still expected before step {_step_out(horizon_step)}"
-    if s95 <= last:
-        return f"done: within 5% of the plateau since about step {s95}; {g} more expected by step {_step_out(horizon_step)}"
-    return f"diminishing returns after step {s95}: {g} of reward still expected before step {_step_out(horizon_step)}"
+        return f"done: the planned end (step {h}) is already reached"
+    gain = doc["remaining_gain"]
+    if gain["value"] is None:
+        return None
+    lo, hi = gain["ci95"]
+    g = f"{gain['value']:.3g} [{lo:.3g}, {hi:.3g}]"
+    if hi <= small:
+        s95 = doc["steps_to_95"]
+        if s95.get("ci95") and s95["ci95"][1] is not None and s95["ci95"][1] <= last:
+            return f"done: within 5% of the plateau since about step {s95['value']}; at most {hi:.3g} more expected by step {h}"
+        return f"no further gain expected: the reward is expected to change by {g} before step {h}"
+    if lo > small:
+        return f"keep going: {g} of reward still expected before step {h}"
+    return f"cannot tell yet: the gain by step {h} lies in {g} (95%)"

@@ -52,6 +52,9 @@ class Series:
     dt: float  #: median logging interval
     level: float = 0.0  #: prior mean of the plateau: the mean of the last tenth of the points
     level_sd: float = 1.0  #: prior sd of the plateau and of each mode's amplitude (reward units)
+    #: relative observation variance per (binned) point when the noise is profiled (a link
+    #: stretches it near the bounds, :mod:`.bounds`); None: the same for every point
+    rel_var: np.ndarray | None = None
     #: arrays derived from the times alone (:func:`memo`), built once and reused by every
     #: evaluation of the likelihood; not copied by ``dataclasses.replace``
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -60,6 +63,8 @@ class Series:
         """Observation variance of each point: known, or in units of the profiled scale."""
         if self.point_var is not None:
             return self.point_var / self.count
+        if self.rel_var is not None:
+            return self.rel_var / self.count
         return 1.0 / self.count
 
 
@@ -125,13 +130,17 @@ def tri_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def reduce_series(t: np.ndarray, y: np.ndarray, point_var: np.ndarray | None = None, *,
-                  level_sd: float | None = None) -> Series:
+                  level_sd: float | None = None, rel_var: np.ndarray | None = None) -> Series:
     """Bin a long series to at most :data:`MAX_POINTS` points (the head stays as logged).
 
-    ``level_sd``: the prior sd of the levels (default twice the data's range)."""
+    ``level_sd``: the prior sd of the levels (default twice the data's range). ``rel_var``:
+    relative observation variance per point (profiled noise only)."""
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
     out = _reduce(t, y, point_var)
+    if rel_var is not None and point_var is None:
+        rv = np.asarray(rel_var, dtype=float)
+        out.rel_var = rv if t.size <= MAX_POINTS else bin_tail(t, [rv], RAW_HEAD, MAX_POINTS)[1][0]
     out.level = persistence(y)
     out.level_sd = float(level_sd) if level_sd else 2.0 * out.scale
     return out
@@ -229,7 +238,7 @@ class _Static:
 
 def _static(series: Series) -> _Static:
     """The series' :class:`_Static` (kept while its times, counts and variances are the same arrays)."""
-    return memo(series, "static", (series.t, series.count, series.point_var),
+    return memo(series, "static", (series.t, series.count, series.point_var, series.rel_var),
                 lambda: _Static(series.obs_var()))
 
 

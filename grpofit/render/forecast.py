@@ -74,6 +74,9 @@ def forecast_tables(doc: dict) -> list[Any]:
                 ("seen", f"steps {num(r['seen']['steps'][0])}..{num(r['seen']['steps'][1])} ({r['seen']['n_points']} points)")]
         h = r.get("horizon") or {}
         rows.append(("planned end", f"step {num(h.get('step'))} ({h.get('source')})" if h.get("step") is not None else "unknown"))
+        bd = r.get("bounds") or {}
+        if bd.get("low") is not None and bd.get("high") is not None:
+            rows.append(("bounds", f"[{num(bd['low'])}, {num(bd['high'])}] ({bd.get('source')})"))
         for a in r.get("at", []):
             if a.get("step") is None:
                 continue
@@ -128,6 +131,11 @@ def _summary_lines(doc: dict) -> list[str]:
     for frac, x in (s.get("by_fraction") or {}).items():
         lines.append(f"cut {frac}: coverage {num(x.get('coverage'))}, median error {num(x.get('median_error'))} "
                      f"(persistence {num(x.get('persistence_median_error'))}, exponential {num(x.get('exponential_median_error'))})")
+    stops = s.get("stop_recommendations")
+    if stops:
+        lines.append(f"'done' / 'no further gain expected' at {stops['calls']} cuts; wrong (the final level then rose by more "
+                     f"than 5% of the metric's range) at {stops['wrong']}"
+                     + (f" ({stops['wrong_rate']:.0%})" if stops.get("wrong_rate") is not None else ""))
     return lines
 
 

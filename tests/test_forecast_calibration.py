@@ -1,0 +1,54 @@
+"""Issue 33: the calibration harness (``python -m tests.forecast_calibration``) on a few runs, and
+the committed tables it writes (docs/forecast_calibration.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests import forecast_calibration as fc
+
+
+@pytest.fixture(scope="module")
+def rows():
+    items = fc.bandit_items(3, fc.TUNE_SEED) + fc.generated_items(1, fc.TUNE_SEED)[:2]
+    return [r for item in items for r in fc.forecast_rows(item, cuts=(0.1, 0.5))]
+
+
+def test_every_band_lies_inside_the_bounds_and_the_two_bands_differ(rows):
+    made = [r for r in rows if r.get("made")]
+    assert len(made) >= 15
+    for r in made:
+        lo80, hi80 = r["pi80"]
+        lo95, hi95 = r["pi95"]
+        assert r["bounds"]["low"] == 0.0 and r["bounds"]["high"] == 1.0
+        assert 0.0 <= lo95 <= lo80 <= r["mean"] <= hi80 <= hi95 <= 1.0
+    # pi80 and pi95 are different bands (the old forecast's were equal on 253 of 256 targets)
+    assert np.mean([r["pi95"][1] - r["pi95"][0] > r["pi80"][1] - r["pi80"][0] + 1e-9 for r in made]) > 0.9
+
+
+def test_table_counts_strata_and_miss_sides():
+    rows = [{"cut": 0.1, "target": "end", "moved": True, "made": True, "in80": False, "in95": False, "above": True,
+             "below": False, "distinct": True, "error": 0.2, "persistence_error": 0.4},
+            {"cut": 0.1, "target": "mid", "moved": False, "made": True, "in80": True, "in95": True, "above": False,
+             "below": False, "distinct": True, "error": 0.01, "persistence_error": 0.01},
+            {"cut": 0.1, "target": "recommendation", "stop_call": True, "wrong": False}]
+    text = "\n".join(fc.table(rows, "t"))
+    assert "| 10% | moved | 1 | 1 | 0% | 0% | 1/1 | 100% | 0.200 | 0.400 | 0.50 |" in text
+    assert "| 10% | settled | 1 | 1 | 100% | 100% | 0/0 |" in text
+    assert "printed 1 times; wrong (the run then rose by more than 0.05) 0 times" in text
+
+
+def test_tuning_and_evaluation_grids_differ():
+    tune, ev = fc.bandit_settings(5, fc.TUNE_SEED), fc.bandit_settings(5, fc.EVAL_SEED)
+    assert all(a != b for a, b in zip(tune, ev))
+    for kw in tune + ev:
+        assert 600 <= kw["steps"] <= 1500 and kw["group_size"] in (0, 2, 4, 8, 16)
+
+
+def test_committed_tables_name_their_data():
+    text = fc.DOC.read_text()
+    assert f"Evaluation seed {fc.EVAL_SEED}" in text and f"seed {fc.TUNE_SEED} only" in text
+    for cut in ("10%", "25%", "50%"):
+        assert f"| {cut} | moved |" in text and f"| {cut} | settled |" in text
+    assert "shared real logs with a trend" in text
