@@ -1,4 +1,4 @@
-"""Issue 33: the calibration harness (``python -m tests.forecast_calibration``) on a few runs, and
+"""The calibration harness (``python -m benchmarks.forecast_calibration``) on a few runs, and
 the committed tables it writes (docs/forecast_calibration.md)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests import forecast_calibration as fc
+from benchmarks import forecast_calibration as fc
 
 
 @pytest.fixture(scope="module")

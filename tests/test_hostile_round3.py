@@ -554,13 +554,11 @@ def test_watch_update_line_agrees_with_its_alert_on_a_glitched_collapse(tmp_path
     assert "dynamics=fail" in update
 
 
-@pytest.mark.xfail(reason="issue 38 class 7 (forecast intervals outside [0, 1]) is h-forecast's: bounded metrics",
-                   strict=False)
 def test_forecast_intervals_of_a_reward_in_0_1_stay_in_0_1(capsys, tmp_path):
     rng = np.random.default_rng(7)
     s = np.arange(300)
     y = (rng.random(300) < 0.9 * (1 - np.exp(-s / 60))).astype(float)  # 0/1 rewards
-    code, out, err = run_cli(capsys, "forecast", write_csv(tmp_path / "b.csv", s, y), "--horizon", "1e15",
+    code, out, err = run_cli(capsys, "forecast", write_csv(tmp_path / "b.csv", s, y), "--horizon", str(10**15),
                              "--format", "json")
     assert code == 0, err
     doc = json.dumps(json.loads(out)["runs"][0])

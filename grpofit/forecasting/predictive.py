@@ -38,7 +38,7 @@ N_LATENT = 15
 #: run's shape (a sigmoid rise, a second timescale), and a misspecified model's exact likelihood is
 #: overconfident about where a rise ends. The forecast uses it while the run still rises (the
 #: rise's end is what the data leave open; a settled run keeps the exact likelihood). Chosen on the
-#: tuning grid of tests/forecast_calibration.py (seed 101: 3, 5 and 10 tried), not on its
+#: tuning grid of benchmarks/forecast_calibration.py (seed 101: 3, 5 and 10 tried), not on its
 #: evaluation grid
 TEMPER = 5.0
 

@@ -1,6 +1,6 @@
 """Calibration of ``grpofit forecast`` per stratum and cut, on runs the forecast was not tuned on.
 
-``python -m tests.forecast_calibration [--quick] [--record] [--jobs N]`` forecasts:
+``python -m benchmarks.forecast_calibration [--quick] [--record] [--jobs N]`` forecasts:
 
 - **bandit**: ``grpofit simulate bandit`` runs over a seeded grid of settings (arms 4/8/16, learning
   rate 0.003-0.1 log-uniform, momentum 0/0.5/0.9, refresh interval 1/2/4, group size 0/2/4/8/16, KL
@@ -194,7 +194,7 @@ def main(argv=None) -> int:
     if "--n" in argv:
         nb, ng = int(argv[argv.index("--n") + 1]), max(1, int(argv[argv.index("--n") + 1]) // 10)
     lines = ["# Forecast calibration per stratum and cut", "",
-             "Written by `python -m tests.forecast_calibration --record` (see its docstring for the data and the",
+             "Written by `python -m benchmarks.forecast_calibration --record` (see its docstring for the data and the",
              f"strata). Evaluation seed {seed}; the forecast's choices were made on seed {TUNE_SEED} only.", ""]
     bandit = run_all(bandit_items(nb, seed), jobs)
     lines += table(bandit, f"`grpofit simulate bandit`, {nb} runs")
