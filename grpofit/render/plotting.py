@@ -412,7 +412,8 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
                        (reward_h - 0.45) / height])
     draw_fit(fit, ax, None, collapse_values=_after_collapse(fit), verdict=verdict, distinct=True)
     ax.set_xlabel(safe_label(step_label(run.step_column)), fontsize=8)
-    ax.set_title(safe_label(_clip("\n".join(lines))), fontsize=8, y=1.0, pad=4)  # y given: no search above the ticks
+    ax.set_title(safe_label(_clip("\n".join(lines))), fontsize=8, y=1.0, pad=4)
+    ax.locator_params(nbins=6)  # each tick label is text to lay out and draw  # y given: no search above the ticks
     axes = _grid(fig, head + reward_h, n, cols, row_h, height)
     series = [(a, p) for a, p in zip(axes, panels) if p[0] == "series"]
     draw_extra([a for a, p in zip(axes, panels) if p[0] != "series"], [p for p in panels if p[0] != "series"],
@@ -422,7 +423,7 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
     for i, a in enumerate(axes):  # the bottom panel of each column names the step
         for axis in ("x", "y"):  # fewer ticks to draw on a small panel (a log axis keeps its own)
             if (a.get_xscale() if axis == "x" else a.get_yscale()) == "linear":
-                a.locator_params(axis=axis, nbins=5)
+                a.locator_params(axis=axis, nbins=4)
         if i + cols >= n and not a.get_xlabel():
             a.set_xlabel(safe_label(step_label(run.step_column)), fontsize=7)
     return fig
