@@ -50,8 +50,9 @@ def _save(fig, path: Path, *, tight: bool = True) -> None:
 
     try:
         with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)
-            fig.savefig(tmp, dpi=110 if tight else DPI, bbox_inches="tight" if tight else None,
-                        format=path.suffix.lower().lstrip("."))
+            fmt = path.suffix.lower().lstrip(".")
+            fig.savefig(tmp, dpi=110 if tight else DPI, bbox_inches="tight" if tight else None, format=fmt,
+                        **({"pil_kwargs": {"compress_level": 1}} if fmt == "png" else {}))  # zlib's fastest: ~10% larger
     except UsageError as e:
         raise UsageError(f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable path") from None
     finally:
