@@ -177,7 +177,10 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdi
                           label=f"{name} residual")
     plateau = result.param("plateau")
     if plateau is not None and plateau.value is not None:
-        ax_data.axhline(plateau.value, color="tab:blue", lw=1, label=f"plateau p* ({result.preferred})")
+        moving = "still moving" in plateau_title(result, plateau.value)  # the title gives a bound instead
+        ax_data.axhline(plateau.value, color="tab:blue", lw=1,
+                        label=f"fitted p* {plateau.value:.3g} ({result.preferred}; the run is still moving)" if moving
+                        else f"plateau p* ({result.preferred})")
         if plateau.ci95:
             ax_data.axhspan(*plateau.ci95, color="tab:blue", alpha=0.12, label="p* 95% interval")
     collapse = result.collapse
@@ -449,8 +452,13 @@ def draw_series(ax, role: str, run: Any, diagnosis: Any, thresholds: Any, mode: 
     title = dict(DIAGNOSTIC_PANELS).get(role, role)
     fit = diagnosis.fit
     steps, values = run.series(column)
-    if role == "eval_reward":
-        ax.plot(*thin(fit.steps, fit.values), ".", ms=1.5, color="0.8", label=safe_label(f"train ({fit.metric})"))
+    if role == "eval_reward" and fit is not None:  # on its own axis: an eval in percent, a reward in [0, 2]
+        twin = ax.twinx()
+        twin.plot(*thin(fit.steps, fit.values), ".", color="0.75", ms=1.5)
+        twin.set_ylabel(safe_label(f"train {fit.metric}"), fontsize=7, color="0.5")
+        twin.tick_params(labelsize=6)
+        ax.set_zorder(twin.get_zorder() + 1)  # the eval drawn over the train points
+        ax.patch.set_visible(False)
     ax.plot(*thin(steps, values), ".-" if role == "eval_reward" else "-", lw=0.9, ms=3, color="tab:purple",
             label=safe_label(column))
     for level, label, colour, x0, x1 in _threshold_lines(role, steps, values, thresholds, fit):
