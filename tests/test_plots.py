@@ -74,7 +74,7 @@ def test_diagnosis_figure_titles_use_the_table_headers_and_thresholds_apply_wher
     # only the panels that carry a finding: the eval reward (train-eval fails), not the passing
     # zero-variance groups, entropy or gradient norm
     ylabels = [ax.get_ylabel() for ax in fig.axes[1:]]
-    assert ylabels == ["eval reward"]
+    assert ylabels == ["eval reward", "train train/reward"]  # the train reward on the panel's own second axis
     assert fig.axes[1].get_title(loc="left") == "eval reward (train_eval_decoupling): fail"
     steps, values = run.series(d.roles["zero_std_frac"])
     warn = next(t for t in _threshold_lines("zero_std_frac", steps, values, Thresholds()) if t[1] == "warn (late run)")
