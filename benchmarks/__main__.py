@@ -1334,6 +1334,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--json", type=Path, default=None, help="also write every figure as JSON")
     ap.add_argument("--record", action="store_true",
                     help="merge the figures into docs/benchmark.json and rewrite the README's table from it")
+    ap.add_argument("--peer-counts", default=None,
+                    help="runs of the peers section, e.g. 30,120 (default 120,480: on a loaded machine the "
+                         "bootstrap and lmfit peers take about 0.2 and 0.4 s of CPU per run)")
     ap.add_argument("--workdir", type=Path, default=None,
                     help="where inputs go (kept and reused; default a temp dir removed at the end)")
     args = ap.parse_args(argv)
@@ -1354,6 +1357,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = QUICK if args.quick else FULL
+    if args.peer_counts:
+        from dataclasses import replace
+
+        sizes = replace(sizes, peer_counts=tuple(int(x) for x in args.peer_counts.split(",")))
     rep = Report(machine=machine_info(),
                  config={"quick": args.quick, "repeats": args.repeats, "sections": args.only,
                          "sizes": asdict(sizes)})
