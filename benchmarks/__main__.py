@@ -450,13 +450,19 @@ def bench_startup(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     cpu = {k: median(v) for k, v in cpus.items()}
     rep.raw["startup"] = {"seconds": times, "cpu_seconds": cpus, "rss_mb": rss}
     sec = "2 start-up"
+    # on a machine loaded beyond its cores a process's wall time is mostly its wait for a core:
+    # the target is then judged on its CPU time (both are shown)
+    loaded = rep.machine["load_average_at_start"][0] > rep.machine["usable_cores"]
+    judged = cpu if loaded else med
+    how = " (judged on CPU: load above the cores)" if loaded else ""
     rep.add(sec, "grpofit --help", _s(med["help"]), f"CPU {_s(cpu['help'])}; bare python: {_s(med['python'])}",
-            "<= 0.3 s", _status(med["help"] <= 0.3))
+            "<= 0.3 s" + how, _status(judged["help"] <= 0.3))
     rep.add(sec, f"grpofit fit, one {sizes.one_steps}-step CSV (table)", _s(med["fit_one"]),
-            f"CPU {_s(cpu['fit_one'])}; peak RSS {median(rss['fit_one']):.0f} MB", "<= 1.0 s", _status(med["fit_one"] <= 1.0))
+            f"CPU {_s(cpu['fit_one'])}; peak RSS {median(rss['fit_one']):.0f} MB", "<= 1.0 s" + how,
+            _status(judged["fit_one"] <= 1.0))
     rep.add(sec, f"grpofit forecast, one {sizes.one_steps}-step CSV (table)", _s(med["forecast_one"]),
-            f"CPU {_s(cpu['forecast_one'])}; peak RSS {median(rss['forecast_one']):.0f} MB", "<= 1.0 s",
-            _status(med["forecast_one"] <= 1.0))
+            f"CPU {_s(cpu['forecast_one'])}; peak RSS {median(rss['forecast_one']):.0f} MB", "<= 1.0 s" + how,
+            _status(judged["forecast_one"] <= 1.0))
 
 
 # --------------------------------------------------------------------------- 3. sweep

@@ -55,16 +55,21 @@ def finding_panels(diagnosis: Any, run: Any) -> tuple[list[tuple], list[str]]:
     panels: list[tuple] = []
     unshown: list[str] = []
     drawn: set[str] = set()
+    roles = diagnosis.roles or {}
     for mode, v in diagnosis.diagnostics.items():
+        own = v.own_status or v.status
+        worse = {roles.get(r) for r in MODE_ROLES.get(mode, ()) if own == "fail"} - {None}
         for f in v.findings:
             if f.status not in FLAGGED:
                 continue
             if f.panel is None:
                 unshown.append(f"{f.rule} {f.status}")
                 continue
+            if f.status == "warn" and str(f.panel.label) in worse:  # the check's own fail on the same series is drawn
+                unshown.append(f"{f.rule} {f.status} (on the {f.panel.label} panel's series)")
+                continue
             panels.append(("rule", mode, f))
             drawn.add(str(f.panel.label))
-    roles = diagnosis.roles or {}
     evals = [e for e in getattr(diagnosis, "evals", []) if e["metric"] in run.metrics]
     for mode, v in diagnosis.diagnostics.items():
         own = v.own_status or v.status
