@@ -66,7 +66,7 @@ FULL = Sizes()
 QUICK = Sizes(fit_counts=(1, 4, 8), one_steps=1000, sweep_runs=8, sweep_steps=300, big_rows=5_000,
               growth_lengths=(100, 1_000, 10_000), growth_sweeps=(), reader_rows=(200, 2_000),
               watch_full=False, forecast_runs=8, forecast_files=2, fitcost_runs=6,
-              fitcost_counted=0, peer_counts=(2, 4))
+              fitcost_counted=0, peer_counts=(2, 4), plot_logs="sample_logs/wandb")
 
 
 @dataclass
