@@ -510,7 +510,7 @@ def bench_sweep(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     extra = "" if judged["jobs1"] == n and judged["same_verdicts"] else (
         f"; judged {judged['jobs1']}/{judged['jobs2']} of {n}, same verdicts: {judged['same_verdicts']}")
     rep.add(sec, f"{what}, --jobs 1: wall min / median", _stats(t1), f"CPU {_stats(c1)}; {n / m1:.1f} runs/s{extra}")
-    target = 15.0 * n / 1000  # 15 s for 1,000 runs on 2 cores (issue 35), scaled in --quick
+    target = 15.0 * n / 1000  # 15 s for 1,000 runs on 2 cores, scaled in --quick
     rep.add(sec, f"{what}, --jobs 2: wall min / median", _stats(t2), f"CPU {_stats(c2)}; {n / m2:.1f} runs/s",
             f"<= {target:.3g} s", _status(m2 <= target))
     grow = median(rss2) - median(rss_tenth)
@@ -1052,10 +1052,10 @@ def bench_peers(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     """``grpofit fit`` against the peers that give its answer, on the same held-out runs (the
     ``fit`` section's), paired and interleaved (the order rotates from repeat to repeat):
 
-    (a) the plain ``curve_fit`` script (:mod:`tests.benchmarks.baseline`: one law, no interval:
+    (a) the plain ``curve_fit`` script (:mod:`benchmarks.baseline`: one law, no interval:
         context only); (b) ``curve_fit`` of both laws with a residual bootstrap of 200 resamples;
     (c) ``lmfit`` of both laws with ``conf_interval`` (profile intervals); see
-    :mod:`tests.benchmarks.peers`. Per-run cost is the slope between the two counts (start-up
+    :mod:`benchmarks.peers`. Per-run cost is the slope between the two counts (start-up
     subtracted); each peer's 95% coverage of the true plateau and timescale is given beside it."""
     counts = tuple(sizes.peer_counts)
     files = data.heldout_fit_inputs(work / "heldout", max(counts), n_steps=sizes.fit_steps)
@@ -1247,7 +1247,9 @@ def readme_block(doc: dict) -> str:
         if sec is None:
             continue
         m, c = sec["machine"], sec["config"]
+        runs = (c.get("sizes") or {}).get("peer_counts") if name == "peers" else None
         lines.append(f"- `{name}`: {sec.get('date', '?')}; {machine_line(m)}; repeats {c['repeats']}"
+                     + (f"; runs {' and '.join(map(str, runs))}" if runs else "")
                      + (" (QUICK sizes)" if c.get("quick") else "") + ".")
     esc = lambda x: str(x).replace("|", "\\|")
     lines += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
@@ -1259,45 +1261,6 @@ def readme_block(doc: dict) -> str:
         ref = f" against {r['reference']}" if r["reference"] else ""
         lines.append(f"- {r['section']}, {r['measure']}: {r['result']}{ref} (target {r['target']})")
     lines += ["", README_END]
-    return "\n".join(lines) + "\n"
-
-
-PAGE = ROOT / "docs" / "performance.md"
-
-
-def performance_page(doc: dict) -> str:
-    """``docs/performance.md``, rendered from the recorded benchmark document alone (``--record``
-    writes it; ``python scripts/update_readme.py --check`` fails when it differs)."""
-    lines = ["# Performance", "",
-             "<!-- generated from docs/benchmark.json by `python -m tests.benchmarks --record` "
-             "(or `python scripts/update_readme.py`); do not edit by hand -->", "",
-             "Every figure below is a whole process (what a user waits for) or a paired ratio: two tools run on "
-             "the same inputs in turn, the order alternating from repeat to repeat, and the ratio taken pair by "
-             "pair, so a change of the machine's speed hits both alike. The machine's load average is given for "
-             "each section: these figures were taken on a 2-core machine shared with other work, where absolute "
-             "times are inflated and ratios are what to read.", "",
-             "## When and where each section ran", ""]
-    for name in SECTIONS:
-        sec = doc["sections"].get(name)
-        if sec is None:
-            continue
-        m, c = sec["machine"], sec["config"]
-        sizes = c.get("sizes") or {}
-        extra = ""
-        if name == "peers" and sizes.get("peer_counts"):
-            extra = f"; runs {' and '.join(str(n) for n in sizes['peer_counts'])}"
-        lines.append(f"- `{name}`: {sec.get('date', '?')}; {machine_line(m)}; repeats {c['repeats']}{extra}"
-                     + (" (QUICK sizes)" if c.get("quick") else "") + ".")
-    esc = lambda x: str(x).replace("|", "\\|")
-    lines += ["", "## Figures", "", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    lines += ["| " + " | ".join(esc(r[h.lower()]) for h in HEADERS) + " |" for r in doc["rows"]]
-    misses = [r for r in doc["rows"] if r["status"] == "MISS"]
-    lines += ["", "## Targets missed", ""]
-    lines += [f"- {r['section']}, {r['measure']}: {r['result']}" + (f" against {r['reference']}" if r["reference"] else "")
-              + f" (target {r['target']})" for r in misses] or ["Every target is met in the recorded run."]
-    lines += ["", "## What the sections measure", "", "See `tests/benchmarks/__init__.py` and each section's "
-              "docstring in `tests/benchmarks/__main__.py`; the peers of section 9 are "
-              "`tests/benchmarks/baseline.py` (a) and `tests/benchmarks/peers.py` (b, c)."]
     return "\n".join(lines) + "\n"
 
 
@@ -1323,8 +1286,6 @@ def record(rep: Report, record_path: Path = RECORD, readme: Path = README) -> No
     if start < 0 or end < start:
         raise SystemExit(f"{readme}: no benchmark table markers; add {README_START!r} ... {README_END!r}")
     readme.write_text(text[:start] + readme_block(doc) + text[end + len(README_END) + 1:])
-    if record_path == RECORD:  # the real record (not a test's): its page too
-        PAGE.write_text(performance_page(doc))
 
 
 #: the section names of the table (``"1 fit"``) back to the benchmark's own (``"fit"``); a

@@ -1,16 +1,16 @@
 """The peers that give grpofit's answer (both laws, a 95% interval on each parameter), as scripts a
-careful user would write. ``python tests/benchmarks/peers.py bootstrap|lmfit FILE ...`` prints one
+careful user would write. ``python benchmarks/peers.py bootstrap|lmfit FILE ...`` prints one
 JSON document ``{"fits": [{"file", "laws": {law: {"aic", "params": {name: [value, lo, hi]}}},
 "preferred"}]}``; the preferred law is the one with the lower AIC.
 
 - ``bootstrap``: ``scipy.optimize.curve_fit`` of each law from the plain script's start
-  (:mod:`tests.benchmarks.baseline`), then a residual bootstrap of :data:`RESAMPLES` resamples
+  (:mod:`benchmarks.baseline`), then a residual bootstrap of :data:`RESAMPLES` resamples
   (the fitted curve plus residuals drawn with replacement, refitted from the fit): percentile
   intervals.
 - ``lmfit``: ``lmfit.Model`` of each law from the same start, then ``lmfit.conf_interval``
   (profile-likelihood intervals, F-test at 95%) on every parameter.
 
-The laws are :func:`grpofit.models.exponential` and :func:`grpofit.models.oscillator` (the only
+The laws are :func:`grpofit.laws.models.exponential` and :func:`grpofit.laws.models.oscillator` (the only
 things imported from grpofit; they need numpy alone). Seeded: the same files give the same
 intervals.
 """
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baseline import read, start  # noqa: E402
 
-from grpofit.models import exponential, oscillator  # noqa: E402
+from grpofit.laws.models import exponential, oscillator  # noqa: E402
 
 RESAMPLES = 200
 LAWS = {"exponential": (exponential, ("plateau", "initial", "timescale")),

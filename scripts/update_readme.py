@@ -120,25 +120,6 @@ GENERATED = {
     "forecast-plateau": ("docs/forecast_generated.json", "benchmarks.forecast_measure:readme_plateau"),
     "formats": ("grpofit/readers/registry.py", "grpofit.readers.registry:documentation"),
 }
-#: generated pages: path -> (record file, "module:function" rendering the whole page from it)
-PAGES = {"docs/performance.md": ("docs/benchmark.json", "tests.benchmarks.__main__:performance_page")}
-
-
-def render_page(page: str, root: Path = ROOT) -> str:
-    """What the page ``page`` (``root``-relative) holds when rendered from its record now."""
-    record, where = PAGES[page]
-    module, func = where.split(":")
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    return getattr(importlib.import_module(module), func)(json.loads((root / record).read_text(encoding="utf-8")))
-
-
-def stale_pages(root: Path = ROOT) -> list[str]:
-    """The generated pages that differ from what their records render (or are missing)."""
-    return [page for page in PAGES if (root / PAGES[page][0]).exists()
-            and (not (root / page).exists() or (root / page).read_text(encoding="utf-8") != render_page(page, root))]
-
-
 GEN_BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) [^\n]*-->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
 
@@ -228,13 +209,7 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
             print(f"docs: the generated block {name!r} is not what {record} renders "
                   f"{now.strip() if now.startswith('(') else ''}: run python scripts/update_readme.py "
                   "(or the block's measuring script with --record)", file=sys.stderr)
-        pages = stale_pages(root)
-        for page in pages:
-            print(f"{page} is not what {PAGES[page][0]} renders: run python scripts/update_readme.py", file=sys.stderr)
-        return 1 if bad or gen or pages else 0
-    for page in PAGES:
-        if (root / PAGES[page][0]).exists():
-            (root / page).write_text(render_page(page, root), encoding="utf-8")
+        return 1 if bad or gen else 0
     figures()
     for page in pages:
         text = page.read_text(encoding="utf-8")

@@ -383,7 +383,7 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
 
             save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose.thresholds, entry=entry)
         if options.encode_json:
-            entry.text  # noqa: B018 - made here, spliced by grpofit.jsonout.dumps
+            entry.text  # noqa: B018 - made here, spliced by grpofit.core.jsonout.dumps
         out.results.append(compact_diagnosis(diagnosis) if options.compact else diagnosis)
     return out
 

@@ -87,7 +87,7 @@ def finding_panels(diagnosis: Any, run: Any) -> tuple[list[tuple], list[str]]:
             columns = columns[:1]
         if not columns:
             if not any(p[0] == "rule" and p[1] == mode for p in panels):
-                from grpofit.vocabulary import MODE_TITLES
+                from grpofit.core.vocabulary import MODE_TITLES
 
                 unshown.append(f"{MODE_TITLES.get(mode, mode)} {own} (no series to draw)")
             continue

@@ -146,13 +146,13 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdi
 
     steps, values = result.steps, result.values
     fitted_part = " (fitted part)" if result.collapse is not None else ""  # the rest is drawn apart
-    from grpofit.diagnostics.figures import thin
+    from grpofit.render.diagnosis_panels import thin
 
     ax_data.plot(*thin(steps, values, 4000), ".", ms=3, color="0.45", label=f"{result.metric}{fitted_part}")
     if collapse_values is not None:
         cs, cv = collapse_values
         ax_data.plot(*thin(cs, cv, 4000), ".", ms=3, color="0.75", label="after the collapse (not fitted)")
-    from grpofit.laws import MODELS
+    from grpofit.laws.registry import MODELS
 
     grid = np.linspace(steps[0], steps[-1], 400)
     curves = {name: np.asarray(model.predict(grid), float) for name, model in result.models.items() if model.ok}
@@ -386,13 +386,13 @@ def _grid(fig, top: float, n: int, cols: int, row_h: float, height: float):
 
 def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | None = None):
     """The reward with its fit and the collapse mark, then one panel per finding
-    (:func:`grpofit.diagnostics.figures.finding_panels`): a rule that warns or fails, a benchmark
+    (:func:`grpofit.render.diagnosis_panels.finding_panels`): a rule that warns or fails, a benchmark
     that decouples, a check's own series; a run with no finding gets the reward panel alone.
     About 1,100 pixels wide and at most about 1,000 high."""
     import math
 
-    from grpofit.diagnostics.figures import draw_extra, finding_panels
-    from grpofit.vocabulary import MODE_TITLES  # the table's column headers
+    from grpofit.render.diagnosis_panels import draw_extra, finding_panels
+    from grpofit.core.vocabulary import MODE_TITLES  # the table's column headers
 
     panels, unshown = finding_panels(diagnosis, run)
     if len(panels) > MAX_PANELS:
@@ -446,7 +446,7 @@ def draw_series(ax, role: str, run: Any, diagnosis: Any, thresholds: Any, mode: 
     mode and its status (the check flagged it)."""
     import numpy as np
 
-    from grpofit.diagnostics.figures import _COLOUR, thin
+    from grpofit.render.diagnosis_panels import _COLOUR, thin
 
     column = diagnosis.roles[role]
     title = dict(DIAGNOSTIC_PANELS).get(role, role)
