@@ -1174,7 +1174,7 @@ def bench_plots(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     rep.raw["plots"] = {"logs": str(logs), "walls": walls, "cpus": cpus, "paired_wall_ratios": ratios,
                         "paired_cpu_ratios": cpu_ratios, "figures": len(figures), "largest_px": largest}
     sec = "10 plots"
-    rep.add(sec, f"diagnose the shared real logs with --plot-dir / without (wall, paired)", f"{ratio:.2f}x",
+    rep.add(sec, f"diagnose {sizes.plot_logs} with --plot-dir / without (wall, paired)", f"{ratio:.2f}x",
             f"CPU {cpu_ratio:.2f}x; with {_stats(walls['plots'])}, without {_stats(walls['none'])}", "<= 2.0x",
             _status(ratio <= 2.0))
     rep.add(sec, "figures written; the largest (pixels)", f"{len(figures)}; {largest[0]} x {largest[1]}",
