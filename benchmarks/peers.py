@@ -26,9 +26,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baseline import read, start  # noqa: E402
+from baseline import read, start
 
-from grpofit.laws.models import exponential, oscillator  # noqa: E402
+from grpofit.laws.models import exponential, oscillator
 
 RESAMPLES = 200
 LAWS = {"exponential": (exponential, ("plateau", "initial", "timescale")),
@@ -92,7 +92,7 @@ def lmfit_law(law: str, t: np.ndarray, y: np.ndarray) -> dict | None:
                 lo, hi = levels[0], levels[-1]
             out[name][1:] = [float(lo) if lo is not None and np.isfinite(lo) else None,
                              float(hi) if hi is not None and np.isfinite(hi) else None]
-    except Exception:  # noqa: BLE001 - conf_interval gives up on an unidentified parameter
+    except Exception:
         pass
     return {"aic": float(result.aic), "params": out}
 

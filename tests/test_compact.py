@@ -6,9 +6,9 @@ SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
 
 
 def test_a_compact_diagnosis_keeps_the_entry_and_the_fit_parameters_but_not_the_series():
+    from grpofit.commands.pipeline import compact_diagnosis
     from grpofit.diagnostics import diagnose_run
     from grpofit.diagnostics.groupsize import group_size_by_experiment
-    from grpofit.commands.pipeline import compact_diagnosis
     from grpofit.readers import read_path
 
     runs = [r for p in sorted((SAMPLES / "group_sweep").iterdir()) if p.suffix == ".csv" for r in read_path(str(p))]

@@ -63,8 +63,8 @@ def test_the_users_backend_is_never_switched(tmp_path):
 
 def test_diagnosis_figure_titles_use_the_table_headers_and_thresholds_apply_where_read(tmp_path):
     from grpofit.diagnostics import Thresholds, diagnose_run
-    from grpofit.render.plotting import _threshold_lines, diagnosis_figure
     from grpofit.readers import read_path
+    from grpofit.render.plotting import _threshold_lines, diagnosis_figure
 
     run = read_path(str(SAMPLES / "wandb"))[0]
     d = diagnose_run(run)
@@ -83,9 +83,9 @@ def test_diagnosis_figure_titles_use_the_table_headers_and_thresholds_apply_wher
 
 def test_diagnosis_figure_fits_a_laptop_screen_and_draws_each_series_once():
     from grpofit.diagnostics import Thresholds, diagnose_run
+    from grpofit.readers import read_path
     from grpofit.render.diagnosis_panels import finding_panels
     from grpofit.render.plotting import diagnosis_figure
-    from grpofit.readers import read_path
 
     for path in ("collapse_run", "wandb", "healthy_slow_start.csv"):
         run = read_path(str(SAMPLES / path))[0]

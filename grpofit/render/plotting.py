@@ -391,8 +391,8 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
     About 1,100 pixels wide and at most about 1,000 high."""
     import math
 
-    from grpofit.render.diagnosis_panels import draw_extra, finding_panels
     from grpofit.core.vocabulary import MODE_TITLES  # the table's column headers
+    from grpofit.render.diagnosis_panels import draw_extra, finding_panels
 
     panels, unshown = finding_panels(diagnosis, run)
     if len(panels) > MAX_PANELS:
