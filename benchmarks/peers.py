@@ -85,15 +85,12 @@ def lmfit_law(law: str, t: np.ndarray, y: np.ndarray) -> dict | None:
     try:
         ci = lmfit.conf_interval(result, result, sigmas=[2], p_names=list(names))
         for name in names:
-            bounds = {round(p, 3): v for p, v in ci[name]}
-            lo, hi = bounds.get(0.954, bounds.get(0.955)), None
-            levels = [v for p, v in ci[name] if p > 0.9]
+            levels = [v for p, v in ci[name] if p > 0.9]  # [(0.954, lo), (0, best), (0.954, hi)]
             if len(levels) >= 2:
                 lo, hi = levels[0], levels[-1]
-            out[name][1:] = [float(lo) if lo is not None and np.isfinite(lo) else None,
-                             float(hi) if hi is not None and np.isfinite(hi) else None]
-    except Exception:
-        pass
+                out[name][1:] = [float(lo) if np.isfinite(lo) else None, float(hi) if np.isfinite(hi) else None]
+    except Exception as e:  # conf_interval gives up on an unidentified parameter: no interval then
+        return {"aic": float(result.aic), "params": out, "interval_error": type(e).__name__}
     return {"aic": float(result.aic), "params": out}
 
 
