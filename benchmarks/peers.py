@@ -8,7 +8,7 @@ JSON document ``{"fits": [{"file", "laws": {law: {"aic", "params": {name: [value
   (the fitted curve plus residuals drawn with replacement, refitted from the fit): percentile
   intervals.
 - ``lmfit``: ``lmfit.Model`` of each law from the same start, then ``lmfit.conf_interval``
-  (profile-likelihood intervals, F-test at 95%) on every parameter.
+  (profile-likelihood intervals at 2 sigma, i.e. 95.4%, a shade wider than 95%) on every parameter.
 
 The laws are :func:`grpofit.laws.models.exponential` and :func:`grpofit.laws.models.oscillator` (the only
 things imported from grpofit; they need numpy alone). Seeded: the same files give the same
