@@ -148,7 +148,7 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdi
     fitted_part = " (fitted part)" if result.collapse is not None else ""  # the rest is drawn apart
     from grpofit.render.diagnosis_panels import thin
 
-    ax_data.plot(*thin(steps, values, 4000), ".", ms=3, color="0.45", label=f"{result.metric}{fitted_part}")
+    ax_data.plot(*thin(steps, values, 4000), ".", ms=3, color="0.45", label=safe_label(f"{result.metric}{fitted_part}"))
     if collapse_values is not None:
         cs, cv = collapse_values
         ax_data.plot(*thin(cs, cv, 4000), ".", ms=3, color="0.75", label="after the collapse (not fitted)")
@@ -363,12 +363,6 @@ WIDTH = 11.0
 DPI = 100
 
 
-def _clip(text: str, n: int = 150) -> str:
-    """One title line of at most ``n`` characters (the middle of a long run name elided)."""
-    return "\n".join(line if len(line) <= n else line[: n // 2 - 1] + "…" + line[-(n // 2 - 1):]
-                     for line in text.split("\n"))
-
-
 def _grid(fig, top: float, n: int, cols: int, row_h: float, height: float):
     """``n`` axes in rows of ``cols`` below ``top`` inches from the figure's top, placed by hand
     (no layout engine: a layout pass measures every tick label of every panel again)."""
@@ -416,7 +410,7 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
                        (reward_h - 0.45) / height])
     draw_fit(fit, ax, None, collapse_values=_after_collapse(fit), verdict=verdict, distinct=True)
     ax.set_xlabel(safe_label(step_label(run.step_column)), fontsize=8)
-    ax.set_title(safe_label(_clip("\n".join(lines))), fontsize=8, y=1.0, pad=4)
+    ax.set_title(safe_label("\n".join(lines)), fontsize=8, y=1.0, pad=4)
     ax.locator_params(nbins=6)  # each tick label is text to lay out and draw  # y given: no search above the ticks
     axes = _grid(fig, head + reward_h, n, cols, row_h, height)
     series = [(a, p) for a, p in zip(axes, panels) if p[0] == "series"]
