@@ -179,7 +179,7 @@ def figures() -> None:
     for cmd in FIGURES:
         run(cmd)
     grpo = Path("/tmp/grpofit_readme_figs")
-    for fig in grpo.glob("*GRPO_online.png"):
+    for fig in grpo.glob("*GRPO_online*.png"):  # figure_name adds a hash to such names
         shutil.copy(fig, ROOT / "docs" / "diagnose_grpo_collapse.png")
 
 

@@ -63,18 +63,58 @@ def test_the_users_backend_is_never_switched(tmp_path):
 
 def test_diagnosis_figure_titles_use_the_table_headers_and_thresholds_apply_where_read(tmp_path):
     from grpofit.diagnostics import Thresholds, diagnose_run
-    from grpofit.render.plotting import diagnosis_figure
     from grpofit.readers import read_path
+    from grpofit.render.plotting import _threshold_lines, diagnosis_figure
 
     run = read_path(str(SAMPLES / "wandb"))[0]
     d = diagnose_run(run)
     fig = diagnosis_figure(d, run, Thresholds(), {"verdict": "warn"})
     title = fig.axes[0].get_title()
     assert "verdict warn" in title and "train-eval: fail" in title and "p* 0.902" in title
-    zero = next(ax for ax in fig.axes if ax.get_ylabel() == "zero-variance groups")
-    (warn,) = [c for c in zero.collections if c.get_label() == "warn (late run)"]
-    (segment,) = warn.get_segments()
-    assert segment[0][0] >= 290  # the late run (last quarter of 400 steps), not the whole run
+    # only the panels that carry a finding: the eval reward (train-eval fails), not the passing
+    # zero-variance groups, entropy or gradient norm
+    ylabels = [ax.get_ylabel() for ax in fig.axes[1:]]
+    assert ylabels == ["eval reward", "train train/reward"]  # the train reward on the panel's own second axis
+    assert fig.axes[1].get_title(loc="left") == "eval reward (train_eval_decoupling): fail"
+    steps, values = run.series(d.roles["zero_std_frac"])
+    warn = next(t for t in _threshold_lines("zero_std_frac", steps, values, Thresholds()) if t[1] == "warn (late run)")
+    assert warn[3] >= 290  # the late run (last quarter of 400 steps), not the whole run
+
+
+def test_diagnosis_figure_fits_a_laptop_screen_and_draws_each_series_once():
+    from grpofit.diagnostics import Thresholds, diagnose_run
+    from grpofit.readers import read_path
+    from grpofit.render.diagnosis_panels import finding_panels
+    from grpofit.render.plotting import diagnosis_figure
+
+    for path in ("collapse_run", "wandb", "healthy_slow_start.csv"):
+        run = read_path(str(SAMPLES / path))[0]
+        d = diagnose_run(run)
+        fig = diagnosis_figure(d, run, Thresholds())
+        w, h = fig.get_size_inches() * fig.dpi
+        assert w <= 1100 and h <= 1000, (path, w, h)
+        panels, _ = finding_panels(d, run)
+        assert all(p[0] != "rule" or p[2].status in ("warn", "fail") for p in panels)
+        drawn = [p[2].panel.label if p[0] == "rule" else d.roles[p[2]] if p[0] == "series" else p[1]["metric"]
+                 for p in panels]
+        assert len(drawn) == len(set(drawn)), (path, drawn)
+        labels = fig.axes[0].get_legend_handles_labels()[1]
+        assert sum("R²" in label for label in labels) >= 1
+
+
+def test_thin_keeps_spikes_and_order():
+    import numpy as np
+
+    from grpofit.render.diagnosis_panels import thin
+
+    x = np.arange(10_000.0)
+    y = np.sin(x / 300)
+    y[4321] = 50.0
+    y[777] = np.nan
+    tx, ty = thin(x, y, 1000)
+    assert tx.size <= 1100 and np.all(np.diff(tx) > 0)
+    assert 50.0 in ty and np.nanmin(ty) == np.nanmin(y)
+    assert thin(x[:50], y[:50], 1000)[0].size == 50
 
 
 def test_fit_panels_label_the_data_as_fitted_part_only_after_a_collapse():

@@ -205,7 +205,11 @@ def test_the_diagnosis_figure_gets_a_panel_per_rule_and_per_benchmark(tmp_path):
     fig = diagnosis_figure(d, run, Thresholds())
     titles = [ax.get_title(loc="left") for ax in fig.axes]
     assert "truncation (dynamical_instability): fail" in titles
-    assert any(t.startswith("eval other: gain") for t in titles)
+    # only the findings are drawn: a benchmark panel only when it warns, fails or decouples
+    flagged = [e for e in d.evals if e.get("status") in ("warn", "fail") or e.get("decouples")]
+    assert sum(t.startswith("eval ") for t in titles) == (len(flagged) if d.diagnostics["train_eval_decoupling"].own_status in ("warn", "fail") else 0)
+    passing = [f.rule for v in d.diagnostics.values() for f in v.findings if f.status == "pass"]
+    assert not any(t.startswith(f"{rule} (") for t in titles for rule in passing)
     path = save_diagnosis_figure(d, run, tmp_path, Thresholds())
     assert list(tmp_path.iterdir()) == [path] and path.stat().st_size > 10_000
 

@@ -329,6 +329,7 @@ class JudgeOptions:
     run_pattern: str | None = None  #: ``--run PATTERN``: judge only the runs it matches
     forecast: bool = False  #: also forecast each run (expected final reward, steps to 95%)
     horizon: float | None = None  #: planned last step for runs whose config names none
+    compact: bool = False  #: keep each diagnosis without its series once judged (:func:`compact_diagnosis`)
 
 
 def internal_error(what: str, exc: BaseException) -> str:
@@ -383,8 +384,28 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
             save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose.thresholds, entry=entry)
         if options.encode_json:
             entry.text  # noqa: B018 - made here, spliced by grpofit.core.jsonout.dumps
-        out.results.append(diagnosis)
+        out.results.append(compact_diagnosis(diagnosis) if options.compact else diagnosis)
     return out
+
+
+def compact_diagnosis(diagnosis: Any) -> Any:
+    """The judged diagnosis without the series it was judged on (the fit's points, the rules'
+    panels): what ``diagnose`` keeps per run once the entry is made and the figure drawn, so a
+    fleet's memory does not grow with every run's arrays. The entry (``summary()``, made here)
+    and the fit's parameters (the group-size analysis) stay."""
+    from dataclasses import replace
+
+    entry = diagnosis.summary()
+    fit = diagnosis.fit
+    if fit is not None:
+        ends = slice(0, fit.steps.size, max(1, fit.steps.size - 1))  # first and last point
+        fit = replace(fit, steps=fit.steps[ends].copy(), values=fit.values[ends].copy(), column_steps=None,
+                      column_values=None)
+    diagnostics = {m: replace(v, findings=[replace(f, panel=None) for f in v.findings])
+                   for m, v in diagnosis.diagnostics.items()}
+    light = replace(diagnosis, fit=fit, diagnostics=diagnostics)
+    light.__dict__["_summary"] = entry
+    return light
 
 
 def judge_items(
@@ -665,6 +686,7 @@ def diagnose_paths(
         run_pattern=run_pattern,
         forecast=forecast or horizon is not None,
         horizon=horizon,
+        compact=True,  # only the entries and the fits' parameters are used below
     )
     items, found = plan_work(paths, step=step)
     if not items and len(found.errors) == 1 and len(paths) == 1:

@@ -39,6 +39,7 @@ class Verdict:
     start_step: float | None = None  #: where the problem starts (warn/fail), when known
     details: dict[str, Detail] = field(default_factory=dict)  #: numbers behind the evidence
     findings: list[Finding] = field(default_factory=list)  #: the mode's rules
+    own_status: str | None = None  #: the check's own status before its rules were folded in (None: ``status``)
 
     def summary(self) -> dict:
         from grpofit.core.jsonout import jsonable

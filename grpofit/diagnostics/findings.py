@@ -83,7 +83,7 @@ def fold(base: Verdict, findings: list[Finding]) -> Verdict:
     else:
         parts, start = [base.evidence], base.start_step
     return replace(base, status=status, evidence="; ".join(p for p in parts if p), start_step=start,
-                   findings=list(base.findings) + list(findings))
+                   findings=list(base.findings) + list(findings), own_status=base.own_status or base.status)
 
 
 def sustained(steps: np.ndarray, mask: np.ndarray, min_points: int) -> tuple[float | None, int]:

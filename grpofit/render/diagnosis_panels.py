@@ -19,14 +19,100 @@ import numpy as np
 _COLOUR = {"pass": "tab:green", "warn": "tab:orange", "fail": "tab:red", "unknown": "0.4"}
 
 
+#: the series each mode's own check reads (its panel when the check itself, not a rule, flags the run)
+MODE_ROLES = {
+    "train_eval_decoupling": ("eval_reward",),
+    "advantage_degeneracy": ("zero_std_frac", "reward_std"),
+    "policy_concentration": ("entropy",),
+    "dynamical_instability": ("grad_norm", "is_ratio", "clip_ratio"),
+}
+
+#: modes whose check reads its first series that the run has (the others are fallbacks)
+FIRST_ONLY = ("advantage_degeneracy",)
+
+FLAGGED = ("warn", "fail")
+
+
 def extra_panels(diagnosis: Any, run: Any) -> list[tuple]:
-    """The panels the diagnostic rules add to a run's diagnosis figure: ``("rule", mode, finding)`` for every
-    finding with a panel, then ``("eval", entry)`` per benchmark when the run has two or more."""
+    """Every panel a run's figure could carry: ``("rule", mode, finding)`` for every finding with a
+    panel, then ``("eval", entry)`` per benchmark when the run has two or more."""
     items: list[tuple] = [("rule", mode, f) for mode, v in diagnosis.diagnostics.items() for f in v.findings if f.panel is not None]
     entries = [e for e in getattr(diagnosis, "evals", []) if e["metric"] in run.metrics]
     if len(entries) >= 2:
         items += [("eval", e) for e in entries]
     return items
+
+
+def finding_panels(diagnosis: Any, run: Any) -> tuple[list[tuple], list[str]]:
+    """The panels of a run's figure: only those that carry a finding, each series once.
+
+    Returns ``(panels, unshown)``. A panel is ``("rule", mode, finding)`` for a rule that warns or
+    fails (reported-only rules included: their title says so), ``("eval", entry)`` for a benchmark
+    that warns, fails or decouples (two or more eval series), and ``("series", mode, role)`` for a
+    mode whose own check (not one of its rules) warns or fails, drawn on the series that check
+    reads. A series already drawn by a rule's panel is not drawn again. ``unshown``: the flagged
+    rules and checks that have no series to draw (named in the figure's title instead)."""
+    panels: list[tuple] = []
+    unshown: list[str] = []
+    drawn: set[str] = set()
+    roles = diagnosis.roles or {}
+    for mode, v in diagnosis.diagnostics.items():
+        own = v.own_status or v.status
+        worse = {roles.get(r) for r in MODE_ROLES.get(mode, ()) if own == "fail"} - {None}
+        for f in v.findings:
+            if f.status not in FLAGGED:
+                continue
+            if f.panel is None:
+                unshown.append(f"{f.rule} {f.status}")
+                continue
+            if f.status == "warn" and str(f.panel.label) in worse:  # the check's own fail on the same series is drawn
+                unshown.append(f"{f.rule} {f.status} (on the {f.panel.label} panel's series)")
+                continue
+            panels.append(("rule", mode, f))
+            drawn.add(str(f.panel.label))
+    evals = [e for e in getattr(diagnosis, "evals", []) if e["metric"] in run.metrics]
+    for mode, v in diagnosis.diagnostics.items():
+        own = v.own_status or v.status
+        if own not in FLAGGED:
+            continue
+        if mode == "train_eval_decoupling" and len(evals) >= 2:
+            flagged = [e for e in evals if e.get("status") in FLAGGED or e.get("decouples")]
+            panels += [("eval", e) for e in flagged]
+            drawn.update(e["metric"] for e in flagged)
+            if flagged:
+                continue
+        columns = [(role, roles.get(role)) for role in MODE_ROLES.get(mode, ())]
+        columns = [(role, c) for role, c in columns if c and c in run.metrics and c not in drawn]
+        if mode in FIRST_ONLY:
+            columns = columns[:1]
+        if not columns:
+            if not any(p[0] == "rule" and p[1] == mode for p in panels):
+                from grpofit.core.vocabulary import MODE_TITLES
+
+                unshown.append(f"{MODE_TITLES.get(mode, mode)} {own} (no series to draw)")
+            continue
+        for role, column in columns:
+            panels.append(("series", mode, role))
+            drawn.add(column)
+    return panels, unshown
+
+
+def thin(x, y, limit: int = 1500):
+    """At most about ``limit`` points of a long series, for drawing only: each bucket of
+    consecutive points keeps its lowest and highest (a spike stays visible)."""
+    x, y = np.asarray(x), np.asarray(y, float)
+    n = y.size
+    if n <= limit or x.size != n:
+        return x, y
+    k = int(np.ceil(2 * n / limit))
+    m = n // k
+    head = y[: m * k].reshape(m, k)
+    lo = np.where(np.isnan(head), np.inf, head).argmin(axis=1)
+    hi = np.where(np.isnan(head), -np.inf, head).argmax(axis=1)
+    base = np.arange(m) * k
+    idx = np.sort(np.concatenate([base + lo, base + hi, np.arange(m * k, n)]))
+    idx = idx[np.concatenate([[True], np.diff(idx) > 0])]
+    return x[idx], y[idx]
 
 
 def draw_extra(axes, items: list[tuple], diagnosis: Any, run: Any) -> None:
@@ -44,7 +130,7 @@ def draw_rule(ax, mode: str, f: Any) -> None:
 
     p = f.panel
     scatter = p.title.startswith("entropy-reward law")
-    ax.plot(p.steps, p.values, "." if scatter else "-", ms=2, lw=0.9, color="tab:purple", label=safe_label(p.label))
+    ax.plot(*thin(p.steps, p.values), "." if scatter else "-", ms=2, lw=0.9, color="tab:purple", label=safe_label(p.label))
     for level, label, colour in p.lines:
         if level is not None and np.isfinite(level):
             ax.axhline(level, color=colour, ls="--", lw=0.9, label=safe_label(label))
@@ -54,7 +140,7 @@ def draw_rule(ax, mode: str, f: Any) -> None:
             ax.plot(xs, ys, "-", color="k", lw=1.0, label=safe_label(label))
         else:
             twin = ax.twinx()
-            twin.plot(xs, ys, "-", color="0.6", lw=0.8)
+            twin.plot(*thin(xs, ys), "-", color="0.6", lw=0.8)
             twin.set_ylabel(safe_label(label), fontsize=7, color="0.4")
             twin.tick_params(labelsize=6)
     if f.start_step is not None and not scatter:
@@ -63,7 +149,7 @@ def draw_rule(ax, mode: str, f: Any) -> None:
     if p.logy and np.all(values[np.isfinite(values)] > 0):
         ax.set_yscale("log")
     ax.set_title(safe_label(f"{f.rule} ({mode}): {f.status}" + ("" if f.gates else ", reported only")), fontsize=7,
-                 loc="left", color=_COLOUR.get(f.status, "k"))
+                 loc="left", color=_COLOUR.get(f.status, "k"), y=1.0, pad=3)
     ax.set_xlabel("entropy H" if scatter else "", fontsize=7)
     ax.set_ylabel(safe_label(p.title), fontsize=7)
     ax.tick_params(labelsize=6)
@@ -91,13 +177,13 @@ def draw_eval(ax, e: dict, diagnosis: Any, run: Any) -> None:
     fit = diagnosis.fit
     if fit is not None:
         twin = ax.twinx()
-        twin.plot(fit.steps, fit.values, "-", color="0.7", lw=0.7)
+        twin.plot(*thin(fit.steps, fit.values), "-", color="0.7", lw=0.7)
         twin.set_ylabel(safe_label(f"train {fit.metric}"), fontsize=7, color="0.5")
         twin.tick_params(labelsize=6)
     status = e.get("status", "unknown")
     title = f"eval {e['benchmark']}: gain {e['gain']:.3g}" if e.get("gain") is not None else f"eval {e['benchmark']}"
     title += f", {status}" + (" (decouples)" if e.get("decouples") else "")
-    ax.set_title(safe_label(title), fontsize=7, loc="left", color=_COLOUR.get(status, "k"))
+    ax.set_title(safe_label(title), fontsize=7, loc="left", color=_COLOUR.get(status, "k"), y=1.0, pad=3)
     ax.set_ylabel(safe_label(e["benchmark"]), fontsize=7)
     ax.tick_params(labelsize=6)
     ax.legend(fontsize=6, loc="lower right")

@@ -43,14 +43,16 @@ def check_suffix(path: Path, option: str | None = None) -> None:
         )
 
 
-def _save(fig, path: Path) -> None:
+def _save(fig, path: Path, *, tight: bool = True) -> None:
     path = Path(path)
     check_suffix(path)
     from grpofit.runtime.atomic import replacing
 
     try:
         with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)
-            fig.savefig(tmp, dpi=110, bbox_inches="tight", format=path.suffix.lower().lstrip("."))
+            fmt = path.suffix.lower().lstrip(".")
+            fig.savefig(tmp, dpi=110 if tight else DPI, bbox_inches="tight" if tight else None, format=fmt,
+                        **({"pil_kwargs": {"compress_level": 1}} if fmt == "png" else {}))  # zlib's fastest: ~10% larger
     except UsageError as e:
         raise UsageError(f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable path") from None
     finally:
@@ -134,32 +136,51 @@ def plateau_title(result: Any, value: float) -> str:
     return f"p* {value:.3g}" + (" (misses the late data)" if check["disagrees"] else "")
 
 
-def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdict: str | None = None) -> None:
+def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdict: str | None = None,
+             distinct: bool = False) -> None:
     """Data, every fitted law's curve and the plateau with its 95% interval; residuals below, with a
-    legend per model. The title carries the metric, p*, regime and (when given) the verdict."""
+    legend per model. The title carries the metric, p*, regime and (when given) the verdict.
+    ``distinct``: a law whose curve the preferred law's already draws (within 1% of the data's
+    range everywhere) is named in the preferred law's legend entry instead of drawn again."""
     import numpy as np
 
     steps, values = result.steps, result.values
     fitted_part = " (fitted part)" if result.collapse is not None else ""  # the rest is drawn apart
-    ax_data.plot(steps, values, ".", ms=3, color="0.45", label=safe_label(f"{result.metric}{fitted_part}"))
+    from grpofit.render.diagnosis_panels import thin
+
+    ax_data.plot(*thin(steps, values, 4000), ".", ms=3, color="0.45", label=safe_label(f"{result.metric}{fitted_part}"))
     if collapse_values is not None:
         cs, cv = collapse_values
-        ax_data.plot(cs, cv, ".", ms=3, color="0.75", label="after the collapse (not fitted)")
+        ax_data.plot(*thin(cs, cv, 4000), ".", ms=3, color="0.75", label="after the collapse (not fitted)")
     from grpofit.laws.registry import MODELS
 
     grid = np.linspace(steps[0], steps[-1], 400)
+    curves = {name: np.asarray(model.predict(grid), float) for name, model in result.models.items() if model.ok}
+    same: dict[str, list[str]] = {name: [] for name in curves}
+    if distinct and result.preferred in curves:
+        span = float(np.nanmax(values) - np.nanmin(values)) if np.size(values) else 0.0
+        for name in list(curves):
+            if name != result.preferred and np.nanmax(np.abs(curves[name] - curves[result.preferred])) <= 0.01 * span:
+                same[result.preferred].append(name)
+                del curves[name]
     for name, model in result.models.items():
-        if not model.ok:
+        if name not in curves:
             continue
         style = MODELS[name].style if name in MODELS else {}  # each law's line, from its registry row
         r2 = model.r2
-        ax_data.plot(grid, model.predict(grid), lw=1.8, label=f"{name} (R² {r2:.3f})" if r2 is not None else name, **style)
+        label = f"{name} (R² {r2:.3f})" if r2 is not None else name
+        if same[name]:
+            label += f"; {', '.join(same[name])}: the same curve"
+        ax_data.plot(grid, curves[name], lw=1.8, label=label, **style)
         if ax_resid is not None:
             ax_resid.plot(steps, values - model.predict(steps), ".", ms=2, color=style.get("color"), alpha=0.6,
                           label=f"{name} residual")
     plateau = result.param("plateau")
     if plateau is not None and plateau.value is not None:
-        ax_data.axhline(plateau.value, color="tab:blue", lw=1, label=f"plateau p* ({result.preferred})")
+        moving = "still moving" in plateau_title(result, plateau.value)  # the title gives a bound instead
+        ax_data.axhline(plateau.value, color="tab:blue", lw=1,
+                        label=f"fitted p* {plateau.value:.3g} ({result.preferred}; the run is still moving)" if moving
+                        else f"plateau p* ({result.preferred})")
         if plateau.ci95:
             ax_data.axhspan(*plateau.ci95, color="tab:blue", alpha=0.12, label="p* 95% interval")
     collapse = result.collapse
@@ -335,48 +356,117 @@ def _threshold_lines(role: str, steps, values, th, fit: Any = None) -> list[tupl
     return []
 
 
+#: figure panels beyond the reward's: at most this many (the rest are named in the title)
+MAX_PANELS = 9
+#: the figure's width in inches (at :data:`DPI`: 1,100 pixels, a laptop screen's width)
+WIDTH = 11.0
+DPI = 100
+
+
+def _grid(fig, top: float, n: int, cols: int, row_h: float, height: float):
+    """``n`` axes in rows of ``cols`` below ``top`` inches from the figure's top, placed by hand
+    (no layout engine: a layout pass measures every tick label of every panel again)."""
+    left, right, gap, title = 0.75, 0.55, 1.2, 0.32  # inches: tick labels, a twin axis' labels, titles
+    width = (WIDTH - left - right - gap * (cols - 1)) / cols
+    axes = []
+    for i in range(n):
+        r, c = divmod(i, cols)
+        x0 = left + c * (width + gap)
+        y1 = top + r * row_h + title
+        axes.append(fig.add_axes([x0 / WIDTH, 1 - (y1 + row_h - title - 0.38) / height,
+                                  width / WIDTH, (row_h - title - 0.38) / height]))
+    return axes
+
+
 def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | None = None):
-    """Reward with both fits and the collapse mark, then one panel per diagnostic metric."""
-    import numpy as np
+    """The reward with its fit and the collapse mark, then one panel per finding
+    (:func:`grpofit.render.diagnosis_panels.finding_panels`): a rule that warns or fails, a benchmark
+    that decouples, a check's own series; a run with no finding gets the reward panel alone.
+    About 1,100 pixels wide and at most about 1,000 high."""
+    import math
 
-    roles = diagnosis.roles or {}
-    panels = [(role, title, roles.get(role)) for role, title in DIAGNOSTIC_PANELS if roles.get(role)]
-    from grpofit.render.diagnosis_panels import draw_extra, extra_panels
+    from grpofit.core.vocabulary import MODE_TITLES  # the table's column headers
+    from grpofit.render.diagnosis_panels import draw_extra, finding_panels
 
-    extra = extra_panels(diagnosis, run)  # a panel per rule finding, per benchmark
-    fig = new_figure(figsize=(8, 3.2 + 2.0 * (1 + len(panels)) + 1.9 * len(extra)))
-    axes = fig.subplots(2 + len(panels) + len(extra), 1,
-                        gridspec_kw={"height_ratios": [3, 1] + [1.4] * (len(panels) + len(extra))})
-    for ax in axes[1 : 2 + len(panels)]:
-        ax.sharex(axes[0])
+    panels, unshown = finding_panels(diagnosis, run)
+    if len(panels) > MAX_PANELS:
+        unshown = [_panel_name(p) for p in panels[MAX_PANELS:]] + unshown
+        panels = panels[:MAX_PANELS]
+    n = len(panels)
+    cols = 1 if n == 1 else 2 if n <= 4 else 3
+    rows = math.ceil(n / cols)
     fit = diagnosis.fit
     verdict = (entry or {}).get("verdict") or diagnosis.verdict
-    draw_fit(fit, axes[0], axes[1], collapse_values=_after_collapse(fit), verdict=verdict)
-    axes[1].set_xlabel("")
-    from grpofit.core.vocabulary import MODE_TITLES  # the table's column headers
-
     statuses = ", ".join(f"{MODE_TITLES.get(m, m)}: {v.status}" for m, v in diagnosis.diagnostics.items())
-    axes[0].set_title(safe_label(fit_title(fit, verdict).replace(short_title(str(fit.run)), clip_lines(diagnosis.name)))
-                      + f"\n{statuses}", fontsize=8)
-    for ax, (role, title, column) in zip(axes[2:], panels):
-        steps, values = run.series(column)
-        if role == "eval_reward":
-            ax.plot(fit.steps, fit.values, ".", ms=1.5, color="0.8", label=safe_label(f"train ({fit.metric})"))
-        ax.plot(steps, values, ".-" if role == "eval_reward" else "-", lw=0.9, ms=3, color="tab:purple")
-        for level, label, colour, x0, x1 in _threshold_lines(role, steps, values, thresholds, fit):
-            ax.hlines(level, x0, x1, color=colour, ls="--", lw=0.9, label=label)
-        if role in ("grad_norm", "is_ratio") and np.nanmin(values) > 0:
-            ax.set_yscale("log")
-        if diagnosis.collapse is not None:
-            ax.axvline(diagnosis.collapse.step, color="k", ls=":", lw=1.0)
-        ax.set_ylabel(title, fontsize=8)
-        ax.set_title(safe_label(column), fontsize=7, loc="left")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=6, loc="best")
-    axes[1 + len(panels)].set_xlabel(safe_label(step_label(run.step_column)))
-    draw_extra(axes[2 + len(panels):], extra, diagnosis, run)
-    fig.tight_layout()
+    lines = short_title(diagnosis.name).split("\n") + [fit_title(fit, verdict).split("\n")[-1], statuses]
+    if unshown:
+        lines.append("not drawn: " + ", ".join(unshown))
+    elif not panels:
+        lines.append("no rule or check flags this run")
+    head, reward_h, row_h = 0.12 + 0.15 * len(lines), 3.0, 2.35  # inches
+    height = head + reward_h + rows * row_h + 0.1
+    fig = new_figure(figsize=(WIDTH, height), dpi=DPI)
+    ax = fig.add_axes([0.75 / WIDTH, 1 - (head + reward_h - 0.45) / height, (WIDTH - 1.3) / WIDTH,
+                       (reward_h - 0.45) / height])
+    draw_fit(fit, ax, None, collapse_values=_after_collapse(fit), verdict=verdict, distinct=True)
+    ax.set_xlabel(safe_label(step_label(run.step_column)), fontsize=8)
+    ax.set_title(safe_label("\n".join(lines)), fontsize=8, y=1.0, pad=4)
+    ax.locator_params(nbins=6)  # each tick label is text to lay out and draw  # y given: no search above the ticks
+    axes = _grid(fig, head + reward_h, n, cols, row_h, height)
+    series = [(a, p) for a, p in zip(axes, panels) if p[0] == "series"]
+    draw_extra([a for a, p in zip(axes, panels) if p[0] != "series"], [p for p in panels if p[0] != "series"],
+               diagnosis, run)
+    for a, (_, mode, role) in series:
+        draw_series(a, role, run, diagnosis, thresholds, mode)
+    for i, a in enumerate(axes):  # the bottom panel of each column names the step
+        for axis in ("x", "y"):  # fewer ticks to draw on a small panel (a log axis keeps its own)
+            if (a.get_xscale() if axis == "x" else a.get_yscale()) == "linear":
+                a.locator_params(axis=axis, nbins=4)
+        if i + cols >= n and not a.get_xlabel():
+            a.set_xlabel(safe_label(step_label(run.step_column)), fontsize=7)
     return fig
+
+
+def _panel_name(panel: tuple) -> str:
+    if panel[0] == "rule":
+        return f"{panel[2].rule} {panel[2].status}"
+    if panel[0] == "eval":
+        return f"eval {panel[1]['benchmark']}"
+    return f"{panel[1]} {panel[2]}"
+
+
+def draw_series(ax, role: str, run: Any, diagnosis: Any, thresholds: Any, mode: str) -> None:
+    """A check's own series with its thresholds where the check reads them; the title names the
+    mode and its status (the check flagged it)."""
+    import numpy as np
+
+    from grpofit.render.diagnosis_panels import _COLOUR, thin
+
+    column = diagnosis.roles[role]
+    title = dict(DIAGNOSTIC_PANELS).get(role, role)
+    fit = diagnosis.fit
+    steps, values = run.series(column)
+    if role == "eval_reward" and fit is not None:  # on its own axis: an eval in percent, a reward in [0, 2]
+        twin = ax.twinx()
+        twin.plot(*thin(fit.steps, fit.values), ".", color="0.75", ms=1.5)
+        twin.set_ylabel(safe_label(f"train {fit.metric}"), fontsize=7, color="0.5")
+        twin.tick_params(labelsize=6)
+        ax.set_zorder(twin.get_zorder() + 1)  # the eval drawn over the train points
+        ax.patch.set_visible(False)
+    ax.plot(*thin(steps, values), ".-" if role == "eval_reward" else "-", lw=0.9, ms=3, color="tab:purple",
+            label=safe_label(column))
+    for level, label, colour, x0, x1 in _threshold_lines(role, steps, values, thresholds, fit):
+        ax.hlines(level, x0, x1, color=colour, ls="--", lw=0.9, label=label)
+    if role in ("grad_norm", "is_ratio") and np.nanmin(values) > 0:
+        ax.set_yscale("log")
+    if diagnosis.collapse is not None:
+        ax.axvline(diagnosis.collapse.step, color="k", ls=":", lw=1.0)
+    status = diagnosis.diagnostics[mode].own_status or diagnosis.diagnostics[mode].status
+    ax.set_title(safe_label(f"{title} ({mode}): {status}"), fontsize=7, loc="left", color=_COLOUR.get(status, "k"),
+                 y=1.0, pad=3)
+    ax.set_ylabel(title, fontsize=7)
+    ax.tick_params(labelsize=6)
+    ax.legend(fontsize=6, loc="best")
 
 
 def figure_name(run_name: str, suffix: str = ".png") -> str:
@@ -399,5 +489,5 @@ def save_diagnosis_figure(diagnosis: Any, run: Any, plot_dir: Path, thresholds: 
     """Write one judged run's figure into ``plot_dir`` (created); returns its path. ``entry``: the
     run's gated JSON entry (its verdict goes into the title)."""
     path = Path(plot_dir) / figure_name(diagnosis.name, suffix)
-    _save(diagnosis_figure(diagnosis, run, thresholds, entry), path)
+    _save(diagnosis_figure(diagnosis, run, thresholds, entry), path, tight=False)  # placed by hand
     return path
