@@ -19,16 +19,15 @@ from grpofit.readers import tensorboard as tb
 from grpofit.readers import wandb_binary as wb
 from grpofit.core.runs import make_run
 from grpofit.testing import writers
+from tests.reallogs import REAL_LOGS, real_log
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 REAL_7B = REAL / "verl_grpo_qwen2_7b_fsdp_base.tfevents"
 REAL_3B = REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents"
 
 
 def _real(path: Path) -> str:
-    if not path.is_file():
-        pytest.skip(f"real log {path.name} not available")
-    return str(path)
+    return str(real_log(path.name))
 
 
 # --- protobuf ------------------------------------------------------------------------------

@@ -13,10 +13,11 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from tests.conftest import run_cli
+from tests.reallogs import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
-REAL = ROOT.parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 
 
 def write_csv(path: Path, rows: list[tuple]) -> Path:
@@ -264,7 +265,6 @@ def test_diagnose_one_unreadable_run_does_not_hide_the_others(capsys, tmp_path, 
     assert "broken.jsonl" in err
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_logs not present")
 def test_diagnose_joins_panel_exports_by_run_name_and_finds_the_collapse(capsys):
     code, doc, _ = _diagnose_json(
         capsys,

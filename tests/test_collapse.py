@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from grpofit.fitting.collapse import default_window, find_collapse, find_rise, noise_sd, rolling_median
+from tests.reallogs import REAL_LOGS, real_log
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 WANDB = "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_"
 
 
@@ -25,9 +26,7 @@ def rise_plateau(n: int, T: float, p0: float = 0.2, p1: float = 0.7) -> np.ndarr
 
 def wandb_series(kind: str, run: str, key: str):
     pd = pytest.importorskip("pandas")
-    path = REAL / f"{WANDB}{kind}.csv"
-    if not path.exists():
-        pytest.skip(f"{path} absent")
+    path = real_log(f"{WANDB}{kind}.csv")
     df = pd.read_csv(path)
     col = f"[paper]{run}_online - {key}"
     s = df[["train/global_step", col]].dropna()

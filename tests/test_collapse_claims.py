@@ -17,9 +17,10 @@ from grpofit.fitting.analysis import fit_run
 from grpofit.fitting.collapse import early_baseline, find_collapse, find_rise
 from grpofit.diagnostics import diagnose_run
 from grpofit.core.runs import make_run
+from tests.reallogs import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 sys.path.insert(0, str(ROOT / "scripts"))
 
 
@@ -89,8 +90,6 @@ def test_real_collapses_are_kept(name, onset):
     from grpofit.readers import read_path
 
     path = REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
-    if not path.exists():
-        pytest.skip("shared real logs not available")
     run = next(r for r in read_path(str(path)) if r.name.endswith(f"{name}_online"))
     c = fit_run(run).collapse
     assert c is not None and abs(c.step - onset) <= 15

@@ -13,9 +13,10 @@ from tests.conftest import run_cli
 
 from grpofit.dynamics import simulation as sim
 from grpofit.commands.compare import Interval, compare_quantity, published
+from tests.reallogs import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 sys.path.insert(0, str(ROOT / "scripts"))
 QUANTITIES = {"plateau", "timescale", "inertia", "damping_ratio"}
 
@@ -86,8 +87,6 @@ def test_bad_input_is_one_line_and_exit_2(capsys, pair, tmp_path):
 
 def test_file_run_selects_one_run(capsys):
     path = REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
-    if not path.exists():
-        pytest.skip("shared real logs not available")
     code, out, err = run_cli(capsys, "compare", f"{path}::[paper]GRPO_online", f"{path}::[paper]GEPO_online",
                              "--format", "json")
     assert code == 0, err
@@ -99,8 +98,6 @@ def test_file_run_selects_one_run(capsys):
 def test_verl_on_policy_pair_is_honest(capsys):
     a = REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents"
     b = REAL / "verl_grpo_qwen2_7b_fsdp_base.tfevents"
-    if not (a.exists() and b.exists()):
-        pytest.skip("shared real logs not available")
     code, out, _ = run_cli(capsys, "compare", a, b, "--format", "json")
     doc = json.loads(out)
     d = doc["differences"]

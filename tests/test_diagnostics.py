@@ -12,8 +12,9 @@ from grpofit.diagnostics import MODES, Thresholds, Verdict, diagnose_run, gate, 
 from grpofit.core.errors import MetricNotFound, UsageError
 from grpofit.testing.planted import make_planted_run, planted_run
 from grpofit.core.runs import make_run
+from tests.reallogs import REAL_LOGS, real_log
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 WANDB = "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_"
 
 
@@ -159,13 +160,9 @@ def test_gate():
 
 
 def _read(path: Path) -> list:
-    if not path.exists():
-        pytest.skip(f"{path} absent")
-    try:
-        from grpofit.readers import read_path
-    except ImportError:
-        pytest.skip("grpofit.readers not available")
-    return read_path(str(path))
+    from grpofit.readers import read_path
+
+    return read_path(str(real_log(path.name)))
 
 
 def _join(a, b, name: str):

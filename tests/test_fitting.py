@@ -20,8 +20,8 @@ from grpofit.fitting import (
 from grpofit.laws.models import oscillator
 from grpofit.testing.synthetic import make_run_table, recovery_set
 from benchmarks.recovery import run_recovery
+from tests.reallogs import real_log
 
-REAL_LOGS = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
 
 
 def _json(result: FitResult) -> dict:
@@ -225,9 +225,7 @@ def test_deterministic():
 
 
 def test_real_log_slow_start():
-    path = REAL_LOGS / "verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv"
-    if not path.exists():
-        pytest.skip("real logs not available")
+    path = real_log("verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv")
     pd = pytest.importorskip("pandas")
     df = pd.read_csv(path)
     s = df[["step", "critic/rewards/mean"]].dropna()
@@ -293,9 +291,7 @@ def test_clear_rise_has_signal():
 
 
 def test_real_log_unobserved_turn_over_is_indeterminate():
-    path = REAL_LOGS / "verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv"
-    if not path.exists():
-        pytest.skip("real logs not available")
+    path = real_log("verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv")
     pd = pytest.importorskip("pandas")
     s = pd.read_csv(path)[["step", "critic/rewards/mean"]].dropna()
     y = s["critic/rewards/mean"].to_numpy()
@@ -641,9 +637,7 @@ def test_bounded_fallback_reaches_lmfit_optimum_without_lmfit(name, monkeypatch)
     import sys
 
     pytest.importorskip("lmfit")
-    path = REAL_LOGS / name
-    if not path.exists():
-        pytest.skip("../shared/real_logs not present")
+    path = real_log(name)
     import grpofit.fitting.solve as solve_mod
     from grpofit.fitting.analysis import fit_run
     from grpofit.readers import read_path

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_cli
+from tests.reallogs import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 
 CONTRACT_KEYS = {"run", "metric", "seen", "horizon", "at", "plateau", "steps_to_90", "steps_to_95",
                  "remaining_gain", "recommendation", "note"}
@@ -221,8 +222,6 @@ def test_recommendation_never_keeps_going_for_a_loss():
     assert _recommend(doc, np.arange(1.0, 301.0), rising=False, horizon_step=1000).startswith("keep going")
 
 
-@pytest.mark.skipif(not (REAL / "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv").exists(),
-                    reason="the shared real logs are not beside the project")
 def test_real_run_in_its_dip_is_not_forecast(capsys):
     """The real dip-and-recover run (reward 1.35 -> 0.1 -> 1.0) cut at step 250, in its dip:
     refused with the reason, exit 0, no recommendation."""
@@ -322,7 +321,6 @@ def test_backtest_bad_cuts(rising_csv, capsys):
     assert code == 2 and "--cuts" in err and out == ""
 
 
-@pytest.mark.skipif(not (REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents").exists(), reason="shared real logs absent")
 def test_real_run_still_rising_is_not_a_tight_plateau(capsys):
     """the 3B verl run is still climbing at steps 80-105 (0.956)."""
     code, out, _ = run_cli(capsys, "forecast", REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents", "--until", "53",

@@ -1,5 +1,5 @@
 """Readers: every container and quirk of shared/docs/formats.md, bad input, round trips, the
-real third-party logs (skipped when ../shared/real_logs is absent)."""
+real third-party logs (tests/data/real_logs)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from grpofit.core.errors import MetricNotFound, ReadError, UnknownFormat
 from grpofit.readers import inspect_run, read_bytes, read_path, require_column, sniff
 from grpofit.readers.config import detect_group_size, flatten, hyperparameters
 from grpofit.testing import writers
+from tests.reallogs import real_log
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
 
 
 def one(path, **kw):
@@ -656,10 +656,7 @@ def test_round_trip_property():
 
 
 def _real(name):
-    p = REAL / name
-    if not p.exists():
-        pytest.skip(f"real log {name} not available")
-    return p
+    return real_log(name)
 
 
 def test_real_wandb_train_reward_export():

@@ -1,4 +1,4 @@
-"""The diagnostic rules on real third-party runs (../shared/real_logs): healthy runs do not fail,
+"""The diagnostic rules on real third-party runs (tests/data/real_logs): healthy runs do not fail,
 failed runs fail for the right reason at a plausible step."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from tests.reallogs import REAL_LOGS
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_logs not present")
+REAL = REAL_LOGS
+pytestmark = pytest.mark.real_logs
 
 
 @lru_cache(maxsize=None)
@@ -25,6 +26,7 @@ def rule(run: dict, mode: str, name: str) -> dict:
 
 
 VERL = ("verl_grpo_qwen2_7b_fsdp_base.tfevents", "verl_grpo_qwen25_3b_fsdp_base.tfevents",
+        "verl_grpo_qwen2_7b_fsdp_offpolicy.tfevents", "verl_grpo_qwen25_3b_fsdp_offpolicy.tfevents",
         "verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents", "verl_grpo_gsm8k_qwen3-30b-a3b_torchtitan_filelogger.jsonl")
 
 

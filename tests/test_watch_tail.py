@@ -16,8 +16,9 @@ from grpofit.testing import writers
 from grpofit.watch.follow import Follower
 from grpofit.watch.tail import TextTail, open_tail
 from tests.test_live_logs import csv_rows, jsonl_rows, reward, wandb_bytes
+from tests.reallogs import REAL_LOGS
 
-REAL = "../shared/real_logs"
+REAL = str(REAL_LOGS)
 
 
 def same_run(a, b) -> bool:

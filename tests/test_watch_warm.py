@@ -12,6 +12,7 @@ from grpofit.commands.forecast import ForecastOptions, forecast_run
 from grpofit.testing.planted import planted_run
 from grpofit.watch.monitor import Monitor
 from grpofit.watch.replay import prefix
+from tests.reallogs import real_log
 
 
 @pytest.fixture(scope="module")
@@ -151,9 +152,7 @@ def test_warm_curve_fit_reaches_the_cold_optimum_with_fewer_evaluations(source, 
     if source == "planted collapse":
         full = planted_run("dynamical_instability", seed=0, n_steps=300, kind="collapse")
     else:
-        path = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs" / source
-        if not path.exists():
-            pytest.skip("shared/real_logs not present")
+        path = real_log(source)
         key = dict(REAL_RUNS)[source]
         full = next(r for r in read_path(str(path)) if key is None or key in r.name)
     calls = _counting_solver(monkeypatch)
