@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.forecast_measure [--quick]`` prints four blocks:
 
-1. **Real runs** (``../shared/real_logs``) that have a trend (grpofit's signal test on the whole
+1. **Real runs** (``tests/data/real_logs``) that have a trend (grpofit's signal test on the whole
    run detects a rise, and no collapse), cut at 25% and 50% of their steps: 95% interval
    coverage of the final level (mean reward over the last 10% of steps), median and worst error,
    against persistence (mean of the last tenth seen) and a plain single exponential.
@@ -42,8 +42,10 @@ if __name__ == "__main__":  # writing a record: the reference numerics (grpofit/
 
 import numpy as np  # noqa: E402
 
+from tests.reallogs import REAL_LOGS  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 TABLE = ROOT / "docs" / "forecast_real_runs.md"
 CUTS = (0.25, 0.5)
 FINAL = 0.1
