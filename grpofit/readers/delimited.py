@@ -46,7 +46,7 @@ def _read_settled(src: Source, fmt: str, delim: str, step: str | None) -> list[R
         quick = _read_small(src, delim)
         if quick is not None:
             _, table, warnings, dropped = quick
-            return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"dropped_columns": dropped})]
+            return _runs(src, fmt, table, step, warnings, {"dropped_columns": dropped})
     if fmt == "wandb-export" and src.size() <= SMALL_FILE:  # a panel export is small: no pandas
         quick = _read_small(src, delim)
         if quick is not None:
@@ -63,7 +63,18 @@ def _read_settled(src: Source, fmt: str, delim: str, step: str | None) -> list[R
     if fmt in ("csv-long", "wandb-export"):
         return [_long(src, df, step)] if fmt == "csv-long" else _wandb_export(src, df, step)
     table, warnings, dropped = numeric_table(df)
-    return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"dropped_columns": dropped})]
+    return _runs(src, fmt, table, step, warnings, {"dropped_columns": dropped})
+
+
+def _runs(src: Source, fmt: str, table: dict, step: str | None, warnings: list[str], stats: dict) -> list[Run]:
+    """The runs of a wide table: one, or one per run appended after another (the step falls
+    back to its start: :mod:`grpofit.readers.appended`), the file's warnings with the first."""
+    from grpofit.readers.appended import split_runs
+
+    parts, split_warnings = split_runs(dict(table), step) if not src.piece else ([(None, table)], [])
+    return [build_run(src, fmt, part, step=step, warnings=warnings + split_warnings if i == 0 else [], stats=stats,
+                      name=None if suffix is None else f"{src.name}::{suffix}")
+            for i, (suffix, part) in enumerate(parts)]
 
 
 #: files up to this size may take the pandas-free path
@@ -321,7 +332,7 @@ def _settled(src: Source, delim: str) -> tuple[Source, list[str]]:
     if note:
         notes.append(note)
     if data is not src.data:
-        src = Source(src.name, src.path, data)
+        src = Source(src.name, src.path, data, piece=src.piece)
     return src, notes
 
 
