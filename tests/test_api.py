@@ -23,6 +23,7 @@ def cli_json(capsys, *args) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.subprocess
 def test_import_is_lazy_and_instant():
     code = "import sys, grpofit; print(sorted(m for m in ('numpy', 'pandas', 'scipy', 'lmfit') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -91,6 +91,7 @@ KILLER_BACKTEST = (
 )
 
 
+@pytest.mark.subprocess
 def test_a_dead_backtest_worker_rebuilds_the_pool(tmp_path):
     runs = tmp_path / "runs"
     for i in range(16):

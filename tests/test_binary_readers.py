@@ -316,6 +316,7 @@ def test_tfevents_arbitrary_bytes_only_raise_read_error(tmp_path):
         assert "step" in table and all(len(v) == len(table["step"]) for v in table.values())
 
 
+@pytest.mark.real_logs
 def test_real_verl_7b_tfevents():
     path = _real(REAL_7B)
     assert not os.path.basename(path).startswith("events.out.tfevents")
@@ -335,6 +336,7 @@ def test_real_verl_7b_tfevents():
     assert len(val_steps) == 22 and val_steps[0] == 0 and val_steps[-1] == 105
 
 
+@pytest.mark.real_logs
 def test_real_verl_3b_tfevents():
     path = _real(REAL_3B)
     table, warnings = tb.read_tfevents(path)
@@ -345,6 +347,7 @@ def test_real_verl_3b_tfevents():
     assert finite[0] == pytest.approx(0.565, abs=1e-3) and finite[-1] == pytest.approx(0.965, abs=1e-3)
 
 
+@pytest.mark.real_logs
 def test_real_tfevents_in_a_log_dir_sniffed_by_content(tmp_path):
     (tmp_path / "train").mkdir()
     (tmp_path / "train" / "q7b_base.bin").symlink_to(_real(REAL_7B))  # found by content
@@ -354,6 +357,7 @@ def test_real_tfevents_in_a_log_dir_sniffed_by_content(tmp_path):
     assert warnings == [] and "critic/score/mean" in table and len(table["step"]) == 106
 
 
+@pytest.mark.real_logs
 def test_real_tfevents_torn_copy(tmp_path):
     data = Path(_real(REAL_7B)).read_bytes()
     table, warnings = tb.parse_tfevents(data[: len(data) // 2 + 3], "half")

@@ -39,6 +39,7 @@ def healthy_csv(tmp_path):
     return path
 
 
+@pytest.mark.subprocess
 def test_help_and_version_do_not_import_heavy_modules():
     code = (
         "import sys\n"
@@ -56,6 +57,7 @@ def test_help_and_version_do_not_import_heavy_modules():
     assert "grpofit 0." in out
 
 
+@pytest.mark.subprocess
 def test_fit_path_imports_no_solver_library_and_uses_one_blas_thread(healthy_csv):
     """``grpofit fit`` imports neither scipy, lmfit, pandas nor pydantic (start-up), and sets
     one BLAS thread unless the user chose a number."""
@@ -79,6 +81,7 @@ def test_fit_path_imports_no_solver_library_and_uses_one_blas_thread(healthy_csv
     assert "BLAS 2" in out
 
 
+@pytest.mark.subprocess
 def test_python_dash_m_works():
     proc = subprocess.run([sys.executable, "-m", "grpofit", "--version"], capture_output=True, text=True)
     assert proc.returncode == 0
@@ -127,6 +130,7 @@ def test_fit_several_runs_in_one_call_and_table(capsys, healthy_csv):
     assert out.count("quantity") == 2
 
 
+@pytest.mark.subprocess
 def test_fit_reads_standard_input(healthy_csv):
     proc = subprocess.run(
         [sys.executable, "-m", "grpofit", "fit", "-", "--format", "json"],
@@ -265,6 +269,7 @@ def test_diagnose_one_unreadable_run_does_not_hide_the_others(capsys, tmp_path, 
     assert "broken.jsonl" in err
 
 
+@pytest.mark.real_logs
 def test_diagnose_joins_panel_exports_by_run_name_and_finds_the_collapse(capsys):
     code, doc, _ = _diagnose_json(
         capsys,

@@ -198,6 +198,7 @@ def test_several_paths_bad_ones_are_listed_good_ones_judged(capsys, tmp_path):
 # ------------------------------------------------------------------------------ real processes
 
 
+@pytest.mark.subprocess
 def test_real_process_exit_code_and_single_stderr_line(tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_bytes(b"")
@@ -216,6 +217,7 @@ def test_real_process_exit_code_and_single_stderr_line(tmp_path):
         assert_one_error_line(proc.stderr.decode(), *words)
 
 
+@pytest.mark.subprocess
 def test_real_process_stdin_garbage_names_stdin(tmp_path):
     proc = run_process("fit", "-", stdin=_garbage())
     assert proc.returncode == 2
@@ -227,6 +229,7 @@ def test_real_process_stdin_garbage_names_stdin(tmp_path):
     assert "grpofit-" not in line and "/tmp" not in line
 
 
+@pytest.mark.subprocess
 def test_debug_shows_a_traceback(tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_bytes(b"")
@@ -237,6 +240,7 @@ def test_debug_shows_a_traceback(tmp_path):
         assert "Traceback (most recent call last)" in err and "ReadError" in err and "empty" in err
 
 
+@pytest.mark.subprocess
 def test_extreme_values_warn_nothing_on_stderr(tmp_path):
     """1e300 rewards or steps: a result, and no numpy RuntimeWarning noise on stderr."""
     huge = write_rows(tmp_path / "huge.csv", "step,reward", [f"{i},{1e300 * (i % 3)}" for i in range(1, 30)])

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -142,6 +140,7 @@ def test_isolated_spikes_are_not_a_rise():
 # --------------------------------------------------------------------------- real logs
 
 
+@pytest.mark.real_logs
 def test_real_grpo_collapses_near_900_and_grad_norm_rises_from_749():
     s, v = wandb_series("TrainReward", "GRPO", "train/reward")
     c = find_collapse(s, v)
@@ -155,6 +154,7 @@ def test_real_grpo_collapses_near_900_and_grad_norm_rises_from_749():
     assert r.precursor_step == 749  # the first point above 0.5
 
 
+@pytest.mark.real_logs
 def test_real_gspo_collapses_near_1200_and_gepo_stays_healthy():
     s, v = wandb_series("TrainReward", "GSPO", "train/reward")
     c = find_collapse(s, v)

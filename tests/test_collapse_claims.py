@@ -85,6 +85,7 @@ def test_false_collapse_rate_on_strongly_underdamped_runs_and_recall():
             "within 10% of the run of the planted step") in readme
 
 
+@pytest.mark.real_logs
 @pytest.mark.parametrize("name, onset", [("GRPO", 892), ("GSPO", 1183)])
 def test_real_collapses_are_kept(name, onset):
     from grpofit.readers import read_path

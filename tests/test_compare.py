@@ -85,6 +85,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, pair, tmp_path):
     assert code == 2 and "--plot" in err
 
 
+@pytest.mark.real_logs
 def test_file_run_selects_one_run(capsys):
     path = REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
     code, out, err = run_cli(capsys, "compare", f"{path}::[paper]GRPO_online", f"{path}::[paper]GEPO_online",
@@ -95,6 +96,7 @@ def test_file_run_selects_one_run(capsys):
     assert doc["b"]["runs"][0].endswith("GEPO_online")
 
 
+@pytest.mark.real_logs
 def test_verl_on_policy_pair_is_honest(capsys):
     a = REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents"
     b = REAL / "verl_grpo_qwen2_7b_fsdp_base.tfevents"

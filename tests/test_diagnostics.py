@@ -190,6 +190,7 @@ def _wandb_runs() -> dict:
     return runs
 
 
+@pytest.mark.real_logs
 def test_real_grpo_fails_instability_with_both_steps():
     runs = _wandb_runs()
     d = diagnose_run(runs["GRPO"])
@@ -206,6 +207,7 @@ def test_real_grpo_fails_instability_with_both_steps():
     json.dumps(d.summary(), allow_nan=False)
 
 
+@pytest.mark.real_logs
 def test_real_gepo_has_no_collapse_and_gspo_collapses_near_1200():
     runs = _wandb_runs()
     gepo = diagnose_run(runs["GEPO"])
@@ -214,6 +216,7 @@ def test_real_gepo_has_no_collapse_and_gspo_collapses_near_1200():
     assert gspo.collapse is not None and 1150 <= gspo.collapse.step <= 1250
 
 
+@pytest.mark.real_logs
 @pytest.mark.parametrize("name", ["verl_grpo_qwen2_7b_fsdp_base", "verl_grpo_qwen25_3b_fsdp_base"])
 def test_real_verl_runs_pass_or_warn(name):
     path = REAL / f"{name}.tfevents"

@@ -117,6 +117,7 @@ def _fit_child(path, limit: int | None = None):
                           preexec_fn=cap if limit else None, env=dict(os.environ, PYTHONPATH=str(root)))
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="RLIMIT_AS and /proc are Linux's")
 def test_a_million_point_fit_within_3x_the_file_plus_100mb(tmp_path):
     """The long-run target as a hard cap: a 10^6-row CSV fits with its address space

@@ -224,6 +224,7 @@ def test_deterministic():
 # real logs
 
 
+@pytest.mark.real_logs
 def test_real_log_slow_start():
     path = real_log("verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv")
     pd = pytest.importorskip("pandas")
@@ -290,6 +291,7 @@ def test_clear_rise_has_signal():
     assert res.models["oscillator"].params["timescale"].ci95 is not None
 
 
+@pytest.mark.real_logs
 def test_real_log_unobserved_turn_over_is_indeterminate():
     path = real_log("verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv")
     pd = pytest.importorskip("pandas")
@@ -373,6 +375,7 @@ def test_lmfit_model_guess_and_bounds():
     assert fit.params["timescale"].value == pytest.approx(50.0, rel=0.1)
 
 
+@pytest.mark.subprocess
 def test_fit_path_does_not_import_lmfit_or_scipy():
     import subprocess
     import sys
@@ -628,6 +631,8 @@ def test_profile_curves_are_the_rows_relaxation():
 BOUNDED_CASES = ["rasbt_grpo_qwen3-0.6b_7_3_tracking.csv", "unsloth_grpo_gsm8k_IMJONEZZ.trainer_state.json"]
 
 
+@pytest.mark.subprocess
+@pytest.mark.real_logs
 @pytest.mark.parametrize("name", BOUNDED_CASES)
 def test_bounded_fallback_reaches_lmfit_optimum_without_lmfit(name, monkeypatch):
     """Real runs whose oscillator optimum the held-at-a-bound re-solve misses (its held

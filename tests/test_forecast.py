@@ -222,6 +222,7 @@ def test_recommendation_never_keeps_going_for_a_loss():
     assert _recommend(doc, np.arange(1.0, 301.0), rising=False, horizon_step=1000).startswith("keep going")
 
 
+@pytest.mark.real_logs
 def test_real_run_in_its_dip_is_not_forecast(capsys):
     """The real dip-and-recover run (reward 1.35 -> 0.1 -> 1.0) cut at step 250, in its dip:
     refused with the reason, exit 0, no recommendation."""
@@ -321,6 +322,7 @@ def test_backtest_bad_cuts(rising_csv, capsys):
     assert code == 2 and "--cuts" in err and out == ""
 
 
+@pytest.mark.real_logs
 def test_real_run_still_rising_is_not_a_tight_plateau(capsys):
     """the 3B verl run is still climbing at steps 80-105 (0.956)."""
     code, out, _ = run_cli(capsys, "forecast", REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents", "--until", "53",
@@ -390,6 +392,7 @@ def test_misfit_is_surfaced_under_the_fit_table():
     assert misfit_note({"noise": {"fit_vs_noise": 1.2}}) is None
 
 
+@pytest.mark.real_logs
 def test_the_measurement_script_runs(capsys):
     """``python -m benchmarks.forecast_measure`` makes the README's forecast numbers; a small run here."""
     from benchmarks import forecast_measure
@@ -438,6 +441,7 @@ def test_readme_real_run_figures_come_from_the_committed_table():
         assert line in readme, line
 
 
+@pytest.mark.real_logs
 def test_committed_real_run_table_reproduces_for_one_run():
     """Re-run the backtest of the first real run with a trend: the committed rows hold."""
     from benchmarks import forecast_measure as fm

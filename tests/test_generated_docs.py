@@ -118,6 +118,7 @@ def test_bandit_sweep_numbers_quoted_in_readme_are_recomputed(sweep):
     assert f"Late-run variance ratio G=4/G=16 = {ratio:.1f}" in doc
 
 
+@pytest.mark.subprocess
 def test_sample_log_script_never_replaces_a_folder_it_did_not_write(tmp_path):
     import subprocess
     import sys

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -33,6 +31,7 @@ def test_half_gain_step_of_a_fast_synthetic_rise():
     assert v.details["entropy_left_at_reward_half"] < 0.25
 
 
+@pytest.mark.real_logs
 @pytest.mark.parametrize("name, crossing", [
     ("verl_grpo_qwen25_3b_fsdp_base.tfevents", 3),
     ("verl_grpo_qwen2_7b_fsdp_base.tfevents", 3),

@@ -141,6 +141,7 @@ def test_min_r2_in_range_still_gates(capsys, tmp_path):
 # ------------------------------------------------------------------ 1 and 17. FIFOs and pipes
 
 
+@pytest.mark.subprocess
 def test_fifo_in_folder_is_skipped_and_named(tmp_path):
     d = tmp_path / "d"
     good_csv(d / "good.csv")
@@ -163,6 +164,7 @@ def _feed_fifo(path: Path, data: bytes) -> threading.Thread:
     return t
 
 
+@pytest.mark.subprocess
 def test_fifo_given_directly_is_read_as_a_stream(tmp_path):
     fifo = tmp_path / "pipe.csv"
     os.mkfifo(fifo)
@@ -176,6 +178,7 @@ def test_fifo_given_directly_is_read_as_a_stream(tmp_path):
     assert run["n_points"] == 30_000 and run["steps"] == [0, 29999]
 
 
+@pytest.mark.subprocess
 def test_process_substitution_pipe_over_256k(tmp_path):
     """item 17: ``grpofit fit <(cat mid.csv)`` of 0.5 MB and 3 MB read whole from the start."""
     for n in (30_000, 150_000):
@@ -190,6 +193,7 @@ def test_process_substitution_pipe_over_256k(tmp_path):
         assert run["n_points"] == n and run["step_column"] == "step"
 
 
+@pytest.mark.subprocess
 def test_stream_size_limit(monkeypatch, capsys, tmp_path):
     import grpofit.core.limits
 
@@ -215,6 +219,7 @@ def _alias_bomb() -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.subprocess
 def test_yaml_alias_bomb_next_to_a_csv_is_bounded(tmp_path):
     (tmp_path / "config.yaml").write_text(_alias_bomb())
     assert len(_alias_bomb()) < 1000
@@ -224,6 +229,7 @@ def test_yaml_alias_bomb_next_to_a_csv_is_bounded(tmp_path):
     assert json.loads(r.stdout)["runs"][0]["n_points"] == 300
 
 
+@pytest.mark.subprocess
 def test_yaml_alias_bomb_in_a_wandb_run_folder(tmp_path):
     from grpofit.readers.wandb_binary import read_wandb_run_dir
 
@@ -239,6 +245,7 @@ def test_yaml_alias_bomb_in_a_wandb_run_folder(tmp_path):
     assert any("more than" in w and "keys" in w for w in parsed.warnings)
 
 
+@pytest.mark.subprocess
 def test_deep_config_is_not_a_recursion_error(tmp_path):
     from grpofit.readers.config import flatten, load_config_file
 
@@ -273,6 +280,7 @@ def test_jobs_is_capped_by_cpus_and_runs():
     assert cap_jobs(1, 0) == 1
 
 
+@pytest.mark.subprocess
 def test_jobs_2000_starts_few_workers(tmp_path):
     for i in range(3):
         good_csv(tmp_path / f"r{i}.csv")
@@ -297,6 +305,7 @@ def test_jobs_2000_starts_few_workers(tmp_path):
     assert len(json.loads(r.stdout)["runs"]) == 3
 
 
+@pytest.mark.subprocess
 def test_failed_fork_falls_back_to_one_process(tmp_path):
     for i in range(4):
         good_csv(tmp_path / f"r{i}.csv")
@@ -318,6 +327,7 @@ def test_failed_fork_falls_back_to_one_process(tmp_path):
 # ------------------------------------------------------------------ 11. symlinks
 
 
+@pytest.mark.subprocess
 def test_directory_links_out_of_the_tree_and_loops_are_not_followed(tmp_path):
     root = tmp_path / "runs"
     good_csv(root / "a" / "run.csv")
@@ -403,6 +413,7 @@ def _wandb_run(folder: Path, name: str, tau: float = 40.0) -> Path:
     return run
 
 
+@pytest.mark.subprocess
 def test_wandb_latest_run_is_a_run_folder(tmp_path):
     wandb = tmp_path / "wandb"
     run = _wandb_run(wandb, "abc123")
@@ -434,6 +445,7 @@ def test_json_splice_placeholder_cannot_match_user_text():
     assert json.loads(text) == {"runs": [{"run": "a", "x": 1}], "note": "\0grpofit:0\0", "k": {"\0grpofit:0\0": "\0grpofit:0\0"}}
 
 
+@pytest.mark.subprocess
 def test_nul_column_name_keeps_json_valid_and_stderr_clean(tmp_path):
     path = tmp_path / "nul.jsonl"
     rows = [{"step": s, "reward": 1 - math.exp(-s / 50), "\0grpofit:0\0": s} for s in range(300)]
@@ -455,6 +467,7 @@ def test_nul_column_name_keeps_json_valid_and_stderr_clean(tmp_path):
 # ------------------------------------------------------------------ 15 and 16. names
 
 
+@pytest.mark.subprocess
 def test_undecodable_and_control_names_in_junit_plots_and_terminal(tmp_path):
     from xml.etree import ElementTree as ET
 
@@ -477,6 +490,7 @@ def test_undecodable_and_control_names_in_junit_plots_and_terminal(tmp_path):
     assert r.returncode == 0 and b"\x1b" not in r.stdout
 
 
+@pytest.mark.subprocess
 def test_tab_and_carriage_return_in_a_name_keep_stderr_quiet(tmp_path):
     """item 15: a tab or CR in a file name reached the figure titles raw, and matplotlib printed
     "Glyph 9 missing from font(s)" warnings (four lines of Python source) on stderr."""
@@ -489,6 +503,7 @@ def test_tab_and_carriage_return_in_a_name_keep_stderr_quiet(tmp_path):
     assert len(list(plots.iterdir())) == 2
 
 
+@pytest.mark.subprocess
 def test_plot_dir_names_never_collide(tmp_path):
     from grpofit.render.plotting import figure_name
 
@@ -508,6 +523,7 @@ def test_plot_dir_names_never_collide(tmp_path):
 # ------------------------------------------------------------------ 3. binary readers stream
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name", ["events.out.tfevents.1.host", "run-abc.wandb"])
 def test_huge_sparse_binary_is_rejected_after_its_first_header(tmp_path, name):
     path = tmp_path / name
@@ -519,6 +535,7 @@ def test_huge_sparse_binary_is_rejected_after_its_first_header(tmp_path, name):
     assert line.startswith(f"error: {path}: ") and ("TensorBoard" in line or "W&B" in line)
 
 
+@pytest.mark.subprocess
 def test_huge_binary_on_standard_input_is_rejected_after_its_head(tmp_path):
     """item 3 through ``-``: ``grpofit fit - < sparse`` read 2 GiB into memory (2.1 GB RSS,
     9 s) before rejecting it, and under a 1 GB cap died with "internal error (MemoryError)".
@@ -550,6 +567,7 @@ def test_a_stream_beyond_memory_is_a_read_error():
     assert info.value.one_line() == "-: is a stream too large to hold in memory; save it to a file and pass the file"
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("kind", ["tfevents", "wandb"])
 def test_binary_log_with_a_huge_tail_is_streamed(tmp_path, kind):
     if kind == "tfevents":
@@ -707,6 +725,7 @@ def signal_sweep(proc: subprocess.Popen, sig: str, workers: int = 2):
     return out, err, stopped, orphans
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_signal_stops_every_worker_within_2s(tmp_path, sig):
     import signal
@@ -742,6 +761,7 @@ SIGNAL_DURING_FORK = (
 ) + SLOW_SWEEP
 
 
+@pytest.mark.subprocess
 def test_signal_while_the_pool_forks_leaves_no_worker(tmp_path):
     for i in range(6):
         good_csv(tmp_path / "runs" / f"r{i}.csv")
@@ -757,6 +777,7 @@ def test_signal_while_the_pool_forks_leaves_no_worker(tmp_path):
     assert proc.returncode == 143 and err_lines(err) == ["terminated by SIGTERM"], err
 
 
+@pytest.mark.subprocess
 def test_workers_die_with_a_killed_parent(tmp_path):
     """SIGKILL cannot be caught: the workers themselves ask the kernel to stop them when the
     parent dies (so a timed-out CI job leaves no sleeping workers behind)."""
@@ -795,6 +816,7 @@ SLOW_COPY = (  # the signal arrives after the copy exists but before its cleanup
 )
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("slow_part", [SLOW_READ, SLOW_COPY], ids=["reading", "copying"])
 def test_sigterm_while_reading_stdin_leaves_no_temporary_copy(tmp_path, slow_part):
     import signal
@@ -845,6 +867,7 @@ KILLER_SWEEP = (
 )
 
 
+@pytest.mark.subprocess
 def test_a_dead_worker_rebuilds_the_pool(tmp_path):
     runs = tmp_path / "runs"
     for i in range(16):
@@ -1137,6 +1160,7 @@ def test_integers_beyond_float_range_on_the_line_path(capsys, tmp_path):
 # ------------------------------------------------------------------ 5. memory bounds
 
 
+@pytest.mark.subprocess
 def test_jsonl_row_with_200k_keys_is_an_error_within_memory(tmp_path):
     path = tmp_path / "keys.jsonl"
     rows = [{"step": s, "reward": 1 - math.exp(-s / 50)} for s in range(2000)]
@@ -1179,6 +1203,7 @@ def _wide_row_logs(tmp_path: Path) -> list[tuple[Path, str]]:
     return out
 
 
+@pytest.mark.subprocess
 def test_dense_readers_bound_the_keys_of_a_wide_row(tmp_path):
     """item 5, second bullet, beyond JSONL: trainer_state.json, a log_history array, verl's
     console log, a .wandb file and an old W&B run folder each hold their rows as a dense table,
@@ -1193,6 +1218,7 @@ def test_dense_readers_bound_the_keys_of_a_wide_row(tmp_path):
         ], path
 
 
+@pytest.mark.subprocess
 def test_tensorboard_tags_are_bounded(tmp_path):
     path = tmp_path / "events.out.tfevents.1.host"
     events = [(s, {"reward": 1 - math.exp(-s / 50)}) for s in range(300)]
@@ -1260,6 +1286,7 @@ def test_help_states_the_bounds(capsys):
 # ------------------------------------------------------------------ 19. streams and --out
 
 
+@pytest.mark.subprocess
 def test_closed_and_full_standard_streams(tmp_path):
     good_csv(tmp_path / "run.csv")
     run = tmp_path / "run.csv"
@@ -1284,6 +1311,7 @@ def test_closed_and_full_standard_streams(tmp_path):
 CLOSED_LINE = "error: cannot write to standard output (it is closed); the results were not shown"
 
 
+@pytest.mark.subprocess
 def test_closed_stdout_still_writes_the_reports(tmp_path):
     """item 19: with standard output closed the results cannot be shown: one line, exit 2; the
     JUnit report, the figures and --out files are still written whole, and nothing that grpofit
@@ -1338,6 +1366,7 @@ def test_huge_step_options_are_bounded(capsys, tmp_path, args, line):
     assert err_lines(err) == [f"error: {line}"]
 
 
+@pytest.mark.subprocess
 def test_reports_into_devices_pipes_and_links_are_not_renamed_over(tmp_path, monkeypatch):
     """item 20's atomic writes (temporary file, then rename) replaced whatever the path named:
     ``--junit j.xml`` on a FIFO swapped the pipe for a regular file (its reader never got the

@@ -80,6 +80,7 @@ def test_a_likelihood_search_is_scipys():
                  [math.log(40.0), math.log(4.0), math.log(0.3), 0.5 * (qlo + qhi)], lo, hi))
 
 
+@pytest.mark.subprocess
 def test_forecast_imports_neither_scipy_optimize_nor_linalg():
     import subprocess
 

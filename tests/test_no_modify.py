@@ -123,6 +123,7 @@ def test_stdin_input_leaves_no_temporary_file(capsys, tree, monkeypatch, tmp_pat
     assert list(scratch.iterdir()) == []
 
 
+@pytest.mark.real_logs
 def test_real_logs_are_not_modified(capsys):
     before = snapshot(REAL)
     files = [REAL / n for n in real_log_names()]

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from grpofit.testing.numerics import REFERENCE
 
 
@@ -21,6 +23,7 @@ def _child(code):
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
 
 
+@pytest.mark.subprocess
 def test_pin_selects_the_kernels_and_refuses_to_come_too_late():
     p = _child("from grpofit.testing.numerics import pin; pin()\n"
                "from numpy._core._multiarray_umath import __cpu_features__ as f\n"

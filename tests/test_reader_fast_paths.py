@@ -200,6 +200,7 @@ def test_loaded_pandas_reads_a_small_table_as_the_numpy_paths_do(case):
         assert ft[k].flags.c_contiguous and ft[k].flags.owndata, k
 
 
+@pytest.mark.subprocess
 def test_loaded_pandas_takes_a_plain_table_and_gives_the_same_run(tmp_path):
     """A clean table (the benchmark's shape, W&B's quoted header, CRLF, a BOM, empty and NA
     cells, integers) takes pandas' parser once pandas is loaded, and the Run is the one a

@@ -225,6 +225,7 @@ MEASURE = (
 )
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("kind", ["trainer_state", "verl", "trl", "progress"])
 def test_reader_peak_memory_is_a_bounded_multiple_of_the_file(tmp_path, kind):
     """Python-level peak (tracemalloc, in a child) of reading a 6,000-row log of 1-2 MB: at most

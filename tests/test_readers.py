@@ -8,7 +8,6 @@ import json
 import pickle
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -659,6 +658,7 @@ def _real(name):
     return real_log(name)
 
 
+@pytest.mark.real_logs
 def test_real_wandb_train_reward_export():
     p = _real("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv")
     runs = read_path(str(p))
@@ -673,6 +673,7 @@ def test_real_wandb_train_reward_export():
     assert np.nanmean(grpo[950:1100]) < 0.7 * np.nanmean(grpo[500:850])  # the collapse is there
 
 
+@pytest.mark.real_logs
 def test_real_wandb_grad_norm_export():
     p = _real("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv")
     grpo = read_path(str(p))[0]
@@ -680,6 +681,7 @@ def test_real_wandb_grad_norm_export():
     assert steps[np.argmax(g > 0.5)] == 749
 
 
+@pytest.mark.real_logs
 def test_real_verl_ppo_csv():
     p = _real("verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv")
     run = one(p)
@@ -691,6 +693,7 @@ def test_real_verl_ppo_csv():
 # ---------------------------------------------------------------- binary containers (integration)
 
 
+@pytest.mark.real_logs
 def test_real_tfevents_dispatch_by_name_and_by_content():
     pytest.importorskip("grpofit.readers.tensorboard")
     p = _real("verl_grpo_qwen2_7b_fsdp_base.tfevents")

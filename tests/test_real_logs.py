@@ -8,8 +8,6 @@ without a row here fails :func:`test_every_real_log_is_covered`.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 

@@ -522,6 +522,7 @@ print(base * 1024, peak * 1024, len(runs[0].steps), len(runs[0].metrics))
 """
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
 def test_200k_row_log_peak_memory_within_3x_file_size(tmp_path, fmt):
     """A 200,000-row, 10-column log reads with peak RSS growth below 3x the file size over the

@@ -4,9 +4,9 @@ failed runs fail for the right reason at a plausible step."""
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
+
 from tests.reallogs import REAL_LOGS
 
 REAL = REAL_LOGS

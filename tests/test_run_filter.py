@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,6 +12,7 @@ from tests.reallogs import real_log
 EXPORT = real_log("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv")
 
 
+@pytest.mark.real_logs
 @pytest.mark.parametrize("command", [["forecast", "--until", "300"], ["backtest", "--cuts", "50"]])
 def test_run_pattern_keeps_the_matching_runs(capsys, command):
     code, out, err = run_cli(capsys, command[0], EXPORT, *command[1:], "--run", "*GEPO*", "--format", "json")
@@ -20,6 +20,7 @@ def test_run_pattern_keeps_the_matching_runs(capsys, command):
     assert [r["run"].split("::")[1] for r in json.loads(out)["runs"]] == ["[paper]GEPO_online"]
 
 
+@pytest.mark.real_logs
 @pytest.mark.parametrize("command", ["forecast", "backtest"])
 def test_run_pattern_that_matches_nothing_is_one_error_line(capsys, command):
     code, out, err = run_cli(capsys, command, EXPORT, "--run", "nope")

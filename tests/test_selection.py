@@ -20,6 +20,7 @@ def _names(out: str) -> list[str]:
     return [r["run"].split("::")[1] for r in json.loads(out)["runs"]]
 
 
+@pytest.mark.real_logs
 def test_file_run_and_run_pattern_select_runs_in_every_command(capsys):
     code, out, _ = run_cli(capsys, "fit", f"{EXPORT}::[paper]GEPO_online", "--format", "json")
     assert code == 0 and _names(out) == ["[paper]GEPO_online"]
@@ -34,6 +35,7 @@ def test_file_run_and_run_pattern_select_runs_in_every_command(capsys):
     assert code == 0 and json.loads(out)["n_runs"] == 1 and _names(out) == ["[paper]GSPO_online"]
 
 
+@pytest.mark.real_logs
 def test_a_selection_that_matches_nothing_lists_the_runs(capsys):
     code, out, err = run_cli(capsys, "fit", f"{EXPORT}::nope")
     assert code == 2 and out == ""
@@ -43,6 +45,7 @@ def test_a_selection_that_matches_nothing_lists_the_runs(capsys):
     assert code == 2 and err.startswith("error: --run 'nope' matches no run in ")
 
 
+@pytest.mark.real_logs
 def test_predict_from_a_multi_run_file_says_how_to_pick_one(capsys):
     args = ("predict", "--lr", "1e-6", "--momentum", "0.9", "--refresh-interval", "1")
     code, _, err = run_cli(capsys, *args, "--from-run", EXPORT)

@@ -57,6 +57,7 @@ def test_eval_metric_error_names_eval_metric(capsys):
     assert "--metric " not in line
 
 
+@pytest.mark.real_logs
 def test_each_error_is_printed_once(capsys):
     gradnorm = real_log("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv")
     code, out, err = run_cli(capsys, "diagnose", gradnorm)

@@ -33,6 +33,7 @@ def case(fragment: str):
     return next(c for c in SHARED if fragment in (c.run or "") + c.file)
 
 
+@pytest.mark.real_logs
 def test_heterorl_grpo_collapse_fails_within_50_steps_of_onset():
     c = case("GRPO_online")
     run = shared_run(c)
@@ -66,6 +67,7 @@ def test_healthy_planted_runs_get_no_alert(seed):
     assert rep.alerts == []
 
 
+@pytest.mark.real_logs
 @pytest.mark.parametrize("fragment", ["unsloth", "verlpr3389", "7_4_clip", "GEPO_online", "qwen2_7b_fsdp"])
 def test_healthy_shared_runs_get_no_fail_alert(fragment):
     c = case(fragment)
@@ -109,6 +111,7 @@ def test_prefix_is_what_a_watcher_saw():
     assert p.steps.size == 20 and all(v.size == 20 for v in p.metrics.values())
 
 
+@pytest.mark.subprocess
 def test_load_benchmark_runs_end_to_end(tmp_path):
     """The load section (``python -m benchmarks.watch --section load``) at toy size: a
     writer appends to live runs while one watch process follows them; the figures are real."""

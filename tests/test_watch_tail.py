@@ -196,6 +196,7 @@ def test_folder_where_runs_appear(tmp_path):
     assert [r.name for r in res.changed] == [str(sub / "metrics.csv")]
 
 
+@pytest.mark.real_logs
 @pytest.mark.parametrize("name", [
     "verl_grpo_qwen25_3b_fsdp_base.tfevents",
     "countdown_grpo_custom_beibeizzz.jsonl",

@@ -139,13 +139,12 @@ def _refreshes(run, first=0.5, growth=0.08):
 REAL_RUNS = [("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv", "GRPO_online")]  # collapses: two fits
 
 
+@pytest.mark.real_logs
 @pytest.mark.parametrize("source", ["planted collapse", *[f for f, _ in REAL_RUNS]])
 def test_warm_curve_fit_reaches_the_cold_optimum_with_fewer_evaluations(source, monkeypatch):
     """Refit a growing run as watch does (every 5% of growth): the fit started from the last
     refresh's optimum has the cold fit's optimum (SSR and every parameter), for fewer solver
     evaluations over the refreshes."""
-    from pathlib import Path
-
     from grpofit.fitting.analysis import fit_run
     from grpofit.readers import read_path
 
