@@ -45,7 +45,7 @@ def test_a_plateau_below_the_late_data_is_not_a_quiet_pass(capsys, monkeypatch):
     cells = _row(out, "verlpr3389")
     assert cells[2] == "≥ 0.512"
     assert "0.399" not in cells[2]
-    assert f"{VERLPR}: fit: still rising: the slope from step 59 is" in out.replace(str(ROOT) + "/", "")
+    assert f"{VERLPR}: fit: still rising: the slope from step 59 is" in out
     assert "the last tenth averages 0.512, above the fitted p* 0.3986" in out and "at least 0.512" in out
     code, out, _ = run_cli(capsys, "diagnose", VERLPR, "--format", "json")
     entry = json.loads(out)["runs"][0]
