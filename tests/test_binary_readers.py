@@ -94,6 +94,7 @@ def test_crc32c_known_vectors():
     assert tb.crc32c(b"56789", tb.crc32c(b"1234")) == 0xE3069283
 
 
+@pytest.mark.slow
 def test_batched_crc_matches_scalar():
     rng = np.random.default_rng(1)
     buf = rng.integers(0, 256, 30_000, dtype=np.uint8).tobytes()

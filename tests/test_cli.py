@@ -39,6 +39,7 @@ def healthy_csv(tmp_path):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_help_and_version_do_not_import_heavy_modules():
     code = (
@@ -57,6 +58,7 @@ def test_help_and_version_do_not_import_heavy_modules():
     assert "grpofit 0." in out
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_fit_path_imports_no_solver_library_and_uses_one_blas_thread(healthy_csv):
     """``grpofit fit`` imports neither scipy, lmfit, pandas nor pydantic (start-up), and sets
@@ -130,6 +132,7 @@ def test_fit_several_runs_in_one_call_and_table(capsys, healthy_csv):
     assert out.count("quantity") == 2
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_fit_reads_standard_input(healthy_csv):
     proc = subprocess.run(
@@ -140,6 +143,7 @@ def test_fit_reads_standard_input(healthy_csv):
     assert json.loads(proc.stdout)["runs"][0]["n_points"] == 200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf"])
 def test_fit_plot_formats(capsys, healthy_csv, tmp_path, suffix):
     out_file = tmp_path / f"fit{suffix}"
@@ -168,6 +172,7 @@ def _diagnose_json(capsys, *args):
     return code, json.loads(out), err
 
 
+@pytest.mark.slow
 def test_diagnose_sample_logs_catches_each_planted_failure(capsys):
     code, doc, _ = _diagnose_json(capsys, SAMPLES)
     assert code == 1
@@ -193,6 +198,7 @@ def test_diagnose_sample_logs_catches_each_planted_failure(capsys):
     assert gs["variance_scaling"]["consistent_with_1_over_G"]
 
 
+@pytest.mark.slow
 def test_diagnose_gate_codes(capsys, healthy_csv):
     code, doc, _ = _diagnose_json(capsys, healthy_csv)
     assert code == 0 and doc["gate"]["passed"] is True and doc["gate"]["failed_runs"] == []
@@ -207,6 +213,7 @@ def test_diagnose_gate_codes(capsys, healthy_csv):
     assert code == 2 and "bogus" in err
 
 
+@pytest.mark.slow
 def test_diagnose_threshold_override_changes_a_verdict(capsys):
     run = SAMPLES / "collapse_run"
     code, doc, _ = _diagnose_json(capsys, run)
@@ -220,6 +227,7 @@ def test_diagnose_threshold_override_changes_a_verdict(capsys):
     assert code == 2 and "nonsense" in err
 
 
+@pytest.mark.slow
 def test_diagnose_markdown_and_junit(capsys, tmp_path):
     junit = tmp_path / "report.xml"
     code, out, _ = run_cli(capsys, "diagnose", SAMPLES, "--format", "markdown", "--junit", junit)
@@ -239,6 +247,7 @@ def test_diagnose_markdown_and_junit(capsys, tmp_path):
     assert sum(int(s.get("failures")) for s in suites) == len(failures)
 
 
+@pytest.mark.slow
 def test_diagnose_table_is_one_table_with_evidence(capsys):
     code, out, _ = run_cli(capsys, "diagnose", SAMPLES)
     assert code == 1
@@ -247,12 +256,14 @@ def test_diagnose_table_is_one_table_with_evidence(capsys):
     assert "\x1b[" not in out  # no colour codes off a terminal
 
 
+@pytest.mark.slow
 def test_diagnose_jobs_two_gives_the_same_document(capsys):
     _, one, _ = _diagnose_json(capsys, SAMPLES, "--jobs", "1")
     _, two, _ = _diagnose_json(capsys, SAMPLES, "--jobs", "2")
     assert one == two
 
 
+@pytest.mark.slow
 def test_diagnose_plot_dir(capsys, tmp_path):
     code, _, _ = run_cli(capsys, "diagnose", SAMPLES / "collapse_run", "--plot-dir", tmp_path / "figs")
     assert code == 1
@@ -269,6 +280,7 @@ def test_diagnose_one_unreadable_run_does_not_hide_the_others(capsys, tmp_path, 
     assert "broken.jsonl" in err
 
 
+@pytest.mark.slow
 @pytest.mark.real_logs
 def test_diagnose_joins_panel_exports_by_run_name_and_finds_the_collapse(capsys):
     code, doc, _ = _diagnose_json(
@@ -331,6 +343,7 @@ def test_predict_missing_options_is_a_usage_error(capsys):
     assert code == 2 and "--momentum" in err and "--curvature" in err
 
 
+@pytest.mark.slow
 def test_predict_from_run_with_what_if_plot(capsys, tmp_path):
     figure = tmp_path / "whatif.png"
     code, out, _ = run_cli(capsys, "predict", "--from-run", SAMPLES / "bandit_g16.csv", "--lr", "0.05", "--momentum", "0.5",
@@ -342,6 +355,7 @@ def test_predict_from_run_with_what_if_plot(capsys, tmp_path):
     assert figure.stat().st_size > 5000
 
 
+@pytest.mark.slow
 def test_simulate_bandit_writes_a_log_that_fits(capsys, tmp_path):
     out_file = tmp_path / "bandit.jsonl"
     code, out, _ = run_cli(capsys, "simulate", "bandit", "--arms", "8", "--correct", "1", "--lr", "0.05", "--momentum", "0.5",
@@ -357,6 +371,7 @@ def test_simulate_bandit_writes_a_log_that_fits(capsys, tmp_path):
     assert plateau == pytest.approx(meta["fixed_point"], abs=0.05)
 
 
+@pytest.mark.slow
 def test_diagnose_fit_is_the_same_object_as_the_fit_entry(capsys):
     """The contract: diagnose's ``fit`` is one entry of fit's ``runs`` (collapse included)."""
     run = SAMPLES / "collapse_run"

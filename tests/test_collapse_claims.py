@@ -29,6 +29,7 @@ def _bandit_run(**kw):
     return b, make_run("bandit", "bandit.csv", "csv", {k: v for k, v in b.columns.items()})
 
 
+@pytest.mark.slow
 def test_the_rise_of_an_underdamped_bandit_is_not_a_collapse():
     # issue: `simulate bandit --lr 0.1 --momentum 0.9 --refresh-interval 1 --group-size 0
     # --beta 1 --steps 1500` was "reward collapses at step 12 (0.19 -> 0.514, --170%)"
@@ -68,6 +69,7 @@ def test_decaying_metric_has_no_rise_and_the_baseline_skips_the_transient():
     assert r is not None and 690 <= r.step <= 710 and r.ratio == pytest.approx(10, rel=0.2)
 
 
+@pytest.mark.slow
 def test_false_collapse_rate_on_strongly_underdamped_runs_and_recall():
     from collapse_rates import rates
 

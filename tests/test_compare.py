@@ -31,6 +31,7 @@ def pair(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow
 def test_json_matches_the_contract_schema(capsys, pair):
     code, out, err = run_cli(capsys, "compare", pair / "sync_0.csv", pair / "lag_0.csv", "--format", "json")
     assert code == 0, err
@@ -63,6 +64,7 @@ def test_json_matches_the_contract_schema(capsys, pair):
             f'"test": "{p["test"]}"}}') in readme
 
 
+@pytest.mark.slow
 def test_groups_by_glob_table_and_plot(capsys, pair, tmp_path):
     png = tmp_path / "overlay.png"
     code, out, err = run_cli(capsys, "compare", f"{pair}/sync_*.csv", f"{pair}/lag_*.csv", "--plot", png)
@@ -96,6 +98,7 @@ def test_file_run_selects_one_run(capsys):
     assert doc["b"]["runs"][0].endswith("GEPO_online")
 
 
+@pytest.mark.slow
 @pytest.mark.real_logs
 def test_verl_on_policy_pair_is_honest(capsys):
     a = REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents"
@@ -126,6 +129,7 @@ def test_verdict_rules_on_published_intervals():
     assert r["verdict"] == "cannot tell" and r["p_value"] is None
 
 
+@pytest.mark.slow
 def test_calibration_numbers_in_the_readme():
     """Size and power of the single-run rule on 40 held-out pairs (the rule was chosen on pairs 0-59)."""
     from compare_calibration import calibration

@@ -23,6 +23,7 @@ WANDB = "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_"
 SEEDS = range(4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("mode", MODES)
 def test_every_planted_mode_fails(mode, seed):
@@ -33,6 +34,7 @@ def test_every_planted_mode_fails(mode, seed):
     assert v.start_step is not None and "step" in v.evidence
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(10))
 def test_healthy_controls_fail_nothing(seed):
     d = diagnose_run(planted_run(None, seed=1000 + seed, n_steps=300), group_size=8)
@@ -216,6 +218,7 @@ def test_real_gepo_has_no_collapse_and_gspo_collapses_near_1200():
     assert gspo.collapse is not None and 1150 <= gspo.collapse.step <= 1250
 
 
+@pytest.mark.slow
 @pytest.mark.real_logs
 @pytest.mark.parametrize("name", ["verl_grpo_qwen2_7b_fsdp_base", "verl_grpo_qwen25_3b_fsdp_base"])
 def test_real_verl_runs_pass_or_warn(name):

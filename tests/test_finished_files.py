@@ -42,6 +42,7 @@ LAST = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(LAST))
 def test_every_command_reads_the_last_row_of_a_fresh_copy(capsys, fresh_copy, command):
     code, out, err = run_cli(capsys, command, fresh_copy, "--format", "json")
@@ -50,6 +51,7 @@ def test_every_command_reads_the_last_row_of_a_fresh_copy(capsys, fresh_copy, co
     assert "incomplete" not in err
 
 
+@pytest.mark.slow
 def test_fresh_copy_gets_the_same_verdicts_as_an_old_one(capsys, fresh_copy):
     """The step-500 eval is read, and train-eval does not fail on a copy for being fresh."""
     code, out, err = run_cli(capsys, "diagnose", fresh_copy, "--format", "json")
@@ -65,6 +67,7 @@ def test_fresh_copy_gets_the_same_verdicts_as_an_old_one(capsys, fresh_copy):
         m: d["status"] for m, d in settled["diagnostics"].items()}
 
 
+@pytest.mark.slow
 def test_api_and_compare_keep_the_last_row(capsys, fresh_copy):
     import grpofit
 

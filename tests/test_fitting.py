@@ -34,6 +34,7 @@ def recovery():
     return run_recovery(36, seed=7, baseline=False)
 
 
+@pytest.mark.slow
 def test_recovery_targets(recovery):
     # targets from the issue, with a little slack for the small sample (benchmarks/recovery.py
     # checks the full targets on 120 runs)
@@ -327,6 +328,7 @@ def test_hac_meat_is_the_bartlett_sum():
 # the direct MINPACK solve: lmfit-equivalent, lmfit-free, overflow-safe
 
 
+@pytest.mark.slow
 def test_direct_solve_reaches_lmfit_optimum():
     """On 20 seeded recovery runs the direct MINPACK solve (the hot path) and lmfit fitting
     :func:`grpofit.laws.models.lmfit_model` from the same start, with the same bounds and weights,
@@ -375,6 +377,7 @@ def test_lmfit_model_guess_and_bounds():
     assert fit.params["timescale"].value == pytest.approx(50.0, rel=0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_fit_path_does_not_import_lmfit_or_scipy():
     import subprocess
@@ -391,6 +394,7 @@ def test_fit_path_does_not_import_lmfit_or_scipy():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_bound_hit_is_refitted_to_the_bounded_optimum(seed):
     # still rising at the end: the plateau wants to go beyond one data range above the data;
@@ -417,6 +421,7 @@ def test_bound_hit_is_refitted_to_the_bounded_optimum(seed):
         assert sol.ssr == pytest.approx(ref.ssr, rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["big_values", "big_steps", "tiny_values", "tiny_steps",
                                   "huge_constant", "near_double_max"])
 def test_extreme_magnitudes_give_clean_verdicts(case):
@@ -474,6 +479,7 @@ def _solve_both(spec, b, start, bounds, monkeypatch):
     return ours, ref
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tol", [None, 1e-10])
 def test_lm_reaches_minpack_optimum(tol, monkeypatch):
     """On 40 seeded recovery runs (both laws) grpofit's numpy LM and MINPACK ``lmder``
@@ -631,6 +637,7 @@ def test_profile_curves_are_the_rows_relaxation():
 BOUNDED_CASES = ["rasbt_grpo_qwen3-0.6b_7_3_tracking.csv", "unsloth_grpo_gsm8k_IMJONEZZ.trainer_state.json"]
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.real_logs
 @pytest.mark.parametrize("name", BOUNDED_CASES)

@@ -31,6 +31,7 @@ def rising_far_csv(tmp_path_factory):
     return path, t, y
 
 
+@pytest.mark.slow
 def test_lower_bound_forecast_is_one_sided_everywhere_in_json(rising_far_csv, capsys):
     path, t, y = rising_far_csv
     code, out, _ = run_cli(capsys, "forecast", path, "--horizon", "600", "--at", "300", "--format", "json")
@@ -54,6 +55,7 @@ def test_lower_bound_forecast_is_one_sided_everywhere_in_json(rising_far_csv, ca
     assert r["point"]["persistence"] == pytest.approx(float(y[-12:].mean()))
 
 
+@pytest.mark.slow
 def test_lower_bound_forecast_is_one_sided_in_the_text_table(rising_far_csv, capsys):
     path, _, _ = rising_far_csv
     code, out, _ = run_cli(capsys, "forecast", path, "--horizon", "600")
@@ -67,6 +69,7 @@ def test_lower_bound_forecast_is_one_sided_in_the_text_table(rising_far_csv, cap
         assert "at least step" in row or "unknown" in row
 
 
+@pytest.mark.slow
 def test_fan_chart_is_drawn_one_sided(rising_far_csv, tmp_path):
     from matplotlib.figure import Figure
 
@@ -89,6 +92,7 @@ def test_fan_chart_is_drawn_one_sided(rising_far_csv, tmp_path):
     assert (tmp_path / "fan.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_two_sided_forecast_keeps_its_bands():
     """A run whose plateau is in sight keeps two-sided intervals, steps and bands."""
     from matplotlib.figure import Figure

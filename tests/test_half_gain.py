@@ -31,6 +31,7 @@ def test_half_gain_step_of_a_fast_synthetic_rise():
     assert v.details["entropy_left_at_reward_half"] < 0.25
 
 
+@pytest.mark.slow
 @pytest.mark.real_logs
 @pytest.mark.parametrize("name, crossing", [
     ("verl_grpo_qwen25_3b_fsdp_base.tfevents", 3),

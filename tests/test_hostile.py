@@ -68,6 +68,7 @@ def err_lines(err: str | bytes) -> list[str]:
 # ------------------------------------------------------------------ 6. thresholds and --min-r2
 
 
+@pytest.mark.slow
 def test_every_threshold_rejects_nan_inf_and_out_of_range(capsys):
     from grpofit.diagnostics.thresholds import Thresholds
     from grpofit.core.limits import DEFAULT_RANGE, THRESHOLD_RANGES
@@ -141,6 +142,7 @@ def test_min_r2_in_range_still_gates(capsys, tmp_path):
 # ------------------------------------------------------------------ 1 and 17. FIFOs and pipes
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_fifo_in_folder_is_skipped_and_named(tmp_path):
     d = tmp_path / "d"
@@ -164,6 +166,7 @@ def _feed_fifo(path: Path, data: bytes) -> threading.Thread:
     return t
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_fifo_given_directly_is_read_as_a_stream(tmp_path):
     fifo = tmp_path / "pipe.csv"
@@ -178,6 +181,7 @@ def test_fifo_given_directly_is_read_as_a_stream(tmp_path):
     assert run["n_points"] == 30_000 and run["steps"] == [0, 29999]
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_process_substitution_pipe_over_256k(tmp_path):
     """item 17: ``grpofit fit <(cat mid.csv)`` of 0.5 MB and 3 MB read whole from the start."""
@@ -219,6 +223,7 @@ def _alias_bomb() -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_yaml_alias_bomb_next_to_a_csv_is_bounded(tmp_path):
     (tmp_path / "config.yaml").write_text(_alias_bomb())
@@ -229,6 +234,7 @@ def test_yaml_alias_bomb_next_to_a_csv_is_bounded(tmp_path):
     assert json.loads(r.stdout)["runs"][0]["n_points"] == 300
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_yaml_alias_bomb_in_a_wandb_run_folder(tmp_path):
     from grpofit.readers.wandb_binary import read_wandb_run_dir
@@ -245,6 +251,7 @@ def test_yaml_alias_bomb_in_a_wandb_run_folder(tmp_path):
     assert any("more than" in w and "keys" in w for w in parsed.warnings)
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_deep_config_is_not_a_recursion_error(tmp_path):
     from grpofit.readers.config import flatten, load_config_file
@@ -280,6 +287,7 @@ def test_jobs_is_capped_by_cpus_and_runs():
     assert cap_jobs(1, 0) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_jobs_2000_starts_few_workers(tmp_path):
     for i in range(3):
@@ -305,6 +313,7 @@ def test_jobs_2000_starts_few_workers(tmp_path):
     assert len(json.loads(r.stdout)["runs"]) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_failed_fork_falls_back_to_one_process(tmp_path):
     for i in range(4):
@@ -327,6 +336,7 @@ def test_failed_fork_falls_back_to_one_process(tmp_path):
 # ------------------------------------------------------------------ 11. symlinks
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_directory_links_out_of_the_tree_and_loops_are_not_followed(tmp_path):
     root = tmp_path / "runs"
@@ -413,6 +423,7 @@ def _wandb_run(folder: Path, name: str, tau: float = 40.0) -> Path:
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_wandb_latest_run_is_a_run_folder(tmp_path):
     wandb = tmp_path / "wandb"
@@ -445,6 +456,7 @@ def test_json_splice_placeholder_cannot_match_user_text():
     assert json.loads(text) == {"runs": [{"run": "a", "x": 1}], "note": "\0grpofit:0\0", "k": {"\0grpofit:0\0": "\0grpofit:0\0"}}
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_nul_column_name_keeps_json_valid_and_stderr_clean(tmp_path):
     path = tmp_path / "nul.jsonl"
@@ -467,6 +479,7 @@ def test_nul_column_name_keeps_json_valid_and_stderr_clean(tmp_path):
 # ------------------------------------------------------------------ 15 and 16. names
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_undecodable_and_control_names_in_junit_plots_and_terminal(tmp_path):
     from xml.etree import ElementTree as ET
@@ -490,6 +503,7 @@ def test_undecodable_and_control_names_in_junit_plots_and_terminal(tmp_path):
     assert r.returncode == 0 and b"\x1b" not in r.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_tab_and_carriage_return_in_a_name_keep_stderr_quiet(tmp_path):
     """item 15: a tab or CR in a file name reached the figure titles raw, and matplotlib printed
@@ -503,6 +517,7 @@ def test_tab_and_carriage_return_in_a_name_keep_stderr_quiet(tmp_path):
     assert len(list(plots.iterdir())) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_plot_dir_names_never_collide(tmp_path):
     from grpofit.render.plotting import figure_name
@@ -523,6 +538,7 @@ def test_plot_dir_names_never_collide(tmp_path):
 # ------------------------------------------------------------------ 3. binary readers stream
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.parametrize("name", ["events.out.tfevents.1.host", "run-abc.wandb"])
 def test_huge_sparse_binary_is_rejected_after_its_first_header(tmp_path, name):
@@ -535,6 +551,7 @@ def test_huge_sparse_binary_is_rejected_after_its_first_header(tmp_path, name):
     assert line.startswith(f"error: {path}: ") and ("TensorBoard" in line or "W&B" in line)
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_huge_binary_on_standard_input_is_rejected_after_its_head(tmp_path):
     """item 3 through ``-``: ``grpofit fit - < sparse`` read 2 GiB into memory (2.1 GB RSS,
@@ -567,6 +584,7 @@ def test_a_stream_beyond_memory_is_a_read_error():
     assert info.value.one_line() == "-: is a stream too large to hold in memory; save it to a file and pass the file"
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.parametrize("kind", ["tfevents", "wandb"])
 def test_binary_log_with_a_huge_tail_is_streamed(tmp_path, kind):
@@ -583,6 +601,7 @@ def test_binary_log_with_a_huge_tail_is_streamed(tmp_path, kind):
     assert json.loads(r.stdout)["runs"][0]["n_points"] == 300
 
 
+@pytest.mark.slow
 def test_streamed_binary_readers_match_the_in_memory_parse(tmp_path, monkeypatch):
     import numpy as np
 
@@ -725,6 +744,7 @@ def signal_sweep(proc: subprocess.Popen, sig: str, workers: int = 2):
     return out, err, stopped, orphans
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_signal_stops_every_worker_within_2s(tmp_path, sig):
@@ -761,6 +781,7 @@ SIGNAL_DURING_FORK = (
 ) + SLOW_SWEEP
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_signal_while_the_pool_forks_leaves_no_worker(tmp_path):
     for i in range(6):
@@ -777,6 +798,7 @@ def test_signal_while_the_pool_forks_leaves_no_worker(tmp_path):
     assert proc.returncode == 143 and err_lines(err) == ["terminated by SIGTERM"], err
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_workers_die_with_a_killed_parent(tmp_path):
     """SIGKILL cannot be caught: the workers themselves ask the kernel to stop them when the
@@ -816,6 +838,7 @@ SLOW_COPY = (  # the signal arrives after the copy exists but before its cleanup
 )
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.parametrize("slow_part", [SLOW_READ, SLOW_COPY], ids=["reading", "copying"])
 def test_sigterm_while_reading_stdin_leaves_no_temporary_copy(tmp_path, slow_part):
@@ -867,6 +890,7 @@ KILLER_SWEEP = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_a_dead_worker_rebuilds_the_pool(tmp_path):
     runs = tmp_path / "runs"
@@ -955,6 +979,7 @@ def test_large_csv_is_parsed_up_to_its_last_complete_line(tmp_path, monkeypatch)
     assert "incomplete" in run.warnings[0]
 
 
+@pytest.mark.slow
 def test_growing_csv_never_gives_a_wrong_last_value_in_watch(tmp_path):
     """A writer flushes each row in two halves; a watch poll after every flush holds a prefix of
     the true rows, never a cut-off value (a fresh tail per poll: none has seen the size before)."""
@@ -988,6 +1013,7 @@ def test_unterminated_quote_loses_one_line_not_the_rest(capsys, tmp_path):
     assert f"warning: {path}: line 103 opens a quote that is never closed ('101,\"0.5'); skipped that line" in err
 
 
+@pytest.mark.slow
 def test_unterminated_quote_in_a_large_csv(capsys, tmp_path, monkeypatch):
     """item 8 on the large-file path (over 32 MB, parsed in chunks, never held whole): it was
     "is not a well-formed CSV table (EOF inside string)", exit 2, every row lost."""
@@ -1011,6 +1037,7 @@ def test_unterminated_quote_in_a_large_csv(capsys, tmp_path, monkeypatch):
     assert f"warning: {path}: line 103 opens a quote that is never closed ('101,\"0.5'); skipped that line" in err_lines(err)
 
 
+@pytest.mark.slow
 def test_streamed_quote_scan_matches_the_in_memory_one(tmp_path):
     """The large path's block-by-block scan finds the line the in-memory one drops, and the
     file read without that byte range is exactly the in-memory result."""
@@ -1080,6 +1107,7 @@ def test_jsonl_fast_path_rejects_what_the_line_path_rejects(capsys, tmp_path, da
     assert line_.startswith(f"error: {path}: line 101 is not valid JSON")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows", [300, 80_000], ids=["small-block", "pandas-block"])
 def test_jsonl_fast_path_keeps_spaces_inside_tokens(tmp_path, rows, monkeypatch):
     """The fast path deletes spaces before parsing: '"reward": 1 2' read as 12 and
@@ -1127,6 +1155,7 @@ def test_wandb_run_names_with_dashes_and_one_bad_run(capsys, tmp_path):
 # ------------------------------------------------------------------ 18. sizes
 
 
+@pytest.mark.slow
 def test_header_wider_than_the_sniffers_window(capsys, tmp_path):
     path = tmp_path / "wide.csv"
     names = ["step", "reward"] + [f"col{i:06d}_" + "x" * 20 for i in range(10_000)]
@@ -1160,6 +1189,7 @@ def test_integers_beyond_float_range_on_the_line_path(capsys, tmp_path):
 # ------------------------------------------------------------------ 5. memory bounds
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_jsonl_row_with_200k_keys_is_an_error_within_memory(tmp_path):
     path = tmp_path / "keys.jsonl"
@@ -1203,6 +1233,7 @@ def _wide_row_logs(tmp_path: Path) -> list[tuple[Path, str]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_dense_readers_bound_the_keys_of_a_wide_row(tmp_path):
     """item 5, second bullet, beyond JSONL: trainer_state.json, a log_history array, verl's
@@ -1218,6 +1249,7 @@ def test_dense_readers_bound_the_keys_of_a_wide_row(tmp_path):
         ], path
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_tensorboard_tags_are_bounded(tmp_path):
     path = tmp_path / "events.out.tfevents.1.host"
@@ -1286,6 +1318,7 @@ def test_help_states_the_bounds(capsys):
 # ------------------------------------------------------------------ 19. streams and --out
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_closed_and_full_standard_streams(tmp_path):
     good_csv(tmp_path / "run.csv")
@@ -1311,6 +1344,7 @@ def test_closed_and_full_standard_streams(tmp_path):
 CLOSED_LINE = "error: cannot write to standard output (it is closed); the results were not shown"
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_closed_stdout_still_writes_the_reports(tmp_path):
     """item 19: with standard output closed the results cannot be shown: one line, exit 2; the
@@ -1366,6 +1400,7 @@ def test_huge_step_options_are_bounded(capsys, tmp_path, args, line):
     assert err_lines(err) == [f"error: {line}"]
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_reports_into_devices_pipes_and_links_are_not_renamed_over(tmp_path, monkeypatch):
     """item 20's atomic writes (temporary file, then rename) replaced whatever the path named:
@@ -1415,6 +1450,7 @@ def test_simulate_out_into_a_missing_folder(capsys, tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_rolling_median_does_not_copy_n_times_window():
     """item 5 (the part that is contained here): the collapse detector's rolling median on 10^6
     points peaks near its output, not at n x 51 floats (408 MB)."""

@@ -45,6 +45,7 @@ def rosen(x):
     return float(sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x0, lo, hi, maxiter", [
     ([-1.2, 1.0, 0.5], [-2, -2, -2], [2, 2, 2], 40),  # interior minimum
     ([-1.2, 1.0, 0.5], [-2, -2, -2], [2, 0.5, 2], 40),  # a bound active at the minimum
@@ -63,6 +64,7 @@ def test_infinite_values_are_handled_as_scipy_does():
     _same(*_both(f, [0.0, 0.0], [-3, -3], [3, 3]))
 
 
+@pytest.mark.slow
 def test_a_likelihood_search_is_scipys():
     from grpofit.forecasting.likelihood import bounds_for, evaluate, reduce_series
     from grpofit.forecasting.walk import _nll, walk_bounds
@@ -80,6 +82,7 @@ def test_a_likelihood_search_is_scipys():
                  [math.log(40.0), math.log(4.0), math.log(0.3), 0.5 * (qlo + qhi)], lo, hi))
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_forecast_imports_neither_scipy_optimize_nor_linalg():
     import subprocess
@@ -96,6 +99,7 @@ def test_forecast_imports_neither_scipy_optimize_nor_linalg():
     assert set(eval(out)) <= {"scipy.linalg._flapack", "scipy.optimize._lbfgsb"}
 
 
+@pytest.mark.slow
 def test_another_scipy_version_uses_scipys_minimize(monkeypatch):
     import grpofit.forecasting.lbfgsb as lbfgsb
 

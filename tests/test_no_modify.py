@@ -90,6 +90,7 @@ def _every_input(root: Path) -> list[Path]:
     ]
 
 
+@pytest.mark.slow
 def test_commands_never_modify_inputs(capsys, tree, tmp_path):
     before = snapshot(tree)
     assert len(before) > 25
@@ -123,6 +124,7 @@ def test_stdin_input_leaves_no_temporary_file(capsys, tree, monkeypatch, tmp_pat
     assert list(scratch.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.real_logs
 def test_real_logs_are_not_modified(capsys):
     before = snapshot(REAL)

@@ -23,6 +23,7 @@ def _child(code):
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_pin_selects_the_kernels_and_refuses_to_come_too_late():
     p = _child("from grpofit.testing.numerics import pin; pin()\n"

@@ -629,6 +629,7 @@ def test_round_trip(tmp_path, fmt):
         np.testing.assert_array_equal(run.metrics[k], table[k])
 
 
+@pytest.mark.slow
 def test_round_trip_property():
     """Any finite table survives CSV and JSONL unchanged (hypothesis)."""
     hypothesis = pytest.importorskip("hypothesis")

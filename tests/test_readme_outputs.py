@@ -25,6 +25,7 @@ def _script():
     return mod
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.real_logs
 def test_every_pasted_output_is_what_the_command_prints_now():
@@ -39,6 +40,7 @@ def test_every_pasted_output_is_what_the_command_prints_now():
     assert not bad, "run `python scripts/update_readme.py`; stale outputs:\n" + "\n\n".join(report)
 
 
+@pytest.mark.slow
 def test_a_stale_output_is_caught_and_named(capsys):
     upd = _script()
     good = upd.run("grpofit --version")
@@ -147,6 +149,7 @@ def test_check_fails_when_a_generated_block_or_its_record_drifts(tmp_path, capsy
     assert "generated block 'watch-detection'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.real_logs
 def test_math_lighteval_figures_are_the_runs():
     """The README's 'MATH-lighteval: 0.51 to 0.55 over its 27 evaluations, mean 0.53' is the run's."""

@@ -78,6 +78,7 @@ def _run(name: str, fmt: str, nruns: int, which: str | None):
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_real_log_reads_into_the_right_series(case):
     name, fmt, nruns, which, step_col, column, role, points, first, last, (start, end) = case

@@ -12,6 +12,7 @@ from tests.reallogs import real_log
 EXPORT = real_log("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv")
 
 
+@pytest.mark.slow
 @pytest.mark.real_logs
 @pytest.mark.parametrize("command", [["forecast", "--until", "300"], ["backtest", "--cuts", "50"]])
 def test_run_pattern_keeps_the_matching_runs(capsys, command):

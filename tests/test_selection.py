@@ -20,6 +20,7 @@ def _names(out: str) -> list[str]:
     return [r["run"].split("::")[1] for r in json.loads(out)["runs"]]
 
 
+@pytest.mark.slow
 @pytest.mark.real_logs
 def test_file_run_and_run_pattern_select_runs_in_every_command(capsys):
     code, out, _ = run_cli(capsys, "fit", f"{EXPORT}::[paper]GEPO_online", "--format", "json")
@@ -45,6 +46,7 @@ def test_a_selection_that_matches_nothing_lists_the_runs(capsys):
     assert code == 2 and err.startswith("error: --run 'nope' matches no run in ")
 
 
+@pytest.mark.slow
 @pytest.mark.real_logs
 def test_predict_from_a_multi_run_file_says_how_to_pick_one(capsys):
     args = ("predict", "--lr", "1e-6", "--momentum", "0.9", "--refresh-interval", "1")
@@ -58,6 +60,7 @@ def test_predict_from_a_multi_run_file_says_how_to_pick_one(capsys):
     assert code == 0 and json.loads(out)["from_run"]["run"].endswith("GSPO_online")
 
 
+@pytest.mark.slow
 def test_predict_from_run_reads_the_config_and_flags_override(capsys):
     code, out, _ = run_cli(capsys, "predict", "--from-run", WANDB, "--refresh-interval", "2", "--format", "json")
     doc = json.loads(out)

@@ -82,6 +82,7 @@ def test_a_run_still_climbing_past_a_tight_plateau_gets_a_lower_bound(capsys):
     assert "2.6x (misfit)" in row
 
 
+@pytest.mark.slow
 @pytest.mark.real_logs
 def test_readme_count_of_bounds_on_the_real_logs(capsys):
     files = [REAL / n for n in real_log_names()]
@@ -125,6 +126,7 @@ UNSLOTH = REAL / "unsloth_grpo_gsm8k_IMJONEZZ.trainer_state.json"
 CONDITIONAL = REAL / "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv"
 
 
+@pytest.mark.slow
 @pytest.mark.real_logs
 def test_a_plateau_that_misses_the_late_data_is_marked_in_the_fit_table_and_plot(capsys, monkeypatch):
     """The unsloth run rises to ~1.6; the preferred oscillator's p* 0.895 is a sine arc's centre.
