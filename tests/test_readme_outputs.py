@@ -118,6 +118,7 @@ def test_check_fails_when_a_generated_block_or_its_record_drifts(tmp_path, capsy
     upd = _script()
     (tmp_path / "docs").mkdir()
     for rec in {r for r, _ in upd.GENERATED.values()}:
+        (tmp_path / rec).parent.mkdir(parents=True, exist_ok=True)  # e.g. grpofit/readers/registry.py
         shutil.copy(ROOT / rec, tmp_path / rec)
     text = docs_text()
     # the pasted command outputs are checked above; here only the generated blocks
