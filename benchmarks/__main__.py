@@ -911,7 +911,7 @@ def bench_fitcost(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     before the forecast issue (:data:`BEFORE_FORECAST`). The forecast issue's target: at most
     1.5x. Instruction counts
     (callgrind, where installed) are the stable figure; CPU time on a shared machine moves by
-    several percent between runs. The real logs (``../shared/real_logs``, where present) get a
+    several percent between runs. The real logs (``tests/data/real_logs``) get a
     CPU row too."""
     sec = "8 fitcost"
     files = data.heldout_fit_inputs(work / "heldout", max(sizes.fitcost_runs, 3), n_steps=sizes.fit_steps)
@@ -936,9 +936,10 @@ def bench_fitcost(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
                 f"without it: {counted['without'] / 1e6:.1f}M", "<= 1.5x", _status(ratio <= 1.5))
         raw.update(instructions=counted, instruction_ratio=ratio)
         _before_forecast_row(rep, sec, paths[:3 + sizes.fitcost_counted], sizes.fitcost_counted, raw)
-    real_logs = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
-    if real_logs.is_dir():
-        files = sorted(str(p) for p in real_logs.iterdir() if p.name != "PROVENANCE.md")
+    from tests.reallogs import REAL_LOGS, real_log_names
+
+    if REAL_LOGS.is_dir():
+        files = [str(REAL_LOGS / n) for n in real_log_names()]
         cpu = _fitcost_cpu(files, repeats)
         w, wo = min(cpu["with"]), min(cpu["without"])
         rep.add(sec, f"read + fit CPU per file, the {len(files)} shared real logs (min of {len(cpu['with'])})",

@@ -1,6 +1,6 @@
 """``python -m benchmarks.watch``: how early ``grpofit watch`` warns, and what it costs.
 
-**detection** replays every run of ``../shared/real_logs`` and the planted failures of
+**detection** replays every run of ``tests/data/real_logs`` and the planted failures of
 :mod:`grpofit.testing.planted` step by step, as if live (:mod:`grpofit.watch.replay`), and prints for each
 the failure onset, the first warn and fail alerts and the detection delay (first alert minus
 onset); healthy runs list their false alerts. Labels come from PROVENANCE.md (what the run is):
@@ -31,8 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "real_logs"
-REAL = Path(os.path.normpath(REAL))
+from tests.reallogs import REAL_LOGS as REAL
 
 
 @dataclass(frozen=True)
@@ -69,6 +68,8 @@ SHARED = (
     Case("verl_grpo_gsm8k_qwen3-30b-a3b_torchtitan_filelogger.jsonl", None, "healthy", note="fast rise, noisy plateau"),
     Case("verl_grpo_qwen25_3b_fsdp_base.tfevents", None, "healthy"),
     Case("verl_grpo_qwen2_7b_fsdp_base.tfevents", None, "healthy"),
+    Case("verl_grpo_qwen25_3b_fsdp_offpolicy.tfevents", None, "healthy", note="one-step off-policy twin of the 3B run"),
+    Case("verl_grpo_qwen2_7b_fsdp_offpolicy.tfevents", None, "healthy", note="one-step off-policy twin of the 7B run"),
     Case("verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv", None, "healthy", note="PPO, sigmoid rise"),
     *(Case("deepgrpo_wandb_val_gsm8k_gamma_sweep_qwen2.5-0.5b.csv", key, "healthy", "val-core/GSM8K/reward/mean@1",
            note="validation reward every 5 steps")
@@ -302,7 +303,7 @@ def refit_cases(quick: bool = False):
     if quick or not REAL.is_dir():
         return out
     for case in SHARED:
-        if case.file.startswith(("verl_grpo_qwen2_7b_fsdp", "countdown_grpo")):
+        if case.file.startswith(("verl_grpo_qwen2_7b_fsdp_base", "countdown_grpo")):
             run = shared_run(case)
             out.append((run, case.metric, float(run.steps[-1])))
     return out
@@ -555,7 +556,7 @@ def record(doc: dict, path: Path = RECORD, readme: Path | None = None) -> None:
 
     from grpofit.core.jsonout import jsonable
 
-    doc = json.loads(json.dumps(jsonable(doc)).replace(str(REAL) + "/", "../shared/real_logs/"))  # portable names
+    doc = json.loads(json.dumps(jsonable(doc)).replace(str(REAL) + "/", "tests/data/real_logs/"))  # portable names
     old = json.loads(path.read_text()) if path.exists() else {}
     for key, value in doc.items():
         if key != "measured":

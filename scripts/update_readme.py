@@ -167,13 +167,13 @@ def rewrite_generated(text: str, names=None, root: Path = ROOT) -> str:
 
 FIGURES = (
     "grpofit fit sample_logs/healthy_slow_start.csv --plot docs/fit_healthy.png",
-    "grpofit diagnose ../shared/real_logs/heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv "
-    "../shared/real_logs/heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv --plot-dir /tmp/grpofit_readme_figs",
+    "grpofit diagnose tests/data/real_logs/heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv "
+    "tests/data/real_logs/heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv --plot-dir /tmp/grpofit_readme_figs",
 )
 
 
 def figures() -> None:
-    """Redraw the README's figures (the real-log one only when ../shared/real_logs is there)."""
+    """Redraw the README's figures (the real-log one from tests/data/real_logs)."""
     import shutil
 
     for cmd in FIGURES:

@@ -23,6 +23,7 @@ def cli_json(capsys, *args) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.subprocess
 def test_import_is_lazy_and_instant():
     code = "import sys, grpofit; print(sorted(m for m in ('numpy', 'pandas', 'scipy', 'lmfit') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -69,6 +70,7 @@ def test_fit_on_a_multi_run_source_asks_to_pick_one():
         grpofit.fit(ROOT / "sample_logs" / "group_sweep")
 
 
+@pytest.mark.slow
 def test_plot_draws_on_the_callers_axes_and_keeps_the_backend():
     import matplotlib
 
@@ -83,6 +85,7 @@ def test_plot_draws_on_the_callers_axes_and_keeps_the_backend():
     assert matplotlib.get_backend() == before
 
 
+@pytest.mark.slow
 def test_diagnose_takes_paths_and_runs(capsys):
     folder = ROOT / "sample_logs"
     cli = cli_json(capsys, "diagnose", folder)

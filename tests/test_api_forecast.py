@@ -21,6 +21,7 @@ def healthy_forecast():
     return grpofit.forecast(HEALTHY, horizon=600, at=[400])
 
 
+@pytest.mark.slow
 def test_forecast_returns_the_cli_document(capsys, healthy_forecast):
     fc = healthy_forecast
     code, out, _ = run_cli(capsys, "forecast", HEALTHY, "--horizon", "600", "--at", "400", "--format", "json")
@@ -37,6 +38,7 @@ def test_forecast_returns_the_cli_document(capsys, healthy_forecast):
     assert "Forecast(run=" in repr(fc)
 
 
+@pytest.mark.slow
 def test_forecast_until_and_in_memory_runs():
     rng = np.random.default_rng(5)
     steps = np.arange(300)
@@ -67,6 +69,7 @@ def test_forecast_plot_draws_on_the_callers_axes(healthy_forecast):
     assert matplotlib.get_backend() == before
 
 
+@pytest.mark.slow
 def test_backtest_returns_the_cli_document(capsys):
     bt = grpofit.backtest(HEALTHY, cuts=[50])
     code, out, _ = run_cli(capsys, "backtest", HEALTHY, "--cuts", "50", "--format", "json")
@@ -78,6 +81,7 @@ def test_backtest_returns_the_cli_document(capsys):
     assert "<table>" in bt._repr_html_() and "50%" in bt._repr_html_()
 
 
+@pytest.mark.slow
 def test_backtest_of_runs_in_memory():
     rng = np.random.default_rng(2)
     steps = np.arange(300)

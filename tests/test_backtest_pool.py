@@ -30,6 +30,7 @@ SLOW_BACKTEST = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_signal_stops_every_backtest_worker_within_2s(tmp_path, sig):
     import signal
@@ -47,6 +48,7 @@ def test_signal_stops_every_backtest_worker_within_2s(tmp_path, sig):
     assert not plots.exists() or list(plots.iterdir()) == []  # no figure, whole or partial
 
 
+@pytest.mark.slow
 def test_backtest_workers_die_with_a_killed_parent(tmp_path):
     import signal
 
@@ -91,6 +93,8 @@ KILLER_BACKTEST = (
 )
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_dead_backtest_worker_rebuilds_the_pool(tmp_path):
     runs = tmp_path / "runs"
     for i in range(16):

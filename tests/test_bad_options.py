@@ -51,6 +51,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, words", CASES, ids=[" ".join(Path(a).name for a in c[0]) for c in CASES])
 def test_bad_option_prints_nothing_on_stdout(capsys, args, words):
     code, out, err = run_cli(capsys, *args)
@@ -59,6 +60,7 @@ def test_bad_option_prints_nothing_on_stdout(capsys, args, words):
     assert line.startswith("error: ") and words in line and "; " in line, line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [
     ["fit", RUN, "--plot", "{bad}/x.png"],
     ["forecast", RUN, "--plot", "{bad}/x.png"],

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks.__main__ import SECTIONS, growth_slope, loglog_slope, main
 
 
@@ -38,6 +40,7 @@ def test_growth_slope_subtracts_the_fixed_cost_from_both_axes():
     assert growth_slope(xs, quadratic)[0] > 1.6
 
 
+@pytest.mark.slow
 def test_quick_benchmark_runs_every_section(tmp_path, capsys):
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
     code = main(["--quick", "--workdir", str(tmp_path / "work"), "--json", str(out_json),

@@ -19,16 +19,15 @@ from grpofit.readers import tensorboard as tb
 from grpofit.readers import wandb_binary as wb
 from grpofit.core.runs import make_run
 from grpofit.testing import writers
+from tests.reallogs import REAL_LOGS, real_log
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 REAL_7B = REAL / "verl_grpo_qwen2_7b_fsdp_base.tfevents"
 REAL_3B = REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents"
 
 
 def _real(path: Path) -> str:
-    if not path.is_file():
-        pytest.skip(f"real log {path.name} not available")
-    return str(path)
+    return str(real_log(path.name))
 
 
 # --- protobuf ------------------------------------------------------------------------------
@@ -95,6 +94,7 @@ def test_crc32c_known_vectors():
     assert tb.crc32c(b"56789", tb.crc32c(b"1234")) == 0xE3069283
 
 
+@pytest.mark.slow
 def test_batched_crc_matches_scalar():
     rng = np.random.default_rng(1)
     buf = rng.integers(0, 256, 30_000, dtype=np.uint8).tobytes()
@@ -317,6 +317,7 @@ def test_tfevents_arbitrary_bytes_only_raise_read_error(tmp_path):
         assert "step" in table and all(len(v) == len(table["step"]) for v in table.values())
 
 
+@pytest.mark.real_logs
 def test_real_verl_7b_tfevents():
     path = _real(REAL_7B)
     assert not os.path.basename(path).startswith("events.out.tfevents")
@@ -336,6 +337,7 @@ def test_real_verl_7b_tfevents():
     assert len(val_steps) == 22 and val_steps[0] == 0 and val_steps[-1] == 105
 
 
+@pytest.mark.real_logs
 def test_real_verl_3b_tfevents():
     path = _real(REAL_3B)
     table, warnings = tb.read_tfevents(path)
@@ -346,6 +348,7 @@ def test_real_verl_3b_tfevents():
     assert finite[0] == pytest.approx(0.565, abs=1e-3) and finite[-1] == pytest.approx(0.965, abs=1e-3)
 
 
+@pytest.mark.real_logs
 def test_real_tfevents_in_a_log_dir_sniffed_by_content(tmp_path):
     (tmp_path / "train").mkdir()
     (tmp_path / "train" / "q7b_base.bin").symlink_to(_real(REAL_7B))  # found by content
@@ -355,6 +358,7 @@ def test_real_tfevents_in_a_log_dir_sniffed_by_content(tmp_path):
     assert warnings == [] and "critic/score/mean" in table and len(table["step"]) == 106
 
 
+@pytest.mark.real_logs
 def test_real_tfevents_torn_copy(tmp_path):
     data = Path(_real(REAL_7B)).read_bytes()
     table, warnings = tb.parse_tfevents(data[: len(data) // 2 + 3], "half")

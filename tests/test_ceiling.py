@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from grpofit.fitting.ceiling import r2_ceiling
 from grpofit.laws.models import oscillator
@@ -42,6 +43,7 @@ def test_a_fit_can_exceed_the_ceiling_and_the_output_says_estimate(tmp_path):
     assert "best reachable" not in caption and "an estimate, not a bound" in caption
 
 
+@pytest.mark.slow
 def test_ceiling_standard_error_covers_on_a_reward_averaged_over_few_rollouts():
     """A GRPO reward is a mean over a few rollouts: its differences sit on a lattice, where the
     MAD lands on a tie (a jackknife spread of 0 covered the true ceiling in 3-25% of these runs);

@@ -14,10 +14,11 @@ import pytest
 
 from grpofit.laws.registry import MODELS
 from tests.conftest import run_cli
+from tests.reallogs import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
-REAL = ROOT.parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 
 
 def write_csv(path: Path, rows: list[tuple]) -> Path:
@@ -39,6 +40,8 @@ def healthy_csv(tmp_path):
     return path
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_help_and_version_do_not_import_heavy_modules():
     code = (
         "import sys\n"
@@ -56,6 +59,8 @@ def test_help_and_version_do_not_import_heavy_modules():
     assert "grpofit 0." in out
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_fit_path_imports_no_solver_library_and_uses_one_blas_thread(healthy_csv):
     """``grpofit fit`` imports neither scipy, lmfit, pandas nor pydantic (start-up), and sets
     one BLAS thread unless the user chose a number."""
@@ -79,6 +84,7 @@ def test_fit_path_imports_no_solver_library_and_uses_one_blas_thread(healthy_csv
     assert "BLAS 2" in out
 
 
+@pytest.mark.subprocess
 def test_python_dash_m_works():
     proc = subprocess.run([sys.executable, "-m", "grpofit", "--version"], capture_output=True, text=True)
     assert proc.returncode == 0
@@ -127,6 +133,8 @@ def test_fit_several_runs_in_one_call_and_table(capsys, healthy_csv):
     assert out.count("quantity") == 2
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_fit_reads_standard_input(healthy_csv):
     proc = subprocess.run(
         [sys.executable, "-m", "grpofit", "fit", "-", "--format", "json"],
@@ -136,6 +144,7 @@ def test_fit_reads_standard_input(healthy_csv):
     assert json.loads(proc.stdout)["runs"][0]["n_points"] == 200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf"])
 def test_fit_plot_formats(capsys, healthy_csv, tmp_path, suffix):
     out_file = tmp_path / f"fit{suffix}"
@@ -164,6 +173,7 @@ def _diagnose_json(capsys, *args):
     return code, json.loads(out), err
 
 
+@pytest.mark.slow
 def test_diagnose_sample_logs_catches_each_planted_failure(capsys):
     code, doc, _ = _diagnose_json(capsys, SAMPLES)
     assert code == 1
@@ -189,6 +199,7 @@ def test_diagnose_sample_logs_catches_each_planted_failure(capsys):
     assert gs["variance_scaling"]["consistent_with_1_over_G"]
 
 
+@pytest.mark.slow
 def test_diagnose_gate_codes(capsys, healthy_csv):
     code, doc, _ = _diagnose_json(capsys, healthy_csv)
     assert code == 0 and doc["gate"]["passed"] is True and doc["gate"]["failed_runs"] == []
@@ -203,6 +214,7 @@ def test_diagnose_gate_codes(capsys, healthy_csv):
     assert code == 2 and "bogus" in err
 
 
+@pytest.mark.slow
 def test_diagnose_threshold_override_changes_a_verdict(capsys):
     run = SAMPLES / "collapse_run"
     code, doc, _ = _diagnose_json(capsys, run)
@@ -216,6 +228,7 @@ def test_diagnose_threshold_override_changes_a_verdict(capsys):
     assert code == 2 and "nonsense" in err
 
 
+@pytest.mark.slow
 def test_diagnose_markdown_and_junit(capsys, tmp_path):
     junit = tmp_path / "report.xml"
     code, out, _ = run_cli(capsys, "diagnose", SAMPLES, "--format", "markdown", "--junit", junit)
@@ -235,6 +248,7 @@ def test_diagnose_markdown_and_junit(capsys, tmp_path):
     assert sum(int(s.get("failures")) for s in suites) == len(failures)
 
 
+@pytest.mark.slow
 def test_diagnose_table_is_one_table_with_evidence(capsys):
     code, out, _ = run_cli(capsys, "diagnose", SAMPLES)
     assert code == 1
@@ -243,12 +257,14 @@ def test_diagnose_table_is_one_table_with_evidence(capsys):
     assert "\x1b[" not in out  # no colour codes off a terminal
 
 
+@pytest.mark.slow
 def test_diagnose_jobs_two_gives_the_same_document(capsys):
     _, one, _ = _diagnose_json(capsys, SAMPLES, "--jobs", "1")
     _, two, _ = _diagnose_json(capsys, SAMPLES, "--jobs", "2")
     assert one == two
 
 
+@pytest.mark.slow
 def test_diagnose_plot_dir(capsys, tmp_path):
     code, _, _ = run_cli(capsys, "diagnose", SAMPLES / "collapse_run", "--plot-dir", tmp_path / "figs")
     assert code == 1
@@ -265,7 +281,8 @@ def test_diagnose_one_unreadable_run_does_not_hide_the_others(capsys, tmp_path, 
     assert "broken.jsonl" in err
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_logs not present")
+@pytest.mark.slow
+@pytest.mark.real_logs
 def test_diagnose_joins_panel_exports_by_run_name_and_finds_the_collapse(capsys):
     code, doc, _ = _diagnose_json(
         capsys,
@@ -327,6 +344,7 @@ def test_predict_missing_options_is_a_usage_error(capsys):
     assert code == 2 and "--momentum" in err and "--curvature" in err
 
 
+@pytest.mark.slow
 def test_predict_from_run_with_what_if_plot(capsys, tmp_path):
     figure = tmp_path / "whatif.png"
     code, out, _ = run_cli(capsys, "predict", "--from-run", SAMPLES / "bandit_g16.csv", "--lr", "0.05", "--momentum", "0.5",
@@ -338,6 +356,7 @@ def test_predict_from_run_with_what_if_plot(capsys, tmp_path):
     assert figure.stat().st_size > 5000
 
 
+@pytest.mark.slow
 def test_simulate_bandit_writes_a_log_that_fits(capsys, tmp_path):
     out_file = tmp_path / "bandit.jsonl"
     code, out, _ = run_cli(capsys, "simulate", "bandit", "--arms", "8", "--correct", "1", "--lr", "0.05", "--momentum", "0.5",
@@ -353,6 +372,7 @@ def test_simulate_bandit_writes_a_log_that_fits(capsys, tmp_path):
     assert plateau == pytest.approx(meta["fixed_point"], abs=0.05)
 
 
+@pytest.mark.slow
 def test_diagnose_fit_is_the_same_object_as_the_fit_entry(capsys):
     """The contract: diagnose's ``fit`` is one entry of fit's ``runs`` (collapse included)."""
     run = SAMPLES / "collapse_run"

@@ -85,6 +85,7 @@ CATALOGUE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,content,words", CATALOGUE, ids=[c[0] for c in CATALOGUE])
 @pytest.mark.parametrize("command", ["fit", "diagnose", "inspect"])
 def test_catalogue_of_unreadable_files(capsys, tmp_path, command, name, content, words):
@@ -102,6 +103,7 @@ def test_catalogue_of_unreadable_files(capsys, tmp_path, command, name, content,
     assert path.read_bytes() == content
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["fit", "diagnose"])
 def test_one_row_states_the_minimum(capsys, tmp_path, command):
     from grpofit.fitting import MIN_POINTS
@@ -155,6 +157,7 @@ def test_missing_path_and_directory_without_logs(capsys, tmp_path):
         assert_one_error_line(err, str(empty), "no training logs", ".csv")
 
 
+@pytest.mark.slow
 def test_usage_errors_are_one_line(capsys, tmp_path):
     good = write_rows(tmp_path / "good.csv", "step,reward", curve(40))
     cases = [
@@ -198,6 +201,8 @@ def test_several_paths_bad_ones_are_listed_good_ones_judged(capsys, tmp_path):
 # ------------------------------------------------------------------------------ real processes
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_real_process_exit_code_and_single_stderr_line(tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_bytes(b"")
@@ -216,6 +221,8 @@ def test_real_process_exit_code_and_single_stderr_line(tmp_path):
         assert_one_error_line(proc.stderr.decode(), *words)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_real_process_stdin_garbage_names_stdin(tmp_path):
     proc = run_process("fit", "-", stdin=_garbage())
     assert proc.returncode == 2
@@ -227,6 +234,8 @@ def test_real_process_stdin_garbage_names_stdin(tmp_path):
     assert "grpofit-" not in line and "/tmp" not in line
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_debug_shows_a_traceback(tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_bytes(b"")
@@ -237,6 +246,8 @@ def test_debug_shows_a_traceback(tmp_path):
         assert "Traceback (most recent call last)" in err and "ReadError" in err and "empty" in err
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_extreme_values_warn_nothing_on_stderr(tmp_path):
     """1e300 rewards or steps: a result, and no numpy RuntimeWarning noise on stderr."""
     huge = write_rows(tmp_path / "huge.csv", "step,reward", [f"{i},{1e300 * (i % 3)}" for i in range(1, 30)])
@@ -266,6 +277,7 @@ def _hard_runs(tmp_path) -> dict[str, Path]:
     return {k: write_rows(tmp_path / f"{k}.csv", "step,reward", v) for k, v in cases.items()}
 
 
+@pytest.mark.slow
 def test_fits_that_cannot_converge_give_a_verdict(capsys, tmp_path):
     runs = _hard_runs(tmp_path)
     for name, path in runs.items():
@@ -297,6 +309,7 @@ def _killer_judge(original):
     return judge
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="relies on fork inheriting the monkeypatch")
 def test_diagnose_jobs_survives_a_worker_that_dies(capsys, tmp_path, monkeypatch):
     import multiprocessing
@@ -332,6 +345,7 @@ def test_diagnose_jobs_survives_a_worker_that_dies(capsys, tmp_path, monkeypatch
     assert [Path(e["run"]).name for e in doc["errors"]] == ["buggy.csv"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="relies on fork inheriting the monkeypatch")
 def test_diagnose_jobs_loses_only_the_killer_from_a_chunk(capsys, tmp_path, monkeypatch):
     """Workers take several runs per call: when one kills its worker, its chunk partners are
@@ -378,6 +392,7 @@ def test_symlink_loop_in_a_log_directory(capsys, tmp_path):
     assert [Path(r["run"]).name for r in doc["runs"]] == ["metrics.csv"]
 
 
+@pytest.mark.slow
 def test_ten_thousand_small_files_in_a_log_directory(capsys, tmp_path):
     """An output folder with 10,000 small files (notes, configs, and a few runs) is walked,
     sniffed and judged in seconds, and no file descriptor is leaked."""
@@ -404,6 +419,7 @@ def test_ten_thousand_small_files_in_a_log_directory(capsys, tmp_path):
         assert len(os.listdir("/proc/self/fd")) <= fds + 2
 
 
+@pytest.mark.slow
 def test_thousand_small_runs_each_reported(capsys, tmp_path):
     """1,000 one-row logs: every one is listed with its reason, none is lost, one line each."""
     root = tmp_path / "many"

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from grpofit.fitting.collapse import default_window, find_collapse, find_rise, noise_sd, rolling_median
+from tests.reallogs import REAL_LOGS, real_log
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 WANDB = "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_"
 
 
@@ -25,9 +24,7 @@ def rise_plateau(n: int, T: float, p0: float = 0.2, p1: float = 0.7) -> np.ndarr
 
 def wandb_series(kind: str, run: str, key: str):
     pd = pytest.importorskip("pandas")
-    path = REAL / f"{WANDB}{kind}.csv"
-    if not path.exists():
-        pytest.skip(f"{path} absent")
+    path = real_log(f"{WANDB}{kind}.csv")
     df = pd.read_csv(path)
     col = f"[paper]{run}_online - {key}"
     s = df[["train/global_step", col]].dropna()
@@ -143,6 +140,7 @@ def test_isolated_spikes_are_not_a_rise():
 # --------------------------------------------------------------------------- real logs
 
 
+@pytest.mark.real_logs
 def test_real_grpo_collapses_near_900_and_grad_norm_rises_from_749():
     s, v = wandb_series("TrainReward", "GRPO", "train/reward")
     c = find_collapse(s, v)
@@ -156,6 +154,7 @@ def test_real_grpo_collapses_near_900_and_grad_norm_rises_from_749():
     assert r.precursor_step == 749  # the first point above 0.5
 
 
+@pytest.mark.real_logs
 def test_real_gspo_collapses_near_1200_and_gepo_stays_healthy():
     s, v = wandb_series("TrainReward", "GSPO", "train/reward")
     c = find_collapse(s, v)

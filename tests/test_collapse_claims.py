@@ -17,9 +17,10 @@ from grpofit.fitting.analysis import fit_run
 from grpofit.fitting.collapse import early_baseline, find_collapse, find_rise
 from grpofit.diagnostics import diagnose_run
 from grpofit.core.runs import make_run
+from tests.reallogs import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 sys.path.insert(0, str(ROOT / "scripts"))
 
 
@@ -28,6 +29,7 @@ def _bandit_run(**kw):
     return b, make_run("bandit", "bandit.csv", "csv", {k: v for k, v in b.columns.items()})
 
 
+@pytest.mark.slow
 def test_the_rise_of_an_underdamped_bandit_is_not_a_collapse():
     # issue: `simulate bandit --lr 0.1 --momentum 0.9 --refresh-interval 1 --group-size 0
     # --beta 1 --steps 1500` was "reward collapses at step 12 (0.19 -> 0.514, --170%)"
@@ -67,6 +69,7 @@ def test_decaying_metric_has_no_rise_and_the_baseline_skips_the_transient():
     assert r is not None and 690 <= r.step <= 710 and r.ratio == pytest.approx(10, rel=0.2)
 
 
+@pytest.mark.slow
 def test_false_collapse_rate_on_strongly_underdamped_runs_and_recall():
     from collapse_rates import rates
 
@@ -84,13 +87,12 @@ def test_false_collapse_rate_on_strongly_underdamped_runs_and_recall():
             "within 10% of the run of the planted step") in readme
 
 
+@pytest.mark.real_logs
 @pytest.mark.parametrize("name, onset", [("GRPO", 892), ("GSPO", 1183)])
 def test_real_collapses_are_kept(name, onset):
     from grpofit.readers import read_path
 
     path = REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
-    if not path.exists():
-        pytest.skip("shared real logs not available")
     run = next(r for r in read_path(str(path)) if r.name.endswith(f"{name}_online"))
     c = fit_run(run).collapse
     assert c is not None and abs(c.step - onset) <= 15

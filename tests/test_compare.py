@@ -13,9 +13,10 @@ from tests.conftest import run_cli
 
 from grpofit.dynamics import simulation as sim
 from grpofit.commands.compare import Interval, compare_quantity, published
+from tests.reallogs import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 sys.path.insert(0, str(ROOT / "scripts"))
 QUANTITIES = {"plateau", "timescale", "inertia", "damping_ratio"}
 
@@ -30,6 +31,7 @@ def pair(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow
 def test_json_matches_the_contract_schema(capsys, pair):
     code, out, err = run_cli(capsys, "compare", pair / "sync_0.csv", pair / "lag_0.csv", "--format", "json")
     assert code == 0, err
@@ -62,6 +64,7 @@ def test_json_matches_the_contract_schema(capsys, pair):
             f'"test": "{p["test"]}"}}') in readme
 
 
+@pytest.mark.slow
 def test_groups_by_glob_table_and_plot(capsys, pair, tmp_path):
     png = tmp_path / "overlay.png"
     code, out, err = run_cli(capsys, "compare", f"{pair}/sync_*.csv", f"{pair}/lag_*.csv", "--plot", png)
@@ -84,10 +87,9 @@ def test_bad_input_is_one_line_and_exit_2(capsys, pair, tmp_path):
     assert code == 2 and "--plot" in err
 
 
+@pytest.mark.real_logs
 def test_file_run_selects_one_run(capsys):
     path = REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
-    if not path.exists():
-        pytest.skip("shared real logs not available")
     code, out, err = run_cli(capsys, "compare", f"{path}::[paper]GRPO_online", f"{path}::[paper]GEPO_online",
                              "--format", "json")
     assert code == 0, err
@@ -96,11 +98,11 @@ def test_file_run_selects_one_run(capsys):
     assert doc["b"]["runs"][0].endswith("GEPO_online")
 
 
+@pytest.mark.slow
+@pytest.mark.real_logs
 def test_verl_on_policy_pair_is_honest(capsys):
     a = REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents"
     b = REAL / "verl_grpo_qwen2_7b_fsdp_base.tfevents"
-    if not (a.exists() and b.exists()):
-        pytest.skip("shared real logs not available")
     code, out, _ = run_cli(capsys, "compare", a, b, "--format", "json")
     doc = json.loads(out)
     d = doc["differences"]
@@ -127,6 +129,7 @@ def test_verdict_rules_on_published_intervals():
     assert r["verdict"] == "cannot tell" and r["p_value"] is None
 
 
+@pytest.mark.slow
 def test_calibration_numbers_in_the_readme():
     """Size and power of the single-run rule on 40 held-out pairs (the rule was chosen on pairs 0-59)."""
     from compare_calibration import calibration

@@ -36,6 +36,7 @@ def test_a_side_the_pattern_empties_is_an_error_naming_the_side(export):
     assert e.value.one_line().startswith(f"B: --run 'b*' matches no run in {export}::gamma; ")
 
 
+@pytest.mark.slow
 def test_compare_cli_run_pattern_and_file_run(capsys, export):
     import json
 

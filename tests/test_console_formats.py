@@ -105,6 +105,7 @@ SAMPLES = {
 }
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(which=st.sampled_from(sorted(SAMPLES)), cut=st.floats(0, 1), junk=st.binary(max_size=64))
 def test_truncated_and_arbitrary_bytes(which, cut, junk):

@@ -10,6 +10,8 @@ import sys
 import types
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,6 +82,7 @@ def _law_run(path, law, seed):
     return path
 
 
+@pytest.mark.slow
 def test_the_law_example_is_fitted_selected_tabled_and_plotted(tmp_path, monkeypatch, capsys):
     import grpofit
     from grpofit.laws import registry as laws

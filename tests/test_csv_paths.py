@@ -48,6 +48,8 @@ def test_small_path_equals_pandas_path(tmp_path, name):
     assert fast.warnings == slow.warnings
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_small_file_does_not_import_pandas(tmp_path):
     import subprocess
     import sys

@@ -12,8 +12,9 @@ from grpofit.diagnostics import MODES, Thresholds, Verdict, diagnose_run, gate, 
 from grpofit.core.errors import MetricNotFound, UsageError
 from grpofit.testing.planted import make_planted_run, planted_run
 from grpofit.core.runs import make_run
+from tests.reallogs import REAL_LOGS, real_log
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 WANDB = "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_"
 
 
@@ -22,6 +23,7 @@ WANDB = "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_"
 SEEDS = range(4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("mode", MODES)
 def test_every_planted_mode_fails(mode, seed):
@@ -32,6 +34,7 @@ def test_every_planted_mode_fails(mode, seed):
     assert v.start_step is not None and "step" in v.evidence
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(10))
 def test_healthy_controls_fail_nothing(seed):
     d = diagnose_run(planted_run(None, seed=1000 + seed, n_steps=300), group_size=8)
@@ -159,13 +162,9 @@ def test_gate():
 
 
 def _read(path: Path) -> list:
-    if not path.exists():
-        pytest.skip(f"{path} absent")
-    try:
-        from grpofit.readers import read_path
-    except ImportError:
-        pytest.skip("grpofit.readers not available")
-    return read_path(str(path))
+    from grpofit.readers import read_path
+
+    return read_path(str(real_log(path.name)))
 
 
 def _join(a, b, name: str):
@@ -193,6 +192,7 @@ def _wandb_runs() -> dict:
     return runs
 
 
+@pytest.mark.real_logs
 def test_real_grpo_fails_instability_with_both_steps():
     runs = _wandb_runs()
     d = diagnose_run(runs["GRPO"])
@@ -209,6 +209,7 @@ def test_real_grpo_fails_instability_with_both_steps():
     json.dumps(d.summary(), allow_nan=False)
 
 
+@pytest.mark.real_logs
 def test_real_gepo_has_no_collapse_and_gspo_collapses_near_1200():
     runs = _wandb_runs()
     gepo = diagnose_run(runs["GEPO"])
@@ -217,6 +218,8 @@ def test_real_gepo_has_no_collapse_and_gspo_collapses_near_1200():
     assert gspo.collapse is not None and 1150 <= gspo.collapse.step <= 1250
 
 
+@pytest.mark.slow
+@pytest.mark.real_logs
 @pytest.mark.parametrize("name", ["verl_grpo_qwen2_7b_fsdp_base", "verl_grpo_qwen25_3b_fsdp_base"])
 def test_real_verl_runs_pass_or_warn(name):
     path = REAL / f"{name}.tfevents"

@@ -131,6 +131,7 @@ def test_symlink_loop_terminates(tmp_path):
     assert [s.path for s in found] == [str(b / "run.csv")]
 
 
+@pytest.mark.slow
 def test_ten_thousand_small_files(tmp_path):
     root = tmp_path / "many"
     for i in range(100):

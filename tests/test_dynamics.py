@@ -100,6 +100,7 @@ def _growth_by_iteration(A, n=4000, seed=0):
     return math.exp(np.mean(logs[n // 2:]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eta_k,mu,L", [(0.02, 0.0, 10), (0.02, 0.0, 90), (0.05, 0.5, 6), (0.01, 0.9, 3)])
 def test_fixed_delay_radius_matches_direct_iteration(eta_k, mu, L):
     ex = dyn.exact_fixed_delay(1.0, mu, L, eta_k, with_threshold=False)
@@ -132,6 +133,7 @@ def test_sawtooth_radius_matches_direct_iteration(eta_k, mu, kref):
     assert ex.stable == (ex.spectral_radius < 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eta_k,mu", [(0.005, 0.0), (0.002, 0.5), (0.0002, 0.9)])
 def test_critical_intervals_approach_theory_small_eta_k(eta_k, mu):
     fixed = dyn.critical_refresh_interval(1.0, mu, eta_k, "fixed")
@@ -164,6 +166,7 @@ def test_discrete_regimes():
 # ----------------------------------------------------------------------------- predict
 
 
+@pytest.mark.slow
 def test_predict_summary_contract_and_json_safe():
     p = dyn.predict(0.1, 0.9, 4, 0.0075, group_size=16, plateau=0.5)
     s = p.summary()
@@ -203,6 +206,7 @@ def test_predict_bandit_plateau_correction():
 # ----------------------------------------------------------------------------- curves, from_run, what-if
 
 
+@pytest.mark.slow
 def test_oscillator_curve_continuous_across_regimes_and_matches_ode():
     from scipy.integrate import solve_ivp
 
@@ -220,6 +224,7 @@ def test_oscillator_curve_continuous_across_regimes_and_matches_ode():
     assert np.all(np.isfinite(far)) and far[1] == pytest.approx(0.7)
 
 
+@pytest.mark.slow
 def test_from_run_recovers_curvature_and_checks_inertia():
     lr, mu, kref, K = 0.1, 0.9, 4, 0.0075
     cf = dyn.closed_form(lr, mu, kref, K)
@@ -237,6 +242,7 @@ def test_from_run_recovers_curvature_and_checks_inertia():
     json.dumps(rp.summary(), allow_nan=False)
 
 
+@pytest.mark.slow
 def test_what_if_and_plot(tmp_path):
     fit = {"plateau": 0.7, "initial": 0.1, "timescale": 30.0, "inertia": 5.0}
     rp = dyn.from_run(fit, 0.1, 0.9, 2)
@@ -251,6 +257,7 @@ def test_what_if_and_plot(tmp_path):
     assert (tmp_path / "w.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_long_delay_threshold_search_does_not_overflow():
     """Small eta K puts the fixed-delay threshold beyond a delay of 1000: the root search on
     circles |z| = r < 1 must not overflow z^(-L) (it used to crash with NaN)."""

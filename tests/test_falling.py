@@ -41,6 +41,7 @@ def test_a_loss_is_fitted_as_a_decay_on_every_point(capsys, falling_csv):
     assert "collapses" not in out
 
 
+@pytest.mark.slow
 def test_a_falling_reward_is_a_falling_finding(capsys, falling_csv):
     code, out, _ = run_cli(capsys, "diagnose", falling_csv, "--format", "json")
     run = json.loads(out)["runs"][0]

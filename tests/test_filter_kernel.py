@@ -64,6 +64,7 @@ def cases(calls):
     return calls["_innovations"]
 
 
+@pytest.mark.slow
 def test_the_fits_exercise_every_kind_of_cell(cases, calls):
     modes = {args[2].modes for args in cases}
     assert modes == {1, 2}

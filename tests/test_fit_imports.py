@@ -34,6 +34,8 @@ def _run(pre: str) -> list[str]:
     return out.stdout.split()
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_lmfit_fallback_leaves_pandas_unloaded_and_answers_the_same():
     pytest.importorskip("lmfit")
     lean = _run("")

@@ -20,6 +20,7 @@ def _fit(capsys, *args) -> tuple[int, dict, str]:
     return exc.value.code, json.loads(out), err
 
 
+@pytest.mark.slow
 def test_fit_jobs_two_gives_the_same_document_in_the_same_order(capsys, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("step,loss_scale\n1,2\n2,3\n")  # no reward column: an error, the others still fitted

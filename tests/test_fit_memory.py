@@ -30,6 +30,7 @@ def _numbers(doc, path=""):
         yield path, doc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,tau,ring", [(5000, 800.0, False), (6001, 500.0, True)])
 def test_blocked_sums_match_the_one_piece_fit(monkeypatch, n, tau, ring):
     from grpofit.fitting.analysis import fit_summary
@@ -119,6 +120,8 @@ def _fit_child(path, limit: int | None = None):
                           preexec_fn=cap if limit else None, env=dict(os.environ, PYTHONPATH=str(root)))
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="RLIMIT_AS and /proc are Linux's")
 def test_a_million_point_fit_within_3x_the_file_plus_100mb(tmp_path):
     """The long-run target as a hard cap: a 10^6-row CSV fits with its address space
@@ -139,6 +142,7 @@ def test_a_million_point_fit_within_3x_the_file_plus_100mb(tmp_path):
     assert run["n_points"] == 1_000_000 and run["models"]["exponential"]["params"]["plateau"]["ci95"][0] is not None
 
 
+@pytest.mark.slow
 def test_a_long_fit_holds_few_point_long_arrays():
     """``fit_run`` on 10^6 points (the collapse search, the guesses, the blocked sums, the
     intervals, the overshoot and ceiling checks) allocates at most 6 arrays of ``n`` floats on

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.fit_oracle import oracle_report, oracle_row, run_oracle, summary
 from benchmarks.recovery import check_committed_row
 
@@ -16,6 +18,7 @@ def test_oracle_scores_a_clean_run_as_recovered():
     assert row["known_times_p"] > 0.999 and not row["posterior_wrong"]
 
 
+@pytest.mark.slow
 def test_committed_oracle_table_matches_one_recomputed_stratum():
     """docs/fit_oracle.md is the output of ``python -m benchmarks.fit_oracle 100 2026``: recompute
     the strongest forcing's two-class stratum and compare its row and the summary's claims."""

@@ -21,8 +21,8 @@ from grpofit.laws.registry import MODELS
 from grpofit.laws.models import oscillator
 from grpofit.testing.synthetic import make_run_table, recovery_set
 from benchmarks.recovery import run_recovery
+from tests.reallogs import real_log
 
-REAL_LOGS = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
 
 
 def _json(result: FitResult) -> dict:
@@ -35,6 +35,7 @@ def recovery():
     return run_recovery(36, seed=7, baseline=False)
 
 
+@pytest.mark.slow
 def test_recovery_targets(recovery):
     # targets from the issue, with a little slack for the small sample (benchmarks/recovery.py
     # checks the full targets on 120 runs)
@@ -225,10 +226,9 @@ def test_deterministic():
 # real logs
 
 
+@pytest.mark.real_logs
 def test_real_log_slow_start():
-    path = REAL_LOGS / "verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv"
-    if not path.exists():
-        pytest.skip("real logs not available")
+    path = real_log("verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv")
     pd = pytest.importorskip("pandas")
     df = pd.read_csv(path)
     s = df[["step", "critic/rewards/mean"]].dropna()
@@ -293,10 +293,9 @@ def test_clear_rise_has_signal():
     assert res.models["oscillator"].params["timescale"].ci95 is not None
 
 
+@pytest.mark.real_logs
 def test_real_log_unobserved_turn_over_is_indeterminate():
-    path = REAL_LOGS / "verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv"
-    if not path.exists():
-        pytest.skip("real logs not available")
+    path = real_log("verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv")
     pd = pytest.importorskip("pandas")
     s = pd.read_csv(path)[["step", "critic/rewards/mean"]].dropna()
     y = s["critic/rewards/mean"].to_numpy()
@@ -330,6 +329,7 @@ def test_hac_meat_is_the_bartlett_sum():
 # the direct MINPACK solve: lmfit-equivalent, lmfit-free, overflow-safe
 
 
+@pytest.mark.slow
 def test_direct_solve_reaches_lmfit_optimum():
     """On 20 seeded recovery runs the direct MINPACK solve (the hot path) and lmfit fitting
     :func:`grpofit.laws.models.lmfit_model` from the same start, with the same bounds and weights,
@@ -378,6 +378,8 @@ def test_lmfit_model_guess_and_bounds():
     assert fit.params["timescale"].value == pytest.approx(50.0, rel=0.1)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_fit_path_does_not_import_lmfit_or_scipy():
     import subprocess
     import sys
@@ -393,6 +395,7 @@ def test_fit_path_does_not_import_lmfit_or_scipy():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_bound_hit_is_refitted_to_the_bounded_optimum(seed):
     # still rising at the end: the plateau wants to go beyond one data range above the data;
@@ -419,6 +422,7 @@ def test_bound_hit_is_refitted_to_the_bounded_optimum(seed):
         assert sol.ssr == pytest.approx(ref.ssr, rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["big_values", "big_steps", "tiny_values", "tiny_steps",
                                   "huge_constant", "near_double_max"])
 def test_extreme_magnitudes_give_clean_verdicts(case):
@@ -476,6 +480,7 @@ def _solve_both(spec, b, start, bounds, monkeypatch):
     return ours, ref
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tol", [None, 1e-10])
 def test_lm_reaches_minpack_optimum(tol, monkeypatch):
     """On 40 seeded recovery runs (both laws) grpofit's numpy LM and MINPACK ``lmder``
@@ -633,6 +638,9 @@ def test_profile_curves_are_the_rows_relaxation():
 BOUNDED_CASES = ["rasbt_grpo_qwen3-0.6b_7_3_tracking.csv", "unsloth_grpo_gsm8k_IMJONEZZ.trainer_state.json"]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.real_logs
 @pytest.mark.parametrize("name", BOUNDED_CASES)
 def test_bounded_fallback_reaches_lmfit_optimum_without_lmfit(name, monkeypatch):
     """Real runs whose oscillator optimum the held-at-a-bound re-solve misses (its held
@@ -642,9 +650,7 @@ def test_bounded_fallback_reaches_lmfit_optimum_without_lmfit(name, monkeypatch)
     import sys
 
     pytest.importorskip("lmfit")
-    path = REAL_LOGS / name
-    if not path.exists():
-        pytest.skip("../shared/real_logs not present")
+    path = real_log(name)
     import grpofit.fitting.solve as solve_mod
     from grpofit.fitting.analysis import fit_run
     from grpofit.readers import read_path

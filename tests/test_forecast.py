@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_cli
+from tests.reallogs import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 
 CONTRACT_KEYS = {"run", "metric", "seen", "horizon", "at", "plateau", "steps_to_90", "steps_to_95",
                  "remaining_gain", "recommendation", "note"}
@@ -40,6 +41,7 @@ def forced_runs():
 # --------------------------------------------------------------------------- likelihood
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("law,times", [("one", (7.0,)), ("two", (2.0, 30.0)), ("oscillator", (20.0, 3.0)),
                                        ("oscillator", (20.0, 12.0)), ("oscillator", (20.0, 5.0))])
 def test_dense_likelihood_equals_the_kalman_filter(law, times):
@@ -72,6 +74,7 @@ def test_forced_generator_moves_the_run_off_its_curve():
 # --------------------------------------------------------------------------- forecasts vs truth
 
 
+@pytest.mark.slow
 def test_forecast_of_model_runs_covers_the_truth(forced_runs):
     from grpofit.forecasting.engine import forecast_series
 
@@ -96,6 +99,7 @@ def test_forecast_of_model_runs_covers_the_truth(forced_runs):
     assert float(np.median(widths)) < 0.5 and min(widths) < 0.2
 
 
+@pytest.mark.slow
 def test_forecast_of_a_simulated_bandit_follows_the_simulator(tmp_path):
     """A run of ``grpofit simulate bandit`` cut at 25%: the truth is the simulator's later path."""
     from grpofit.forecasting.engine import forecast_series
@@ -119,6 +123,7 @@ def test_forecast_of_a_simulated_bandit_follows_the_simulator(tmp_path):
     assert abs(fc.final["mean"] - float(reward[window].mean())) < 0.05
 
 
+@pytest.mark.slow
 def test_still_rising_run_gives_a_lower_bound_not_a_tight_plateau():
     from grpofit.forecasting.engine import forecast_series
 
@@ -194,6 +199,7 @@ def test_a_run_falling_back_below_its_start_cannot_be_forecast():
     assert fc.doc["recommendation"] is None
 
 
+@pytest.mark.slow
 def test_an_overshoot_settling_above_its_start_is_still_forecast():
     """Falling after the peak of an underdamped rise is a relaxation (it settles above its
     start): forecast, and an expected change that is no gain is not called "keep going"."""
@@ -231,8 +237,8 @@ def test_recommendation_from_the_remaining_gains_interval():
     assert _recommend(doc, steps, 300, 0.02).startswith("done: the planned end")
 
 
-@pytest.mark.skipif(not (REAL / "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv").exists(),
-                    reason="the shared real logs are not beside the project")
+@pytest.mark.slow
+@pytest.mark.real_logs
 def test_real_run_in_its_dip_is_not_forecast(capsys):
     """The real dip-and-recover run (reward 1.35 -> 0.1 -> 1.0) cut at step 250, in its dip:
     refused with the reason, exit 0, no recommendation."""
@@ -244,6 +250,7 @@ def test_real_run_in_its_dip_is_not_forecast(capsys):
     assert r["at"][0]["mean"] is None and r["recommendation"] is None
 
 
+@pytest.mark.slow
 def test_no_plan_length_says_so_and_still_forecasts_the_plateau():
     from grpofit.forecasting.engine import forecast_series
 
@@ -265,6 +272,7 @@ def rising_csv(tmp_path_factory):
     return write_csv(tmp_path_factory.mktemp("fc") / "run.csv", t, y)
 
 
+@pytest.mark.slow
 def test_forecast_json_schema_until_and_at(rising_csv, capsys, tmp_path):
     code, out, err = run_cli(capsys, "forecast", rising_csv, "--until", "60", "--horizon", "200", "--at", "100",
                              "--format", "json", "--plot", tmp_path / "fan.png")
@@ -286,6 +294,7 @@ def test_forecast_json_schema_until_and_at(rising_csv, capsys, tmp_path):
     assert (tmp_path / "fan.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_forecast_table(rising_csv, capsys):
     code, out, _ = run_cli(capsys, "forecast", rising_csv, "--until", "80", "--horizon", "400")
     assert code == 0
@@ -310,6 +319,7 @@ def test_planned_last_step_from_config():
     assert batch_size({"data.train_batch_size": 32, "actor_rollout_ref.rollout.n": 8}) == (256, "config: data.train_batch_size x actor_rollout_ref.rollout.n")
 
 
+@pytest.mark.slow
 def test_backtest_json_and_markdown(rising_csv, capsys):
     code, out, err = run_cli(capsys, "backtest", rising_csv, "--cuts", "30,60", "--format", "json")
     assert code == 0, err
@@ -332,7 +342,8 @@ def test_backtest_bad_cuts(rising_csv, capsys):
     assert code == 2 and "--cuts" in err and out == ""
 
 
-@pytest.mark.skipif(not (REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents").exists(), reason="shared real logs absent")
+@pytest.mark.slow
+@pytest.mark.real_logs
 def test_real_run_still_rising_is_not_a_tight_plateau(capsys):
     """the 3B verl run is still climbing at steps 80-105 (0.956)."""
     code, out, _ = run_cli(capsys, "forecast", REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents", "--until", "53",
@@ -346,6 +357,7 @@ def test_real_run_still_rising_is_not_a_tight_plateau(capsys):
 # --------------------------------------------------------------------------- diagnose and fit tables
 
 
+@pytest.mark.slow
 def test_diagnose_shows_the_forecast_only_when_asked(rising_csv, capsys):
     code, out, _ = run_cli(capsys, "diagnose", rising_csv, "--format", "json")
     f = json.loads(out)["runs"][0]["forecast"]
@@ -354,6 +366,7 @@ def test_diagnose_shows_the_forecast_only_when_asked(rising_csv, capsys):
     assert "final [95%]" in out and "95% at" in out and "rising" in out
 
 
+@pytest.mark.slow
 def test_diagnose_horizon_forecasts_to_that_step(rising_csv, capsys):
     """``diagnose --horizon N``: the forecast (implied) runs to step N for a run whose config
     names no plan, and says where the planned end came from."""
@@ -372,6 +385,7 @@ def test_diagnose_bad_horizon_exits_2_with_one_line(rising_csv, capsys, value):
     assert len(err.strip().splitlines()) == 1 and "--horizon" in err
 
 
+@pytest.mark.slow
 def test_diagnose_forecast_uses_the_planned_end():
     from types import SimpleNamespace
 
@@ -402,6 +416,8 @@ def test_misfit_is_surfaced_under_the_fit_table():
     assert misfit_note({"noise": {"fit_vs_noise": 1.2}}) is None
 
 
+@pytest.mark.slow
+@pytest.mark.real_logs
 def test_the_measurement_script_runs(capsys):
     """``python -m benchmarks.forecast_measure`` makes the README's forecast numbers; a small run here."""
     from benchmarks import forecast_measure
@@ -412,6 +428,7 @@ def test_the_measurement_script_runs(capsys):
     assert "fit ci95 covers p*" in out
 
 
+@pytest.mark.slow
 def test_recovery_harness_reports_forced_strata():
     from benchmarks.recovery import forced_report, run_forced_recovery
 
@@ -421,6 +438,7 @@ def test_recovery_harness_reports_forced_strata():
     assert "| forcing sd | regime |" in forced_report(rows)
 
 
+@pytest.mark.slow
 def test_steps_before_the_run_get_no_forecast():
     """A horizon or --at before the first seen step would be an extrapolation backwards."""
     from grpofit.forecasting.engine import forecast_series
@@ -450,6 +468,8 @@ def test_readme_real_run_figures_come_from_the_committed_table():
         assert line in readme, line
 
 
+@pytest.mark.slow
+@pytest.mark.real_logs
 def test_committed_real_run_table_reproduces_for_one_run():
     """Re-run the backtest of the first real run with a trend: the committed rows hold."""
     from benchmarks import forecast_measure as fm
@@ -465,6 +485,7 @@ def test_committed_real_run_table_reproduces_for_one_run():
             assert (x is None) == (y is None) and (x is None or abs(x - y) < 2e-3)
 
 
+@pytest.mark.slow
 def test_level_drift_is_estimated_from_the_seen_steps():
     """The random-walk level drift (forecasting.walk): found where the level wanders, not where
     it does not, and it widens the forecast of a far final level."""
@@ -514,6 +535,7 @@ def _same_rows(new, old, edge: int = 0):
             assert (x is None) == (y is None) and (x is None or abs(x - y) < 2e-3), (a, b)
 
 
+@pytest.mark.slow
 def test_generated_run_record_reproduces_for_a_stratum():
     """The README's generated-run tables are rendered from ``docs/forecast_generated.json``
     (``python -m benchmarks.forecast_measure --record``); recompute the second bandit run and the first

@@ -30,6 +30,7 @@ def rising_far_csv(tmp_path_factory):
     return path, t, y
 
 
+@pytest.mark.slow
 def test_rising_run_gets_two_sided_intervals_inside_its_bounds(rising_far_csv, capsys):
     """Issue 33: a run still rising with its end not in sight gets finite, two-sided intervals
     (wide upward, not floored at today's level), every one inside the metric's bounds, and the
@@ -51,6 +52,7 @@ def test_rising_run_gets_two_sided_intervals_inside_its_bounds(rising_far_csv, c
     assert r["recommendation"].startswith(("keep going", "cannot tell yet"))
 
 
+@pytest.mark.slow
 def test_bounds_option_and_the_text_table(rising_far_csv, capsys):
     path, _, _ = rising_far_csv
     code, out, _ = run_cli(capsys, "forecast", path, "--horizon", "600", "--bounds", "0,0.95", "--format", "json")
@@ -65,6 +67,7 @@ def test_bounds_option_and_the_text_table(rising_far_csv, capsys):
     assert code == 2 and "--bounds" in err
 
 
+@pytest.mark.slow
 def test_fan_chart_of_a_rising_run_has_both_bands(rising_far_csv, tmp_path):
     from matplotlib.figure import Figure
 
@@ -81,6 +84,7 @@ def test_fan_chart_of_a_rising_run_has_both_bands(rising_far_csv, tmp_path):
     assert len(ax.collections) == 2
 
 
+@pytest.mark.slow
 def test_two_sided_forecast_keeps_its_bands():
     """A run whose plateau is in sight keeps two-sided intervals, steps and bands."""
     from matplotlib.figure import Figure

@@ -17,6 +17,7 @@ WANDB = SAMPLES / "wandb"  # train_eval_decoupling fails, every other mode passe
 HEALTHY = SAMPLES / "healthy_slow_start.csv"  # R² 0.954, every mode passes
 
 
+@pytest.mark.slow
 def test_a_fail_outside_fail_on_does_not_gate_anywhere(capsys, tmp_path):
     junit = tmp_path / "x.xml"
     args = ("diagnose", WANDB, "--fail-on", "dynamical_instability,advantage_degeneracy")
@@ -71,6 +72,7 @@ def test_min_r2_shows_its_reason_everywhere(capsys, tmp_path):
     assert doc["runs"][0]["gate"]["reasons"] == ["R² 0.9538 below --min-r2 0.99"]
 
 
+@pytest.mark.slow
 def test_strict_makes_warnings_gate(capsys, tmp_path):
     # the oscillating bandit (damping ratio 0.23) only warns once the fail line is lowered to 0.1
     args = ("diagnose", SAMPLES / "bandit_oscillating.jsonl", "--threshold", "oscillation_fail_zeta=0.1")

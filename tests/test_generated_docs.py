@@ -58,6 +58,7 @@ def _same_log(rebuilt: Path, committed: Path) -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_sample_logs_rebuild(tmp_path):
     """The committed sample logs are what scripts/make_sample_logs.py writes now, to round-off."""
     out = tmp_path / "sample_logs"
@@ -95,6 +96,7 @@ def sweep():
     return b, b.build()
 
 
+@pytest.mark.slow
 def test_bandit_sweep_doc_is_what_the_script_writes_now(sweep):
     _, built = sweep
     committed = (ROOT / "docs" / "bandit_sweep.md").read_text(encoding="utf-8")
@@ -107,6 +109,7 @@ def _e(x: float) -> str:
     return f"{x:.1e}".replace("e-0", "e-")
 
 
+@pytest.mark.slow
 def test_bandit_sweep_numbers_quoted_in_readme_are_recomputed(sweep):
     from grpofit import dynamics as dyn
 
@@ -166,6 +169,8 @@ def test_bandit_sweep_numbers_quoted_in_readme_are_recomputed(sweep):
     assert f"Late-run variance ratio G=4/G=16 = {ratio:.1f}" in doc
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_sample_log_script_never_replaces_a_folder_it_did_not_write(tmp_path):
     import subprocess
     import sys

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from grpofit.diagnostics import diagnose_run
 from grpofit.core.runs import make_run
+from tests.reallogs import real_log
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
 
 
 def _fast_run(entropy_drop_at: float, seed: int = 0):
@@ -33,6 +31,8 @@ def test_half_gain_step_of_a_fast_synthetic_rise():
     assert v.details["entropy_left_at_reward_half"] < 0.25
 
 
+@pytest.mark.slow
+@pytest.mark.real_logs
 @pytest.mark.parametrize("name, crossing", [
     ("verl_grpo_qwen25_3b_fsdp_base.tfevents", 3),
     ("verl_grpo_qwen2_7b_fsdp_base.tfevents", 3),
@@ -40,9 +40,7 @@ def test_half_gain_step_of_a_fast_synthetic_rise():
 def test_half_gain_step_on_real_verl_runs(name, crossing):
     from grpofit.readers import read_path
 
-    path = REAL / name
-    if not path.exists():
-        pytest.skip("shared real logs not available")
+    path = real_log(name)
     (run,) = read_path(str(path))
     d = diagnose_run(run)
     v = d.diagnostics["policy_concentration"]

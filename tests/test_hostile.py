@@ -68,6 +68,7 @@ def err_lines(err: str | bytes) -> list[str]:
 # ------------------------------------------------------------------ 6. thresholds and --min-r2
 
 
+@pytest.mark.slow
 def test_every_threshold_rejects_nan_inf_and_out_of_range(capsys):
     from grpofit.diagnostics.thresholds import Thresholds
     from grpofit.core.limits import DEFAULT_RANGE, THRESHOLD_RANGES
@@ -141,6 +142,8 @@ def test_min_r2_in_range_still_gates(capsys, tmp_path):
 # ------------------------------------------------------------------ 1 and 17. FIFOs and pipes
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_fifo_in_folder_is_skipped_and_named(tmp_path):
     d = tmp_path / "d"
     good_csv(d / "good.csv")
@@ -163,6 +166,8 @@ def _feed_fifo(path: Path, data: bytes) -> threading.Thread:
     return t
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_fifo_given_directly_is_read_as_a_stream(tmp_path):
     fifo = tmp_path / "pipe.csv"
     os.mkfifo(fifo)
@@ -176,6 +181,8 @@ def test_fifo_given_directly_is_read_as_a_stream(tmp_path):
     assert run["n_points"] == 30_000 and run["steps"] == [0, 29999]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_process_substitution_pipe_over_256k(tmp_path):
     """item 17: ``grpofit fit <(cat mid.csv)`` of 0.5 MB and 3 MB read whole from the start."""
     for n in (30_000, 150_000):
@@ -190,6 +197,7 @@ def test_process_substitution_pipe_over_256k(tmp_path):
         assert run["n_points"] == n and run["step_column"] == "step"
 
 
+@pytest.mark.subprocess
 def test_stream_size_limit(monkeypatch, capsys, tmp_path):
     import grpofit.core.limits
 
@@ -215,6 +223,8 @@ def _alias_bomb() -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_yaml_alias_bomb_next_to_a_csv_is_bounded(tmp_path):
     (tmp_path / "config.yaml").write_text(_alias_bomb())
     assert len(_alias_bomb()) < 1000
@@ -224,6 +234,8 @@ def test_yaml_alias_bomb_next_to_a_csv_is_bounded(tmp_path):
     assert json.loads(r.stdout)["runs"][0]["n_points"] == 300
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_yaml_alias_bomb_in_a_wandb_run_folder(tmp_path):
     from grpofit.readers.wandb_binary import read_wandb_run_dir
 
@@ -239,6 +251,8 @@ def test_yaml_alias_bomb_in_a_wandb_run_folder(tmp_path):
     assert any("more than" in w and "keys" in w for w in parsed.warnings)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_deep_config_is_not_a_recursion_error(tmp_path):
     from grpofit.readers.config import flatten, load_config_file
 
@@ -273,6 +287,8 @@ def test_jobs_is_capped_by_cpus_and_runs():
     assert cap_jobs(1, 0) == 1
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_jobs_2000_starts_few_workers(tmp_path):
     for i in range(3):
         good_csv(tmp_path / f"r{i}.csv")
@@ -297,6 +313,8 @@ def test_jobs_2000_starts_few_workers(tmp_path):
     assert len(json.loads(r.stdout)["runs"]) == 3
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_failed_fork_falls_back_to_one_process(tmp_path):
     for i in range(4):
         good_csv(tmp_path / f"r{i}.csv")
@@ -318,6 +336,8 @@ def test_failed_fork_falls_back_to_one_process(tmp_path):
 # ------------------------------------------------------------------ 11. symlinks
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_directory_links_out_of_the_tree_and_loops_are_not_followed(tmp_path):
     root = tmp_path / "runs"
     good_csv(root / "a" / "run.csv")
@@ -403,6 +423,8 @@ def _wandb_run(folder: Path, name: str, tau: float = 40.0) -> Path:
     return run
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_wandb_latest_run_is_a_run_folder(tmp_path):
     wandb = tmp_path / "wandb"
     run = _wandb_run(wandb, "abc123")
@@ -434,6 +456,8 @@ def test_json_splice_placeholder_cannot_match_user_text():
     assert json.loads(text) == {"runs": [{"run": "a", "x": 1}], "note": "\0grpofit:0\0", "k": {"\0grpofit:0\0": "\0grpofit:0\0"}}
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_nul_column_name_keeps_json_valid_and_stderr_clean(tmp_path):
     path = tmp_path / "nul.jsonl"
     rows = [{"step": s, "reward": 1 - math.exp(-s / 50), "\0grpofit:0\0": s} for s in range(300)]
@@ -455,6 +479,8 @@ def test_nul_column_name_keeps_json_valid_and_stderr_clean(tmp_path):
 # ------------------------------------------------------------------ 15 and 16. names
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_undecodable_and_control_names_in_junit_plots_and_terminal(tmp_path):
     from xml.etree import ElementTree as ET
 
@@ -477,6 +503,8 @@ def test_undecodable_and_control_names_in_junit_plots_and_terminal(tmp_path):
     assert r.returncode == 0 and b"\x1b" not in r.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_tab_and_carriage_return_in_a_name_keep_stderr_quiet(tmp_path):
     """item 15: a tab or CR in a file name reached the figure titles raw, and matplotlib printed
     "Glyph 9 missing from font(s)" warnings (four lines of Python source) on stderr."""
@@ -489,6 +517,8 @@ def test_tab_and_carriage_return_in_a_name_keep_stderr_quiet(tmp_path):
     assert len(list(plots.iterdir())) == 2
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_plot_dir_names_never_collide(tmp_path):
     from grpofit.render.plotting import figure_name
 
@@ -508,6 +538,8 @@ def test_plot_dir_names_never_collide(tmp_path):
 # ------------------------------------------------------------------ 3. binary readers stream
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name", ["events.out.tfevents.1.host", "run-abc.wandb"])
 def test_huge_sparse_binary_is_rejected_after_its_first_header(tmp_path, name):
     path = tmp_path / name
@@ -519,6 +551,8 @@ def test_huge_sparse_binary_is_rejected_after_its_first_header(tmp_path, name):
     assert line.startswith(f"error: {path}: ") and ("TensorBoard" in line or "W&B" in line)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_huge_binary_on_standard_input_is_rejected_after_its_head(tmp_path):
     """item 3 through ``-``: ``grpofit fit - < sparse`` read 2 GiB into memory (2.1 GB RSS,
     9 s) before rejecting it, and under a 1 GB cap died with "internal error (MemoryError)".
@@ -550,6 +584,8 @@ def test_a_stream_beyond_memory_is_a_read_error():
     assert info.value.one_line() == "-: is a stream too large to hold in memory; save it to a file and pass the file"
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize("kind", ["tfevents", "wandb"])
 def test_binary_log_with_a_huge_tail_is_streamed(tmp_path, kind):
     if kind == "tfevents":
@@ -565,6 +601,7 @@ def test_binary_log_with_a_huge_tail_is_streamed(tmp_path, kind):
     assert json.loads(r.stdout)["runs"][0]["n_points"] == 300
 
 
+@pytest.mark.slow
 def test_streamed_binary_readers_match_the_in_memory_parse(tmp_path, monkeypatch):
     import numpy as np
 
@@ -709,6 +746,8 @@ def signal_sweep(proc: subprocess.Popen, sig: str, workers: int = 2):
     return out, err, stopped, orphans
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_signal_stops_every_worker_within_2s(tmp_path, sig):
     import signal
@@ -744,6 +783,8 @@ SIGNAL_DURING_FORK = (
 ) + SLOW_SWEEP
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_signal_while_the_pool_forks_leaves_no_worker(tmp_path):
     for i in range(6):
         good_csv(tmp_path / "runs" / f"r{i}.csv")
@@ -759,6 +800,8 @@ def test_signal_while_the_pool_forks_leaves_no_worker(tmp_path):
     assert proc.returncode == 143 and err_lines(err) == ["terminated by SIGTERM"], err
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_workers_die_with_a_killed_parent(tmp_path):
     """SIGKILL cannot be caught: the workers themselves ask the kernel to stop them when the
     parent dies (so a timed-out CI job leaves no sleeping workers behind)."""
@@ -797,6 +840,8 @@ SLOW_COPY = (  # the signal arrives after the copy exists but before its cleanup
 )
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize("slow_part", [SLOW_READ, SLOW_COPY], ids=["reading", "copying"])
 def test_sigterm_while_reading_stdin_leaves_no_temporary_copy(tmp_path, slow_part):
     import signal
@@ -847,6 +892,8 @@ KILLER_SWEEP = (
 )
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_dead_worker_rebuilds_the_pool(tmp_path):
     runs = tmp_path / "runs"
     for i in range(16):
@@ -867,35 +914,56 @@ def test_a_dead_worker_rebuilds_the_pool(tmp_path):
 # ------------------------------------------------------------------ 7 and 8. torn lines, quotes
 
 
-def test_cut_inside_an_exponent_is_dropped_with_a_warning(capsys, tmp_path):
+def test_cut_inside_an_exponent_waits_in_watch_and_is_kept_in_a_finished_file(capsys, tmp_path):
+    """A writer's last row cut before its "e-05" parses as a number: only ``watch`` can know the
+    line is not complete yet (it waits for its line break); a file handed to ``diagnose`` is
+    finished, so its last line is its last row."""
+    from grpofit.readers import read_path
+    from grpofit.watch.tail import TextTail
+
     path = tmp_path / "live.csv"
     rows = [f"{s},{1 - math.exp(-s / 50):.6f},{1.07782e-05 * (1 + (s % 3)):.5e}" for s in range(300)]
     text = "step,reward,grad_norm\n" + "\n".join(rows) + "\n"
-    cut = text + "300,0.99755,1.0778200000000001"  # a writer's last row, cut before its "e-05"
-    path.write_text(cut)
-    code, out, err = run_cli(capsys, "diagnose", path, "--format", "json")
-    doc = json.loads(out)
-    assert doc["runs"][0]["n_points"] == 300 if "n_points" in doc["runs"][0] else True
-    assert "spike" not in out.lower()
-    assert f"warning: {path}: last line is incomplete (no line break after '300,0.99755,1.0778200000000001')" in err
-    from grpofit.readers import read_path
-
-    [run] = read_path(str(path))
+    path.write_text(text + "300,0.99755,1.0778200000000001")  # a writer's last row, cut before its "e-05"
+    tail = TextTail(str(path), "csv")
+    assert tail.poll()
+    [run] = tail.runs()
     assert run.steps[-1] == 299 and run.metrics["grad_norm"].max() < 1e-4
+    with open(path, "a") as f:
+        f.write("e-05\n")
+    assert tail.poll()
+    [run] = tail.runs()
+    assert run.steps[-1] == 300 and run.metrics["grad_norm"][-1] == pytest.approx(1.07782e-05)
+    [run] = read_path(str(path))
+    assert run.steps[-1] == 300 and run.metrics["grad_norm"].max() < 1e-4 and not run.warnings
 
 
-def test_old_file_without_final_newline_keeps_its_last_row(tmp_path):
+def test_finished_file_without_final_newline_keeps_its_last_row_whatever_its_mtime(tmp_path):
+    """No decision from a file's modification time or mode: a log finished long ago, one copied
+    just now, read-only or writable, reads whole (issue: a fresh clone lost every last row)."""
     from grpofit.readers import read_path
 
     path = tmp_path / "done.csv"
     path.write_text("step,reward\n" + "\n".join(good_rows(300)))  # no line break at the end
     old = 1_600_000_000
-    os.utime(path, (old, old))  # finished long ago: the last row is complete
-    [run] = read_path(str(path))
-    assert run.steps[-1] == 299 and not run.warnings
-    os.utime(path, None)  # just written: it may be a live log cut mid-number
-    [run] = read_path(str(path))
-    assert run.steps[-1] == 298 and "incomplete" in run.warnings[0]
+    for mtime, mode in ((old, 0o644), (None, 0o644), (None, 0o444), (old, 0o444)):
+        path.chmod(mode)
+        os.utime(path, None if mtime is None else (mtime, mtime))
+        [run] = read_path(str(path))
+        assert run.steps[-1] == 299 and not run.warnings, (mtime, mode)
+    path.chmod(0o644)
+
+
+def test_visibly_cut_last_line_is_dropped_with_a_warning(tmp_path):
+    """A last line that cannot be a row (fewer cells than the header, a trailing delimiter, an
+    open quote) is dropped with a warning, in a finished file too."""
+    from grpofit.readers import read_path
+
+    for cut in ("300", "300,", '300,"0.9'):
+        path = tmp_path / "cut.csv"
+        path.write_text("step,reward\n" + "\n".join(good_rows(300)) + "\n" + cut)
+        [run] = read_path(str(path))
+        assert run.steps[-1] == 299 and any("last line is incomplete" in w for w in run.warnings), cut
 
 
 def test_large_csv_is_parsed_up_to_its_last_complete_line(tmp_path, monkeypatch):
@@ -913,39 +981,27 @@ def test_large_csv_is_parsed_up_to_its_last_complete_line(tmp_path, monkeypatch)
     assert "incomplete" in run.warnings[0]
 
 
-def test_growing_csv_never_gives_a_wrong_last_value(tmp_path):
-    """A writer appends (with flushes inside rows) while the reader reads: every read is a
-    prefix of the true rows, never a cut-off value."""
-    from grpofit.readers import read_path
+@pytest.mark.slow
+def test_growing_csv_never_gives_a_wrong_last_value_in_watch(tmp_path):
+    """A writer flushes each row in two halves; a watch poll after every flush holds a prefix of
+    the true rows, never a cut-off value (a fresh tail per poll: none has seen the size before)."""
+    from grpofit.watch.tail import TextTail
 
     path = tmp_path / "grow.csv"
-    truth = {s: 1.07782e-05 * (1 + s % 7) for s in range(4000)}
+    truth = {s: 1.07782e-05 * (1 + s % 7) for s in range(60)}
     path.write_text("step,grad_norm\n")
-    stop = threading.Event()
-
-    def writer():
-        with open(path, "a") as f:
-            for s in range(4000):
-                row = f"{s},{truth[s]!r}\n"
-                f.write(row[: len(row) // 2])
-                f.flush()
-                f.write(row[len(row) // 2 :])
-                f.flush()
-        stop.set()
-
-    t = threading.Thread(target=writer)
-    t.start()
-    reads = 0
-    while not stop.is_set() or reads < 5:
-        try:
-            [run] = read_path(str(path))
-        except Exception:  # noqa: BLE001 - a header-only moment is fine
-            continue
-        reads += 1
-        for s, v in zip(run.steps.tolist(), run.metrics["grad_norm"].tolist()):
-            assert v == truth[int(s)], (s, v)
-    t.join()
-    assert reads >= 5
+    for s in range(60):
+        row = f"{s},{truth[s]!r}\n"
+        for part in (row[: len(row) // 2], row[len(row) // 2 :]):
+            with open(path, "a") as f:
+                f.write(part)
+            tail = TextTail(str(path), "csv")
+            tail.poll()
+            runs = tail.runs()
+            steps = runs[0].steps.tolist() if runs else []
+            assert steps == list(range(len(steps))) and len(steps) in (s, s + 1)
+            if runs:
+                assert runs[0].metrics["grad_norm"].tolist() == [truth[i] for i in range(len(steps))]
 
 
 def test_unterminated_quote_loses_one_line_not_the_rest(capsys, tmp_path):
@@ -959,6 +1015,7 @@ def test_unterminated_quote_loses_one_line_not_the_rest(capsys, tmp_path):
     assert f"warning: {path}: line 103 opens a quote that is never closed ('101,\"0.5'); skipped that line" in err
 
 
+@pytest.mark.slow
 def test_unterminated_quote_in_a_large_csv(capsys, tmp_path, monkeypatch):
     """item 8 on the large-file path (over 32 MB, parsed in chunks, never held whole): it was
     "is not a well-formed CSV table (EOF inside string)", exit 2, every row lost."""
@@ -982,6 +1039,7 @@ def test_unterminated_quote_in_a_large_csv(capsys, tmp_path, monkeypatch):
     assert f"warning: {path}: line 103 opens a quote that is never closed ('101,\"0.5'); skipped that line" in err_lines(err)
 
 
+@pytest.mark.slow
 def test_streamed_quote_scan_matches_the_in_memory_one(tmp_path):
     """The large path's block-by-block scan finds the line the in-memory one drops, and the
     file read without that byte range is exactly the in-memory result."""
@@ -1051,6 +1109,7 @@ def test_jsonl_fast_path_rejects_what_the_line_path_rejects(capsys, tmp_path, da
     assert line_.startswith(f"error: {path}: line 101 is not valid JSON")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows", [300, 80_000], ids=["small-block", "pandas-block"])
 def test_jsonl_fast_path_keeps_spaces_inside_tokens(tmp_path, rows, monkeypatch):
     """The fast path deletes spaces before parsing: '"reward": 1 2' read as 12 and
@@ -1098,6 +1157,7 @@ def test_wandb_run_names_with_dashes_and_one_bad_run(capsys, tmp_path):
 # ------------------------------------------------------------------ 18. sizes
 
 
+@pytest.mark.slow
 def test_header_wider_than_the_sniffers_window(capsys, tmp_path):
     path = tmp_path / "wide.csv"
     names = ["step", "reward"] + [f"col{i:06d}_" + "x" * 20 for i in range(10_000)]
@@ -1131,6 +1191,8 @@ def test_integers_beyond_float_range_on_the_line_path(capsys, tmp_path):
 # ------------------------------------------------------------------ 5. memory bounds
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_jsonl_row_with_200k_keys_is_an_error_within_memory(tmp_path):
     path = tmp_path / "keys.jsonl"
     rows = [{"step": s, "reward": 1 - math.exp(-s / 50)} for s in range(2000)]
@@ -1173,6 +1235,8 @@ def _wide_row_logs(tmp_path: Path) -> list[tuple[Path, str]]:
     return out
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_dense_readers_bound_the_keys_of_a_wide_row(tmp_path):
     """item 5, second bullet, beyond JSONL: trainer_state.json, a log_history array, verl's
     console log, a .wandb file and an old W&B run folder each hold their rows as a dense table,
@@ -1187,6 +1251,8 @@ def test_dense_readers_bound_the_keys_of_a_wide_row(tmp_path):
         ], path
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_tensorboard_tags_are_bounded(tmp_path):
     path = tmp_path / "events.out.tfevents.1.host"
     events = [(s, {"reward": 1 - math.exp(-s / 50)}) for s in range(300)]
@@ -1254,6 +1320,8 @@ def test_help_states_the_bounds(capsys):
 # ------------------------------------------------------------------ 19. streams and --out
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_closed_and_full_standard_streams(tmp_path):
     good_csv(tmp_path / "run.csv")
     run = tmp_path / "run.csv"
@@ -1278,6 +1346,8 @@ def test_closed_and_full_standard_streams(tmp_path):
 CLOSED_LINE = "error: cannot write to standard output (it is closed); the results were not shown"
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_closed_stdout_still_writes_the_reports(tmp_path):
     """item 19: with standard output closed the results cannot be shown: one line, exit 2; the
     JUnit report, the figures and --out files are still written whole, and nothing that grpofit
@@ -1332,6 +1402,8 @@ def test_huge_step_options_are_bounded(capsys, tmp_path, args, line):
     assert err_lines(err) == [f"error: {line}"]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_reports_into_devices_pipes_and_links_are_not_renamed_over(tmp_path, monkeypatch):
     """item 20's atomic writes (temporary file, then rename) replaced whatever the path named:
     ``--junit j.xml`` on a FIFO swapped the pipe for a regular file (its reader never got the
@@ -1380,21 +1452,7 @@ def test_simulate_out_into_a_missing_folder(capsys, tmp_path):
     ]
 
 
-def test_fresh_read_only_copy_without_final_newline_keeps_its_last_row(tmp_path):
-    """A finished log copied just now but read-only (an archive, a CI fixture) is settled: no
-    one can be appending to it, so its unterminated last row is complete."""
-    from grpofit.readers import read_path
-
-    path = tmp_path / "copied.csv"
-    path.write_text("step,reward\n" + "\n".join(good_rows(300)))  # fresh mtime, no final newline
-    path.chmod(0o444)
-    [run] = read_path(str(path))
-    assert run.steps[-1] == 299 and not run.warnings
-    path.chmod(0o644)  # the same file, writable: it may be a live log, so the last line is dropped
-    [run] = read_path(str(path))
-    assert run.steps[-1] == 298 and any("incomplete" in w for w in run.warnings)
-
-
+@pytest.mark.slow
 def test_rolling_median_does_not_copy_n_times_window():
     """item 5 (the part that is contained here): the collapse detector's rolling median on 10^6
     points peaks near its output, not at n x 51 floats (408 MB)."""

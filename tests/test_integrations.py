@@ -32,6 +32,7 @@ def feed(cb, table, state, control, args=None, *, upto=None, handler=None):
     return None, control
 
 
+@pytest.mark.slow
 def test_stops_a_collapsing_run_through_the_trainer_control():
     tr = pytest.importorskip("transformers")
     table = make_planted_run("dynamical_instability", seed=3, n_steps=300)
@@ -44,6 +45,7 @@ def test_stops_a_collapsing_run_through_the_trainer_control():
     assert cb.stopped_by["mode"] == "dynamical_instability" and cb.stopped_by["status"] == "fail"
 
 
+@pytest.mark.slow
 def test_healthy_run_is_never_stopped():
     tr = pytest.importorskip("transformers")
     table = make_planted_run(None, seed=1, n_steps=300)
@@ -53,6 +55,7 @@ def test_healthy_run_is_never_stopped():
     assert cb.stopped_by is None
 
 
+@pytest.mark.slow
 def test_forecast_is_logged_beside_the_run_through_the_real_handler():
     tr = pytest.importorskip("transformers")
     from transformers.trainer_callback import CallbackHandler
@@ -83,6 +86,7 @@ def test_forecast_is_logged_beside_the_run_through_the_real_handler():
     assert fc and fc[-1]["forecast_final"] == last["grpofit/forecast_final"]
 
 
+@pytest.mark.slow
 def test_documented_interface_without_transformers():
     """The Trainer interface the callback relies on: ``state.global_step``, ``state.max_steps``,
     ``state.log_history`` and ``control.should_training_stop`` (documented in transformers'

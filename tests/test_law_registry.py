@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from grpofit.laws import registry as laws
 from grpofit.forecasting import engine, statespace
@@ -15,6 +16,7 @@ def _rise(n=300, seed=0):
     return steps, values
 
 
+@pytest.mark.slow
 def test_the_forecaster_mixes_the_rows_of_its_registry(monkeypatch):
     steps, values = _rise()
     doc = engine.forecast_series(steps, values, validate=False).doc

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import grpofit
 
 PKG = Path(grpofit.__file__).parent
@@ -142,6 +144,7 @@ def test_simulator_uses_the_dynamics_theory():
     assert sim.plateau_at_group_size is bandit.plateau_at_group_size
 
 
+@pytest.mark.slow
 def test_readers_only_decode_and_never_import_the_writers():
     """The protobuf encoders live with the writers (grpofit.testing.writers); readers decode."""
     from grpofit.readers import protobuf

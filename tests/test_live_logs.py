@@ -118,6 +118,7 @@ def test_wandb_appended_while_read(tmp_path):
         assert read_path(str(folder))[0].steps.tolist() == steps[:n]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "tensorboard", "wandb"])
 def test_concurrent_writer_never_breaks_a_reader(tmp_path, fmt):
     """A writer thread appends in odd-sized pieces while the main thread reads in a loop: every

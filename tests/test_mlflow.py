@@ -176,6 +176,7 @@ def test_sqlite_that_is_not_mlflow(tmp_path, capsys):
     assert len(err) == 1 and str(db) in err[0] and "MLflow" in err[0]
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(cut=st.floats(0, 1), junk=st.binary(max_size=64))
 def test_truncated_and_arbitrary_sqlite_bytes(tmp_path_factory, cut, junk):
@@ -185,6 +186,7 @@ def test_truncated_and_arbitrary_sqlite_bytes(tmp_path_factory, cut, junk):
     assert_reads_or_fails_cleanly((good[: int(len(good) * cut)], good[: int(len(good) * cut)] + junk, junk))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(lines=st.lists(st.text(max_size=30), max_size=20))
 def test_arbitrary_metric_files(tmp_path_factory, lines):

@@ -207,6 +207,7 @@ def test_exponent_floor_changes_nothing_visible():
         assert np.all(np.isfinite(jac)) and abs(jac[1, 1]) < 1e-300
 
 
+@pytest.mark.slow
 def test_median_and_the_fit_checks_rolling_median_are_np_medians_bit_for_bit():
     """grpofit.laws.models.median (used instead of np.median on the fit path) and fitcheck's
     5-point rolling median give np.median's values exactly: odd and even sizes, ties,

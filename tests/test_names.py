@@ -35,6 +35,7 @@ def test_elide_cuts_the_middle_and_prefers_path_components():
     assert len(text) == 20 and text.startswith("bandit") and text.endswith("g16.csv") and "…" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", [80, 120])
 def test_table_fits_narrow_terminals_without_wrapping_names(capsys, monkeypatch, tmp_path, columns):
     monkeypatch.setenv("COLUMNS", str(columns))

@@ -49,6 +49,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, case):
     path = CASES[case](tmp_path)

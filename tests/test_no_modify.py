@@ -15,8 +15,9 @@ import pytest
 
 from grpofit.testing import writers
 from tests.conftest import run_cli as _run_cli
+from tests.reallogs import REAL_LOGS, real_log_names
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 
 
 def snapshot(root: Path) -> dict[str, tuple]:
@@ -89,6 +90,7 @@ def _every_input(root: Path) -> list[Path]:
     ]
 
 
+@pytest.mark.slow
 def test_commands_never_modify_inputs(capsys, tree, tmp_path):
     before = snapshot(tree)
     assert len(before) > 25
@@ -122,11 +124,11 @@ def test_stdin_input_leaves_no_temporary_file(capsys, tree, monkeypatch, tmp_pat
     assert list(scratch.iterdir()) == []
 
 
+@pytest.mark.slow
+@pytest.mark.real_logs
 def test_real_logs_are_not_modified(capsys):
-    if not REAL.is_dir():
-        pytest.skip("real logs not available")
     before = snapshot(REAL)
-    files = [p for p in sorted(REAL.iterdir()) if p.is_file() and p.suffix != ".md"]
+    files = [REAL / n for n in real_log_names()]
     for path in files:
         for command in ("fit", "inspect"):
             run_cli(capsys, command, path, "--format", "json")

@@ -34,6 +34,7 @@ def test_noise_free_monotone_run_is_not_called_underdamped():
     assert doc["observed_overshoot"]["value"] == 0 and "no significant overshoot" in doc["regime_reason"]
 
 
+@pytest.mark.slow
 def test_noisy_monotone_sawtooth_does_not_warn_reward_oscillates():
     K = sim.fixed_point(8, 1, 1.0, 0).curvature
     assert exact_sawtooth(0.1, 0.0, 32, K, with_threshold=False).regime == "monotone"
@@ -43,6 +44,7 @@ def test_noisy_monotone_sawtooth_does_not_warn_reward_oscillates():
     assert d.fit.models["oscillator"].regime != "underdamped"
 
 
+@pytest.mark.slow
 def test_a_real_oscillation_keeps_its_verdict_with_the_overshoot_beside_it():
     b, run = _bandit(lr=0.1, momentum=0.9, refresh_interval=4, group_size=16, seed=0)
     assert b.summary()["trajectory"]["label"] == "oscillatory"

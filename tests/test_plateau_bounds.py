@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from grpofit.fitting.fitcheck import plateau_bound, still_moving
 from grpofit.fitting import fit_series
@@ -40,6 +41,7 @@ def test_a_still_falling_loss_gives_an_upper_bound():
     assert kind == "upper_bound" and level < value
 
 
+@pytest.mark.slow
 def test_settled_runs_are_rarely_called_bounds():
     """Saturated runs with correlated noise: the late-slope test is one-sided at 2.5% and the bound
     also needs the level past p*, so few of 40 seeds may be flagged."""

@@ -21,6 +21,7 @@ def _results():
     return fit_paths([str(r) for r in RUNS]).results
 
 
+@pytest.mark.slow
 def test_many_runs_make_a_grid_with_titled_panels_and_residual_legends():
     from grpofit.render.plotting import fit_figure
 
@@ -47,6 +48,7 @@ def test_overlay_puts_every_run_on_one_axis():
     assert labels[0].startswith("healthy_slow_start.csv: ") and "p* 0.729" in labels[0]
 
 
+@pytest.mark.slow
 def test_the_users_backend_is_never_switched(tmp_path):
     import matplotlib
 
@@ -61,6 +63,7 @@ def test_the_users_backend_is_never_switched(tmp_path):
         matplotlib.use(before, force=True)
 
 
+@pytest.mark.slow
 def test_diagnosis_figure_titles_use_the_table_headers_and_thresholds_apply_where_read(tmp_path):
     from grpofit.diagnostics import Thresholds, diagnose_run
     from grpofit.readers import read_path
@@ -117,6 +120,7 @@ def test_thin_keeps_spikes_and_order():
     assert thin(x[:50], y[:50], 1000)[0].size == 50
 
 
+@pytest.mark.slow
 def test_fit_panels_label_the_data_as_fitted_part_only_after_a_collapse():
     from grpofit.commands.pipeline import fit_paths
     from grpofit.render.plotting import fit_figure

@@ -51,6 +51,7 @@ def _careful(rows):
     return merger
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(rows=_log_rows(), batch=st.sampled_from([1, 2, 3, 7, 512]))
 def test_batched_rows_give_the_row_by_row_merge(rows, batch):
@@ -91,6 +92,7 @@ def test_plain_trainer_state_is_read_column_wise(tmp_path, monkeypatch):
     assert fast.stats == slow.stats
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(values=st.lists(st.one_of(st.floats(), st.text(max_size=5), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)),
                        max_size=20),
@@ -110,6 +112,7 @@ def test_scanner_run_of_values_is_the_one_by_one_scan(tmp_path_factory, values, 
     assert json.dumps(got) == json.dumps(values)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(head=st.binary(max_size=60) | st.text(alphabet="step:Globa {}'\x1b[0m\n\xe9", max_size=40).map(str.encode),
        tail=st.binary(max_size=20) | st.just(b""),
@@ -179,6 +182,7 @@ def _numpy_table(data: bytes, delim: str, mp):
     return delimited._read_small(Source("x.csv", data=data), delim)
 
 
+@pytest.mark.slow
 @settings(max_examples=int(__import__('os').environ.get('CSV_EXAMPLES', 400)), deadline=None)
 @given(case=_small_csvs())
 def test_loaded_pandas_reads_a_small_table_as_the_numpy_paths_do(case):
@@ -200,6 +204,8 @@ def test_loaded_pandas_reads_a_small_table_as_the_numpy_paths_do(case):
         assert ft[k].flags.c_contiguous and ft[k].flags.owndata, k
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_loaded_pandas_takes_a_plain_table_and_gives_the_same_run(tmp_path):
     """A clean table (the benchmark's shape, W&B's quoted header, CRLF, a BOM, empty and NA
     cells, integers) takes pandas' parser once pandas is loaded, and the Run is the one a

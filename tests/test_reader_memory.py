@@ -71,6 +71,7 @@ _rows = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(rows=_rows)
 def test_streamed_merge_equals_the_loaded_merge(rows):
@@ -81,6 +82,7 @@ def test_streamed_merge_equals_the_loaded_merge(rows):
         assert np.array_equal(table[k], old[k], equal_nan=True), k
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(rows=_rows, wrapper=st.booleans(), chunk=st.sampled_from([1, 7, 64, 1 << 20]))
 # json parses every NaN to one object: two rows with NaN steps were merged as one step
@@ -225,6 +227,8 @@ MEASURE = (
 )
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize("kind", ["trainer_state", "verl", "trl", "progress"])
 def test_reader_peak_memory_is_a_bounded_multiple_of_the_file(tmp_path, kind):
     """Python-level peak (tracemalloc, in a child) of reading a 6,000-row log of 1-2 MB: at most

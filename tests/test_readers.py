@@ -1,5 +1,5 @@
 """Readers: every container and quirk of shared/docs/formats.md, bad input, round trips, the
-real third-party logs (skipped when ../shared/real_logs is absent)."""
+real third-party logs (tests/data/real_logs)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 import pickle
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +16,8 @@ from grpofit.core.errors import MetricNotFound, ReadError, UnknownFormat
 from grpofit.readers import inspect_run, read_bytes, read_path, require_column, sniff
 from grpofit.readers.config import detect_group_size, flatten, hyperparameters
 from grpofit.testing import writers
+from tests.reallogs import real_log
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
 
 
 def one(path, **kw):
@@ -630,6 +629,7 @@ def test_round_trip(tmp_path, fmt):
         np.testing.assert_array_equal(run.metrics[k], table[k])
 
 
+@pytest.mark.slow
 def test_round_trip_property():
     """Any finite table survives CSV and JSONL unchanged (hypothesis)."""
     hypothesis = pytest.importorskip("hypothesis")
@@ -656,12 +656,10 @@ def test_round_trip_property():
 
 
 def _real(name):
-    p = REAL / name
-    if not p.exists():
-        pytest.skip(f"real log {name} not available")
-    return p
+    return real_log(name)
 
 
+@pytest.mark.real_logs
 def test_real_wandb_train_reward_export():
     p = _real("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv")
     runs = read_path(str(p))
@@ -676,6 +674,7 @@ def test_real_wandb_train_reward_export():
     assert np.nanmean(grpo[950:1100]) < 0.7 * np.nanmean(grpo[500:850])  # the collapse is there
 
 
+@pytest.mark.real_logs
 def test_real_wandb_grad_norm_export():
     p = _real("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv")
     grpo = read_path(str(p))[0]
@@ -683,6 +682,7 @@ def test_real_wandb_grad_norm_export():
     assert steps[np.argmax(g > 0.5)] == 749
 
 
+@pytest.mark.real_logs
 def test_real_verl_ppo_csv():
     p = _real("verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv")
     run = one(p)
@@ -694,6 +694,7 @@ def test_real_verl_ppo_csv():
 # ---------------------------------------------------------------- binary containers (integration)
 
 
+@pytest.mark.real_logs
 def test_real_tfevents_dispatch_by_name_and_by_content():
     pytest.importorskip("grpofit.readers.tensorboard")
     p = _real("verl_grpo_qwen2_7b_fsdp_base.tfevents")

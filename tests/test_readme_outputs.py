@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.reallogs import REAL_LOGS as REAL
+
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "real_logs"
 
 
 def _script():
@@ -24,12 +25,14 @@ def _script():
     return mod
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.real_logs
 def test_every_pasted_output_is_what_the_command_prints_now():
     upd = _script()
     text = docs_text()
     assert len(upd.blocks(text)) >= 8
-    skip = (lambda cmd: "../shared/real_logs" in cmd) if not REAL.is_dir() else (lambda cmd: False)
-    bad = upd.stale(text, skip=skip)
+    bad = upd.stale(text)
     report = []
     for cmd, pasted, now in bad:
         diff = difflib.unified_diff(pasted.splitlines(), now.splitlines(), "README.md", "now", lineterm="", n=1)
@@ -37,6 +40,7 @@ def test_every_pasted_output_is_what_the_command_prints_now():
     assert not bad, "run `python scripts/update_readme.py`; stale outputs:\n" + "\n\n".join(report)
 
 
+@pytest.mark.slow
 def test_a_stale_output_is_caught_and_named(capsys):
     upd = _script()
     good = upd.run("grpofit --version")
@@ -146,11 +150,11 @@ def test_check_fails_when_a_generated_block_or_its_record_drifts(tmp_path, capsy
     assert "generated block 'watch-detection'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+@pytest.mark.real_logs
 def test_math_lighteval_figures_are_the_runs():
     """The README's 'MATH-lighteval: 0.51 to 0.55 over its 27 evaluations, mean 0.53' is the run's."""
     path = REAL / "verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents"
-    if not path.exists():
-        pytest.skip("shared/real_logs not present")
     import numpy as np
 
     from grpofit.readers import read_path

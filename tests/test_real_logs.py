@@ -1,6 +1,6 @@
-"""Every real log in ../shared/real_logs reads into the series a person would pick.
+"""Every real log in tests/data/real_logs reads into the series a person would pick.
 
-For each file (see shared/real_logs/PROVENANCE.md): the column fitted, its role (train reward,
+For each file (sources and licenses in tests/data/real_logs/NOTICE.md): the column fitted, its role (train reward,
 or the validation reward when that is all the run logged), the step column, the number of
 points and the step range, and where a run's values start and end. A file added to the folder
 without a row here fails :func:`test_every_real_log_is_covered`.
@@ -8,16 +8,15 @@ without a row here fails :func:`test_every_real_log_is_covered`.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from grpofit.readers import read_path
 from grpofit.core.roles import choose_reward, detect_roles
+from tests.reallogs import NOT_LOGS, REAL_LOGS, SHARED, VENDORED, real_log_names
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_logs not present")
+REAL = REAL_LOGS
+pytestmark = pytest.mark.real_logs
 
 # file, format, runs in the file, run (suffix of its name; None: the only run), step column,
 # column, role, points, first step, last step, (mean of the first 5 values, mean of the last 10)
@@ -45,8 +44,15 @@ CASES = [
      87, 1, 87, (0.61, 0.90)),
     ("verl_grpo_qwen25_3b_fsdp_base.tfevents", "tensorboard", 1, None, "step", "critic/score/mean", "reward", 105, 1, 105,
      (0.74, 0.96)),
+    # the one-step off-policy twins of the two runs above: the same 105 steps and the same eval
+    # series; each starts lower than its on-policy run (3B 0.68 vs 0.74, 7B 0.52 vs 0.66) and ends
+    # at the same level (0.96, 0.99)
+    ("verl_grpo_qwen25_3b_fsdp_offpolicy.tfevents", "tensorboard", 1, None, "step", "critic/score/mean", "reward", 105, 1,
+     105, (0.68, 0.96)),
     ("verl_grpo_qwen2_7b_fsdp_base.tfevents", "tensorboard", 1, None, "step", "critic/score/mean", "reward", 105, 1, 105,
      (0.66, 0.99)),
+    ("verl_grpo_qwen2_7b_fsdp_offpolicy.tfevents", "tensorboard", 1, None, "step", "critic/score/mean", "reward", 105, 1,
+     105, (0.52, 0.99)),
     ("verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv", "csv", 1, None, "step", "critic/rewards/mean", "reward", 116, 1, 116,
      (0.01, 0.51)),
 ]
@@ -54,6 +60,8 @@ CASES = [
 # eval series a person would also pick: file -> (column, points)
 EVAL = {
     "verl_grpo_qwen2_7b_fsdp_base.tfevents": ("val-core/openai/gsm8k/reward/mean@1", 22),
+    "verl_grpo_qwen2_7b_fsdp_offpolicy.tfevents": ("val-core/openai/gsm8k/reward/mean@1", 22),
+    "verl_grpo_qwen25_3b_fsdp_offpolicy.tfevents": ("val-core/openai/gsm8k/reward/mean@1", 22),
     "verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents": ("val-core/openai/gsm8k/acc/mean@1", 27),
     "verl_grpo_gsm8k_qwen3-30b-a3b_torchtitan_filelogger.jsonl": ("val-core/openai/gsm8k/acc/mean@1", 87),
     "rasbt_grpo_qwen3-0.6b_7_3_tracking.csv": ("eval_acc", 11),
@@ -70,6 +78,7 @@ def _run(name: str, fmt: str, nruns: int, which: str | None):
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_real_log_reads_into_the_right_series(case):
     name, fmt, nruns, which, step_col, column, role, points, first, last, (start, end) = case
@@ -91,8 +100,36 @@ def test_real_log_reads_into_the_right_series(case):
 
 def test_every_real_log_is_covered():
     covered = {c[0] for c in CASES} | {"heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv"}
-    present = {p.name for p in REAL.iterdir() if p.name != "PROVENANCE.md"}
+    present = set(real_log_names())
     assert present <= covered, f"real logs without a test: {sorted(present - covered)}"
+    if SHARED.is_dir():  # a log added to ../shared/real_logs is vendored and covered too
+        shared = {p.name for p in SHARED.iterdir() if p.is_file() and p.name not in NOT_LOGS}
+        assert shared <= present, f"real logs in {SHARED} not vendored in {VENDORED}: {sorted(shared - present)}"
+
+
+def _notice() -> dict[str, dict[str, str]]:
+    """NOTICE.md's table: file -> its row."""
+    lines = [ln for ln in (VENDORED / "NOTICE.md").read_text(encoding="utf-8").splitlines() if ln.startswith("| ")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    return {r["file"]: r for r in (dict(zip(head, (c.strip() for c in ln.strip("|").split("|")))) for ln in lines[2:])}
+
+
+def test_vendored_logs_are_byte_for_byte_the_sources_with_a_notice_row():
+    """Each vendored log has a NOTICE row naming its repository, commit, path and license, and
+    still has the git blob id of the source's file (so it is byte for byte that file)."""
+    import hashlib
+
+    rows = _notice()
+    names = sorted(p.name for p in VENDORED.iterdir() if p.name not in NOT_LOGS)
+    assert sorted(rows) == names
+    for name in names:
+        row = rows[name]
+        assert row["repository"] and row["path there"] and len(row["commit"]) >= 7, name
+        assert "Apache-2.0" in row["license"] or "MIT" in row["license"], name
+        data = (VENDORED / name).read_bytes()
+        assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == row["blob id"], name
+        if (SHARED / name).is_file():
+            assert (SHARED / name).read_bytes() == data, name
 
 
 def test_rasbt_restart_keeps_the_last_occurrence():

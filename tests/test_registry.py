@@ -71,6 +71,8 @@ def test_rows_are_frozen():
         registry.FORMATS_TABLE[0].name = "x"  # type: ignore[misc]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_small_files_of_the_new_formats_do_not_import_pandas(tmp_path):
     """Typed-record JSONL, progress lines, OpenRLHF stdout and MLflow stores are parsed once,
     without pandas (a quarter second of import)."""

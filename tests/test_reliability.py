@@ -226,12 +226,14 @@ NAME_HINTS = ["-", "run.csv", "run.jsonl", "trainer_state.json", "train.log",
               "events.out.tfevents.1.host", "run-abc.wandb", "run.tsv"]
 
 
+@pytest.mark.slow
 @settings(max_examples=800, **SETTINGS)
 @given(data=st.binary(max_size=3000), name=st.sampled_from(NAME_HINTS))
 def test_arbitrary_bytes_give_runs_or_one_clear_error(data, name):
     check_outcome(data, name)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, **SETTINGS)
 @given(
     prefix=st.sampled_from([b"", b"step,reward\n", b'{"step": 1, "reward": 0.5}\n', b":W&B\xe1\xbe\x00",
@@ -251,6 +253,7 @@ _TOKENS = st.sampled_from([
 ])
 
 
+@pytest.mark.slow
 @settings(max_examples=600, **SETTINGS)
 @given(tokens=st.lists(_TOKENS, max_size=120), name=st.sampled_from(NAME_HINTS))
 def test_log_like_token_soup(tokens, name):
@@ -261,6 +264,7 @@ def test_log_like_token_soup(tokens, name):
 FORMATS = TEXT_FORMATS + ("tensorboard", "wandb-binary")
 
 
+@pytest.mark.slow
 @settings(max_examples=600, **SETTINGS)
 @given(fmt=st.sampled_from(FORMATS), cut=st.floats(0, 1), stdin=st.booleans())
 def test_truncated_valid_files(samples, fmt, cut, stdin):
@@ -274,6 +278,7 @@ def test_truncated_valid_files(samples, fmt, cut, stdin):
         assert set(outcome[0].steps.tolist()) <= set(full.tolist()), fmt
 
 
+@pytest.mark.slow
 @settings(max_examples=600, **SETTINGS)
 @given(
     fmt=st.sampled_from(FORMATS),
@@ -286,6 +291,7 @@ def test_byte_flips_in_valid_files(samples, fmt, flips):
     check_outcome(bytes(buf), NAMES[fmt])
 
 
+@pytest.mark.slow
 @settings(max_examples=80, **SETTINGS)
 @given(fmt=st.sampled_from(FORMATS), cut=st.floats(0, 1))
 def test_read_path_matches_read_bytes(samples, fmt, cut, tmp_path_factory):
@@ -378,6 +384,7 @@ def _wandb_chunk(kind: int, data: bytes, length: int | None = None) -> bytes:
 MEMORY_LIMIT = 8_000_000
 
 
+@pytest.mark.slow
 @settings(max_examples=120, **SETTINGS)
 @given(length=st.integers(0, 2**64 - 1), where=st.sampled_from(["record", "summary", "value", "tensor"]))
 def test_corrupted_tfevents_lengths_never_allocate(samples, length, where):
@@ -399,6 +406,7 @@ def test_corrupted_tfevents_lengths_never_allocate(samples, length, where):
             assert 1.0 in out[0].steps.tolist()
 
 
+@pytest.mark.slow
 @settings(max_examples=120, **SETTINGS)
 @given(length=st.integers(0, 2**64 - 1), chunk_len=st.integers(0, 0xFFFF), where=st.sampled_from(["chunk", "record", "item"]))
 def test_corrupted_wandb_lengths_never_allocate(length, chunk_len, where):
@@ -465,6 +473,7 @@ def _assert_read_back(fmt, table, runs):
         np.testing.assert_array_equal(got, table[col][rows], err_msg=f"{fmt} {col}")
 
 
+@pytest.mark.slow
 @settings(max_examples=150, **SETTINGS)
 @given(fmt=st.sampled_from(("csv", "tsv", "jsonl", "verl-jsonl", "csv-long", "trainer_state", "log_history", "wandb-export", "verl-console")), table=tables())
 def test_text_round_trip_with_missing_cells(fmt, table):
@@ -477,6 +486,7 @@ def test_text_round_trip_with_missing_cells(fmt, table):
     _assert_read_back(fmt, table, read_bytes(data, NAMES[fmt]))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, **SETTINGS)
 @given(table=tables(holes=False))
 def test_trl_console_round_trip(table):
@@ -485,6 +495,7 @@ def test_trl_console_round_trip(table):
     _assert_read_back("trl-console", table, read_bytes(data, NAMES["trl-console"]))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, **SETTINGS)
 @given(table=tables())
 def test_binary_round_trip(table, tmp_path_factory):
@@ -522,6 +533,8 @@ print(base * 1024, peak * 1024, len(runs[0].steps), len(runs[0].metrics))
 """
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
 def test_200k_row_log_peak_memory_within_3x_file_size(tmp_path, fmt):
     """A 200,000-row, 10-column log reads with peak RSS growth below 3x the file size over the

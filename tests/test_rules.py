@@ -17,6 +17,7 @@ def _finding(d, mode: str, rule: str):
     return next((f for f in d.diagnostics[mode].findings if f.rule == rule), None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("rule", sorted(RULE_CASES))
 def test_every_planted_rule_fires(rule, seed):
@@ -42,6 +43,7 @@ def test_every_planted_rule_fires(rule, seed):
         assert f.details["clusters"][0]["first"] == 91 and f.details["clusters"][0]["points"] == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_healthy_rule_controls_never_fail_and_no_rule_warns(seed):
     d = diagnose_run(planted_rule_run(None, seed=seed), group_size=8)
@@ -188,6 +190,7 @@ def test_readme_threshold_table_lists_every_threshold_with_its_default_and_range
         assert f"| `{d['name']}` | {d['default']:g} | [{lo:g}, {hi_text}] |" in readme, d["name"]
 
 
+@pytest.mark.slow
 def test_the_diagnosis_figure_gets_a_panel_per_rule_and_per_benchmark(tmp_path):
     from grpofit.render.diagnosis_panels import extra_panels
     from grpofit.render.plotting import diagnosis_figure, save_diagnosis_figure
@@ -351,6 +354,7 @@ def test_eval_rate_divergence_rests_on_intervals_and_names_the_benchmark():
     assert d.summary()["evals"][0]["divergence"]["rate"] == "faster"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_noise_alone_never_makes_an_eval_diverge(seed):
     # the same law as the train reward, but noisy (sd 0.05 on a 0.5 gain): the intervals widen
@@ -390,6 +394,7 @@ def test_eval_rate_diverges_while_the_plateau_agrees():
     assert v.status == "warn" and "saturates early" in v.evidence and "levels off low" not in v.evidence
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(8))
 def test_noise_alone_never_makes_a_plateau_diverge(seed):
     # coupled (same law, noisy), and a harder benchmark gaining a third of its headroom (train: 75%)

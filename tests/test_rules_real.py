@@ -1,15 +1,16 @@
-"""The diagnostic rules on real third-party runs (../shared/real_logs): healthy runs do not fail,
+"""The diagnostic rules on real third-party runs (tests/data/real_logs): healthy runs do not fail,
 failed runs fail for the right reason at a plausible step."""
 
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs"
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_logs not present")
+from tests.reallogs import REAL_LOGS
+
+REAL = REAL_LOGS
+pytestmark = pytest.mark.real_logs
 
 
 @lru_cache(maxsize=None)
@@ -25,9 +26,11 @@ def rule(run: dict, mode: str, name: str) -> dict:
 
 
 VERL = ("verl_grpo_qwen2_7b_fsdp_base.tfevents", "verl_grpo_qwen25_3b_fsdp_base.tfevents",
+        "verl_grpo_qwen2_7b_fsdp_offpolicy.tfevents", "verl_grpo_qwen25_3b_fsdp_offpolicy.tfevents",
         "verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents", "verl_grpo_gsm8k_qwen3-30b-a3b_torchtitan_filelogger.jsonl")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", VERL)
 def test_verl_gsm8k_runs_pass_every_new_rule(name):
     run = judged(name)[name]
@@ -41,6 +44,7 @@ def test_verl_gsm8k_runs_pass_every_new_rule(name):
     assert rule(run, "policy_concentration", "entropy_collapse")["status"] == "pass"
 
 
+@pytest.mark.slow
 def test_trtllm_run_judges_both_benchmarks_and_none_decouples():
     name = "verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents"
     run = judged(name)[name]
@@ -68,6 +72,7 @@ def test_trtllm_run_judges_both_benchmarks_and_none_decouples():
     assert [e["benchmark"] for e in only["evals"]] == ["openai/gsm8k"]
 
 
+@pytest.mark.slow
 def test_heterorl_grpo_collapse_with_its_grad_norm_precursor():
     runs = judged("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv", "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv")
     grpo = runs["[paper]GRPO_online"]["diagnostics"]["dynamical_instability"]

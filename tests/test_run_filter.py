@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli
+from tests.reallogs import real_log
 
-EXPORT = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs" / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
-needs_export = pytest.mark.skipif(not EXPORT.exists(), reason="../shared/real_logs not present")
+EXPORT = real_log("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv")
 
 
-@needs_export
+@pytest.mark.slow
+@pytest.mark.real_logs
 @pytest.mark.parametrize("command", [["forecast", "--until", "300"], ["backtest", "--cuts", "50"]])
 def test_run_pattern_keeps_the_matching_runs(capsys, command):
     code, out, err = run_cli(capsys, command[0], EXPORT, *command[1:], "--run", "*GEPO*", "--format", "json")
@@ -21,7 +21,7 @@ def test_run_pattern_keeps_the_matching_runs(capsys, command):
     assert [r["run"].split("::")[1] for r in json.loads(out)["runs"]] == ["[paper]GEPO_online"]
 
 
-@needs_export
+@pytest.mark.real_logs
 @pytest.mark.parametrize("command", ["forecast", "backtest"])
 def test_run_pattern_that_matches_nothing_is_one_error_line(capsys, command):
     code, out, err = run_cli(capsys, command, EXPORT, "--run", "nope")

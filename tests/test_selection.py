@@ -8,19 +8,20 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from tests.reallogs import real_log
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
-EXPORT = ROOT.parent / "shared" / "real_logs" / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
+EXPORT = real_log("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv")
 WANDB = SAMPLES / "wandb" / "run-20261129_120000-hack01"  # config.yaml: lr 1e-6, adam_beta1 0.9, G 8
-needs_real = pytest.mark.skipif(not EXPORT.exists(), reason="shared/real_logs not present")
 
 
 def _names(out: str) -> list[str]:
     return [r["run"].split("::")[1] for r in json.loads(out)["runs"]]
 
 
-@needs_real
+@pytest.mark.slow
+@pytest.mark.real_logs
 def test_file_run_and_run_pattern_select_runs_in_every_command(capsys):
     code, out, _ = run_cli(capsys, "fit", f"{EXPORT}::[paper]GEPO_online", "--format", "json")
     assert code == 0 and _names(out) == ["[paper]GEPO_online"]
@@ -35,7 +36,7 @@ def test_file_run_and_run_pattern_select_runs_in_every_command(capsys):
     assert code == 0 and json.loads(out)["n_runs"] == 1 and _names(out) == ["[paper]GSPO_online"]
 
 
-@needs_real
+@pytest.mark.real_logs
 def test_a_selection_that_matches_nothing_lists_the_runs(capsys):
     code, out, err = run_cli(capsys, "fit", f"{EXPORT}::nope")
     assert code == 2 and out == ""
@@ -45,7 +46,8 @@ def test_a_selection_that_matches_nothing_lists_the_runs(capsys):
     assert code == 2 and err.startswith("error: --run 'nope' matches no run in ")
 
 
-@needs_real
+@pytest.mark.slow
+@pytest.mark.real_logs
 def test_predict_from_a_multi_run_file_says_how_to_pick_one(capsys):
     args = ("predict", "--lr", "1e-6", "--momentum", "0.9", "--refresh-interval", "1")
     code, _, err = run_cli(capsys, *args, "--from-run", EXPORT)
@@ -58,6 +60,7 @@ def test_predict_from_a_multi_run_file_says_how_to_pick_one(capsys):
     assert code == 0 and json.loads(out)["from_run"]["run"].endswith("GSPO_online")
 
 
+@pytest.mark.slow
 def test_predict_from_run_reads_the_config_and_flags_override(capsys):
     code, out, _ = run_cli(capsys, "predict", "--from-run", WANDB, "--refresh-interval", "2", "--format", "json")
     doc = json.loads(out)

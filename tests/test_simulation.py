@@ -78,6 +78,7 @@ def test_infinite_g_gradient_is_the_textbook_formula():
 # ----------------------------------------------------------------------------- fixed point and K
 
 
+@pytest.mark.slow
 def test_plateaus_move_with_group_size():
     p4 = sim.plateau_at_group_size(1.0, 8, 1, 4)
     p16 = sim.plateau_at_group_size(1.0, 8, 1, 16)
@@ -127,6 +128,7 @@ def _label(kref, steps=1500, lr=0.1):
     return run.summary()["trajectory"]["label"], run
 
 
+@pytest.mark.slow
 def test_regime_transition_on_short_runs():
     K = sim.fixed_point(8, 1, 1.0, 0).curvature  # ~0.278; eta K = 0.0278: sawtooth threshold ~ 73
     small, _ = _label(1)
@@ -140,6 +142,7 @@ def test_regime_transition_on_short_runs():
     assert not exact_sawtooth(0.1, 0.0, 100, K, with_threshold=False).stable
 
 
+@pytest.mark.slow
 def test_linear_growth_matches_exact_sawtooth():
     fp = sim.fixed_point(8, 1, 1.0, 0)
     th = fp.theta.copy()
@@ -164,6 +167,7 @@ def test_seeded_reproducibility():
     assert not np.array_equal(a.columns["reward"], c.columns["reward"])
 
 
+@pytest.mark.slow
 def test_long_run_with_many_groups():
     """2000 steps of 16 groups of 16 (vectorised over groups): every step is logged and finite."""
     run = sim.simulate_bandit(lr=0.5, group_size=16, groups=16, steps=2000, measure=False)
@@ -216,6 +220,7 @@ def test_bad_parameters_raise():
 # ----------------------------------------------------------------------------- noise is not instability
 
 
+@pytest.mark.slow
 def test_stationary_fluctuation_is_not_called_unstable():
     # lr 0.1, mu 0, K_ref 1, G 16, seed 0 was "trajectory: unstable", yet the exact
     # growth factor of the linearised recursion is 0.971 per step
@@ -228,6 +233,7 @@ def test_stationary_fluctuation_is_not_called_unstable():
     assert sim.classify_trajectory(run.columns["expected_reward"], run.fixed.p)["label"] == "unstable"
 
 
+@pytest.mark.slow
 def test_noisy_run_past_the_exact_threshold_is_still_unstable():
     K = sim.fixed_point(8, 1, 1.0, 0).curvature
     assert not exact_sawtooth(0.1, 0.0, 100, K, with_threshold=False).stable
@@ -237,6 +243,7 @@ def test_noisy_run_past_the_exact_threshold_is_still_unstable():
     assert traj["label"] == "unstable"
 
 
+@pytest.mark.slow
 def test_noisy_overshoot_must_beat_the_noise():
     # K_ref 32, mu 0: the exact sawtooth recursion is monotone; with G = 16 the sampled noise
     # crosses p* but that is no overshoot

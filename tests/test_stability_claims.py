@@ -21,6 +21,7 @@ def _ratios(lr, mu, K):
             critical_refresh_interval(lr, mu, K, "sawtooth") / ck)
 
 
+@pytest.mark.slow
 def test_ratio_is_not_pi_over_2_and_2_at_high_momentum():
     fx, sw = _ratios(0.01, 0.9, 1.0)
     assert fx == pytest.approx(1.2) and sw == pytest.approx(3.8)

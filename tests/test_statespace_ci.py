@@ -72,6 +72,7 @@ def test_agrees():
     assert not agrees(1.0, None, (0.8, 1.2))
 
 
+@pytest.mark.slow
 def test_recovery_harness_scores_every_stratum():
     """The machinery of ``python -m benchmarks.recovery --forced`` on one run per stratum."""
     from benchmarks.recovery import forced_report, run_forced_recovery
@@ -84,6 +85,7 @@ def test_recovery_harness_scores_every_stratum():
     assert "| regime wrong |" in forced_report(rows)
 
 
+@pytest.mark.slow
 def test_committed_coverage_table_matches_one_recomputed_stratum():
     """docs/fit_coverage.md is the output of ``python -m benchmarks.recovery --forced 100 2026``:
     recompute its hardest stratum (strong forcing, underdamped) and compare the row."""
@@ -161,6 +163,7 @@ def test_binned_columns_are_the_curves_bin_means():
         assert np.max(np.abs(cols[k] - bin_means(curve))) < tol, (law, ts, ti)
 
 
+@pytest.mark.slow
 def test_every_shown_stderr_tells_what_its_interval_tells():
     """On forced runs of every regime and level, each parameter of both laws: a published
     stderr agrees with its interval and value ± 1.96 stderr covers the interval; a dropped one

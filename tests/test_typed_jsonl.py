@@ -83,6 +83,7 @@ def test_flat_jsonl_is_untouched(tmp_path):
     assert list(run.metrics) == ["reward"] and not run.warnings
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(data=st.binary(max_size=400), cut=st.floats(0, 1))
 def test_arbitrary_and_truncated_bytes(tmp_path_factory, data, cut):
@@ -92,6 +93,7 @@ def test_arbitrary_and_truncated_bytes(tmp_path_factory, data, cut):
     assert_reads_or_fails_cleanly((data, good[: int(len(good) * cut)], good[: int(len(good) * cut)] + data))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(records=st.lists(st.fixed_dictionaries(
     {"type": st.sampled_from(["rollout", "train", "eval", ""]), "grpo_step": st.integers(0, 5)},

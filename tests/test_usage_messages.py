@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from tests.reallogs import real_log
 
 from grpofit.cli.helptext import threshold_names
 from grpofit.core.vocabulary import MODES
@@ -56,10 +57,9 @@ def test_eval_metric_error_names_eval_metric(capsys):
     assert "--metric " not in line
 
 
+@pytest.mark.real_logs
 def test_each_error_is_printed_once(capsys):
-    gradnorm = ROOT.parent / "shared" / "real_logs" / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv"
-    if not gradnorm.exists():
-        pytest.skip("shared/real_logs not present")
+    gradnorm = real_log("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv")
     code, out, err = run_cli(capsys, "diagnose", gradnorm)
     assert code == 2
     assert len(err.splitlines()) == 3 and "no reward column" not in out  # stdout: error rows only

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from tests.reallogs import REAL_LOGS, real_log_names
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
-REAL = ROOT.parent / "shared" / "real_logs"
+REAL = REAL_LOGS
 VERLPR = REAL / "verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv"
 
 
@@ -35,7 +36,7 @@ def test_unidentified_values_are_a_dash_and_zero_is_marked(capsys, monkeypatch):
     assert healthy["inertia"] == "22.3" and healthy["p*"] == "0.729"
 
 
-@pytest.mark.skipif(not VERLPR.exists(), reason="shared/real_logs not present")
+@pytest.mark.real_logs
 def test_a_plateau_below_the_late_data_is_not_a_quiet_pass(capsys, monkeypatch):
     """verlpr3389 ends at 0.50 and still rising, past its law's p* 0.399: the plateau is shown as
     the lower bound it is (it used to be '0.399 !', a number below where the run is heading)."""
@@ -44,7 +45,7 @@ def test_a_plateau_below_the_late_data_is_not_a_quiet_pass(capsys, monkeypatch):
     cells = _row(out, "verlpr3389")
     assert cells[2] == "≥ 0.512"
     assert "0.399" not in cells[2]
-    assert f"{VERLPR}: fit: still rising: the slope from step 59 is" in out.replace(str(ROOT) + "/", "")
+    assert f"{VERLPR}: fit: still rising: the slope from step 59 is" in out
     assert "the last tenth averages 0.512, above the fitted p* 0.3986" in out and "at least 0.512" in out
     code, out, _ = run_cli(capsys, "diagnose", VERLPR, "--format", "json")
     entry = json.loads(out)["runs"][0]
@@ -63,7 +64,7 @@ def test_a_plateau_below_the_late_data_is_not_a_quiet_pass(capsys, monkeypatch):
 VERL_3B = REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents"
 
 
-@pytest.mark.skipif(not VERL_3B.exists(), reason="shared/real_logs not present")
+@pytest.mark.real_logs
 def test_a_run_still_climbing_past_a_tight_plateau_gets_a_lower_bound(capsys):
     """the example: p* 0.940 [0.915, 0.965] with the reward still climbing to 0.956 at
     steps 80-105. The fit table and JSON now say the plateau is at least the level reached."""
@@ -81,9 +82,10 @@ def test_a_run_still_climbing_past_a_tight_plateau_gets_a_lower_bound(capsys):
     assert "2.6x (misfit)" in row
 
 
-@pytest.mark.skipif(not VERL_3B.exists(), reason="shared/real_logs not present")
+@pytest.mark.slow
+@pytest.mark.real_logs
 def test_readme_count_of_bounds_on_the_real_logs(capsys):
-    files = sorted(p for p in REAL.iterdir() if p.suffix != ".md")
+    files = [REAL / n for n in real_log_names()]
     code, out, _ = run_cli(capsys, "fit", *files, "--format", "json")
     kinds = [r["models"][r["preferred"]]["params"]["plateau"]["kind"] for r in json.loads(out)["runs"] if r.get("preferred")]
     lower, upper = kinds.count("lower_bound"), kinds.count("upper_bound")
@@ -124,7 +126,8 @@ UNSLOTH = REAL / "unsloth_grpo_gsm8k_IMJONEZZ.trainer_state.json"
 CONDITIONAL = REAL / "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv"
 
 
-@pytest.mark.skipif(not UNSLOTH.exists(), reason="shared/real_logs not present")
+@pytest.mark.slow
+@pytest.mark.real_logs
 def test_a_plateau_that_misses_the_late_data_is_marked_in_the_fit_table_and_plot(capsys, monkeypatch):
     """The unsloth run rises to ~1.6; the preferred oscillator's p* 0.895 is a sine arc's centre.
     diagnose marked it '0.895 !'; fit's own table and the plot title said '0.895' plainly."""
@@ -149,7 +152,7 @@ def test_a_plateau_that_misses_the_late_data_is_marked_in_the_fit_table_and_plot
     assert "p* ≥ 0.975 (still moving)" in fit_title(fit_run(run))  # what the table shows
 
 
-@pytest.mark.skipif(not UNSLOTH.exists(), reason="shared/real_logs not present")
+@pytest.mark.real_logs
 def test_inertia_interval_is_widened_with_the_damping_ratio_when_the_turn_over_is_not_seen():
     """A turn-over not in the data opens the damping ratio's interval upward (an overdamped curve
     fits too), so the inertia's must reach down to those curves' inertias: it was [1895, 2490]

@@ -97,6 +97,7 @@ def test_old_run_folder_history_jsonl(tmp_path):
     assert run.series("train/reward")[0].size == 40
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(cut=st.floats(0, 1), junk=st.binary(max_size=64), as_json=st.booleans())
 def test_truncated_and_arbitrary_bytes(cut, junk, as_json):

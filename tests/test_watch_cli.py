@@ -44,6 +44,8 @@ def collapse_table():
     return make_planted_run("dynamical_instability", seed=3, n_steps=300)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_once_healthy_run_prints_state_and_writes_jsonl(tmp_path):
     write_csv(tmp_path / "run.csv", make_planted_run(None, seed=1, n_steps=200))
     out = tmp_path / "w.jsonl"
@@ -86,6 +88,8 @@ def test_exit_on_fail_and_on_fail_hook_once_per_failure(tmp_path, collapse_table
     assert any(a["status"] == "fail" for a in alerts)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_once_exit_on_fail_on_a_collapsed_run(tmp_path, collapse_table):
     write_csv(tmp_path / "run.csv", collapse_table)
     p = grpofit("watch", str(tmp_path), "--once", "--exit-on", "fail", "--no-forecast")
@@ -93,6 +97,8 @@ def test_once_exit_on_fail_on_a_collapsed_run(tmp_path, collapse_table):
     assert "ALERT fail dynamical_instability" in p.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize("args, needle", [
     (["/no/such/dir"], "/no/such/dir"),
     (["{tmp}", "--interval", "0"], "--interval"),
@@ -107,6 +113,8 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, needle):
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_ctrl_c_exits_0_and_leaves_whole_lines(tmp_path):
     write_csv(tmp_path / "run.csv", make_planted_run(None, seed=2, n_steps=120))
     out = tmp_path / "w.jsonl"
@@ -130,6 +138,8 @@ def test_ctrl_c_exits_0_and_leaves_whole_lines(tmp_path):
     assert all(json.loads(line)["schema"] == "grpofit.watch/1" for line in text.splitlines())
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_max_polls_stops(tmp_path):
     write_csv(tmp_path / "run.csv", make_planted_run(None, seed=2, n_steps=60))
     t = time.time()
@@ -139,11 +149,14 @@ def test_max_polls_stops(tmp_path):
     assert time.time() - t < 60
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_empty_folder_waits_without_error(tmp_path):
     p = grpofit("watch", str(tmp_path), "--interval", "0.05", "--max-polls", "2")
     assert p.returncode == 0 and p.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_replaced_log_is_judged_afresh(tmp_path, collapse_table):
     """A file replaced by a new run (new inode, fewer rows) is a new run: its state and alerts
     start again, so a failure of the new run is reported too."""

@@ -33,6 +33,8 @@ def case(fragment: str):
     return next(c for c in SHARED if fragment in (c.run or "") + c.file)
 
 
+@pytest.mark.slow
+@pytest.mark.real_logs
 def test_heterorl_grpo_collapse_fails_within_50_steps_of_onset():
     c = case("GRPO_online")
     run = shared_run(c)
@@ -50,6 +52,7 @@ def test_heterorl_grpo_collapse_fails_within_50_steps_of_onset():
         [rec[k] for k in ("first_warn", "first_fail", "warn_source", "fail_source")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode, kind, frac, _", PLANTED)
 def test_every_planted_failure_is_flagged_before_the_run_ends(mode, kind, frac, _):
     run = planted_run(mode, seed=0, n_steps=300, **({"kind": kind} if kind else {}))
@@ -60,12 +63,15 @@ def test_every_planted_failure_is_flagged_before_the_run_ends(mode, kind, frac, 
         assert {k: now[k] for k in SAME} == {k: rec[k] for k in SAME}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_healthy_planted_runs_get_no_alert(seed):
     rep = replay(planted_run(None, seed=seed, n_steps=300))
     assert rep.alerts == []
 
 
+@pytest.mark.slow
+@pytest.mark.real_logs
 @pytest.mark.parametrize("fragment", ["unsloth", "verlpr3389", "7_4_clip", "GEPO_online", "qwen2_7b_fsdp"])
 def test_healthy_shared_runs_get_no_fail_alert(fragment):
     c = case(fragment)
@@ -75,6 +81,7 @@ def test_healthy_shared_runs_get_no_fail_alert(fragment):
     assert [a for a in rep.alerts if a.status == "fail"] == []
 
 
+@pytest.mark.slow
 def test_reward_drop_rule_is_causal_and_incremental():
     rng = np.random.default_rng(0)
     n = 400
@@ -109,6 +116,8 @@ def test_prefix_is_what_a_watcher_saw():
     assert p.steps.size == 20 and all(v.size == 20 for v in p.metrics.values())
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_load_benchmark_runs_end_to_end(tmp_path):
     """The load section (``python -m benchmarks.watch --section load``) at toy size: a
     writer appends to live runs while one watch process follows them; the figures are real."""

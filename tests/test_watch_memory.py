@@ -8,6 +8,7 @@ import json
 import tracemalloc
 
 import numpy as np
+import pytest
 
 from grpofit.core.runs import make_run
 from grpofit.watch.grow import Grow
@@ -49,6 +50,7 @@ def test_release_is_harmless():
     assert release() in (True, False)
 
 
+@pytest.mark.slow
 def test_a_long_followed_run_costs_its_data_and_no_more(tmp_path):
     """2,400 rows in 60 polls; the first judgement only (refits off): what the heap keeps
     between poll 10 and poll 60 is the new rows' columns, not a per-poll residue."""

@@ -16,8 +16,9 @@ from grpofit.testing import writers
 from grpofit.watch.follow import Follower
 from grpofit.watch.tail import TextTail, open_tail
 from tests.test_live_logs import csv_rows, jsonl_rows, reward, wandb_bytes
+from tests.reallogs import REAL_LOGS
 
-REAL = "../shared/real_logs"
+REAL = str(REAL_LOGS)
 
 
 def same_run(a, b) -> bool:
@@ -154,6 +155,7 @@ def test_tensorboard_records_in_pieces(tmp_path):
     assert same_run(run, ref)
 
 
+@pytest.mark.slow
 def test_wandb_binary_records_in_pieces_across_blocks(tmp_path):
     full = wandb_bytes(list(range(1, 3000)))  # several 32 KiB blocks
     assert len(full) > 3 * wb.BLOCK
@@ -195,6 +197,8 @@ def test_folder_where_runs_appear(tmp_path):
     assert [r.name for r in res.changed] == [str(sub / "metrics.csv")]
 
 
+@pytest.mark.slow
+@pytest.mark.real_logs
 @pytest.mark.parametrize("name", [
     "verl_grpo_qwen25_3b_fsdp_base.tfevents",
     "countdown_grpo_custom_beibeizzz.jsonl",

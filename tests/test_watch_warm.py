@@ -13,6 +13,7 @@ from grpofit.laws.registry import MODELS
 from grpofit.testing.planted import planted_run
 from grpofit.watch.monitor import Monitor
 from grpofit.watch.replay import prefix
+from tests.reallogs import real_log
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +33,7 @@ def _counting(monkeypatch):
     return calls
 
 
+@pytest.mark.slow
 def test_warm_fit_law_reaches_the_cold_optimum_with_fewer_evaluations(run, monkeypatch):
     from grpofit.forecasting.statespace import LAWS  # noqa: F401 - the laws watch refits
 
@@ -52,6 +54,7 @@ def test_warm_fit_law_reaches_the_cold_optimum_with_fewer_evaluations(run, monke
     assert n_warm < 0.8 * n_cold, (n_warm, n_cold)
 
 
+@pytest.mark.slow
 def test_a_bad_warm_start_falls_back_to_the_cold_starts(run):
     s, v = run.series("reward")
     series = likelihood.reduce_series(s[:150] - s[0], v[:150], level_sd=0.5)
@@ -61,6 +64,7 @@ def test_a_bad_warm_start_falls_back_to_the_cold_starts(run):
         assert likelihood.fit_law("one", series, warm=bad, **kw).reml == cold.reml
 
 
+@pytest.mark.slow
 def test_monitor_refits_warm_and_agrees_with_a_cold_fit(run):
     mon = Monitor(rules=False, horizon=300.0)
     for k in (150, 158):  # the second refresh is a 5% growth: warm
@@ -142,22 +146,20 @@ def _refreshes(run, first=0.5, growth=0.08):
 REAL_RUNS = [("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv", "GRPO_online")]  # collapses: two fits
 
 
+@pytest.mark.slow
+@pytest.mark.real_logs
 @pytest.mark.parametrize("source", ["planted collapse", *[f for f, _ in REAL_RUNS]])
 def test_warm_curve_fit_reaches_the_cold_optimum_with_fewer_evaluations(source, monkeypatch):
     """Refit a growing run as watch does (every 5% of growth): the fit started from the last
     refresh's optimum has the cold fit's optimum (SSR and every parameter), for fewer solver
     evaluations over the refreshes."""
-    from pathlib import Path
-
     from grpofit.fitting.analysis import fit_run
     from grpofit.readers import read_path
 
     if source == "planted collapse":
         full = planted_run("dynamical_instability", seed=0, n_steps=300, kind="collapse")
     else:
-        path = Path(__file__).resolve().parents[1].parent / "shared" / "real_logs" / source
-        if not path.exists():
-            pytest.skip("shared/real_logs not present")
+        path = real_log(source)
         key = dict(REAL_RUNS)[source]
         full = next(r for r in read_path(str(path)) if key is None or key in r.name)
     calls = _counting_solver(monkeypatch)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib
+import pytest
 
 from grpofit.dynamics import plot_what_if, predict, what_if
 
@@ -12,6 +13,7 @@ def _result():
     return what_if(base, lr=0.05, plateau=0.5, initial=0.1, steps=80)
 
 
+@pytest.mark.slow
 def test_what_if_plot_saved_titled_backend_unchanged(tmp_path):
     backend = matplotlib.get_backend()
     fig = plot_what_if(_result())
@@ -31,6 +33,7 @@ def test_what_if_plot_names_adam_effective_rate():
     assert "lr 0.5" in title and "Adam-effective lr 0.05" in title
 
 
+@pytest.mark.slow
 def test_predict_plot_shows_the_lr_the_user_passed(capsys, tmp_path, monkeypatch):
     """``predict --plot`` through the CLI: the title carries the --lr as given and the Adam wording."""
     from pathlib import Path

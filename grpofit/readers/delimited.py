@@ -46,7 +46,7 @@ def _read_settled(src: Source, fmt: str, delim: str, step: str | None) -> list[R
         quick = _read_small(src, delim)
         if quick is not None:
             _, table, warnings, dropped = quick
-            return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"dropped_columns": dropped})]
+            return _runs(src, fmt, table, step, warnings, {"dropped_columns": dropped})
     if fmt == "wandb-export" and src.size() <= SMALL_FILE:  # a panel export is small: no pandas
         quick = _read_small(src, delim)
         if quick is not None:
@@ -63,7 +63,18 @@ def _read_settled(src: Source, fmt: str, delim: str, step: str | None) -> list[R
     if fmt in ("csv-long", "wandb-export"):
         return [_long(src, df, step)] if fmt == "csv-long" else _wandb_export(src, df, step)
     table, warnings, dropped = numeric_table(df)
-    return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"dropped_columns": dropped})]
+    return _runs(src, fmt, table, step, warnings, {"dropped_columns": dropped})
+
+
+def _runs(src: Source, fmt: str, table: dict, step: str | None, warnings: list[str], stats: dict) -> list[Run]:
+    """The runs of a wide table: one, or one per run appended after another (the step falls
+    back to its start: :mod:`grpofit.readers.appended`), the file's warnings with the first."""
+    from grpofit.readers.appended import split_runs
+
+    parts, split_warnings = split_runs(dict(table), step) if not src.piece else ([(None, table)], [])
+    return [build_run(src, fmt, part, step=step, warnings=warnings + split_warnings if i == 0 else [], stats=stats,
+                      name=None if suffix is None else f"{src.name}::{suffix}")
+            for i, (suffix, part) in enumerate(parts)]
 
 
 #: files up to this size may take the pandas-free path
@@ -272,29 +283,22 @@ def _read_large(src: Source, fmt: str, delim: str, step: str | None) -> Run:
     return build_run(src, fmt, table, step=step, warnings=warnings, stats={"dropped_columns": dropped})
 
 
-#: a file changed less than this many seconds ago may still be being written
-LIVE_SECONDS = 600
-
-
 def _settled(src: Source, delim: str) -> tuple[Source, list[str]]:
     """The source as it is now, read once, with its torn last line and an unterminated quote cut.
 
     A file is measured once: up to ``CHUNKED_FILE`` bytes it is read into memory in one read; a
     larger one is read by every later step only up to the end of its last complete line
     (``Source.limit``), so a writer appending meanwhile cannot change what is parsed. A last
-    line without a line break is dropped with a warning when it is visibly cut (fewer cells than
-    the header, a trailing delimiter, an open quote) or when the file changed in the last
-    ``LIVE_SECONDS`` and is writable, or came through a pipe (a log still being written: a cut inside a number cannot be seen, e.g.
-    ``1.0778200000000001`` for ``1.07782e-05``). A quote that is never closed would swallow
-    every later row: its line is dropped with a warning.
+    line without a line break is kept when it parses (a finished log written without a final
+    newline, however fresh its copy) and dropped with a warning when it is visibly cut (fewer
+    cells than the header, a trailing delimiter, an open quote). Nothing depends on the file's
+    modification time: only ``watch`` waits for a line to complete (grpofit/watch/tail.py). A
+    quote that is never closed would swallow every later row: its line is dropped with a warning.
     """
     notes: list[str] = []
     if src.data is None and src.path is not None:
-        import time
-
         with open(src.path, "rb") as f:
             st = os.fstat(f.fileno())
-            live = _live(st, time.time())
             if st.st_size <= CHUNKED_FILE:
                 src = Source(src.name, src.path, f.read(st.st_size))
             else:
@@ -304,7 +308,7 @@ def _settled(src: Source, delim: str) -> tuple[Source, list[str]]:
                 limit = st.st_size
                 if last < len(tail):
                     line = tail[last:]
-                    if live or _visibly_cut(line, delim, _header_width(src, delim)):
+                    if _visibly_cut(line, delim, _header_width(src, delim)):
                         notes.append(_torn_note(line))
                         limit = st.st_size - (len(tail) - last)
                 f.seek(0)
@@ -314,20 +318,18 @@ def _settled(src: Source, delim: str) -> tuple[Source, list[str]]:
                 start, end, note = opened
                 notes.append(note)
                 return Source(src.name, src.path, limit=limit, skip=(start, end)), notes
-    else:
-        live = src.path is None or _changed_lately(src.path)  # a pipe may be a live log too
     data = src.data
     last = _last_break(data)
     if last < len(data) and data[last:].strip():
         line = data[last:]
-        if live or _visibly_cut(line, delim, _header_width(src, delim)):
+        if _visibly_cut(line, delim, _header_width(src, delim)):
             notes.append(_torn_note(line))
             data = data[:last]
     data, note = _drop_unclosed_quote(data)
     if note:
         notes.append(note)
     if data is not src.data:
-        src = Source(src.name, src.path, data)
+        src = Source(src.name, src.path, data, piece=src.piece)
     return src, notes
 
 
@@ -343,22 +345,6 @@ def _duplicate_names(src: Source, delim: str) -> list[str]:
         for n, k in seen.items()
         if k > 1 and n.strip()
     ]
-
-
-def _changed_lately(path: str) -> bool:
-    import time
-
-    try:
-        return _live(os.stat(path), time.time())
-    except OSError:
-        return True
-
-
-def _live(st: os.stat_result, now: float) -> bool:
-    """Whether a file may still be being written: changed in the last ``LIVE_SECONDS`` and
-    writable by someone (a logger creates its file writable; a finished log copied read-only,
-    e.g. an archive or a CI fixture, is settled however fresh its copy is)."""
-    return now - st.st_mtime < LIVE_SECONDS and bool(st.st_mode & 0o222)
 
 
 def _last_break(data: bytes) -> int:

@@ -43,17 +43,31 @@ def read_hf(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
     merger = RowMerger(src.name)
     top: dict[str, Any] = {}
     kind = None
+    failed = ""
     with src.open() as f:
         scan = JsonScanner(f)
         try:
             kind = _scan_document(scan, merger, top)
         except (ValueError, RecursionError) as exc:
             reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            failed = reason
+    if kind is None:
+        from grpofit.readers.jsonl import read_json_stream
+
+        runs = read_json_stream(src, step=step)  # JSON rows (one per line or pretty-printed) among text
+        if runs:
+            return runs
+        if _ends_open(src):  # the document stops before it closes: a cut copy
             raise ReadError(
-                f"is not valid JSON ({reason})",
+                f"is not valid JSON ({failed}); it ends before its last bracket closes",
                 path=src.name,
-                fix="the file may be truncated; use the copy in the newest complete checkpoint-N/",
-            ) from None
+                fix="the file is truncated; use the copy in the newest complete checkpoint-N/",
+            )
+        raise ReadError(
+            f"is not valid JSON ({failed})",
+            path=src.name,
+            fix="repair the file where the parser stops, or point at the run's metrics log",
+        )
     state_config: dict[str, Any] = {}
     if kind == "object":
         if not top.get("log_history"):
@@ -83,6 +97,13 @@ def read_hf(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
         config_source = config_source or src.name
     run = build_run(src, fmt, table, step=step, stats=stats, config=config or {}, config_source=config_source)
     return [run]
+
+
+def _ends_open(src: Source) -> bool:
+    """Whether the content stops inside its JSON document: its last character that is not white
+    space closes no object or array (a complete document ends in ``}`` or ``]``)."""
+    end = (src.tail(4096) or src.head()).rstrip()
+    return not end.endswith((b"}", b"]"))
 
 
 def _scan_document(scan: JsonScanner, merger: RowMerger, top: dict[str, Any]) -> str:

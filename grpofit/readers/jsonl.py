@@ -18,6 +18,7 @@ import re
 import numpy as np
 
 from grpofit.core.errors import ReadError
+from grpofit.readers.appended import RunIds, split_runs
 from grpofit.readers.common import build_run, rows_to_columns
 from grpofit.readers.source import Source
 from grpofit.readers.typed import Kinds
@@ -61,9 +62,14 @@ class ColumnBuilder:
 
 
 def flatten_row(obj: dict, prefix: str = "") -> dict:
-    """Nested dicts joined with ``/``; verl's ``data`` wrapper is unwrapped without a prefix."""
+    """Nested dicts joined with ``/``; verl's ``data`` wrapper and a ``logs`` wrapper (a Trainer
+    callback writing ``{"step": N, "epoch": E, "logs": {...}}``, the ``logs`` its ``on_log``
+    gets) are unwrapped without a prefix, the row's own fields winning a clash."""
     if not prefix and len(obj) == 2 and "step" in obj and isinstance(obj.get("data"), dict):
         return {"step": obj["step"], **flatten_row(obj["data"])}
+    if not prefix and isinstance(obj.get("logs"), dict) and sum(isinstance(v, dict) for v in obj.values()) == 1:
+        own = {k: v for k, v in obj.items() if k != "logs"}
+        return {**flatten_row(obj["logs"]), **own}
     out = {}
     for k, v in obj.items():
         key = f"{prefix}{k}"
@@ -81,6 +87,8 @@ def read_jsonl(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
     stats = {"lines": 0, "torn_lines": 0, "fast_rows": 0}
     plan: _Plan | None = None
     kinds = Kinds()
+    ids = RunIds()
+    text = TextLines()
     line_no = 0
     first_fmt = fmt
     with src.open() as f:
@@ -115,7 +123,7 @@ def read_jsonl(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
                 nlines = body.count(b"\n") + (0 if body.endswith(b"\n") else 1)
                 cols, nrows = (plan.fast(body) if plan.ok else None) or (None, 0)
                 if cols is None:
-                    cols, nrows = _slow_block(body, src.name, line_no, kinds)
+                    cols, nrows = _slow_block(body, src.name, line_no, kinds, ids, text)
                 else:
                     stats["fast_rows"] += nrows
                 builder.add(cols, nrows)
@@ -126,22 +134,103 @@ def read_jsonl(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
                 break
     if builder.n == 0:
         raise ReadError("holds no JSON rows", path=src.name, fix="point at a JSONL log with one object per line")
-    table = builder.build()
-    table, typed_warnings, typed_stats, step = finish_typed(table, kinds, step)
-    warnings += typed_warnings
-    if first_fmt == "jsonl" and "_step" in table and ("_runtime" in table or "_timestamp" in table):
-        first_fmt = "wandb-history"
     stats.pop("fast_rows")
-    stats.update(typed_stats)
-    return [build_run(src, first_fmt, table, step=step, warnings=warnings, stats=stats)]
+    return _runs(src, first_fmt, builder.build(), step=step, kinds=kinds, ids=ids, text=text, warnings=warnings,
+                 stats=stats)
+
+
+def read_json_stream(src: Source, *, step: str | None = None) -> list[Run] | None:
+    """JSON objects written one after another among lines of text (a console log where a
+    callback prints each step's metrics as JSON, pretty-printed or not, between warnings);
+    None when it holds fewer than two. An object counts when its ``{`` starts a line (an
+    indented one is inside another object)."""
+    doc = src.read_text()
+    decode = json.JSONDecoder().raw_decode
+    kinds, ids, text = Kinds(), RunIds(), TextLines()
+    rows: list[dict] = []
+    cursor = 0
+    for m in _LINE_BRACE.finditer(doc):
+        start = m.start()
+        if start < cursor:
+            continue
+        for line in doc[cursor:start].splitlines():
+            if line.strip():
+                text.add(line.encode())
+        try:
+            obj, end = decode(doc, start)
+        except (ValueError, RecursionError):
+            obj, end = None, start + 1
+        if isinstance(obj, dict):
+            rows.append(kinds.split(ids.mark(flatten_row(obj))))
+            cursor = end
+        else:
+            cursor = start  # text: counted with the lines before the next object
+    if len(rows) < 2:
+        return None
+    for line in doc[cursor:].splitlines():
+        if line.strip():
+            text.add(line.encode())
+    table = {k: _float_column([r.get(k) for r in rows]) for k in _keys(rows)}
+    return _runs(src, "jsonl", table, step=step, kinds=kinds, ids=ids, text=text, warnings=[],
+                 stats={"rows_read": len(rows)})
+
+
+_LINE_BRACE = re.compile(r"^\{", re.M)
+
+
+def _runs(src: Source, fmt: str, table: dict[str, np.ndarray], *, step: str | None, kinds: Kinds, ids: RunIds,
+          text: TextLines, warnings: list[str], stats: dict) -> list[Run]:
+    """The runs of a table of JSON rows: appended runs split, typed records named, text noted."""
+    first_fmt = fmt
+    if text.count:
+        warnings.append(text.note())
+        stats["text_lines"] = text.count
+    parts, split_warnings = split_runs(table, step, ids) if not src.piece else ([(None, table)], [])
+    warnings += split_warnings
+    runs = []
+    for i, (suffix, part) in enumerate(parts):
+        part, typed_warnings, typed_stats, part_step = finish_typed(part, kinds, step)
+        fmt = first_fmt
+        if fmt == "jsonl" and "_step" in part and ("_runtime" in part or "_timestamp" in part):
+            fmt = "wandb-history"
+        name = None if suffix is None else f"{src.name}::{suffix}"
+        # the file's own warnings are said once, with its first run
+        runs.append(build_run(src, fmt, part, step=part_step, warnings=(warnings if i == 0 else []) + typed_warnings,
+                              stats={**stats, **typed_stats}, name=name))
+    return runs
+
+
+class TextLines:
+    """Lines of text between the JSON rows (warnings, progress bars), counted and skipped."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first = b""
+
+    def add(self, line: bytes) -> None:
+        if not self.count:
+            self.first = line.strip()[:60]
+        self.count += 1
+
+    def note(self) -> str:
+        return (f"skipped {self.count} line(s) of text between the JSON rows "
+                f"(e.g. {self.first.decode('utf-8', 'replace')!r})")
+
+
+def _is_text(line: bytes) -> bool:
+    """A line that is prose (a warning, a progress bar), not a damaged JSON row: it starts with
+    none of the characters a JSON row or a piece of one starts with."""
+    head = line.lstrip()[:1]
+    return bool(head) and head not in b'{}[]",:'
 
 
 def _split_torn_tail(body: bytes) -> tuple[bytes, bytes | None]:
-    """Drop a last line that does not parse (a live run's half-written row)."""
+    """Drop a last line that does not parse (a live run's half-written row); a last line of
+    text is left to the line-by-line path, which skips it."""
     stripped = body.rstrip()
     start = stripped.rfind(b"\n") + 1
     last = stripped[start:]
-    if not last:
+    if not last or _is_text(last):
         return body, None
     try:
         json.loads(last)
@@ -150,7 +239,8 @@ def _split_torn_tail(body: bytes) -> tuple[bytes, bytes | None]:
     return body, None
 
 
-def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = None) -> tuple[dict[str, np.ndarray], int]:
+def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = None, ids: RunIds | None = None,
+                text: TextLines | None = None) -> tuple[dict[str, np.ndarray], int]:
     from grpofit.core.limits import MAX_COLUMNS
 
     rows = []
@@ -162,6 +252,10 @@ def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = 
         try:
             obj = loads(line)
         except (ValueError, RecursionError) as exc:
+            if _is_text(line):  # a warning or progress line printed between the rows
+                if text is not None:
+                    text.add(line)
+                continue
             reason = getattr(exc, "msg", None) or (
                 "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             )
@@ -177,6 +271,7 @@ def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = 
                 fix="each line must be one object of metrics, e.g. {\"step\": 1, \"reward\": 0.5}",
             )
         row = flatten_row(obj) if dict in map(type, obj.values()) else obj  # flat: nothing to join
+        row = ids.mark(row) if ids is not None else row
         row = kinds.split(row) if kinds is not None else row
         keys.update(row)
         if len(keys) > MAX_COLUMNS:  # the table is dense: rows x columns cells
@@ -292,7 +387,16 @@ class _Plan:
 
     @classmethod
     def from_first_line(cls, body: bytes, name: str) -> "_Plan":
-        first = body.lstrip().split(b"\n", 1)[0]
+        first, pos = b"", 0
+        for _ in range(64):  # the first JSON row (text lines may come before it)
+            end = body.find(b"\n", pos)
+            line = body[pos : end if end >= 0 else len(body)]
+            if line.strip()[:1] == b"{":
+                first = line
+                break
+            if end < 0:
+                break
+            pos = end + 1
         try:
             obj = json.loads(first)
         except (ValueError, RecursionError):

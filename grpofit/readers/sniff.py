@@ -92,7 +92,26 @@ class Probe:
 
     @property
     def is_json_text(self) -> bool:
-        return self.stripped.startswith(("{", "["))
+        return self.stripped.startswith(("{", "[")) or self.json_rows_in_text
+
+    @cached_property
+    def json_rows_in_text(self) -> bool:
+        """Text whose first line is not JSON but whose lines hold JSON objects: warnings or
+        progress lines printed between the JSON rows of a log (at least two rows among the
+        first 200 lines)."""
+        if self.stripped.startswith(("{", "[")) or not self.may_contain('{"'):
+            return False
+        rows = 0
+        for line in self.text.splitlines()[:200]:
+            line = line.strip()
+            if line.startswith('{"') and line.endswith("}"):
+                try:
+                    rows += isinstance(json.loads(line), dict)
+                except (ValueError, RecursionError):
+                    pass
+                if rows >= 2:
+                    return True
+        return False
 
     @cached_property
     def first_line(self) -> str:
@@ -201,8 +220,9 @@ def is_wandb_history(p: Probe) -> bool:
 
 
 def is_jsonl(p: Probe) -> bool:
-    # a JSONL log whose first line is broken or longer than the head: the JSONL reader decides
-    return p.stripped.startswith("{")
+    # a JSONL log whose first line is broken or longer than the head: the JSONL reader decides;
+    # JSON rows with text lines before them: the JSONL reader skips the text
+    return p.stripped.startswith("{") or p.json_rows_in_text
 
 
 def is_log_history(p: Probe) -> bool:

@@ -37,6 +37,9 @@ class Source:
     #: with ``limit``: a byte range ``[start, end)`` of the file left out (a line that opens a
     #: quote never closed, which would swallow every later row)
     skip: tuple[int, int] | None = None
+    #: a piece of a log being followed (``watch``): its rows continue the runs read before, so
+    #: they are never split into appended runs (:mod:`grpofit.readers.appended`)
+    piece: bool = False
 
     def small_in_memory(self, limit: int = PEEK) -> Source:
         """This source with the file's content in ``data`` when it holds at most ``limit`` bytes,

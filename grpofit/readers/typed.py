@@ -15,6 +15,10 @@ The prefixing rule:
   their field names. With a single kind the names are left as they are.
 - Rows are then aligned on the step field: a rollout and a train record of the same step form
   one row. A kind that logs the same step twice keeps its last record (counted and warned).
+- A boolean *eval flag* (:data:`FLAG_KEYS`, e.g. ``"eval": true``) marks a row of the kind
+  ``eval``; a row whose flag is false or absent has no kind. When rows without a kind sit beside
+  rows of one kind (training rows beside flagged eval rows), the kind's fields are prefixed too,
+  so the eval reward never lands in the training reward's column.
 
 ``grpofit inspect`` shows it as a warning line and in ``stats`` (``record_kinds``).
 """
@@ -25,6 +29,8 @@ import numpy as np
 
 #: fields that name a record's kind, in order of precedence
 KIND_KEYS = ("type", "split", "phase", "event", "mode")
+#: boolean fields that mark an evaluation row (the kind ``eval``) when true
+FLAG_KEYS = ("eval", "is_eval", "evaluation", "is_evaluation", "validation", "is_validation")
 #: fields that are the step of a record and shared by every kind
 STEP_KEYS = frozenset(
     {
@@ -68,7 +74,12 @@ class Kinds:
             if isinstance(kind, str) and kind:
                 break
         else:
-            return row
+            key = next((k for k in FLAG_KEYS if isinstance(row.get(k), bool)), None)
+            if key is None:
+                return row
+            if not row[key]:  # a training row: the flag is not a metric
+                return {k: v for k, v in row.items() if k != key}
+            kind = "eval"
         self.fields[key] = None
         code = self.codes.setdefault(kind, len(self.codes))
         shape = (key, kind, tuple(row))
@@ -100,8 +111,9 @@ def finish(
     codes = table.pop(KIND_COLUMN, None)
     if codes is None or not kinds.codes:
         return table, [], {}, step
-    several = len(kinds.codes) > 1
-    alias = _train_alias(kinds) if several else None
+    # one kind beside rows without a kind (eval rows flagged among training rows) is prefixed too
+    several = len(kinds.codes) > 1 or bool(np.isnan(codes).any())
+    alias = _train_alias(kinds) if len(kinds.codes) > 1 else None
     named: dict[str, np.ndarray] = {}
     for key, values in table.items():
         kind, sep, field = key.partition(SEP)

@@ -76,7 +76,7 @@ def _parse(fmt: str, name: str, path: str | None, data: bytes, step: str | None)
             # unterminated last line of a stream as torn, so end it here
             data += b"\n"
         # in-memory only: readers prefer a path when they have one, and would read the whole file
-        runs = readers._reader(fmt)(Source(name, data=data), fmt, step=step)
+        runs = readers._reader(fmt)(Source(name, data=data, piece=True), fmt, step=step)
     if path is not None and runs and not any(r.config for r in runs):
         from grpofit.readers.config import config_near
 
