@@ -78,12 +78,15 @@ class Alert:
     onset: float | None  #: where the problem starts, when the rule says
     evidence: str
     source: str  #: ``diagnose`` or ``rule:<name>``
+    #: what gives the status: ``"check"`` (the mode's own check) and/or rule names (``truncation``,
+    #: ``reward_drop``, ...); :func:`grpofit.integrations.trainer.stops` reads it
+    causes: tuple[str, ...] = ()
 
     def event(self) -> dict:
         return {
             "schema": SCHEMA, "event": "alert", "time": round(time.time(), 3), "run": self.run,
             "mode": self.mode, "status": self.status, "step": _num(self.step), "onset": _num(self.onset),
-            "evidence": self.evidence, "source": self.source,
+            "evidence": self.evidence, "source": self.source, "causes": list(self.causes),
         }
 
 
@@ -103,6 +106,7 @@ class RunState:
     forecast_n: int = 0
     verdicts: dict[str, str] = field(default_factory=dict)
     evidence: dict[str, str] = field(default_factory=dict)
+    causes: dict[str, tuple] = field(default_factory=dict)  #: mode -> what gives its verdict its status
     forecast: dict | None = None
     forecast_note: str | None = "cannot forecast yet: not judged yet"
     first_step: float | None = None
@@ -228,7 +232,7 @@ class Monitor:
         if self.rules:
             for sig in self._rules(run, st, s, v):
                 events += self._alert(st, Alert(run.name, sig.mode, sig.status, sig.step, sig.onset,
-                                                sig.evidence, f"rule:{sig.rule}"))
+                                                sig.evidence, f"rule:{sig.rule}", (sig.rule,)))
         due = force_fit or st.fitted_n == 0 or st.n - st.fitted_n >= max(self.refit_min, self.refit_growth * st.fitted_n)
         if due and st.n >= 10:
             if defer and not force_fit:
@@ -325,6 +329,7 @@ class Monitor:
 
     def _diagnose(self, run, st: RunState, col: str) -> list[dict]:
         from grpofit.diagnostics import diagnose_run
+        from grpofit.diagnostics.base import causes_of
 
         events: list[dict] = []
         st.fitted_n = st.n
@@ -341,6 +346,7 @@ class Monitor:
         if d is not None:
             st.verdicts = {m: v.status for m, v in d.diagnostics.items()}
             st.evidence = {m: v.evidence for m, v in d.diagnostics.items()}
+            st.causes = {m: causes_of(v) for m, v in d.diagnostics.items()}
             pending = st.rule_state.setdefault("pending_fail", {})
             for mode, verdict in d.diagnostics.items():
                 if verdict.status != "fail":
@@ -353,7 +359,8 @@ class Monitor:
                     if not self._confirmed(mode, first_n, st, run):
                         status = "warn"  # not confirmed yet
                 events += self._alert(st, Alert(run.name, mode, status, st.last_step,
-                                                verdict.start_step, verdict.evidence, "diagnose"))
+                                                verdict.start_step, verdict.evidence, "diagnose",
+                                                causes_of(verdict)))
         return events
 
     def _forecast(self, run, st: RunState, col: str) -> None:
