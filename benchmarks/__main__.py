@@ -26,7 +26,8 @@ import numpy as np
 
 from benchmarks import data
 
-SECTIONS = ("fit", "startup", "sweep", "reading", "readers", "long_fit", "growth", "watch", "forecast", "fitcost")
+SECTIONS = ("fit", "startup", "sweep", "reading", "readers", "long_fit", "growth", "watch", "forecast", "fitcost",
+            "callback")
 BASELINE = Path(__file__).resolve().with_name("baseline.py")
 
 try:  # the fitting helper's definition of "recovered" (benchmarks/recovery.py)
@@ -976,10 +977,17 @@ def bench_forecast(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     rep.raw["forecast"] = {"runs": sizes.forecast_runs, "cuts": cuts, "forecast": one, "backtest": back}
 
 
+def bench_callback(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
+    """issue 35 item 1: the Trainer callback's cost on the training thread (:mod:`.callback`)."""
+    from tests.benchmarks import callback
+
+    callback.bench(rep, sizes, work, repeats)
+
+
 BENCHES = {"fit": bench_fit, "startup": bench_startup, "sweep": bench_sweep,
            "reading": bench_reading, "readers": bench_readers, "long_fit": bench_long_fit,
            "growth": bench_growth, "watch": bench_watch, "forecast": bench_forecast,
-           "fitcost": bench_fitcost}
+           "fitcost": bench_fitcost, "callback": bench_callback}
 HEADERS = ("Section", "Measure", "Result", "Reference", "Target", "Status")
 
 
@@ -1085,7 +1093,7 @@ def record(rep: Report, record_path: Path = RECORD, readme: Path = README) -> No
 #: section missing here would never have its recorded rows replaced (they would pile up)
 _SECTION_OF = {"fit": "fit", "start-up": "startup", "sweep": "sweep", "reading": "reading",
                "readers": "readers", "long": "long_fit", "growth": "growth", "watch": "watch",
-               "forecast": "forecast", "fitcost": "fitcost"}
+               "forecast": "forecast", "fitcost": "fitcost", "callback": "callback"}
 
 
 def _row_section(label: str) -> str:
