@@ -181,14 +181,18 @@ class Monitor:
         self.catchup_spent = 0.0  #: CPU seconds it spent on first judgements (not rationed)
 
     # ------------------------------------------------------------------ updating
-    def update(self, run: Any, *, force_fit: bool = False, defer: bool = False, replaced: bool = False) -> list[dict]:
+    def update(self, run: Any, *, force_fit: bool = False, defer: bool = False, replaced: bool = False,
+               final: bool = False) -> list[dict]:
         """Take a new snapshot of ``run``; return the events it caused (alerts, forecasts).
 
         ``defer``: a due re-judgement is queued for :meth:`judge_pending` instead of done now
         (``grpofit watch`` rations them to a CPU budget); the rules still run now. ``replaced``:
         the run's file was replaced or rotated (also assumed when the run has fewer points than
-        before or another first step): it is judged afresh, alerts included."""
-        from grpofit.fitting.analysis import resolve_column
+        before or another first step): it is judged afresh, alerts included. ``final``: the
+        snapshot is the whole run (``watch --once``, the end of a replay): it is judged now and
+        ``diagnose``'s verdicts raise alerts at their own status, as ``diagnose``'s gate takes
+        them (no wait for a live fail to be confirmed)."""
+        from grpofit.analysis import resolve_column
 
         st = self.runs.get(run.name)
         if st is None:
@@ -233,6 +237,7 @@ class Monitor:
             for sig in self._rules(run, st, s, v):
                 events += self._alert(st, Alert(run.name, sig.mode, sig.status, sig.step, sig.onset,
                                                 sig.evidence, f"rule:{sig.rule}", (sig.rule,)))
+        force_fit = force_fit or final
         due = force_fit or st.fitted_n == 0 or st.n - st.fitted_n >= max(self.refit_min, self.refit_growth * st.fitted_n)
         if due and st.n >= 10:
             if defer and not force_fit:
@@ -242,7 +247,7 @@ class Monitor:
             else:
                 self.pending.pop(run.name, None)
                 self.pending_fc.pop(run.name, None)
-                events += self._judge(run, st, col)
+                events += self._judge(run, st, col, final=final)
         elif defer and self.forecast and run.name in self.pending_fc:
             self.pending_fc[run.name] = (run, col)  # the newest snapshot
         return events
@@ -319,15 +324,15 @@ class Monitor:
             if sig is not None:
                 yield sig
 
-    def _judge(self, run, st: RunState, col: str) -> list[dict]:
+    def _judge(self, run, st: RunState, col: str, *, final: bool = False) -> list[dict]:
         """Diagnose and (when enabled) forecast now."""
-        events = self._diagnose(run, st, col)
+        events = self._diagnose(run, st, col, final=final)
         if self.forecast:
             self._forecast(run, st, col)
         events.append(self.forecast_event(st))
         return events
 
-    def _diagnose(self, run, st: RunState, col: str) -> list[dict]:
+    def _diagnose(self, run, st: RunState, col: str, *, final: bool = False) -> list[dict]:
         from grpofit.diagnostics import diagnose_run
         from grpofit.diagnostics.base import causes_of
 
@@ -351,10 +356,10 @@ class Monitor:
             for mode, verdict in d.diagnostics.items():
                 if verdict.status != "fail":
                     pending.pop(mode, None)
-                if verdict.status not in ("warn", "fail") or st.n < self.min_points:
+                if verdict.status not in ("warn", "fail") or (st.n < self.min_points and not final):
                     continue
                 status = verdict.status
-                if status == "fail":
+                if status == "fail" and not final:
                     first_n = pending.setdefault(mode, st.n)
                     if not self._confirmed(mode, first_n, st, run):
                         status = "warn"  # not confirmed yet

@@ -220,7 +220,8 @@ class Session:
             self.tokens = min(cap, self.tokens + self.opts.cpu_budget * (now - self.last_poll))
         self.last_poll = now
         for run in self.selection.keep(res.changed, final=final or self.opts.once):
-            events += self.monitor.update(run, force_fit=final, defer=not final, replaced=run.name in res.replaced)
+            events += self.monitor.update(run, force_fit=final, defer=not final, replaced=run.name in res.replaced,
+                                          final=self.opts.once)
         # once caught up, the budget pays for the whole poll: reading and the rules first, then
         # re-judgements with what is left (a poll that judged a run for the first time is free)
         budget = max(self.tokens - (time.process_time() - cpu0), 0.0)
