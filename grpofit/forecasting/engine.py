@@ -143,16 +143,16 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
         return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
                                   f"cannot forecast yet: {n} points seen, a forecast needs at least {MIN_POINTS}"),
                         steps, values)
-    from grpofit.fitting.collapse import find_collapse
+    from grpofit.analysis import confirmed_collapse
     from grpofit.fitting import fit_series
 
     baseline = fit_series(steps, values)
-    collapse = find_collapse(steps, values)
+    collapse, _ = confirmed_collapse(steps, values, whole=baseline)  # the collapse fit and diagnose name
     if collapse is not None:
         return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
                                   f"cannot forecast: the reward collapses at step {_step_out(collapse.step)}; "
                                   "a relaxation law does not describe what follows a collapse"),
-                        steps, values, extra={"baseline": baseline})
+                        steps, values, extra={"baseline": baseline, "collapse": collapse})
     if not (baseline.signal.get("detected") or late_slope(steps, values, 1.0).rising):
         reason = baseline.signal.get("reason") or "the reward does not rise above its noise"
         return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
