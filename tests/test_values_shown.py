@@ -146,7 +146,7 @@ def test_a_plateau_that_misses_the_late_data_is_marked_in_the_fit_table_and_plot
     (run,) = grpofit.read(str(UNSLOTH))
     assert "p* 0.895 (misses the late data)" in fit_title(fit_run(run))
     (run,) = grpofit.read(str(CONDITIONAL))
-    assert "p* ≥ 0.975 (still moving)" in fit_title(fit_run(run))  # what the table shows
+    assert "p* ≥ 0.975 (still rising)" in fit_title(fit_run(run))  # what the table shows
 
 
 @pytest.mark.skipif(not UNSLOTH.exists(), reason="shared/real_logs not present")

@@ -158,15 +158,44 @@ def fit_checks(summary: dict | None, fit: Any) -> tuple[dict | None, dict | None
     it (:func:`mark_bounds`)."""
     from grpofit.core.jsonout import jsonable
 
-    check = late_level_check(fit)
-    moving = still_moving(getattr(fit, "steps", []), getattr(fit, "values", [])) if check is not None else None
-    if check is not None:
-        check["still_moving"] = moving
+    check, moving = _late_checks(fit)
     check = jsonable(check)
     if summary is None:
         return check, None
     mark_bounds(summary, moving)
     return check, jsonable(trend_check(summary, check))
+
+
+def _late_checks(fit: Any) -> tuple[dict | None, dict | None]:
+    """``(late_level_check, still_moving)`` of a fit, computed once per fit result (every
+    surface that states the plateau takes these: the tables, the JSON, the plot, the API)."""
+    store = getattr(fit, "__dict__", None)
+    cached = store.get("_late_checks") if store is not None else None
+    if cached is not None:
+        return dict(cached[0]) if cached[0] is not None else None, cached[1]
+    check = late_level_check(fit)
+    moving = still_moving(getattr(fit, "steps", []), getattr(fit, "values", [])) if check is not None else None
+    if check is not None:
+        check["still_moving"] = moving
+    if store is not None:
+        store["_late_checks"] = (check, moving)
+    return (dict(check) if check is not None else None), moving
+
+
+def plateau_statement(fit: Any, model: str | None = None) -> dict | None:
+    """What every surface says about a fit's plateau (the preferred law's unless ``model``):
+    ``{"kind": "estimate" | "lower_bound" | "upper_bound", "value", "ci95", "law_value"}``;
+    for a bound ``value`` is the level reached (the plateau is at least/most that), ``ci95``
+    None and ``law_value`` the law's own p*. None when the law has no plateau."""
+    est = fit.param("plateau", model) if fit is not None else None
+    if est is None or getattr(est, "value", None) is None:
+        return None
+    _, moving = _late_checks(fit)
+    kind, level = plateau_bound({"value": est.value}, moving)
+    ci = list(est.ci95) if getattr(est, "ci95", None) else None
+    if level is not None:
+        return {"kind": kind, "value": float(level), "ci95": None, "law_value": float(est.value)}
+    return {"kind": "estimate", "value": float(est.value), "ci95": ci, "law_value": float(est.value)}
 
 
 def with_fit_check(summary: dict, fit: Any) -> dict:
