@@ -191,8 +191,8 @@ def plateau_statement(fit: Any, model: str | None = None) -> dict | None:
     if est is None or getattr(est, "value", None) is None:
         return None
     _, moving = _late_checks(fit)
-    kind, level = plateau_bound({"value": est.value}, moving)
     ci = list(est.ci95) if getattr(est, "ci95", None) else None
+    kind, level = plateau_bound({"value": est.value, "ci95": ci}, moving)
     if level is not None:
         return {"kind": kind, "value": float(level), "ci95": None, "law_value": float(est.value)}
     return {"kind": "estimate", "value": float(est.value), "ci95": ci, "law_value": float(est.value)}

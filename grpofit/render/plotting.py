@@ -123,12 +123,15 @@ def plateau_title(result: Any, value: float) -> str:
     """``p* 0.73``, or what the fit table says instead (:mod:`grpofit.fitting.fitcheck`): ``p* ≥ 0.98``
     for a run still moving past its fitted plateau, ``p* 0.73 (misses the late data)`` when the
     run's last quarter already sits beyond it."""
-    from grpofit.fitcheck import _late_checks, plateau_bound
+    from grpofit.fitcheck import _late_checks
 
     check, _ = _late_checks(result)  # computed once per fit: the same statement as the tables
     if check is None:
         return f"p* {value:.3g}"
-    kind, level = plateau_bound({"value": value}, check["still_moving"])
+    from grpofit.fitcheck import plateau_statement
+
+    st = plateau_statement(result) or {}
+    kind, level = st.get("kind"), (st.get("value") if st.get("kind") in ("lower_bound", "upper_bound") else None)
     if level is not None:
         return f"p* {'≥' if kind == 'lower_bound' else '≤'} {level:.3g} (still {'rising' if kind == 'lower_bound' else 'falling'})"
     return f"p* {value:.3g}" + (" (misses the late data)" if check["disagrees"] else "")
