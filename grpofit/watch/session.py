@@ -248,6 +248,10 @@ class Session:
             more_text = f" (and {len(more)} more path(s) that could not be read)" if more else ""
             fix = None if "; " in line else "nothing to judge with --once (without it, watch waits for the first records)"
             raise ReadError(line + more_text, fix=fix)
+        if self.opts.once and self.monitor.runs and all(st.problem for st in self.monitor.runs.values()):
+            # --once and no run has anything to judge (no reward column): exit 2 as diagnose does
+            first, *more = [st.problem for st in self.monitor.runs.values()]
+            raise ReadError(first + (f" (and {len(more)} more run(s) with nothing to judge)" if more else ""))
         for path, why in res.problems.items():
             if self.problems_shown.get(path) != why:
                 self.problems_shown[path] = why
