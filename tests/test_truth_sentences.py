@@ -67,3 +67,24 @@ def test_length_cap_does_not_apply_when_a_truncation_rate_is_logged():
     table["completions/clipped_ratio"] = np.clip(0.2 + 0.01 * np.random.default_rng(0).standard_normal(table["step"].size), 0, 1)
     rules = _truncation_finding(table)
     assert "length_cap" not in rules and rules["truncation"].status == "warn"
+
+
+def test_a_rise_whose_plateau_is_not_identified_is_still_called_a_rise(capsys):
+    """The countdown run climbs (its slope is about 7 standard errors from 0) but the law's gain
+    (plateau - initial) is 1.2 standard errors from 0: the plateau is what is unidentified, not
+    the rise; the reason said "no significant rise". A flat run stays "no significant rise"."""
+    import pytest
+
+    from grpofit.fitting import fit_series
+    from tests.test_one_judgement import REAL
+
+    path = REAL / "countdown_grpo_custom_beibeizzz.jsonl"
+    if not path.exists():
+        pytest.skip("no shared real logs")
+    sig = json.loads(run_cli(capsys, "fit", path, "--format", "json")[1])["runs"][0]["signal"]
+    assert not sig["detected"] and sig["trend_z"] > 5
+    assert sig["reason"].startswith("a significant rise") and "no significant rise" not in sig["reason"]
+    rng = np.random.default_rng(4)
+    t = np.arange(1, 301, dtype=float)
+    flat = fit_series(t, 0.5 + 0.05 * rng.standard_normal(t.size)).signal
+    assert not flat["detected"] and "significant rise (" not in flat["reason"]

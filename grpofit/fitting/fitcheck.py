@@ -105,6 +105,29 @@ def still_moving(steps, values) -> dict | None:
             "level": level}
 
 
+def whole_trend(steps, values) -> tuple[float, float] | None:
+    """``(z, critical value)`` of the model-free slope test (:func:`~grpofit.forecasting.drift.late_slope`)
+    over the whole run (long series on :data:`SLOPE_POINTS` block means); None below 16 points."""
+    from grpofit.fitting.hac import critical_value
+    from grpofit.forecasting.drift import late_slope
+
+    steps = np.asarray(steps, float)
+    values = np.asarray(values, float)
+    if values.size < 16:
+        return None
+    if values.size > SLOPE_POINTS:
+        k = values.size // SLOPE_POINTS
+        m = k * SLOPE_POINTS
+        steps = steps[values.size - m:].reshape(SLOPE_POINTS, k).mean(axis=1)
+        values = values[values.size - m:].reshape(SLOPE_POINTS, k).mean(axis=1)
+    d = late_slope(steps, values, 1.0)
+    if d.slope is None or not d.stderr:
+        return None
+    n = values.size
+    bw = max(2, int(np.ceil(n / 5)))
+    return d.slope / d.stderr, critical_value(bw / n)
+
+
 def plateau_bound(plateau: dict | None, moving: dict | None) -> tuple[str, float | None]:
     """``("lower_bound", level)`` when the run is still rising and already beyond the law's
     fitted plateau (the plateau is at least where the run is: a fitted p* below it would be a
