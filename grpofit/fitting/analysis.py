@@ -187,11 +187,20 @@ def confirmed_collapse(steps, values, *, options: dict | None = None, fit=None, 
         before = fit(steps[keep], values[keep], "before")
         whole = whole or fit(steps, values)
         w_osc, b_osc = whole.models.get("oscillator"), before.models.get("oscillator")
-        if w_osc is None or b_osc is None or not explained_by_law(
+        if _below_start(collapse, before) or w_osc is None or b_osc is None or not explained_by_law(
                 collapse, steps, values, w_osc.predict(steps), b_osc.predict(steps)):
             return collapse, before
         after = collapse.detected_step
     return None, whole
+
+
+def _below_start(collapse, before) -> bool:
+    """A run that rose (a significant rise before the onset) and then fell to or below where it
+    started without recovering: never an oscillation the law rings through (a relaxation from
+    the start, overshoot and all, stays above its start), whatever a law fitted to the whole run
+    "explains" (a verl-like run at its floor -1 for 250 steps passed the gate that way)."""
+    rose = bool((getattr(before, "signal", None) or {}).get("detected"))
+    return rose and not collapse.recovered and collapse.gain_fraction >= 1.0
 
 
 def fit_summary(result: "FitResult") -> dict:

@@ -482,13 +482,6 @@ def explained_by_law(collapse: Collapse, steps: np.ndarray, values: np.ndarray, 
                      pre_curve: np.ndarray) -> bool:
     """True when the law fitted to the whole run explains the fall about as well as a break
     does (:func:`break_evidence` at most :data:`BREAK_DELTA_BIC`): an oscillation it rings
-    through, not a collapse. No evidence either way (None): not explained (the candidate stands).
-
-    A fall to or below where the run started (``gain_fraction >= 1``) that does not recover is
-    never rung through: a relaxation from the start toward a plateau, overshoot and all, stays
-    above its start, so a law that fits such a run only describes the fall (a verl run sitting at
-    its floor -1 for 250 steps passed the gate as "explained")."""
-    if not collapse.recovered and collapse.gain_fraction >= 1.0:
-        return False
+    through, not a collapse. No evidence either way (None): not explained (the candidate stands)."""
     d = break_evidence(collapse, steps, values, whole_curve, pre_curve)
     return d is not None and d <= BREAK_DELTA_BIC
