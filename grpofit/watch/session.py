@@ -151,7 +151,7 @@ class Session:
         self.follower = Follower(self.selection.bases, step=opts.step)
         if opts.jsonl:  # watch never follows a file it writes (watch DIR --jsonl DIR/watch.jsonl)
             self.follower.own_outputs.add(os.path.realpath(opts.jsonl))
-        self.follower.check_paths()
+        self.follower.check_paths(wait=not self.opts.once)
         th = Thresholds.from_overrides(opts.thresholds) if opts.thresholds else None
         self.monitor = Monitor(metric=opts.metric, eval_metric=opts.eval_metric, thresholds=th,
                                group_size=opts.group_size, forecast=opts.forecast,
