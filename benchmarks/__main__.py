@@ -979,7 +979,7 @@ def bench_forecast(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
 
 def bench_callback(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     """issue 35 item 1: the Trainer callback's cost on the training thread (:mod:`.callback`)."""
-    from tests.benchmarks import callback
+    from benchmarks import callback
 
     callback.bench(rep, sizes, work, repeats)
 

@@ -76,7 +76,7 @@ class Fit(Document):
         """The plateau as ``grpofit fit`` states it: ``{"kind", "value", "ci95", "law_value"}``;
         ``kind`` ``lower_bound``/``upper_bound`` when the run is still moving past the law's p*
         (``value`` is then the level reached, shown ``≥``/``≤``), else ``estimate``."""
-        from grpofit.fitcheck import plateau_statement
+        from grpofit.fitting.fitcheck import plateau_statement
 
         if self.result is not None:
             return plateau_statement(self.result)
@@ -464,7 +464,7 @@ def _html(value: Any) -> str:
 
 def _estimate(p: dict) -> str:
     if p.get("kind") in ("lower_bound", "upper_bound") and p.get("bound") is not None:
-        from grpofit.render import estimate_text  # the CLI's words for a bound
+        from grpofit.render.tables import estimate_text  # the CLI's words for a bound
 
         return estimate_text(p)
     v, ci = p.get("value"), p.get("ci95")

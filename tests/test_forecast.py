@@ -185,7 +185,7 @@ def test_a_run_falling_back_below_its_start_cannot_be_forecast():
     y = np.where(t < 120, 0.3 + 0.5 * (1 - np.exp(-t / 20.0)), 0.8 - 0.003 * (t - 120))
     y = np.clip(y + 0.1 * rng.standard_normal(t.size), 0.0, 1.0)  # a slow fall, not a collapse
     fc = forecast_series(t, y, horizon_step=500)
-    from grpofit.analysis import confirmed_collapse
+    from grpofit.fitting.analysis import confirmed_collapse
 
     collapse = confirmed_collapse(t, y)[0]  # the collapse fit and diagnose name (one judgement)
     if collapse is not None:

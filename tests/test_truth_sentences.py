@@ -42,7 +42,7 @@ def test_a_run_sitting_at_its_floor_fails_the_gate_and_every_command_names_the_c
 
 def _truncation_finding(table):
     from grpofit.diagnostics import diagnose_run
-    from grpofit.runs import make_run
+    from grpofit.core.runs import make_run
 
     d = diagnose_run(make_run("r", "r", "test", table, step="step"))
     return {f.rule: f for f in d.diagnostics["dynamical_instability"].findings}

@@ -96,7 +96,7 @@ class Side:
         """Each run's ``grpofit fit`` entry (plateaus marked as bounds where ``fit`` marks them)."""
         cached = self.__dict__.get("_docs")
         if cached is None or len(cached) != len(self.fits):
-            from grpofit.analysis import fit_summary
+            from grpofit.fitting.analysis import fit_summary
 
             cached = self.__dict__["_docs"] = [fit_summary(f) for f in self.fits]
         return cached

@@ -161,14 +161,14 @@ def confirmed_collapse(steps, values, *, options: dict | None = None, fit=None, 
     whole run | None)``. The one computation every surface takes (``fit``, ``diagnose``,
     ``watch``, ``forecast``, ``compare``, the API), so they name the same collapse at the same step.
 
-    Candidates come from :func:`~grpofit.collapse.find_collapse`. Each is checked against the
-    law fitted to the whole run (:func:`~grpofit.collapse.explained_by_law`): a fall the law
+    Candidates come from :func:`~grpofit.fitting.collapse.find_collapse`. Each is checked against the
+    law fitted to the whole run (:func:`~grpofit.fitting.collapse.explained_by_law`): a fall the law
     rings through is an oscillation, and the search goes on after it, from the level the run
     settled at. A candidate with fewer than ``MIN_POINTS`` before its onset has no settled
     level to fall from and ends the search. ``fit(steps, values, part)`` fits a part
     (default :func:`~grpofit.fitting.fit_series`, seed 0); ``whole``: the whole run's fit when
     the caller has it already."""
-    from grpofit.collapse import explained_by_law, find_collapse
+    from grpofit.fitting.collapse import explained_by_law, find_collapse
     from grpofit.fitting import MIN_POINTS, fit_series
 
     if fit is None:

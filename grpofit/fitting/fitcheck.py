@@ -106,10 +106,10 @@ def still_moving(steps, values) -> dict | None:
 
 
 def whole_trend(steps, values) -> tuple[float, float] | None:
-    """``(z, critical value)`` of the model-free slope test (:func:`~grpofit.forecasting.drift.late_slope`)
+    """``(z, critical value)`` of the model-free slope test (:func:`~grpofit.fitting.drift.late_slope`)
     over the whole run (long series on :data:`SLOPE_POINTS` block means); None below 16 points."""
     from grpofit.fitting.hac import critical_value
-    from grpofit.forecasting.drift import late_slope
+    from grpofit.fitting.drift import late_slope
 
     steps = np.asarray(steps, float)
     values = np.asarray(values, float)

@@ -143,7 +143,7 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
         return Forecast(empty_doc(steps, horizon_step, horizon_source, at_steps,
                                   f"cannot forecast yet: {n} points seen, a forecast needs at least {MIN_POINTS}"),
                         steps, values)
-    from grpofit.analysis import confirmed_collapse
+    from grpofit.fitting.analysis import confirmed_collapse
     from grpofit.fitting import fit_series
 
     baseline = fit_series(steps, values)

@@ -193,13 +193,13 @@ class GrpofitCallback(_Base):
         return {k: np.array(v, dtype=float) for k, v in self.rows.items()}, self._horizon
 
     def _make_run(self, table: dict, horizon: float | None):
-        from grpofit.runs import make_run
+        from grpofit.core.runs import make_run
 
         config = {} if horizon is None else {"max_steps": horizon}
         return make_run(self.name, self.name, "trainer-callback", table, step="step", config=config)
 
     def run(self):
-        """The run logged so far, as a :class:`grpofit.runs.Run`."""
+        """The run logged so far, as a :class:`grpofit.core.runs.Run`."""
         return self._make_run(*self._snapshot())
 
     # ------------------------------------------------------------------ judging

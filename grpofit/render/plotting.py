@@ -123,12 +123,12 @@ def plateau_title(result: Any, value: float) -> str:
     """``p* 0.73``, or what the fit table says instead (:mod:`grpofit.fitting.fitcheck`): ``p* ≥ 0.98``
     for a run still moving past its fitted plateau, ``p* 0.73 (misses the late data)`` when the
     run's last quarter already sits beyond it."""
-    from grpofit.fitcheck import _late_checks
+    from grpofit.fitting.fitcheck import _late_checks
 
     check, _ = _late_checks(result)  # computed once per fit: the same statement as the tables
     if check is None:
         return f"p* {value:.3g}"
-    from grpofit.fitcheck import plateau_statement
+    from grpofit.fitting.fitcheck import plateau_statement
 
     st = plateau_statement(result) or {}
     kind, level = st.get("kind"), (st.get("value") if st.get("kind") in ("lower_bound", "upper_bound") else None)
@@ -160,7 +160,7 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdi
         if ax_resid is not None:
             ax_resid.plot(steps, values - model.predict(steps), ".", ms=2, color=style.get("color"), alpha=0.6,
                           label=f"{name} residual")
-    from grpofit.fitcheck import plateau_statement
+    from grpofit.fitting.fitcheck import plateau_statement
 
     plateau = plateau_statement(result)  # what the tables say: an estimate, or a bound
     if plateau is not None and plateau["kind"] != "estimate":

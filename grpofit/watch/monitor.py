@@ -192,7 +192,7 @@ class Monitor:
         snapshot is the whole run (``watch --once``, the end of a replay): it is judged now and
         ``diagnose``'s verdicts raise alerts at their own status, as ``diagnose``'s gate takes
         them (no wait for a live fail to be confirmed)."""
-        from grpofit.analysis import resolve_column
+        from grpofit.fitting.analysis import resolve_column
 
         st = self.runs.get(run.name)
         if st is None:
