@@ -51,7 +51,7 @@ def replay(*, background: bool, step_seconds: float = STEP_SECONDS, n_steps: int
 
 def bench(rep, sizes, work, repeats) -> None:
     sec = "9 callback"
-    n_steps = 300 if sizes.watch_full else 120
+    n_steps = 300 if sizes.watch_full else 60
     bg, fg = [], []
     raw = {"n_steps": n_steps, "step_seconds": STEP_SECONDS, "repeats": []}
     for r in range(repeats):
