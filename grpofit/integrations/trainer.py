@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from grpofit.vocabulary import STATUS_RANK
+from grpofit.core.vocabulary import STATUS_RANK
 
 try:  # the real base class when transformers is installed (its handler calls every event)
     from transformers import TrainerCallback as _Base
