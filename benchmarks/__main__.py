@@ -27,7 +27,7 @@ import numpy as np
 from benchmarks import data
 
 SECTIONS = ("fit", "startup", "sweep", "reading", "readers", "long_fit", "growth", "watch", "forecast", "fitcost",
-            "peers", "plots")
+            "peers", "plots", "callback")
 BASELINE = Path(__file__).resolve().with_name("baseline.py")
 PEERS = Path(__file__).resolve().with_name("peers.py")
 
@@ -1182,10 +1182,20 @@ def bench_plots(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
             "one per run", "<= 1100 x 1000", _status(largest[0] <= 1100 and largest[1] <= 1000))
 
 
+# --------------------------------------------------------------------------- 11. callback
+
+
+def bench_callback(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
+    """The Trainer callback's cost on the training thread (:mod:`.callback`)."""
+    from benchmarks import callback
+
+    callback.bench(rep, sizes, work, repeats)
+
+
 BENCHES = {"fit": bench_fit, "startup": bench_startup, "sweep": bench_sweep,
            "reading": bench_reading, "readers": bench_readers, "long_fit": bench_long_fit,
            "growth": bench_growth, "watch": bench_watch, "forecast": bench_forecast,
-           "fitcost": bench_fitcost, "peers": bench_peers, "plots": bench_plots}
+           "fitcost": bench_fitcost, "peers": bench_peers, "plots": bench_plots, "callback": bench_callback}
 HEADERS = ("Section", "Measure", "Result", "Reference", "Target", "Status")
 
 
@@ -1293,7 +1303,7 @@ def record(rep: Report, record_path: Path = RECORD, readme: Path = README) -> No
 #: section missing here would never have its recorded rows replaced (they would pile up)
 _SECTION_OF = {"fit": "fit", "start-up": "startup", "sweep": "sweep", "reading": "reading",
                "readers": "readers", "long": "long_fit", "growth": "growth", "watch": "watch",
-               "forecast": "forecast", "fitcost": "fitcost", "peers": "peers", "plots": "plots"}
+               "forecast": "forecast", "fitcost": "fitcost", "peers": "peers", "plots": "plots", "callback": "callback"}
 
 
 def _row_section(label: str) -> str:

@@ -71,9 +71,30 @@ class Fit(Document):
             for model, entry in self.doc.get("models", {}).items()
         }
 
+    @property
+    def plateau(self) -> dict | None:
+        """The plateau as ``grpofit fit`` states it: ``{"kind", "value", "ci95", "law_value"}``;
+        ``kind`` ``lower_bound``/``upper_bound`` when the run is still moving past the law's p*
+        (``value`` is then the level reached, shown ``≥``/``≤``), else ``estimate``."""
+        from grpofit.fitting.fitcheck import plateau_statement
+
+        if self.result is not None:
+            return plateau_statement(self.result)
+        p = (self.doc.get("models", {}).get(self.preferred or "", {}).get("params", {}) or {}).get("plateau")
+        if not p or p.get("value") is None:
+            return None
+        if p.get("kind") in ("lower_bound", "upper_bound") and p.get("bound") is not None:
+            return {"kind": p["kind"], "value": p["bound"], "ci95": None, "law_value": p["value"]}
+        return {"kind": "estimate", "value": p["value"], "ci95": p.get("ci95"), "law_value": p["value"]}
+
     def param(self, name: str, model: str | None = None) -> float | None:
         """One fitted value, from the preferred law unless ``model`` is given (``None`` when that
-        law has no such parameter or its fit failed)."""
+        law has no such parameter or its fit failed). ``plateau`` of the preferred law is the
+        number ``grpofit fit`` shows: the level reached when the plateau is a bound (see
+        :attr:`plateau` for its kind)."""
+        if name == "plateau" and model is None:
+            st = self.plateau
+            return None if st is None else st["value"]
         if self.result is not None:
             est = self.result.param(name, model)
             return None if est is None else est.value
@@ -99,8 +120,9 @@ class Fit(Document):
         return ax.figure
 
     def __repr__(self) -> str:
-        p = self.doc.get("models", {}).get(self.preferred or "", {}).get("params", {}).get("plateau", {})
-        return f"Fit(run={self.doc.get('run')!r}, preferred={self.preferred!r}, plateau={p.get('value')!r})"
+        p = self.plateau or {}
+        sign = {"lower_bound": ">= ", "upper_bound": "<= "}.get(p.get("kind"), "")
+        return f"Fit(run={self.doc.get('run')!r}, preferred={self.preferred!r}, plateau={sign}{p.get('value')!r})"
 
 
 @dataclass(repr=False)
@@ -453,6 +475,10 @@ def _html(value: Any) -> str:
 
 
 def _estimate(p: dict) -> str:
+    if p.get("kind") in ("lower_bound", "upper_bound") and p.get("bound") is not None:
+        from grpofit.render.tables import estimate_text  # the CLI's words for a bound
+
+        return estimate_text(p)
     v, ci = p.get("value"), p.get("ci95")
     text = _scalar(v)
     if ci:

@@ -54,7 +54,7 @@ def test_every_section_of_the_table_maps_back_to_its_benchmark(tmp_path):
 
     labels = {"fit": "1 fit", "startup": "2 start-up", "sweep": "3 sweep", "reading": "4 reading",
               "readers": "4b readers", "long_fit": "4c long run", "growth": "5 growth", "watch": "6 watch",
-              "forecast": "7 forecast", "fitcost": "8 fitcost", "peers": "9 peers", "plots": "10 plots"}
+              "forecast": "7 forecast", "fitcost": "8 fitcost", "peers": "9 peers", "plots": "10 plots", "callback": "11 callback"}
     assert set(labels) == set(SECTIONS)
     readme, rec = tmp_path / "README.md", tmp_path / "bench.json"
     readme.write_text(f"{README_START}\n{README_END}\n")

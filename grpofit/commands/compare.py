@@ -93,11 +93,23 @@ class Side:
 
     @property
     def docs(self) -> list[dict]:
-        return [f.summary() for f in self.fits]
+        """Each run's ``grpofit fit`` entry (plateaus marked as bounds where ``fit`` marks them)."""
+        cached = self.__dict__.get("_docs")
+        if cached is None or len(cached) != len(self.fits):
+            from grpofit.fitting.analysis import fit_summary
+
+            cached = self.__dict__["_docs"] = [fit_summary(f) for f in self.fits]
+        return cached
+
+    @property
+    def collapses(self) -> list[dict]:
+        """``{"run", "step", "recovered"}`` of each run that collapses (the collapse ``fit`` names)."""
+        return [{"run": f.run, "step": f.collapse.step, "recovered": bool(getattr(f.collapse, "recovered", False))}
+                for f in self.fits if getattr(f, "collapse", None) is not None]
 
     def summary(self) -> dict:
         return {"label": self.label, "inputs": list(self.specs), "n_runs": len(self.fits),
-                "runs": [f.run for f in self.fits], "errors": list(self.errors)}
+                "runs": [f.run for f in self.fits], "errors": list(self.errors), "collapses": self.collapses}
 
 
 def _expand(spec: str) -> list[str]:
@@ -210,8 +222,25 @@ def _scale(quantity: str, a_docs: list[dict], b_docs: list[dict], a: float, b: f
     return 0.5 * (abs(a) + abs(b))
 
 
+def _bounds(docs: list[dict], quantity: str) -> list[str]:
+    """The runs whose ``quantity`` ``fit`` states as a bound (still moving past the law's value)."""
+    out = []
+    for d in docs:
+        p = ((d.get("models") or {}).get(LAW) or {}).get("params", {}).get(quantity) or {}
+        if p.get("kind") in ("lower_bound", "upper_bound"):
+            out.append(f"{d.get('run')} ({'still rising: at least' if p['kind'] == 'lower_bound' else 'still falling: at most'} "
+                       f"{p.get('bound'):.3g})")
+    return out
+
+
 def compare_quantity(quantity: str, a_docs: list[dict], b_docs: list[dict], margin: float = MARGIN) -> dict:
-    """One entry of ``differences`` (module docstring)."""
+    """One entry of ``differences`` (module docstring). A quantity ``fit`` states as a bound on
+    either side (a run still moving past the law's plateau) is not compared: ``cannot tell``."""
+    bounds = {side: _bounds(docs, quantity) for side, docs in (("A", a_docs), ("B", b_docs))}
+    if bounds["A"] or bounds["B"]:
+        which = "; ".join(f"{side}: {', '.join(b)}" for side, b in bounds.items() if b)
+        return {"a": None, "b": None, "difference": None, "ci95": None, "p_value": None, "verdict": "cannot tell",
+                "reason": f"a bound, not an estimate ({which}): bounds are not compared"}
     ia = [published(d, quantity) for d in a_docs]
     ib = [published(d, quantity) for d in b_docs]
     a0 = [iv.value for iv in ia if iv.value is not None]
@@ -309,6 +338,9 @@ def compare_fits(a: Side, b: Side, *, margin: float = MARGIN) -> dict:
     if unclear:
         parts.append(f"cannot tell for {names(unclear)}")
     summary = "; ".join(parts) + ". " + "; ".join(_sentence(q, diffs[q]) for q in QUANTITIES) + "."
+    collapse_text = _collapse_sentence(a, b)
+    if collapse_text:
+        summary = collapse_text + " " + summary
     return {
         "schema": SCHEMAS["compare"],
         "a": a.summary(),
@@ -321,6 +353,21 @@ def compare_fits(a: Side, b: Side, *, margin: float = MARGIN) -> dict:
                   "error read off its interval on the side facing the other; groups: Student t on the runs' scatter; "
                   "'differs' = p < 0.05, 'same' = 95% interval of the difference inside +-margin x scale",
     }
+
+
+def _collapse_sentence(a: Side, b: Side) -> str | None:
+    """``A collapses (run at step 892); B does not.``: the collapses ``fit`` names, which the
+    quantities (fitted on the part before a collapse) do not show."""
+    def side(label, sd):
+        cs = sd.collapses
+        if not cs:
+            return f"{label} does not collapse"
+        runs = ", ".join(f"{c['run']} at step {c['step']:g}" + (" then recovers" if c["recovered"] else "") for c in cs)
+        return f"{label} collapses ({runs})"
+
+    if not a.collapses and not b.collapses:
+        return None
+    return (f"{side('A', a)}; {side('B', b)}: the quantities below are those of the part before a collapse.")
 
 
 def compare_paths(a_specs: list[str], b_specs: list[str], *, metric: str | None = None, step: str | None = None,

@@ -73,6 +73,8 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
                          batch=batch, final_steps=final_steps, seed=opts.seed, warm=warm, bounds=bounds)
     entry = {"run": run.name, "metric": column, **fc.doc}
     entry["batch_size"] = {"value": batch, "source": batch_source}
+    collapse = (getattr(fc, "extra", None) or {}).get("collapse")  # the shared judgement's (analysis.confirmed_collapse)
+    entry["collapse"] = collapse.summary() if collapse is not None else None
     if opts.until is not None:
         entry["until"] = opts.until
     if outliers is not None:

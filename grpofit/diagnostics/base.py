@@ -40,6 +40,9 @@ class Verdict:
     details: dict[str, Detail] = field(default_factory=dict)  #: numbers behind the evidence
     findings: list[Finding] = field(default_factory=list)  #: the mode's rules
     own_status: str | None = None  #: the check's own status before its rules were folded in (None: ``status``)
+    #: what gives the status (warn/fail): ``"check"`` (the mode's own check) and/or the rules
+    #: (``"truncation"``, ``"length_cap"``, ...) at that status; filled by :func:`causes_of`
+    causes: tuple[str, ...] = ()
 
     def summary(self) -> dict:
         from grpofit.core.jsonout import jsonable
@@ -52,6 +55,14 @@ class Verdict:
         if self.findings:
             out["rules"] = {f.rule: f.summary() for f in self.findings}
         return out
+
+
+def causes_of(verdict: "Verdict") -> tuple[str, ...]:
+    """What gives a warn/fail verdict its status: ``"check"`` and/or the names of its rules at
+    that status (empty for pass and unknown)."""
+    if verdict.status not in ("warn", "fail"):
+        return ()
+    return verdict.causes or ("check",)
 
 
 def worst(statuses) -> str:

@@ -22,6 +22,10 @@ from grpofit.diagnostics.base import Context, fmt, late, onset_to_end
 from grpofit.diagnostics.findings import Finding, Panel
 
 
+#: a change of the truncation rate smaller than this (absolute) is "steady"
+_MOVE = 0.02
+
+
 def _rate(ctx: Context) -> Finding | None:
     th = ctx.th
     ts = ctx.series("truncation")
@@ -44,7 +48,7 @@ def _rate(ctx: Context) -> Finding | None:
         rose = early < th.truncation_healthy or late_rate >= 2.0 * early
         if late_rate >= th.truncation_fail and rose:
             return Finding("truncation", "fail", f"responses run into the length cap: {text}", start, details, panel=panel)
-        why = "steadily high" if not rose else "high"
+        why = "high" if rose else "high but falling" if late_rate < early - _MOVE else "steadily high"
         return Finding("truncation", "warn", f"truncation rate {why}: {text}", start, details, panel=panel)
     return Finding("truncation", "pass", text, None, details, panel=panel)
 
@@ -77,8 +81,7 @@ def _cap(ctx: Context) -> Finding | None:
 def rules(ctx: Context) -> list[Finding]:
     """The truncation rate when logged; the length cap otherwise (module docstring)."""
     rate = _rate(ctx)
+    if rate is not None:
+        return [rate]  # a measured rate says more than the length's maximum: length_cap does not apply
     cap = _cap(ctx)
-    out = [f for f in (rate, cap) if f is not None]
-    if rate is not None and cap is not None and cap.status == "pass":
-        out.remove(cap)  # a measured rate says more than the length's maximum
-    return out
+    return [cap] if cap is not None else []

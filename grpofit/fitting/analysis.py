@@ -145,21 +145,37 @@ MAX_COLLAPSE_CANDIDATES = 4
 
 
 def _confirmed_collapse(run, column, steps, values, seed, options, warm=None):
-    """``(collapse, fit of the part before it)`` or ``(None, fit of the whole run | None)``.
-
-    Candidates come from :func:`~grpofit.fitting.collapse.find_collapse`. Each is checked against the
-    law fitted to the whole run (:func:`~grpofit.fitting.collapse.explained_by_law`): a fall the law
-    rings through is an oscillation, and the search goes on after it, from the level the run
-    settled at. A candidate with fewer than ``MIN_POINTS`` before its onset has no settled
-    level to fall from and ends the search."""
-    from grpofit.fitting.collapse import explained_by_law, find_collapse
-    from grpofit.fitting import MIN_POINTS, fit_series
+    """``(collapse, fit of the part before it)`` or ``(None, fit of the whole run | None)``:
+    :func:`confirmed_collapse` with this run's names and warm starts."""
+    from grpofit.fitting import fit_series
 
     def fit(s, v, part="whole"):
         return fit_series(s, v, run=run.name, metric=column, step_column=run.step_column, seed=seed,
                           warm=None if warm is None else warm.setdefault(part, {}))
 
-    whole = None
+    return confirmed_collapse(steps, values, options=options, fit=fit)
+
+
+def confirmed_collapse(steps, values, *, options: dict | None = None, fit=None, whole=None):
+    """The run's collapse: ``(collapse, fit of the part before it)`` or ``(None, fit of the
+    whole run | None)``. The one computation every surface takes (``fit``, ``diagnose``,
+    ``watch``, ``forecast``, ``compare``, the API), so they name the same collapse at the same step.
+
+    Candidates come from :func:`~grpofit.fitting.collapse.find_collapse`. Each is checked against the
+    law fitted to the whole run (:func:`~grpofit.fitting.collapse.explained_by_law`): a fall the law
+    rings through is an oscillation, and the search goes on after it, from the level the run
+    settled at. A candidate with fewer than ``MIN_POINTS`` before its onset has no settled
+    level to fall from and ends the search. ``fit(steps, values, part)`` fits a part
+    (default :func:`~grpofit.fitting.fit_series`, seed 0); ``whole``: the whole run's fit when
+    the caller has it already."""
+    from grpofit.fitting.collapse import explained_by_law, find_collapse
+    from grpofit.fitting import MIN_POINTS, fit_series
+
+    if fit is None:
+        def fit(s, v, part="whole"):
+            return fit_series(s, v)
+
+    options = options or {}
     after = None
     for _ in range(MAX_COLLAPSE_CANDIDATES):
         collapse = find_collapse(steps, values, after_step=after, level_noise=True, **options)
@@ -171,11 +187,20 @@ def _confirmed_collapse(run, column, steps, values, seed, options, warm=None):
         before = fit(steps[keep], values[keep], "before")
         whole = whole or fit(steps, values)
         w_osc, b_osc = whole.models.get("oscillator"), before.models.get("oscillator")
-        if w_osc is None or b_osc is None or not explained_by_law(
+        if _below_start(collapse, before) or w_osc is None or b_osc is None or not explained_by_law(
                 collapse, steps, values, w_osc.predict(steps), b_osc.predict(steps)):
             return collapse, before
         after = collapse.detected_step
     return None, whole
+
+
+def _below_start(collapse, before) -> bool:
+    """A run that rose (a significant rise before the onset) and then fell to or below where it
+    started without recovering: never an oscillation the law rings through (a relaxation from
+    the start, overshoot and all, stays above its start), whatever a law fitted to the whole run
+    "explains" (a verl-like run at its floor -1 for 250 steps passed the gate that way)."""
+    rose = bool((getattr(before, "signal", None) or {}).get("detected"))
+    return rose and not collapse.recovered and collapse.gain_fraction >= 1.0
 
 
 def fit_summary(result: "FitResult") -> dict:

@@ -150,6 +150,11 @@ def _fit(steps, values, run, metric, step_column, warm: dict | None = None) -> F
     ssrs = [(exp_fit.ssr, 3), (osc_ssr, 4)]
     ssrs += [(_point_ssr(sol, t, y), len(sol.model.param_names)) for sol in others.values()]
     signal = signal_test(ctx.sst, n, ssrs, gain, gain_se, ctx.cv)
+    if not signal.detected and "standard errors from 0" in signal.reason:
+        from grpofit.fitting.fitcheck import whole_trend
+        from grpofit.fitting.regime import with_trend
+
+        signal = with_trend(signal, whole_trend(t, y))  # a rise whose plateau is not identified
     if not signal.detected and exp_fit.ok:
         no_signal(exp_fit, signal)
     fits = {

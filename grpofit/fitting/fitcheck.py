@@ -105,6 +105,29 @@ def still_moving(steps, values) -> dict | None:
             "level": level}
 
 
+def whole_trend(steps, values) -> tuple[float, float] | None:
+    """``(z, critical value)`` of the model-free slope test (:func:`~grpofit.fitting.drift.late_slope`)
+    over the whole run (long series on :data:`SLOPE_POINTS` block means); None below 16 points."""
+    from grpofit.fitting.hac import critical_value
+    from grpofit.fitting.drift import late_slope
+
+    steps = np.asarray(steps, float)
+    values = np.asarray(values, float)
+    if values.size < 16:
+        return None
+    if values.size > SLOPE_POINTS:
+        k = values.size // SLOPE_POINTS
+        m = k * SLOPE_POINTS
+        steps = steps[values.size - m:].reshape(SLOPE_POINTS, k).mean(axis=1)
+        values = values[values.size - m:].reshape(SLOPE_POINTS, k).mean(axis=1)
+    d = late_slope(steps, values, 1.0)
+    if d.slope is None or not d.stderr:
+        return None
+    n = values.size
+    bw = max(2, int(np.ceil(n / 5)))
+    return d.slope / d.stderr, critical_value(bw / n)
+
+
 def plateau_bound(plateau: dict | None, moving: dict | None) -> tuple[str, float | None]:
     """``("lower_bound", level)`` when the run is still rising and already beyond the law's
     fitted plateau (the plateau is at least where the run is: a fitted p* below it would be a
@@ -158,15 +181,44 @@ def fit_checks(summary: dict | None, fit: Any) -> tuple[dict | None, dict | None
     it (:func:`mark_bounds`)."""
     from grpofit.core.jsonout import jsonable
 
-    check = late_level_check(fit)
-    moving = still_moving(getattr(fit, "steps", []), getattr(fit, "values", [])) if check is not None else None
-    if check is not None:
-        check["still_moving"] = moving
+    check, moving = _late_checks(fit)
     check = jsonable(check)
     if summary is None:
         return check, None
     mark_bounds(summary, moving)
     return check, jsonable(trend_check(summary, check))
+
+
+def _late_checks(fit: Any) -> tuple[dict | None, dict | None]:
+    """``(late_level_check, still_moving)`` of a fit, computed once per fit result (every
+    surface that states the plateau takes these: the tables, the JSON, the plot, the API)."""
+    store = getattr(fit, "__dict__", None)
+    cached = store.get("_late_checks") if store is not None else None
+    if cached is not None:
+        return dict(cached[0]) if cached[0] is not None else None, cached[1]
+    check = late_level_check(fit)
+    moving = still_moving(getattr(fit, "steps", []), getattr(fit, "values", [])) if check is not None else None
+    if check is not None:
+        check["still_moving"] = moving
+    if store is not None:
+        store["_late_checks"] = (check, moving)
+    return (dict(check) if check is not None else None), moving
+
+
+def plateau_statement(fit: Any, model: str | None = None) -> dict | None:
+    """What every surface says about a fit's plateau (the preferred law's unless ``model``):
+    ``{"kind": "estimate" | "lower_bound" | "upper_bound", "value", "ci95", "law_value"}``;
+    for a bound ``value`` is the level reached (the plateau is at least/most that), ``ci95``
+    None and ``law_value`` the law's own p*. None when the law has no plateau."""
+    est = fit.param("plateau", model) if fit is not None else None
+    if est is None or getattr(est, "value", None) is None:
+        return None
+    _, moving = _late_checks(fit)
+    ci = list(est.ci95) if getattr(est, "ci95", None) else None
+    kind, level = plateau_bound({"value": est.value, "ci95": ci}, moving)
+    if level is not None:
+        return {"kind": kind, "value": float(level), "ci95": None, "law_value": float(est.value)}
+    return {"kind": "estimate", "value": float(est.value), "ci95": ci, "law_value": float(est.value)}
 
 
 def with_fit_check(summary: dict, fit: Any) -> dict:

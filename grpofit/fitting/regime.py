@@ -65,10 +65,29 @@ class Signal:
     reason: str
     delta_bic: float | None  #: BIC(constant) - BIC(best law)
     gain_z: float | None  #: |plateau - initial| / HAC stderr
+    trend_z: float | None = None  #: the whole run's slope / HAC stderr (model-free), when tested
 
     def summary(self) -> dict:
         return {"detected": self.detected, "reason": self.reason,
-                "delta_bic_vs_constant": self.delta_bic, "gain_z": self.gain_z}
+                "delta_bic_vs_constant": self.delta_bic, "gain_z": self.gain_z, "trend_z": self.trend_z}
+
+
+def with_trend(signal: Signal, trend: tuple[float, float] | None) -> Signal:
+    """A rise the law's gain test misses may still be in the data: ``trend`` is the whole run's
+    ``(z, critical value)`` of a model-free slope test. When the slope is significant, the reason
+    says so (a rise, whose plateau the data do not pin down) instead of "no significant rise";
+    ``detected`` stays False (the law's plateau and dynamics are still not identified)."""
+    if signal.detected or trend is None or signal.gain_z is None and "gain is 0" not in signal.reason:
+        return signal
+    z, cv = trend
+    if not (abs(z) > cv) or "standard errors from 0" not in signal.reason:
+        signal.trend_z = z
+        return signal
+    word = "rise" if z > 0 else "fall"
+    gz = "0" if signal.gain_z is None else f"{signal.gain_z:.2g}"
+    reason = (f"a significant {word} (its slope is {abs(z):.2g} standard errors from 0), but no plateau: the "
+              f"law's gain is {gz} standard errors from 0; the data cannot tell the dynamics")
+    return Signal(False, reason, signal.delta_bic, signal.gain_z, z)
 
 
 def signal_test(sst: float, n: int, fits: list[tuple[float | None, int]],

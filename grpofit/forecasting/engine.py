@@ -139,11 +139,12 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     if n < MIN_POINTS:
         return _refused(steps, values, horizon_step, horizon_source, at_steps, bounds,
                         f"cannot forecast yet: {n} points seen, a forecast needs at least {MIN_POINTS}")
-    from grpofit.fitting.collapse import find_collapse
     from grpofit.fitting import fit_series
+    from grpofit.fitting.analysis import confirmed_collapse
 
     baseline = fit_series(steps, values)
-    collapse = find_collapse(steps, values) if collapse_check else None
+    # the collapse fit and diagnose name (one computation for every surface)
+    collapse = confirmed_collapse(steps, values, whole=baseline)[0] if collapse_check else None
     if collapse is not None:
         return _after_collapse(collapse, steps, values, baseline, bounds,
                                dict(horizon_step=horizon_step, horizon_source=horizon_source, at_steps=at_steps,
@@ -337,6 +338,7 @@ def _after_collapse(collapse, steps, values, baseline, bounds: Bounds, options: 
                        f"cannot forecast yet: {named} and only {k} points follow the fall; a forecast of the "
                        f"level after it needs at least {MIN_POINTS}")
         out.extra["baseline"] = baseline
+        out.extra["collapse"] = collapse
         return out
     fc = forecast_series(steps[after], values[after], **options)
     fc.doc["seen"] = {"steps": [_step_out(steps[0]), _step_out(steps[-1])], "n_points": int(steps.size)}
@@ -348,6 +350,7 @@ def _after_collapse(collapse, steps, values, baseline, bounds: Bounds, options: 
         fc.doc["recommendation"] = f"{fc.doc['recommendation']} (after a collapse: see grpofit diagnose)"
     fc.steps, fc.values = steps, values
     fc.extra["baseline"] = baseline
+    fc.extra["collapse"] = collapse  # the shared judgement's, which the command's entry names
     return fc
 
 

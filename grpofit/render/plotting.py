@@ -125,14 +125,17 @@ def plateau_title(result: Any, value: float) -> str:
     """``p* 0.73``, or what the fit table says instead (:mod:`grpofit.fitting.fitcheck`): ``p* ≥ 0.98``
     for a run still moving past its fitted plateau, ``p* 0.73 (misses the late data)`` when the
     run's last quarter already sits beyond it."""
-    from grpofit.fitting.fitcheck import fit_checks, plateau_bound
+    from grpofit.fitting.fitcheck import _late_checks
 
-    check, _ = fit_checks(None, result)
+    check, _ = _late_checks(result)  # computed once per fit: the same statement as the tables
     if check is None:
         return f"p* {value:.3g}"
-    kind, level = plateau_bound({"value": value}, check["still_moving"])
+    from grpofit.fitting.fitcheck import plateau_statement
+
+    st = plateau_statement(result) or {}
+    kind, level = st.get("kind"), (st.get("value") if st.get("kind") in ("lower_bound", "upper_bound") else None)
     if level is not None:
-        return f"p* {'≥' if kind == 'lower_bound' else '≤'} {level:.3g} (still moving)"
+        return f"p* {'≥' if kind == 'lower_bound' else '≤'} {level:.3g} (still {'rising' if kind == 'lower_bound' else 'falling'})"
     return f"p* {value:.3g}" + (" (misses the late data)" if check["disagrees"] else "")
 
 
@@ -175,14 +178,17 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdi
         if ax_resid is not None:
             ax_resid.plot(steps, values - model.predict(steps), ".", ms=2, color=style.get("color"), alpha=0.6,
                           label=f"{name} residual")
-    plateau = result.param("plateau")
-    if plateau is not None and plateau.value is not None:
-        moving = "still moving" in plateau_title(result, plateau.value)  # the title gives a bound instead
-        ax_data.axhline(plateau.value, color="tab:blue", lw=1,
-                        label=f"fitted p* {plateau.value:.3g} ({result.preferred}; the run is still moving)" if moving
-                        else f"plateau p* ({result.preferred})")
-        if plateau.ci95:
-            ax_data.axhspan(*plateau.ci95, color="tab:blue", alpha=0.12, label="p* 95% interval")
+    from grpofit.fitting.fitcheck import plateau_statement
+
+    plateau = plateau_statement(result)  # what the tables say: an estimate, or a bound
+    if plateau is not None and plateau["kind"] != "estimate":
+        sign = "≥" if plateau["kind"] == "lower_bound" else "≤"
+        ax_data.axhline(plateau["value"], color="tab:blue", lw=1, ls="--",
+                        label=f"plateau p* {sign} {plateau['value']:.3g} (still moving)")
+    elif plateau is not None:
+        ax_data.axhline(plateau["value"], color="tab:blue", lw=1, label=f"plateau p* ({result.preferred})")
+        if plateau["ci95"]:
+            ax_data.axhspan(*plateau["ci95"], color="tab:blue", alpha=0.12, label="p* 95% interval")
     collapse = result.collapse
     if collapse is not None:
         ax_data.axvline(collapse.step, color="k", ls=":", lw=1.2, label=f"collapse at step {collapse.step:g}")

@@ -266,9 +266,10 @@ DASH = "–"  #: a value the data did not identify
 
 
 def _param_cell(p: dict | None, zero_mark: bool = False) -> str:
-    """A fitted value for a table cell: ``–`` when not identified; with ``zero_mark``, ``(≈0)``
-    appended when its 95% interval holds zero (the data cannot tell it from no effect), and ``–``
-    when that interval also runs to the fit bound (nothing identified)."""
+    """A fitted value for a table cell: ``–`` when not identified; with ``zero_mark``, the 95%
+    range ``0–29.4`` instead of the value when that interval holds zero (the data cannot tell it
+    from no effect: "17.7 (≈0)" printed a value and zero together), and ``–`` when that interval
+    also runs to the fit bound (nothing identified)."""
     if not p or p.get("value") is None:
         return DASH
     if str(p.get("note") or "").startswith("not identifiable"):
@@ -278,7 +279,8 @@ def _param_cell(p: dict | None, zero_mark: bool = False) -> str:
     if zero_mark and ci and ci[0] is not None and ci[1] is not None and ci[0] <= 0 <= ci[1] and p.get("value") != 0:
         if "not pinned down" in str(p.get("note") or ""):
             return DASH  # from 0 to the fit bound: the data set neither end
-        text += " (≈0)"
+        # not a value beside "≈0" (a number and zero at once): the range the data allow, from 0
+        text = f"0–{num(ci[1])}" if ci[0] >= 0 else f"{num(ci[0])}–{num(ci[1])}"
     return text
 
 

@@ -35,24 +35,38 @@ class Follower:
         self.waiting: dict[str, str] = {}  #: containers not readable yet -> why
         self.resets: dict[str, int] = {}  #: container -> its tail's resets already reported
         self.own_outputs: set[str] = set()  #: real paths watch writes (``--jsonl``): never followed
+        self.explicit = {os.path.realpath(p) for p in self.paths}  #: the paths named on the command line
 
-    def check_paths(self) -> None:
-        """Raise :class:`ReadError` for a path that does not exist (bad input: exit 2)."""
+    def check_paths(self, *, wait: bool = False) -> None:
+        """Raise :class:`ReadError` for a path that does not exist (bad input: exit 2); with
+        ``wait`` (following, not ``--once``) a missing path whose parent folder exists is waited
+        for: the trainer may not have created its output folder yet."""
         for p in self.paths:
             if p == "-":
                 raise ReadError("watch cannot follow standard input", path="-", fix="write the log to a file and watch that file")
             if not os.path.exists(p):
+                if wait and os.path.isdir(os.path.dirname(os.path.abspath(p))):
+                    self.waiting[p] = "does not exist yet: waiting for it to appear"
+                    continue
                 raise ReadError("no such file or directory", path=p, fix="check the path (a folder may be empty, but it must exist)")
 
     def _scan(self) -> None:
         from grpofit.readers import discover
 
+        from grpofit.readers.discover import dir_kind
+
         for p in self.paths:
+            if os.path.exists(p) and self.waiting.get(p, "").startswith("does not exist yet"):
+                self.waiting.pop(p)  # it appeared
             try:
                 sources = discover([p])
             except ReadError:
                 continue  # a folder without logs yet: runs may appear later
             for src in sources:
+                if src.kind == "checkpoint" and dir_kind(os.path.dirname(os.path.abspath(src.path))) == "hf-output":
+                    # the newest checkpoint-N/ of a trainer's output folder: follow the folder (one
+                    # run, whichever checkpoint is newest), not each checkpoint as a new run
+                    src = type(src)(os.path.dirname(src.path.rstrip(os.sep)) or ".", "hf-output")
                 key = os.path.realpath(src.path)
                 if key in self.tails or key in self.own_outputs:
                     continue
@@ -82,6 +96,8 @@ class Follower:
             except OSError as e:
                 tail.error = f"cannot be read ({e.strerror or e})"
                 changed = False
+            if tail.error and key not in self.explicit and not tail.version:
+                continue  # a file found in a folder that has never read as a log (the callback's events JSON)
             if tail.error:
                 out.problems[tail.path] = tail.error
             if tail.fmt == "wandb-export":

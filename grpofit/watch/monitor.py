@@ -78,12 +78,15 @@ class Alert:
     onset: float | None  #: where the problem starts, when the rule says
     evidence: str
     source: str  #: ``diagnose`` or ``rule:<name>``
+    #: what gives the status: ``"check"`` (the mode's own check) and/or rule names (``truncation``,
+    #: ``reward_drop``, ...); :func:`grpofit.integrations.trainer.stops` reads it
+    causes: tuple[str, ...] = ()
 
     def event(self) -> dict:
         return {
             "schema": SCHEMA, "event": "alert", "time": round(time.time(), 3), "run": self.run,
             "mode": self.mode, "status": self.status, "step": _num(self.step), "onset": _num(self.onset),
-            "evidence": self.evidence, "source": self.source,
+            "evidence": self.evidence, "source": self.source, "causes": list(self.causes),
         }
 
 
@@ -103,6 +106,7 @@ class RunState:
     forecast_n: int = 0
     verdicts: dict[str, str] = field(default_factory=dict)
     evidence: dict[str, str] = field(default_factory=dict)
+    causes: dict[str, tuple] = field(default_factory=dict)  #: mode -> what gives its verdict its status
     forecast: dict | None = None
     forecast_note: str | None = "cannot forecast yet: not judged yet"
     first_step: float | None = None
@@ -177,13 +181,17 @@ class Monitor:
         self.catchup_spent = 0.0  #: CPU seconds it spent on first judgements (not rationed)
 
     # ------------------------------------------------------------------ updating
-    def update(self, run: Any, *, force_fit: bool = False, defer: bool = False, replaced: bool = False) -> list[dict]:
+    def update(self, run: Any, *, force_fit: bool = False, defer: bool = False, replaced: bool = False,
+               final: bool = False) -> list[dict]:
         """Take a new snapshot of ``run``; return the events it caused (alerts, forecasts).
 
         ``defer``: a due re-judgement is queued for :meth:`judge_pending` instead of done now
         (``grpofit watch`` rations them to a CPU budget); the rules still run now. ``replaced``:
         the run's file was replaced or rotated (also assumed when the run has fewer points than
-        before or another first step): it is judged afresh, alerts included."""
+        before or another first step): it is judged afresh, alerts included. ``final``: the
+        snapshot is the whole run (``watch --once``, the end of a replay): it is judged now and
+        ``diagnose``'s verdicts raise alerts at their own status, as ``diagnose``'s gate takes
+        them (no wait for a live fail to be confirmed)."""
         from grpofit.fitting.analysis import resolve_column
 
         st = self.runs.get(run.name)
@@ -228,7 +236,8 @@ class Monitor:
         if self.rules:
             for sig in self._rules(run, st, s, v):
                 events += self._alert(st, Alert(run.name, sig.mode, sig.status, sig.step, sig.onset,
-                                                sig.evidence, f"rule:{sig.rule}"))
+                                                sig.evidence, f"rule:{sig.rule}", (sig.rule,)))
+        force_fit = force_fit or final
         due = force_fit or st.fitted_n == 0 or st.n - st.fitted_n >= max(self.refit_min, self.refit_growth * st.fitted_n)
         if due and st.n >= 10:
             if defer and not force_fit:
@@ -238,7 +247,7 @@ class Monitor:
             else:
                 self.pending.pop(run.name, None)
                 self.pending_fc.pop(run.name, None)
-                events += self._judge(run, st, col)
+                events += self._judge(run, st, col, final=final)
         elif defer and self.forecast and run.name in self.pending_fc:
             self.pending_fc[run.name] = (run, col)  # the newest snapshot
         return events
@@ -315,16 +324,17 @@ class Monitor:
             if sig is not None:
                 yield sig
 
-    def _judge(self, run, st: RunState, col: str) -> list[dict]:
+    def _judge(self, run, st: RunState, col: str, *, final: bool = False) -> list[dict]:
         """Diagnose and (when enabled) forecast now."""
-        events = self._diagnose(run, st, col)
+        events = self._diagnose(run, st, col, final=final)
         if self.forecast:
             self._forecast(run, st, col)
         events.append(self.forecast_event(st))
         return events
 
-    def _diagnose(self, run, st: RunState, col: str) -> list[dict]:
+    def _diagnose(self, run, st: RunState, col: str, *, final: bool = False) -> list[dict]:
         from grpofit.diagnostics import diagnose_run
+        from grpofit.diagnostics.base import causes_of
 
         events: list[dict] = []
         st.fitted_n = st.n
@@ -341,19 +351,21 @@ class Monitor:
         if d is not None:
             st.verdicts = {m: v.status for m, v in d.diagnostics.items()}
             st.evidence = {m: v.evidence for m, v in d.diagnostics.items()}
+            st.causes = {m: causes_of(v) for m, v in d.diagnostics.items()}
             pending = st.rule_state.setdefault("pending_fail", {})
             for mode, verdict in d.diagnostics.items():
                 if verdict.status != "fail":
                     pending.pop(mode, None)
-                if verdict.status not in ("warn", "fail") or st.n < self.min_points:
+                if verdict.status not in ("warn", "fail") or (st.n < self.min_points and not final):
                     continue
                 status = verdict.status
-                if status == "fail":
+                if status == "fail" and not final:
                     first_n = pending.setdefault(mode, st.n)
                     if not self._confirmed(mode, first_n, st, run):
                         status = "warn"  # not confirmed yet
                 events += self._alert(st, Alert(run.name, mode, status, st.last_step,
-                                                verdict.start_step, verdict.evidence, "diagnose"))
+                                                verdict.start_step, verdict.evidence, "diagnose",
+                                                causes_of(verdict)))
         return events
 
     def _forecast(self, run, st: RunState, col: str) -> None:

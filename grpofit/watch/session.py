@@ -151,7 +151,7 @@ class Session:
         self.follower = Follower(self.selection.bases, step=opts.step)
         if opts.jsonl:  # watch never follows a file it writes (watch DIR --jsonl DIR/watch.jsonl)
             self.follower.own_outputs.add(os.path.realpath(opts.jsonl))
-        self.follower.check_paths()
+        self.follower.check_paths(wait=not self.opts.once)
         th = Thresholds.from_overrides(opts.thresholds) if opts.thresholds else None
         self.monitor = Monitor(metric=opts.metric, eval_metric=opts.eval_metric, thresholds=th,
                                group_size=opts.group_size, forecast=opts.forecast,
@@ -220,7 +220,8 @@ class Session:
             self.tokens = min(cap, self.tokens + self.opts.cpu_budget * (now - self.last_poll))
         self.last_poll = now
         for run in self.selection.keep(res.changed, final=final or self.opts.once):
-            events += self.monitor.update(run, force_fit=final, defer=not final, replaced=run.name in res.replaced)
+            events += self.monitor.update(run, force_fit=final, defer=not final, replaced=run.name in res.replaced,
+                                          final=self.opts.once)
         # once caught up, the budget pays for the whole poll: reading and the rules first, then
         # re-judgements with what is left (a poll that judged a run for the first time is free)
         budget = max(self.tokens - (time.process_time() - cpu0), 0.0)
@@ -247,6 +248,10 @@ class Session:
             more_text = f" (and {len(more)} more path(s) that could not be read)" if more else ""
             fix = None if "; " in line else "nothing to judge with --once (without it, watch waits for the first records)"
             raise ReadError(line + more_text, fix=fix)
+        if self.opts.once and self.monitor.runs and all(st.problem for st in self.monitor.runs.values()):
+            # --once and no run has anything to judge (no reward column): exit 2 as diagnose does
+            first, *more = [st.problem for st in self.monitor.runs.values()]
+            raise ReadError(first + (f" (and {len(more)} more run(s) with nothing to judge)" if more else ""))
         for path, why in res.problems.items():
             if self.problems_shown.get(path) != why:
                 self.problems_shown[path] = why

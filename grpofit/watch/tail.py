@@ -547,7 +547,18 @@ class WholeTail(Tail):
         return True
 
     def runs(self) -> list[Run]:
-        return list(self.snapshot)
+        if not (os.path.isdir(self.path) and self.snapshot):
+            return list(self.snapshot)
+        from dataclasses import replace
+
+        from grpofit.readers.discover import dir_kind
+
+        if dir_kind(self.path) != "hf-output":
+            return list(self.snapshot)
+        # a trainer's output folder is one run: its checkpoint-N/ folders are views of it, so the
+        # run is named by the folder (the same name from one save to the next), not the checkpoint
+        return [replace(r, name=self.path if len(self.snapshot) == 1 else f"{self.path}::{r.name.rsplit('::', 1)[-1]}")
+                for r in self.snapshot]
 
     def n_rows(self) -> int:
         return sum(r.steps.size for r in self.snapshot)

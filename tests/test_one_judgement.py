@@ -1,0 +1,154 @@
+"""One judgement per run, rendered everywhere (issue 37): on every shared real log and every
+planted run, the verdict per failure mode, the collapse step and the plateau statement agree
+across ``diagnose``, ``watch --once``, a replay through the Trainer callback, ``fit``,
+``forecast``, ``compare`` and the API.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def real_logs_dir() -> Path:
+    """The shared real logs: the vendored copy (tests/data/real_logs) when there, else ../shared/real_logs."""
+    vendored = ROOT / "tests" / "data" / "real_logs"
+    return vendored if vendored.is_dir() else (ROOT / ".." / "shared" / "real_logs").resolve()
+
+
+REAL = real_logs_dir()
+PLANTED = ("healthy", "train_eval_decoupling", "advantage_degeneracy", "policy_concentration",
+           "dynamical_instability", "dead")
+
+
+def real_files() -> list[Path]:
+    if not REAL.is_dir():
+        return []
+    return sorted(p for p in REAL.iterdir() if p.is_file() and p.suffix != ".md")
+
+
+def planted_file(tmp: Path, mode: str) -> Path:
+    from grpofit.testing.planted import make_dead_run, make_planted_run
+
+    table = make_dead_run(seed=1) if mode == "dead" else make_planted_run(None if mode == "healthy" else mode, seed=1)
+    path = tmp / f"planted_{mode}.csv"
+    cols = list(table)
+    rows = np.column_stack([np.asarray(table[c], float) for c in cols])
+    with open(path, "w") as f:
+        f.write(",".join(cols) + "\n")
+        for r in rows:
+            f.write(",".join("" if not np.isfinite(x) else repr(float(x)) for x in r) + "\n")
+    return path
+
+
+def _json(capsys, *args) -> dict:
+    code, out, err = run_cli(capsys, *args, "--format", "json")
+    assert code in (0, 1), err
+    return json.loads(out)
+
+
+def _plateau_of(fit_entry: dict | None):
+    """(kind, value) of the preferred law's plateau as ``fit`` states it."""
+    if not fit_entry or not fit_entry.get("preferred"):
+        return None
+    p = fit_entry["models"][fit_entry["preferred"]]["params"].get("plateau") or {}
+    if p.get("value") is None:
+        return None
+    kind = p.get("kind", "estimate")
+    return kind, (p["bound"] if kind in ("lower_bound", "upper_bound") else p["value"])
+
+
+def _callback_verdicts(run) -> dict:
+    """A replay of the run's logged rows through the Trainer callback, judged at the end."""
+    from types import SimpleNamespace
+
+    from grpofit.integrations import GrpofitCallback
+
+    cb = GrpofitCallback(every=10 ** 9, forecast=False, background=False, name=run.name)
+    state = SimpleNamespace(global_step=0, max_steps=0, log_history=[])
+    control = SimpleNamespace(should_training_stop=False)
+    cols = {k: np.asarray(v, float) for k, v in run.metrics.items() if k in run.numeric_columns()}
+    for i, step in enumerate(run.steps):
+        state.global_step = float(step)
+        logs = {k: float(v[i]) for k, v in cols.items() if np.isfinite(v[i])}
+        if logs:
+            cb.on_log(None, state, control, logs=logs)
+    cb.update()
+    return dict(cb.monitor.runs[run.name].verdicts)
+
+
+def check_one_path(capsys, tmp_path, path: Path) -> None:
+    import grpofit
+
+    code, out, _ = run_cli(capsys, "diagnose", path, "--format", "json")
+    if code == 2:  # nothing to judge (the HeteroRL grad-norm export has no reward): a clean error everywhere
+        assert run_cli(capsys, "watch", path, "--once")[0] == 2
+        return
+    diag = json.loads(out)
+    fit = _json(capsys, "fit", path)
+    fc = _json(capsys, "forecast", path)
+    api = grpofit.diagnose(str(path)).doc
+    jsonl = tmp_path / f"{path.name}.jsonl"
+    code, _, err = run_cli(capsys, "watch", path, "--once", "--no-forecast", "--jsonl", jsonl, "--exit-on", "fail")
+    gate_failed = not diag["gate"]["passed"]
+    assert code == (1 if gate_failed else 0), (path.name, code, err)  # watch --once exits as the gate does
+    events = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    watched = {}
+    for e in events:
+        if e["event"] == "forecast":
+            watched[e["run"]] = e["verdicts"]
+    fits = {r["run"]: r for r in fit["runs"]}
+    forecasts = {r["run"]: r for r in fc["runs"]}
+    api_runs = {r["run"]: r for r in api["runs"]}
+    runs = {r.name: r for r in grpofit.read(str(path))}
+    for r in diag["runs"]:
+        name = r["run"]
+        verdicts = {m: v["status"] for m, v in r["diagnostics"].items()}
+        where = f"{path.name} :: {name}"
+        assert {m: v["status"] for m, v in api_runs[name]["diagnostics"].items()} == verdicts, where
+        assert watched.get(name) == verdicts, where
+        if name in runs:
+            assert _callback_verdicts(runs[name]) == verdicts, where
+        collapse = (r.get("collapse") or {}).get("step")
+        assert (fits[name].get("collapse") or {}).get("step") == collapse, where
+        if name in forecasts:
+            assert (forecasts[name].get("collapse") or {}).get("step") == collapse, where
+        assert _plateau_of(r.get("fit")) == _plateau_of(fits[name]), where
+        if name in runs and fits[name].get("preferred"):
+            statement = grpofit.fit(runs[name]).plateau
+            want = _plateau_of(fits[name])
+            assert (statement is None) == (want is None), where
+            if want is not None:
+                assert statement["kind"] == want[0] and statement["value"] == pytest.approx(want[1], rel=1e-9), where
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", PLANTED)
+def test_planted_runs_get_one_judgement(capsys, tmp_path, mode):
+    check_one_path(capsys, tmp_path, planted_file(tmp_path, mode))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not real_files(), reason="no shared real logs")
+@pytest.mark.parametrize("name", [p.name for p in real_files()])
+def test_real_logs_get_one_judgement(capsys, tmp_path, name):
+    check_one_path(capsys, tmp_path, REAL / name)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv").exists(), reason="no shared real logs")
+def test_compare_names_the_collapse_fit_names(capsys):
+    hetero = REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
+    doc = _json(capsys, "compare", f"{hetero}::[paper]GRPO_online", f"{hetero}::[paper]GEPO_online")
+    fit = {r["run"]: r for r in _json(capsys, "fit", hetero)["runs"]}
+    grpo = next(v for k, v in fit.items() if k.endswith("GRPO_online"))
+    assert [c["step"] for c in doc["a"]["collapses"]] == [grpo["collapse"]["step"]] == [892]
+    assert doc["b"]["collapses"] == []
+    assert "A collapses" in doc["summary"] and "at step 892" in doc["summary"]

@@ -1,0 +1,90 @@
+"""Sentences the data contradicted (issue 37), each on a run of the kind that showed it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tests.conftest import run_cli
+
+
+def floor_run(path, seed: int = 1, rise: int = 60, fall: int = 200):
+    """A verl-like agent run: the score rises a little, then sinks to its floor -1 and sits
+    there for 250 steps while the responses shrink to one token."""
+    rng = np.random.default_rng(seed)
+    n = rise + fall + 250
+    t = np.arange(n)
+    r = -0.7 + 0.5 * (1 - np.exp(-t / (rise / 3))) + rng.normal(0, 0.08, n)
+    down = np.clip((t - rise) / fall, 0, 1)
+    r = r * (1 - down) + (-1.0) * down + rng.normal(0, 0.08, n) * (1 - down)
+    r = np.maximum(r, -1.0)
+    length = 300 * (1 - down) + down + rng.normal(0, 10, n) * (1 - down)
+    with open(path, "w") as f:
+        f.write("step,critic/score/mean,response_length/mean\n")
+        for i in range(n):
+            f.write(f"{i + 1},{float(r[i])!r},{float(length[i])!r}\n")
+    return path
+
+
+def test_a_run_sitting_at_its_floor_fails_the_gate_and_every_command_names_the_collapse(capsys, tmp_path):
+    path = floor_run(tmp_path / "floor.csv")
+    code, out, _ = run_cli(capsys, "diagnose", path, "--format", "json")
+    diag = json.loads(out)["runs"][0]
+    assert code == 1 and diag["diagnostics"]["dynamical_instability"]["status"] == "fail"
+    step = diag["collapse"]["step"]
+    assert diag["collapse"]["level_after"] == -1.0 and not diag["collapse"]["recovered"]
+    fit = json.loads(run_cli(capsys, "fit", path, "--format", "json")[1])["runs"][0]
+    fc = json.loads(run_cli(capsys, "forecast", path, "--format", "json")[1])["runs"][0]
+    assert fit["collapse"]["step"] == step == fc["collapse"]["step"]
+    assert fc["note"].startswith(f"cannot forecast: the reward collapses at step {step:g}")
+
+
+def _truncation_finding(table):
+    from grpofit.diagnostics import diagnose_run
+    from grpofit.core.runs import make_run
+
+    d = diagnose_run(make_run("r", "r", "test", table, step="step"))
+    return {f.rule: f for f in d.diagnostics["dynamical_instability"].findings}
+
+
+def test_a_truncation_rate_that_fell_is_not_steadily_high():
+    from grpofit.testing.planted import make_rule_run
+
+    table = make_rule_run(None, seed=2)
+    n = table["step"].size
+    table["completions/clipped_ratio"] = np.linspace(0.265, 0.149, n)
+    f = _truncation_finding(table)["truncation"]
+    assert f.status == "warn" and "steadily high" not in f.evidence and "falling" in f.evidence
+
+
+def test_length_cap_does_not_apply_when_a_truncation_rate_is_logged():
+    """TRL logs completions/clipped_ratio: the rate decides (a warning for a steady high rate),
+    the length's maximum does not add a fail."""
+    from grpofit.testing.planted import make_rule_run
+
+    table = make_rule_run("length_cap", seed=1)
+    table["completions/clipped_ratio"] = np.clip(0.2 + 0.01 * np.random.default_rng(0).standard_normal(table["step"].size), 0, 1)
+    rules = _truncation_finding(table)
+    assert "length_cap" not in rules and rules["truncation"].status == "warn"
+
+
+def test_a_rise_whose_plateau_is_not_identified_is_still_called_a_rise(capsys):
+    """The countdown run climbs (its slope is about 7 standard errors from 0) but the law's gain
+    (plateau - initial) is 1.2 standard errors from 0: the plateau is what is unidentified, not
+    the rise; the reason said "no significant rise". A flat run stays "no significant rise"."""
+    import pytest
+
+    from grpofit.fitting import fit_series
+    from tests.test_one_judgement import REAL
+
+    path = REAL / "countdown_grpo_custom_beibeizzz.jsonl"
+    if not path.exists():
+        pytest.skip("no shared real logs")
+    sig = json.loads(run_cli(capsys, "fit", path, "--format", "json")[1])["runs"][0]["signal"]
+    assert not sig["detected"] and sig["trend_z"] > 5
+    assert sig["reason"].startswith("a significant rise") and "no significant rise" not in sig["reason"]
+    rng = np.random.default_rng(4)
+    t = np.arange(1, 301, dtype=float)
+    flat = fit_series(t, 0.5 + 0.05 * rng.standard_normal(t.size)).signal
+    assert not flat["detected"] and "significant rise (" not in flat["reason"]
