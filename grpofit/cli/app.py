@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from grpofit import __version__
-from grpofit.cli import backtest, compare, diagnose, fit, forecast, inspect, predict, simulate, watch
+from grpofit.cli import backtest, compare, diagnose, fit, forecast, inspect, predict, rank, simulate, watch
 from grpofit.cli.common import DEBUG
 
 app = typer.Typer(
@@ -56,3 +56,4 @@ app.command()(forecast.forecast)
 app.command()(backtest.backtest)
 app.command()(watch.watch)
 app.command()(compare.compare)
+app.command()(rank.rank)

@@ -53,6 +53,7 @@ SCHEMAS: dict[str, str] = {
     "forecast": "grpofit.forecast/1",
     "backtest": "grpofit.backtest/1",
     "compare": "grpofit.compare/1",
+    "rank": "grpofit.rank/1",
     "watch": "grpofit.watch/1",
     "bandit": "grpofit.bandit/1",  #: simulate bandit's .meta.json
 }
