@@ -1,0 +1,393 @@
+"""``python -m tests.benchmarks.sweeps``: forecast-based pruning against successive halving / ASHA and
+the median rule, paired on the same sweeps.
+
+Every sweep is replayed, report by report, under each method; the methods are the libraries' own
+implementations:
+
+- **sequential** (Optuna's usual single-worker study: one trial after another, in a seeded random
+  order): grpofit's :class:`~grpofit.integrations.optuna.GrpofitPruner`, Optuna's
+  ``MedianPruner`` and ``SuccessiveHalvingPruner`` (their defaults, and one tuned setting);
+- **parallel** (a Ray Tune sweep: every trial running at once, results arriving step by step):
+  grpofit's :class:`~grpofit.integrations.ray.GrpofitStopper`, Ray's ``ASHAScheduler`` and
+  ``MedianStoppingRule`` (defaults and a tuned setting), driven through their
+  ``on_trial_add`` / ``on_trial_result`` interface with real ``Trial`` objects.
+
+Each trial reports the logged reward at every logged step. The run kept as best is the finished
+run with the highest observed final level (the mean of its last tenth of logged rewards, what a
+user sees). Measured per sweep: **regret** (the true best final level minus the true final level
+of the run kept), whether the **true best was killed**, and the **compute** used (steps run,
+summed over the runs, as a share of running all to the end). The true final level: generated
+sweeps, the exact expected reward (the simulator's ``expected_reward``) over the last 5% of
+steps; real sweeps, the mean logged reward over the last tenth up to the common horizon (the
+shortest run's last step).
+
+Sweeps: the real ones of ``../shared/real_logs`` (deepgrpo group-size and gamma sweeps, the
+HeteroRL GRPO/GEPO/GSPO trio, the rasbt chapter-7 series) and generated ones (``simulate
+bandit`` over a grid of learning rate, momentum, group size and KL weight); a generated sweep is
+in the *slow starter* stratum when its true best run is below the sweep's median reward at 20% of
+the steps. ``--out FILE`` writes the record (JSON); ``docs/sweeps.md`` is rendered from it
+(``--doc``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+REAL = Path(os.path.normpath(Path(__file__).resolve().parents[2] / ".." / "shared" / "real_logs"))
+
+
+@dataclass
+class Sweep:
+    name: str
+    kind: str  #: "real", "generated", "generated (slow starter best)"
+    names: list
+    steps: list  #: per run, steps up to the horizon
+    values: list
+    truth: np.ndarray  #: true final level per run
+    horizon: float
+    meta: dict = field(default_factory=dict)
+
+
+# --- the sweeps -------------------------------------------------------------------------------
+
+REAL_SWEEPS = {
+    "deepgrpo group size": ["deepgrpo_wandb_val_gsm8k_groupsize_sweep_qwen2.5-0.5b.csv"],
+    "deepgrpo gamma": ["deepgrpo_wandb_val_gsm8k_gamma_sweep_qwen2.5-0.5b.csv"],
+    "HeteroRL GRPO/GEPO/GSPO": ["heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"],
+    "rasbt ch7 (7.3, 7.4, 7.5)": ["rasbt_grpo_qwen3-0.6b_7_3_tracking.csv", "rasbt_grpo_qwen3-0.6b_7_4_clip_ratio.csv",
+                                  "rasbt_grpo_qwen3-0.6b_7_5_kl_collapse.csv"],
+    "rasbt ch7.6 (format reward pair)": ["rasbt_grpo_qwen3-0.6b_7_6_format_reward.csv",
+                                         "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv"],
+}
+
+
+def real_sweeps() -> list[Sweep]:
+    from grpofit.analysis import resolve_column
+    from grpofit.readers import read_path
+
+    out = []
+    for name, files in REAL_SWEEPS.items():
+        series = []
+        for f in files:
+            for run in read_path(str(REAL / f)):
+                s, v = run.series(resolve_column(run, "reward", None))
+                series.append((run.name.split("::")[-1] if "::" in run.name else Path(f).stem, s, v))
+        horizon = min(float(s[-1]) for _, s, _ in series)
+        names, steps, values, truth = [], [], [], []
+        for n, s, v in series:
+            keep = s <= horizon
+            s, v = s[keep], v[keep]
+            names.append(n)
+            steps.append(s)
+            values.append(v)
+            truth.append(float(v[-max(3, v.size // 10):].mean()))
+        out.append(Sweep(name, "real", names, steps, values, np.array(truth), horizon))
+    return out
+
+
+GRID = {"lr": (0.02, 0.04, 0.08, 0.16, 0.32), "momentum": (0.0, 0.5, 0.8), "group_size": (4, 8, 16),
+        "beta": (0.2, 0.3, 0.45, 0.6)}
+#: the run planted in every other generated sweep: weak KL (a high plateau) and a small step (a
+#: late rise): below the others at 20% of the steps, best at the end
+SLOW = {"lr": 0.02, "momentum": 0.8, "group_size": 8, "beta": 0.2}
+
+
+def generated_sweeps(count: int, *, runs: int = 6, steps: int = 400, seed: int = 0) -> list[Sweep]:
+    """``count`` sweeps of ``runs`` bandit runs each (16 arms, one correct, 4 groups per step),
+    configurations drawn from :data:`GRID`; odd sweeps plant :data:`SLOW` and draw the others
+    with the stronger KL weights (0.45, 0.6). The stratum is read from the outcome, not the plan."""
+    from grpofit.simulation import simulate_bandit
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(count):
+        names, st, vals, truth, early = [], [], [], [], []
+        for j in range(runs):
+            cfg = {key: GRID[key][rng.integers(len(GRID[key]))] for key in GRID}
+            if k % 2 == 1:
+                cfg = dict(SLOW) if j == 0 else {**cfg, "beta": (0.45, 0.6)[rng.integers(2)]}
+            r = simulate_bandit(arms=16, correct=1, groups=4, steps=steps, seed=int(rng.integers(1 << 30)),
+                                measure=False, **cfg)
+            p = r.columns["expected_reward"]
+            s, v = r.columns["step"], r.columns["reward"]
+            n = s.size
+            names.append(f"lr{cfg['lr']}-mu{cfg['momentum']}-G{cfg['group_size']}-kl{cfg['beta']}-{j}")
+            st.append(s)
+            vals.append(v)
+            truth.append(float(p[-max(2, n // 20):].mean()) if n == steps else 0.0)
+            early.append(float(p[: max(1, steps // 5)][-max(2, steps // 50):].mean()))
+        truth = np.array(truth)
+        slow = early[int(np.argmax(truth))] < float(np.median(early))
+        out.append(Sweep(f"bandit sweep {k}", "generated (slow starter best)" if slow else "generated",
+                         names, st, vals, truth, float(steps)))
+    return out
+
+
+# --- the replays -------------------------------------------------------------------------------
+
+def _observed_final(v: np.ndarray) -> float:
+    return float(v[-max(3, v.size // 10):].mean())
+
+
+def _score(sw: Sweep, stopped_at: list) -> dict:
+    """Regret, best killed and compute share from where each run stopped (None: ran to the end)."""
+    total = sum(float(s[-1] - s[0]) + 1.0 for s in sw.steps)
+    used = 0.0
+    finished = []
+    for i, (s, at) in enumerate(zip(sw.steps, stopped_at)):
+        end = float(s[-1]) if at is None else float(at)
+        used += end - float(s[0]) + 1.0
+        if at is None:
+            finished.append(i)
+    best = int(np.argmax(sw.truth))
+    if finished:
+        kept = max(finished, key=lambda i: _observed_final(sw.values[i]))
+        regret = float(sw.truth[best] - sw.truth[kept])
+    else:
+        kept, regret = None, float(sw.truth[best] - sw.truth.min())
+    return {"regret": regret, "best_killed": stopped_at[best] is not None, "compute": used / total,
+            "kept": None if kept is None else sw.names[kept], "stopped": sum(a is not None for a in stopped_at)}
+
+
+def replay_optuna(sw: Sweep, pruner, order: list[int]) -> tuple[list, list]:
+    """Sequential study: the runs one after another in ``order``; per report the pruner's time."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize", pruner=pruner)
+    stopped: list = [None] * len(sw.names)
+    times = []
+    for i in order:
+        trial = study.ask()
+        s, v = sw.steps[i], sw.values[i]
+        pruned = False
+        for step, value in zip(s, v):
+            trial.report(float(value), int(round(step)))
+            t0 = time.perf_counter()
+            hit = trial.should_prune()
+            times.append(time.perf_counter() - t0)
+            if hit and step < s[-1]:
+                stopped[i] = float(step)
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                pruned = True
+                break
+        if not pruned:
+            study.tell(trial, _observed_final(v))
+    return stopped, times
+
+
+class _Controller:
+    """What Ray's schedulers ask of Tune's controller during a replay: the live trials."""
+
+    def __init__(self):
+        self.live = []
+
+    def get_live_trials(self):
+        return list(self.live)
+
+
+def replay_ray(sw: Sweep, make) -> tuple[list, list]:
+    """Parallel sweep: every run at once, results in step order; ``make()`` is a Ray scheduler or
+    a grpofit stopper."""
+    from ray.tune.experiment import Trial
+    from ray.tune.schedulers import TrialScheduler
+
+    sched = make()
+    trials = [Trial("replay", stub=True, trial_id=f"t{i}") for i in range(len(sw.names))]
+    ctl = _Controller()
+    is_sched = isinstance(sched, TrialScheduler)
+    for t in trials:
+        t.set_status(Trial.RUNNING)
+        ctl.live.append(t)
+        if is_sched:
+            sched.on_trial_add(ctl, t)
+    events = sorted((float(step), i, k) for i, s in enumerate(sw.steps) for k, step in enumerate(s))
+    stopped: list = [None] * len(sw.names)
+    done = [False] * len(sw.names)
+    times = []
+    for step, i, k in events:
+        if done[i]:
+            continue
+        result = {"step": step, "reward": float(sw.values[i][k]), "training_iteration": k + 1}
+        t0 = time.perf_counter()
+        if is_sched:
+            stop = sched.on_trial_result(ctl, trials[i], result) == TrialScheduler.STOP
+        else:
+            stop = sched(trials[i].trial_id, result)
+        times.append(time.perf_counter() - t0)
+        last = k == len(sw.steps[i]) - 1
+        if last or stop:
+            done[i] = True
+            if stop and not last:
+                stopped[i] = step
+            trials[i].set_status(Trial.TERMINATED)
+            ctl.live.remove(trials[i])
+            if is_sched:
+                sched.on_trial_complete(ctl, trials[i], result)
+    return stopped, times
+
+
+def methods(horizon: float) -> dict:
+    """name -> (harness, factory) for every method, defaults and one tuned setting."""
+    import optuna
+    from ray.tune.schedulers import ASHAScheduler, MedianStoppingRule
+
+    from grpofit.integrations.optuna import GrpofitPruner
+    from grpofit.integrations.ray import GrpofitStopper
+
+    h = int(horizon)
+    every = max(1, h // 5)
+    return {
+        "optuna: grpofit": ("optuna", lambda: GrpofitPruner(h, check_every=every, min_step=every)),
+        "optuna: median (default)": ("optuna", lambda: optuna.pruners.MedianPruner()),
+        "optuna: median (tuned)": ("optuna", lambda: optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=h // 5)),
+        "optuna: successive halving (default)": ("optuna", lambda: optuna.pruners.SuccessiveHalvingPruner()),
+        "optuna: successive halving (tuned)": ("optuna", lambda: optuna.pruners.SuccessiveHalvingPruner(
+            min_resource=max(1, h // 10), reduction_factor=3)),
+        "ray: grpofit": ("ray", lambda: GrpofitStopper("reward", h, step_key="step", check_every=every, min_step=every)),
+        "ray: ASHA (default)": ("ray", lambda: ASHAScheduler(time_attr="step", metric="reward", mode="max", max_t=h)),
+        "ray: ASHA (tuned)": ("ray", lambda: ASHAScheduler(time_attr="step", metric="reward", mode="max", max_t=h,
+                                                           grace_period=max(1, h // 5), reduction_factor=3)),
+        "ray: median (default)": ("ray", lambda: MedianStoppingRule(time_attr="step", metric="reward", mode="max")),
+        "ray: median (tuned)": ("ray", lambda: MedianStoppingRule(time_attr="step", metric="reward", mode="max",
+                                                                   grace_period=h // 5, min_samples_required=2)),
+    }
+
+
+def run_sweep(sw: Sweep, seed: int = 0, only: str | None = None) -> dict:
+    out = {"sweep": sw.name, "kind": sw.kind, "runs": len(sw.names), "horizon": sw.horizon,
+           "true_best": sw.names[int(np.argmax(sw.truth))], "methods": {}}
+    order = list(np.random.default_rng(seed).permutation(len(sw.names)))
+    for name, (harness, make) in methods(sw.horizon).items():
+        if only and only not in name:
+            continue
+        t0 = time.perf_counter()
+        if harness == "optuna":
+            stopped, times = replay_optuna(sw, make(), order)
+        else:
+            stopped, times = replay_ray(sw, make)
+        res = _score(sw, stopped)
+        res["seconds"] = time.perf_counter() - t0
+        res["per_report_ms"] = {"mean": 1e3 * float(np.mean(times)), "max": 1e3 * float(np.max(times))}
+        out["methods"][name] = res
+    return out
+
+
+def _one(args):
+    sw, seed, only = args
+    return run_sweep(sw, seed, only)
+
+
+def summarise(records: list[dict]) -> dict:
+    """Per stratum and method: mean regret, share of sweeps with the true best killed, mean compute."""
+    strata = {}
+    for rec in records:
+        for key in ({"real": "real"}.get(rec["kind"], "generated (all)"), rec["kind"]):
+            strata.setdefault(key, []).append(rec)
+    out = {}
+    for key, recs in strata.items():
+        names = list(recs[0]["methods"])
+        out[key] = {"sweeps": len(recs)}
+        for m in names:
+            rows = [r["methods"][m] for r in recs if m in r["methods"]]
+            out[key][m] = {"regret": float(np.mean([x["regret"] for x in rows])),
+                           "best_killed": float(np.mean([x["best_killed"] for x in rows])),
+                           "compute": float(np.mean([x["compute"] for x in rows])),
+                           "per_report_ms_mean": float(np.mean([x["per_report_ms"]["mean"] for x in rows])),
+                           "per_report_ms_max": float(np.max([x["per_report_ms"]["max"] for x in rows]))}
+    return out
+
+
+def render_doc(record: dict) -> str:
+    """docs/sweeps.md from the record."""
+    lines = ["# Pruning a sweep: grpofit against successive halving / ASHA and the median rule", "",
+             "Generated by `python -m tests.benchmarks.sweeps --doc` from `docs/sweeps.json`; do not edit by hand.",
+             "", record.get("method_note", ""), ""]
+    for key, block in record["summary"].items():
+        lines += [f"## {key} ({block['sweeps']} sweeps)", "",
+                  "| method | mean regret | true best killed | compute used | ms per report (mean / max) |",
+                  "|---|---|---|---|---|"]
+        for m, v in block.items():
+            if m == "sweeps":
+                continue
+            lines.append(f"| {m} | {v['regret']:.4f} | {100 * v['best_killed']:.0f}% | {100 * v['compute']:.0f}% | "
+                         f"{v['per_report_ms_mean']:.2f} / {v['per_report_ms_max']:.0f} |")
+        lines.append("")
+    lines += ["## Per sweep", "", "| sweep | kind | runs | true best | method | regret | best killed | compute |",
+              "|---|---|---|---|---|---|---|---|"]
+    for rec in record["sweeps"]:
+        for m, v in rec["methods"].items():
+            lines.append(f"| {rec['sweep']} | {rec['kind']} | {rec['runs']} | {rec['true_best']} | {m} | "
+                         f"{v['regret']:.4f} | {'yes' if v['best_killed'] else 'no'} | {100 * v['compute']:.0f}% |")
+    lines.append("")
+    if record.get("where_we_lose"):
+        lines += ["## Where grpofit loses", ""] + [f"- {x}" for x in record["where_we_lose"]] + [""]
+    return "\n".join(lines)
+
+
+METHOD_NOTE = ("Each trial reports its logged reward at every logged step. Sequential = an Optuna study "
+               "with one worker (runs in a seeded random order); parallel = every run at once, results in "
+               "step order, through Ray Tune's scheduler / stopper interface. grpofit decides at 20, 40, 60 "
+               "and 80% of the horizon with margin 0 and confidence 0.95. Tuned settings: Optuna median "
+               "n_startup_trials=2, n_warmup_steps=20% of the horizon; successive halving min_resource=10%, "
+               "reduction_factor=3; Ray ASHA grace_period=20%, reduction_factor=3; Ray median "
+               "grace_period=20%, min_samples_required=2. Regret in reward units; compute = steps run / "
+               "steps of running every run to the end.")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--generated", type=int, default=12, help="generated sweeps")
+    ap.add_argument("--runs", type=int, default=6)
+    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--no-real", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--only", default=None, help="only the methods whose name contains this")
+    ap.add_argument("--out", default=None, help="write the record (JSON) here")
+    ap.add_argument("--doc", default=None, help="render docs/sweeps.md from this record and exit")
+    a = ap.parse_args(argv)
+    if a.doc:
+        rec = json.loads(Path(a.doc).read_text())
+        Path(a.doc).with_suffix(".md").write_text(render_doc(rec))
+        return 0
+    sweeps = ([] if a.no_real else real_sweeps()) + generated_sweeps(a.generated, runs=a.runs, steps=a.steps)
+    work = [(sw, k, a.only) for k, sw in enumerate(sweeps)]
+    if a.jobs > 1:
+        from multiprocessing import get_context
+
+        with get_context("fork").Pool(a.jobs) as pool:
+            records = []
+            for rec in pool.imap_unordered(_one, work):
+                records.append(rec)
+                print(json.dumps({k: rec[k] for k in ("sweep", "kind")}), file=sys.stderr, flush=True)
+    else:
+        records = []
+        for w in work:
+            records.append(_one(w))
+            print(json.dumps({k: records[-1][k] for k in ("sweep", "kind")}), file=sys.stderr, flush=True)
+    records.sort(key=lambda r: (r["kind"], r["sweep"]))
+    record = {"method_note": METHOD_NOTE, "summary": summarise(records), "sweeps": records,
+              "sizes": {"generated": a.generated, "runs": a.runs, "steps": a.steps}}
+    text = json.dumps(record, indent=1)
+    if a.out:
+        Path(a.out).write_text(text + "\n")
+    for key, block in record["summary"].items():
+        print(f"== {key} ({block['sweeps']} sweeps)")
+        for m, v in block.items():
+            if m != "sweeps":
+                print(f"  {m:40s} regret {v['regret']:.4f}  best killed {100 * v['best_killed']:3.0f}%  "
+                      f"compute {100 * v['compute']:3.0f}%  ms/report {v['per_report_ms_mean']:.2f} (max {v['per_report_ms_max']:.0f})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,117 @@
+"""The pruning decision for a sweep in progress, shared by the Optuna pruner and the Ray Tune stopper.
+
+:class:`SweepJudge` holds what each trial has reported (step, reward) and whether it has ended,
+and answers :meth:`SweepJudge.should_stop` for one trial: at checkpoints (every ``check_every``
+steps of that trial, once it has ``min_points`` reports) every trial is forecast to the horizon
+(:func:`~.horizon.horizon_draws`, cached per trial and number of points, so a trial that has not
+reported since costs nothing) and the trial is stopped when :func:`~.rank.judge` says ``stop``:
+it ends within ``margin`` of the best trial's final reward with probability below
+``1 - confidence``. Trials that have ended take part with their known level; trials not yet
+forecastable take no part (they can only make the decision more cautious if they did). Between
+checkpoints a report costs a dictionary update.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["SweepJudge"]
+
+
+@dataclass
+class _Trial:
+    steps: list = field(default_factory=list)
+    values: list = field(default_factory=list)
+    ended: bool = False
+    next_check: float = 0.0
+    stopped: bool = False
+
+
+class SweepJudge:
+    """Forecast-based stopping for the trials of one sweep (see the module docstring).
+
+    ``horizon``: the step every trial would end at; ``maximize``: False for a loss;
+    ``check_every``: steps between two decisions for one trial (default a tenth of the horizon);
+    ``min_step``: no decision before this step (default a tenth of the horizon)."""
+
+    def __init__(self, horizon: float, *, margin: float = 0.0, confidence: float = 0.95,
+                 check_every: float | None = None, min_step: float | None = None,
+                 maximize: bool = True, seed: int = 0):
+        if not horizon or horizon <= 0:
+            raise ValueError("horizon must be the positive step every trial would end at")
+        if not 0.5 < confidence < 1:
+            raise ValueError("confidence must lie between 0.5 and 1")
+        self.horizon = float(horizon)
+        self.margin = float(margin)
+        self.confidence = float(confidence)
+        self.check_every = float(check_every or self.horizon / 10.0)
+        self.min_step = float(self.horizon / 10.0 if min_step is None else min_step)
+        self.sign = 1.0 if maximize else -1.0
+        self.seed = seed
+        self.trials: dict = {}
+        self._cache: dict = {}
+        self.decisions: list = []  #: (trial, step, p_within_margin, stopped) per decision made
+
+    def observe(self, trial, step: float, value: float) -> None:
+        t = self.trials.setdefault(trial, _Trial(next_check=self.min_step))
+        if t.steps and step <= t.steps[-1]:  # a repeated or out-of-order report replaces nothing
+            return
+        if np.isfinite(value):
+            t.steps.append(float(step))
+            t.values.append(self.sign * float(value))
+
+    def end(self, trial) -> None:
+        self.trials.setdefault(trial, _Trial()).ended = True
+
+    def replace(self, trial, steps, values, *, ended: bool = False) -> None:
+        """Set a trial's whole history (the Optuna pruner reads it from the study each time)."""
+        t = self.trials.setdefault(trial, _Trial(next_check=self.min_step))
+        pairs = [(float(s), float(v)) for s, v in zip(steps, values) if np.isfinite(v)]
+        t.steps = [s for s, _ in pairs]
+        t.values = [self.sign * v for _, v in pairs]
+        t.ended = ended
+
+    def _draws(self, key, t: _Trial, tolerance: float):
+        """The trial's draws at the horizon; a forecast is reused until the trial has reported
+        ``tolerance`` more steps (or ended), so a round of decisions costs about one forecast
+        per trial, not one per trial per report."""
+        from grpofit.forecasting.horizon import horizon_draws
+
+        n = len(t.steps)
+        if not n:
+            return None
+        last = t.steps[-1]
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] == t.ended and (hit[1] == last or (not t.ended and last - hit[1] < tolerance)):
+            return hit[2]
+        res = horizon_draws(np.asarray(t.steps), np.asarray(t.values), self.horizon, seed=self.seed)
+        self._cache[key] = (t.ended, last, res.draws)
+        return res.draws
+
+    def should_stop(self, trial) -> bool:
+        """Whether ``trial`` should stop now (only at its checkpoints; False otherwise)."""
+        from grpofit.forecasting.rank import STOP, judge
+
+        t = self.trials.get(trial)
+        if t is None or t.ended or not t.steps:
+            return False
+        if t.stopped:
+            return True
+        step = t.steps[-1]
+        if step < t.next_check or step >= self.horizon:
+            return False
+        while t.next_check <= step:
+            t.next_check += self.check_every
+        # the trial decided on: from (nearly) all it has reported; the others: from their last
+        # forecast unless they have moved on by half a checkpoint interval
+        keys = list(self.trials)
+        draws = [self._draws(k, self.trials[k], (0.1 if k == trial else 0.5) * self.check_every) for k in keys]
+        if draws[keys.index(trial)] is None:
+            return False
+        verdicts = judge(draws, margin=self.margin, confidence=self.confidence, seed=self.seed)
+        v = verdicts[keys.index(trial)]
+        t.stopped = v["recommendation"] == STOP
+        self.decisions.append((trial, step, v["p_within_margin"], t.stopped))
+        return t.stopped

@@ -1,0 +1,74 @@
+"""``GrpofitPruner``: an Optuna pruner that stops a trial whose forecast will not reach the best.
+
+    import optuna
+    from grpofit.integrations.optuna import GrpofitPruner
+
+    study = optuna.create_study(direction="maximize", pruner=GrpofitPruner(horizon=1000))
+    # in the objective: trial.report(reward, step); if trial.should_prune(): raise optuna.TrialPruned()
+
+Works with any study whose trials report a reward per step (``trial.report``): at the trial's
+checkpoints (every ``check_every`` steps, from ``min_step`` on; default a tenth of the horizon
+each) every trial is forecast to ``horizon`` and the trial is pruned when it ends within
+``margin`` of the best trial's final reward with probability below ``1 - confidence``
+(:class:`grpofit.forecasting.prune.SweepJudge`, the same decision as ``grpofit rank``). Finished
+trials count with the level they reached, pruned ones with their forecast, running ones (other
+workers) with theirs. A ``minimize`` study is handled by negating the values.
+
+Cost: between checkpoints a report reads the trial's values (no forecast); at a checkpoint, one
+forecast per trial whose history changed (the benchmark measures it per report).
+``optuna`` is an optional extra (``pip install grpofit[optuna]``).
+"""
+
+from __future__ import annotations
+
+import optuna
+
+from grpofit.forecasting.prune import SweepJudge
+
+__all__ = ["GrpofitPruner"]
+
+
+class GrpofitPruner(optuna.pruners.BasePruner):
+    """Prune a trial when its forecast says it will not end within ``margin`` of the best trial
+    (see the module docstring)."""
+
+    def __init__(self, horizon: int, *, margin: float = 0.0, confidence: float = 0.95,
+                 check_every: int | None = None, min_step: int | None = None, seed: int = 0):
+        self._args = dict(horizon=horizon, margin=margin, confidence=confidence, check_every=check_every,
+                          min_step=min_step, seed=seed)
+        SweepJudge(horizon, margin=margin, confidence=confidence)  # checks the arguments now
+        self._judges: dict = {}
+
+    def _judge(self, study) -> SweepJudge:
+        key = getattr(study, "_study_id", id(study))
+        judge = self._judges.get(key)
+        if judge is None:
+            maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
+            judge = self._judges[key] = SweepJudge(maximize=maximize, **self._args)
+        return judge
+
+    def prune(self, study: "optuna.study.Study", trial: "optuna.trial.FrozenTrial") -> bool:
+        values = trial.intermediate_values
+        if not values:
+            return False
+        judge = self._judge(study)
+        state = judge.trials.get(trial.number)
+        if state is not None and state.steps and state.steps[-1] >= max(values) and state.stopped:
+            return True
+        steps = sorted(values)
+        judge.replace(trial.number, steps, [values[s] for s in steps])
+        t = judge.trials[trial.number]
+        if steps[-1] < t.next_check:  # not a checkpoint: no need to read the other trials
+            return False
+        done = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+        for other in study.get_trials(deepcopy=False):
+            if other.number == trial.number or not other.intermediate_values:
+                continue
+            known = judge.trials.get(other.number)
+            ended = other.state in done
+            if known is not None and known.ended and ended:
+                continue  # its history no longer changes
+            iv = other.intermediate_values
+            s = sorted(iv)
+            judge.replace(other.number, s, [iv[k] for k in s], ended=ended)
+        return judge.should_stop(trial.number)
