@@ -69,7 +69,7 @@ def decide(p_within: float | None, confidence: float) -> str:
     """``stop`` / ``keep`` / ``cannot tell yet`` from the probability of ending within the margin."""
     if p_within is None:
         return UNSURE
-    if p_within < 1.0 - confidence:
+    if p_within < round(1.0 - confidence, 12):  # 1 - 0.95 is 0.050000000000000044
         return STOP
     return KEEP if p_within >= 0.5 else UNSURE
 
@@ -151,6 +151,7 @@ class RankItem:
     seconds: float | None
     gpus: int | None
     rest: tuple | None = None  #: the points after ``--until`` (plots)
+    full_last: float | None = None  #: the last step logged, before any ``--until`` cut
 
 
 @dataclass
@@ -263,7 +264,8 @@ def _expand(spec: str) -> list[str]:
 
 
 def common_horizon(runs, items, option) -> tuple[float, str]:
-    """``--horizon``; else the latest planned end in the configs; else the longest run's last step."""
+    """``--horizon``; else the latest planned end in the configs; else the longest run's last step
+    (as logged: with ``--until`` the sweep is replayed up to where its runs went)."""
     from grpofit.forecasting.plan import planned_last_step
 
     if option is not None:
@@ -272,7 +274,7 @@ def common_horizon(runs, items, option) -> tuple[float, str]:
     planned = [p for p in planned if p is not None]
     if planned:
         return max(planned), "planned end (config)"
-    last = max(float(it.steps[-1]) for it in items if it.steps.size)
+    last = max(float(it.full_last) for it in items if it.full_last is not None)
     return last, "last step of the longest run"
 
 
@@ -296,6 +298,7 @@ def rank_paths(paths: list[str], opts: RankOptions) -> RankOutcome:
                 column = resolve_column(run, "reward", opts.metric)
                 steps, values = run.series(column)
                 rest = None
+                full_last = float(steps[-1]) if len(steps) else None
                 if opts.until is not None:
                     keep = steps <= opts.until
                     rest = (steps[~keep], values[~keep])
@@ -303,7 +306,7 @@ def rank_paths(paths: list[str], opts: RankOptions) -> RankOutcome:
                 batch, _ = batch_size(run.config, opts.batch_size)
                 runs.append(run)
                 items.append(RankItem(run.name, column, np.asarray(steps, float), np.asarray(values, float),
-                                      batch, step_seconds(run), gpu_count(run.config), rest))
+                                      batch, step_seconds(run), gpu_count(run.config), rest, full_last))
         except GrpofitError as e:
             if len(expanded) == 1:
                 raise
@@ -315,7 +318,7 @@ def rank_paths(paths: list[str], opts: RankOptions) -> RankOutcome:
     empty = [it.name for it in items if not it.steps.size]
     if len(empty) == len(items):
         raise UsageError(f"no run has a step at or before --until {opts.until}", fix="pass a later --until step")
-    horizon, source = common_horizon(runs, [it for it in items if it.steps.size], opts.horizon)
+    horizon, source = common_horizon(runs, items, opts.horizon)
     done = rank_series(items, horizon=horizon, source=source, opts=opts)
     done.warnings = warnings
     if errors:

@@ -1,0 +1,153 @@
+"""``grpofit rank``: joint draws, the decision, the document and the command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_cli
+
+
+def write_csv(path: Path, steps, values, extra: dict | None = None) -> Path:
+    cols = {"step": steps, "reward": values, **(extra or {})}
+    names = list(cols)
+    rows = [",".join(names)] + [",".join(f"{float(cols[n][i])!r}" for n in names) for i in range(len(steps))]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def curve(plateau, tau, n=300, seed=0, start=0.1, sd=0.02):
+    s = np.arange(1, n + 1, dtype=float)
+    rng = np.random.default_rng(seed)
+    return s, start + (plateau - start) * (1 - np.exp(-s / tau)) + sd * rng.standard_normal(n)
+
+
+# --------------------------------------------------------------------------- judge (no forecasts)
+
+def test_judge_joint_draws_sum_to_one_and_stop_the_dominated():
+    from grpofit.forecasting.rank import judge
+
+    rng = np.random.default_rng(0)
+    draws = [0.80 + 0.01 * rng.standard_normal(2000), 0.79 + 0.01 * rng.standard_normal(1000),
+             0.50 + 0.01 * rng.standard_normal(2000), None]
+    out = judge(draws, margin=0.02, confidence=0.95, seed=1)
+    p = [o["p_best"] for o in out[:3]]
+    assert sum(p) == pytest.approx(1.0, abs=1e-12)
+    assert p[0] > p[1] > p[2]
+    assert p[0] == pytest.approx(0.76, abs=0.05)  # P(N(0.80, .01) > N(0.79, .01)) = Phi(0.707)
+    assert [o["recommendation"] for o in out] == ["keep", "keep", "stop", "cannot tell yet"]
+    assert out[3]["p_best"] is None and out[3]["p_within_margin"] is None
+    for o in out[:3]:
+        assert o["p_within_margin"] >= o["p_best"]
+
+
+def test_judge_is_joint_not_independent():
+    """Two identical runs: each is best in half the joint draws (independent guesses, each
+    compared with the other's mean, would give each about 1/2 too, but three identical runs must
+    give 1/3 each, not 1/2)."""
+    from grpofit.forecasting.rank import judge
+
+    rng = np.random.default_rng(3)
+    out = judge([0.5 + 0.05 * rng.standard_normal(3000) for _ in range(3)], margin=0.0, seed=2)
+    for o in out:
+        assert o["p_best"] == pytest.approx(1 / 3, abs=0.03)
+        assert o["recommendation"] == "cannot tell yet"
+
+
+def test_decide_thresholds():
+    from grpofit.forecasting.rank import decide
+
+    assert decide(0.049, 0.95) == "stop"
+    assert decide(0.05, 0.95) == "cannot tell yet"
+    assert decide(0.5, 0.95) == "keep"
+    assert decide(None, 0.95) == "cannot tell yet"
+
+
+def test_step_seconds_from_elapsed_and_timing_columns():
+    from grpofit.forecasting.rank import gpu_count, step_seconds
+    from grpofit.runs import make_run
+
+    s = np.arange(0, 100, 2, dtype=float)
+    run = make_run("r", "r", "csv", {"step": s, "reward": s * 0, "_runtime": 3.0 * s}, step="step")
+    assert step_seconds(run) == pytest.approx(3.0)
+    run = make_run("r", "r", "csv", {"step": s, "reward": s * 0, "timing_s/step": s * 0 + 7.5}, step="step")
+    assert step_seconds(run) == pytest.approx(7.5)
+    assert gpu_count({"trainer.n_gpus_per_node": 8, "trainer.nnodes": 2}) == 16
+    assert gpu_count({}) is None
+
+
+# --------------------------------------------------------------------------- the command
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """Three runs to step 300, cut at 120: one saturates low (0.35), two rise to 0.8 / 0.75."""
+    d = tmp_path_factory.mktemp("sweep")
+    paths = []
+    for name, plateau, tau, seed in (("low", 0.35, 25, 1), ("high", 0.80, 40, 2), ("mid", 0.75, 40, 3)):
+        s, v = curve(plateau, tau, seed=seed)
+        paths.append(write_csv(d / f"{name}.csv", s, v, {"_runtime": 12.0 * s}))
+    return d, paths
+
+
+@pytest.fixture(scope="module")
+def ranked(sweep):
+    from grpofit.forecasting.rank import RankOptions, rank_paths
+
+    d, _ = sweep
+    return rank_paths([str(d / "*.csv")], RankOptions(until=120, margin=0.02))
+
+
+@pytest.mark.slow
+def test_rank_document(ranked):
+    doc = ranked.doc
+    assert doc["schema"] == "grpofit.rank/1"
+    assert doc["horizon"] == {"step": 300, "source": "last step of the longest run"}
+    by = {Path(r["run"]).stem: r for r in doc["runs"]}
+    assert set(by) == {"low", "high", "mid"}
+    for r in doc["runs"]:
+        assert set(r) >= {"run", "metric", "seen", "final", "p_best", "p_within_margin", "recommendation", "saved", "note"}
+        assert r["seen"]["steps"][1] == 120
+    assert sum(r["p_best"] for r in doc["runs"]) == pytest.approx(1.0, abs=1e-9)
+    assert by["low"]["recommendation"] == "stop"
+    assert by["low"]["saved"]["steps"] == 180
+    assert by["low"]["saved"]["hours"] == pytest.approx(180 * 12 / 3600)
+    assert by["low"]["saved"]["gpu_hours"] is None  # no GPU count in a bare CSV
+    assert by["high"]["recommendation"] != "stop"
+    assert by["high"]["p_best"] > by["low"]["p_best"]
+    assert Path(doc["best"]).stem in ("high", "mid")
+    assert by["high"]["final"]["pi95"][0] < by["high"]["final"]["mean"]
+
+
+@pytest.mark.slow
+def test_run_with_no_rise_yet_cannot_tell(tmp_path, sweep):
+    """A slow starter (flat so far) is not stopped: it has no forecast and no p_best."""
+    from grpofit.forecasting.rank import RankOptions, rank_paths
+
+    _, paths = sweep
+    s = np.arange(1, 301, dtype=float)
+    flat = write_csv(tmp_path / "slow.csv", s, 0.1 + 0.02 * np.random.default_rng(9).standard_normal(300))
+    doc = rank_paths([str(paths[1]), str(flat)], RankOptions(until=100)).doc
+    slow = [r for r in doc["runs"] if r["run"].endswith("slow.csv")][0]
+    assert slow["recommendation"] == "cannot tell yet"
+    assert slow["p_best"] is None and "no rise" in slow["note"]
+    assert "take no part in p_best" in doc["note"]
+
+
+@pytest.mark.slow
+def test_cli_json_markdown_plot_and_bad_input(capsys, sweep, tmp_path):
+    d, paths = sweep
+    code, out, err = run_cli(capsys, "rank", str(paths[0]), str(paths[1]), "--until", "120", "--format", "json",
+                             "--plot", str(tmp_path / "fans.png"))
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["schema"] == "grpofit.rank/1" and len(doc["runs"]) == 2
+    assert (tmp_path / "fans.png").stat().st_size > 1000
+    code, out, err = run_cli(capsys, "rank", str(paths[0]), str(paths[1]), "--until", "120", "--format", "markdown")
+    assert code == 0 and out.startswith("## grpofit rank") and "| run |" in out
+    code, out, err = run_cli(capsys, "rank", str(paths[0]), "--margin", "-1")
+    assert code == 2 and out == "" and "--margin" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run_cli(capsys, "rank", str(d / "nothing*.csv"))
+    assert code == 2 and "matches no file" in err
