@@ -287,6 +287,15 @@ def _one(args):
     return run_sweep(sw, seed, only)
 
 
+def merge(paths: list[str]) -> dict:
+    """One record from several (e.g. the real and the generated sweeps measured apart)."""
+    recs = []
+    for p in paths:
+        recs += json.loads(Path(p).read_text())["sweeps"]
+    recs.sort(key=lambda r: (r["kind"], r["sweep"]))
+    return {"method_note": METHOD_NOTE, "summary": summarise(recs), "sweeps": recs}
+
+
 def summarise(records: list[dict]) -> dict:
     """Per stratum and method: mean regret, share of sweeps with the true best killed, mean compute."""
     strata = {}
@@ -354,32 +363,42 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None, help="only the methods whose name contains this")
     ap.add_argument("--out", default=None, help="write the record (JSON) here")
     ap.add_argument("--doc", default=None, help="render docs/sweeps.md from this record and exit")
+    ap.add_argument("--merge", nargs="+", default=None, help="merge these records into --out and exit")
     a = ap.parse_args(argv)
+    if a.merge:
+        Path(a.out).write_text(json.dumps(merge(a.merge), indent=1) + "\n")
+        return 0
     if a.doc:
         rec = json.loads(Path(a.doc).read_text())
         Path(a.doc).with_suffix(".md").write_text(render_doc(rec))
         return 0
     sweeps = ([] if a.no_real else real_sweeps()) + generated_sweeps(a.generated, runs=a.runs, steps=a.steps)
     work = [(sw, k, a.only) for k, sw in enumerate(sweeps)]
+    records: list = []
+
+    def record_now() -> dict:
+        recs = sorted(records, key=lambda r: (r["kind"], r["sweep"]))
+        rec = {"method_note": METHOD_NOTE, "summary": summarise(recs), "sweeps": recs,
+               "sizes": {"generated": a.generated, "runs": a.runs, "steps": a.steps, "done": len(recs),
+                         "planned": len(work)}}
+        if a.out:  # after every sweep: a long run that is stopped keeps what it measured
+            Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")
+        return rec
+
     if a.jobs > 1:
         from multiprocessing import get_context
 
         with get_context("fork").Pool(a.jobs) as pool:
-            records = []
             for rec in pool.imap_unordered(_one, work):
                 records.append(rec)
+                record_now()
                 print(json.dumps({k: rec[k] for k in ("sweep", "kind")}), file=sys.stderr, flush=True)
     else:
-        records = []
         for w in work:
             records.append(_one(w))
+            record_now()
             print(json.dumps({k: records[-1][k] for k in ("sweep", "kind")}), file=sys.stderr, flush=True)
-    records.sort(key=lambda r: (r["kind"], r["sweep"]))
-    record = {"method_note": METHOD_NOTE, "summary": summarise(records), "sweeps": records,
-              "sizes": {"generated": a.generated, "runs": a.runs, "steps": a.steps}}
-    text = json.dumps(record, indent=1)
-    if a.out:
-        Path(a.out).write_text(text + "\n")
+    record = record_now()
     for key, block in record["summary"].items():
         print(f"== {key} ({block['sweeps']} sweeps)")
         for m, v in block.items():
