@@ -151,3 +151,28 @@ def test_cli_json_markdown_plot_and_bad_input(capsys, sweep, tmp_path):
     assert code == 2 and out == "" and "--margin" in err and len(err.strip().splitlines()) == 1
     code, out, err = run_cli(capsys, "rank", str(d / "nothing*.csv"))
     assert code == 2 and "matches no file" in err
+
+
+@pytest.mark.slow
+def test_trainer_callback_stops_on_diminishing_returns_and_says_so(capsys):
+    """A run saturated long before max_steps stops; one still rising steeply does not."""
+    from types import SimpleNamespace
+
+    from grpofit.integrations.trainer import GrpofitCallback
+
+    def drive(plateau_tau):
+        cb = GrpofitCallback(every=50, stop_on="diminishing", forecast=False, min_gain=0.05, background=False)
+        s, v = curve(0.8, plateau_tau, n=200, seed=5, sd=0.01)
+        control = SimpleNamespace(should_training_stop=False)
+        for step, value in zip(s, v):
+            state = SimpleNamespace(global_step=int(step), max_steps=1000, log_history=[])
+            cb.on_log(None, state, control, logs={"reward": float(value)})
+            if control.should_training_stop:
+                break
+        return cb, control
+
+    cb, control = drive(10.0)
+    assert control.should_training_stop and cb.stopped_by["event"] == "diminishing"
+    assert "diminishing returns" in cb.banner()
+    cb, control = drive(2000.0)
+    assert not control.should_training_stop and cb.stopped_by is None

@@ -99,11 +99,13 @@ class GrpofitCallback(_Base):
 
     def __init__(self, every: int = 10, stop_on: str | None = None, *, metric: str | None = None,
                  forecast: bool = True, name: str = "trainer", group_size: int | None = None,
-                 background: bool = True, logger: logging.Logger | None = None) -> None:
+                 background: bool = True, logger: logging.Logger | None = None,
+                 min_gain: float = 0.01, confidence: float = 0.95) -> None:
         if not isinstance(every, int) or isinstance(every, bool) or every < 1:
             raise ValueError(f"every={every!r}: a positive number of steps")
-        if stop_on not in (None, "fail", "warn"):
-            raise ValueError(f"stop_on={stop_on!r}: use 'fail', 'warn' or None")
+        if stop_on not in (None, "fail", "warn", "diminishing"):
+            raise ValueError(f"stop_on={stop_on!r}: use 'fail', 'warn', 'diminishing' or None")
+        self.min_gain, self.confidence = min_gain, confidence  #: stop_on="diminishing" (:meth:`_diminishing`)
         from grpofit.watch.monitor import Monitor
 
         self.every = every
@@ -262,9 +264,26 @@ class GrpofitCallback(_Base):
             s95 = st.steps_to_95()
             if s95 is not None:
                 numbers["grpofit/steps_to_95"] = float(s95)
-            stop = self._broken(st, events)
+            stop = self._diminishing(st) if self.stop_on == "diminishing" else self._broken(st, events)
         return {"events": events, "numbers": numbers, "stop": stop,
                 "step": None if st is None else st.last_step}
+
+    def _diminishing(self, st) -> dict | None:
+        """``stop_on="diminishing"``: the stop when the gain still expected before ``max_steps``
+        is below ``min_gain`` with probability ``confidence``
+        (:func:`grpofit.integrations.diminishing.diminishing`), or None."""
+        from grpofit.fitting.analysis import resolve_column
+        from grpofit.integrations.diminishing import diminishing
+
+        run = self._make_run(*self._snapshot())
+        try:
+            steps, values = run.series(resolve_column(run, "reward", self.metric))
+        except Exception:  # noqa: BLE001 - no reward column logged yet
+            return None
+        event = diminishing(steps, values, self._horizon, min_gain=self.min_gain, confidence=self.confidence)
+        if event is None:
+            return None
+        return {**event, "mode": "diminishing returns", "evidence": event["message"]}
 
     def _broken(self, st, events: list[dict]) -> dict | None:
         """The alert that stops the run now under ``stop_on`` (:func:`stops`), or None: a new
