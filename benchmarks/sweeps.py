@@ -353,6 +353,34 @@ METHOD_NOTE = ("Each trial reports its logged reward at every logged step. Seque
                "steps of running every run to the end.")
 
 
+def rank_cost(n_runs: int, steps: int = 300, jobs: int = 2) -> dict:
+    """``grpofit rank`` on ``n_runs`` bandit runs (CSV files) cut at 40%: wall seconds and CPU
+    seconds of the whole process (on a loaded machine the CPU seconds over the cores are the
+    figure to compare with the 10 s target)."""
+    import resource
+    import subprocess
+    import tempfile
+
+    sweeps = generated_sweeps(max(1, math.ceil(n_runs / 10)), runs=10, steps=steps, seed=11)
+    with tempfile.TemporaryDirectory() as d:
+        k = 0
+        for sw in sweeps:
+            for name, s, v in zip(sw.names, sw.steps, sw.values):
+                if k < n_runs:
+                    Path(d, f"run{k:03d}.csv").write_text("step,reward\n" + "\n".join(f"{int(a)},{float(b)!r}" for a, b in zip(s, v)) + "\n")
+                    k += 1
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "grpofit", "rank", str(Path(d) / "*.csv"), "--until", str(int(0.4 * steps)),
+                        "--horizon", str(steps), "--jobs", str(jobs), "--format", "json"], check=True,
+                       stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"runs": k, "steps": steps, "jobs": jobs, "wall_s": wall, "cpu_s": cpu, "cpu_s_per_run": cpu / k,
+            "estimated_wall_s_100_runs_2_cores": 100 * cpu / k / 2}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--generated", type=int, default=12, help="generated sweeps")
@@ -364,7 +392,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="write the record (JSON) here")
     ap.add_argument("--doc", default=None, help="render docs/sweeps.md from this record and exit")
     ap.add_argument("--merge", nargs="+", default=None, help="merge these records into --out and exit")
+    ap.add_argument("--rank-cost", type=int, default=None, help="only time grpofit rank on this many runs")
     a = ap.parse_args(argv)
+    if a.rank_cost:
+        rec = rank_cost(a.rank_cost, jobs=a.jobs)
+        print(json.dumps(rec))
+        if a.out:
+            Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")
+        return 0
     if a.merge:
         Path(a.out).write_text(json.dumps(merge(a.merge), indent=1) + "\n")
         return 0

@@ -313,6 +313,9 @@ def rank_paths(paths: list[str], opts: RankOptions) -> RankOutcome:
             errors.append({"run": path, "error": e.one_line()})
     if opts.run_pattern and not items and not errors:
         raise no_match(opts.run_pattern, paths)
+    if not items and errors:
+        raise UsageError(f"no run could be read: {errors[0]['error']}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
+                         fix="pass log files or run folders of the sweep")
     if not items:
         raise UsageError(f"no run could be read from {' '.join(paths)}", fix="pass log files or run folders of the sweep")
     empty = [it.name for it in items if not it.steps.size]
