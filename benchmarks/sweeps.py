@@ -316,6 +316,35 @@ def summarise(records: list[dict]) -> dict:
     return out
 
 
+def where_we_lose(summary: dict) -> list[str]:
+    """Every stratum and harness where a baseline beats grpofit on regret, on the true best kept,
+    or on compute at no higher regret; and the targets missed."""
+    out = []
+    for key, block in summary.items():
+        for harness in ("optuna", "ray"):
+            ours = block.get(f"{harness}: grpofit")
+            if ours is None:
+                continue
+            for m, v in block.items():
+                if m == "sweeps" or not m.startswith(harness + ":") or m == f"{harness}: grpofit":
+                    continue
+                if v["regret"] < ours["regret"] - 1e-9:
+                    out.append(f"{key}, {m}: lower regret ({v['regret']:.4f} vs {ours['regret']:.4f}) "
+                               f"at {100 * v['compute']:.0f}% compute vs grpofit's {100 * ours['compute']:.0f}%")
+                elif v["compute"] < ours["compute"] - 1e-9 and v["regret"] <= ours["regret"] + 1e-9:
+                    out.append(f"{key}, {m}: less compute ({100 * v['compute']:.0f}% vs {100 * ours['compute']:.0f}%) "
+                               f"at no higher regret ({v['regret']:.4f} vs {ours['regret']:.4f})")
+            if ours["best_killed"] > 0.05:
+                out.append(f"{key}, {harness}: grpofit killed the true best in {100 * ours['best_killed']:.0f}% of sweeps (target <= 5%)")
+            if ours["compute"] > 0.60:
+                out.append(f"{key}, {harness}: grpofit used {100 * ours['compute']:.0f}% of the compute (target: save >= 40%)")
+            if ours["per_report_ms_mean"] > 50:
+                out.append(f"{key}, {harness}: grpofit took {ours['per_report_ms_mean']:.0f} ms per report on average (target <= 50)")
+            out.append(f"{key}, {harness}: the longest single report took {ours['per_report_ms_max'] / 1e3:.1f} s "
+                       "(a checkpoint: one forecast per trial that moved)")
+    return out
+
+
 def render_doc(record: dict) -> str:
     """docs/sweeps.md from the record."""
     lines = ["# Pruning a sweep: grpofit against successive halving / ASHA and the median rule", "",
@@ -338,8 +367,15 @@ def render_doc(record: dict) -> str:
             lines.append(f"| {rec['sweep']} | {rec['kind']} | {rec['runs']} | {rec['true_best']} | {m} | "
                          f"{v['regret']:.4f} | {'yes' if v['best_killed'] else 'no'} | {100 * v['compute']:.0f}% |")
     lines.append("")
-    if record.get("where_we_lose"):
-        lines += ["## Where grpofit loses", ""] + [f"- {x}" for x in record["where_we_lose"]] + [""]
+    lose = where_we_lose(record["summary"])
+    if lose:
+        lines += ["## Where grpofit loses (and targets missed)", ""] + [f"- {x}" for x in lose] + [""]
+    if record.get("rank_cost"):
+        rc = record["rank_cost"]
+        lines += ["## `grpofit rank` on many runs", "",
+                  f"{rc['runs']} bandit runs of {rc['steps']} steps cut at 40%, `--jobs {rc['jobs']}`: "
+                  f"{rc['wall_s']:.1f} s wall on the shared (loaded) machine, {rc['cpu_s']:.1f} CPU-seconds in all, "
+                  f"so about {rc['cpu_s'] / 2:.1f} s on 2 free cores (target 10 s).", ""]
     return "\n".join(lines)
 
 
@@ -387,6 +423,8 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--no-real", action="store_true")
+    ap.add_argument("--stratum", default=None, help="only the generated sweeps of this kind (e.g. 'generated (slow starter best)')")
+    ap.add_argument("--first", type=int, default=0, help="skip the first N generated sweeps (already measured)")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--only", default=None, help="only the methods whose name contains this")
     ap.add_argument("--out", default=None, help="write the record (JSON) here")
@@ -401,13 +439,20 @@ def main(argv=None) -> int:
             Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")
         return 0
     if a.merge:
-        Path(a.out).write_text(json.dumps(merge(a.merge), indent=1) + "\n")
+        rec = merge([p for p in a.merge if "rankcost" not in Path(p).name])
+        for p in a.merge:
+            if "rankcost" in Path(p).name:
+                rec["rank_cost"] = json.loads(Path(p).read_text())
+        Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")
         return 0
     if a.doc:
         rec = json.loads(Path(a.doc).read_text())
         Path(a.doc).with_suffix(".md").write_text(render_doc(rec))
         return 0
-    sweeps = ([] if a.no_real else real_sweeps()) + generated_sweeps(a.generated, runs=a.runs, steps=a.steps)
+    gen = generated_sweeps(a.generated, runs=a.runs, steps=a.steps)[a.first:]
+    if a.stratum:
+        gen = [sw for sw in gen if sw.kind == a.stratum]
+    sweeps = ([] if a.no_real else real_sweeps()) + gen
     work = [(sw, k, a.only) for k, sw in enumerate(sweeps)]
     records: list = []
 
