@@ -68,7 +68,7 @@ def test_decide_thresholds():
 
 def test_step_seconds_from_elapsed_and_timing_columns():
     from grpofit.forecasting.rank import gpu_count, step_seconds
-    from grpofit.runs import make_run
+    from grpofit.core.runs import make_run
 
     s = np.arange(0, 100, 2, dtype=float)
     run = make_run("r", "r", "csv", {"step": s, "reward": s * 0, "_runtime": 3.0 * s}, step="step")
@@ -94,7 +94,7 @@ def sweep(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ranked(sweep):
-    from grpofit.forecasting.rank import RankOptions, rank_paths
+    from grpofit.commands.rank import RankOptions, rank_paths
 
     d, _ = sweep
     return rank_paths([str(d / "*.csv")], RankOptions(until=120, margin=0.02))
@@ -124,7 +124,7 @@ def test_rank_document(ranked):
 @pytest.mark.slow
 def test_run_with_no_rise_yet_cannot_tell(tmp_path, sweep):
     """A slow starter (flat so far) is not stopped: it has no forecast and no p_best."""
-    from grpofit.forecasting.rank import RankOptions, rank_paths
+    from grpofit.commands.rank import RankOptions, rank_paths
 
     _, paths = sweep
     s = np.arange(1, 301, dtype=float)

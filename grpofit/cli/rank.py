@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from grpofit.cli.common import DEBUG, METRIC, RUN_PATTERN, STEP, DiagnoseFormat, print_json, warn
-from grpofit.errors import ExitCode
+from grpofit.core.errors import ExitCode
 
 
 def rank(
@@ -33,11 +33,11 @@ def rank(
 
     Example: grpofit rank 'sweep/*.csv' --horizon 1000 --until 200 --plot fans.png
     """
-    from grpofit.forecasting.rank import RankOptions, rank_paths
+    from grpofit.commands.rank import RankOptions, rank_paths
 
     if plot is not None:
         from grpofit.cli.common import check_writable
-        from grpofit.plotting import check_suffix
+        from grpofit.render.plotting import check_suffix
 
         check_suffix(plot, option="--plot")
         check_writable(plot, "--plot")
@@ -48,19 +48,19 @@ def rank(
     if format is DiagnoseFormat.json:
         print_json(done.doc)
     elif format is DiagnoseFormat.markdown:
-        from grpofit.forecasting.rank_report import rank_markdown
+        from grpofit.render.rank import rank_markdown
 
         typer.echo(rank_markdown(done.doc), nl=False)
     else:
-        from grpofit import render
-        from grpofit.forecasting.rank_report import rank_table
+        from grpofit.render import tables as render
+        from grpofit.render.rank import rank_table
 
         table, lines = rank_table(done.doc)
         render.print_tables([table])
         for line in lines:
             typer.echo(line)
     if plot is not None and done.items:
-        from grpofit.forecasting.rank_report import save_rank_figure
+        from grpofit.render.rank import save_rank_figure
 
         save_rank_figure(done, plot)
     for e in done.doc.get("errors", []):

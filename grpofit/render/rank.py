@@ -22,7 +22,7 @@ def _pct(p) -> str:
 
 
 def _final(f: dict) -> str:
-    from grpofit.render import num
+    from grpofit.render.tables import num
 
     if not f or f.get("mean") is None:
         return "-"
@@ -36,7 +36,7 @@ def _final(f: dict) -> str:
 
 
 def _saved(r: dict) -> str:
-    from grpofit.render import num
+    from grpofit.render.tables import num
 
     s = r.get("saved") or {}
     if s.get("steps") is None:
@@ -50,7 +50,7 @@ def _saved(r: dict) -> str:
 
 
 def _rows(doc: dict):
-    from grpofit.render import num
+    from grpofit.render.tables import num
 
     order = sorted(doc.get("runs", []), key=lambda r: (r.get("p_best") is None, -(r.get("p_best") or 0.0),
                                                         -((r.get("final") or {}).get("mean") or -1e300)))
@@ -60,7 +60,7 @@ def _rows(doc: dict):
 
 
 def _summary_lines(doc: dict) -> list[str]:
-    from grpofit.render import num
+    from grpofit.render.tables import num
 
     h = doc["horizon"]
     lines = [f"horizon: step {num(h['step'])} ({h['source']}); margin {num(doc.get('margin'))}, "
@@ -84,12 +84,12 @@ def rank_table(doc: dict):
     """``(table, lines)``: the runs, most likely best first, and the notes below."""
     from rich.table import Table
 
-    from grpofit.render import esc, short_names
+    from grpofit.render.tables import esc, short_names
 
     table = Table(title="rank: each run forecast to the common horizon", title_justify="left")
     for h in HEAD:
         table.add_column(h)
-    from grpofit.selection import run_label
+    from grpofit.readers.selection import run_label
 
     rows = [row for _, row in _rows(doc)]
     labels = [run_label(row[0]) for row in rows]
@@ -115,9 +115,9 @@ def save_rank_figure(outcome, path) -> None:
 
     from matplotlib.figure import Figure
 
-    from grpofit.errors import UsageError
-    from grpofit.plotting import check_suffix
-    from grpofit.selection import run_label
+    from grpofit.core.errors import UsageError
+    from grpofit.render.plotting import check_suffix
+    from grpofit.readers.selection import run_label
 
     path = Path(path)
     check_suffix(path)
