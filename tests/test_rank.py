@@ -176,3 +176,17 @@ def test_trainer_callback_stops_on_diminishing_returns_and_says_so(capsys):
     assert "diminishing returns" in cb.banner()
     cb, control = drive(2000.0)
     assert not control.should_training_stop and cb.stopped_by is None
+
+
+def test_sweep_benchmark_scoring():
+    """Regret, best killed and compute share, on a hand-made sweep of three runs of 10 steps."""
+    from benchmarks.sweeps import Sweep, _score
+
+    s = np.arange(1, 11, dtype=float)
+    sw = Sweep("t", "generated", ["a", "b", "c"], [s, s, s],
+               [np.full(10, 0.5), np.full(10, 0.9), np.full(10, 0.7)], np.array([0.5, 0.9, 0.7]), 10.0)
+    everything = _score(sw, [None, None, None])
+    assert everything == {"regret": 0.0, "best_killed": False, "compute": 1.0, "kept": "b", "stopped": 0}
+    killed = _score(sw, [None, 3.0, None])  # the best stopped at step 3: c is kept
+    assert killed["regret"] == pytest.approx(0.2) and killed["best_killed"]
+    assert killed["compute"] == pytest.approx((10 + 3 + 10) / 30)
