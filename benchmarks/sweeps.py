@@ -59,14 +59,14 @@ class Sweep:
 
 # --- the sweeps -------------------------------------------------------------------------------
 
-REAL_SWEEPS = {
-    "deepgrpo group size": ["deepgrpo_wandb_val_gsm8k_groupsize_sweep_qwen2.5-0.5b.csv"],
-    "deepgrpo gamma": ["deepgrpo_wandb_val_gsm8k_gamma_sweep_qwen2.5-0.5b.csv"],
-    "HeteroRL GRPO/GEPO/GSPO": ["heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"],
-    "rasbt ch7 (7.3, 7.4, 7.5)": ["rasbt_grpo_qwen3-0.6b_7_3_tracking.csv", "rasbt_grpo_qwen3-0.6b_7_4_clip_ratio.csv",
-                                  "rasbt_grpo_qwen3-0.6b_7_5_kl_collapse.csv"],
+REAL_SWEEPS = {  # cheapest first: a measurement stopped early keeps the ones done
     "rasbt ch7.6 (format reward pair)": ["rasbt_grpo_qwen3-0.6b_7_6_format_reward.csv",
                                          "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv"],
+    "rasbt ch7 (7.3, 7.4, 7.5)": ["rasbt_grpo_qwen3-0.6b_7_3_tracking.csv", "rasbt_grpo_qwen3-0.6b_7_4_clip_ratio.csv",
+                                  "rasbt_grpo_qwen3-0.6b_7_5_kl_collapse.csv"],
+    "HeteroRL GRPO/GEPO/GSPO": ["heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"],
+    "deepgrpo group size": ["deepgrpo_wandb_val_gsm8k_groupsize_sweep_qwen2.5-0.5b.csv"],
+    "deepgrpo gamma": ["deepgrpo_wandb_val_gsm8k_gamma_sweep_qwen2.5-0.5b.csv"],
 }
 
 

@@ -190,3 +190,15 @@ def test_sweep_benchmark_scoring():
     killed = _score(sw, [None, 3.0, None])  # the best stopped at step 3: c is kept
     assert killed["regret"] == pytest.approx(0.2) and killed["best_killed"]
     assert killed["compute"] == pytest.approx((10 + 3 + 10) / 30)
+
+
+def test_a_run_still_rising_is_never_stopped():
+    """The slow starter's protection: draws far below the best, but open-ended (still rising)."""
+    from grpofit.forecasting.rank import judge
+
+    rng = np.random.default_rng(4)
+    draws = [0.9 + 0.01 * rng.standard_normal(1000), 0.3 + 0.05 * rng.standard_normal(1000),
+             0.3 + 0.05 * rng.standard_normal(1000)]
+    out = judge(draws, open_ended=[False, True, False])
+    assert out[1]["p_within_margin"] < 0.05
+    assert [o["recommendation"] for o in out] == ["keep", "cannot tell yet", "stop"]

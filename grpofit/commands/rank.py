@@ -115,7 +115,8 @@ def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: Ran
     from grpofit.core.vocabulary import SCHEMAS
 
     results = _forecast_all(items, horizon, source, opts.seed, opts.jobs)
-    verdicts = judge([r.draws for r in results], margin=opts.margin, confidence=opts.confidence, seed=opts.seed)
+    verdicts = judge([r.draws for r in results], margin=opts.margin, confidence=opts.confidence, seed=opts.seed,
+                     open_ended=[r.open_ended for r in results])
     runs = []
     for item, res, v in zip(items, results, verdicts):
         at = res.entry.get("at", [{}])[0] if res.entry.get("at") else {}

@@ -11,7 +11,11 @@ noise would blur every comparison equally. They are the engine's joint predictiv
 horizon, moved by the same shift the engine applies to its point forecast (the blend with
 persistence, :class:`~.engine._Blend`), and kept inside ``[0, 1]`` when every seen reward lies
 there. The intervals shown (``entry``) are the engine's own, for the logged reward, exactly as
-``grpofit forecast`` prints them.
+``grpofit forecast`` prints them. When the run is still rising (its late slope significantly
+positive) or the engine gives no upper end at the horizon, ``open_ended`` is set: the draws'
+upper tail is the law's guess, not something the data hold. A slow starter looks exactly like
+that: on a bandit sweep, a run at 0.1 after 20% of its steps was forecast at 0.32 [0, 0.60]
+(95%) and ended at 0.95.
 
 When the engine refuses (too few points, no rise yet, a collapse, a fall back below the start),
 a run whose seen steps already reach the horizon still has a known final level: draws from the
@@ -43,6 +47,9 @@ class HorizonDraws:
     kind: str  #: "forecast", "seen", "current level" or "none"
     note: str | None  #: why there is no forecast, or what the draws assume
     forecast: object = None  #: the engine's :class:`~.engine.Forecast` (plots)
+    #: the run is still rising (late slope significantly positive) or its forecast has no upper
+    #: end at the horizon: the draws' upper tail is the law's guess, so the run is not stopped on it
+    open_ended: bool = False
 
 
 def _bounded(values: np.ndarray) -> bool:
@@ -89,7 +96,12 @@ def horizon_draws(steps, values, horizon: float, *, horizon_source: str | None =
         if _bounded(values):
             lat = np.clip(lat, 0.0, 1.0)
         pick = rng.choice(lat.size, N_DRAWS, replace=lat.size < N_DRAWS)
-        return HorizonDraws(lat[pick], doc, "forecast", None, fc)
+        p95 = at.get("pi95") or [None, None]
+        # still rising (the late slope significantly positive), or no upper end: the law's
+        # extrapolation of a rise under way is what a slow starter defeats (a sigmoid start read
+        # as an early plateau), so nothing is stopped on it
+        open_ended = at.get("kind") == "lower_bound" or p95[1] is None or bool(doc.get("still_rising"))
+        return HorizonDraws(lat[pick], doc, "forecast", None, fc, open_ended)
     note = doc.get("note")
     if steps.size >= 3 and seen_all:
         return HorizonDraws(_level_draws(values[steps <= horizon], rng, spread="se"), doc, "seen",

@@ -6,7 +6,7 @@ steps of that trial, once it has ``min_points`` reports) every trial is forecast
 (:func:`~.horizon.horizon_draws`, cached per trial and number of points, so a trial that has not
 reported since costs nothing) and the trial is stopped when :func:`~.rank.judge` says ``stop``:
 it ends within ``margin`` of the best trial's final reward with probability below
-``1 - confidence``. Trials that have ended take part with their known level; trials not yet
+``1 - confidence`` (never while its forecast has no upper end: a slow starter). Trials that have ended take part with their known level; trials not yet
 forecastable take no part (they can only make the decision more cautious if they did). Between
 checkpoints a report costs a dictionary update.
 """
@@ -87,8 +87,8 @@ class SweepJudge:
         if hit is not None and hit[0] == t.ended and (hit[1] == last or (not t.ended and last - hit[1] < tolerance)):
             return hit[2]
         res = horizon_draws(np.asarray(t.steps), np.asarray(t.values), self.horizon, seed=self.seed)
-        self._cache[key] = (t.ended, last, res.draws)
-        return res.draws
+        self._cache[key] = (t.ended, last, res)
+        return res
 
     def should_stop(self, trial) -> bool:
         """Whether ``trial`` should stop now (only at its checkpoints; False otherwise)."""
@@ -107,10 +107,12 @@ class SweepJudge:
         # the trial decided on: from (nearly) all it has reported; the others: from their last
         # forecast unless they have moved on by half a checkpoint interval
         keys = list(self.trials)
-        draws = [self._draws(k, self.trials[k], (0.1 if k == trial else 0.5) * self.check_every) for k in keys]
+        res = [self._draws(k, self.trials[k], (0.1 if k == trial else 0.5) * self.check_every) for k in keys]
+        draws = [None if r is None else r.draws for r in res]
         if draws[keys.index(trial)] is None:
             return False
-        verdicts = judge(draws, margin=self.margin, confidence=self.confidence, seed=self.seed)
+        verdicts = judge(draws, margin=self.margin, confidence=self.confidence, seed=self.seed,
+                         open_ended=[r is not None and r.open_ended for r in res])
         v = verdicts[keys.index(trial)]
         t.stopped = v["recommendation"] == STOP
         self.decisions.append((trial, step, v["p_within_margin"], t.stopped))

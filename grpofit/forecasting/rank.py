@@ -10,8 +10,10 @@ draw of every run per row, independent across runs) and reads off, per run,
 - ``p_within_margin``: the share of rows where it is within ``margin`` of the row's highest;
 - the recommendation (:func:`decide`): ``stop`` when ``p_within_margin < 1 - confidence`` (it
   will not end within the margin of the best, with the stated confidence), ``keep`` when it is
-  at least as likely as not to end within the margin, ``cannot tell yet`` otherwise or when the
-  run has no draws (too few points, no rise yet).
+  at least as likely as not to end within the margin, ``cannot tell yet`` otherwise, when the
+  run has no draws (too few points, no rise yet), and instead of ``stop`` while the run is still
+  rising or its forecast has no upper end (a slow starter: the law's extrapolation of a rise
+  under way is not to be trusted with a stop).
 
 The same :func:`judge` decides for the Optuna pruner and the Ray Tune stopper
 (:mod:`grpofit.integrations.optuna`, :mod:`grpofit.integrations.ray`); reading the runs and the
@@ -37,9 +39,12 @@ def decide(p_within: float | None, confidence: float) -> str:
 
 
 def judge(draws: list[np.ndarray | None], *, margin: float = 0.01, confidence: float = 0.95,
-          seed: int = 0) -> list[dict]:
+          seed: int = 0, open_ended: list[bool] | None = None) -> list[dict]:
     """Per run ``{"p_best", "p_within_margin", "recommendation"}`` from each run's draws at the
     horizon (None: no draws; such a run takes no part and gets nulls and ``cannot tell yet``).
+    ``open_ended[i]``: run i is still rising or its forecast has no upper end: it is never
+    stopped (``cannot tell yet`` at worst), since the draws' upper tail that would clear it is
+    not known.
 
     The runs' draws are resampled to one length and stacked column by column, so each row is one
     joint outcome of the sweep (independent across runs); probabilities are shares of rows."""
@@ -60,7 +65,10 @@ def judge(draws: list[np.ndarray | None], *, margin: float = 0.01, confidence: f
     within = (joint >= (top - margin)[:, None]).mean(axis=0)
     for k, i in enumerate(have):
         pw = float(within[k])
-        out[i] = {"p_best": float(p_best[k]), "p_within_margin": pw, "recommendation": decide(pw, confidence)}
+        verdict = decide(pw, confidence)
+        if verdict == STOP and open_ended is not None and open_ended[i]:
+            verdict = UNSURE
+        out[i] = {"p_best": float(p_best[k]), "p_within_margin": pw, "recommendation": verdict}
     return out
 
 
