@@ -11,9 +11,10 @@ noise would blur every comparison equally. They are the engine's joint predictiv
 horizon, moved by the same shift the engine applies to its point forecast (the blend with
 persistence, :class:`~.engine._Blend`), and kept inside ``[0, 1]`` when every seen reward lies
 there. The intervals shown (``entry``) are the engine's own, for the logged reward, exactly as
-``grpofit forecast`` prints them. When the run is still rising (its late slope significantly
-positive) or the engine gives no upper end at the horizon, ``open_ended`` is set: the draws'
-upper tail is the law's guess, not something the data hold. A slow starter looks exactly like
+``grpofit forecast`` prints them. When the engine gives no upper end at the horizon, or the run is
+still rising (its late slope significantly positive) and faster over the second half of its
+points than over the first, ``open_ended`` is set: the draws' upper tail is the law's guess, not
+something the data hold. A slow starter looks exactly like
 that: on a bandit sweep, a run at 0.1 after 20% of its steps was forecast at 0.32 [0, 0.60]
 (95%) and ended at 0.95.
 
@@ -68,6 +69,17 @@ def _level_draws(values: np.ndarray, rng, *, spread: str) -> np.ndarray:
     return np.clip(out, 0.0, 1.0) if _bounded(values) else out
 
 
+def _accelerating(steps: np.ndarray, values: np.ndarray) -> bool:
+    """Whether the straight-line slope over the second half of the points exceeds the first
+    half's: a rise that is speeding up (a slow start), not settling."""
+    half = steps.size // 2
+    if half < 3:
+        return False
+    first = np.polyfit(steps[:half], values[:half], 1)[0]
+    second = np.polyfit(steps[half:], values[half:], 1)[0]
+    return bool(second > first)
+
+
 def horizon_draws(steps, values, horizon: float, *, horizon_source: str | None = None,
                   batch: int | None = None, seed: int = 0) -> HorizonDraws:
     """Draws of the run's expected reward at step ``horizon`` from ``(steps, values)`` seen so
@@ -97,10 +109,10 @@ def horizon_draws(steps, values, horizon: float, *, horizon_source: str | None =
             lat = np.clip(lat, 0.0, 1.0)
         pick = rng.choice(lat.size, N_DRAWS, replace=lat.size < N_DRAWS)
         p95 = at.get("pi95") or [None, None]
-        # still rising (the late slope significantly positive), or no upper end: the law's
-        # extrapolation of a rise under way is what a slow starter defeats (a sigmoid start read
-        # as an early plateau), so nothing is stopped on it
-        open_ended = at.get("kind") == "lower_bound" or p95[1] is None or bool(doc.get("still_rising"))
+        # no upper end, or still rising faster than before (a sigmoid start, which the laws read
+        # as an early plateau): nothing is stopped on the law's extrapolation
+        open_ended = (at.get("kind") == "lower_bound" or p95[1] is None
+                      or (bool(doc.get("still_rising")) and _accelerating(steps, values)))
         return HorizonDraws(lat[pick], doc, "forecast", None, fc, open_ended)
     note = doc.get("note")
     if steps.size >= 3 and seen_all:

@@ -12,7 +12,7 @@ draw of every run per row, independent across runs) and reads off, per run,
   will not end within the margin of the best, with the stated confidence), ``keep`` when it is
   at least as likely as not to end within the margin, ``cannot tell yet`` otherwise, when the
   run has no draws (too few points, no rise yet), and instead of ``stop`` while the run is still
-  rising or its forecast has no upper end (a slow starter: the law's extrapolation of a rise
+  rising and speeding up, or its forecast has no upper end (a slow starter: the law's extrapolation of a rise
   under way is not to be trusted with a stop).
 
 The same :func:`judge` decides for the Optuna pruner and the Ray Tune stopper
@@ -42,7 +42,8 @@ def judge(draws: list[np.ndarray | None], *, margin: float = 0.01, confidence: f
           seed: int = 0, open_ended: list[bool] | None = None) -> list[dict]:
     """Per run ``{"p_best", "p_within_margin", "recommendation"}`` from each run's draws at the
     horizon (None: no draws; such a run takes no part and gets nulls and ``cannot tell yet``).
-    ``open_ended[i]``: run i is still rising or its forecast has no upper end: it is never
+    ``open_ended[i]``: run i is still rising and speeding up, or its forecast has no upper end
+    (:class:`~.horizon.HorizonDraws`): it is never
     stopped (``cannot tell yet`` at worst), since the draws' upper tail that would clear it is
     not known.
 
