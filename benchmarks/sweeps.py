@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-REAL = Path(os.path.normpath(Path(__file__).resolve().parents[2] / ".." / "shared" / "real_logs"))
+REAL = Path(os.path.normpath(Path(__file__).resolve().parents[1] / ".." / "shared" / "real_logs"))
 
 
 @dataclass
