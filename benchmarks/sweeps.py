@@ -307,7 +307,7 @@ def summarise(records: list[dict]) -> dict:
     """Per stratum and method: mean regret, share of sweeps with the true best killed, mean compute."""
     strata = {}
     for rec in records:
-        for key in ({"real": "real"}.get(rec["kind"], "generated (all)"), rec["kind"]):
+        for key in dict.fromkeys(({"real": "real"}.get(rec["kind"], "generated (all)"), rec["kind"])):
             strata.setdefault(key, []).append(rec)
     out = {}
     for key, recs in strata.items():

@@ -202,3 +202,13 @@ def test_a_run_still_rising_is_never_stopped():
     out = judge(draws, open_ended=[False, True, False])
     assert out[1]["p_within_margin"] < 0.05
     assert [o["recommendation"] for o in out] == ["keep", "cannot tell yet", "stop"]
+
+
+def test_sweep_benchmark_summary_counts_each_sweep_once():
+    from benchmarks.sweeps import summarise
+
+    row = {"regret": 0.1, "best_killed": True, "compute": 0.5, "per_report_ms": {"mean": 1.0, "max": 2.0}}
+    recs = [{"kind": "real", "methods": {"m": row}}, {"kind": "generated (slow starter best)", "methods": {"m": row}}]
+    out = summarise(recs)
+    assert out["real"]["sweeps"] == 1 and out["generated (all)"]["sweeps"] == 1
+    assert out["generated (slow starter best)"]["m"]["best_killed"] == 1.0
