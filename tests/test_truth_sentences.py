@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from tests.conftest import run_cli
 
@@ -35,9 +36,12 @@ def test_a_run_sitting_at_its_floor_fails_the_gate_and_every_command_names_the_c
     step = diag["collapse"]["step"]
     assert diag["collapse"]["level_after"] == -1.0 and not diag["collapse"]["recovered"]
     fit = json.loads(run_cli(capsys, "fit", path, "--format", "json")[1])["runs"][0]
-    fc = json.loads(run_cli(capsys, "forecast", path, "--format", "json")[1])["runs"][0]
+    n = int(np.loadtxt(path, delimiter=",", skiprows=1).shape[0])
+    fc = json.loads(run_cli(capsys, "forecast", path, "--horizon", str(2 * n), "--format", "json")[1])["runs"][0]
     assert fit["collapse"]["step"] == step == fc["collapse"]["step"]
-    assert fc["note"].startswith(f"cannot forecast: the reward collapses at step {step:g}")
+    # the floor it sits at is the forecast, with the collapse named
+    assert fc["note"].startswith(f"the reward collapsed at step {step:g}")
+    assert fc["at"][0]["mean"] == pytest.approx(-1.0, abs=0.02)
 
 
 def _truncation_finding(table):

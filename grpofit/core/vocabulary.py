@@ -56,6 +56,7 @@ SCHEMAS: dict[str, str] = {
     "rank": "grpofit.rank/1",
     "watch": "grpofit.watch/1",
     "bandit": "grpofit.bandit/1",  #: simulate bandit's .meta.json
+    "prior": "grpofit.prior/1",  #: a saved population prior (forecast --save-prior)
 }
 
 

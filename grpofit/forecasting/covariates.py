@@ -40,6 +40,7 @@ def covariates_of(run) -> dict:
     """Covariates a run names: its config's hyperparameters (:mod:`grpofit.readers.config`), a
     bandit simulation's ``FILE.meta.json`` (its settings only, never its answers), a model size
     in its config's model path (``Qwen/Qwen2.5-0.5B``) or its name (``0.5B``, ``7b``, ``350M``)."""
+    from grpofit.core.vocabulary import SCHEMAS
     from grpofit.readers.config import hyperparameters
 
     out: dict = {}
@@ -54,7 +55,7 @@ def covariates_of(run) -> dict:
         try:
             with open(meta, encoding="utf-8") as f:
                 m = json.load(f)
-            if m.get("schema") == "grpofit.bandit/1":
+            if m.get("schema") == SCHEMAS["bandit"]:
                 for key, name in (("lr", "lr"), ("momentum", "momentum"), ("refresh_interval", "refresh"),
                                   ("group_size", "group_size"), ("beta", "kl")):
                     if isinstance(m.get(key), (int, float)):

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from grpofit.core.vocabulary import SCHEMAS
 from grpofit.forecasting.covariates import (
     COVARIATES,
     _transform,
@@ -59,7 +60,7 @@ __all__ = [
     "summarise_run",
 ]
 
-PRIOR_SCHEMA = "grpofit.prior/1"
+PRIOR_SCHEMA = SCHEMAS["prior"]
 #: the law's parameters the prior is over (plus the log noise level, which is checked, not fitted)
 PARAMS = ("plateau", "initial", "log_timescale", "log_inertia")
 BINS = 80
