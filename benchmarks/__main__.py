@@ -26,8 +26,21 @@ import numpy as np
 
 from benchmarks import data
 
-SECTIONS = ("fit", "startup", "sweep", "reading", "readers", "long_fit", "growth", "watch", "forecast", "fitcost",
-            "peers", "plots", "callback")
+SECTIONS = (
+    "fit",
+    "startup",
+    "sweep",
+    "reading",
+    "readers",
+    "long_fit",
+    "growth",
+    "watch",
+    "forecast",
+    "fitcost",
+    "peers",
+    "plots",
+    "callback",
+)
 BASELINE = Path(__file__).resolve().with_name("baseline.py")
 PEERS = Path(__file__).resolve().with_name("peers.py")
 
@@ -58,15 +71,28 @@ class Sizes:
     # about 45% of runs and 20 runs (9 tests on the first 20) moved the ratio by a few hundredths
     fitcost_counted: int = 60
     peer_counts: tuple[int, ...] = (120, 480)  # runs each peer fits (same files, paired, interleaved)
-    plot_logs: str = "../shared/real_logs"  # the folder diagnose --plot-dir draws (skipped when absent)
+    plot_logs: str = "tests/data/real_logs"  # the folder diagnose --plot-dir draws (skipped when absent)
 
 
 FULL = Sizes()
 #: ``--quick`` (the smoke test): every code path but the sweep-vs-runs loop, on tiny inputs
-QUICK = Sizes(fit_counts=(1, 4, 8), one_steps=1000, sweep_runs=8, sweep_steps=300, big_rows=5_000,
-              growth_lengths=(100, 1_000, 10_000), growth_sweeps=(), reader_rows=(200, 2_000),
-              watch_full=False, forecast_runs=8, forecast_files=2, fitcost_runs=6,
-              fitcost_counted=0, peer_counts=(2, 4), plot_logs="sample_logs/wandb")
+QUICK = Sizes(
+    fit_counts=(1, 4, 8),
+    one_steps=1000,
+    sweep_runs=8,
+    sweep_steps=300,
+    big_rows=5_000,
+    growth_lengths=(100, 1_000, 10_000),
+    growth_sweeps=(),
+    reader_rows=(200, 2_000),
+    watch_full=False,
+    forecast_runs=8,
+    forecast_files=2,
+    fitcost_runs=6,
+    fitcost_counted=0,
+    peer_counts=(2, 4),
+    plot_logs="sample_logs/wandb",
+)
 
 
 @dataclass
@@ -124,8 +150,11 @@ def run_process(cmd: list[str], *, cwd: Path | None = None) -> Proc:
     high-water mark. Without ``/usr/bin/time`` a tiny Python wrapper does the same (its own
     ~10 MB then bound the smallest figure from below). Wall time includes the wrapper (~1 ms).
     """
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.NamedTemporaryFile("r", suffix=".rss") as rss,
+    ):
         if TIME:
             wrapped = [TIME, "-f", "%M %U %S", "-o", rss.name, *cmd]
         else:  # pragma: no cover - /usr/bin/time missing
@@ -246,8 +275,10 @@ def machine_line(m: dict) -> str:
     load = f"load average {m['load_average_at_start'][0]:.1f} at start"
     if "load_average_at_end" in m:
         load += f", {m['load_average_at_end'][0]:.1f} at end"
-    return (f"{m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), {m['memory_gb']} GB RAM, "
-            f"Python {m['python']}, numpy {m['numpy']}, scipy {m['scipy']}, grpofit {m['grpofit']}; {load}")
+    return (
+        f"{m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), {m['memory_gb']} GB RAM, "
+        f"Python {m['python']}, numpy {m['numpy']}, scipy {m['scipy']}, grpofit {m['grpofit']}; {load}"
+    )
 
 
 # --------------------------------------------------------------------------- 1. fit
@@ -284,8 +315,12 @@ def score_grpofit(doc: dict, files: list[tuple[Path, dict]]) -> dict:
         osc.append(_recovered(truth, _param(o, "plateau"), _param(o, "timescale")))
         p = models.get(entry.get("preferred") or "")
         pref.append(_recovered(truth, _param(p, "plateau"), _param(p, "timescale")))
-    return {"oscillator": float(np.mean(osc)), "preferred": float(np.mean(pref)), "missing": missing,
-            "errors": len(doc.get("errors", []))}
+    return {
+        "oscillator": float(np.mean(osc)),
+        "preferred": float(np.mean(pref)),
+        "missing": missing,
+        "errors": len(doc.get("errors", [])),
+    }
 
 
 def score_baseline(doc: dict, files: list[tuple[Path, dict]]) -> dict:
@@ -326,8 +361,10 @@ def _recovery_by_stratum(files, g_doc, b_doc) -> dict:
         cell["grpofit"].append(_recovered(truth, _param(pref, "plateau"), _param(pref, "timescale")))
         popt = (b_by.get(path.name) or {}).get("popt")
         cell["plain"].append(bool(popt) and _recovered(truth, popt[0], popt[2]))
-    return {k: {tool: float(np.mean(v)) for tool, v in cell.items()} | {"n": len(cell["plain"])}
-            for k, cell in sorted(out.items())}
+    return {
+        k: {tool: float(np.mean(v)) for tool, v in cell.items()} | {"n": len(cell["plain"])}
+        for k, cell in sorted(out.items())
+    }
 
 
 def bench_fit(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
@@ -357,7 +394,11 @@ def bench_fit(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
             order = list(tools) if (r + i) % 2 == 0 else list(tools)[::-1]
             got = {}
             for t in order:
-                p = checked(run_process(tools[t](n), cwd=work), f"{t} fit ({n} runs)", ok_codes=(0, 2) if t == "grpofit" else (0,))
+                p = checked(
+                    run_process(tools[t](n), cwd=work),
+                    f"{t} fit ({n} runs)",
+                    ok_codes=(0, 2) if t == "grpofit" else (0,),
+                )
                 got[t] = p
                 m[n][t]["wall"].append(p.wall)
                 m[n][t]["cpu"].append(p.cpu)
@@ -367,8 +408,12 @@ def bench_fit(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
             paired[n]["wall"].append(got["grpofit"].wall / got["plain"].wall)
             paired[n]["cpu"].append(got["grpofit"].cpu / got["plain"].cpu)
     sec = "1 fit"
-    raw: dict = {"counts": list(counts), "steps_per_run": sizes.fit_steps, "measures": {str(n): m[n] for n in counts},
-                 "paired_ratios": {str(n): paired[n] for n in counts}}
+    raw: dict = {
+        "counts": list(counts),
+        "steps_per_run": sizes.fit_steps,
+        "measures": {str(n): m[n] for n in counts},
+        "paired_ratios": {str(n): paired[n] for n in counts},
+    }
     ok_all = True
     for n in counts:
         g, b = m[n]["grpofit"], m[n]["plain"]
@@ -376,8 +421,14 @@ def bench_fit(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
         ok_all &= rw <= 1.0
         rep.add(sec, f"{n} run(s): wall min / median", _stats(g["wall"]), f"plain curve_fit: {_stats(b['wall'])}")
         rep.add(sec, f"{n} run(s): CPU min / median", _stats(g["cpu"]), f"plain: {_stats(b['cpu'])}")
-        rep.add(sec, f"{n} run(s): paired ratio grpofit / plain", f"wall {rw:.2f}, CPU {rc:.2f}",
-                f"peak RSS {median(g['rss']):.0f} MB vs {median(b['rss']):.0f} MB", "<= 1.0", _status(rw <= 1.0))
+        rep.add(
+            sec,
+            f"{n} run(s): paired ratio grpofit / plain",
+            f"wall {rw:.2f}, CPU {rc:.2f}",
+            f"peak RSS {median(g['rss']):.0f} MB vs {median(b['rss']):.0f} MB",
+            "<= 1.0",
+            _status(rw <= 1.0),
+        )
     fits = {}
     for t in tools:
         for kind in ("wall", "cpu"):
@@ -387,17 +438,27 @@ def bench_fit(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
         (gf, gp), (bf, bp) = fits[("grpofit", kind)], fits[("plain", kind)]
         ratio = gp / bp if bp > 0 else math.inf
         raw[f"per_run_ratio_{kind}"] = ratio
-        rep.add(sec, f"per extra run ({kind}, start-up subtracted)", f"{1e3 * gp:.1f} ms (start-up {_s(max(gf, 0))})",
-                f"plain: {1e3 * bp:.1f} ms (start-up {_s(max(bf, 0))})", "<= 1.0x", _status(ratio <= 1.0))
+        rep.add(
+            sec,
+            f"per extra run ({kind}, start-up subtracted)",
+            f"{1e3 * gp:.1f} ms (start-up {_s(max(gf, 0))})",
+            f"plain: {1e3 * bp:.1f} ms (start-up {_s(max(bf, 0))})",
+            "<= 1.0x",
+            _status(ratio <= 1.0),
+        )
     raw["ratio"] = median(paired[max(counts)]["wall"])
     raw["whole_process_ratio_ok_at_every_count"] = ok_all
     strata = _recovery_by_stratum(files, docs["grpofit"], docs["plain"])
     raw["recovery"] = strata
     for key, cell in strata.items():
-        rep.add(sec, f"recovered (p* +-0.03, Ts +-25%), {key}", _pct(cell["grpofit"]),
-                f"plain: {_pct(cell['plain'])} of {cell['n']}")
+        rep.add(
+            sec,
+            f"recovered (p* +-0.03, Ts +-25%), {key}",
+            _pct(cell["grpofit"]),
+            f"plain: {_pct(cell['plain'])} of {cell['n']}",
+        )
     raw["errors"] = len(docs["grpofit"].get("errors", []))
-    raw["stages"] = _fit_stages(rep, sec, [str(p) for p, _ in files[:sorted(counts)[len(counts) // 2]]], repeats)
+    raw["stages"] = _fit_stages(rep, sec, [str(p) for p, _ in files[: sorted(counts)[len(counts) // 2]]], repeats)
     rep.raw["fit"] = raw
 
 
@@ -412,13 +473,22 @@ def _fit_stages(rep: Report, sec: str, paths: list[str], repeats: int) -> dict:
     best = {t: {k: min(v) for k, v in stages.items()} for t, stages in got.items()}
     g, b = best["grpofit"], best["plain"]
     ms = lambda v: f"{1e3 * v:.2f} ms"  # noqa: E731
-    rep.add(sec, f"per run, one warmed process ({len(paths)} runs, CPU, min of {len(got['plain']['read'])}): "
-            "read / fit / contract entry", f"{ms(g['read'])} / {ms(g['fit'])} / {ms(g['entry'])} = {ms(sum(g.values()))}",
-            f"plain: read {ms(b['read'])} / curve_fit {ms(b['fit'])} = {ms(sum(b.values()))}")
+    rep.add(
+        sec,
+        f"per run, one warmed process ({len(paths)} runs, CPU, min of {len(got['plain']['read'])}): "
+        "read / fit / contract entry",
+        f"{ms(g['read'])} / {ms(g['fit'])} / {ms(g['entry'])} = {ms(sum(g.values()))}",
+        f"plain: read {ms(b['read'])} / curve_fit {ms(b['fit'])} = {ms(sum(b.values()))}",
+    )
     left = sum(b.values()) - g["read"] - g["entry"]
-    rep.add(sec, "  the plain script's per-run cost less grpofit's read and entry: left for the fit",
-            ms(left), f"grpofit's fit takes {ms(g['fit'])} ({g['fit'] / left:.1f}x that)" if left > 0 else
-            f"nothing: grpofit's fit takes {ms(g['fit'])}")
+    rep.add(
+        sec,
+        "  the plain script's per-run cost less grpofit's read and entry: left for the fit",
+        ms(left),
+        f"grpofit's fit takes {ms(g['fit'])} ({g['fit'] / left:.1f}x that)"
+        if left > 0
+        else f"nothing: grpofit's fit takes {ms(g['fit'])}",
+    )
     return {"cpu_per_run_s": got, "min_s": best, "left_for_fit_s": left}
 
 
@@ -455,14 +525,30 @@ def bench_startup(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     loaded = rep.machine["load_average_at_start"][0] > rep.machine["usable_cores"]
     judged = cpu if loaded else med
     how = " (judged on CPU: load above the cores)" if loaded else ""
-    rep.add(sec, "grpofit --help", _s(med["help"]), f"CPU {_s(cpu['help'])}; bare python: {_s(med['python'])}",
-            "<= 0.3 s" + how, _status(judged["help"] <= 0.3))
-    rep.add(sec, f"grpofit fit, one {sizes.one_steps}-step CSV (table)", _s(med["fit_one"]),
-            f"CPU {_s(cpu['fit_one'])}; peak RSS {median(rss['fit_one']):.0f} MB", "<= 1.0 s" + how,
-            _status(judged["fit_one"] <= 1.0))
-    rep.add(sec, f"grpofit forecast, one {sizes.one_steps}-step CSV (table)", _s(med["forecast_one"]),
-            f"CPU {_s(cpu['forecast_one'])}; peak RSS {median(rss['forecast_one']):.0f} MB", "<= 1.0 s" + how,
-            _status(judged["forecast_one"] <= 1.0))
+    rep.add(
+        sec,
+        "grpofit --help",
+        _s(med["help"]),
+        f"CPU {_s(cpu['help'])}; bare python: {_s(med['python'])}",
+        "<= 0.3 s" + how,
+        _status(judged["help"] <= 0.3),
+    )
+    rep.add(
+        sec,
+        f"grpofit fit, one {sizes.one_steps}-step CSV (table)",
+        _s(med["fit_one"]),
+        f"CPU {_s(cpu['fit_one'])}; peak RSS {median(rss['fit_one']):.0f} MB",
+        "<= 1.0 s" + how,
+        _status(judged["fit_one"] <= 1.0),
+    )
+    rep.add(
+        sec,
+        f"grpofit forecast, one {sizes.one_steps}-step CSV (table)",
+        _s(med["forecast_one"]),
+        f"CPU {_s(cpu['forecast_one'])}; peak RSS {median(rss['forecast_one']):.0f} MB",
+        "<= 1.0 s" + how,
+        _status(judged["forecast_one"] <= 1.0),
+    )
 
 
 # --------------------------------------------------------------------------- 3. sweep
@@ -497,29 +583,63 @@ def bench_sweep(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
         rss2.append(p2.maxrss_mb)
         if judged is None:
             d1, d2 = json.loads(p1.stdout), json.loads(p2.stdout)
-            judged = {"jobs1": len(d1["runs"]), "jobs2": len(d2["runs"]),
-                      "errors": len(d1.get("errors", [])),
-                      "same_verdicts": [x["verdict"] for x in d1["runs"]] == [x["verdict"] for x in d2["runs"]]}
+            judged = {
+                "jobs1": len(d1["runs"]),
+                "jobs2": len(d2["runs"]),
+                "errors": len(d1.get("errors", [])),
+                "same_verdicts": [x["verdict"] for x in d1["runs"]] == [x["verdict"] for x in d2["runs"]],
+            }
     m1, m2 = median(t1), median(t2)
     speedup = median(ratios)  # the median of paired ratios, not a ratio of medians
-    rep.raw["sweep"] = {"runs": n, "steps": sizes.sweep_steps, "jobs1_s": t1, "jobs2_s": t2,
-                        "jobs1_cpu_s": c1, "jobs2_cpu_s": c2, "paired_speedups": ratios,
-                        "jobs1_rss_mb": rss1, "jobs2_rss_mb": rss2, "speedup": speedup, "judged": judged}
+    rep.raw["sweep"] = {
+        "runs": n,
+        "steps": sizes.sweep_steps,
+        "jobs1_s": t1,
+        "jobs2_s": t2,
+        "jobs1_cpu_s": c1,
+        "jobs2_cpu_s": c2,
+        "paired_speedups": ratios,
+        "jobs1_rss_mb": rss1,
+        "jobs2_rss_mb": rss2,
+        "speedup": speedup,
+        "judged": judged,
+    }
     sec = "3 sweep"
     what = f"diagnose {n} runs x {sizes.sweep_steps} steps"
-    extra = "" if judged["jobs1"] == n and judged["same_verdicts"] else (
-        f"; judged {judged['jobs1']}/{judged['jobs2']} of {n}, same verdicts: {judged['same_verdicts']}")
+    extra = (
+        ""
+        if judged["jobs1"] == n and judged["same_verdicts"]
+        else (f"; judged {judged['jobs1']}/{judged['jobs2']} of {n}, same verdicts: {judged['same_verdicts']}")
+    )
     rep.add(sec, f"{what}, --jobs 1: wall min / median", _stats(t1), f"CPU {_stats(c1)}; {n / m1:.1f} runs/s{extra}")
     target = 15.0 * n / 1000  # 15 s for 1,000 runs on 2 cores, scaled in --quick
-    rep.add(sec, f"{what}, --jobs 2: wall min / median", _stats(t2), f"CPU {_stats(c2)}; {n / m2:.1f} runs/s",
-            f"<= {target:.3g} s", _status(m2 <= target))
+    rep.add(
+        sec,
+        f"{what}, --jobs 2: wall min / median",
+        _stats(t2),
+        f"CPU {_stats(c2)}; {n / m2:.1f} runs/s",
+        f"<= {target:.3g} s",
+        _status(m2 <= target),
+    )
     grow = median(rss2) - median(rss_tenth)
     per_run_kb = 1024 * grow / max(1, n - len(tenth))
     rep.raw["sweep"]["tenth_rss_mb"] = rss_tenth
-    rep.add(sec, f"peak memory --jobs 2, {len(tenth)} runs -> {n} runs", f"{median(rss_tenth):.0f} -> {median(rss2):.0f} MB",
-            f"{per_run_kb:.0f} KB per extra run", "flat (<= 10 KB per run)", _status(per_run_kb <= 10))
-    rep.add(sec, "speed-up --jobs 2 over --jobs 1 (paired)", f"{speedup:.2f}x",
-            f"range {min(ratios):.2f}-{max(ratios):.2f}x over {len(ratios)} pairs", ">= 1.7x", _status(speedup >= 1.7))
+    rep.add(
+        sec,
+        f"peak memory --jobs 2, {len(tenth)} runs -> {n} runs",
+        f"{median(rss_tenth):.0f} -> {median(rss2):.0f} MB",
+        f"{per_run_kb:.0f} KB per extra run",
+        "flat (<= 10 KB per run)",
+        _status(per_run_kb <= 10),
+    )
+    rep.add(
+        sec,
+        "speed-up --jobs 2 over --jobs 1 (paired)",
+        f"{speedup:.2f}x",
+        f"range {min(ratios):.2f}-{max(ratios):.2f}x over {len(ratios)} pairs",
+        ">= 1.7x",
+        _status(speedup >= 1.7),
+    )
 
 
 # --------------------------------------------------------------------------- 4. reading
@@ -541,14 +661,19 @@ def bench_reading(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
         log(f"reading: repeat {r + 1}/{repeats}")
         base["python"].append(checked(run_process([sys.executable, "-c", "pass"]), "python").maxrss_mb)
         base["inspect_tiny"].append(
-            checked(run_process(inspect + [str(tiny), "--format", "json"]), "inspect tiny").maxrss_mb)
+            checked(run_process(inspect + [str(tiny), "--format", "json"]), "inspect tiny").maxrss_mb
+        )
         for fmt, path in paths.items():
             p = checked(run_process(inspect + [str(path), "--format", "json"]), f"inspect {fmt}")
             runs[fmt]["s"].append(p.wall)
             runs[fmt]["rss"].append(p.maxrss_mb)
     py_rss, tiny_rss = median(base["python"]), median(base["inspect_tiny"])
-    rep.raw["reading"] = {"rows": rows, "baseline_rss_mb": base, "runs": runs,
-                          "sizes_mb": {f: p.stat().st_size / 1e6 for f, p in paths.items()}}
+    rep.raw["reading"] = {
+        "rows": rows,
+        "baseline_rss_mb": base,
+        "runs": runs,
+        "sizes_mb": {f: p.stat().st_size / 1e6 for f, p in paths.items()},
+    }
     sec = "4 reading"
     rep.add(sec, "baseline peak RSS", f"{tiny_rss:.0f} MB (inspect, 50-row CSV)", f"bare python {py_rss:.0f} MB")
     for fmt, path in paths.items():
@@ -559,10 +684,15 @@ def bench_reading(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
         rep.raw["reading"][f"{fmt}_mb_per_s"] = speed
         rep.raw["reading"][f"{fmt}_rss_ratio"] = ratio
         label = f"inspect {fmt.upper()} {rows:,} x 20 ({mb:.0f} MB)"
-        rep.add(sec, f"{label}: throughput", f"{speed:.0f} MB/s", f"wall {_s(t)}", ">= 50 MB/s",
-                _status(speed >= 50))
-        rep.add(sec, f"{label}: peak RSS", f"{peak:.0f} MB = {ratio:.2f}x file",
-                f"{(peak - tiny_rss) / mb:.2f}x over baseline", "<= 3x file", _status(ratio <= 3.0))
+        rep.add(sec, f"{label}: throughput", f"{speed:.0f} MB/s", f"wall {_s(t)}", ">= 50 MB/s", _status(speed >= 50))
+        rep.add(
+            sec,
+            f"{label}: peak RSS",
+            f"{peak:.0f} MB = {ratio:.2f}x file",
+            f"{(peak - tiny_rss) / mb:.2f}x over baseline",
+            "<= 3x file",
+            _status(ratio <= 3.0),
+        )
 
 
 # --------------------------------------------------------------------------- 4b. readers
@@ -586,20 +716,26 @@ def _peer(fmt: str):
 
             return "pandas.read_csv", lambda p: pd.read_csv(p)
     if fmt == "jsonl":
+
         def read_jsonl(p):
             with open(p, "rb") as f:
                 return json_columns([_json.loads(line) for line in f if line.strip()])
+
         return "json.loads + numpy", read_jsonl
     if fmt == "typed_jsonl":  # the peer does not even separate the kinds: a lower bound
+
         def read_typed(p):
             with open(p, "rb") as f:
                 rows = [_json.loads(line) for line in f if line.strip()]
             return json_columns([{k: v for k, v in r.items() if k != "type"} for r in rows])
+
         return "json.loads + numpy", read_typed
     if fmt == "trainer_state":
+
         def read_state(p):
             with open(p, "rb") as f:
                 return json_columns(_json.load(f)["log_history"])
+
         return "json.load + numpy", read_state
     try:  # tfevents: TensorBoard's own loader, when the user has TensorBoard installed
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -608,6 +744,7 @@ def _peer(fmt: str):
             acc = EventAccumulator(str(p), size_guidance={"scalars": 0})
             acc.Reload()
             return {t: acc.Scalars(t) for t in acc.Tags()["scalars"]}
+
         return "tensorboard EventAccumulator", read_tb
     except ImportError:
         return None
@@ -624,8 +761,9 @@ def _timed(fn, path, reps: int) -> list[float]:
     return out
 
 
-_PANDAS_CHECK = ("import sys; from grpofit.readers import read_path; read_path(sys.argv[1]); "
-                 "print(int('pandas' in sys.modules))")
+_PANDAS_CHECK = (
+    "import sys; from grpofit.readers import read_path; read_path(sys.argv[1]); print(int('pandas' in sys.modules))"
+)
 
 
 def bench_readers(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
@@ -661,12 +799,23 @@ def bench_readers(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
             cell = {"mb": mb, "grpofit_s": g, "peer": peer[0] if peer else None, "peer_s": b}
             label = f"{fmt} {rows:,} x 20 ({mb:.1f} MB)"
             if peer is None:
-                rep.add(sec, label, f"{_s(min(g))} ({mb / min(g):.0f} MB/s)", "no peer installed (TensorBoard is not a dependency)")
+                rep.add(
+                    sec,
+                    label,
+                    f"{_s(min(g))} ({mb / min(g):.0f} MB/s)",
+                    "no peer installed (TensorBoard is not a dependency)",
+                )
             else:
                 ratio = min(g) / min(b)
                 cell["ratio"] = ratio
-                rep.add(sec, label, f"{_s(min(g))} (median {_s(median(g))})",
-                        f"{peer[0]}: {_s(min(b))} (ratio {ratio:.2f})", "<= 1.5x", _status(ratio <= 1.5))
+                rep.add(
+                    sec,
+                    label,
+                    f"{_s(min(g))} (median {_s(median(g))})",
+                    f"{peer[0]}: {_s(min(b))} (ratio {ratio:.2f})",
+                    "<= 1.5x",
+                    _status(ratio <= 1.5),
+                )
             raw[f"{fmt}_{rows}"] = cell
     small = data.reader_inputs(work / "readers", min(sizes.reader_rows))
     loaded = {}
@@ -675,17 +824,26 @@ def bench_readers(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
         loaded[fmt] = p.stdout.decode().strip() == "1"
     raw["pandas_imported_for_small_files"] = loaded
     bad = [f for f, v in loaded.items() if v]
-    rep.add(sec, f"pandas imported reading a {min(sizes.reader_rows):,}-row file",
-            "none" if not bad else ", ".join(bad), "", "none", _status(not bad))
+    rep.add(
+        sec,
+        f"pandas imported reading a {min(sizes.reader_rows):,}-row file",
+        "none" if not bad else ", ".join(bad),
+        "",
+        "none",
+        _status(not bad),
+    )
     rows = min(sizes.reader_rows)
-    raw["fresh_process"] = {fmt: _fresh_process_row(rep, sec, f"{fmt} {rows:,} x 20", small[fmt], reps)
-                            for fmt in ("csv", "wandb_csv")}
+    raw["fresh_process"] = {
+        fmt: _fresh_process_row(rep, sec, f"{fmt} {rows:,} x 20", small[fmt], reps) for fmt in ("csv", "wandb_csv")
+    }
     rep.raw["readers"] = raw
 
 
 #: one small file read in a new process: grpofit's reader, and pandas as a script would use it
-_FRESH = {"grpofit": "import sys; from grpofit.readers import read_path; read_path(sys.argv[1])",
-          "pandas": "import sys, pandas; pandas.read_csv(sys.argv[1])"}
+_FRESH = {
+    "grpofit": "import sys; from grpofit.readers import read_path; read_path(sys.argv[1])",
+    "pandas": "import sys, pandas; pandas.read_csv(sys.argv[1])",
+}
 
 
 def _fresh_process_row(rep: Report, sec: str, what: str, path: Path, reps: int) -> dict:
@@ -700,10 +858,15 @@ def _fresh_process_row(rep: Report, sec: str, what: str, path: Path, reps: int) 
     g, b = out["grpofit"], out["pandas"]
     out["ratio_wall"] = min(g["wall"]) / min(b["wall"])
     out["ratio_cpu"] = min(g["cpu"]) / min(b["cpu"]) if min(b["cpu"]) > 0 else math.nan
-    rep.add(sec, f"{what}, fresh process (imports included)", f"wall {_stats(g['wall'])}, CPU {_stats(g['cpu'])}",
-            f"import pandas; read_csv: wall {_stats(b['wall'])}, CPU {_stats(b['cpu'])} "
-            f"(ratio wall {out['ratio_wall']:.2f}, CPU {out['ratio_cpu']:.2f})",
-            "<= 1.5x", _status(out["ratio_wall"] <= 1.5 and out["ratio_cpu"] <= 1.5))
+    rep.add(
+        sec,
+        f"{what}, fresh process (imports included)",
+        f"wall {_stats(g['wall'])}, CPU {_stats(g['cpu'])}",
+        f"import pandas; read_csv: wall {_stats(b['wall'])}, CPU {_stats(b['cpu'])} "
+        f"(ratio wall {out['ratio_wall']:.2f}, CPU {out['ratio_cpu']:.2f})",
+        "<= 1.5x",
+        _status(out["ratio_wall"] <= 1.5 and out["ratio_cpu"] <= 1.5),
+    )
     return out
 
 
@@ -720,21 +883,36 @@ def bench_long_fit(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     peak = median(rss)
     limit = 3 * mb + 100
     rep.raw["long_fit"] = {"rows": sizes.big_rows, "mb": mb, "wall_s": walls, "rss_mb": rss}
-    rep.add("4c long run", f"fit one {sizes.big_rows:,}-step CSV ({mb:.0f} MB): peak RSS", f"{peak:.0f} MB",
-            f"wall {_stats(walls)}", f"<= 3x file + 100 MB = {limit:.0f} MB", _status(peak <= limit))
-    # issue 38: diagnose and forecast are linear in the points too (the late slope's HAC sum was
+    rep.add(
+        "4c long run",
+        f"fit one {sizes.big_rows:,}-step CSV ({mb:.0f} MB): peak RSS",
+        f"{peak:.0f} MB",
+        f"wall {_stats(walls)}",
+        f"<= 3x file + 100 MB = {limit:.0f} MB",
+        _status(peak <= limit),
+    )
+    # diagnose and forecast are linear in the points too (the late slope's HAC sum was
     # quadratic): each within 3x fit's wall time on the same run
     for command in ("diagnose", "forecast"):
         cw = []
         for r in range(repeats):
             log(f"long {command}: repeat {r + 1}/{repeats}")
-            p = checked(run_process(grpofit_cmd() + [command, str(path), "--format", "json"]),
-                        f"grpofit {command} (long)", ok_codes=(0, 1))
+            p = checked(
+                run_process(grpofit_cmd() + [command, str(path), "--format", "json"]),
+                f"grpofit {command} (long)",
+                ok_codes=(0, 1),
+            )
             cw.append(p.wall)
         rep.raw["long_fit"][f"{command}_wall_s"] = cw
         ratio = median(cw) / max(median(walls), 1e-9)
-        rep.add("4c long run", f"{command} the same run: wall time against fit's", f"{ratio:.2f}x",
-                f"wall {_stats(cw)}", "<= 3x fit's", _status(ratio <= 3.0))
+        rep.add(
+            "4c long run",
+            f"{command} the same run: wall time against fit's",
+            f"{ratio:.2f}x",
+            f"wall {_stats(cw)}",
+            "<= 3x fit's",
+            _status(ratio <= 3.0),
+        )
 
 
 # --------------------------------------------------------------------------- 5. growth
@@ -768,10 +946,22 @@ def _growth_row(rep: Report, sec: str, what: str, xs, samples) -> dict:
     rep.add(sec, what, points)
     ok = math.isfinite(slope) and slope - (2 * se if math.isfinite(se) else 0.0) <= 1.0
     shown = "n/a" if not math.isfinite(slope) else (f"{slope:.2f} +- {se:.2f}" if math.isfinite(se) else f"{slope:.2f}")
-    rep.add(sec, f"{what}: log-log slope after the fixed cost ({_s(fixed)})", shown, "", "<= 1.0 (linear; within 2 se)",
-            _status(ok) if math.isfinite(slope) else "")
-    return {"sizes": xs, "seconds": ys, "samples": [list(ts) for ts in samples], "fixed_s": fixed,
-            "slope": slope, "slope_se": se}
+    rep.add(
+        sec,
+        f"{what}: log-log slope after the fixed cost ({_s(fixed)})",
+        shown,
+        "",
+        "<= 1.0 (linear; within 2 se)",
+        _status(ok) if math.isfinite(slope) else "",
+    )
+    return {
+        "sizes": xs,
+        "seconds": ys,
+        "samples": [list(ts) for ts in samples],
+        "fixed_s": fixed,
+        "slope": slope,
+        "slope_se": se,
+    }
 
 
 def bench_growth(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
@@ -804,12 +994,14 @@ def bench_growth(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
         for i, folder in enumerate(folders):
             log(f"growth: diagnose {sizes.growth_sweeps[i]} runs --jobs 1 (round {r + 1}/{repeats})")
             per_runs[i].append(_diagnose(folder, 1).cpu)
-    raw["sweep"] = _growth_row(rep, sec, f"diagnose --jobs 1 CPU vs runs ({sizes.sweep_steps} steps)",
-                               sizes.growth_sweeps, per_runs)
+    raw["sweep"] = _growth_row(
+        rep, sec, f"diagnose --jobs 1 CPU vs runs ({sizes.sweep_steps} steps)", sizes.growth_sweeps, per_runs
+    )
     rep.raw["growth"] = raw
 
 
 # --------------------------------------------------------------------------- fit cost
+
 
 def _fitcost_cpu(paths: list[str], repeats: int) -> dict:
     """Per-run CPU seconds of read + fit in this process, with and without the state-space
@@ -837,8 +1029,18 @@ def _callgrind(cmd: list[str], env: dict | None = None, cwd: Path | None = None)
     with tempfile.TemporaryDirectory() as tmp:
         log_file = Path(tmp) / "callgrind.log"
         env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", **(env or {})}
-        proc = subprocess.run([shutil.which("valgrind"), "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                               f"--log-file={log_file}", *cmd], capture_output=True, env=env, cwd=cwd)
+        proc = subprocess.run(
+            [
+                shutil.which("valgrind"),
+                "--tool=callgrind",
+                "--callgrind-out-file=/dev/null",
+                f"--log-file={log_file}",
+                *cmd,
+            ],
+            capture_output=True,
+            env=env,
+            cwd=cwd,
+        )
         found = [ln for ln in log_file.read_text(errors="replace").splitlines() if "Collected" in ln]
     if proc.returncode != 0 or not found:
         raise RuntimeError(f"callgrind run of {cmd[:4]} failed: {proc.stderr[-300:]!r}")
@@ -861,8 +1063,9 @@ def _fitcost_instructions(paths: list[str], n: int) -> dict | None:
     out = {}
     for mode in ("with", "without"):
         log(f"fitcost: callgrind, {n} runs and none, {mode} the state-space intervals")
-        out[mode] = _per_extra_run(lambda k: [sys.executable, "-m", "benchmarks.fitcost", mode, str(k), *paths],
-                                   n, cwd=root)
+        out[mode] = _per_extra_run(
+            lambda k: [sys.executable, "-m", "benchmarks.fitcost", mode, str(k), *paths], n, cwd=root
+        )
     return out
 
 
@@ -874,8 +1077,12 @@ BEFORE_FORECAST = "b804807"
 def _cli_instructions(root: Path, paths: list[str], n: int, cwd: Path) -> float:
     """Instructions per extra run of ``python -m grpofit fit --format json`` with the package at
     ``root`` (callgrind, :func:`_per_extra_run`; the three warm-up paths first in ``paths``)."""
-    return _per_extra_run(lambda k: [sys.executable, "-m", "grpofit", "fit", "--format", "json", *paths[:3 + k]],
-                          n, env={"PYTHONPATH": str(root)}, cwd=cwd)
+    return _per_extra_run(
+        lambda k: [sys.executable, "-m", "grpofit", "fit", "--format", "json", *paths[: 3 + k]],
+        n,
+        env={"PYTHONPATH": str(root)},
+        cwd=cwd,
+    )
 
 
 def _before_forecast_row(rep: Report, sec: str, paths: list[str], n: int, raw: dict) -> None:
@@ -884,8 +1091,13 @@ def _before_forecast_row(rep: Report, sec: str, paths: list[str], n: int, raw: d
     CLI processes with JSON output."""
     root = Path(__file__).resolve().parents[1]
     what = f"grpofit fit --format json, instructions per extra run, {n} runs, now vs {BEFORE_FORECAST} (callgrind)"
-    if shutil.which("git") is None or subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{BEFORE_FORECAST}^{{commit}}"],
-                                                     capture_output=True).returncode != 0:
+    if (
+        shutil.which("git") is None
+        or subprocess.run(
+            ["git", "-C", str(root), "cat-file", "-e", f"{BEFORE_FORECAST}^{{commit}}"], capture_output=True
+        ).returncode
+        != 0
+    ):
         rep.add(sec, what, f"not measured (no git history with {BEFORE_FORECAST})")
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -897,8 +1109,14 @@ def _before_forecast_row(rep: Report, sec: str, paths: list[str], n: int, raw: d
         before = _cli_instructions(old, paths, n, Path(tmp))
         now = _cli_instructions(root, paths, n, Path(tmp))
     ratio = now / before
-    rep.add(sec, what, f"{now / 1e6:.1f}M now (ratio {ratio:.2f})", f"{BEFORE_FORECAST}: {before / 1e6:.1f}M",
-            "<= 1.5x", _status(ratio <= 1.5))
+    rep.add(
+        sec,
+        what,
+        f"{now / 1e6:.1f}M now (ratio {ratio:.2f})",
+        f"{BEFORE_FORECAST}: {before / 1e6:.1f}M",
+        "<= 1.5x",
+        _status(ratio <= 1.5),
+    )
     raw.update(cli_before_forecast=before, cli_now=now, cli_ratio=ratio)
 
 
@@ -916,47 +1134,66 @@ def bench_fitcost(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     sec = "8 fitcost"
     files = data.heldout_fit_inputs(work / "heldout", max(sizes.fitcost_runs, 3), n_steps=sizes.fit_steps)
     paths = [str(p.resolve()) for p, _ in files]  # the children run elsewhere
-    cpu = _fitcost_cpu(paths[:sizes.fitcost_runs], repeats)
+    cpu = _fitcost_cpu(paths[: sizes.fitcost_runs], repeats)
     w, wo = min(cpu["with"]), min(cpu["without"])
     raw: dict = {"cpu_s": cpu, "cpu_ratio": w / wo}
-    counted = _fitcost_instructions(paths[:3 + sizes.fitcost_counted], sizes.fitcost_counted)
+    counted = _fitcost_instructions(paths[: 3 + sizes.fitcost_counted], sizes.fitcost_counted)
     # CPU time on this shared machine moved by tens of percent between two records minutes apart
     # (the fits without the likelihood: 4.9 and 6.9 ms): where instructions are counted, they
     # decide and the CPU rows only inform
     cpu_target = ("<= 1.5x", _status(w / wo <= 1.5)) if counted is None else ("(instructions decide)", "")
-    rep.add(sec, f"read + fit CPU per run, {sizes.fitcost_runs} runs (min of {len(cpu['with'])}, interleaved)",
-            f"{w * 1e3:.2f} ms with the state-space likelihood (ratio {w / wo:.2f})",
-            f"without it: {wo * 1e3:.2f} ms", *cpu_target)
+    rep.add(
+        sec,
+        f"read + fit CPU per run, {sizes.fitcost_runs} runs (min of {len(cpu['with'])}, interleaved)",
+        f"{w * 1e3:.2f} ms with the state-space likelihood (ratio {w / wo:.2f})",
+        f"without it: {wo * 1e3:.2f} ms",
+        *cpu_target,
+    )
     if counted is None:
         rep.add(sec, "read + fit instructions per run", "not measured (valgrind not installed or --quick)")
     else:
         ratio = counted["with"] / counted["without"]
-        rep.add(sec, f"read + fit instructions per run, {sizes.fitcost_counted} runs (callgrind)",
-                f"{counted['with'] / 1e6:.1f}M with the state-space likelihood (ratio {ratio:.2f})",
-                f"without it: {counted['without'] / 1e6:.1f}M", "<= 1.5x", _status(ratio <= 1.5))
+        rep.add(
+            sec,
+            f"read + fit instructions per run, {sizes.fitcost_counted} runs (callgrind)",
+            f"{counted['with'] / 1e6:.1f}M with the state-space likelihood (ratio {ratio:.2f})",
+            f"without it: {counted['without'] / 1e6:.1f}M",
+            "<= 1.5x",
+            _status(ratio <= 1.5),
+        )
         raw.update(instructions=counted, instruction_ratio=ratio)
-        _before_forecast_row(rep, sec, paths[:3 + sizes.fitcost_counted], sizes.fitcost_counted, raw)
+        _before_forecast_row(rep, sec, paths[: 3 + sizes.fitcost_counted], sizes.fitcost_counted, raw)
     from tests.reallogs import REAL_LOGS, real_log_names
 
     if REAL_LOGS.is_dir():
         files = [str(REAL_LOGS / n) for n in real_log_names()]
         cpu = _fitcost_cpu(files, repeats)
         w, wo = min(cpu["with"]), min(cpu["without"])
-        rep.add(sec, f"read + fit CPU per file, the {len(files)} shared real logs (min of {len(cpu['with'])})",
-                f"{w * 1e3:.1f} ms with the state-space likelihood (ratio {w / wo:.2f})",
-                f"without it: {wo * 1e3:.1f} ms", *cpu_target)
+        rep.add(
+            sec,
+            f"read + fit CPU per file, the {len(files)} shared real logs (min of {len(cpu['with'])})",
+            f"{w * 1e3:.1f} ms with the state-space likelihood (ratio {w / wo:.2f})",
+            f"without it: {wo * 1e3:.1f} ms",
+            *cpu_target,
+        )
         raw.update(real_logs_cpu_s=cpu, real_logs_cpu_ratio=w / wo)
         real = _fitcost_instructions(paths[:3] + files, len(files)) if counted is not None else None
         if real is not None:
             ratio = real["with"] / real["without"]
-            rep.add(sec, f"read + fit instructions per file, the {len(files)} shared real logs (callgrind)",
-                    f"{real['with'] / 1e6:.1f}M with the state-space likelihood (ratio {ratio:.2f})",
-                    f"without it: {real['without'] / 1e6:.1f}M", "<= 1.5x", _status(ratio <= 1.5))
+            rep.add(
+                sec,
+                f"read + fit instructions per file, the {len(files)} shared real logs (callgrind)",
+                f"{real['with'] / 1e6:.1f}M with the state-space likelihood (ratio {ratio:.2f})",
+                f"without it: {real['without'] / 1e6:.1f}M",
+                "<= 1.5x",
+                _status(ratio <= 1.5),
+            )
             raw.update(real_logs_instructions=real, real_logs_instruction_ratio=ratio)
     rep.raw["fitcost"] = raw
 
 
 # --------------------------------------------------------------------------- output
+
 
 def bench_watch(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     """``grpofit watch``: detection delays, false alerts, refits, memory, load (:mod:`.watch`)."""
@@ -986,20 +1223,48 @@ def bench_forecast(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     back = {"wall": [], "cpu": []}
     for r in range(repeats):
         log(f"forecast: repeat {r + 1}/{repeats}")
-        for p in paths[:sizes.forecast_files]:
+        for p in paths[: sizes.forecast_files]:
             n_steps = sum(1 for _ in open(p)) - 1
-            proc = checked(run_process(grpofit_cmd() + ["forecast", str(p), "--until", str(max(10, n_steps // 4)),
-                                                        "--horizon", str(n_steps), "--format", "json"]), "forecast")
+            proc = checked(
+                run_process(
+                    grpofit_cmd()
+                    + [
+                        "forecast",
+                        str(p),
+                        "--until",
+                        str(max(10, n_steps // 4)),
+                        "--horizon",
+                        str(n_steps),
+                        "--format",
+                        "json",
+                    ]
+                ),
+                "forecast",
+            )
             one["wall"].append(proc.wall)
             one["cpu"].append(proc.cpu)
-        proc = checked(run_process(grpofit_cmd() + ["backtest", str(folder), "--cuts", cuts, "--jobs", "2",
-                                                    "--format", "json"]), "backtest")
+        proc = checked(
+            run_process(grpofit_cmd() + ["backtest", str(folder), "--cuts", cuts, "--jobs", "2", "--format", "json"]),
+            "backtest",
+        )
         back["wall"].append(proc.wall)
         back["cpu"].append(proc.cpu)
-    rep.add(sec, f"forecast one file, cut at 25% ({sizes.forecast_files} files): wall min / median", _stats(one["wall"]),
-            f"CPU {_stats(one['cpu'])}", "<= 1 s", _status(median(one["wall"]) <= 1.0))
-    rep.add(sec, f"backtest {sizes.forecast_runs} runs x 4 cuts, --jobs 2: wall min / median", _stats(back["wall"]),
-            f"CPU {_stats(back['cpu'])}", "<= 60 s", _status(median(back["wall"]) <= 60.0))
+    rep.add(
+        sec,
+        f"forecast one file, cut at 25% ({sizes.forecast_files} files): wall min / median",
+        _stats(one["wall"]),
+        f"CPU {_stats(one['cpu'])}",
+        "<= 1 s",
+        _status(median(one["wall"]) <= 1.0),
+    )
+    rep.add(
+        sec,
+        f"backtest {sizes.forecast_runs} runs x 4 cuts, --jobs 2: wall min / median",
+        _stats(back["wall"]),
+        f"CPU {_stats(back['cpu'])}",
+        "<= 60 s",
+        _status(median(back["wall"]) <= 60.0),
+    )
     rep.raw["forecast"] = {"runs": sizes.forecast_runs, "cuts": cuts, "forecast": one, "backtest": back}
 
 
@@ -1044,8 +1309,10 @@ def _cov_text(c: dict) -> str:
     parts = []
     for name, cell in c.items():
         pct = "-" if cell["covered"] is None else _pct(cell["covered"])
-        parts.append(f"{name} {pct}" + (f" ({cell['with_interval']} of {cell['runs']} with one)"
-                                          if cell["with_interval"] < cell["runs"] else ""))
+        parts.append(
+            f"{name} {pct}"
+            + (f" ({cell['with_interval']} of {cell['runs']} with one)" if cell["with_interval"] < cell["runs"] else "")
+        )
     return "95% coverage " + ", ".join(parts)
 
 
@@ -1082,7 +1349,9 @@ def bench_peers(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
             k = (r + i) % len(order)
             got = {}
             for t in order[k:] + order[:k]:
-                p = checked(run_process(tools[t](n), cwd=work), f"{t} ({n} runs)", ok_codes=(0, 2) if t == "grpofit" else (0,))
+                p = checked(
+                    run_process(tools[t](n), cwd=work), f"{t} ({n} runs)", ok_codes=(0, 2) if t == "grpofit" else (0,)
+                )
                 got[t] = p
                 m[n][t]["wall"].append(p.wall)
                 m[n][t]["cpu"].append(p.cpu)
@@ -1092,8 +1361,13 @@ def bench_peers(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
                 paired[n][t].append(got["grpofit"].wall / got[t].wall)
     top = max(counts)
     cov = {t: peer_coverage(t, docs[t], files[:top]) for t in tools if t != "plain"}
-    raw = {"counts": list(counts), "steps_per_run": sizes.fit_steps, "measures": {str(n): m[n] for n in counts},
-           "paired_wall_ratios": {str(n): paired[n] for n in counts}, "coverage": cov}
+    raw = {
+        "counts": list(counts),
+        "steps_per_run": sizes.fit_steps,
+        "measures": {str(n): m[n] for n in counts},
+        "paired_wall_ratios": {str(n): paired[n] for n in counts},
+        "coverage": cov,
+    }
     peer_rows(rep, raw)
     rep.raw["peers"] = raw
 
@@ -1104,15 +1378,24 @@ def peer_rows(rep: Report, raw: dict) -> None:
     m = {int(n): v for n, v in raw["measures"].items()}
     tools = list(m[counts[0]])
     cov = raw["coverage"]
-    per_run = {(t, kind): _slope(counts, [median(m[n][t][kind]) for n in counts]) for t in tools for kind in ("wall", "cpu")}
+    per_run = {
+        (t, kind): _slope(counts, [median(m[n][t][kind]) for n in counts]) for t in tools for kind in ("wall", "cpu")
+    }
     raw["fixed_and_per_run_s"] = {f"{t}_{k}": v for (t, k), v in per_run.items()}
     sec = "9 peers"
     top = max(counts)
-    label = {"plain": "(a) plain curve_fit, no intervals", "bootstrap": "(b) curve_fit + residual bootstrap x200",
-             "lmfit": "(c) lmfit + conf_interval"}
+    label = {
+        "plain": "(a) plain curve_fit, no intervals",
+        "bootstrap": "(b) curve_fit + residual bootstrap x200",
+        "lmfit": "(c) lmfit + conf_interval",
+    }
     g_cpu = per_run[("grpofit", "cpu")][1]
-    rep.add(sec, f"grpofit fit: per extra run (CPU, start-up subtracted), {counts[0]}-{top} runs",
-            f"{1e3 * g_cpu:.1f} ms", _cov_text(cov["grpofit"]) + f" (of {top})")
+    rep.add(
+        sec,
+        f"grpofit fit: per extra run (CPU, start-up subtracted), {counts[0]}-{top} runs",
+        f"{1e3 * g_cpu:.1f} ms",
+        _cov_text(cov["grpofit"]) + f" (of {top})",
+    )
     for t in tools:
         if t == "grpofit":
             continue
@@ -1121,14 +1404,25 @@ def peer_rows(rep: Report, raw: dict) -> None:
         raw[f"per_run_ratio_{t}"] = ratio
         target = 2.0 if t == "plain" else 0.1
         ref = f"{label[t]}: {1e3 * t_cpu:.1f} ms" + ("" if t == "plain" else "; " + _cov_text(cov[t]))
-        rep.add(sec, f"per extra run, grpofit / {label[t].split(',')[0].split(' +')[0]} (CPU)", f"{ratio:.3g}x", ref,
-                f"<= {target:g}x", _status(ratio <= target))
+        rep.add(
+            sec,
+            f"per extra run, grpofit / {label[t].split(',')[0].split(' +')[0]} (CPU)",
+            f"{ratio:.3g}x",
+            ref,
+            f"<= {target:g}x",
+            _status(ratio <= target),
+        )
     n0 = min(counts, key=lambda n: abs(n - 120))  # the target's count: 120 runs (or the nearest measured)
     whole = median(raw["paired_wall_ratios"][str(n0)]["plain"])
     raw["whole_process_ratio_plain"] = whole
-    rep.add(sec, f"whole process at {n0} runs, grpofit / (a) plain (wall, paired)", f"{whole:.2f}x",
-            f"grpofit {_stats(m[n0]['grpofit']['wall'])}, plain {_stats(m[n0]['plain']['wall'])}", "<= 1.0x",
-            _status(whole <= 1.0))
+    rep.add(
+        sec,
+        f"whole process at {n0} runs, grpofit / (a) plain (wall, paired)",
+        f"{whole:.2f}x",
+        f"grpofit {_stats(m[n0]['grpofit']['wall'])}, plain {_stats(m[n0]['plain']['wall'])}",
+        "<= 1.0x",
+        _status(whole <= 1.0),
+    )
     rep.raw["peers"] = raw
 
 
@@ -1158,7 +1452,7 @@ def bench_plots(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     for r in range(repeats):
         log(f"plots: repeat {r + 1}/{repeats}")
         got = {}
-        for t in (("plots", "none") if r % 2 == 0 else ("none", "plots")):
+        for t in ("plots", "none") if r % 2 == 0 else ("none", "plots"):
             shutil.rmtree(out, ignore_errors=True)
             cmd = base + (["--plot-dir", str(out)] if t == "plots" else [])
             got[t] = checked(run_process(cmd), f"diagnose ({t})", ok_codes=(0, 1))
@@ -1172,14 +1466,32 @@ def bench_plots(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     shutil.rmtree(out, ignore_errors=True)
     ratio, cpu_ratio = median(ratios), median(cpu_ratios)
     largest = max(sizes_px, key=lambda wh: wh[0] * wh[1]) if sizes_px else (0, 0)
-    rep.raw["plots"] = {"logs": str(logs), "walls": walls, "cpus": cpus, "paired_wall_ratios": ratios,
-                        "paired_cpu_ratios": cpu_ratios, "figures": len(figures), "largest_px": largest}
+    rep.raw["plots"] = {
+        "logs": str(logs),
+        "walls": walls,
+        "cpus": cpus,
+        "paired_wall_ratios": ratios,
+        "paired_cpu_ratios": cpu_ratios,
+        "figures": len(figures),
+        "largest_px": largest,
+    }
     sec = "10 plots"
-    rep.add(sec, f"diagnose {sizes.plot_logs} with --plot-dir / without (wall, paired)", f"{ratio:.2f}x",
-            f"CPU {cpu_ratio:.2f}x; with {_stats(walls['plots'])}, without {_stats(walls['none'])}", "<= 2.0x",
-            _status(ratio <= 2.0))
-    rep.add(sec, "figures written; the largest (pixels)", f"{len(figures)}; {largest[0]} x {largest[1]}",
-            "one per run", "<= 1100 x 1000", _status(largest[0] <= 1100 and largest[1] <= 1000))
+    rep.add(
+        sec,
+        f"diagnose {sizes.plot_logs} with --plot-dir / without (wall, paired)",
+        f"{ratio:.2f}x",
+        f"CPU {cpu_ratio:.2f}x; with {_stats(walls['plots'])}, without {_stats(walls['none'])}",
+        "<= 2.0x",
+        _status(ratio <= 2.0),
+    )
+    rep.add(
+        sec,
+        "figures written; the largest (pixels)",
+        f"{len(figures)}; {largest[0]} x {largest[1]}",
+        "one per run",
+        "<= 1100 x 1000",
+        _status(largest[0] <= 1100 and largest[1] <= 1000),
+    )
 
 
 # --------------------------------------------------------------------------- 11. callback
@@ -1192,10 +1504,21 @@ def bench_callback(rep: Report, sizes: Sizes, work: Path, repeats: int) -> None:
     callback.bench(rep, sizes, work, repeats)
 
 
-BENCHES = {"fit": bench_fit, "startup": bench_startup, "sweep": bench_sweep,
-           "reading": bench_reading, "readers": bench_readers, "long_fit": bench_long_fit,
-           "growth": bench_growth, "watch": bench_watch, "forecast": bench_forecast,
-           "fitcost": bench_fitcost, "peers": bench_peers, "plots": bench_plots, "callback": bench_callback}
+BENCHES = {
+    "fit": bench_fit,
+    "startup": bench_startup,
+    "sweep": bench_sweep,
+    "reading": bench_reading,
+    "readers": bench_readers,
+    "long_fit": bench_long_fit,
+    "growth": bench_growth,
+    "watch": bench_watch,
+    "forecast": bench_forecast,
+    "fitcost": bench_fitcost,
+    "peers": bench_peers,
+    "plots": bench_plots,
+    "callback": bench_callback,
+}
 HEADERS = ("Section", "Measure", "Result", "Reference", "Target", "Status")
 
 
@@ -1205,9 +1528,15 @@ def _cells(row: Row) -> tuple[str, ...]:
 
 def markdown(rep: Report) -> str:
     esc = lambda s: s.replace("|", "\\|")
-    lines = [f"Machine: {machine_line(rep.machine)}. Repeats: {rep.config['repeats']} (medians)"
-             + (" - QUICK sizes" if rep.config["quick"] else "") + _compiled_note(rep) + ".", "",
-             "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    lines = [
+        f"Machine: {machine_line(rep.machine)}. Repeats: {rep.config['repeats']} (medians)"
+        + (" - QUICK sizes" if rep.config["quick"] else "")
+        + _compiled_note(rep)
+        + ".",
+        "",
+        "| " + " | ".join(HEADERS) + " |",
+        "|" + "---|" * len(HEADERS),
+    ]
     lines += ["| " + " | ".join(esc(c) for c in _cells(r)) + " |" for r in rep.rows]
     return "\n".join(lines) + "\n"
 
@@ -1227,8 +1556,11 @@ def print_table(rep: Report) -> None:
         return
     console = Console(width=None if sys.stdout.isatty() else 170)
     console.print(f"[bold]Machine:[/bold] {machine_line(rep.machine)}", highlight=False)
-    console.print(f"Repeats: {rep.config['repeats']} (medians)" + ("; QUICK sizes" if rep.config["quick"] else "")
-                  + _compiled_note(rep))
+    console.print(
+        f"Repeats: {rep.config['repeats']} (medians)"
+        + ("; QUICK sizes" if rep.config["quick"] else "")
+        + _compiled_note(rep)
+    )
     table = Table(show_lines=False)
     for h in HEADERS:
         table.add_column(h, overflow="fold")
@@ -1259,15 +1591,22 @@ def readme_block(doc: dict) -> str:
             continue
         m, c = sec["machine"], sec["config"]
         runs = (c.get("sizes") or {}).get("peer_counts") if name == "peers" else None
-        lines.append(f"- `{name}`: {sec.get('date', '?')}; {machine_line(m)}; repeats {c['repeats']}"
-                     + (f"; runs {' and '.join(map(str, runs))}" if runs else "")
-                     + (" (QUICK sizes)" if c.get("quick") else "") + ".")
+        lines.append(
+            f"- `{name}`: {sec.get('date', '?')}; {machine_line(m)}; repeats {c['repeats']}"
+            + (f"; runs {' and '.join(map(str, runs))}" if runs else "")
+            + (" (QUICK sizes)" if c.get("quick") else "")
+            + "."
+        )
     esc = lambda x: str(x).replace("|", "\\|")
     lines += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     rows = [r for r in doc["rows"]]
     lines += ["| " + " | ".join(esc(r[h.lower()]) for h in HEADERS) + " |" for r in rows]
     misses = [r for r in rows if r["status"] == "MISS"]
-    lines += ["", "Where grpofit still misses a target in this run:" if misses else "Every target is met in this run.", ""]
+    lines += [
+        "",
+        "Where grpofit still misses a target in this run:" if misses else "Every target is met in this run.",
+        "",
+    ]
     for r in misses:
         ref = f" against {r['reference']}" if r["reference"] else ""
         lines.append(f"- {r['section']}, {r['measure']}: {r['result']}{ref} (target {r['target']})")
@@ -1282,7 +1621,7 @@ def record(rep: Report, record_path: Path = RECORD, readme: Path = README) -> No
 
     doc = json.loads(record_path.read_text()) if record_path.exists() else {"sections": {}, "rows": [], "raw": {}}
     ran = [s for s in rep.config["sections"] if s not in rep.raw.get("failures", {})]
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     for name in ran:
         doc["sections"][name] = {"date": date, "machine": rep.machine, "config": rep.config}
         doc["raw"][name] = rep.raw.get(name)
@@ -1296,14 +1635,26 @@ def record(rep: Report, record_path: Path = RECORD, readme: Path = README) -> No
     start, end = text.find(README_START), text.find(README_END)
     if start < 0 or end < start:
         raise SystemExit(f"{readme}: no benchmark table markers; add {README_START!r} ... {README_END!r}")
-    readme.write_text(text[:start] + readme_block(doc) + text[end + len(README_END) + 1:])
+    readme.write_text(text[:start] + readme_block(doc) + text[end + len(README_END) + 1 :])
 
 
 #: the section names of the table (``"1 fit"``) back to the benchmark's own (``"fit"``); a
 #: section missing here would never have its recorded rows replaced (they would pile up)
-_SECTION_OF = {"fit": "fit", "start-up": "startup", "sweep": "sweep", "reading": "reading",
-               "readers": "readers", "long": "long_fit", "growth": "growth", "watch": "watch",
-               "forecast": "forecast", "fitcost": "fitcost", "peers": "peers", "plots": "plots", "callback": "callback"}
+_SECTION_OF = {
+    "fit": "fit",
+    "start-up": "startup",
+    "sweep": "sweep",
+    "reading": "reading",
+    "readers": "readers",
+    "long": "long_fit",
+    "growth": "growth",
+    "watch": "watch",
+    "forecast": "forecast",
+    "fitcost": "fitcost",
+    "peers": "peers",
+    "plots": "plots",
+    "callback": "callback",
+}
 
 
 def _row_section(label: str) -> str:
@@ -1318,13 +1669,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--only", default=None, help="comma-separated sections: " + ",".join(SECTIONS))
     ap.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown")
     ap.add_argument("--json", type=Path, default=None, help="also write every figure as JSON")
-    ap.add_argument("--record", action="store_true",
-                    help="merge the figures into docs/benchmark.json and rewrite the README's table from it")
-    ap.add_argument("--peer-counts", default=None,
-                    help="runs of the peers section, e.g. 30,120 (default 120,480: on a loaded machine the "
-                         "bootstrap and lmfit peers take about 0.2 and 0.4 s of CPU per run)")
-    ap.add_argument("--workdir", type=Path, default=None,
-                    help="where inputs go (kept and reused; default a temp dir removed at the end)")
+    ap.add_argument(
+        "--record",
+        action="store_true",
+        help="merge the figures into docs/benchmark.json and rewrite the README's table from it",
+    )
+    ap.add_argument(
+        "--peer-counts",
+        default=None,
+        help="runs of the peers section, e.g. 30,120 (default 120,480: on a loaded machine the "
+        "bootstrap and lmfit peers take about 0.2 and 0.4 s of CPU per run)",
+    )
+    ap.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="where inputs go (kept and reused; default a temp dir removed at the end)",
+    )
     args = ap.parse_args(argv)
     if args.repeats is None:
         args.repeats = 1 if args.quick else 3
@@ -1347,9 +1708,10 @@ def main(argv: list[str] | None = None) -> int:
         from dataclasses import replace
 
         sizes = replace(sizes, peer_counts=tuple(int(x) for x in args.peer_counts.split(",")))
-    rep = Report(machine=machine_info(),
-                 config={"quick": args.quick, "repeats": args.repeats, "sections": args.only,
-                         "sizes": asdict(sizes)})
+    rep = Report(
+        machine=machine_info(),
+        config={"quick": args.quick, "repeats": args.repeats, "sections": args.only, "sizes": asdict(sizes)},
+    )
     rep.config["byte_compiled"] = byte_compile()
     temp = args.workdir is None
     work = Path(tempfile.mkdtemp(prefix="grpofit-bench-")) if temp else args.workdir.resolve()

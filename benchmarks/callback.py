@@ -1,13 +1,13 @@
 """``python -m benchmarks --only callback``: what ``GrpofitCallback`` costs the training thread.
 
-A TRL ``GRPOTrainer`` run of the kind issue 37 reports (:mod:`tests.trl_scenario`: 300 steps, TRL's
+A TRL ``GRPOTrainer`` run of the kind a user reported (:mod:`tests.trl_scenario`: 300 steps, TRL's
 keys, one log event per step) is replayed through the real ``transformers`` classes
 (``CallbackHandler``, ``TrainerState``, ``TrainerControl``, ``TrainingArguments``; they import
 without torch). torch is not installed here (PyPI's CPU wheel is too heavy for this machine), so a
 training step is emulated by ``--step-seconds`` of sleep (a torch step releases the GIL for most
 of its time). Measured: the wall time of ``handler.on_log`` at each update (the log events that
 hand a snapshot to the judgement thread), against the same callback judging on the training
-thread (``background=False``: what each update cost before issue 37).
+thread (``background=False``: what each update cost on the training thread).
 """
 
 from __future__ import annotations
@@ -61,10 +61,15 @@ def bench(rep, sizes, work, repeats) -> None:
         fg += f["update"]
         raw["repeats"].append({"background": b, "foreground": f})
     med = statistics.median(bg) * 1e3
-    rep.add(sec, f"GrpofitCallback on the training thread per update (replay of a {n_steps}-step TRL run through "
-                 "transformers' CallbackHandler, training step emulated by 50 ms sleep): median / max",
-            f"{med:.2f} / {max(bg) * 1e3:.1f} ms", f"judging on the training thread: {statistics.median(fg) * 1e3:.0f} / "
-            f"{max(fg) * 1e3:.0f} ms", "<= 50 ms median", "ok" if med <= 50 else "MISS")
+    rep.add(
+        sec,
+        f"GrpofitCallback on the training thread per update (replay of a {n_steps}-step TRL run through "
+        "transformers' CallbackHandler, training step emulated by 50 ms sleep): median / max",
+        f"{med:.2f} / {max(bg) * 1e3:.1f} ms",
+        f"judging on the training thread: {statistics.median(fg) * 1e3:.0f} / {max(fg) * 1e3:.0f} ms",
+        "<= 50 ms median",
+        "ok" if med <= 50 else "MISS",
+    )
     rep.raw["callback"] = raw
 
 
@@ -72,5 +77,7 @@ if __name__ == "__main__":  # pragma: no cover
     for background in (True, False):
         out = replay(background=background, step_seconds=STEP_SECONDS if background else 0.0)
         u = out["update"]
-        print(f"background={background}: per update median {statistics.median(u) * 1e3:.2f} ms, max {max(u) * 1e3:.1f} ms; "
-              f"other log events median {statistics.median(out['other']) * 1e3:.3f} ms; judgements {out['judged']}")
+        print(
+            f"background={background}: per update median {statistics.median(u) * 1e3:.2f} ms, max {max(u) * 1e3:.1f} ms; "
+            f"other log events median {statistics.median(out['other']) * 1e3:.3f} ms; judgements {out['judged']}"
+        )

@@ -24,10 +24,26 @@ __all__ = [
 
 #: the 20 columns of the large log (TRL-like names; "step" first)
 BIG_COLUMNS = (
-    "step", "epoch", "loss", "reward", "reward_std", "frac_reward_zero_std", "entropy", "kl",
-    "grad_norm", "clip_ratio", "completion_length", "learning_rate", "rewards/accuracy",
-    "rewards/format", "num_tokens", "clip_ratio/high", "clip_ratio/low",
-    "completions/mean_length", "completions/max_length", "timing/step",
+    "step",
+    "epoch",
+    "loss",
+    "reward",
+    "reward_std",
+    "frac_reward_zero_std",
+    "entropy",
+    "kl",
+    "grad_norm",
+    "clip_ratio",
+    "completion_length",
+    "learning_rate",
+    "rewards/accuracy",
+    "rewards/format",
+    "num_tokens",
+    "clip_ratio/high",
+    "clip_ratio/low",
+    "completions/mean_length",
+    "completions/max_length",
+    "timing/step",
 )
 
 
@@ -128,7 +144,7 @@ def _big_lines(df, fmt: str, chunk: int = 100_000):
     else:
         template = "{" + ",".join(f'"{n}":{s}' for n, s in zip(BIG_COLUMNS, specs)) + "}\n"
     for lo in range(0, len(df), chunk):
-        rows = df.iloc[lo:lo + chunk].itertuples(index=False, name=None)
+        rows = df.iloc[lo : lo + chunk].itertuples(index=False, name=None)
         yield "".join(template % row for row in rows)
 
 
@@ -154,8 +170,14 @@ def growth_series(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     from grpofit.testing.synthetic import make_run_table
 
     truth = {
-        "plateau": 0.7, "initial": 0.1, "timescale": n / 8.0, "inertia": n / 40.0,
-        "forcing_sd": 0.005, "forcing_time": n / 16.0, "batch": 256, "length": n - 1,
+        "plateau": 0.7,
+        "initial": 0.1,
+        "timescale": n / 8.0,
+        "inertia": n / 40.0,
+        "forcing_sd": 0.005,
+        "forcing_time": n / 16.0,
+        "batch": 256,
+        "length": n - 1,
     }
     table = make_run_table(truth, seed=seed)
     return table["step"], table["reward"]
@@ -202,11 +224,25 @@ def forced_oscillator_runs(n: int, n_steps: int = 300, seed: int = 0) -> list[di
     kl = 0.002 * np.arange(n_steps)[:, None] * (1 + 0.1 * rng.standard_normal((n_steps, n)))
     runs = []
     for i in range(n):
-        truth = {"plateau": float(plateau[i]), "initial": float(initial[i]), "timescale": float(timescale[i]),
-                 "inertia": float(inertia[i]), "damping_ratio": float(zeta[i]), "process_sd": float(sd[i]),
-                 "batch": int(batch[i]), "format": FIT_FORMATS[i % len(FIT_FORMATS)]}
-        runs.append({"truth": truth, "step": np.arange(1, n_steps + 1), "reward": reward[:, i],
-                     "kl": kl[:, i], "loss": 0.1 * rng.standard_normal(n_steps)})
+        truth = {
+            "plateau": float(plateau[i]),
+            "initial": float(initial[i]),
+            "timescale": float(timescale[i]),
+            "inertia": float(inertia[i]),
+            "damping_ratio": float(zeta[i]),
+            "process_sd": float(sd[i]),
+            "batch": int(batch[i]),
+            "format": FIT_FORMATS[i % len(FIT_FORMATS)],
+        }
+        runs.append(
+            {
+                "truth": truth,
+                "step": np.arange(1, n_steps + 1),
+                "reward": reward[:, i],
+                "kl": kl[:, i],
+                "loss": 0.1 * rng.standard_normal(n_steps),
+            }
+        )
     return runs
 
 
@@ -215,15 +251,32 @@ def _write_run(path: Path, fmt: str, run: dict) -> None:
     if fmt == "csv":
         write_csv(path, {"step": steps, "reward": reward, "kl": kl, "loss": loss})
     elif fmt == "jsonl":
-        path.write_text("".join(
-            json.dumps({"step": int(s), "reward": float(r), "kl": float(k), "loss": float(lo)}) + "\n"
-            for s, r, k, lo in zip(steps, reward, kl, loss)))
+        path.write_text(
+            "".join(
+                json.dumps({"step": int(s), "reward": float(r), "kl": float(k), "loss": float(lo)}) + "\n"
+                for s, r, k, lo in zip(steps, reward, kl, loss)
+            )
+        )
     elif fmt == "trainer_state":  # as transformers writes it: indent 2, log_history of dicts
-        history = [{"epoch": round(float(s) / len(steps), 4), "kl": float(k), "learning_rate": 1e-6,
-                    "loss": float(lo), "reward": float(r), "step": int(s)}
-                   for s, r, k, lo in zip(steps, reward, kl, loss)]
-        doc = {"best_metric": None, "epoch": 1.0, "global_step": int(steps[-1]), "log_history": history,
-               "logging_steps": 1, "max_steps": int(steps[-1])}
+        history = [
+            {
+                "epoch": round(float(s) / len(steps), 4),
+                "kl": float(k),
+                "learning_rate": 1e-6,
+                "loss": float(lo),
+                "reward": float(r),
+                "step": int(s),
+            }
+            for s, r, k, lo in zip(steps, reward, kl, loss)
+        ]
+        doc = {
+            "best_metric": None,
+            "epoch": 1.0,
+            "global_step": int(steps[-1]),
+            "log_history": history,
+            "logging_steps": 1,
+            "max_steps": int(steps[-1]),
+        }
         path.write_text(json.dumps(doc, indent=2))
     elif fmt == "wandb_csv":  # a W&B panel export: quoted header, one run, __MIN/__MAX columns
         name = path.stem
@@ -300,7 +353,8 @@ def reader_inputs(folder: Path, rows: int, seed: int = 0) -> dict[str, Path]:
     from grpofit.testing.writers import write_tfevents
 
     cols = {k: df[k].to_numpy(float) for k in keys}
-    write_tfevents(str(paths["tfevents"]),
-                   ((int(s), {f"train/{k}": cols[k][i] for k in keys}) for i, s in enumerate(df["step"])))
+    write_tfevents(
+        str(paths["tfevents"]), ((int(s), {f"train/{k}": cols[k][i] for k in keys}) for i, s in enumerate(df["step"]))
+    )
     _mark(paths["csv"], params)
     return paths

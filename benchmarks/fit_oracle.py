@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.recovery import PLATEAU_TOL, TIMESCALE_TOL
 from grpofit.fitting.statespace_ci import Cells, _cell_quantiles, _columns, _kalman_cells, _mixture_interval
 from grpofit.testing.synthetic import forced_recovery_set
-from benchmarks.recovery import PLATEAU_TOL, TIMESCALE_TOL
 
 #: the known-noise oracle's grid: log-range and points per time
 T_RANGE, N_TS = math.log(4.0), 33
@@ -75,8 +75,11 @@ def oracle_row(truth: dict, table: dict) -> dict:
     with np.errstate(all="ignore"):
         _, b0, var, _ = _kalman_cells(t, y, one, _cells(t, truth, np.array([ts0]), np.array([ti0]), r), noise_var)
     sd = math.sqrt(float(var[0]))
-    out = {"known_times_ok": abs(float(b0[0]) - truth["plateau"]) <= PLATEAU_TOL,
-           "known_times_p": 2.0 * _ncdf(PLATEAU_TOL / sd) - 1.0, "plateau_sd": sd}
+    out = {
+        "known_times_ok": abs(float(b0[0]) - truth["plateau"]) <= PLATEAU_TOL,
+        "known_times_p": 2.0 * _ncdf(PLATEAU_TOL / sd) - 1.0,
+        "plateau_sd": sd,
+    }
     u = np.linspace(-T_RANGE, T_RANGE, N_TS)
     U, V = np.meshgrid(u, np.linspace(-I_RANGE, I_RANGE, N_TI), indexing="ij")
     ts, ti = ts0 * np.exp(U.ravel()), ti0 * np.exp(V.ravel())
@@ -85,7 +88,9 @@ def oracle_row(truth: dict, table: dict) -> dict:
     nll = np.full(ts.size, np.inf)
     b, var, ml = np.zeros(ts.size), np.zeros(ts.size), np.full(ts.size, np.inf)
     with np.errstate(all="ignore"):
-        nll[keep], b[keep], var[keep], ml[keep] = _kalman_cells(t, y, one, _cells(t, truth, ts[keep], ti[keep], r), noise_var)
+        nll[keep], b[keep], var[keep], ml[keep] = _kalman_cells(
+            t, y, one, _cells(t, truth, ts[keep], ti[keep], r), noise_var
+        )
     k = int(np.argmin(np.where(np.isfinite(ml), ml, np.inf)))
     out["known_noise_ok"] = _recovered(truth, float(b[k]), float(ts[k]))
     # the posterior (flat in the levels and the log times): its median timescale, mean plateau;
@@ -123,23 +128,36 @@ def run_oracle(n_per_stratum: int = 10, seed: int = 0, *, only: tuple | None = N
     out = []
     for (level, regime), rs in groups.items():
         m = lambda k: float(np.mean([r[k] for r in rs]))
-        out.append({"forcing_sd": level, "regime": regime, "n": len(rs), "known_times_ok": m("known_times_ok"),
-                    "known_times_p": m("known_times_p"), "known_noise_ok": m("known_noise_ok"),
-                    "posterior_ok": m("posterior_ok"), "posterior_covers": m("posterior_covers"),
-                    "posterior_wrong": m("posterior_wrong"),
-                    "plateau_sd": float(np.median([r["plateau_sd"] for r in rs]))})
+        out.append(
+            {
+                "forcing_sd": level,
+                "regime": regime,
+                "n": len(rs),
+                "known_times_ok": m("known_times_ok"),
+                "known_times_p": m("known_times_p"),
+                "known_noise_ok": m("known_noise_ok"),
+                "posterior_ok": m("posterior_ok"),
+                "posterior_covers": m("posterior_covers"),
+                "posterior_wrong": m("posterior_wrong"),
+                "plateau_sd": float(np.median([r["plateau_sd"] for r in rs])),
+            }
+        )
     return out
 
 
 def oracle_report(rows: list[dict]) -> str:
-    lines = ["| forcing sd | regime | runs | known times: plateau recovered (expected) | (sampled) "
-             "| median plateau sd | known noise: recovered (maximum likelihood) | (posterior) "
-             "| posterior 95% intervals cover both | posterior confidently wrong |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| forcing sd | regime | runs | known times: plateau recovered (expected) | (sampled) "
+        "| median plateau sd | known noise: recovered (maximum likelihood) | (posterior) "
+        "| posterior 95% intervals cover both | posterior confidently wrong |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in rows:
-        lines.append(f"| {r['forcing_sd']:g} | {r['regime']} | {r['n']} | {r['known_times_p']:.1%} | "
-                     f"{r['known_times_ok']:.0%} | {r['plateau_sd']:.4f} | {r['known_noise_ok']:.0%} | {r['posterior_ok']:.0%} | "
-                     f"{r['posterior_covers']:.0%} | {r['posterior_wrong']:.0%} |")
+        lines.append(
+            f"| {r['forcing_sd']:g} | {r['regime']} | {r['n']} | {r['known_times_p']:.1%} | "
+            f"{r['known_times_ok']:.0%} | {r['plateau_sd']:.4f} | {r['known_noise_ok']:.0%} | {r['posterior_ok']:.0%} | "
+            f"{r['posterior_covers']:.0%} | {r['posterior_wrong']:.0%} |"
+        )
     return "\n".join(lines)
 
 
@@ -177,13 +195,15 @@ def summary(rows: list[dict]) -> str:
     rec = [100 * max(r["known_noise_ok"], r["posterior_ok"]) for r in strong]
     cw = [100 * r["posterior_wrong"] for r in strong]
     kt = [100 * r["known_times_p"] for r in strong]
-    return (f"At forcing sd {top:g}, even knowing the law and both noise levels, the best of the two "
-            f"estimates recovers {min(rec):.0f}-{max(rec):.0f}% of the runs (the target is 95%), and the "
-            f"posterior's own 95% intervals are confidently wrong in {min(cw):.0f}-{max(cw):.0f}% (the "
-            f"target is at most 2%). Knowing the times as well, the plateau alone is recovered in "
-            f"{min(kt):.1f}-{max(kt):.1f}% (expected). A run of 300-1,000 steps whose forcing sd is "
-            f"as large as the observation noise does not pin its timescale to 25% often enough: "
-            f"what the fit must do there is give an interval as wide as the data leave it.")
+    return (
+        f"At forcing sd {top:g}, even knowing the law and both noise levels, the best of the two "
+        f"estimates recovers {min(rec):.0f}-{max(rec):.0f}% of the runs (the target is 95%), and the "
+        f"posterior's own 95% intervals are confidently wrong in {min(cw):.0f}-{max(cw):.0f}% (the "
+        f"target is at most 2%). Knowing the times as well, the plateau alone is recovered in "
+        f"{min(kt):.1f}-{max(kt):.1f}% (expected). A run of 300-1,000 steps whose forcing sd is "
+        f"as large as the observation noise does not pin its timescale to 25% often enough: "
+        f"what the fit must do there is give an interval as wide as the data leave it."
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -192,15 +212,14 @@ def main(argv: list[str] | None = None) -> None:
     if "--out" in argv:
         i = argv.index("--out")
         out = argv[i + 1]
-        argv = argv[:i] + argv[i + 2:]
+        argv = argv[:i] + argv[i + 2 :]
     n = int(argv[0]) if argv else 10
     seed = int(argv[1]) if len(argv) > 1 else 0
     rows = run_oracle(n, seed)
     text = oracle_report(rows)
     print(text)
     if out:
-        Path(out).write_text(ORACLE_DOC.format(n=n, seed=seed, table=text, summary=summary(rows)),
-                             encoding="utf-8")
+        Path(out).write_text(ORACLE_DOC.format(n=n, seed=seed, table=text, summary=summary(rows)), encoding="utf-8")
 
 
 if __name__ == "__main__":

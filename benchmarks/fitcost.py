@@ -41,4 +41,4 @@ def read_and_fit(paths: list[str], mode: str = "with") -> None:
 
 if __name__ == "__main__":
     mode, n, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-    read_and_fit(paths[:3 + n], mode)
+    read_and_fit(paths[: 3 + n], mode)

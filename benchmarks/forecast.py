@@ -49,8 +49,14 @@ def write_runs(folder: Path, n: int, seed: int = 0) -> list[Path]:
     paths = []
     for i, (_, table) in enumerate(order):
         p = folder / f"run_{i:03d}.csv"
-        np.savetxt(p, np.column_stack([table["step"], table["reward"]]), delimiter=",",
-                   header="step,reward", comments="", fmt=["%d", "%.6f"])
+        np.savetxt(
+            p,
+            np.column_stack([table["step"], table["reward"]]),
+            delimiter=",",
+            header="step,reward",
+            comments="",
+            fmt=["%d", "%.6f"],
+        )
         paths.append(p)
     return paths
 
@@ -70,27 +76,43 @@ def main(argv: list[str] | None = None) -> None:
         paths = write_runs(folder, a.runs)
         n_cuts = len(a.cuts.split(","))
         cpu_f, wall_f = [], []
-        for p in paths[:a.forecast_files]:  # forecast of one file, cut at 25% (a run in progress)
+        for p in paths[: a.forecast_files]:  # forecast of one file, cut at 25% (a run in progress)
             n_steps = sum(1 for _ in open(p)) - 1
-            cpu, wall, code = timed(_grpofit() + ["forecast", str(p), "--until", str(max(10, n_steps // 4)),
-                                                  "--horizon", str(n_steps), "--format", "json"])
+            cpu, wall, code = timed(
+                _grpofit()
+                + [
+                    "forecast",
+                    str(p),
+                    "--until",
+                    str(max(10, n_steps // 4)),
+                    "--horizon",
+                    str(n_steps),
+                    "--format",
+                    "json",
+                ]
+            )
             if code != 0:
                 raise SystemExit(f"forecast {p.name} exited {code}")
             cpu_f.append(cpu)
             wall_f.append(wall)
-        cpu_b, wall_b, code = timed(_grpofit() + ["backtest", str(folder), "--cuts", a.cuts, "--jobs", str(a.jobs),
-                                                  "--format", "json"])
+        cpu_b, wall_b, code = timed(
+            _grpofit() + ["backtest", str(folder), "--cuts", a.cuts, "--jobs", str(a.jobs), "--format", "json"]
+        )
         if code != 0:
             raise SystemExit(f"backtest exited {code}")
         startup, _, _ = timed(_grpofit() + ["--help"])
     load = os.getloadavg()[0]
-    print(f"| measure | CPU s | wall s | target |\n| --- | --- | --- | --- |")
-    print(f"| `forecast` one file (median of {len(cpu_f)}, cut at 25%) | {statistics.median(cpu_f):.2f} | "
-          f"{statistics.median(wall_f):.2f} | <= 1 s |")
+    print("| measure | CPU s | wall s | target |\n| --- | --- | --- | --- |")
+    print(
+        f"| `forecast` one file (median of {len(cpu_f)}, cut at 25%) | {statistics.median(cpu_f):.2f} | "
+        f"{statistics.median(wall_f):.2f} | <= 1 s |"
+    )
     print(f"| `backtest` {a.runs} runs x {n_cuts} cuts, --jobs {a.jobs} | {cpu_b:.1f} | {wall_b:.1f} | <= 60 s |")
     print(f"| `grpofit --help` (start-up) | {startup:.2f} | | |")
-    print(f"\nload average at the end: {load:.1f} on {os.cpu_count()} cores (wall times are noise when "
-          f"the load exceeds the cores; CPU seconds are not)")
+    print(
+        f"\nload average at the end: {load:.1f} on {os.cpu_count()} cores (wall times are noise when "
+        f"the load exceeds the cores; CPU seconds are not)"
+    )
 
 
 if __name__ == "__main__":

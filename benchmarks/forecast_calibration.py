@@ -19,7 +19,7 @@ logged reward, the share of pi95 misses above the band, and the median absolute 
 
 The full run adds the shared real logs with a trend cut at 25% and 50% (:func:`real_lines`: 95%
 coverage of the final level, median error beside persistence's and a plain exponential's) and the
-same tables measured before issue 33 (:data:`BEFORE`). ``--tune`` runs the tuning grid instead.
+same tables measured before this round's forecast (:data:`BEFORE`). ``--tune`` runs the tuning grid instead.
 ``--record`` writes the tables to :data:`DOC` (``docs/forecast_calibration.md``);
 ``tests/test_forecast_calibration.py`` runs a small version. Run with ``OPENBLAS_NUM_THREADS=1``
 on a shared machine (BLAS threads oversubscribe the cores and make each forecast ~5x slower).
@@ -45,13 +45,18 @@ def bandit_settings(n: int, seed: int) -> list[dict]:
     rng = np.random.default_rng(seed)
     out = []
     for i in range(n):
-        out.append(dict(arms=int(rng.choice([4, 8, 16])),
-                        lr=float(np.exp(rng.uniform(np.log(0.003), np.log(0.1)))),
-                        beta=float(np.exp(rng.uniform(np.log(0.05), np.log(1.0)))),
-                        momentum=float(rng.choice([0.0, 0.5, 0.9])),
-                        refresh_interval=int(rng.choice([1, 2, 4])),
-                        group_size=int(rng.choice([0, 2, 4, 8, 16])),
-                        steps=int(rng.integers(600, 1501)), seed=int(seed * 1000 + i)))
+        out.append(
+            dict(
+                arms=int(rng.choice([4, 8, 16])),
+                lr=float(np.exp(rng.uniform(np.log(0.003), np.log(0.1)))),
+                beta=float(np.exp(rng.uniform(np.log(0.05), np.log(1.0)))),
+                momentum=float(rng.choice([0.0, 0.5, 0.9])),
+                refresh_interval=int(rng.choice([1, 2, 4])),
+                group_size=int(rng.choice([0, 2, 4, 8, 16])),
+                steps=int(rng.integers(600, 1501)),
+                seed=int(seed * 1000 + i),
+            )
+        )
     return out
 
 
@@ -93,10 +98,16 @@ def forecast_rows(item, cuts=CUTS) -> list[dict]:
         fc = forecast_series(s[:k], y[:k], horizon_step=float(s[-1]), at_steps=[float(s[mid])], seed=k)
         pers = persistence(y[:k])
         for j, (entry, ti) in enumerate(zip(fc.doc["at"], targets)):
-            row = {"name": name, "cut": c, "target": "end" if j == 0 else "mid",
-                   "moved": bool(abs(truth[ti] - truth[k - 1]) > MOVED), "actual": float(y[ti]),
-                   "truth": float(truth[ti]), "persistence_error": abs(pers - float(truth[ti])),
-                   "note": fc.doc.get("note")}
+            row = {
+                "name": name,
+                "cut": c,
+                "target": "end" if j == 0 else "mid",
+                "moved": bool(abs(truth[ti] - truth[k - 1]) > MOVED),
+                "actual": float(y[ti]),
+                "truth": float(truth[ti]),
+                "persistence_error": abs(pers - float(truth[ti])),
+                "note": fc.doc.get("note"),
+            }
             if entry.get("mean") is None:
                 row.update(made=False)
             else:
@@ -104,17 +115,27 @@ def forecast_rows(item, cuts=CUTS) -> list[dict]:
                 hi80 = np.inf if p80[1] is None else p80[1]
                 hi95 = np.inf if p95[1] is None else p95[1]
                 a = row["actual"]
-                row.update(made=True, mean=entry["mean"], error=abs(entry["mean"] - row["truth"]),
-                           in80=bool(p80[0] <= a <= hi80), in95=bool(p95[0] <= a <= hi95),
-                           above=bool(a > hi95), below=bool(a < p95[0]),
-                           distinct=bool(p80 != p95), width95=float(hi95 - p95[0]), pi80=p80, pi95=p95,
-                           bounds=fc.doc.get("bounds"))
+                row.update(
+                    made=True,
+                    mean=entry["mean"],
+                    error=abs(entry["mean"] - row["truth"]),
+                    in80=bool(p80[0] <= a <= hi80),
+                    in95=bool(p95[0] <= a <= hi95),
+                    above=bool(a > hi95),
+                    below=bool(a < p95[0]),
+                    distinct=bool(p80 != p95),
+                    width95=float(hi95 - p95[0]),
+                    pi80=p80,
+                    pi95=p95,
+                    bounds=fc.doc.get("bounds"),
+                )
             rows.append(row)
         rec = fc.doc.get("recommendation") or ""
         if rec.startswith(("done", "no further gain")):
             rise = float(truth[-1] - truth[k - 1])
-            rows.append({"name": name, "cut": c, "target": "recommendation", "stop_call": True,
-                         "wrong": bool(rise > MOVED)})
+            rows.append(
+                {"name": name, "cut": c, "target": "recommendation", "stop_call": True, "wrong": bool(rise > MOVED)}
+            )
     return rows
 
 
@@ -131,13 +152,19 @@ def run_all(items, jobs: int = 1) -> list[dict]:
 
 def table(rows: list[dict], title: str) -> list[str]:
     """Markdown lines: per cut and stratum, coverage, miss sides, errors."""
-    out = [f"### {title}", "",
-           "| cut | stratum | targets | forecast | pi80 | pi95 | misses above | pi80 != pi95 | median error | persistence's | ratio |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = [
+        f"### {title}",
+        "",
+        "| cut | stratum | targets | forecast | pi80 | pi95 | misses above | pi80 != pi95 | median error | persistence's | ratio |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for c in CUTS:
         for stratum in ("moved", "settled"):
-            sel = [r for r in rows if r["cut"] == c and r.get("target") in ("end", "mid")
-                   and r["moved"] == (stratum == "moved")]
+            sel = [
+                r
+                for r in rows
+                if r["cut"] == c and r.get("target") in ("end", "mid") and r["moved"] == (stratum == "moved")
+            ]
             made = [r for r in sel if r["made"]]
             if not sel:
                 continue
@@ -148,14 +175,19 @@ def table(rows: list[dict], title: str) -> list[str]:
             above = sum(r["above"] for r in miss)
             me = float(np.median([r["error"] for r in made]))
             pe = float(np.median([r["persistence_error"] for r in made]))
-            out.append(f"| {c:.0%} | {stratum} | {len(sel)} | {len(made)} | {np.mean([r['in80'] for r in made]):.0%} "
-                       f"| {np.mean([r['in95'] for r in made]):.0%} | {above}/{len(miss)} "
-                       f"| {np.mean([r['distinct'] for r in made]):.0%} | {me:.3f} | {pe:.3f} | {me / pe if pe > 0 else float('nan'):.2f} |")
+            out.append(
+                f"| {c:.0%} | {stratum} | {len(sel)} | {len(made)} | {np.mean([r['in80'] for r in made]):.0%} "
+                f"| {np.mean([r['in95'] for r in made]):.0%} | {above}/{len(miss)} "
+                f"| {np.mean([r['distinct'] for r in made]):.0%} | {me:.3f} | {pe:.3f} | {me / pe if pe > 0 else float('nan'):.2f} |"
+            )
     calls = [r for r in rows if r.get("target") == "recommendation"]
     wrong = sum(r["wrong"] for r in calls)
     if calls:
-        out += ["", f"'done' / 'no further gain expected' printed {len(calls)} times; wrong (the run then rose by "
-                f"more than {MOVED}) {wrong} times ({wrong / len(calls):.0%})."]
+        out += [
+            "",
+            f"'done' / 'no further gain expected' printed {len(calls)} times; wrong (the run then rose by "
+            f"more than {MOVED}) {wrong} times ({wrong / len(calls):.0%}).",
+        ]
     else:
         out += ["", "'done' / 'no further gain expected' never printed."]
     return out + [""]
@@ -169,20 +201,25 @@ def real_lines(jobs: int = 1) -> list[str]:
 
     fm.JOBS = jobs
     rows = fm._backtest(fm.trend_runs(), (0.25, 0.5))
-    out = ["### shared real logs with a trend (final level: mean of the last 10% of steps)", "",
-           "| cut | runs | forecast | pi95 | median error | persistence's | exponential's |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
+    out = [
+        "### shared real logs with a trend (final level: mean of the last 10% of steps)",
+        "",
+        "| cut | runs | forecast | pi95 | median error | persistence's | exponential's |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for c in (0.25, 0.5):
         sel = [r for r in rows if r[1] == c]
         made = [r for r in sel if r[2] is not None]
         med = lambda k: float(np.median([r[k] for r in made if r[k] is not None]))
-        out.append(f"| {c:.0%} | {len(sel)} | {len(made)} | {np.mean([r[2] for r in made]):.0%} | {med(3):.4f} "
-                   f"| {med(4):.4f} | {med(5):.4f} |")
+        out.append(
+            f"| {c:.0%} | {len(sel)} | {len(made)} | {np.mean([r[2] for r in made]):.0%} | {med(3):.4f} "
+            f"| {med(4):.4f} | {med(5):.4f} |"
+        )
     return out + [""]
 
 
-#: the same tables measured on commit b999d61 (before issue 33) by this script, evaluation seed 202
-BEFORE = "## Before issue 33 (commit b999d61, the same script and evaluation seed)\n\nOne-sided intervals (lower bounds) counted as covered above; real logs at 25% / 50%: median error 0.0160 / 0.0057 against persistence's 0.0185 / 0.0070 (docs/forecast_real_runs.md at b999d61).\n\n#### `grpofit simulate bandit`, 40 runs\n\n| cut | stratum | targets | forecast | pi80 | pi95 | misses above | pi80 != pi95 | median error | persistence's | ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n| 10% | moved | 50 | 45 | 47% | 58% | 19/19 | 100% | 0.278 | 0.451 | 0.62 |\n| 10% | settled | 30 | 25 | 100% | 100% | 0/0 | 96% | 0.019 | 0.019 | 1.00 |\n| 25% | moved | 35 | 34 | 71% | 76% | 6/8 | 100% | 0.108 | 0.221 | 0.49 |\n| 25% | settled | 45 | 42 | 100% | 100% | 0/0 | 100% | 0.008 | 0.008 | 1.01 |\n| 50% | moved | 19 | 19 | 79% | 79% | 2/4 | 100% | 0.083 | 0.106 | 0.78 |\n| 50% | settled | 61 | 61 | 95% | 98% | 1/1 | 100% | 0.006 | 0.008 | 0.79 |\n\n'done' / 'no further gain expected' printed 43 times; wrong (the run then rose by more than 0.05) 16 times (37%).\n\n#### generated runs with forcing and slow starts, 36 runs\n\n| cut | stratum | targets | forecast | pi80 | pi95 | misses above | pi80 != pi95 | median error | persistence's | ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n| 10% | moved | 41 | 41 | 76% | 88% | 5/5 | 100% | 0.084 | 0.130 | 0.65 |\n| 10% | settled | 31 | 31 | 87% | 100% | 0/0 | 100% | 0.030 | 0.024 | 1.26 |\n| 25% | moved | 23 | 23 | 83% | 96% | 1/1 | 100% | 0.047 | 0.066 | 0.72 |\n| 25% | settled | 49 | 49 | 88% | 100% | 0/0 | 100% | 0.011 | 0.024 | 0.47 |\n| 50% | moved | 4 | 4 | 25% | 100% | 0/0 | 100% | 0.066 | 0.067 | 0.98 |\n| 50% | settled | 68 | 68 | 85% | 96% | 0/3 | 100% | 0.012 | 0.011 | 1.06 |\n\n'done' / 'no further gain expected' printed 54 times; wrong (the run then rose by more than 0.05) 5 times (9%).\n"
+#: the same tables measured on commit b999d61 (before this round's forecast) by this script, evaluation seed 202
+BEFORE = "## Before this round's forecast (commit b999d61, the same script and evaluation seed)\n\nOne-sided intervals (lower bounds) counted as covered above; real logs at 25% / 50%: median error 0.0160 / 0.0057 against persistence's 0.0185 / 0.0070 (docs/forecast_real_runs.md at b999d61).\n\n#### `grpofit simulate bandit`, 40 runs\n\n| cut | stratum | targets | forecast | pi80 | pi95 | misses above | pi80 != pi95 | median error | persistence's | ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n| 10% | moved | 50 | 45 | 47% | 58% | 19/19 | 100% | 0.278 | 0.451 | 0.62 |\n| 10% | settled | 30 | 25 | 100% | 100% | 0/0 | 96% | 0.019 | 0.019 | 1.00 |\n| 25% | moved | 35 | 34 | 71% | 76% | 6/8 | 100% | 0.108 | 0.221 | 0.49 |\n| 25% | settled | 45 | 42 | 100% | 100% | 0/0 | 100% | 0.008 | 0.008 | 1.01 |\n| 50% | moved | 19 | 19 | 79% | 79% | 2/4 | 100% | 0.083 | 0.106 | 0.78 |\n| 50% | settled | 61 | 61 | 95% | 98% | 1/1 | 100% | 0.006 | 0.008 | 0.79 |\n\n'done' / 'no further gain expected' printed 43 times; wrong (the run then rose by more than 0.05) 16 times (37%).\n\n#### generated runs with forcing and slow starts, 36 runs\n\n| cut | stratum | targets | forecast | pi80 | pi95 | misses above | pi80 != pi95 | median error | persistence's | ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n| 10% | moved | 41 | 41 | 76% | 88% | 5/5 | 100% | 0.084 | 0.130 | 0.65 |\n| 10% | settled | 31 | 31 | 87% | 100% | 0/0 | 100% | 0.030 | 0.024 | 1.26 |\n| 25% | moved | 23 | 23 | 83% | 96% | 1/1 | 100% | 0.047 | 0.066 | 0.72 |\n| 25% | settled | 49 | 49 | 88% | 100% | 0/0 | 100% | 0.011 | 0.024 | 0.47 |\n| 50% | moved | 4 | 4 | 25% | 100% | 0/0 | 100% | 0.066 | 0.067 | 0.98 |\n| 50% | settled | 68 | 68 | 85% | 96% | 0/3 | 100% | 0.012 | 0.011 | 1.06 |\n\n'done' / 'no further gain expected' printed 54 times; wrong (the run then rose by more than 0.05) 5 times (9%).\n"
 
 
 def main(argv=None) -> int:
@@ -193,9 +230,13 @@ def main(argv=None) -> int:
     nb, ng = (8, 1) if quick else (40, 4)
     if "--n" in argv:
         nb, ng = int(argv[argv.index("--n") + 1]), max(1, int(argv[argv.index("--n") + 1]) // 10)
-    lines = ["# Forecast calibration per stratum and cut", "",
-             "Written by `python -m benchmarks.forecast_calibration --record` (see its docstring for the data and the",
-             f"strata). Evaluation seed {seed}; the forecast's choices were made on seed {TUNE_SEED} only.", ""]
+    lines = [
+        "# Forecast calibration per stratum and cut",
+        "",
+        "Written by `python -m benchmarks.forecast_calibration --record` (see its docstring for the data and the",
+        f"strata). Evaluation seed {seed}; the forecast's choices were made on seed {TUNE_SEED} only.",
+        "",
+    ]
     bandit = run_all(bandit_items(nb, seed), jobs)
     lines += table(bandit, f"`grpofit simulate bandit`, {nb} runs")
     gen = run_all(generated_items(ng, seed), jobs)

@@ -48,10 +48,10 @@ FINAL = 0.1
 
 def trend_runs(limit: int | None = None):
     """``(name, steps, values)`` of the shared real runs with a trend (deduplicated)."""
-    from grpofit.fitting.analysis import resolve_column
-    from grpofit.fitting.collapse import find_collapse
     from grpofit.core.errors import GrpofitError
     from grpofit.fitting import fit_series
+    from grpofit.fitting.analysis import resolve_column
+    from grpofit.fitting.collapse import find_collapse
     from grpofit.readers import read_path
 
     out, seen = [], set()
@@ -106,11 +106,22 @@ def _backtest_one(args):
         pers = c["baselines"]["persistence"]["prediction"]
         expo = c["baselines"]["exponential"]["prediction"]
         pt = c.get("point") or {}
-        rows.append((name, c["fraction"], bool(lo <= actual and (hi is None or actual <= hi)), abs(mean - actual),
-                     None if pers is None else abs(pers - actual),
-                     None if expo is None else abs(expo - actual), hi is None,
-                     actual, pt.get("model_median"), pt.get("persistence"), pt.get("model_weight"),
-                     pt.get("still_rising")))
+        rows.append(
+            (
+                name,
+                c["fraction"],
+                bool(lo <= actual and (hi is None or actual <= hi)),
+                abs(mean - actual),
+                None if pers is None else abs(pers - actual),
+                None if expo is None else abs(expo - actual),
+                hi is None,
+                actual,
+                pt.get("model_median"),
+                pt.get("persistence"),
+                pt.get("model_weight"),
+                pt.get("still_rising"),
+            )
+        )
     return rows
 
 
@@ -135,24 +146,33 @@ def _summary(rows) -> dict:
     made = [r for r in rows if r[2] is not None]
     med = lambda k: float(np.median([r[k] for r in made if r[k] is not None])) if made else float("nan")
     return {
-        "n": len(rows), "made": len(made), "bounds": sum(1 for r in made if r[6]),
+        "n": len(rows),
+        "made": len(made),
+        "bounds": sum(1 for r in made if r[6]),
         "bounds_held": sum(1 for r in made if r[6] and r[2]),
-        "two_sided": sum(1 for r in made if not r[6]), "two_sided_covered": sum(1 for r in made if not r[6] and r[2]),
+        "two_sided": sum(1 for r in made if not r[6]),
+        "two_sided_covered": sum(1 for r in made if not r[6] and r[2]),
         "coverage": float(np.mean([r[2] for r in made])) if made else float("nan"),
-        "median_error": med(3), "worst_error": float(max((r[3] for r in made), default=float("nan"))),
-        "persistence": med(4), "exponential": med(5),
+        "median_error": med(3),
+        "worst_error": float(max((r[3] for r in made), default=float("nan"))),
+        "persistence": med(4),
+        "exponential": med(5),
     }
 
 
 def _line(label: str, s: dict) -> str:
-    return (f"| {label} | {s['made']}/{s['n']} | {s['two_sided_covered']}/{s['two_sided']} | "
-            f"{s['bounds_held']}/{s['bounds']} | {s['coverage']:.0%} | {s['median_error']:.4f} | "
-            f"{s['worst_error']:.3f} | {s['persistence']:.4f} | {s['exponential']:.4f} |")
+    return (
+        f"| {label} | {s['made']}/{s['n']} | {s['two_sided_covered']}/{s['two_sided']} | "
+        f"{s['bounds_held']}/{s['bounds']} | {s['coverage']:.0%} | {s['median_error']:.4f} | "
+        f"{s['worst_error']:.3f} | {s['persistence']:.4f} | {s['exponential']:.4f} |"
+    )
 
 
-HEAD = ("| set | forecasts | 95% intervals covering | lower bounds held | 95% coverage (both) | median error "
-        "| worst error | persistence median | exponential median |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+HEAD = (
+    "| set | forecasts | 95% intervals covering | lower bounds held | 95% coverage (both) | median error "
+    "| worst error | persistence median | exponential median |\n"
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+)
 
 
 def real_lines(rows, n_runs: int) -> list[str]:
@@ -165,7 +185,9 @@ def real_lines(rows, n_runs: int) -> list[str]:
     lines.append(_line("real, both cuts", _summary(rows)))
     for h in "AB":
         for frac in CUTS:
-            lines.append(_line(f"half {h}, cut {frac:.0%}", _summary([r for r in rows if r[1] == frac and half[r[0]] == h])))
+            lines.append(
+                _line(f"half {h}, cut {frac:.0%}", _summary([r for r in rows if r[1] == frac and half[r[0]] == h]))
+            )
     misses = [r for r in rows if r[2] is False]
     if misses:
         lines.append("missed: " + "; ".join(f"{r[0][-48:]} @{r[1]:.0%} (error {r[3]:.3f})" for r in misses))
@@ -183,7 +205,7 @@ RULES = {
     "validation weight": lambda m, p, w, up: p + w * (m - p),
     "floor, then validation weight": lambda m, p, w, up: p + w * ((max(m, p) if up else m) - p),
 }
-#: the point rule the forecast ships: since issue 33 the model's own median (no floor, no blend);
+#: the point rule the forecast ships: since this round the model's own median (no floor, no blend);
 #: the other rows are recomputed from the same cuts for reference
 SHIPPED = "model"
 
@@ -208,23 +230,32 @@ def selection_lines(rows) -> list[str]:
         return ["(the table lacks the columns the selection needs)"]
     med = {h: {rule: _rule_medians(part[h], rule) for rule in RULES} for h in "AB"}
     score = lambda h, rule: sum(med[h][rule][c] / med[h]["persistence"][c] for c in CUTS)
-    lines = ["| rule | " + " | ".join(f"half {h}, cut {c:.0%}" for h in "AB" for c in CUTS) + " |",
-             "| --- |" + " --- |" * (2 * len(CUTS))]
+    lines = [
+        "| rule | " + " | ".join(f"half {h}, cut {c:.0%}" for h in "AB" for c in CUTS) + " |",
+        "| --- |" + " --- |" * (2 * len(CUTS)),
+    ]
     for rule in RULES:
-        lines.append(f"| {rule}{' (shipped)' if rule == SHIPPED else ''} | "
-                     + " | ".join(f"{med[h][rule][c]:.4f}" for h in "AB" for c in CUTS) + " |")
+        lines.append(
+            f"| {rule}{' (shipped)' if rule == SHIPPED else ''} | "
+            + " | ".join(f"{med[h][rule][c]:.4f}" for h in "AB" for c in CUTS)
+            + " |"
+        )
     lines.append("")
     for on, other in (("A", "B"), ("B", "A")):
         best = min((r for r in RULES if r != "persistence"), key=lambda r: score(on, r))
-        got = ", ".join(f"cut {c:.0%}: {med[other][best][c]:.4f} against persistence's "
-                        f"{med[other]['persistence'][c]:.4f}" for c in CUTS)
+        got = ", ".join(
+            f"cut {c:.0%}: {med[other][best][c]:.4f} against persistence's {med[other]['persistence'][c]:.4f}"
+            for c in CUTS
+        )
         lines.append(f"- chosen on half {on}: {best}; on half {other}: {got}")
     return lines
 
 
-TABLE_HEAD = ("| run | cut | covered | lower bound | error | persistence error | exponential error | actual "
-              "| model median | persistence | model weight | still rising |\n"
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+TABLE_HEAD = (
+    "| run | cut | covered | lower bound | error | persistence error | exponential error | actual "
+    "| model median | persistence | model weight | still rising |\n"
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+)
 
 
 def _cell(x):
@@ -247,7 +278,7 @@ the origins' grid (30-70% of the seen points, at least 12), the three origins ne
 horizon's ratio, the 1/10 windows and the inverse-squared-error weight are fixed choices. The
 rule is chosen on one half of the runs (A: even positions of the sorted list, B: odd) by the sum
 over the cuts of its median error relative to persistence's, and reported on the other half.
-Since issue 33 the shipped rule is the model's own median (no floor at persistence, no blend: the
+Since this round the shipped rule is the model's own median (no floor at persistence, no blend: the
 forecast's intervals carry the uncertainty instead); the selection is kept for reference. Median
 errors per half and cut (recomputed from the table above):
 """
@@ -255,13 +286,19 @@ errors per half and cut (recomputed from the table above):
 
 def table_text(rows) -> str:
     """The committed per-cut table (``docs/forecast_real_runs.md``) and the rule selection."""
-    out = ["# Backtest of the shared real runs (generated by `python -m benchmarks.forecast_measure`)", "",
-           "Each run with a trend in `tests/data/real_logs`, cut at 25% and 50% of its steps; the final level "
-           "is the mean reward over the last 10% of steps; errors are absolute, of the point forecast. "
-           "Do not edit by hand.", "", TABLE_HEAD]
+    out = [
+        "# Backtest of the shared real runs (generated by `python -m benchmarks.forecast_measure`)",
+        "",
+        "Each run with a trend in `tests/data/real_logs`, cut at 25% and 50% of its steps; the final level "
+        "is the mean reward over the last 10% of steps; errors are absolute, of the point forecast. "
+        "Do not edit by hand.",
+        "",
+        TABLE_HEAD,
+    ]
     for r in rows:
-        out.append(f"| {r[0]} | {r[1]:.0%} | " + " | ".join(_cell(x) for x in (r[2], r[6], r[3], r[4], r[5], *r[7:12]))
-                   + " |")
+        out.append(
+            f"| {r[0]} | {r[1]:.0%} | " + " | ".join(_cell(x) for x in (r[2], r[6], r[3], r[4], r[5], *r[7:12])) + " |"
+        )
     text = "\n".join(out) + "\n"
     return text + "\n" + SELECTION_TEXT + "\n" + "\n".join(selection_lines(parse_table(text))) + "\n"
 
@@ -302,8 +339,20 @@ def bandit_items(n: int):
         for i in range(n):
             lr = (0.1, 0.2, 0.3, 0.5)[i % 4]
             out = Path(d) / f"b{i}.csv"
-            run_simulation(out=out, arms=8, correct=1, lr=lr, momentum=0.0, refresh_interval=1,
-                           group_size=16, groups=16, beta=1.0, steps=400, seed=i, importance_ratio=False)
+            run_simulation(
+                out=out,
+                arms=8,
+                correct=1,
+                lr=lr,
+                momentum=0.0,
+                refresh_interval=1,
+                group_size=16,
+                groups=16,
+                beta=1.0,
+                steps=400,
+                seed=i,
+                importance_ratio=False,
+            )
             rows = list(csv.DictReader(out.open()))
             s = np.array([float(r["step"]) for r in rows])
             v = np.array([float(r["reward"]) for r in rows])
@@ -318,8 +367,11 @@ def bandit_rows(n: int) -> list:
 
 
 def bandit_lines(rows, n: int) -> list[str]:
-    return [f"simulate bandit runs (8 arms, G=16 x 16 groups, beta 1, 400 steps): {n}", HEAD,
-            _line("bandit, cut 25% vs the simulator's expected reward", _summary(rows))]
+    return [
+        f"simulate bandit runs (8 arms, G=16 x 16 groups, beta 1, 400 steps): {n}",
+        HEAD,
+        _line("bandit, cut 25% vs the simulator's expected reward", _summary(rows)),
+    ]
 
 
 def forced_strata(n_per_stratum: int, **strata) -> list[dict]:
@@ -335,9 +387,15 @@ def forced_strata(n_per_stratum: int, **strata) -> list[dict]:
     out = []
     for (level, regime), members in groups.items():
         items = [(f"#{t['index']}", tb["step"], tb["reward"], tb["latent"], t["batch"]) for t, tb in members]
-        out.append({"label": f"forcing sd {level:g}, {regime}", "forcing_sd": level, "regime": regime,
-                    "rows": _backtest(items, CUTS),
-                    "plateau": None if regime == "two_class" else [plateau_covers(t, tb) for t, tb in members]})
+        out.append(
+            {
+                "label": f"forcing sd {level:g}, {regime}",
+                "forcing_sd": level,
+                "regime": regime,
+                "rows": _backtest(items, CUTS),
+                "plateau": None if regime == "two_class" else [plateau_covers(t, tb) for t, tb in members],
+            }
+        )
     return out
 
 
@@ -359,20 +417,26 @@ def plateau_covers(truth: dict, table) -> tuple[bool, bool, bool]:
     model = fr.models.get(fr.preferred or "oscillator")
     inside = lambda ci, x: ci is not None and (ci[0] is None or ci[0] <= x) and (ci[1] is None or x <= ci[1])
     fc = forecast_series(table["step"], table["reward"], batch=truth["batch"])
-    return (inside(model.params["plateau"].ci95, truth["plateau"]),
-            inside(model.params["timescale"].ci95, truth["timescale"]),
-            inside(fc.doc["plateau"]["ci95"], truth["plateau"]))
+    return (
+        inside(model.params["plateau"].ci95, truth["plateau"]),
+        inside(model.params["timescale"].ci95, truth["timescale"]),
+        inside(fc.doc["plateau"]["ci95"], truth["plateau"]),
+    )
 
 
 def plateau_lines(strata: list[dict]) -> list[str]:
     """Plateau 95% interval coverage per stratum: the fit command's and the forecast's."""
-    lines = ["| stratum | runs | fit ci95 covers p* | fit timescale ci95 covers | forecast plateau ci95 covers |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = [
+        "| stratum | runs | fit ci95 covers p* | fit timescale ci95 covers | forecast plateau ci95 covers |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for st in strata:
         if st["plateau"] is None:
             continue  # two classes: one plateau, but no single timescale to cover
         a = np.array(st["plateau"], dtype=float)
-        lines.append(f"| {st['label']} | {len(a)} | {a[:, 0].mean():.0%} | {a[:, 1].mean():.0%} | {a[:, 2].mean():.0%} |")
+        lines.append(
+            f"| {st['label']} | {len(a)} | {a[:, 0].mean():.0%} | {a[:, 1].mean():.0%} | {a[:, 2].mean():.0%} |"
+        )
     return lines
 
 
@@ -393,12 +457,21 @@ def make_record(bandit: list, strata: list[dict]) -> dict:
 
     return {
         "command": "python -m benchmarks.forecast_measure --record",
-        "date": datetime.date.today().isoformat(), "load": [round(x, 2) for x in os.getloadavg()],
+        "date": datetime.date.today().isoformat(),
+        "load": [round(x, 2) for x in os.getloadavg()],
         "bandit": {"runs": BANDIT_RUNS, "rows": [_json_row(r) for r in bandit]},
-        "forced": {"per_stratum": FORCED_PER_STRATUM, "seed": FORCED_SEED,
-                   "strata": [dict(st, rows=[_json_row(r) for r in st["rows"]],
-                                   plateau=None if st["plateau"] is None else [list(map(bool, p)) for p in st["plateau"]])
-                              for st in strata]},
+        "forced": {
+            "per_stratum": FORCED_PER_STRATUM,
+            "seed": FORCED_SEED,
+            "strata": [
+                dict(
+                    st,
+                    rows=[_json_row(r) for r in st["rows"]],
+                    plateau=None if st["plateau"] is None else [list(map(bool, p)) for p in st["plateau"]],
+                )
+                for st in strata
+            ],
+        },
     }
 
 
@@ -439,26 +512,40 @@ def real_verdict(rows) -> str:
     half = {name: "AB"[i % 2] for i, name in enumerate(names)}
     made = [r for r in rows if r[2] is not None]
     sets = [(f"{frac:.0%} cut", [r for r in rows if r[1] == frac]) for frac in CUTS]
-    sets += [(f"half {h}, {frac:.0%} cut", [r for r in rows if r[1] == frac and half[r[0]] == h]) for h in "AB" for frac in CUTS]
-    low = [f"{label} ({s['coverage']:.0%})" for label, part in sets[:len(CUTS)]
-           if (s := _summary(part))["coverage"] < 0.9]
+    sets += [
+        (f"half {h}, {frac:.0%} cut", [r for r in rows if r[1] == frac and half[r[0]] == h])
+        for h in "AB"
+        for frac in CUTS
+    ]
+    low = [
+        f"{label} ({s['coverage']:.0%})" for label, part in sets[: len(CUTS)] if (s := _summary(part))["coverage"] < 0.9
+    ]
     beat, lose = [], []
     for label, part in sets:
         s = _summary(part)
         (beat if s["median_error"] < s["persistence"] else lose).append(
-            f"{label} ({s['median_error']:.4f} against {s['persistence']:.4f})")
+            f"{label} ({s['median_error']:.4f} against {s['persistence']:.4f})"
+        )
     last = _summary([r for r in rows if r[1] == CUTS[-1]])["median_error"]
     worst = sorted(made, key=lambda r: -r[3])[:2]
-    out = [f"Against the targets, on {len(names)} runs: 95% coverage of at least 90% is "
-           + (f"**not** met at the {', '.join(low)}" if low else "met at every cut")
-           + f"; {sum(1 for r in made if r[6])} of the {len(made)} forecasts are lower bounds (the run still rising, its end "
-           "not in sight). The median error is below persistence's at the " + "; ".join(beat)
-           + (f", but **not** at the {'; '.join(lose)}" if lose else "")
-           + f". At the {CUTS[-1]:.0%} cut it is {last:.4f} ({'within' if last <= 0.02 else '**above**'} the 0.02 target). "
-           "The largest errors: "
-           + "; ".join(f"`{r[0]}` at {r[1]:.0%} ({r[3]:.3f}{', a lower bound' if r[6] else ''}; the model's median "
-                       f"alone: {abs(r[8] - r[7]):.3f})" if r[8] is not None else f"`{r[0]}` at {r[1]:.0%} ({r[3]:.3f})"
-                       for r in worst) + "."]
+    out = [
+        f"Against the targets, on {len(names)} runs: 95% coverage of at least 90% is "
+        + (f"**not** met at the {', '.join(low)}" if low else "met at every cut")
+        + f"; {sum(1 for r in made if r[6])} of the {len(made)} forecasts are lower bounds (the run still rising, its end "
+        "not in sight). The median error is below persistence's at the "
+        + "; ".join(beat)
+        + (f", but **not** at the {'; '.join(lose)}" if lose else "")
+        + f". At the {CUTS[-1]:.0%} cut it is {last:.4f} ({'within' if last <= 0.02 else '**above**'} the 0.02 target). "
+        "The largest errors: "
+        + "; ".join(
+            f"`{r[0]}` at {r[1]:.0%} ({r[3]:.3f}{', a lower bound' if r[6] else ''}; the model's median "
+            f"alone: {abs(r[8] - r[7]):.3f})"
+            if r[8] is not None
+            else f"`{r[0]}` at {r[1]:.0%} ({r[3]:.3f})"
+            for r in worst
+        )
+        + "."
+    ]
     return out[0]
 
 

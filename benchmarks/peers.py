@@ -31,8 +31,10 @@ from baseline import read, start
 from grpofit.laws.models import exponential, oscillator
 
 RESAMPLES = 200
-LAWS = {"exponential": (exponential, ("plateau", "initial", "timescale")),
-        "oscillator": (oscillator, ("plateau", "initial", "timescale", "inertia"))}
+LAWS = {
+    "exponential": (exponential, ("plateau", "initial", "timescale")),
+    "oscillator": (oscillator, ("plateau", "initial", "timescale", "inertia")),
+}
 
 
 def _p0(law: str, t: np.ndarray, y: np.ndarray) -> list[float]:
@@ -66,7 +68,7 @@ def bootstrap_law(law: str, t: np.ndarray, y: np.ndarray, rng) -> dict | None:
     params = {}
     d = np.asarray(draws) if draws else np.empty((0, len(names)))
     for i, name in enumerate(names):
-        lo, hi = (np.percentile(d[:, i], [2.5, 97.5]).tolist() if len(draws) >= 20 else (None, None))
+        lo, hi = np.percentile(d[:, i], [2.5, 97.5]).tolist() if len(draws) >= 20 else (None, None)
         params[name] = [float(popt[i]), lo, hi]
     return {"aic": _aic(resid, len(names)), "params": params, "resamples": len(draws)}
 

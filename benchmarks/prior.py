@@ -1,4 +1,4 @@
-"""``python -m benchmarks.prior``: CPU and wall time of the population prior (issue 34).
+"""``python -m benchmarks.prior``: CPU and wall time of the population prior.
 
 Targets: ``forecast`` with a prior of 50 runs <= 1.5 s; building a prior from 1,000 runs <= 30 s
 on 2 cores. Runs are generated from the damped oscillator with noise (seed 0), their timescales
@@ -64,17 +64,45 @@ def main(argv=None) -> int:
         saved50 = root / "p50.json"
         others = [a for p in runs50[1:] for a in ("--prior", str(p.parent))]
         rows = []
-        cpu, wall, code = _run(["forecast", str(target), "--until", "50", "--horizon", "500", *others,
-                                "--save-prior", str(saved50), "--format", "json"])
+        cpu, wall, code = _run(
+            [
+                "forecast",
+                str(target),
+                "--until",
+                "50",
+                "--horizon",
+                "500",
+                *others,
+                "--save-prior",
+                str(saved50),
+                "--format",
+                "json",
+            ]
+        )
         rows.append(("forecast, prior built from 50 runs", cpu, wall, code))
-        cpu, wall, code = _run(["forecast", str(target), "--until", "50", "--horizon", "500", "--prior", str(saved50),
-                                "--format", "json"])
+        cpu, wall, code = _run(
+            ["forecast", str(target), "--until", "50", "--horizon", "500", "--prior", str(saved50), "--format", "json"]
+        )
         rows.append(("forecast, saved prior of 50 runs (target <= 1.5 s)", cpu, wall, code))
         cpu, wall, code = _run(["forecast", str(target), "--until", "50", "--horizon", "500", "--format", "json"])
         rows.append(("forecast, no prior (reference)", cpu, wall, code))
         saved = root / "pbig.json"
-        cpu, wall, code = _run(["forecast", str(target), "--until", "50", "--horizon", "500", "--prior", str(big),
-                                "--save-prior", str(saved), "--format", "json"])
+        cpu, wall, code = _run(
+            [
+                "forecast",
+                str(target),
+                "--until",
+                "50",
+                "--horizon",
+                "500",
+                "--prior",
+                str(big),
+                "--save-prior",
+                str(saved),
+                "--format",
+                "json",
+            ]
+        )
         rows.append((f"forecast, prior built from {n} runs (target <= 30 s at 1,000)", cpu, wall, code))
     print("| what | CPU s | wall s | exit |\n| --- | --- | --- | --- |")
     for name, cpu, wall, code in rows:

@@ -112,15 +112,17 @@ def run_recovery(n: int = 120, seed: int = 0, *, baseline: bool = True) -> dict:
         row["result"] = res
         rows.append(row)
         if baseline:
-            ok = popt is not None and abs(popt[0] - truth["plateau"]) <= PLATEAU_TOL and abs(
-                popt[2] / truth["timescale"] - 1) <= TIMESCALE_TOL
+            ok = (
+                popt is not None
+                and abs(popt[0] - truth["plateau"]) <= PLATEAU_TOL
+                and abs(popt[2] / truth["timescale"] - 1) <= TIMESCALE_TOL
+            )
             brec.append(bool(ok))
             se = 0.0
             if popt is not None and np.isfinite(pcov[0, 0]) and pcov[0, 0] >= 0:
                 se = math.sqrt(pcov[0, 0])
             bcov.append(popt is not None and abs(popt[0] - truth["plateau"]) <= 1.96 * se)
-    out = {"n": n, "rows": rows, "time_total": float(np.sum(times)),
-           "time_median": float(np.median(times))}
+    out = {"n": n, "rows": rows, "time_total": float(np.sum(times)), "time_median": float(np.median(times))}
     m = lambda key: float(np.mean([r[key] for r in rows]))
     out["recovered"] = m("recovered")
     out["plateau_ok"] = m("plateau_ok")
@@ -130,9 +132,7 @@ def run_recovery(n: int = 120, seed: int = 0, *, baseline: bool = True) -> dict:
     clear = [r for r in rows if r["clear"]]
     out["n_clear"] = len(clear)
     out["regime_wrong"] = float(np.mean([r["regime_wrong"] for r in clear])) if clear else 0.0
-    out["regime_indeterminate"] = (
-        float(np.mean([r["regime_indeterminate"] for r in clear])) if clear else 0.0
-    )
+    out["regime_indeterminate"] = float(np.mean([r["regime_indeterminate"] for r in clear])) if clear else 0.0
     zc = [r["zeta_covered"] for r in rows if r["zeta_covered"] is not None]
     out["zeta_coverage"] = float(np.mean(zc)) if zc else None
     if baseline:
@@ -182,8 +182,7 @@ def forced_row(truth: dict, result) -> dict:
     else:
         t_ok = tv is not None and abs(tv / truth["timescale"] - 1) <= TIMESCALE_TOL
         t_cov = p["timescale"].ci95 is not None and _inside(p["timescale"].ci95, truth["timescale"])
-    wrong = (not p_ok and not _inside(p["plateau"].ci95, truth["plateau"])) or (
-        not t_ok and t_cov is False)
+    wrong = (not p_ok and not _inside(p["plateau"].ci95, truth["plateau"])) or (not t_ok and t_cov is False)
     best = result.models.get(result.preferred or "oscillator", osc)
     bp = best.params["plateau"]
     zeta = truth.get("damping_ratio")
@@ -196,16 +195,22 @@ def forced_row(truth: dict, result) -> dict:
         regime_wrong = clear and osc.regime not in ("indeterminate", true_regime)
         regime_right = clear and osc.regime == true_regime
     se = p["plateau"].stderr
-    return {"plateau_covered": p_cov, "timescale_covered": t_cov, "recovered": p_ok and t_ok,
-            "confident_wrong": bool(wrong), "regime_wrong": bool(regime_wrong),
-            "regime_right": bool(regime_right),
-            "preferred_plateau_covered": bp.ci95 is not None and _inside(bp.ci95, truth["plateau"]),
-            "stderr_shown": se is not None,
-            "stderr_covered": None if se is None or pv is None else abs(pv - truth["plateau"]) <= 1.96 * se}
+    return {
+        "plateau_covered": p_cov,
+        "timescale_covered": t_cov,
+        "recovered": p_ok and t_ok,
+        "confident_wrong": bool(wrong),
+        "regime_wrong": bool(regime_wrong),
+        "regime_right": bool(regime_right),
+        "preferred_plateau_covered": bp.ci95 is not None and _inside(bp.ci95, truth["plateau"]),
+        "stderr_shown": se is not None,
+        "stderr_covered": None if se is None or pv is None else abs(pv - truth["plateau"]) <= 1.96 * se,
+    }
 
 
-def run_forced_recovery(n_per_stratum: int = 10, seed: int = 0, *, rows: list | None = None,
-                        only: tuple | None = None, **strata) -> list[dict]:
+def run_forced_recovery(
+    n_per_stratum: int = 10, seed: int = 0, *, rows: list | None = None, only: tuple | None = None, **strata
+) -> list[dict]:
     """Per-stratum rates of the fit's intervals on runs with forcing inside the dynamics
     (``rows``: a list that receives every run's ``(truth, scores, result)``; ``only``: fit just
     this ``(forcing_sd, regime)`` stratum of the full set)."""
@@ -225,29 +230,39 @@ def run_forced_recovery(n_per_stratum: int = 10, seed: int = 0, *, rows: list | 
     for (level, regime), rs in groups.items():
         tc = [r["timescale_covered"] for r in rs if r["timescale_covered"] is not None]
         sc = [r["stderr_covered"] for r in rs if r["stderr_covered"] is not None]
-        out.append({"forcing_sd": level, "regime": regime, "n": len(rs),
-                    "plateau_coverage": mean([r["plateau_covered"] for r in rs]),
-                    "timescale_coverage": mean(tc),
-                    "preferred_plateau_coverage": mean([r["preferred_plateau_covered"] for r in rs]),
-                    "recovered": mean([r["recovered"] for r in rs]),
-                    "confident_wrong": mean([r["confident_wrong"] for r in rs]),
-                    "regime_wrong": mean([r["regime_wrong"] for r in rs]),
-                    "regime_right": mean([r["regime_right"] for r in rs]),
-                    "stderr_shown": mean([r["stderr_shown"] for r in rs]),
-                    "stderr_coverage": mean(sc)})
+        out.append(
+            {
+                "forcing_sd": level,
+                "regime": regime,
+                "n": len(rs),
+                "plateau_coverage": mean([r["plateau_covered"] for r in rs]),
+                "timescale_coverage": mean(tc),
+                "preferred_plateau_coverage": mean([r["preferred_plateau_covered"] for r in rs]),
+                "recovered": mean([r["recovered"] for r in rs]),
+                "confident_wrong": mean([r["confident_wrong"] for r in rs]),
+                "regime_wrong": mean([r["regime_wrong"] for r in rs]),
+                "regime_right": mean([r["regime_right"] for r in rs]),
+                "stderr_shown": mean([r["stderr_shown"] for r in rs]),
+                "stderr_coverage": mean(sc),
+            }
+        )
     return out
 
 
 def forced_report(rows: list[dict]) -> str:
     pct = lambda x: "-" if x is None else f"{x:.0%}"
-    lines = ["| forcing sd | regime | runs | plateau ci95 covers | timescale ci95 covers | preferred law's plateau ci95 covers "
-             "| recovered | confidently wrong | regime wrong | regime right | ± stderr shown | ± 1.96 stderr covers |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| forcing sd | regime | runs | plateau ci95 covers | timescale ci95 covers | preferred law's plateau ci95 covers "
+        "| recovered | confidently wrong | regime wrong | regime right | ± stderr shown | ± 1.96 stderr covers |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in rows:
-        lines.append(f"| {r['forcing_sd']:g} | {r['regime']} | {r['n']} | {pct(r['plateau_coverage'])} | "
-                     f"{pct(r['timescale_coverage'])} | {pct(r['preferred_plateau_coverage'])} | "
-                     f"{pct(r['recovered'])} | {pct(r['confident_wrong'])} | {pct(r['regime_wrong'])} | {pct(r['regime_right'])} | "
-                     f"{pct(r['stderr_shown'])} | {pct(r['stderr_coverage'])} |")
+        lines.append(
+            f"| {r['forcing_sd']:g} | {r['regime']} | {r['n']} | {pct(r['plateau_coverage'])} | "
+            f"{pct(r['timescale_coverage'])} | {pct(r['preferred_plateau_coverage'])} | "
+            f"{pct(r['recovered'])} | {pct(r['confident_wrong'])} | {pct(r['regime_wrong'])} | {pct(r['regime_right'])} | "
+            f"{pct(r['stderr_shown'])} | {pct(r['stderr_coverage'])} |"
+        )
     return "\n".join(lines)
 
 
@@ -296,15 +311,14 @@ def main(argv: list[str] | None = None) -> None:
         if "--out" in argv:
             i = argv.index("--out")
             out = argv[i + 1]
-            argv = argv[:i] + argv[i + 2:]
+            argv = argv[:i] + argv[i + 2 :]
         n = int(argv[1]) if len(argv) > 1 else 10
         seed = int(argv[2]) if len(argv) > 2 else 0
         text = forced_report(run_forced_recovery(n, seed))
         print(text)
         if out:
             lo, hi = _binomial_range(n, 0.95)
-            Path(out).write_text(FORCED_DOC.format(n=n, seed=seed, table=text, lo=lo, hi=hi),
-                                 encoding="utf-8")
+            Path(out).write_text(FORCED_DOC.format(n=n, seed=seed, table=text, lo=lo, hi=hi), encoding="utf-8")
         return
     n = int(argv[0]) if argv else 120
     seed = int(argv[1]) if len(argv) > 1 else 0

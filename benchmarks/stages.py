@@ -29,8 +29,8 @@ def _grpofit_stages(paths: list[str]) -> dict[str, float]:
     """``grpofit fit --format json``'s three per-run stages over ``paths`` (the CLI's own calls:
     :func:`grpofit.readers.read_path`, :func:`grpofit.fitting.analysis.fit_run`,
     :func:`grpofit.commands.pipeline.fit_entry_json`): CPU seconds per run."""
-    from grpofit.fitting.analysis import fit_run
     from grpofit.commands.pipeline import fit_entry_json
+    from grpofit.fitting.analysis import fit_run
     from grpofit.readers import read_path
 
     t0 = time.process_time()
@@ -53,7 +53,7 @@ def stage_costs(paths: list[str], repeats: int) -> dict[str, dict[str, list[floa
         fn(paths[:3])
     out: dict[str, dict[str, list[float]]] = {t: {} for t in tools}
     for r in range(max(repeats, 3)):
-        for t in (list(tools) if r % 2 == 0 else list(tools)[::-1]):
+        for t in list(tools) if r % 2 == 0 else list(tools)[::-1]:
             for stage, v in tools[t](paths).items():
                 out[t].setdefault(stage, []).append(v)
     return out

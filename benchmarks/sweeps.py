@@ -21,7 +21,7 @@ sweeps, the exact expected reward (the simulator's ``expected_reward``) over the
 steps; real sweeps, the mean logged reward over the last tenth up to the common horizon (the
 shortest run's last step).
 
-Sweeps: the real ones of ``../shared/real_logs`` (deepgrpo group-size and gamma sweeps, the
+Sweeps: the real ones of ``tests/data/real_logs`` (deepgrpo group-size and gamma sweeps, the
 HeteroRL GRPO/GEPO/GSPO trio, the rasbt chapter-7 series) and generated ones (``simulate
 bandit`` over a grid of learning rate, momentum, group size and KL weight); a generated sweep is
 in the *slow starter* stratum when its true best run is below the sweep's median reward at 20% of
@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-REAL = Path(os.path.normpath(Path(__file__).resolve().parents[1] / ".." / "shared" / "real_logs"))
+from tests.reallogs import REAL_LOGS as REAL  # noqa: E402
 
 
 @dataclass
@@ -60,10 +59,15 @@ class Sweep:
 # --- the sweeps -------------------------------------------------------------------------------
 
 REAL_SWEEPS = {  # cheapest first: a measurement stopped early keeps the ones done
-    "rasbt ch7.6 (format reward pair)": ["rasbt_grpo_qwen3-0.6b_7_6_format_reward.csv",
-                                         "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv"],
-    "rasbt ch7 (7.3, 7.4, 7.5)": ["rasbt_grpo_qwen3-0.6b_7_3_tracking.csv", "rasbt_grpo_qwen3-0.6b_7_4_clip_ratio.csv",
-                                  "rasbt_grpo_qwen3-0.6b_7_5_kl_collapse.csv"],
+    "rasbt ch7.6 (format reward pair)": [
+        "rasbt_grpo_qwen3-0.6b_7_6_format_reward.csv",
+        "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv",
+    ],
+    "rasbt ch7 (7.3, 7.4, 7.5)": [
+        "rasbt_grpo_qwen3-0.6b_7_3_tracking.csv",
+        "rasbt_grpo_qwen3-0.6b_7_4_clip_ratio.csv",
+        "rasbt_grpo_qwen3-0.6b_7_5_kl_collapse.csv",
+    ],
     "HeteroRL GRPO/GEPO/GSPO": ["heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"],
     "deepgrpo group size": ["deepgrpo_wandb_val_gsm8k_groupsize_sweep_qwen2.5-0.5b.csv"],
     "deepgrpo gamma": ["deepgrpo_wandb_val_gsm8k_gamma_sweep_qwen2.5-0.5b.csv"],
@@ -89,13 +93,17 @@ def real_sweeps() -> list[Sweep]:
             names.append(n)
             steps.append(s)
             values.append(v)
-            truth.append(float(v[-max(3, v.size // 10):].mean()))
+            truth.append(float(v[-max(3, v.size // 10) :].mean()))
         out.append(Sweep(name, "real", names, steps, values, np.array(truth), horizon))
     return out
 
 
-GRID = {"lr": (0.02, 0.04, 0.08, 0.16, 0.32), "momentum": (0.0, 0.5, 0.8), "group_size": (4, 8, 16),
-        "beta": (0.2, 0.3, 0.45, 0.6)}
+GRID = {
+    "lr": (0.02, 0.04, 0.08, 0.16, 0.32),
+    "momentum": (0.0, 0.5, 0.8),
+    "group_size": (4, 8, 16),
+    "beta": (0.2, 0.3, 0.45, 0.6),
+}
 #: the run planted in every other generated sweep: weak KL (a high plateau) and a small step (a
 #: late rise): below the others at 20% of the steps, best at the end
 SLOW = {"lr": 0.02, "momentum": 0.8, "group_size": 8, "beta": 0.2}
@@ -115,27 +123,38 @@ def generated_sweeps(count: int, *, runs: int = 6, steps: int = 400, seed: int =
             cfg = {key: GRID[key][rng.integers(len(GRID[key]))] for key in GRID}
             if k % 2 == 1:
                 cfg = dict(SLOW) if j == 0 else {**cfg, "beta": (0.45, 0.6)[rng.integers(2)]}
-            r = simulate_bandit(arms=16, correct=1, groups=4, steps=steps, seed=int(rng.integers(1 << 30)),
-                                measure=False, **cfg)
+            r = simulate_bandit(
+                arms=16, correct=1, groups=4, steps=steps, seed=int(rng.integers(1 << 30)), measure=False, **cfg
+            )
             p = r.columns["expected_reward"]
             s, v = r.columns["step"], r.columns["reward"]
             n = s.size
             names.append(f"lr{cfg['lr']}-mu{cfg['momentum']}-G{cfg['group_size']}-kl{cfg['beta']}-{j}")
             st.append(s)
             vals.append(v)
-            truth.append(float(p[-max(2, n // 20):].mean()) if n == steps else 0.0)
-            early.append(float(p[: max(1, steps // 5)][-max(2, steps // 50):].mean()))
+            truth.append(float(p[-max(2, n // 20) :].mean()) if n == steps else 0.0)
+            early.append(float(p[: max(1, steps // 5)][-max(2, steps // 50) :].mean()))
         truth = np.array(truth)
         slow = early[int(np.argmax(truth))] < float(np.median(early))
-        out.append(Sweep(f"bandit sweep {k}", "generated (slow starter best)" if slow else "generated",
-                         names, st, vals, truth, float(steps)))
+        out.append(
+            Sweep(
+                f"bandit sweep {k}",
+                "generated (slow starter best)" if slow else "generated",
+                names,
+                st,
+                vals,
+                truth,
+                float(steps),
+            )
+        )
     return out
 
 
 # --- the replays -------------------------------------------------------------------------------
 
+
 def _observed_final(v: np.ndarray) -> float:
-    return float(v[-max(3, v.size // 10):].mean())
+    return float(v[-max(3, v.size // 10) :].mean())
 
 
 def _score(sw: Sweep, stopped_at: list) -> dict:
@@ -154,8 +173,13 @@ def _score(sw: Sweep, stopped_at: list) -> dict:
         regret = float(sw.truth[best] - sw.truth[kept])
     else:
         kept, regret = None, float(sw.truth[best] - sw.truth.min())
-    return {"regret": regret, "best_killed": stopped_at[best] is not None, "compute": used / total,
-            "kept": None if kept is None else sw.names[kept], "stopped": sum(a is not None for a in stopped_at)}
+    return {
+        "regret": regret,
+        "best_killed": stopped_at[best] is not None,
+        "compute": used / total,
+        "kept": None if kept is None else sw.names[kept],
+        "stopped": sum(a is not None for a in stopped_at),
+    }
 
 
 def replay_optuna(sw: Sweep, pruner, order: list[int]) -> tuple[list, list]:
@@ -249,23 +273,45 @@ def methods(horizon: float) -> dict:
     return {
         "optuna: grpofit": ("optuna", lambda: GrpofitPruner(h, check_every=every, min_step=every)),
         "optuna: median (default)": ("optuna", lambda: optuna.pruners.MedianPruner()),
-        "optuna: median (tuned)": ("optuna", lambda: optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=h // 5)),
+        "optuna: median (tuned)": (
+            "optuna",
+            lambda: optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=h // 5),
+        ),
         "optuna: successive halving (default)": ("optuna", lambda: optuna.pruners.SuccessiveHalvingPruner()),
-        "optuna: successive halving (tuned)": ("optuna", lambda: optuna.pruners.SuccessiveHalvingPruner(
-            min_resource=max(1, h // 10), reduction_factor=3)),
-        "ray: grpofit": ("ray", lambda: GrpofitStopper("reward", h, step_key="step", check_every=every, min_step=every)),
+        "optuna: successive halving (tuned)": (
+            "optuna",
+            lambda: optuna.pruners.SuccessiveHalvingPruner(min_resource=max(1, h // 10), reduction_factor=3),
+        ),
+        "ray: grpofit": (
+            "ray",
+            lambda: GrpofitStopper("reward", h, step_key="step", check_every=every, min_step=every),
+        ),
         "ray: ASHA (default)": ("ray", lambda: ASHAScheduler(time_attr="step", metric="reward", mode="max", max_t=h)),
-        "ray: ASHA (tuned)": ("ray", lambda: ASHAScheduler(time_attr="step", metric="reward", mode="max", max_t=h,
-                                                           grace_period=max(1, h // 5), reduction_factor=3)),
+        "ray: ASHA (tuned)": (
+            "ray",
+            lambda: ASHAScheduler(
+                time_attr="step", metric="reward", mode="max", max_t=h, grace_period=max(1, h // 5), reduction_factor=3
+            ),
+        ),
         "ray: median (default)": ("ray", lambda: MedianStoppingRule(time_attr="step", metric="reward", mode="max")),
-        "ray: median (tuned)": ("ray", lambda: MedianStoppingRule(time_attr="step", metric="reward", mode="max",
-                                                                   grace_period=h // 5, min_samples_required=2)),
+        "ray: median (tuned)": (
+            "ray",
+            lambda: MedianStoppingRule(
+                time_attr="step", metric="reward", mode="max", grace_period=h // 5, min_samples_required=2
+            ),
+        ),
     }
 
 
 def run_sweep(sw: Sweep, seed: int = 0, only: str | None = None) -> dict:
-    out = {"sweep": sw.name, "kind": sw.kind, "runs": len(sw.names), "horizon": sw.horizon,
-           "true_best": sw.names[int(np.argmax(sw.truth))], "methods": {}}
+    out = {
+        "sweep": sw.name,
+        "kind": sw.kind,
+        "runs": len(sw.names),
+        "horizon": sw.horizon,
+        "true_best": sw.names[int(np.argmax(sw.truth))],
+        "methods": {},
+    }
     order = list(np.random.default_rng(seed).permutation(len(sw.names)))
     for name, (harness, make) in methods(sw.horizon).items():
         if only and only not in name:
@@ -278,8 +324,12 @@ def run_sweep(sw: Sweep, seed: int = 0, only: str | None = None) -> dict:
         res = _score(sw, stopped)
         res["seconds"] = time.perf_counter() - t0
         wall, cpu = np.array(times).T
-        res["per_report_ms"] = {"mean": 1e3 * float(wall.mean()), "max": 1e3 * float(wall.max()),
-                                "cpu_mean": 1e3 * float(cpu.mean()), "cpu_max": 1e3 * float(cpu.max())}
+        res["per_report_ms"] = {
+            "mean": 1e3 * float(wall.mean()),
+            "max": 1e3 * float(wall.max()),
+            "cpu_mean": 1e3 * float(cpu.mean()),
+            "cpu_max": 1e3 * float(cpu.max()),
+        }
         out["methods"][name] = res
     return out
 
@@ -315,13 +365,15 @@ def summarise(records: list[dict]) -> dict:
         out[key] = {"sweeps": len(recs)}
         for m in names:
             rows = [r["methods"][m] for r in recs if m in r["methods"]]
-            out[key][m] = {"regret": float(np.mean([x["regret"] for x in rows])),
-                           "best_killed": float(np.mean([x["best_killed"] for x in rows])),
-                           "compute": float(np.mean([x["compute"] for x in rows])),
-                           "per_report_ms_mean": float(np.mean([x["per_report_ms"]["mean"] for x in rows])),
-                           "per_report_ms_max": float(np.max([x["per_report_ms"]["max"] for x in rows])),
-                           "per_report_cpu_ms_mean": _mean_or_none([x["per_report_ms"].get("cpu_mean") for x in rows]),
-                           "per_report_cpu_ms_max": _mean_or_none([x["per_report_ms"].get("cpu_max") for x in rows], np.max)}
+            out[key][m] = {
+                "regret": float(np.mean([x["regret"] for x in rows])),
+                "best_killed": float(np.mean([x["best_killed"] for x in rows])),
+                "compute": float(np.mean([x["compute"] for x in rows])),
+                "per_report_ms_mean": float(np.mean([x["per_report_ms"]["mean"] for x in rows])),
+                "per_report_ms_max": float(np.max([x["per_report_ms"]["max"] for x in rows])),
+                "per_report_cpu_ms_mean": _mean_or_none([x["per_report_ms"].get("cpu_mean") for x in rows]),
+                "per_report_cpu_ms_max": _mean_or_none([x["per_report_ms"].get("cpu_max") for x in rows], np.max),
+            }
     return out
 
 
@@ -338,23 +390,33 @@ def where_we_lose(summary: dict) -> list[str]:
                 if m == "sweeps" or not m.startswith(harness + ":") or m == f"{harness}: grpofit":
                     continue
                 if v["regret"] < ours["regret"] - 1e-9:
-                    out.append(f"{key}, {m}: lower regret ({v['regret']:.4f} vs {ours['regret']:.4f}) "
-                               f"at {100 * v['compute']:.0f}% compute vs grpofit's {100 * ours['compute']:.0f}%")
+                    out.append(
+                        f"{key}, {m}: lower regret ({v['regret']:.4f} vs {ours['regret']:.4f}) "
+                        f"at {100 * v['compute']:.0f}% compute vs grpofit's {100 * ours['compute']:.0f}%"
+                    )
                 elif v["compute"] < ours["compute"] - 1e-9 and v["regret"] <= ours["regret"] + 1e-9:
-                    out.append(f"{key}, {m}: less compute ({100 * v['compute']:.0f}% vs {100 * ours['compute']:.0f}%) "
-                               f"at no higher regret ({v['regret']:.4f} vs {ours['regret']:.4f})")
+                    out.append(
+                        f"{key}, {m}: less compute ({100 * v['compute']:.0f}% vs {100 * ours['compute']:.0f}%) "
+                        f"at no higher regret ({v['regret']:.4f} vs {ours['regret']:.4f})"
+                    )
             if ours["best_killed"] > 0.05:
-                out.append(f"{key}, {harness}: grpofit killed the true best in {100 * ours['best_killed']:.0f}% of sweeps (target <= 5%)")
+                out.append(
+                    f"{key}, {harness}: grpofit killed the true best in {100 * ours['best_killed']:.0f}% of sweeps (target <= 5%)"
+                )
             if ours["compute"] > 0.60:
-                out.append(f"{key}, {harness}: grpofit used {100 * ours['compute']:.0f}% of the compute (target: save >= 40%)")
+                out.append(
+                    f"{key}, {harness}: grpofit used {100 * ours['compute']:.0f}% of the compute (target: save >= 40%)"
+                )
             cpu = ours.get("per_report_cpu_ms_mean")
             if cpu is not None and cpu > 50:
                 out.append(f"{key}, {harness}: grpofit took {cpu:.0f} CPU-ms per report on average (target <= 50)")
             cmax = ours.get("per_report_cpu_ms_max")
             if cmax is not None:
-                out.append(f"{key}, {harness}: the costliest single report took {cmax / 1e3:.1f} CPU-seconds "
-                           f"({ours['per_report_ms_max'] / 1e3:.0f} s wall on the loaded machine): a checkpoint, "
-                           "one forecast per trial that moved")
+                out.append(
+                    f"{key}, {harness}: the costliest single report took {cmax / 1e3:.1f} CPU-seconds "
+                    f"({ours['per_report_ms_max'] / 1e3:.0f} s wall on the loaded machine): a checkpoint, "
+                    "one forecast per trial that moved"
+                )
     return out
 
 
@@ -364,49 +426,71 @@ def _ms(x, digits) -> str:
 
 def render_doc(record: dict) -> str:
     """docs/sweeps.md from the record."""
-    lines = ["# Pruning a sweep: grpofit against successive halving / ASHA and the median rule", "",
-             "Generated by `python -m benchmarks.sweeps --doc` from `docs/sweeps.json`; do not edit by hand.",
-             "", record.get("method_note", ""), ""]
+    lines = [
+        "# Pruning a sweep: grpofit against successive halving / ASHA and the median rule",
+        "",
+        "Generated by `python -m benchmarks.sweeps --doc` from `docs/sweeps.json`; do not edit by hand.",
+        "",
+        record.get("method_note", ""),
+        "",
+    ]
     if record.get("measured_at"):
         lines += [f"Measured at: {record['measured_at']}", ""]
     for key, block in record["summary"].items():
-        lines += [f"## {key} ({block['sweeps']} sweeps)", "",
-                  "| method | mean regret | true best killed | compute used | ms per report, wall (mean / max) | CPU ms per report (mean / max) |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            f"## {key} ({block['sweeps']} sweeps)",
+            "",
+            "| method | mean regret | true best killed | compute used | ms per report, wall (mean / max) | CPU ms per report (mean / max) |",
+            "|---|---|---|---|---|---|",
+        ]
         for m, v in block.items():
             if m == "sweeps":
                 continue
-            lines.append(f"| {m} | {v['regret']:.4f} | {100 * v['best_killed']:.0f}% | {100 * v['compute']:.0f}% | "
-                         f"{v['per_report_ms_mean']:.2f} / {v['per_report_ms_max']:.0f} | {_ms(v.get('per_report_cpu_ms_mean'), 2)} / "
-                         f"{_ms(v.get('per_report_cpu_ms_max'), 0)} |")
+            lines.append(
+                f"| {m} | {v['regret']:.4f} | {100 * v['best_killed']:.0f}% | {100 * v['compute']:.0f}% | "
+                f"{v['per_report_ms_mean']:.2f} / {v['per_report_ms_max']:.0f} | {_ms(v.get('per_report_cpu_ms_mean'), 2)} / "
+                f"{_ms(v.get('per_report_cpu_ms_max'), 0)} |"
+            )
         lines.append("")
-    lines += ["## Per sweep", "", "| sweep | kind | runs | true best | method | regret | best killed | compute |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "## Per sweep",
+        "",
+        "| sweep | kind | runs | true best | method | regret | best killed | compute |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for rec in record["sweeps"]:
         for m, v in rec["methods"].items():
-            lines.append(f"| {rec['sweep']} | {rec['kind']} | {rec['runs']} | {rec['true_best']} | {m} | "
-                         f"{v['regret']:.4f} | {'yes' if v['best_killed'] else 'no'} | {100 * v['compute']:.0f}% |")
+            lines.append(
+                f"| {rec['sweep']} | {rec['kind']} | {rec['runs']} | {rec['true_best']} | {m} | "
+                f"{v['regret']:.4f} | {'yes' if v['best_killed'] else 'no'} | {100 * v['compute']:.0f}% |"
+            )
     lines.append("")
     lose = where_we_lose(record["summary"])
     if lose:
         lines += ["## Where grpofit loses (and targets missed)", ""] + [f"- {x}" for x in lose] + [""]
     if record.get("rank_cost"):
         rc = record["rank_cost"]
-        lines += ["## `grpofit rank` on many runs", "",
-                  f"{rc['runs']} bandit runs of {rc['steps']} steps cut at 40%, `--jobs {rc['jobs']}`: "
-                  f"{rc['wall_s']:.1f} s wall on the shared (loaded) machine, {rc['cpu_s']:.1f} CPU-seconds in all, "
-                  f"so about {rc['cpu_s'] / 2:.1f} s on 2 free cores (target 10 s).", ""]
+        lines += [
+            "## `grpofit rank` on many runs",
+            "",
+            f"{rc['runs']} bandit runs of {rc['steps']} steps cut at 40%, `--jobs {rc['jobs']}`: "
+            f"{rc['wall_s']:.1f} s wall on the shared (loaded) machine, {rc['cpu_s']:.1f} CPU-seconds in all, "
+            f"so about {rc['cpu_s'] / 2:.1f} s on 2 free cores (target 10 s).",
+            "",
+        ]
     return "\n".join(lines)
 
 
-METHOD_NOTE = ("Each trial reports its logged reward at every logged step. Sequential = an Optuna study "
-               "with one worker (runs in a seeded random order); parallel = every run at once, results in "
-               "step order, through Ray Tune's scheduler / stopper interface. grpofit decides at 20, 40, 60 "
-               "and 80% of the horizon with margin 0 and confidence 0.95. Tuned settings: Optuna median "
-               "n_startup_trials=2, n_warmup_steps=20% of the horizon; successive halving min_resource=10%, "
-               "reduction_factor=3; Ray ASHA grace_period=20%, reduction_factor=3; Ray median "
-               "grace_period=20%, min_samples_required=2. Regret in reward units; compute = steps run / "
-               "steps of running every run to the end.")
+METHOD_NOTE = (
+    "Each trial reports its logged reward at every logged step. Sequential = an Optuna study "
+    "with one worker (runs in a seeded random order); parallel = every run at once, results in "
+    "step order, through Ray Tune's scheduler / stopper interface. grpofit decides at 20, 40, 60 "
+    "and 80% of the horizon with margin 0 and confidence 0.95. Tuned settings: Optuna median "
+    "n_startup_trials=2, n_warmup_steps=20% of the horizon; successive halving min_resource=10%, "
+    "reduction_factor=3; Ray ASHA grace_period=20%, reduction_factor=3; Ray median "
+    "grace_period=20%, min_samples_required=2. Regret in reward units; compute = steps run / "
+    "steps of running every run to the end."
+)
 
 
 def rank_cost(n_runs: int, steps: int = 300, jobs: int = 2) -> dict:
@@ -423,18 +507,43 @@ def rank_cost(n_runs: int, steps: int = 300, jobs: int = 2) -> dict:
         for sw in sweeps:
             for name, s, v in zip(sw.names, sw.steps, sw.values):
                 if k < n_runs:
-                    Path(d, f"run{k:03d}.csv").write_text("step,reward\n" + "\n".join(f"{int(a)},{float(b)!r}" for a, b in zip(s, v)) + "\n")
+                    Path(d, f"run{k:03d}.csv").write_text(
+                        "step,reward\n" + "\n".join(f"{int(a)},{float(b)!r}" for a, b in zip(s, v)) + "\n"
+                    )
                     k += 1
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "grpofit", "rank", str(Path(d) / "*.csv"), "--until", str(int(0.4 * steps)),
-                        "--horizon", str(steps), "--jobs", str(jobs), "--format", "json"], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "grpofit",
+                "rank",
+                str(Path(d) / "*.csv"),
+                "--until",
+                str(int(0.4 * steps)),
+                "--horizon",
+                str(steps),
+                "--jobs",
+                str(jobs),
+                "--format",
+                "json",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"runs": k, "steps": steps, "jobs": jobs, "wall_s": wall, "cpu_s": cpu, "cpu_s_per_run": cpu / k,
-            "estimated_wall_s_100_runs_2_cores": 100 * cpu / k / 2}
+    return {
+        "runs": k,
+        "steps": steps,
+        "jobs": jobs,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "cpu_s_per_run": cpu / k,
+        "estimated_wall_s_100_runs_2_cores": 100 * cpu / k / 2,
+    }
 
 
 def main(argv=None) -> int:
@@ -443,7 +552,9 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--no-real", action="store_true")
-    ap.add_argument("--stratum", default=None, help="only the generated sweeps of this kind (e.g. 'generated (slow starter best)')")
+    ap.add_argument(
+        "--stratum", default=None, help="only the generated sweeps of this kind (e.g. 'generated (slow starter best)')"
+    )
     ap.add_argument("--first", type=int, default=0, help="skip the first N generated sweeps (already measured)")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--only", default=None, help="only the methods whose name contains this")
@@ -472,7 +583,7 @@ def main(argv=None) -> int:
         rec = json.loads(Path(a.doc).read_text())
         Path(a.doc).with_suffix(".md").write_text(render_doc(rec))
         return 0
-    gen = generated_sweeps(a.generated, runs=a.runs, steps=a.steps)[a.first:]
+    gen = generated_sweeps(a.generated, runs=a.runs, steps=a.steps)[a.first :]
     if a.stratum:
         gen = [sw for sw in gen if sw.kind == a.stratum]
     sweeps = ([] if a.no_real else real_sweeps()) + gen
@@ -481,9 +592,18 @@ def main(argv=None) -> int:
 
     def record_now() -> dict:
         recs = sorted(records, key=lambda r: (r["kind"], r["sweep"]))
-        rec = {"method_note": METHOD_NOTE, "summary": summarise(recs), "sweeps": recs,
-               "sizes": {"generated": a.generated, "runs": a.runs, "steps": a.steps, "done": len(recs),
-                         "planned": len(work)}}
+        rec = {
+            "method_note": METHOD_NOTE,
+            "summary": summarise(recs),
+            "sweeps": recs,
+            "sizes": {
+                "generated": a.generated,
+                "runs": a.runs,
+                "steps": a.steps,
+                "done": len(recs),
+                "planned": len(work),
+            },
+        }
         if a.out:  # after every sweep: a long run that is stopped keeps what it measured
             Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")
         return rec
@@ -506,8 +626,10 @@ def main(argv=None) -> int:
         print(f"== {key} ({block['sweeps']} sweeps)")
         for m, v in block.items():
             if m != "sweeps":
-                print(f"  {m:40s} regret {v['regret']:.4f}  best killed {100 * v['best_killed']:3.0f}%  "
-                      f"compute {100 * v['compute']:3.0f}%  ms/report {v['per_report_ms_mean']:.2f} (max {v['per_report_ms_max']:.0f})")
+                print(
+                    f"  {m:40s} regret {v['regret']:.4f}  best killed {100 * v['best_killed']:3.0f}%  "
+                    f"compute {100 * v['compute']:3.0f}%  ms/report {v['per_report_ms_mean']:.2f} (max {v['per_report_ms_max']:.0f})"
+                )
     return 0
 
 

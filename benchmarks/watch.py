@@ -48,20 +48,50 @@ HETERO = "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
 HETERO_GRAD = "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv"
 
 SHARED = (
-    Case(HETERO, "GRPO_online", "collapse", note="PROVENANCE: GRPO collapses near step 900; grad-norm precursor at 749"),
+    Case(
+        HETERO, "GRPO_online", "collapse", note="PROVENANCE: GRPO collapses near step 900; grad-norm precursor at 749"
+    ),
     Case(HETERO, "GSPO_online", "collapse", note="PROVENANCE: GSPO collapses near step 1200"),
     Case(HETERO, "GEPO_online", "healthy", note="PROVENANCE: GEPO stays healthy"),
-    Case("rasbt_grpo_qwen3-0.6b_7_5_kl_collapse.csv", None, "collapse", "reward_avg",
-         note="PROVENANCE: reward 0.44 -> 0 by ~step 100"),
-    Case("rasbt_grpo_qwen3-0.6b_7_3_tracking.csv", None, "instability", "reward_avg", 250,
-         note="PROVENANCE: loss blows up, entropy 0.3 -> 6.9 around step 250, reward drops then partly recovers"),
-    Case("rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv", None, "dip-and-recover", "reward_avg", 150,
-         note="PROVENANCE: reward 1.35 -> 0.25 (steps ~150-300) then back to ~1.0"),
-    Case("deepgrpo_wandb_val_gsm8k_treerl_instability.csv", None, "unclear", "val-core/openai/gsm8k/acc/mean@1",
-         note="PROVENANCE: val acc 0.64 -> 0.60 late (mild); not counted either way"),
+    Case(
+        "rasbt_grpo_qwen3-0.6b_7_5_kl_collapse.csv",
+        None,
+        "collapse",
+        "reward_avg",
+        note="PROVENANCE: reward 0.44 -> 0 by ~step 100",
+    ),
+    Case(
+        "rasbt_grpo_qwen3-0.6b_7_3_tracking.csv",
+        None,
+        "instability",
+        "reward_avg",
+        250,
+        note="PROVENANCE: loss blows up, entropy 0.3 -> 6.9 around step 250, reward drops then partly recovers",
+    ),
+    Case(
+        "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv",
+        None,
+        "dip-and-recover",
+        "reward_avg",
+        150,
+        note="PROVENANCE: reward 1.35 -> 0.25 (steps ~150-300) then back to ~1.0",
+    ),
+    Case(
+        "deepgrpo_wandb_val_gsm8k_treerl_instability.csv",
+        None,
+        "unclear",
+        "val-core/openai/gsm8k/acc/mean@1",
+        note="PROVENANCE: val acc 0.64 -> 0.60 late (mild); not counted either way",
+    ),
     Case("rasbt_grpo_qwen3-0.6b_7_4_clip_ratio.csv", None, "healthy", "reward_avg", note="stable, noisy flat"),
-    Case("rasbt_grpo_qwen3-0.6b_7_6_format_reward.csv", None, "instability", "reward_avg", 149,
-         note="PROVENANCE: entropy spike mid-run; whole-run diagnose: entropy x17 from step 149 while the reward falls"),
+    Case(
+        "rasbt_grpo_qwen3-0.6b_7_6_format_reward.csv",
+        None,
+        "instability",
+        "reward_avg",
+        149,
+        note="PROVENANCE: entropy spike mid-run; whole-run diagnose: entropy x17 from step 149 while the reward falls",
+    ),
     Case("countdown_grpo_custom_beibeizzz.jsonl", None, "healthy", note="slow rise"),
     Case("unsloth_grpo_gsm8k_IMJONEZZ.trainer_state.json", None, "healthy", note="noisy rise"),
     Case("verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents", None, "healthy", note="clean rise and saturation"),
@@ -71,12 +101,26 @@ SHARED = (
     Case("verl_grpo_qwen25_3b_fsdp_offpolicy.tfevents", None, "healthy", note="one-step off-policy twin of the 3B run"),
     Case("verl_grpo_qwen2_7b_fsdp_offpolicy.tfevents", None, "healthy", note="one-step off-policy twin of the 7B run"),
     Case("verlpr3389_ppo_qwen25_05b_dp2_run1.parsed.csv", None, "healthy", note="PPO, sigmoid rise"),
-    *(Case("deepgrpo_wandb_val_gsm8k_gamma_sweep_qwen2.5-0.5b.csv", key, "healthy", "val-core/GSM8K/reward/mean@1",
-           note="validation reward every 5 steps")
-      for key in ("gamma0.1-", "gamma-20.0-", "gamma1.0-", "gamma3.0-", "random-", "gamma2.0-")),
-    *(Case("deepgrpo_wandb_val_gsm8k_groupsize_sweep_qwen2.5-0.5b.csv", key, "healthy", "val-core/GSM8K/reward/mean@1",
-           note="validation reward every 5 steps; all saturate ~0.64")
-      for key in ("GRPO-n32", "GRPO-n64", "no-branch-n16", "no-branch")),
+    *(
+        Case(
+            "deepgrpo_wandb_val_gsm8k_gamma_sweep_qwen2.5-0.5b.csv",
+            key,
+            "healthy",
+            "val-core/GSM8K/reward/mean@1",
+            note="validation reward every 5 steps",
+        )
+        for key in ("gamma0.1-", "gamma-20.0-", "gamma1.0-", "gamma3.0-", "random-", "gamma2.0-")
+    ),
+    *(
+        Case(
+            "deepgrpo_wandb_val_gsm8k_groupsize_sweep_qwen2.5-0.5b.csv",
+            key,
+            "healthy",
+            "val-core/GSM8K/reward/mean@1",
+            note="validation reward every 5 steps; all saturate ~0.64",
+        )
+        for key in ("GRPO-n32", "GRPO-n64", "no-branch-n16", "no-branch")
+    ),
 )
 
 #: planted failures: (mode, kind, onset as a fraction of the run: where planted.py starts it)
@@ -127,16 +171,23 @@ def shared_detections(cases=SHARED, every: int = 1):
         onset = case.onset
         if case.label == "collapse" and onset is None:
             onset = hindsight_onset(run, case.metric)
-        d = detection(run, case.label, onset, mode=None if case.label == "healthy" else "dynamical_instability",
-                      every=every, metric=case.metric)
+        d = detection(
+            run,
+            case.label,
+            onset,
+            mode=None if case.label == "healthy" else "dynamical_instability",
+            every=every,
+            metric=case.metric,
+        )
         if case.label != "healthy":
             d = detection(run, case.label, onset, every=every, metric=case.metric) if d.first_alert is None else d
         out.append(d)
     return out
 
 
-def planted_detections(seeds=(0, 1, 2), n_steps: int = 300, healthy_seeds=(0, 1, 2, 3, 4, 5), every: int = 1,
-                       kinds=None):
+def planted_detections(
+    seeds=(0, 1, 2), n_steps: int = 300, healthy_seeds=(0, 1, 2, 3, 4, 5), every: int = 1, kinds=None
+):
     from grpofit.testing.planted import planted_run
     from grpofit.watch.replay import detection
 
@@ -151,8 +202,15 @@ def planted_detections(seeds=(0, 1, 2), n_steps: int = 300, healthy_seeds=(0, 1,
             run = planted_run(mode, seed=seed, n_steps=n_steps, **kw)
             run.name = f"planted/{mode}{'/' + kind if kind else ''}/{seed}"
             onset = float(run.steps[0] + round(frac * n_steps))
-            out.append(detection(run, f"{mode}{'/' + kind if kind else ''}", onset,
-                                 mode=None if mode == "dead" else mode, every=every))
+            out.append(
+                detection(
+                    run,
+                    f"{mode}{'/' + kind if kind else ''}",
+                    onset,
+                    mode=None if mode == "dead" else mode,
+                    every=every,
+                )
+            )
     return out
 
 
@@ -215,8 +273,14 @@ def _proc_stat(pid: int) -> tuple[float, float]:
     return cpu, rss
 
 
-def load(runs: int = 100, interval: float = 10.0, backlog: int = 200, duration: float = 300.0,
-         long_steps: int = 10_000, workdir: str | None = None) -> dict:
+def load(
+    runs: int = 100,
+    interval: float = 10.0,
+    backlog: int = 200,
+    duration: float = 300.0,
+    long_steps: int = 10_000,
+    workdir: str | None = None,
+) -> dict:
     """One watch process on ``runs`` live JSONL runs (module docstring)."""
     folder = Path(tempfile.mkdtemp(prefix="grpofit-watch-load-", dir=workdir))
     rng = np.random.default_rng(1)
@@ -224,16 +288,41 @@ def load(runs: int = 100, interval: float = 10.0, backlog: int = 200, duration: 
         with open(folder / f"run{i:03d}.jsonl", "w") as f:
             for s in range(1, backlog + 1):
                 r = 0.7 - 0.5 * np.exp(-s / 300.0) + rng.normal(0, 0.03)
-                f.write(json.dumps({"step": s, "reward": round(float(r), 4), "kl": s / 1e4,
-                                    "grad_norm": 0.2, "entropy": 1 - s / 2e4}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "step": s,
+                            "reward": round(float(r), 4),
+                            "kl": s / 1e4,
+                            "grad_norm": 0.2,
+                            "entropy": 1 - s / 2e4,
+                        }
+                    )
+                    + "\n"
+                )
     (folder / "long.jsonl").write_text("")
     exe = Path(sys.executable).with_name("grpofit")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "grpofit"]
     events = folder.parent / (folder.name + ".watch.jsonl")
-    watch = subprocess.Popen(cmd + ["watch", str(folder), "--interval", str(interval), "--jsonl", str(events)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder), str(runs), str(interval), "1",
-                               str(long_steps), str(duration), str(backlog)])
+    watch = subprocess.Popen(
+        cmd + ["watch", str(folder), "--interval", str(interval), "--jsonl", str(events)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            WRITER,
+            str(folder),
+            str(runs),
+            str(interval),
+            "1",
+            str(long_steps),
+            str(duration),
+            str(backlog),
+        ]
+    )
     samples = []
     t0 = time.time()
     try:
@@ -259,9 +348,14 @@ def load(runs: int = 100, interval: float = 10.0, backlog: int = 200, duration: 
     events.unlink(missing_ok=True)
     return {
         **lag,
-        "runs": runs, "interval": interval, "duration": duration, "cpu_share_caught_up": share,
-        "rss_mb_first": float(rss[k]) if len(rss) > k else float("nan"), "rss_mb_last": float(rss[-1]) if len(rss) else float("nan"),
-        "rss_mb_max": float(rss.max()) if len(rss) else float("nan"), "long_run_steps": long_rows,
+        "runs": runs,
+        "interval": interval,
+        "duration": duration,
+        "cpu_share_caught_up": share,
+        "rss_mb_first": float(rss[k]) if len(rss) > k else float("nan"),
+        "rss_mb_last": float(rss[-1]) if len(rss) else float("nan"),
+        "rss_mb_max": float(rss.max()) if len(rss) else float("nan"),
+        "long_run_steps": long_rows,
         "samples": [(round(a, 1), round(b, 2), round(c, 1)) for a, b, c in samples],
         "watch_exit": watch.returncode,
     }
@@ -285,10 +379,12 @@ def refresh_lag(events: Path, since: float) -> dict:
                 grown.append(e["n_points"] - prev)
                 times.append(e["time"])
     span = (max(times) - since) if times else 0.0
-    return {"rejudgements_caught_up": len(grown),
-            "rejudgements_per_min": 60.0 * len(grown) / span if span > 0 else 0.0,
-            "steps_between_rejudgements_median": float(np.median(grown)) if grown else None,
-            "steps_between_rejudgements_max": int(max(grown)) if grown else None}
+    return {
+        "rejudgements_caught_up": len(grown),
+        "rejudgements_per_min": 60.0 * len(grown) / span if span > 0 else 0.0,
+        "steps_between_rejudgements_median": float(np.median(grown)) if grown else None,
+        "steps_between_rejudgements_max": int(max(grown)) if grown else None,
+    }
 
 
 # --------------------------------------------------------------------------- warm refits
@@ -346,11 +442,23 @@ def refit_costs(cases, *, growth: float = 0.05, first: float = 0.25, last: int |
                 worst_pi = max(worst_pi, max(abs(a - b) for a, b in zip(w[1], c[1])) / width)
         warm_s += times["warm"]
         cold_s += times["cold"]
-        per_run.append({"run": run.name, "refreshes": len(ks), "warm_fits": states["warm"].warm_fits,
-                        "warm_cpu_s": float(np.sum(times["warm"])), "cold_cpu_s": float(np.sum(times["cold"]))})
-    return {"runs": per_run, "refreshes": len(warm_s), "warm_cpu_s_per_refresh": float(np.mean(warm_s)),
-            "cold_cpu_s_per_refresh": float(np.mean(cold_s)), "worst_mean_gap": worst_mean,
-            "worst_pi95_gap": worst_pi}
+        per_run.append(
+            {
+                "run": run.name,
+                "refreshes": len(ks),
+                "warm_fits": states["warm"].warm_fits,
+                "warm_cpu_s": float(np.sum(times["warm"])),
+                "cold_cpu_s": float(np.sum(times["cold"])),
+            }
+        )
+    return {
+        "runs": per_run,
+        "refreshes": len(warm_s),
+        "warm_cpu_s_per_refresh": float(np.mean(warm_s)),
+        "cold_cpu_s_per_refresh": float(np.mean(cold_s)),
+        "worst_mean_gap": worst_mean,
+        "worst_pi95_gap": worst_pi,
+    }
 
 
 def verdict_costs(cases, *, growth: float = 0.05, first: float = 0.25, last: int | None = None) -> dict:
@@ -358,9 +466,9 @@ def verdict_costs(cases, *, growth: float = 0.05, first: float = 0.25, last: int
     run on each growing run as ``watch`` does, warm-started and cold side by side (alternating,
     so that load changes hit both alike): CPU seconds and least-squares evaluations per refresh,
     and the largest gap between the two fits (SSR and parameters, relative)."""
-    from grpofit.fitting.analysis import resolve_column
     from grpofit.diagnostics import diagnose_run
     from grpofit.fitting import solve as solve_mod
+    from grpofit.fitting.analysis import resolve_column
     from grpofit.watch.replay import prefix
 
     calls = {"n": 0}
@@ -370,7 +478,14 @@ def verdict_costs(cases, *, growth: float = 0.05, first: float = 0.25, last: int
         calls["n"] += 1
         return real(self, q)
 
-    per_run, cpu, evals, worst_ssr, worst_param, verdicts_differ = [], {"warm": [], "cold": []}, {"warm": 0, "cold": 0}, 0.0, 0.0, 0
+    per_run, cpu, evals, worst_ssr, worst_param, verdicts_differ = (
+        [],
+        {"warm": [], "cold": []},
+        {"warm": 0, "cold": 0},
+        0.0,
+        0.0,
+        0,
+    )
     solve_mod._Problem.evaluate = counted
     try:
         for run, metric, _ in cases:
@@ -385,14 +500,16 @@ def verdict_costs(cases, *, growth: float = 0.05, first: float = 0.25, last: int
             for i, k in enumerate(ks):
                 p = prefix(run, k)
                 out = {}
-                for key in (("warm", "cold") if i % 2 == 0 else ("cold", "warm")):
+                for key in ("warm", "cold") if i % 2 == 0 else ("cold", "warm"):
                     calls["n"] = 0
                     t0 = time.process_time()
                     out[key] = diagnose_run(p, metric=col, warm=warm if key == "warm" else None)
                     cpu[key].append(time.process_time() - t0)
                     evals[key] += calls["n"]
                 w, c = out["warm"], out["cold"]
-                verdicts_differ += {m: v.status for m, v in w.diagnostics.items()} != {m: v.status for m, v in c.diagnostics.items()}
+                verdicts_differ += {m: v.status for m, v in w.diagnostics.items()} != {
+                    m: v.status for m, v in c.diagnostics.items()
+                }
                 for law, mc in c.fit.models.items():
                     mw = w.fit.models[law]
                     if mc.ssr is not None and mw.ssr is not None:
@@ -405,11 +522,18 @@ def verdict_costs(cases, *, growth: float = 0.05, first: float = 0.25, last: int
     finally:
         solve_mod._Problem.evaluate = real
     m = len(cpu["warm"])
-    return {"runs": per_run, "refreshes": m, "warm_cpu_s_per_refresh": float(np.mean(cpu["warm"])),
-            "cold_cpu_s_per_refresh": float(np.mean(cpu["cold"])),
-            "warm_cpu_s_median_pair_ratio": float(np.median(np.array(cpu["warm"]) / np.maximum(cpu["cold"], 1e-9))),
-            "warm_evaluations_per_refresh": evals["warm"] / max(m, 1), "cold_evaluations_per_refresh": evals["cold"] / max(m, 1),
-            "worst_ssr_gap": worst_ssr, "worst_param_gap": worst_param, "refreshes_with_other_verdicts": verdicts_differ}
+    return {
+        "runs": per_run,
+        "refreshes": m,
+        "warm_cpu_s_per_refresh": float(np.mean(cpu["warm"])),
+        "cold_cpu_s_per_refresh": float(np.mean(cpu["cold"])),
+        "warm_cpu_s_median_pair_ratio": float(np.median(np.array(cpu["warm"]) / np.maximum(cpu["cold"], 1e-9))),
+        "warm_evaluations_per_refresh": evals["warm"] / max(m, 1),
+        "cold_evaluations_per_refresh": evals["cold"] / max(m, 1),
+        "worst_ssr_gap": worst_ssr,
+        "worst_param_gap": worst_param,
+        "refreshes_with_other_verdicts": verdicts_differ,
+    }
 
 
 # --------------------------------------------------------------------------- memory
@@ -431,13 +555,23 @@ def memory_replay(steps: int = 10_000, per_poll: int = 100, forecast: bool = Tru
         out = []
         for s in range(a, b):
             r = 0.7 - 0.5 * np.exp(-s / 3000.0) + rng.normal(0, 0.03)
-            out.append(json.dumps({"step": s, "reward": round(float(r), 4), "kl": round(s / 1e5, 6),
-                                   "grad_norm": round(float(0.2 * np.exp(rng.normal(0, 0.2))), 4),
-                                   "entropy": round(float(1 - s / 2e5), 5)}))
+            out.append(
+                json.dumps(
+                    {
+                        "step": s,
+                        "reward": round(float(r), 4),
+                        "kl": round(s / 1e5, 6),
+                        "grad_norm": round(float(0.2 * np.exp(rng.normal(0, 0.2))), 4),
+                        "entropy": round(float(1 - s / 2e5), 5),
+                    }
+                )
+            )
         return "\n".join(out) + "\n"
 
     path.write_text(rows(1, per_poll + 1))
-    sess = Session(WatchOptions(paths=[str(folder)], interval=10.0, forecast=forecast), out=io.StringIO(), err=io.StringIO())
+    sess = Session(
+        WatchOptions(paths=[str(folder)], interval=10.0, forecast=forecast), out=io.StringIO(), err=io.StringIO()
+    )
     sess.open()
     samples, judged = [], 0
     s = per_poll + 1
@@ -460,10 +594,18 @@ def memory_replay(steps: int = 10_000, per_poll: int = 100, forecast: bool = Tru
     ys = np.array([b for _, b in samples], float)
     half = xs >= xs[-1] / 2  # the second half: after the first judgements' imports and caches
     slope = float(np.polyfit(xs[half], ys[half], 1)[0] * 10_000) if half.sum() >= 2 else float("nan")
-    return {"steps": int(st.n), "per_poll": per_poll, "forecast": forecast, "rejudgements": judged,
-            "rss_mb": [(int(a), round(b, 1)) for a, b in samples], "rss_first_mb": float(ys[0]),
-            "rss_mid_mb": float(ys[half][0]), "rss_last_mb": float(ys[-1]),
-            "mb_per_10k_steps_second_half": slope, "seconds": time.perf_counter() - t0}
+    return {
+        "steps": int(st.n),
+        "per_poll": per_poll,
+        "forecast": forecast,
+        "rejudgements": judged,
+        "rss_mb": [(int(a), round(b, 1)) for a, b in samples],
+        "rss_first_mb": float(ys[0]),
+        "rss_mid_mb": float(ys[half][0]),
+        "rss_last_mb": float(ys[-1]),
+        "mb_per_10k_steps_second_half": slope,
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def main(argv=None) -> int:
@@ -476,8 +618,11 @@ def main(argv=None) -> int:
     ap.add_argument("--duration", type=float, default=300.0)
     ap.add_argument("--long-steps", type=int, default=10_000)
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--record", action="store_true",
-                    help=f"merge the sections run into {RECORD.relative_to(ROOT)} and rewrite the README's blocks from it")
+    ap.add_argument(
+        "--record",
+        action="store_true",
+        help=f"merge the sections run into {RECORD.relative_to(ROOT)} and rewrite the README's blocks from it",
+    )
     args = ap.parse_args(argv)
     doc: dict = {"measured": _conditions()}
     ok = True
@@ -492,21 +637,30 @@ def main(argv=None) -> int:
         s1, s2 = summarise(shared), summarise(planted)
         grpo = next(d for d in shared if "GRPO_online" in d.run)
         checks = {
-            "HeteroRL GRPO collapse: fail within 50 steps of onset": grpo.fail_delay is not None and 0 <= grpo.fail_delay <= 50,
+            "HeteroRL GRPO collapse: fail within 50 steps of onset": grpo.fail_delay is not None
+            and 0 <= grpo.fail_delay <= 50,
             "every planted failure flagged before the run ends": not s2["missed"],
             "no fail alert on a healthy shared run": not s1["healthy_with_fail"],
             "no fail alert on a healthy planted run": not s2["healthy_with_fail"],
         }
-        print(f"\nHeteroRL GRPO: onset {grpo.onset:g}, first warn {grpo.first_warn}, first fail {grpo.first_fail} "
-              f"(fail delay {grpo.fail_delay}); offline diagnose detects it at 914")
-        print(f"healthy shared runs with a warn: {len(s1['healthy_with_warn'])}/{s1['healthy_runs']}; "
-              f"healthy planted runs with a warn: {len(s2['healthy_with_warn'])}/{s2['healthy_runs']}")
+        print(
+            f"\nHeteroRL GRPO: onset {grpo.onset:g}, first warn {grpo.first_warn}, first fail {grpo.first_fail} "
+            f"(fail delay {grpo.fail_delay}); offline diagnose detects it at 914"
+        )
+        print(
+            f"healthy shared runs with a warn: {len(s1['healthy_with_warn'])}/{s1['healthy_runs']}; "
+            f"healthy planted runs with a warn: {len(s2['healthy_with_warn'])}/{s2['healthy_runs']}"
+        )
         for k, v in checks.items():
             print(f"{'ok  ' if v else 'MISS'} {k}")
             ok &= v
         print(f"(detection section took {time.time() - t:.0f} s)")
-        doc["detection"] = {"shared": [d.row() for d in shared], "planted": [d.row() for d in planted],
-                            "summary": {"shared": s1, "planted": s2}, "checks": checks}
+        doc["detection"] = {
+            "shared": [d.row() for d in shared],
+            "planted": [d.row() for d in planted],
+            "summary": {"shared": s1, "planted": s2},
+            "checks": checks,
+        }
     if args.section in ("refits", "all"):
         cases = refit_cases()
         doc["refits"] = refit_costs(cases)
@@ -517,10 +671,12 @@ def main(argv=None) -> int:
         print(json.dumps(doc["memory"], indent=1, default=str))
     if args.section in ("load", "all"):
         res = load(runs=args.runs, interval=args.interval, duration=args.duration, long_steps=args.long_steps)
-        print(f"\nLoad: {res['runs']} live runs polled every {res['interval']:g} s for {res['duration']:g} s; "
-              f"CPU once caught up {100 * res['cpu_share_caught_up']:.2f}% of one core (target < 5%); "
-              f"RSS {res['rss_mb_first']:.0f} -> {res['rss_mb_last']:.0f} MB (max {res['rss_mb_max']:.0f}) while a run "
-              f"grew to {res['long_run_steps']} steps")
+        print(
+            f"\nLoad: {res['runs']} live runs polled every {res['interval']:g} s for {res['duration']:g} s; "
+            f"CPU once caught up {100 * res['cpu_share_caught_up']:.2f}% of one core (target < 5%); "
+            f"RSS {res['rss_mb_first']:.0f} -> {res['rss_mb_last']:.0f} MB (max {res['rss_mb_max']:.0f}) while a run "
+            f"grew to {res['long_run_steps']} steps"
+        )
         doc["load"] = res
         ok &= res["cpu_share_caught_up"] < 0.05
     doc["measured"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -544,9 +700,12 @@ def _conditions() -> dict:
     import datetime
     import platform
 
-    return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "cores": os.cpu_count(), "python": platform.python_version(),
-            "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def record(doc: dict, path: Path = RECORD, readme: Path | None = None) -> None:
@@ -593,12 +752,17 @@ def _src(source) -> str:
 def readme_detection(doc: dict) -> str:
     """The README's detection table and false-alert line, from the record."""
     det = doc["detection"]
-    lines = ["| run | failure | onset | first warn | first fail | fail delay |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| run | failure | onset | first warn | first fail | fail delay |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for r in det["shared"]:
         if r["label"] in ("healthy", "unclear"):
             continue
-        lines.append(f"| {_short(r['run'])} | {r['label']} | {_n(r['onset'])} | {_n(r['first_warn'])}{_src(r['warn_source'])} "
-                     f"| {_n(r['first_fail'])}{_src(r['fail_source'])} | {_n(r['fail_delay'])} |")
+        lines.append(
+            f"| {_short(r['run'])} | {r['label']} | {_n(r['onset'])} | {_n(r['first_warn'])}{_src(r['warn_source'])} "
+            f"| {_n(r['first_fail'])}{_src(r['fail_source'])} | {_n(r['fail_delay'])} |"
+        )
     groups: dict = {}
     for r in det["planted"]:
         if r["label"] != "healthy":
@@ -611,8 +775,10 @@ def readme_detection(doc: dict) -> str:
         return text if k in (0, len(rs)) else f"{text} ({k} of {len(rs)} seeds)"
 
     for label, rs in groups.items():
-        lines.append(f"| planted, {len(rs)} seeds | {label} | {span(rs, 'onset')} | {span(rs, 'first_warn')} "
-                     f"| {span(rs, 'first_fail')} | {span(rs, 'fail_delay')} |")
+        lines.append(
+            f"| planted, {len(rs)} seeds | {label} | {span(rs, 'onset')} | {span(rs, 'first_warn')} "
+            f"| {span(rs, 'first_fail')} | {span(rs, 'fail_delay')} |"
+        )
     hs = [r for r in det["shared"] if r["label"] == "healthy"]
     hp = [r for r in det["planted"] if r["label"] == "healthy"]
     planted_failing = [r for rs in groups.values() for r in rs]
@@ -620,12 +786,15 @@ def readme_detection(doc: dict) -> str:
     grpo = next(r for r in det["shared"] if "GRPO_online" in r["run"])
     n_fail = lambda rs: sum(r["first_fail"] is not None for r in rs)
     n_warn = lambda rs: sum(r["first_warn"] is not None for r in rs)
-    lines += ["", f"False alerts: {n_fail(hs)} of the {len(hs)} healthy shared runs and {n_fail(hp)} of the {len(hp)} "
-              f"healthy planted controls get a `fail`; {n_warn(hs)} of the {len(hs)} healthy shared runs and "
-              f"{n_warn(hp)} of the planted controls get a `warn`. Targets: the HeteroRL GRPO collapse fails "
-              f"{_n(grpo['fail_delay'])} steps after its onset (target <= 50); "
-              f"{len(planted_failing) - len(missed)} of the {len(planted_failing)} planted failures are flagged before "
-              f"their run ends. ({_when(doc, 'detection')}; the delays do not depend on the load.)"]
+    lines += [
+        "",
+        f"False alerts: {n_fail(hs)} of the {len(hs)} healthy shared runs and {n_fail(hp)} of the {len(hp)} "
+        f"healthy planted controls get a `fail`; {n_warn(hs)} of the {len(hs)} healthy shared runs and "
+        f"{n_warn(hp)} of the planted controls get a `warn`. Targets: the HeteroRL GRPO collapse fails "
+        f"{_n(grpo['fail_delay'])} steps after its onset (target <= 50); "
+        f"{len(planted_failing) - len(missed)} of the {len(planted_failing)} planted failures are flagged before "
+        f"their run ends. ({_when(doc, 'detection')}; the delays do not depend on the load.)",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -641,37 +810,48 @@ def readme_load(doc: dict) -> str:
         if len(t) >= 6:
             mid, late = (cpu[j] - cpu[k]) / (t[j] - t[k]), (cpu[-1] - cpu[j]) / (t[-1] - t[j])
             parts = f": {100 * mid:.1f}% over the middle third of the samples, {100 * late:.1f}% over the last"
-        out.append(f"- **Load**: with {r['runs']} live runs polled every {r['interval']:g} s, once caught up (after the "
-                   f"first third of {r['duration']:g} s) the watch process used **{100 * share:.1f}% of one core**{parts} "
-                   f"(target < 5%: {'met' if share < 0.05 else 'NOT met'}); its RSS went {r['rss_mb_first']:.0f} -> "
-                   f"{r['rss_mb_last']:.0f} MB (max {r['rss_mb_max']:.0f} MB) while one more run grew to "
-                   f"{r['long_run_steps']:,} steps ({_when(doc, 'load')})."
-                   + (f" Within that budget it re-judged {r['rejudgements_per_min']:.1f} runs a minute: a run had grown "
-                      f"by a median of {r['steps_between_rejudgements_median']:g} steps (at most "
-                      f"{r['steps_between_rejudgements_max']:,}) since its previous verdicts and forecast."
-                      if r.get("steps_between_rejudgements_median") is not None else ""))
+        out.append(
+            f"- **Load**: with {r['runs']} live runs polled every {r['interval']:g} s, once caught up (after the "
+            f"first third of {r['duration']:g} s) the watch process used **{100 * share:.1f}% of one core**{parts} "
+            f"(target < 5%: {'met' if share < 0.05 else 'NOT met'}); its RSS went {r['rss_mb_first']:.0f} -> "
+            f"{r['rss_mb_last']:.0f} MB (max {r['rss_mb_max']:.0f} MB) while one more run grew to "
+            f"{r['long_run_steps']:,} steps ({_when(doc, 'load')})."
+            + (
+                f" Within that budget it re-judged {r['rejudgements_per_min']:.1f} runs a minute: a run had grown "
+                f"by a median of {r['steps_between_rejudgements_median']:g} steps (at most "
+                f"{r['steps_between_rejudgements_max']:,}) since its previous verdicts and forecast."
+                if r.get("steps_between_rejudgements_median") is not None
+                else ""
+            )
+        )
     if "memory" in doc:
         m = doc["memory"]
-        out.append(f"- **Memory over a long run** (in process, forecasts {'on' if m['forecast'] else 'off'}, "
-                   f"{m['per_poll']} steps a poll): RSS {m['rss_first_mb']:.1f} -> {m['rss_mid_mb']:.1f} -> "
-                   f"{m['rss_last_mb']:.1f} MB at steps 1,000, {m['steps'] // 2:,} and {m['steps']:,} "
-                   f"({m['mb_per_10k_steps_second_half']:.1f} MB per 10,000 steps over the second half; "
-                   f"{m['rejudgements']} re-judgements; {_when(doc, 'memory')}).")
+        out.append(
+            f"- **Memory over a long run** (in process, forecasts {'on' if m['forecast'] else 'off'}, "
+            f"{m['per_poll']} steps a poll): RSS {m['rss_first_mb']:.1f} -> {m['rss_mid_mb']:.1f} -> "
+            f"{m['rss_last_mb']:.1f} MB at steps 1,000, {m['steps'] // 2:,} and {m['steps']:,} "
+            f"({m['mb_per_10k_steps_second_half']:.1f} MB per 10,000 steps over the second half; "
+            f"{m['rejudgements']} re-judgements; {_when(doc, 'memory')})."
+        )
     if "refits" in doc:
         r = doc["refits"]
-        out.append(f"- **Forecast refresh, warm-started**: {r['warm_cpu_s_per_refresh']:.2f} s against "
-                   f"{r['cold_cpu_s_per_refresh']:.2f} s of CPU cold ({r['refreshes']} refreshes every 5% of growth on "
-                   f"{len(r['runs'])} runs); forecast means within {100 * r['worst_mean_gap']:.0f}% of the cold 95% "
-                   f"interval's width, bounds within {100 * r['worst_pi95_gap']:.0f}%.")
+        out.append(
+            f"- **Forecast refresh, warm-started**: {r['warm_cpu_s_per_refresh']:.2f} s against "
+            f"{r['cold_cpu_s_per_refresh']:.2f} s of CPU cold ({r['refreshes']} refreshes every 5% of growth on "
+            f"{len(r['runs'])} runs); forecast means within {100 * r['worst_mean_gap']:.0f}% of the cold 95% "
+            f"interval's width, bounds within {100 * r['worst_pi95_gap']:.0f}%."
+        )
     if "verdict_refits" in doc:
         v = doc["verdict_refits"]
-        out.append(f"- **Verdict refresh, curve fit warm-started**: {v['warm_cpu_s_per_refresh']:.2f} s against "
-                   f"{v['cold_cpu_s_per_refresh']:.2f} s of CPU cold (median paired ratio "
-                   f"{v['warm_cpu_s_median_pair_ratio']:.2f}), {v['warm_evaluations_per_refresh']:.0f} against "
-                   f"{v['cold_evaluations_per_refresh']:.0f} least-squares evaluations per refresh "
-                   f"({v['refreshes']} refreshes); largest gap to the cold fit: SSR {v['worst_ssr_gap']:.1e}, "
-                   f"parameters {v['worst_param_gap']:.1e} (relative); verdicts differ in "
-                   f"{v['refreshes_with_other_verdicts']} refreshes ({_when(doc, 'refits')}).")
+        out.append(
+            f"- **Verdict refresh, curve fit warm-started**: {v['warm_cpu_s_per_refresh']:.2f} s against "
+            f"{v['cold_cpu_s_per_refresh']:.2f} s of CPU cold (median paired ratio "
+            f"{v['warm_cpu_s_median_pair_ratio']:.2f}), {v['warm_evaluations_per_refresh']:.0f} against "
+            f"{v['cold_evaluations_per_refresh']:.0f} least-squares evaluations per refresh "
+            f"({v['refreshes']} refreshes); largest gap to the cold fit: SSR {v['worst_ssr_gap']:.1e}, "
+            f"parameters {v['worst_param_gap']:.1e} (relative); verdicts differ in "
+            f"{v['refreshes_with_other_verdicts']} refreshes ({_when(doc, 'refits')})."
+        )
     return "\n".join(out) + "\n"
 
 
@@ -712,53 +892,89 @@ def bench(rep, sizes, work, repeats: int) -> None:
     for d in (x for x in shared if not x.healthy and x.label != "unclear"):
         hetero = "GRPO_online" in d.run
         ok = (d.fail_delay is not None and 0 <= d.fail_delay <= 50) if hetero else d.first_alert is not None
-        rep.add(sec, f"replay {Path(d.run.split('::')[0]).name[:40]}{' ' + d.run.split('::')[1] if '::' in d.run else ''} ({d.label})",
-                f"fail @{_n(d.first_fail)}, delay {_n(d.fail_delay)}", f"onset {_n(d.onset)}; first warn @{_n(d.first_warn)}",
-                "fail <= 50 steps after onset" if hetero else "flagged before the end", "ok" if ok else "MISS")
+        rep.add(
+            sec,
+            f"replay {Path(d.run.split('::')[0]).name[:40]}{' ' + d.run.split('::')[1] if '::' in d.run else ''} ({d.label})",
+            f"fail @{_n(d.first_fail)}, delay {_n(d.fail_delay)}",
+            f"onset {_n(d.onset)}; first warn @{_n(d.first_warn)}",
+            "fail <= 50 steps after onset" if hetero else "flagged before the end",
+            "ok" if ok else "MISS",
+        )
     kinds: dict[str, list] = {}
     for d in planted:
         if not d.healthy:
             kinds.setdefault(d.label, []).append(d)
     for label, ds in kinds.items():
         ok = all(d.first_alert is not None and d.first_alert < d.end for d in ds)
-        rep.add(sec, f"replay planted {label} ({len(ds)} seeds)",
-                f"first alert @{_span([d.first_alert for d in ds])}, fail @{_span([d.first_fail for d in ds])}",
-                f"onset {_span([d.onset for d in ds])}; fail delay {_span([d.fail_delay for d in ds])}", "flagged before the end",
-                "ok" if ok else "MISS")
+        rep.add(
+            sec,
+            f"replay planted {label} ({len(ds)} seeds)",
+            f"first alert @{_span([d.first_alert for d in ds])}, fail @{_span([d.first_fail for d in ds])}",
+            f"onset {_span([d.onset for d in ds])}; fail delay {_span([d.fail_delay for d in ds])}",
+            "flagged before the end",
+            "ok" if ok else "MISS",
+        )
     for name, rows in (("shared", shared), ("planted", planted)):
         healthy = [d for d in rows if d.healthy]
         if healthy:
             bad = [d.run for d in healthy if d.first_fail is not None]
             warned = sum(d.first_warn is not None for d in healthy)
-            rep.add(sec, f"healthy {name} runs with a fail alert", f"{len(bad)} of {len(healthy)}",
-                    f"with a warn: {warned}", "0", "ok" if not bad else "MISS")
+            rep.add(
+                sec,
+                f"healthy {name} runs with a fail alert",
+                f"{len(bad)} of {len(healthy)}",
+                f"with a warn: {warned}",
+                "0",
+                "ok" if not bad else "MISS",
+            )
     # warm-started refits
     r = refit_costs(refit_cases(quick=not full), last=None if full else 2)
     raw["refits"] = r
     cut = 1 - r["warm_cpu_s_per_refresh"] / r["cold_cpu_s_per_refresh"]
-    rep.add(sec, f"forecast refresh CPU, warm-started vs cold ({r['refreshes']} refreshes, {len(r['runs'])} runs)",
-            f"{r['warm_cpu_s_per_refresh']:.2f} s vs {r['cold_cpu_s_per_refresh']:.2f} s ({100 * cut:.0f}% less)",
-            f"largest gap: mean {100 * r['worst_mean_gap']:.1f}%, 95% bounds {100 * r['worst_pi95_gap']:.1f}% of the interval's width",
-            "warm < cold", "ok" if cut > 0 else "MISS")
+    rep.add(
+        sec,
+        f"forecast refresh CPU, warm-started vs cold ({r['refreshes']} refreshes, {len(r['runs'])} runs)",
+        f"{r['warm_cpu_s_per_refresh']:.2f} s vs {r['cold_cpu_s_per_refresh']:.2f} s ({100 * cut:.0f}% less)",
+        f"largest gap: mean {100 * r['worst_mean_gap']:.1f}%, 95% bounds {100 * r['worst_pi95_gap']:.1f}% of the interval's width",
+        "warm < cold",
+        "ok" if cut > 0 else "MISS",
+    )
     # memory over a long run, in process
     m = memory_replay(steps=10_000 if full else 1_000, per_poll=100, forecast=full, workdir=str(work))
     raw["memory"] = m
     growth = m["rss_last_mb"] - m["rss_mid_mb"]
-    rep.add(sec, f"RSS while one followed run grows to {m['steps']:,} steps (in process)",
-            f"{m['rss_first_mb']:.1f} -> {m['rss_mid_mb']:.1f} -> {m['rss_last_mb']:.1f} MB",
-            f"second half: +{growth:.1f} MB ({m['mb_per_10k_steps_second_half']:.1f} MB per 10k steps); {m['rejudgements']} re-judgements",
-            "flat: < 5 MB per 10k steps",
-            "" if not np.isfinite(m["mb_per_10k_steps_second_half"]) else "ok" if m["mb_per_10k_steps_second_half"] < 5 else "MISS")
+    rep.add(
+        sec,
+        f"RSS while one followed run grows to {m['steps']:,} steps (in process)",
+        f"{m['rss_first_mb']:.1f} -> {m['rss_mid_mb']:.1f} -> {m['rss_last_mb']:.1f} MB",
+        f"second half: +{growth:.1f} MB ({m['mb_per_10k_steps_second_half']:.1f} MB per 10k steps); {m['rejudgements']} re-judgements",
+        "flat: < 5 MB per 10k steps",
+        ""
+        if not np.isfinite(m["mb_per_10k_steps_second_half"])
+        else "ok"
+        if m["mb_per_10k_steps_second_half"] < 5
+        else "MISS",
+    )
     # load
     if full:
         res = load(runs=100, interval=10.0, duration=240.0, long_steps=10_000, workdir=str(work))
         raw["load"] = res
-        rep.add(sec, f"{res['runs']} live runs polled every {res['interval']:g} s: CPU once caught up",
-                f"{100 * res['cpu_share_caught_up']:.1f}% of one core", f"{res['duration']:g} s measured",
-                "< 5%", "ok" if res["cpu_share_caught_up"] < 0.05 else "MISS")
-        rep.add(sec, f"  its RSS while one more run grew to {res['long_run_steps']:,} steps",
-                f"{res['rss_mb_first']:.0f} -> {res['rss_mb_last']:.0f} MB", f"max {res['rss_mb_max']:.0f} MB",
-                "flat", "")
+        rep.add(
+            sec,
+            f"{res['runs']} live runs polled every {res['interval']:g} s: CPU once caught up",
+            f"{100 * res['cpu_share_caught_up']:.1f}% of one core",
+            f"{res['duration']:g} s measured",
+            "< 5%",
+            "ok" if res["cpu_share_caught_up"] < 0.05 else "MISS",
+        )
+        rep.add(
+            sec,
+            f"  its RSS while one more run grew to {res['long_run_steps']:,} steps",
+            f"{res['rss_mb_first']:.0f} -> {res['rss_mb_last']:.0f} MB",
+            f"max {res['rss_mb_max']:.0f} MB",
+            "flat",
+            "",
+        )
     else:
         rep.add(sec, "100 live runs polled every 10 s", "skipped (--quick)")
     rep.raw["watch"] = raw

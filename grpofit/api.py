@@ -24,8 +24,20 @@ from grpofit.core.errors import UsageError
 if TYPE_CHECKING:
     from grpofit.core.runs import Run
 
-__all__ = ["Document", "Fit", "Diagnosis", "Forecast", "Backtest", "Prediction", "read", "fit", "diagnose", "forecast",
-           "backtest", "predict"]
+__all__ = [
+    "Document",
+    "Fit",
+    "Diagnosis",
+    "Forecast",
+    "Backtest",
+    "Prediction",
+    "read",
+    "fit",
+    "diagnose",
+    "forecast",
+    "backtest",
+    "predict",
+]
 
 
 # --------------------------------------------------------------------------- results
@@ -198,8 +210,10 @@ class Forecast(Document):
         return ax.figure
 
     def __repr__(self) -> str:
-        return (f"Forecast(run={self.doc.get('run')!r}, horizon={self.horizon!r}, expected={self.expected!r}, "
-                f"pi95={self.pi95!r})")
+        return (
+            f"Forecast(run={self.doc.get('run')!r}, horizon={self.horizon!r}, expected={self.expected!r}, "
+            f"pi95={self.pi95!r})"
+        )
 
 
 @dataclass(repr=False)
@@ -219,12 +233,23 @@ class Backtest(Document):
         for r in self.doc.get("runs", []):
             for c in r.get("cuts", []):
                 pred = c.get("predicted") or {}
-                rows.append([r["run"], f"{c['fraction']:.0%}", _scalar(c.get("step")), _scalar(pred.get("mean")),
-                             _scalar(c.get("actual")), {True: "yes", False: "no", None: "–"}[c.get("covered")],
-                             _scalar(c.get("error"))])
+                rows.append(
+                    [
+                        r["run"],
+                        f"{c['fraction']:.0%}",
+                        _scalar(c.get("step")),
+                        _scalar(pred.get("mean")),
+                        _scalar(c.get("actual")),
+                        {True: "yes", False: "no", None: "–"}[c.get("covered")],
+                        _scalar(c.get("error")),
+                    ]
+                )
         head = ["run", "cut", "step", "forecast", "actual", "in 95%", "error"]
         s = self.doc.get("summary") or {}
-        return _table(head, rows) + f"<p>coverage: <b>{_scalar(s.get('coverage'))}</b> over {s.get('n_forecasts', 0)} forecasts</p>"
+        return (
+            _table(head, rows)
+            + f"<p>coverage: <b>{_scalar(s.get('coverage'))}</b> over {s.get('n_forecasts', 0)} forecasts</p>"
+        )
 
 
 class Prediction(Document):
@@ -276,8 +301,14 @@ def diagnose(
 
     items = _items(runs, step)
     doc, warnings = diagnose_paths(
-        items, metric=metric, step=step, eval_metric=eval_metric, min_r2=min_r2,
-        fail_on=tuple(fail_on) if fail_on else None, group_size=group_size, thresholds=thresholds,
+        items,
+        metric=metric,
+        step=step,
+        eval_metric=eval_metric,
+        min_r2=min_r2,
+        fail_on=tuple(fail_on) if fail_on else None,
+        group_size=group_size,
+        thresholds=thresholds,
     )
     return Diagnosis(doc, warnings=list(warnings))
 
@@ -299,8 +330,15 @@ def predict(
     from grpofit.commands.predict import run_predict
 
     doc, _ = run_predict(
-        lr=lr, momentum=momentum, refresh_interval=refresh_interval, curvature=curvature,
-        group_size=group_size, noise=noise, adam=adam, from_run=from_run, metric=metric,
+        lr=lr,
+        momentum=momentum,
+        refresh_interval=refresh_interval,
+        curvature=curvature,
+        group_size=group_size,
+        noise=noise,
+        adam=adam,
+        from_run=from_run,
+        metric=metric,
     )
     return Prediction(doc)
 
@@ -334,9 +372,17 @@ def forecast(
 
     if bounds is not None and not isinstance(bounds, str):
         bounds = ",".join(repr(float(b)) for b in bounds)
-    opts = ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at), until=until,
-                           batch_size=batch_size, bounds=bounds, prior=resolve_prior(prior, metric=metric, step=step),
-                           covariates=parse_covariates([f"{k}={v}" for k, v in (covariates or {}).items()]))
+    opts = ForecastOptions(
+        metric=metric,
+        step=step,
+        horizon=horizon,
+        at=list(at),
+        until=until,
+        batch_size=batch_size,
+        bounds=bounds,
+        prior=resolve_prior(prior, metric=metric, step=step),
+        covariates=parse_covariates([f"{k}={v}" for k, v in (covariates or {}).items()]),
+    )
     check_options(opts)
     entry, fc, rest = forecast_run(_one(run, step), opts)
     return Forecast(entry, result=fc, rest=rest)
@@ -366,8 +412,12 @@ def backtest(
 
     runs_read = [r for i in items for r in (read(i, step=step) if isinstance(i, str) else [i])]
     entries = [backtest_run(r, metric=metric, cuts=chosen, batch_size=batch_size) for r in runs_read]
-    doc = {"schema": SCHEMAS["backtest"], "final_level": f"mean of the last {FINAL_FRACTION:.0%} of steps",
-           "runs": entries, "summary": summarise(entries)}
+    doc = {
+        "schema": SCHEMAS["backtest"],
+        "final_level": f"mean of the last {FINAL_FRACTION:.0%} of steps",
+        "runs": entries,
+        "summary": summarise(entries),
+    }
     return Backtest(doc)
 
 
@@ -417,15 +467,19 @@ def _column(values: Any) -> Any:
     try:
         return list(values)
     except TypeError:
-        raise UsageError(f"a column must be a sequence of numbers, not a {type(values).__name__}",
-                         fix="pass lists or 1-D arrays of equal length") from None
+        raise UsageError(
+            f"a column must be a sequence of numbers, not a {type(values).__name__}",
+            fix="pass lists or 1-D arrays of equal length",
+        ) from None
 
 
 def _same_lengths(table: dict, what: str) -> None:
     lengths = {k: len(v) for k, v in table.items()}
     if len(set(lengths.values())) > 1:
         shown = ", ".join(f"{k!r} {n}" for k, n in list(lengths.items())[:6])
-        raise UsageError(f"{what}: columns of different lengths ({shown})", fix="pass columns of equal length, one value per step")
+        raise UsageError(
+            f"{what}: columns of different lengths ({shown})", fix="pass columns of equal length, one value per step"
+        )
 
 
 def _one(run: Any, step: str | None) -> "Run":

@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from grpofit.core.runs import make_run  # noqa: E402
 from grpofit.fitting.analysis import fit_run  # noqa: E402
 from grpofit.fitting.collapse import find_collapse  # noqa: E402
-from grpofit.core.runs import make_run  # noqa: E402
 from grpofit.testing.synthetic import make_run_table  # noqa: E402
 
 
@@ -40,15 +40,22 @@ def underdamped_truths(n: int, seed: int = 0, zeta=(0.08, 0.25)) -> list[dict]:
         length = int(round(np.exp(rng.uniform(np.log(max(150.0, factor * ts)), np.log(3000.0)))))
         stride = int(rng.choice([s for s in (1, 5, 10) if length / s >= 40]))
         plateau = float(rng.uniform(0.3, 0.95))
-        out.append({
-            "plateau": plateau, "initial": float(rng.uniform(0.0, min(0.4, plateau - 0.1))),
-            "timescale": ts, "inertia": ts / (4.0 * z * z), "damping_ratio": z,
-            "length": length, "stride": stride, "start": int(rng.choice([0, 1, 101])),
-            "batch": int(round(np.exp(rng.uniform(np.log(64), np.log(512))))),
-            "forcing_sd": float(np.exp(rng.uniform(np.log(0.002), np.log(0.01)))),
-            "forcing_time": ts * float(rng.uniform(0.3, 1.0)),
-            "seed": child.spawn(1)[0],
-        })
+        out.append(
+            {
+                "plateau": plateau,
+                "initial": float(rng.uniform(0.0, min(0.4, plateau - 0.1))),
+                "timescale": ts,
+                "inertia": ts / (4.0 * z * z),
+                "damping_ratio": z,
+                "length": length,
+                "stride": stride,
+                "start": int(rng.choice([0, 1, 101])),
+                "batch": int(round(np.exp(rng.uniform(np.log(64), np.log(512))))),
+                "forcing_sd": float(np.exp(rng.uniform(np.log(0.002), np.log(0.01)))),
+                "forcing_time": ts * float(rng.uniform(0.3, 1.0)),
+                "seed": child.spawn(1)[0],
+            }
+        )
     return out
 
 
@@ -89,19 +96,32 @@ def rates(n: int = 200, seed: int = 0) -> dict:
             elif c is not None:
                 false += 1
                 examples.append((truth["damping_ratio"], truth["timescale"], truth["length"], c.describe()))
-    return {"runs": n, "false_collapses": false, "candidates_without_law_check": candidates, "planted": n, "planted_found": found, "planted_located": located,
-            "planted_settled": settled, "planted_settled_found": settled_found, "false_examples": examples}
+    return {
+        "runs": n,
+        "false_collapses": false,
+        "candidates_without_law_check": candidates,
+        "planted": n,
+        "planted_found": found,
+        "planted_located": located,
+        "planted_settled": settled,
+        "planted_settled_found": settled_found,
+        "false_examples": examples,
+    }
 
 
 def main(argv: list[str]) -> None:
     n = int(argv[0]) if argv else 200
     seed = int(argv[1]) if len(argv) > 1 else 0
     r = rates(n, seed)
-    print(f"strongly underdamped runs (zeta 0.08-0.25): {r['false_collapses']} false collapses in {r['runs']} "
-          f"({r['candidates_without_law_check']} candidates before the law check)")
-    print(f"planted collapses found: {r['planted_found']} of {r['planted']}; "
-          f"after the run settled (>= 3 settling times): {r['planted_settled_found']} of {r['planted_settled']}; "
-          f"onset within 10% of the run of the planted step: {r['planted_located']} of {r['planted']}")
+    print(
+        f"strongly underdamped runs (zeta 0.08-0.25): {r['false_collapses']} false collapses in {r['runs']} "
+        f"({r['candidates_without_law_check']} candidates before the law check)"
+    )
+    print(
+        f"planted collapses found: {r['planted_found']} of {r['planted']}; "
+        f"after the run settled (>= 3 settling times): {r['planted_settled_found']} of {r['planted_settled']}; "
+        f"onset within 10% of the run of the planted step: {r['planted_located']} of {r['planted']}"
+    )
     for ex in r["false_examples"]:
         print("  false:", ex)
 

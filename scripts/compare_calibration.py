@@ -23,15 +23,16 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from grpofit.dynamics import simulation as sim  # noqa: E402
-from grpofit.fitting.analysis import fit_run  # noqa: E402
 from grpofit.commands.compare import Side, compare_fits  # noqa: E402
 from grpofit.core.runs import make_run  # noqa: E402
+from grpofit.dynamics import simulation as sim  # noqa: E402
+from grpofit.fitting.analysis import fit_run  # noqa: E402
 
 
 def bandit_fit(refresh_interval: int, seed: int, steps: int = 600):
-    b = sim.simulate_bandit(lr=0.1, refresh_interval=refresh_interval, group_size=16, steps=steps, seed=seed,
-                            measure=False)
+    b = sim.simulate_bandit(
+        lr=0.1, refresh_interval=refresh_interval, group_size=16, steps=steps, seed=seed, measure=False
+    )
     return fit_run(make_run(f"bandit_k{refresh_interval}_s{seed}.csv", "bandit.csv", "csv", dict(b.columns)))
 
 
@@ -46,7 +47,9 @@ def calibration(n: int = 12, first: int = 0) -> dict:
             for q, d in doc["differences"].items():
                 counter[(q, d["verdict"])] += 1
                 # the previous single-run rule: p < 0.05 and disjoint 95% intervals
-                counter[(q, "disjoint")] += bool(d["verdict"] == "differs" and _disjoint(d.get("a_ci95"), d.get("b_ci95")))
+                counter[(q, "disjoint")] += bool(
+                    d["verdict"] == "differs" and _disjoint(d.get("a_ci95"), d.get("b_ci95"))
+                )
     return {"same": same, "lagged": lagged, "pairs": n}
 
 
@@ -64,8 +67,10 @@ def main(argv: list[str]) -> None:
         print(f"{title} ({n} pairs):")
         for (q, v), c in sorted(r[key].items()):
             print(f"  {q:14s} {v:12s} {c}")
-    false = max(sum(c for (q2, v), c in r["same"].items() if q2 == q and v == "differs") for q in
-                ("plateau", "timescale", "inertia", "damping_ratio"))
+    false = max(
+        sum(c for (q2, v), c in r["same"].items() if q2 == q and v == "differs")
+        for q in ("plateau", "timescale", "inertia", "damping_ratio")
+    )
     print(f"largest false 'differs' rate of one quantity: {false} of {n}")
 
 

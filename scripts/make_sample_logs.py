@@ -27,11 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
+from grpofit.dynamics.simulation import run_simulation  # noqa: E402
 from grpofit.laws.models import oscillator  # noqa: E402
 from grpofit.testing.planted import make_dead_run, make_planted_run  # noqa: E402
-from grpofit.testing.writers import write_tfevents  # noqa: E402
-from grpofit.testing.writers import write_wandb_file  # noqa: E402
-from grpofit.dynamics.simulation import run_simulation  # noqa: E402
+from grpofit.testing.writers import (
+    write_tfevents,  # noqa: E402
+    write_wandb_file,  # noqa: E402
+)
 
 
 def _rows(table: dict[str, np.ndarray]) -> list[dict]:
@@ -57,21 +59,42 @@ def write_csv(path: Path, table: dict[str, np.ndarray]) -> None:
 
 def healthy_slow_start(out: Path) -> None:
     curve = lambda t: oscillator(t, 0.72, 0.12, 90.0, 30.0)  # noqa: E731  zeta = 0.87 -> 0.5*sqrt(3)
-    table = make_planted_run(None, seed=11, n_steps=400, group_size=8, batch_prompts=32, curve=lambda t: oscillator(t, 0.72, 0.12, 140.0, 25.0))
+    table = make_planted_run(
+        None,
+        seed=11,
+        n_steps=400,
+        group_size=8,
+        batch_prompts=32,
+        curve=lambda t: oscillator(t, 0.72, 0.12, 140.0, 25.0),
+    )
     write_csv(out / "healthy_slow_start.csv", table)
     del curve
 
 
 def bandits(out: Path) -> None:
     common = dict(arms=8, correct=1, beta=1.0, groups=16, seed=3, importance_ratio=False)
-    run_simulation(out / "bandit_oscillating.jsonl", lr=0.1, momentum=0.9, refresh_interval=4, group_size=16, steps=300, **common)
-    run_simulation(out / "bandit_g16.csv", lr=0.05, momentum=0.5, refresh_interval=1, group_size=16, steps=300, **common)
+    run_simulation(
+        out / "bandit_oscillating.jsonl", lr=0.1, momentum=0.9, refresh_interval=4, group_size=16, steps=300, **common
+    )
+    run_simulation(
+        out / "bandit_g16.csv", lr=0.05, momentum=0.5, refresh_interval=1, group_size=16, steps=300, **common
+    )
 
 
 def group_sweep(out: Path) -> None:
     folder = out / "group_sweep"
     folder.mkdir()
-    common = dict(arms=8, correct=1, beta=1.0, groups=16, importance_ratio=False, lr=0.05, momentum=0.5, refresh_interval=1, steps=300)
+    common = dict(
+        arms=8,
+        correct=1,
+        beta=1.0,
+        groups=16,
+        importance_ratio=False,
+        lr=0.05,
+        momentum=0.5,
+        refresh_interval=1,
+        steps=300,
+    )
     for seed, G in ((4, 4), (5, 16), (6, 32)):
         run_simulation(folder / f"bandit_G{G}.csv", group_size=G, seed=seed, **common)
 
@@ -84,12 +107,17 @@ def collapse_run(out: Path) -> None:
         folder.mkdir(parents=True)
         # TRL logs every step here; the eval rows are separate, sparse rows (as TRL writes them)
         history = [dict(r, epoch=round(r["step"] / 600, 4)) for r in rows if r["step"] <= ckpt * 1.5]
-        evals = [{"step": int(s), "eval_reward": round(float(v), 6)} for s, v in zip(table["step"], table["eval_reward"]) if np.isfinite(v) and s <= ckpt * 1.5]
+        evals = [
+            {"step": int(s), "eval_reward": round(float(v), 6)}
+            for s, v in zip(table["step"], table["eval_reward"])
+            if np.isfinite(v) and s <= ckpt * 1.5
+        ]
         state = {
             "global_step": int(history[-1]["step"]),
             "max_steps": 600,
             "logging_steps": 1,
-            "log_history": sorted(history + evals, key=lambda r: r["step"]) + [{"step": int(history[-1]["step"]), "train_runtime": 5120.4, "train_loss": 0.0123}],
+            "log_history": sorted(history + evals, key=lambda r: r["step"])
+            + [{"step": int(history[-1]["step"]), "train_runtime": 5120.4, "train_loss": 0.0123}],
         }
         (folder / "trainer_state.json").write_text(json.dumps(state, indent=1))
 
@@ -123,8 +151,11 @@ def main(out: Path = ROOT / "sample_logs") -> None:
     if out.exists():
         mine = (out / "README.md").is_file() and (out / "README.md").read_text().startswith("# sample_logs")
         if any(out.iterdir()) and not mine:
-            print(f"error: {out}: not a folder this script wrote (no sample_logs README.md in it); "
-                  "pass an empty or new folder", file=sys.stderr)
+            print(
+                f"error: {out}: not a folder this script wrote (no sample_logs README.md in it); "
+                "pass an empty or new folder",
+                file=sys.stderr,
+            )
             raise SystemExit(2)
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -144,6 +175,11 @@ if __name__ == "__main__":
     import argparse
 
     ap = argparse.ArgumentParser(description="Rebuild the sample logs (seeded).")
-    ap.add_argument("out", nargs="?", type=Path, default=ROOT / "sample_logs",
-                    help="folder to write (default: sample_logs/; replaced whole, so it must be empty, new or a sample_logs folder)")
+    ap.add_argument(
+        "out",
+        nargs="?",
+        type=Path,
+        default=ROOT / "sample_logs",
+        help="folder to write (default: sample_logs/; replaced whole, so it must be empty, new or a sample_logs folder)",
+    )
     main(ap.parse_args().out)

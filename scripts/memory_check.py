@@ -60,44 +60,69 @@ def measure(rows: int, work: str | None) -> dict:
         print(f"wrote {rows:,} rows, {file_mb:.0f} MB in {time.perf_counter() - t:.0f} s", flush=True)
         # the child's own high-water mark (VmHWM): ``ru_maxrss`` also counts the parent's RSS
         # at fork time (Linux keeps it across exec), here the CSV writer's strings
-        code = ("import sys, runpy\n"
-                "sys.argv = ['grpofit', 'fit', sys.argv[1], '--format', 'json']\n"
-                "try:\n"
-                "    runpy.run_module('grpofit', run_name='__main__')\n"
-                "finally:\n"
-                "    with open('/proc/self/status') as f:\n"
-                "        hwm = [ln.split()[1] for ln in f if ln.startswith('VmHWM')]\n"
-                "    print('PEAK_KB', hwm[0], file=sys.stderr)\n")
+        code = (
+            "import sys, runpy\n"
+            "sys.argv = ['grpofit', 'fit', sys.argv[1], '--format', 'json']\n"
+            "try:\n"
+            "    runpy.run_module('grpofit', run_name='__main__')\n"
+            "finally:\n"
+            "    with open('/proc/self/status') as f:\n"
+            "        hwm = [ln.split()[1] for ln in f if ln.startswith('VmHWM')]\n"
+            "    print('PEAK_KB', hwm[0], file=sys.stderr)\n"
+        )
         t = time.perf_counter()
-        p = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
-                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        p = subprocess.run(
+            [sys.executable, "-c", code, str(path)],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
         wall = time.perf_counter() - t
     peak_lines = [ln for ln in p.stderr.splitlines() if ln.startswith("PEAK_KB")]
     if p.returncode != 0 or not peak_lines:
         raise SystemExit(f"grpofit fit exited {p.returncode}: {p.stderr.strip()[-500:]}")
     peak_mb = int(peak_lines[-1].split()[1]) * 1024 / MB
     n_points = json.loads(p.stdout)["runs"][0]["n_points"]
-    row = {"rows": rows, "n_points": n_points, "file_mb": round(file_mb, 1), "peak_rss_mb": round(peak_mb, 1),
-           "target_mb": round(target_mb(round(file_mb, 1)), 1), "wall_s": round(wall, 1)}
+    row = {
+        "rows": rows,
+        "n_points": n_points,
+        "file_mb": round(file_mb, 1),
+        "peak_rss_mb": round(peak_mb, 1),
+        "target_mb": round(target_mb(round(file_mb, 1)), 1),
+        "wall_s": round(wall, 1),
+    }
     row["met"] = row["peak_rss_mb"] <= row["target_mb"]
-    print(f"file {file_mb:.0f} MB | peak RSS {peak_mb:.0f} MB ({peak_mb / file_mb:.1f}x the file) | "
-          f"wall {wall:.0f} s | target 3x file + 100 MB = {row['target_mb']:.0f} MB: "
-          f"{'met' if row['met'] else 'NOT met'}", flush=True)
+    print(
+        f"file {file_mb:.0f} MB | peak RSS {peak_mb:.0f} MB ({peak_mb / file_mb:.1f}x the file) | "
+        f"wall {wall:.0f} s | target 3x file + 100 MB = {row['target_mb']:.0f} MB: "
+        f"{'met' if row['met'] else 'NOT met'}",
+        flush=True,
+    )
     return row
 
 
 def readme_block(doc: dict) -> str:
     """The README's memory table, rendered from a record."""
-    lines = [README_START, "",
-             "| rows | CSV file | peak RSS of `grpofit fit` | target: 3x file + 100 MB | met |",
-             "|---:|---:|---:|---:|:--|"]
+    lines = [
+        README_START,
+        "",
+        "| rows | CSV file | peak RSS of `grpofit fit` | target: 3x file + 100 MB | met |",
+        "|---:|---:|---:|---:|:--|",
+    ]
     for r in doc["runs"]:
-        lines.append(f"| {r['rows']:,} | {r['file_mb']:.1f} MB | {r['peak_rss_mb']:.0f} MB | "
-                     f"{r['target_mb']:.0f} MB | {'yes' if r['met'] else 'NO'} |")
+        lines.append(
+            f"| {r['rows']:,} | {r['file_mb']:.1f} MB | {r['peak_rss_mb']:.0f} MB | "
+            f"{r['target_mb']:.0f} MB | {'yes' if r['met'] else 'NO'} |"
+        )
     m = doc["machine"]
-    lines += ["", f"Recorded {doc['recorded']} by `python scripts/memory_check.py --record` "
-                  f"(Python {m['python']}, numpy {m['numpy']}, load average {m['load_average_at_start']:.1f} at the start; "
-                  "figures in `docs/memory.json`).", "", README_END]
+    lines += [
+        "",
+        f"Recorded {doc['recorded']} by `python scripts/memory_check.py --record` "
+        f"(Python {m['python']}, numpy {m['numpy']}, load average {m['load_average_at_start']:.1f} at the start; "
+        "figures in `docs/memory.json`).",
+        "",
+        README_END,
+    ]
     return "\n".join(lines)
 
 
@@ -120,10 +145,17 @@ def main() -> None:
     load = os.getloadavg()[0]
     runs = [measure(rows, args.work) for rows in args.rows]
     if args.record:
-        doc = {"schema": "grpofit.memory_check/1", "recorded": time.strftime("%Y-%m-%d", time.gmtime()),
-               "machine": {"python": sys.version.split()[0], "numpy": np.__version__,
-                           "load_average_at_start": round(load, 1)},
-               "target": "peak RSS <= 3x the file + 100 MB", "runs": runs}
+        doc = {
+            "schema": "grpofit.memory_check/1",
+            "recorded": time.strftime("%Y-%m-%d", time.gmtime()),
+            "machine": {
+                "python": sys.version.split()[0],
+                "numpy": np.__version__,
+                "load_average_at_start": round(load, 1),
+            },
+            "target": "peak RSS <= 3x the file + 100 MB",
+            "runs": runs,
+        }
         record(doc)
         print(f"recorded {RECORD.relative_to(ROOT)} and the README table")
 

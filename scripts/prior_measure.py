@@ -34,10 +34,16 @@ REAL_SWEEPS = {
 #: generated sweeps: (name, fixed settings, grid); rates chosen so that the timescale (1 - mu)/(lr K),
 #: K ~ 0.29 on this bandit, spans about 2% to 40% of the run: still rising at the 10% cut
 GENERATED = [
-    ("bandit lr x momentum", {"group_size": 8, "beta": 1.0, "steps": 1000},
-     {"lr": [0.01, 0.02, 0.04, 0.08], "momentum": [0.0, 0.5, 0.8]}),
-    ("bandit KL x group size", {"lr": 0.02, "momentum": 0.5, "steps": 800},
-     {"beta": [0.8, 1.2, 2.0, 3.5], "group_size": [4, 8, 16]}),
+    (
+        "bandit lr x momentum",
+        {"group_size": 8, "beta": 1.0, "steps": 1000},
+        {"lr": [0.01, 0.02, 0.04, 0.08], "momentum": [0.0, 0.5, 0.8]},
+    ),
+    (
+        "bandit KL x group size",
+        {"lr": 0.02, "momentum": 0.5, "steps": 800},
+        {"beta": [0.8, 1.2, 2.0, 3.5], "group_size": [4, 8, 16]},
+    ),
 ]
 #: a sweep of settings drawn at random (seeded; nobody picked them): every covariate varies
 RANDOM_SWEEP = ("bandit random settings", 30, 2026)
@@ -57,7 +63,17 @@ def generate(folder: str) -> dict:
         for j, combo in enumerate(product(*(grid[x] for x in keys))):
             params = {**fixed, **dict(zip(keys, combo))}
             path = os.path.join(folder, f"s{k}_{j}.csv")
-            run_simulation(path, arms=8, correct=1, seed=1000 * k + j, lr=params["lr"], momentum=params["momentum"], group_size=params["group_size"], beta=params["beta"], steps=params["steps"])
+            run_simulation(
+                path,
+                arms=8,
+                correct=1,
+                seed=1000 * k + j,
+                lr=params["lr"],
+                momentum=params["momentum"],
+                group_size=params["group_size"],
+                beta=params["beta"],
+                steps=params["steps"],
+            )
             paths.append(path)
         out[name] = paths
     import numpy as np
@@ -67,9 +83,17 @@ def generate(folder: str) -> dict:
     paths = []
     for j in range(n):
         path = os.path.join(folder, f"r_{j}.csv")
-        run_simulation(path, arms=8, correct=1, seed=seed + j, lr=float(np.exp(rng.uniform(np.log(0.005), np.log(0.1)))),
-                       momentum=float(rng.choice([0.0, 0.5, 0.8, 0.9])), group_size=int(rng.choice([4, 8, 16])),
-                       beta=float(rng.uniform(0.8, 3.0)), steps=int(rng.integers(600, 1501)))
+        run_simulation(
+            path,
+            arms=8,
+            correct=1,
+            seed=seed + j,
+            lr=float(np.exp(rng.uniform(np.log(0.005), np.log(0.1)))),
+            momentum=float(rng.choice([0.0, 0.5, 0.8, 0.9])),
+            group_size=int(rng.choice([4, 8, 16])),
+            beta=float(rng.uniform(0.8, 3.0)),
+            steps=int(rng.integers(600, 1501)),
+        )
         paths.append(path)
     out[name] = paths
     return out
@@ -85,8 +109,7 @@ def measure(sweeps: dict, without: bool) -> dict:
         runs = [r for f in files for r in read_path(f)]
         t0 = time.time()
         res = loo_backtest(loo_items(runs), without=without)
-        results[name] = {"runs": len(runs), "seconds": time.time() - t0, "summary": loo_summary(res),
-                         "entries": res}
+        results[name] = {"runs": len(runs), "seconds": time.time() - t0, "summary": loo_summary(res), "entries": res}
         print(f"{name}: {len(runs)} runs, {time.time() - t0:.1f} s", file=sys.stderr)
     return results
 
@@ -96,16 +119,20 @@ def _f(x, nd=3):
 
 
 def table(results: dict) -> str:
-    lines = ["| sweep | runs | cut | pi95 coverage | median error | baseline's | ratio | pi95 width | sweep spread "
-             "| prior weight | without: n, coverage, median error |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| sweep | runs | cut | pi95 coverage | median error | baseline's | ratio | pi95 width | sweep spread "
+        "| prior weight | without: n, coverage, median error |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for name, r in results.items():
         for cut, s in r["summary"].items():
             p, b, w = s["prior"], s["baseline"], s["without"]
             wo = "-" if not w["n"] else f"{w['n']}, {_f(w['coverage'], 2)}, {_f(w['median_error'])}"
-            lines.append(f"| {name} | {r['runs']} | {cut} | {_f(p['coverage'], 2)} | {_f(p['median_error'])} | "
-                         f"{_f(b['median_error'])} | {_f(p['ratio_to_baseline'], 2)} | {_f(p['median_width'])} | "
-                         f"{_f(s['sweep_spread'])} | {_f(p['median_weight'], 2)} | {wo} |")
+            lines.append(
+                f"| {name} | {r['runs']} | {cut} | {_f(p['coverage'], 2)} | {_f(p['median_error'])} | "
+                f"{_f(b['median_error'])} | {_f(p['ratio_to_baseline'], 2)} | {_f(p['median_width'])} | "
+                f"{_f(s['sweep_spread'])} | {_f(p['median_weight'], 2)} | {wo} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -67,7 +67,7 @@ def _shown_stdout(args: list[str], stdout: str) -> str:
     return json.dumps(round_floats(doc), indent=2, ensure_ascii=False) + "\n"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def run(cmd: str) -> str:
     """What README.md shows for ``cmd``: its output (JSON floats rounded) and its exit code."""
     env = dict(os.environ, COLUMNS="140", NO_COLOR="1", TERM="dumb")
@@ -156,6 +156,7 @@ def stale_generated(text: str, root: Path = ROOT) -> list[tuple[str, str, str]]:
 
 def rewrite_generated(text: str, names=None, root: Path = ROOT) -> str:
     """``text`` with the generated blocks ``names`` (default: all) rendered from their records."""
+
     def sub(m):
         name = m.group("name")
         if name not in GENERATED or (names is not None and name not in names):
@@ -201,14 +202,20 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
         for page in pages:
             for cmd, _, _ in stale(page.read_text(encoding="utf-8")):
                 bad.append(cmd)
-                print(f"{page.relative_to(root)}: the output pasted under `{cmd}` is stale: run "
-                      "python scripts/update_readme.py", file=sys.stderr)
+                print(
+                    f"{page.relative_to(root)}: the output pasted under `{cmd}` is stale: run "
+                    "python scripts/update_readme.py",
+                    file=sys.stderr,
+                )
         gen = stale_generated(docs_text(root), root)
         for name, _, now in gen:
             record = GENERATED.get(name, ("its record",))[0]
-            print(f"docs: the generated block {name!r} is not what {record} renders "
-                  f"{now.strip() if now.startswith('(') else ''}: run python scripts/update_readme.py "
-                  "(or the block's measuring script with --record)", file=sys.stderr)
+            print(
+                f"docs: the generated block {name!r} is not what {record} renders "
+                f"{now.strip() if now.startswith('(') else ''}: run python scripts/update_readme.py "
+                "(or the block's measuring script with --record)",
+                file=sys.stderr,
+            )
         return 1 if bad or gen else 0
     figures()
     for page in pages:

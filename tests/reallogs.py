@@ -23,7 +23,9 @@ def real_log(name: str) -> Path:
     """The path of the real log ``name``; raises FileNotFoundError naming the folder if absent."""
     path = REAL_LOGS / name
     if not path.is_file():
-        raise FileNotFoundError(f"real log {name} not found in {REAL_LOGS} (vendored logs live in tests/data/real_logs)")
+        raise FileNotFoundError(
+            f"real log {name} not found in {REAL_LOGS} (vendored logs live in tests/data/real_logs)"
+        )
     return path
 
 

@@ -41,7 +41,9 @@ def test_fit_returns_the_cli_document(capsys):
     assert json.loads(res.to_json()) == cli
     plateau = cli["models"][cli["preferred"]]["params"]["plateau"]["value"]
     assert res.param("plateau") == pytest.approx(plateau)
-    assert res.params["exponential"]["timescale"] == pytest.approx(cli["models"]["exponential"]["params"]["timescale"]["value"])
+    assert res.params["exponential"]["timescale"] == pytest.approx(
+        cli["models"]["exponential"]["params"]["timescale"]["value"]
+    )
     assert "<table>" in res._repr_html_() and "plateau" in res._repr_html_()
 
 
@@ -101,7 +103,9 @@ def test_diagnose_takes_paths_and_runs(capsys):
 
 def test_predict_matches_the_cli(capsys):
     args = dict(lr=1e-6, momentum=0.9, refresh_interval=4, curvature=2000)
-    cli = cli_json(capsys, "predict", "--lr", "1e-6", "--momentum", "0.9", "--refresh-interval", "4", "--curvature", "2000")
+    cli = cli_json(
+        capsys, "predict", "--lr", "1e-6", "--momentum", "0.9", "--refresh-interval", "4", "--curvature", "2000"
+    )
     assert grpofit.predict(**args).to_dict() == cli
 
 

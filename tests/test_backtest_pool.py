@@ -100,13 +100,22 @@ def test_a_dead_backtest_worker_rebuilds_the_pool(tmp_path):
     for i in range(16):
         good_csv(runs / f"r{i:02d}.csv", n=40)
     good_csv(runs / "r03_poison.csv", n=40)
-    r = subprocess.run([sys.executable, "-c", KILLER_BACKTEST, "backtest", str(runs), "--jobs", "2", "--format", "json"],
-                       capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = subprocess.run(
+        [sys.executable, "-c", KILLER_BACKTEST, "backtest", str(runs), "--jobs", "2", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("CODE 2 STARTS"), r.stderr
     doc = json.loads(r.stdout)
     assert sorted(e["run"] for e in doc["runs"]) == sorted(str(p) for p in runs.iterdir() if "poison" not in p.name)
-    assert doc["errors"] == [{"run": str(runs / "r03_poison.csv"),
-                              "error": "the worker backtesting this file died (out of memory or killed)"}]
+    assert doc["errors"] == [
+        {
+            "run": str(runs / "r03_poison.csv"),
+            "error": "the worker backtesting this file died (out of memory or killed)",
+        }
+    ]
     # one rebuilt pool (2) and a few files alone, not one process per unfinished file (16)
     assert int(last.split()[-1]) <= 8, last

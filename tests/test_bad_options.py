@@ -41,12 +41,28 @@ CASES = [
     (["backtest", RUN, "--cuts", "0,200"], "--cuts"),
     (["compare", RUN, EVAL, "--metric", "nope"], "--metric 'nope'"),
     (["inspect", RUN, "--step", "nope"], "--step"),
-    (["predict", "--from-run", RUN, "--lr", "1e-3", "--momentum", "0.9", "--refresh-interval", "2", "--metric", "nope"],
-     "--metric 'nope'"),
+    (
+        [
+            "predict",
+            "--from-run",
+            RUN,
+            "--lr",
+            "1e-3",
+            "--momentum",
+            "0.9",
+            "--refresh-interval",
+            "2",
+            "--metric",
+            "nope",
+        ],
+        "--metric 'nope'",
+    ),
     (["watch", RUN, "--once", "--metric", "nope"], "--metric 'nope'"),
     (["watch", EVAL, "--once", "--no-forecast", "--eval-metric", "nope"], "--eval-metric 'nope'"),
-    (["watch", LOGS, "--once", "--no-forecast", "--eval-metric", "nope"],
-     "--eval-metric 'nope' matches no column in any of the 9 runs"),
+    (
+        ["watch", LOGS, "--once", "--no-forecast", "--eval-metric", "nope"],
+        "--eval-metric 'nope' matches no column in any of the 9 runs",
+    ),
     (["watch", RUN, "--once", "--step", "nope"], "--step"),
 ]
 
@@ -61,19 +77,27 @@ def test_bad_option_prints_nothing_on_stdout(capsys, args, words):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args", [
-    ["fit", RUN, "--plot", "{bad}/x.png"],
-    ["forecast", RUN, "--plot", "{bad}/x.png"],
-    ["compare", RUN, EVAL, "--plot", "{bad}/x.png"],
-    ["predict", *PREDICT, "--plot", "{bad}/x.png"],
-    ["diagnose", RUN, "--junit", "{bad}/x.xml"],
-    ["diagnose", RUN, "--junit", "{tmp}"],
-    ["diagnose", RUN, "--plot-dir", "{bad}"],
-    ["backtest", RUN, "--plot-dir", "{bad}/d"],
-    ["watch", RUN, "--once", "--jsonl", "{bad}/x.jsonl"],
-    ["simulate", "bandit", "--out", "{bad}/x.csv"],
-], ids=lambda a: " ".join(x for x in a if x.startswith("-") or x in ("fit", "diagnose", "forecast", "compare",
-                                                                      "predict", "backtest", "watch", "simulate")))
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["fit", RUN, "--plot", "{bad}/x.png"],
+        ["forecast", RUN, "--plot", "{bad}/x.png"],
+        ["compare", RUN, EVAL, "--plot", "{bad}/x.png"],
+        ["predict", *PREDICT, "--plot", "{bad}/x.png"],
+        ["diagnose", RUN, "--junit", "{bad}/x.xml"],
+        ["diagnose", RUN, "--junit", "{tmp}"],
+        ["diagnose", RUN, "--plot-dir", "{bad}"],
+        ["backtest", RUN, "--plot-dir", "{bad}/d"],
+        ["watch", RUN, "--once", "--jsonl", "{bad}/x.jsonl"],
+        ["simulate", "bandit", "--out", "{bad}/x.csv"],
+    ],
+    ids=lambda a: " ".join(
+        x
+        for x in a
+        if x.startswith("-")
+        or x in ("fit", "diagnose", "forecast", "compare", "predict", "backtest", "watch", "simulate")
+    ),
+)
 def test_an_output_path_that_cannot_be_written_is_an_error_before_any_work(capsys, tmp_path, args):
     bad = tmp_path / "a_file"  # a file where a folder is needed
     bad.write_text("x")
@@ -97,8 +121,9 @@ def test_a_column_some_runs_lack_is_an_error_row_beside_the_runs_judged(capsys):
 
 
 def test_watch_while_following_warns_about_the_option_and_keeps_waiting(capsys):
-    code, out, err = run_cli(capsys, "watch", EVAL, "--max-polls", "1", "--interval", "0.1", "--no-forecast",
-                             "--eval-metric", "nope")
+    code, out, err = run_cli(
+        capsys, "watch", EVAL, "--max-polls", "1", "--interval", "0.1", "--no-forecast", "--eval-metric", "nope"
+    )
     assert code == 0 and "UPDATE run=" in out  # the column may still appear (a first eval)
     (line,) = err.splitlines()
     assert line.startswith("warning: ") and "--eval-metric 'nope' is not a column" in line

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.__main__ import (README, README_END, README_START, RECORD, SECTIONS, Report, _row_section,
-                                      readme_block, record)
+from benchmarks.__main__ import (
+    README,
+    README_END,
+    README_START,
+    RECORD,
+    SECTIONS,
+    Report,
+    _row_section,
+    readme_block,
+    record,
+)
 
 
 def test_readme_table_is_the_recorded_benchmark():
@@ -23,9 +32,20 @@ def test_readme_table_is_the_recorded_benchmark():
 
 
 def _report(sections, rows):
-    rep = Report(machine={"cpu": "c", "cores": 2, "usable_cores": 2, "memory_gb": 1, "python": "3", "numpy": "2",
-                          "scipy": "1", "grpofit": "0", "load_average_at_start": [1.0]},
-                 config={"quick": False, "repeats": 3, "sections": sections})
+    rep = Report(
+        machine={
+            "cpu": "c",
+            "cores": 2,
+            "usable_cores": 2,
+            "memory_gb": 1,
+            "python": "3",
+            "numpy": "2",
+            "scipy": "1",
+            "grpofit": "0",
+            "load_average_at_start": [1.0],
+        },
+        config={"quick": False, "repeats": 3, "sections": sections},
+    )
     for r in rows:
         rep.add(*r)
     return rep
@@ -52,9 +72,21 @@ def test_every_section_of_the_table_maps_back_to_its_benchmark(tmp_path):
     section's rows used to pile up: its table name did not map back)."""
     from benchmarks.__main__ import SECTIONS
 
-    labels = {"fit": "1 fit", "startup": "2 start-up", "sweep": "3 sweep", "reading": "4 reading",
-              "readers": "4b readers", "long_fit": "4c long run", "growth": "5 growth", "watch": "6 watch",
-              "forecast": "7 forecast", "fitcost": "8 fitcost", "peers": "9 peers", "plots": "10 plots", "callback": "11 callback"}
+    labels = {
+        "fit": "1 fit",
+        "startup": "2 start-up",
+        "sweep": "3 sweep",
+        "reading": "4 reading",
+        "readers": "4b readers",
+        "long_fit": "4c long run",
+        "growth": "5 growth",
+        "watch": "6 watch",
+        "forecast": "7 forecast",
+        "fitcost": "8 fitcost",
+        "peers": "9 peers",
+        "plots": "10 plots",
+        "callback": "11 callback",
+    }
     assert set(labels) == set(SECTIONS)
     readme, rec = tmp_path / "README.md", tmp_path / "bench.json"
     readme.write_text(f"{README_START}\n{README_END}\n")
@@ -65,4 +97,3 @@ def test_every_section_of_the_table_maps_back_to_its_benchmark(tmp_path):
     doc = json.loads(rec.read_text())
     assert [r["section"] for r in doc["rows"]] == list(labels.values())
     assert {r["result"] for r in doc["rows"]} == {"2 s"}
-

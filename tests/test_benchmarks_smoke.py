@@ -43,8 +43,7 @@ def test_growth_slope_subtracts_the_fixed_cost_from_both_axes():
 @pytest.mark.slow
 def test_quick_benchmark_runs_every_section(tmp_path, capsys):
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    code = main(["--quick", "--workdir", str(tmp_path / "work"), "--json", str(out_json),
-                 "--markdown", str(out_md)])
+    code = main(["--quick", "--workdir", str(tmp_path / "work"), "--json", str(out_json), "--markdown", str(out_md)])
     doc = json.loads(out_json.read_text())
     assert "failures" not in doc["raw"], doc["raw"].get("failures")
     assert code == 0
@@ -68,9 +67,18 @@ def test_quick_benchmark_runs_every_section(tmp_path, capsys):
     assert reading["csv_mb_per_s"] > 0 and reading["runs"]["csv"]["rss"][0] > 10  # MB, a real process
     readers = doc["raw"]["readers"]
     rows = doc["config"]["sizes"]["reader_rows"]
-    assert {f"{f}_{r}" for f in ("csv", "jsonl", "trainer_state", "wandb_csv", "tfevents") for r in rows} <= set(readers)
+    assert {f"{f}_{r}" for f in ("csv", "jsonl", "trainer_state", "wandb_csv", "tfevents") for r in rows} <= set(
+        readers
+    )
     assert readers[f"csv_{rows[0]}"]["peer_s"] and readers[f"csv_{rows[0]}"]["ratio"] > 0
-    assert set(readers["pandas_imported_for_small_files"]) == {"csv", "jsonl", "trainer_state", "wandb_csv", "tfevents", "typed_jsonl"}
+    assert set(readers["pandas_imported_for_small_files"]) == {
+        "csv",
+        "jsonl",
+        "trainer_state",
+        "wandb_csv",
+        "tfevents",
+        "typed_jsonl",
+    }
     assert not readers["pandas_imported_for_small_files"]["typed_jsonl"]
     for fmt in ("csv", "wandb_csv"):  # the fresh-process view: real processes, both tools
         fresh = readers["fresh_process"][fmt]

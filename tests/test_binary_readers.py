@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from grpofit.core.errors import ReadError
+from grpofit.core.runs import make_run
 from grpofit.readers import protobuf as pb
 from grpofit.readers import tensorboard as tb
 from grpofit.readers import wandb_binary as wb
-from grpofit.core.runs import make_run
 from grpofit.testing import writers
 from tests.reallogs import REAL_LOGS, real_log
 
@@ -171,7 +171,10 @@ def _shape(*dims: int) -> bytes:
 def test_tfevents_scalar_tensor_variants(tmp_path):
     events = [
         # DT_FLOAT with tensor_content (torch >= 2 and TF2 writers)
-        _raw_event(1, _tensor_value("a", writers.field_varint(1, 1) + _shape() + writers.field_bytes(4, struct.pack("<f", 0.5)))),
+        _raw_event(
+            1,
+            _tensor_value("a", writers.field_varint(1, 1) + _shape() + writers.field_bytes(4, struct.pack("<f", 0.5))),
+        ),
         # DT_DOUBLE with tensor_content
         _raw_event(1, _tensor_value("b", writers.field_varint(1, 2) + writers.field_bytes(4, struct.pack("<d", 0.1)))),
         # DT_INT64 int64_val, DT_INT32 int_val (unpacked)
@@ -186,7 +189,9 @@ def test_tfevents_scalar_tensor_variants(tmp_path):
         _raw_event(1, _tensor_value("h", writers.field_varint(1, 1) + _shape(3) + writers.field_bytes(4, b"\0" * 12))),
         _raw_event(1, _tensor_value("i", writers.field_varint(1, 7) + writers.field_bytes(8, b"text"), plugin="text")),
         _raw_event(1, writers.field_bytes(1, "j") + writers.field_bytes(4, writers.field_varint(1, 8))),
-        _raw_event(1, _tensor_value("k", writers.field_varint(1, 1) + writers.field_float(5, 1.0), plugin="histograms")),
+        _raw_event(
+            1, _tensor_value("k", writers.field_varint(1, 1) + writers.field_float(5, 1.0), plugin="histograms")
+        ),
     ]
     path = tmp_path / "events.out.tfevents.2"
     path.write_bytes(b"".join(writers.frame_record(e) for e in events))
@@ -370,10 +375,7 @@ def test_real_tfevents_torn_copy(tmp_path):
 
 
 def _history_rows(n: int = 6) -> list[dict]:
-    return [
-        {"train/global_step": 10 * (i + 1), "train/reward": i / 8, "train/kl": 0.001 * i}
-        for i in range(n)
-    ]
+    return [{"train/global_step": 10 * (i + 1), "train/reward": i / 8, "train/kl": 0.001 * i} for i in range(n)]
 
 
 def test_wandb_round_trip(tmp_path):
@@ -540,7 +542,9 @@ def test_wandb_mutated_files_never_crash(tmp_path):
 
 
 def test_wandb_accepts_leveldb_crc32c_chunks():
-    payload = writers.field_bytes(2, writers.field_bytes(1, writers.field_bytes(1, "r") + writers.field_bytes(16, "0.5")))
+    payload = writers.field_bytes(
+        2, writers.field_bytes(1, writers.field_bytes(1, "r") + writers.field_bytes(16, "0.5"))
+    )
     chunk = struct.pack("<IHB", tb.masked_crc32c(b"\x01" + payload), len(payload), 1) + payload
     table, warnings, _ = wb.parse_wandb(b":W&B\xe1\xbe\x00" + chunk, "leveldb")
     assert table["r"].tolist() == [0.5] and warnings == []

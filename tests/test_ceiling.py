@@ -56,8 +56,13 @@ def test_ceiling_standard_error_covers_on_a_reward_averaged_over_few_rollouts():
             rng = np.random.default_rng(1000 * rollouts + i)
             n = int(rng.integers(80, 1200))
             t = np.arange(n, dtype=float)
-            p = np.clip(oscillator(t, rng.uniform(0.5, 0.9), rng.uniform(0.05, 0.3), n / rng.uniform(3, 15),
-                                   rng.uniform(0, n / 20)), 0, 1)
+            p = np.clip(
+                oscillator(
+                    t, rng.uniform(0.5, 0.9), rng.uniform(0.05, 0.3), n / rng.uniform(3, 15), rng.uniform(0, n / 20)
+                ),
+                0,
+                1,
+            )
             y = rng.binomial(rollouts, p) / rollouts
             true = 1 - np.mean(p * (1 - p) / rollouts) / np.var(y)
             value, se = r2_ceiling(y)

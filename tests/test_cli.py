@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from tests.doc_pages import docs_text
 import json
 import os
 import subprocess
@@ -14,6 +13,7 @@ import pytest
 
 from grpofit.laws.registry import MODELS
 from tests.conftest import run_cli
+from tests.doc_pages import docs_text
 from tests.reallogs import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,12 +75,10 @@ def test_fit_path_imports_no_solver_library_and_uses_one_blas_thread(healthy_csv
         "print('HEAVY', heavy, 'BLAS', os.environ.get('OPENBLAS_NUM_THREADS'))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=env).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert "HEAVY [] BLAS 1" in out
     env["OPENBLAS_NUM_THREADS"] = "2"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=env).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert "BLAS 2" in out
 
 
@@ -138,7 +136,8 @@ def test_fit_several_runs_in_one_call_and_table(capsys, healthy_csv):
 def test_fit_reads_standard_input(healthy_csv):
     proc = subprocess.run(
         [sys.executable, "-m", "grpofit", "fit", "-", "--format", "json"],
-        input=healthy_csv.read_bytes(), capture_output=True,
+        input=healthy_csv.read_bytes(),
+        capture_output=True,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["runs"][0]["n_points"] == 200
@@ -186,7 +185,10 @@ def test_diagnose_sample_logs_catches_each_planted_failure(capsys):
     assert by_name["run-20261129_120000-hack01"]["diagnostics"]["train_eval_decoupling"]["status"] == "fail"
     for r in doc["runs"]:
         assert set(r["diagnostics"]) == {
-            "train_eval_decoupling", "advantage_degeneracy", "policy_concentration", "dynamical_instability"
+            "train_eval_decoupling",
+            "advantage_degeneracy",
+            "policy_concentration",
+            "dynamical_instability",
         }
         for d in r["diagnostics"].values():
             assert d["status"] in ("pass", "warn", "fail", "unknown") and d["evidence"]
@@ -220,8 +222,9 @@ def test_diagnose_threshold_override_changes_a_verdict(capsys):
     code, doc, _ = _diagnose_json(capsys, run)
     assert code == 1 and doc["runs"][0]["diagnostics"]["dynamical_instability"]["status"] == "fail"
     assert "grad_norm" in doc["runs"][0]["diagnostics"]["dynamical_instability"]["evidence"]
-    code, doc, _ = _diagnose_json(capsys, run, "--threshold", "rise_fail=100", "--threshold", "rise_warn=100",
-                                  "--threshold", "spike_warn=100")
+    code, doc, _ = _diagnose_json(
+        capsys, run, "--threshold", "rise_fail=100", "--threshold", "rise_warn=100", "--threshold", "spike_warn=100"
+    )
     evidence = doc["runs"][0]["diagnostics"]["dynamical_instability"]["evidence"]
     assert "grad_norm" not in evidence and "reward collapses" in evidence
     code, _, err = run_cli(capsys, "diagnose", run, "--threshold", "nonsense=1")
@@ -313,12 +316,34 @@ def test_inspect_json(capsys):
 
 
 def test_predict_json_contract_keys(capsys):
-    code, out, _ = run_cli(capsys, "predict", "--lr", "1e-6", "--momentum", "0.9", "--refresh-interval", "4",
-                           "--curvature", "2000", "--format", "json")
+    code, out, _ = run_cli(
+        capsys,
+        "predict",
+        "--lr",
+        "1e-6",
+        "--momentum",
+        "0.9",
+        "--refresh-interval",
+        "4",
+        "--curvature",
+        "2000",
+        "--format",
+        "json",
+    )
     assert code == 0
     doc = json.loads(out)
-    for key in ("schema", "mass", "damping", "stiffness", "damping_ratio", "regime", "stable",
-                "critical_refresh_interval", "timescale", "inertia"):
+    for key in (
+        "schema",
+        "mass",
+        "damping",
+        "stiffness",
+        "damping_ratio",
+        "regime",
+        "stable",
+        "critical_refresh_interval",
+        "timescale",
+        "inertia",
+    ):
         assert key in doc
     assert doc["schema"] == "grpofit.predict/1"
     # M = (1 + mu + eta K Kref^2)/2, C = 1 - mu - eta K Kref, K_eff = eta K (delta = 1)
@@ -329,8 +354,24 @@ def test_predict_json_contract_keys(capsys):
 
 
 def test_predict_reports_the_finite_group_plateau_of_the_bandit(capsys):
-    code, out, _ = run_cli(capsys, "predict", "--lr", "0.1", "--momentum", "0.5", "--refresh-interval", "1",
-                           "--curvature", "0.278", "--group-size", "4", "--beta", "1", "--format", "json")
+    code, out, _ = run_cli(
+        capsys,
+        "predict",
+        "--lr",
+        "0.1",
+        "--momentum",
+        "0.5",
+        "--refresh-interval",
+        "1",
+        "--curvature",
+        "0.278",
+        "--group-size",
+        "4",
+        "--beta",
+        "1",
+        "--format",
+        "json",
+    )
     assert code == 0
     group = json.loads(out)["group"]
     # std-normalised advantages at G = 4 weaken the reward pull: the fixed point moves down
@@ -347,8 +388,24 @@ def test_predict_missing_options_is_a_usage_error(capsys):
 @pytest.mark.slow
 def test_predict_from_run_with_what_if_plot(capsys, tmp_path):
     figure = tmp_path / "whatif.png"
-    code, out, _ = run_cli(capsys, "predict", "--from-run", SAMPLES / "bandit_g16.csv", "--lr", "0.05", "--momentum", "0.5",
-                           "--refresh-interval", "1", "--what-if-refresh-interval", "8", "--plot", figure, "--format", "json")
+    code, out, _ = run_cli(
+        capsys,
+        "predict",
+        "--from-run",
+        SAMPLES / "bandit_g16.csv",
+        "--lr",
+        "0.05",
+        "--momentum",
+        "0.5",
+        "--refresh-interval",
+        "1",
+        "--what-if-refresh-interval",
+        "8",
+        "--plot",
+        figure,
+        "--format",
+        "json",
+    )
     assert code == 0
     doc = json.loads(out)
     assert doc["from_run"]["curvature"] > 0
@@ -359,9 +416,33 @@ def test_predict_from_run_with_what_if_plot(capsys, tmp_path):
 @pytest.mark.slow
 def test_simulate_bandit_writes_a_log_that_fits(capsys, tmp_path):
     out_file = tmp_path / "bandit.jsonl"
-    code, out, _ = run_cli(capsys, "simulate", "bandit", "--arms", "8", "--correct", "1", "--lr", "0.05", "--momentum", "0.5",
-                           "--refresh-interval", "1", "--group-size", "16", "--beta", "1", "--steps", "200", "--seed", "3",
-                           "--out", out_file, "--format", "json")
+    code, out, _ = run_cli(
+        capsys,
+        "simulate",
+        "bandit",
+        "--arms",
+        "8",
+        "--correct",
+        "1",
+        "--lr",
+        "0.05",
+        "--momentum",
+        "0.5",
+        "--refresh-interval",
+        "1",
+        "--group-size",
+        "16",
+        "--beta",
+        "1",
+        "--steps",
+        "200",
+        "--seed",
+        "3",
+        "--out",
+        out_file,
+        "--format",
+        "json",
+    )
     assert code == 0
     meta = json.loads((tmp_path / "bandit.jsonl.meta.json").read_text())
     assert 0.4 < meta["fixed_point"] < 0.6 and meta["curvature"] > 0

@@ -71,8 +71,16 @@ CATALOGUE = [
     ("header.csv", b"step,reward,kl\n", ["no data rows"]),
     ("garbage.csv", _garbage(), ["binary"]),
     ("garbage.jsonl", _garbage(), ["binary"]),
-    ("broken_state.json", b'{"log_history": [{"step": 1, "reward": 0.1}, {"step": 2, "rew', ["not valid JSON", "checkpoint"]),
-    ("broken.jsonl", b'{"step": 1, "reward": 0.1}\n{"step": 2, "reward": 0.\n{"step": 3, "reward": 0.3}\n', ["line 2", "not valid JSON"]),
+    (
+        "broken_state.json",
+        b'{"log_history": [{"step": 1, "reward": 0.1}, {"step": 2, "rew',
+        ["not valid JSON", "checkpoint"],
+    ),
+    (
+        "broken.jsonl",
+        b'{"step": 1, "reward": 0.1}\n{"step": 2, "reward": 0.\n{"step": 3, "reward": 0.3}\n',
+        ["line 2", "not valid JSON"],
+    ),
     ("deep.json", b"[" * 50_000 + b"]" * 50_000, ["nested too deeply"]),
     ("text.csv", b"step,reward\n1,abc\n2,def\n3,ghi\n", ["no numeric"]),
     ("nostep.csv", b"step,reward\nnan,0.1\n,0.2\n", ["step column 'step'"]),

@@ -5,18 +5,18 @@ synthetic oscillator runs."""
 
 from __future__ import annotations
 
-from tests.doc_pages import docs_text
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from grpofit.core.runs import make_run
+from grpofit.diagnostics import diagnose_run
 from grpofit.dynamics import simulation as sim
 from grpofit.fitting.analysis import fit_run
 from grpofit.fitting.collapse import early_baseline, find_collapse, find_rise
-from grpofit.diagnostics import diagnose_run
-from grpofit.core.runs import make_run
+from tests.doc_pages import docs_text
 from tests.reallogs import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,10 +81,14 @@ def test_false_collapse_rate_on_strongly_underdamped_runs_and_recall():
     assert (r["planted_settled_found"], r["planted_settled"]) == (23, 23)
     assert r["planted_located"] == 37
     readme = " ".join(docs_text().split())
-    assert ("0 false collapses in 40 strongly underdamped synthetic runs (damping ratio 0.08-0.25; "
-            "1 of them is a candidate before the law check)") in readme
-    assert ("39 of 40 planted collapses (23 of 23 planted after the run settled) are found, 37 of them dated "
-            "within 10% of the run of the planted step") in readme
+    assert (
+        "0 false collapses in 40 strongly underdamped synthetic runs (damping ratio 0.08-0.25; "
+        "1 of them is a candidate before the law check)"
+    ) in readme
+    assert (
+        "39 of 40 planted collapses (23 of 23 planted after the run settled) are found, 37 of them dated "
+        "within 10% of the run of the planted step"
+    ) in readme
 
 
 @pytest.mark.real_logs
@@ -114,6 +118,7 @@ def test_a_fall_from_the_settled_level_long_after_an_overshoot_is_dated_at_the_f
     put at the overshoot's peak (step 80), the break model lost to the oscillator by BIC and the
     collapse was missed."""
     import sys
+
     sys.path.insert(0, str(ROOT / "scripts"))
     from collapse_rates import _table, underdamped_truths
 

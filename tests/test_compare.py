@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from tests.doc_pages import docs_text
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-
-from grpofit.dynamics import simulation as sim
 from grpofit.commands.compare import Interval, compare_quantity, published
+from grpofit.dynamics import simulation as sim
+from tests.conftest import run_cli
+from tests.doc_pages import docs_text
 from tests.reallogs import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,10 +57,12 @@ def test_json_matches_the_contract_schema(capsys, pair):
     assert (round(p["a"], 3), round(p["b"], 3), round(p["p_value"], 2)) == (0.499, 0.497, 0.96)
     readme = " ".join(docs_text().split())
     lo, hi = p["ci95"]
-    assert (f'"difference": {p["difference"]:.2g}, "ci95": [{lo:.2g}, {hi:.2g}], "p_value": {p["p_value"]:.2f}, '
-            f'"verdict": "{p["verdict"]}", "a_ci95": [{p["a_ci95"][0]:.3f}, {p["a_ci95"][1]:.3f}], '
-            f'"b_ci95": [{p["b_ci95"][0]:.3f}, {p["b_ci95"][1]:.3f}], "n_a": 1, "n_b": 1, "margin": {p["margin"]:.3f}, '
-            f'"test": "{p["test"]}"}}') in readme
+    assert (
+        f'"difference": {p["difference"]:.2g}, "ci95": [{lo:.2g}, {hi:.2g}], "p_value": {p["p_value"]:.2f}, '
+        f'"verdict": "{p["verdict"]}", "a_ci95": [{p["a_ci95"][0]:.3f}, {p["a_ci95"][1]:.3f}], '
+        f'"b_ci95": [{p["b_ci95"][0]:.3f}, {p["b_ci95"][1]:.3f}], "n_a": 1, "n_b": 1, "margin": {p["margin"]:.3f}, '
+        f'"test": "{p["test"]}"}}'
+    ) in readme
 
 
 @pytest.mark.slow
@@ -90,8 +91,9 @@ def test_bad_input_is_one_line_and_exit_2(capsys, pair, tmp_path):
 @pytest.mark.real_logs
 def test_file_run_selects_one_run(capsys):
     path = REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
-    code, out, err = run_cli(capsys, "compare", f"{path}::[paper]GRPO_online", f"{path}::[paper]GEPO_online",
-                             "--format", "json")
+    code, out, err = run_cli(
+        capsys, "compare", f"{path}::[paper]GRPO_online", f"{path}::[paper]GEPO_online", "--format", "json"
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["a"]["runs"] == [f"{path.name}::[paper]GRPO_online"] or doc["a"]["runs"][0].endswith("GRPO_online")
@@ -113,8 +115,16 @@ def test_verl_on_policy_pair_is_honest(capsys):
 
 def test_verdict_rules_on_published_intervals():
     def doc(value, lo, hi, initial=0.0):
-        return {"models": {"oscillator": {"params": {"plateau": {"value": value, "ci95": [lo, hi]},
-                                                     "initial": {"value": initial, "ci95": None}}}}}
+        return {
+            "models": {
+                "oscillator": {
+                    "params": {
+                        "plateau": {"value": value, "ci95": [lo, hi]},
+                        "initial": {"value": initial, "ci95": None},
+                    }
+                }
+            }
+        }
 
     assert published(doc(0.5, 0.4, 0.6), "plateau") == Interval(0.5, 0.4, 0.6, True)
     # far apart, tight: differs
@@ -146,18 +156,25 @@ def test_calibration_numbers_in_the_readme():
     # the previous rule (disjoint 95% intervals as well) on the same pairs
     assert lagged[("inertia", "disjoint")] == 13 and max(same[(q, "disjoint")] for q in QUANTITIES) == 1
     readme = " ".join(docs_text().split())
-    assert ("on 40 pairs of bandit runs with the same settings (seeds held out from the choice of the rule), "
-            "the plateau is called the same in 29 (the other 11 have a plateau `fit` states as a bound, still rising "
-            "past the law's p*: bounds are not compared), and a quantity is called different in at most 2 of 40 "
-            "(timescale 1, inertia 2, damping ratio 2, plateau 0)") in readme
-    assert ("With refresh interval 1 against 32, inertia differs in 32 of 40 pairs and damping ratio in 37 of 40") in readme
-    assert ("intervals instead, a test at about 0.6%, separated the inertia in only 13 of these 40 (and called a "
-            "quantity different in at most 1 of the same-settings pairs)") in readme
+    assert (
+        "on 40 pairs of bandit runs with the same settings (seeds held out from the choice of the rule), "
+        "the plateau is called the same in 29 (the other 11 have a plateau `fit` states as a bound, still rising "
+        "past the law's p*: bounds are not compared), and a quantity is called different in at most 2 of 40 "
+        "(timescale 1, inertia 2, damping ratio 2, plateau 0)"
+    ) in readme
+    assert (
+        "With refresh interval 1 against 32, inertia differs in 32 of 40 pairs and damping ratio in 37 of 40"
+    ) in readme
+    assert (
+        "intervals instead, a test at about 0.6%, separated the inertia in only 13 of these 40 (and called a "
+        "quantity different in at most 1 of the same-settings pairs)"
+    ) in readme
 
 
 def test_one_run_a_side_is_a_z_test_on_the_difference():
     """Disjoint 95% intervals (the previous rule) are a test at about 0.6%: it lost the power to
     separate the lagged bandit pairs' inertia (17 of 40). Overlapping intervals can differ."""
+
     def doc(value, lo, hi):
         return {"models": {"oscillator": {"params": {"timescale": {"value": value, "ci95": [lo, hi]}}}}}
 

@@ -16,9 +16,13 @@ def export(tmp_path_factory):
     path = tmp_path_factory.mktemp("cmp") / "export.csv"
     rows = ["train/global_step," + ",".join(f"{r} - train/reward" for r in runs)]
     for t in range(1, 121):
-        rows.append(f"{t}," + ",".join(
-            f"{0.2 + (0.5 + 0.1 * i) * (1 - math.exp(-t / (15 + 5 * i))) + 0.01 * math.sin(7 * t + i):.4f}"
-            for i in range(len(runs))))
+        rows.append(
+            f"{t},"
+            + ",".join(
+                f"{0.2 + (0.5 + 0.1 * i) * (1 - math.exp(-t / (15 + 5 * i))) + 0.01 * math.sin(7 * t + i):.4f}"
+                for i in range(len(runs))
+            )
+        )
     path.write_text("\n".join(rows) + "\n")
     return path
 
@@ -48,7 +52,9 @@ def test_compare_cli_run_pattern_and_file_run(capsys, export):
     assert doc["a"]["n_runs"] == 3 and doc["b"]["runs"] == [f"{export}::gamma"]
     code, out, err = run_cli(capsys, "compare", export, f"{export}::gamma", "--run", "b*")
     assert code == 2 and out == ""
-    assert err.splitlines() == [f"error: B: --run 'b*' matches no run in {export}::gamma; check the run names "
-                                "with grpofit inspect, or use a glob such as '*GRPO*'"]
+    assert err.splitlines() == [
+        f"error: B: --run 'b*' matches no run in {export}::gamma; check the run names "
+        "with grpofit inspect, or use a glob such as '*GRPO*'"
+    ]
     code, out, err = run_cli(capsys, "compare", f"{export}::nope", export)
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and "nope" in err and "alpha, beta, gamma" in err

@@ -9,10 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpofit.core.errors import GrpofitError
-from grpofit.readers import read_bytes, read_path, sniff
-
-from tests.conftest import assert_reads_or_fails_cleanly
 from grpofit.core.roles import choose_reward
+from grpofit.readers import read_bytes, read_path, sniff
+from tests.conftest import assert_reads_or_fails_cleanly
 
 
 def _progress_log(epochs=1, n=40) -> str:

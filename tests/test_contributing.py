@@ -3,7 +3,6 @@ names, its registry row is added, and the result is checked end to end."""
 
 from __future__ import annotations
 
-from tests.doc_pages import docs_text
 import json
 import re
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from tests.doc_pages import docs_text
 
 ROOT = Path(__file__).resolve().parents[1]
 HEALTHY = ROOT / "sample_logs" / "healthy_slow_start.csv"
@@ -37,15 +37,14 @@ def test_the_format_example_is_sniffed_read_and_discovered(tmp_path, monkeypatch
     from grpofit.readers import discover, registry
 
     steplog = _plant(monkeypatch, "grpofit.readers.steplog", _example("format"))
-    row = registry.Format("steplog", "grpofit.readers.steplog:read_steplog", steplog.is_steplog,
-                          suffixes=(".steplog",))
+    row = registry.Format("steplog", "grpofit.readers.steplog:read_steplog", steplog.is_steplog, suffixes=(".steplog",))
     table = (row,) + registry.FORMATS_TABLE
     monkeypatch.setattr(registry, "FORMATS_TABLE", table)
     monkeypatch.setattr(registry, "_BY_NAME", {f.name: f for f in table})
     discover_module = sys.modules["grpofit.readers.discover"]
     monkeypatch.setattr(discover_module, "_SUFFIXES", None)
     path = tmp_path / "run.steplog"
-    lines = [f"{s} {0.8 - 0.6 * 0.97 ** s:.4f}" for s in range(0, 300, 2)]
+    lines = [f"{s} {0.8 - 0.6 * 0.97**s:.4f}" for s in range(0, 300, 2)]
     path.write_text("#steplog\n" + "\n".join(lines) + "\n")
     code, out, err = run_cli(capsys, "inspect", path, "--format", "json")
     assert code == 0, err

@@ -56,7 +56,9 @@ def test_small_file_does_not_import_pandas(tmp_path):
 
     path = tmp_path / "run.csv"
     path.write_text(CASES["missing"])
-    code = f"import sys; from grpofit.readers import read_path; read_path({str(path)!r}); print('pandas' in sys.modules)"
+    code = (
+        f"import sys; from grpofit.readers import read_path; read_path({str(path)!r}); print('pandas' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -126,8 +128,17 @@ def test_unquoted_fast_path_takes_only_clean_tables():
     header, table, warnings, dropped = take("step,reward\r\n\r\n1, 0.5\r\n2,1e-3\r\n", ",")
     assert header == list(table) == ["step", "reward"] and warnings == [] and dropped == 0
     assert table["reward"].tolist() == [0.5, 1e-3] and table["reward"].flags.c_contiguous
-    for text in ('step,reward\n1,"0.5"\n', "step,reward\n1,0.5,\n", "step,reward\n1\n", "step,reward\n1,\n",
-                 "step,reward\n1,x\n", "step,step\n1,2\n", "step,reward\n", '"a,b",c\n1,2\n', '"a"b",c\n1,2\n'):
+    for text in (
+        'step,reward\n1,"0.5"\n',
+        "step,reward\n1,0.5,\n",
+        "step,reward\n1\n",
+        "step,reward\n1,\n",
+        "step,reward\n1,x\n",
+        "step,step\n1,2\n",
+        "step,reward\n",
+        '"a,b",c\n1,2\n',
+        '"a"b",c\n1,2\n',
+    ):
         assert take(text, ",") is None, text
     _, table, _, _ = take('"Step","r - train/reward"\n1,0.5\n', ",")  # W&B quotes only the header
     assert list(table) == ["Step", "r - train/reward"] and table["r - train/reward"].tolist() == [0.5]

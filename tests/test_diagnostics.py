@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpofit.diagnostics import MODES, Thresholds, Verdict, diagnose_run, gate, worst
 from grpofit.core.errors import MetricNotFound, UsageError
-from grpofit.testing.planted import make_planted_run, planted_run
 from grpofit.core.runs import make_run
+from grpofit.diagnostics import MODES, Thresholds, Verdict, diagnose_run, gate, worst
+from grpofit.testing.planted import make_planted_run, planted_run
 from tests.reallogs import REAL_LOGS, real_log
 
 REAL = REAL_LOGS
@@ -243,7 +243,8 @@ def test_group_size_analysis_over_diagnoses():
 
     diags = [
         diagnose_run(planted_run(None, seed=s, name=f"sweep_G{g}_s{s}", group_size=g, n_steps=240))
-        for g in (4, 16) for s in range(2)
+        for g in (4, 16)
+        for s in range(2)
     ]
     assert [d.group_size.source for d in diags] == ["name:G4", "name:G4", "name:G16", "name:G16"]
     assert all(d.late_variance is not None and d.late_variance > 0 for d in diags)

@@ -12,8 +12,16 @@ from grpofit import dynamics as dyn
 from grpofit.core.errors import UsageError
 
 CONTRACT_KEYS = {
-    "schema", "mass", "damping", "stiffness", "damping_ratio", "regime", "stable",
-    "critical_refresh_interval", "timescale", "inertia",
+    "schema",
+    "mass",
+    "damping",
+    "stiffness",
+    "damping_ratio",
+    "regime",
+    "stable",
+    "critical_refresh_interval",
+    "timescale",
+    "inertia",
 }
 
 
@@ -72,12 +80,15 @@ def test_adam_mapping():
         dyn.heavy_ball_from_adam(1e-3, 1.0)
 
 
-@pytest.mark.parametrize("kwargs", [
-    dict(lr=0.0, momentum=0.5, refresh_interval=1, curvature=1.0),
-    dict(lr=0.1, momentum=1.0, refresh_interval=1, curvature=1.0),
-    dict(lr=0.1, momentum=0.5, refresh_interval=0, curvature=1.0),
-    dict(lr=0.1, momentum=0.5, refresh_interval=1, curvature=-1.0),
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(lr=0.0, momentum=0.5, refresh_interval=1, curvature=1.0),
+        dict(lr=0.1, momentum=1.0, refresh_interval=1, curvature=1.0),
+        dict(lr=0.1, momentum=0.5, refresh_interval=0, curvature=1.0),
+        dict(lr=0.1, momentum=0.5, refresh_interval=1, curvature=-1.0),
+    ],
+)
 def test_bad_inputs_raise_usage_error(kwargs):
     with pytest.raises(UsageError) as err:
         dyn.predict(**kwargs)
@@ -97,7 +108,7 @@ def _growth_by_iteration(A, n=4000, seed=0):
         s = np.linalg.norm(x)
         logs.append(math.log(s))
         x /= s
-    return math.exp(np.mean(logs[n // 2:]))
+    return math.exp(np.mean(logs[n // 2 :]))
 
 
 @pytest.mark.slow
@@ -114,7 +125,7 @@ def test_fixed_delay_radius_matches_direct_iteration(eta_k, mu, L):
     # and the scalar recursion iterated from rest grows at the same rate
     e = dyn.linear_recursion(1.0, mu, L, eta_k, 6000, lag_model="fixed")
     tail = np.abs(e[3000:])
-    env = [tail[i:i + 400].max() for i in (0, len(tail) - 400)]
+    env = [tail[i : i + 400].max() for i in (0, len(tail) - 400)]
     if env[0] > 1e-250:
         assert (env[1] / env[0]) ** (1 / (len(tail) - 400)) == pytest.approx(ex.spectral_radius, rel=3e-3)
 
@@ -122,13 +133,15 @@ def test_fixed_delay_radius_matches_direct_iteration(eta_k, mu, L):
 @pytest.mark.parametrize("eta_k,mu,kref", [(0.02, 0.0, 10), (0.02, 0.0, 105), (0.05, 0.5, 12), (0.01, 0.9, 8)])
 def test_sawtooth_radius_matches_direct_iteration(eta_k, mu, kref):
     ex = dyn.exact_sawtooth(1.0, mu, kref, eta_k, with_threshold=False)
-    P = dyn._sawtooth_monodromy(1.0, mu, kref, eta_k, 0.0)
+    from grpofit.dynamics.exact import _sawtooth_monodromy
+
+    P = _sawtooth_monodromy(1.0, mu, kref, eta_k, 0.0)
     per_period = _growth_by_iteration(P, 1500)
     assert per_period ** (1 / kref) == pytest.approx(ex.spectral_radius, rel=2e-3)
     e = dyn.linear_recursion(1.0, mu, kref, eta_k, 40 * kref + 2000, lag_model="sawtooth")
     n = len(e)
     w = 4 * kref + 20
-    a1, a2 = np.abs(e[n // 2 - w:n // 2]).max(), np.abs(e[n - w:]).max()
+    a1, a2 = np.abs(e[n // 2 - w : n // 2]).max(), np.abs(e[n - w :]).max()
     assert (a2 / a1) ** (1 / (n - n // 2)) == pytest.approx(ex.spectral_radius, rel=3e-3)
     assert ex.stable == (ex.spectral_radius < 1)
 
@@ -173,8 +186,17 @@ def test_predict_summary_contract_and_json_safe():
     assert CONTRACT_KEYS <= set(s)
     assert s["schema"] == "grpofit.predict/1"
     assert list(s)[: len(CONTRACT_KEYS)] == [
-        "schema", "mass", "damping", "stiffness", "damping_ratio", "regime", "stable",
-        "critical_refresh_interval", "timescale", "inertia"]
+        "schema",
+        "mass",
+        "damping",
+        "stiffness",
+        "damping_ratio",
+        "regime",
+        "stable",
+        "critical_refresh_interval",
+        "timescale",
+        "inertia",
+    ]
     json.dumps(s, allow_nan=False)
     assert s["exact_fixed_delay"]["lag_model"] == "fixed"
     assert s["exact_sawtooth"]["critical_refresh_interval"] > s["exact_fixed_delay"]["critical_refresh_interval"]
@@ -197,8 +219,9 @@ def test_predict_unstable_is_json_safe():
 
 
 def test_predict_bandit_plateau_correction():
-    s = dyn.predict(0.5, 0.0, 1, 0.28, group_size=4, plateau=0.5136,
-                    bandit={"beta": 1.0, "arms": 8, "correct": 1}).summary()
+    s = dyn.predict(
+        0.5, 0.0, 1, 0.28, group_size=4, plateau=0.5136, bandit={"beta": 1.0, "arms": 8, "correct": 1}
+    ).summary()
     assert s["group"]["plateau_at_group_size"] == pytest.approx(0.4189, abs=2e-3)
     assert s["group"]["plateau_exact"] == pytest.approx(0.5136, abs=2e-3)
 
@@ -214,8 +237,9 @@ def test_oscillator_curve_continuous_across_regimes_and_matches_ode():
     for K in (0.0009, 0.001, 0.0011, 0.01):  # around zeta = 1 for M=1, C=0.0632...
         M, C = 1.0, 2 * math.sqrt(0.001)
         y = dyn.oscillator_curve(t, 0.7, 0.1, M, C, K)
-        sol = solve_ivp(lambda s, z: [z[1], -(C * z[1] + K * z[0]) / M], (0, 400), [-0.6, 0.0],
-                        t_eval=t, rtol=1e-10, atol=1e-12)
+        sol = solve_ivp(
+            lambda s, z: [z[1], -(C * z[1] + K * z[0]) / M], (0, 400), [-0.6, 0.0], t_eval=t, rtol=1e-10, atol=1e-12
+        )
         assert np.allclose(y, 0.7 + sol.y[0], atol=1e-7)
     crit = dyn.oscillator_curve(t, 0.7, 0.1, 1.0, 2 * math.sqrt(0.001), 0.001)
     near = dyn.oscillator_curve(t, 0.7, 0.1, 1.0, 2 * math.sqrt(0.001), 0.001 * (1 + 1e-9))
@@ -228,9 +252,12 @@ def test_oscillator_curve_continuous_across_regimes_and_matches_ode():
 def test_from_run_recovers_curvature_and_checks_inertia():
     lr, mu, kref, K = 0.1, 0.9, 4, 0.0075
     cf = dyn.closed_form(lr, mu, kref, K)
-    fit = {"plateau": 0.7, "initial": 0.1,
-           "timescale": {"value": cf.timescale, "ci95": [cf.timescale * 0.9, cf.timescale * 1.1]},
-           "inertia": {"value": cf.inertia, "ci95": [cf.inertia - 1, cf.inertia + 1]}}
+    fit = {
+        "plateau": 0.7,
+        "initial": 0.1,
+        "timescale": {"value": cf.timescale, "ci95": [cf.timescale * 0.9, cf.timescale * 1.1]},
+        "inertia": {"value": cf.inertia, "ci95": [cf.inertia - 1, cf.inertia + 1]},
+    }
     rp = dyn.from_run(fit, lr, mu, kref)
     assert rp.curvature == pytest.approx(K)
     assert rp.predicted_inertia == pytest.approx(cf.inertia)

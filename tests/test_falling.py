@@ -9,10 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from tests.conftest import run_cli
-
 from grpofit.fitting.fitcheck import metric_kind
 from grpofit.render.tables import step_text
+from tests.conftest import run_cli
 
 
 @pytest.fixture
@@ -27,8 +26,12 @@ def falling_csv(tmp_path):
 
 
 def test_metric_kind():
-    assert [metric_kind(n) for n in ("loss", "actor/kl_loss", "kl", "cost", "policy_loss", "train/entropy")] == ["decays"] * 6
-    assert [metric_kind(n) for n in ("reward", "critic/rewards/mean", "eval_acc", "val-core/gsm8k/reward")] == ["rises"] * 4
+    assert [metric_kind(n) for n in ("loss", "actor/kl_loss", "kl", "cost", "policy_loss", "train/entropy")] == [
+        "decays"
+    ] * 6
+    assert [metric_kind(n) for n in ("reward", "critic/rewards/mean", "eval_acc", "val-core/gsm8k/reward")] == [
+        "rises"
+    ] * 4
 
 
 def test_a_loss_is_fitted_as_a_decay_on_every_point(capsys, falling_csv):
@@ -49,8 +52,10 @@ def test_a_falling_reward_is_a_falling_finding(capsys, falling_csv):
     assert run["verdict"] == "warn"  # never a quiet pass
     code, out, _ = run_cli(capsys, "diagnose", falling_csv)
     assert "0.198 ↓" in out
-    assert f"{falling_csv}: reward is falling: 0.591 at the start, 0.215 over steps 226-300, " \
-           "timescale 82 steps; p* 0.198 is where the fall leads, not a plateau reached by learning" in out
+    assert (
+        f"{falling_csv}: reward is falling: 0.591 at the start, 0.215 over steps 226-300, "
+        "timescale 82 steps; p* 0.198 is where the fall leads, not a plateau reached by learning" in out
+    )
     code, _, _ = run_cli(capsys, "diagnose", falling_csv, "--strict")
     assert code == 1
 

@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from grpofit.runtime import compiled
 from grpofit.fitting import fit_series, statespace_ci
+from grpofit.runtime import compiled
 from grpofit.testing.synthetic import forced_recovery_set
 
 try:  # the built extension itself, whatever GRPOFIT_PURE_PYTHON says
@@ -38,6 +38,7 @@ def calls():
         def record(*args):
             seen[name].append(args)
             return real[name](*args)
+
         return record
 
     for name in STAGES:
@@ -134,9 +135,23 @@ def test_gram_is_the_sum_of_products():
 
 def _small_case(S=2, n=5, K=3):
     rng = np.random.default_rng(0)
-    args = [n, 3, K, S, 1, np.zeros(n - 1, dtype=np.int64), rng.random((7, S, K)), rng.random(n),
-            rng.random((K, n, 2)), np.ones(n), np.ones(n), np.full(K, 10.0), np.full(K, 0.5),
-            np.empty((3, 3, K)), np.empty(K)]
+    args = [
+        n,
+        3,
+        K,
+        S,
+        1,
+        np.zeros(n - 1, dtype=np.int64),
+        rng.random((7, S, K)),
+        rng.random(n),
+        rng.random((K, n, 2)),
+        np.ones(n),
+        np.ones(n),
+        np.full(K, 10.0),
+        np.full(K, 0.5),
+        np.empty((3, 3, K)),
+        np.empty(K),
+    ]
     return args
 
 
@@ -227,14 +242,18 @@ def test_fit_is_the_same_with_and_without_the_kernel(monkeypatch):
             assert par.note == other.note and (par.ci95 is None) == (other.ci95 is None), (name, key)
             pairs = [(par.value, other.value), (par.stderr, other.stderr), *zip(par.ci95 or (), other.ci95 or ())]
             for x, y in pairs:
-                assert (x is None) == (y is None) and (x is None or x == pytest.approx(y, rel=1e-7, abs=1e-12)), (name, key)
+                assert (x is None) == (y is None) and (x is None or x == pytest.approx(y, rel=1e-7, abs=1e-12)), (
+                    name,
+                    key,
+                )
 
 
 def test_no_cells_gives_empty_innovations():
     """A batch without cells gives empty arrays on either path (the kernel is not called)."""
     c = statespace_ci.Cells(np.empty(0), np.empty(0), np.empty(0), np.empty((0, 8, 2)), 1)
-    G, logdet = statespace_ci._innovations(np.ones(8), np.ones(8), c, np.zeros(7, dtype=np.int64),
-                                           np.empty((7, 1, 0)), np.zeros(8))
+    G, logdet = statespace_ci._innovations(
+        np.ones(8), np.ones(8), c, np.zeros(7, dtype=np.int64), np.empty((7, 1, 0)), np.zeros(8)
+    )
     assert G.shape == (3, 3, 0) and logdet.shape == (0,)
 
 
@@ -242,8 +261,12 @@ def test_spacings_are_numpys_unique_with_inverse():
     """The filter's distinct spacings, found over Python floats, are np.unique's (sorted, with
     each step's index), repeated and uneven steps included."""
     rng = np.random.default_rng(8)
-    for t in (np.arange(12.0), np.cumsum(rng.choice([1.0, 2.0, 0.5, 1e-9], 31)),
-              np.concatenate([np.arange(10.0), 10.0 + 7.25 * np.arange(1, 23)]), np.array([3.0, 3.0, 5.0])):
+    for t in (
+        np.arange(12.0),
+        np.cumsum(rng.choice([1.0, 2.0, 0.5, 1e-9], 31)),
+        np.concatenate([np.arange(10.0), 10.0 + 7.25 * np.arange(1, 23)]),
+        np.array([3.0, 3.0, 5.0]),
+    ):
         dts, step_of = statespace_ci._spacings(t)
         ref, inv = np.unique(np.diff(t), return_inverse=True)
         assert np.array_equal(dts, ref) and np.array_equal(step_of, inv) and step_of.dtype == np.int64
@@ -263,8 +286,13 @@ def test_log_determinant_is_the_log_of_the_product_and_falls_back_to_the_sum():
     if kernel is None:
         return
     t, count = np.arange(6.0), np.full(6, 1e200)
-    c = statespace_ci.Cells(np.array([10.0, 30.0]), np.zeros(2), np.array([1e-110, 1e-110]),
-                            np.stack([np.exp(-t / 10.0), np.zeros(6)], axis=1)[None].repeat(2, axis=0), 1)
+    c = statespace_ci.Cells(
+        np.array([10.0, 30.0]),
+        np.zeros(2),
+        np.array([1e-110, 1e-110]),
+        np.stack([np.exp(-t / 10.0), np.zeros(6)], axis=1)[None].repeat(2, axis=0),
+        1,
+    )
     dts, step_of = statespace_ci._spacings(t)
     args = (np.linspace(0.1, 0.6, 6), count, c, step_of, statespace_ci._transitions(dts, c), np.zeros(6))
     ours = statespace_ci._innovations(*args)
@@ -294,8 +322,9 @@ def test_sizes_whose_byte_count_overflows_are_refused():
     a ValueError."""
     K, e, ei = 2**61, np.empty(0), np.empty(0, dtype=np.int64)
     with pytest.raises(ValueError, match="too large"):
-        kernel.innovations(5, 3, K, 1, 1, np.zeros(4, dtype=np.int64), e, np.ones(5), e, np.ones(5), np.ones(5),
-                           e, e, e, e)
+        kernel.innovations(
+            5, 3, K, 1, 1, np.zeros(4, dtype=np.int64), e, np.ones(5), e, np.ones(5), np.ones(5), e, e, e, e
+        )
     with pytest.raises(ValueError, match="too large"):
         kernel.columns(5, K, np.arange(5.0), np.ones(5), 1.0, e, e, e)
     with pytest.raises(ValueError, match="too large"):

@@ -64,7 +64,8 @@ def test_fresh_copy_gets_the_same_verdicts_as_an_old_one(capsys, fresh_copy):
     assert fresh["diagnostics"]["train_eval_decoupling"]["status"] != "fail"
     assert fresh["verdict"] == settled["verdict"]
     assert {m: d["status"] for m, d in fresh["diagnostics"].items()} == {
-        m: d["status"] for m, d in settled["diagnostics"].items()}
+        m: d["status"] for m, d in settled["diagnostics"].items()
+    }
 
 
 @pytest.mark.slow
@@ -74,7 +75,8 @@ def test_api_and_compare_keep_the_last_row(capsys, fresh_copy):
     (run,) = grpofit.read(str(fresh_copy))
     steps, evals = run.series("eval_acc")
     assert steps[-1] == 500 and evals[-1] == pytest.approx(41.6)
-    code, out, err = run_cli(capsys, "compare", fresh_copy, real_log("rasbt_grpo_qwen3-0.6b_7_3_tracking.csv"),
-                             "--format", "json")
+    code, out, err = run_cli(
+        capsys, "compare", fresh_copy, real_log("rasbt_grpo_qwen3-0.6b_7_3_tracking.csv"), "--format", "json"
+    )
     assert code in (0, 1), err
     assert "incomplete" not in err

@@ -28,8 +28,9 @@ _FIT = (
 
 
 def _run(pre: str) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", _FIT.format(pre=pre)], capture_output=True, text=True,
-                         cwd=ROOT, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _FIT.format(pre=pre)], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     return out.stdout.split()
 
 
@@ -42,5 +43,7 @@ def test_lmfit_fallback_converges_and_answers_the_same_whatever_was_imported():
     assert lean[0] == "lmfit" and lean[1] == "True"
     assert lean[:2] == loaded[:2]
     assert [float(x) for x in lean[2:]] == pytest.approx([float(x) for x in loaded[2:]], rel=1e-9)
-    assert not any("sys.modules" in line and "pandas" in line
-                   for line in (ROOT / "grpofit" / "fitting" / "solve.py").read_text().splitlines())
+    assert not any(
+        "sys.modules" in line and "pandas" in line
+        for line in (ROOT / "grpofit" / "fitting" / "solve.py").read_text().splitlines()
+    )

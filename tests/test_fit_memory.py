@@ -33,9 +33,9 @@ def _numbers(doc, path=""):
 @pytest.mark.slow
 @pytest.mark.parametrize("n,tau,ring", [(5000, 800.0, False), (6001, 500.0, True)])
 def test_blocked_sums_match_the_one_piece_fit(monkeypatch, n, tau, ring):
-    from grpofit.fitting.analysis import fit_summary
-    from grpofit.fitting import fit_series, hac
     from grpofit.core.jsonout import jsonable
+    from grpofit.fitting import fit_series, hac
+    from grpofit.fitting.analysis import fit_summary
 
     steps, values = _series(n, tau, ring)
     whole = dict(_numbers(jsonable(fit_summary(fit_series(steps, values)))))
@@ -116,8 +116,14 @@ def _fit_child(path, limit: int | None = None):
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     root = Path(__file__).resolve().parents[1]
-    return subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, timeout=300,
-                          preexec_fn=cap if limit else None, env=dict(os.environ, PYTHONPATH=str(root)))
+    return subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=cap if limit else None,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+    )
 
 
 @pytest.mark.slow
@@ -151,8 +157,8 @@ def test_a_long_fit_holds_few_point_long_arrays():
     medians and time axis) it peaked at 7.0; now about 4.9 (a 2^18-row block is 0.26 of them)."""
     import tracemalloc
 
-    from grpofit.fitting.analysis import fit_run
     from grpofit.core.runs import make_run
+    from grpofit.fitting.analysis import fit_run
 
     def run_of(n):
         rng = np.random.default_rng(0)

@@ -23,14 +23,22 @@ def test_committed_oracle_table_matches_one_recomputed_stratum():
     """docs/fit_oracle.md is the output of ``python -m benchmarks.fit_oracle 100 2026``: recompute
     the strongest forcing's two-class stratum and compare its row and the summary's claims."""
     rows = run_oracle(100, seed=2026, only=(0.03, "two_class"))
-    doc = check_committed_row("fit_oracle.md", "python -m benchmarks.fit_oracle 100 2026", oracle_report(rows),
-                              "| 0.03 | two_class | 100 |")
+    doc = check_committed_row(
+        "fit_oracle.md", "python -m benchmarks.fit_oracle 100 2026", oracle_report(rows), "| 0.03 | two_class | 100 |"
+    )
     # the summary is computed from all rows: recompute it from the committed table's rows
     table = [ln for ln in doc.splitlines() if ln.startswith("| 0")]
     parsed = []
     for ln in table:
         c = [x.strip() for x in ln.strip("|").split("|")]
-        parsed.append({"forcing_sd": float(c[0]), "regime": c[1], "known_times_p": float(c[3].rstrip("%")) / 100,
-                       "known_noise_ok": float(c[6].rstrip("%")) / 100, "posterior_ok": float(c[7].rstrip("%")) / 100,
-                       "posterior_wrong": float(c[9].rstrip("%")) / 100})
+        parsed.append(
+            {
+                "forcing_sd": float(c[0]),
+                "regime": c[1],
+                "known_times_p": float(c[3].rstrip("%")) / 100,
+                "known_noise_ok": float(c[6].rstrip("%")) / 100,
+                "posterior_ok": float(c[7].rstrip("%")) / 100,
+                "posterior_wrong": float(c[9].rstrip("%")) / 100,
+            }
+        )
     assert summary(parsed) in doc

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.recovery import run_recovery
 from grpofit.core.errors import TooFewPoints
 from grpofit.fitting import (
     CRITICAL_BAND,
@@ -17,12 +18,10 @@ from grpofit.fitting import (
     fit_series,
     regime_rule,
 )
-from grpofit.laws.registry import MODELS
 from grpofit.laws.models import oscillator
+from grpofit.laws.registry import MODELS
 from grpofit.testing.synthetic import make_run_table, recovery_set
-from benchmarks.recovery import run_recovery
 from tests.reallogs import real_log
-
 
 
 def _json(result: FitResult) -> dict:
@@ -51,16 +50,21 @@ def test_recovery_results_are_json_safe(recovery):
         out = _json(row["result"])
         assert set(out["models"]) == set(MODELS)
         assert out["preferred"] in MODELS
-        assert out["models"]["oscillator"]["regime"] in (
-            "overdamped", "critical", "underdamped", "indeterminate")
+        assert out["models"]["oscillator"]["regime"] in ("overdamped", "critical", "underdamped", "indeterminate")
 
 
 def test_summary_matches_contract_shape():
-    truth = {"plateau": 0.7, "initial": 0.05, "timescale": 40.0, "inertia": 6.0, "length": 480,
-             "batch": 256, "start": 1}
+    truth = {
+        "plateau": 0.7,
+        "initial": 0.05,
+        "timescale": 40.0,
+        "inertia": 6.0,
+        "length": 480,
+        "batch": 256,
+        "start": 1,
+    }
     table = make_run_table(truth, seed=3)
-    res = fit_series(table["step"], table["reward"], run="logs/run.csv", metric="reward",
-                     step_column="step")
+    res = fit_series(table["step"], table["reward"], run="logs/run.csv", metric="reward", step_column="step")
     out = _json(res)
     assert out["run"] == "logs/run.csv" and out["metric"] == "reward"
     assert out["step_column"] == "step"
@@ -191,8 +195,17 @@ def test_unsaturated_run_does_not_extrapolate():
 
 
 def test_underdamped_run_is_called_underdamped():
-    truth = {"plateau": 0.8, "initial": 0.1, "timescale": 40.0, "inertia": 40.0 / (4 * 0.35**2),
-             "length": 1500, "stride": 1, "batch": 256, "forcing_sd": 0.003, "forcing_time": 20}
+    truth = {
+        "plateau": 0.8,
+        "initial": 0.1,
+        "timescale": 40.0,
+        "inertia": 40.0 / (4 * 0.35**2),
+        "length": 1500,
+        "stride": 1,
+        "batch": 256,
+        "forcing_sd": 0.003,
+        "forcing_time": 20,
+    }
     table = make_run_table(truth, seed=11)
     res = fit_series(table["step"], table["reward"])
     osc = res.models["oscillator"]
@@ -203,8 +216,15 @@ def test_underdamped_run_is_called_underdamped():
 
 
 def test_strongly_overdamped_run_has_open_damping_interval():
-    truth = {"plateau": 0.7, "initial": 0.1, "timescale": 60.0, "inertia": 0.0, "length": 800,
-             "stride": 2, "batch": 128}
+    truth = {
+        "plateau": 0.7,
+        "initial": 0.1,
+        "timescale": 60.0,
+        "inertia": 0.0,
+        "length": 800,
+        "stride": 2,
+        "batch": 128,
+    }
     table = make_run_table(truth, seed=5)
     res = fit_series(table["step"], table["reward"])
     osc = res.models["oscillator"]
@@ -232,8 +252,13 @@ def test_real_log_slow_start():
     pd = pytest.importorskip("pandas")
     df = pd.read_csv(path)
     s = df[["step", "critic/rewards/mean"]].dropna()
-    res = fit_series(s["step"].to_numpy(), s["critic/rewards/mean"].to_numpy(), run=str(path),
-                     metric="critic/rewards/mean", step_column="step")
+    res = fit_series(
+        s["step"].to_numpy(),
+        s["critic/rewards/mean"].to_numpy(),
+        run=str(path),
+        metric="critic/rewards/mean",
+        step_column="step",
+    )
     out = _json(res)
     exp, osc = res.models["exponential"], res.models["oscillator"]
     assert osc.ssr < exp.ssr and osc.aic < exp.aic
@@ -384,14 +409,21 @@ def test_fit_path_does_not_import_lmfit_or_scipy():
     import subprocess
     import sys
 
-    code = ("import sys, numpy as np\n"
-            "from grpofit.fitting import fit_series\n"
-            "t = np.arange(300.0)\n"
-            "fit_series(t, 1 - np.exp(-t / 30) + 0.01 * np.sin(t))\n"
-            "fit_series(t, 0.7 - 0.6 * np.exp(-t / 40) + 0.01 * np.sin(t))\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('lmfit', 'scipy')))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parents[1], check=True)
+    code = (
+        "import sys, numpy as np\n"
+        "from grpofit.fitting import fit_series\n"
+        "t = np.arange(300.0)\n"
+        "fit_series(t, 1 - np.exp(-t / 30) + 0.01 * np.sin(t))\n"
+        "fit_series(t, 0.7 - 0.6 * np.exp(-t / 40) + 0.01 * np.sin(t))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('lmfit', 'scipy')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        check=True,
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -423,8 +455,9 @@ def test_bound_hit_is_refitted_to_the_bounded_optimum(seed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["big_values", "big_steps", "tiny_values", "tiny_steps",
-                                  "huge_constant", "near_double_max"])
+@pytest.mark.parametrize(
+    "case", ["big_values", "big_steps", "tiny_values", "tiny_steps", "huge_constant", "near_double_max"]
+)
 def test_extreme_magnitudes_give_clean_verdicts(case):
     import warnings
 
@@ -456,10 +489,10 @@ def test_extreme_magnitudes_give_clean_verdicts(case):
     c = values[0] - s * y0[0]
     tau = (steps[-1] - steps[0]) / (t[-1] - t[0])
     p_ref = ref.models["oscillator"].params
-    assert osc["params"]["plateau"]["value"] == pytest.approx(c + s * p_ref["plateau"].value,
-                                                              rel=1e-5, abs=abs(s) * 1e-5)
-    assert osc["params"]["timescale"]["value"] == pytest.approx(tau * p_ref["timescale"].value,
-                                                                rel=1e-4)
+    assert osc["params"]["plateau"]["value"] == pytest.approx(
+        c + s * p_ref["plateau"].value, rel=1e-5, abs=abs(s) * 1e-5
+    )
+    assert osc["params"]["timescale"]["value"] == pytest.approx(tau * p_ref["timescale"].value, rel=1e-4)
     with np.errstate(all="raise"):
         curve = res.models["oscillator"].predict(steps[[0, -1]])
     assert np.all(np.isfinite(curve))
@@ -532,9 +565,13 @@ def _exponential_problem(t, y):
 def test_lm_rosenbrock_and_exact_fit():
     from grpofit.fitting.lm import levenberg_marquardt
 
-    res = levenberg_marquardt(lambda x: np.array([10 * (x[1] - x[0] ** 2), 1 - x[0]]),
-                              lambda x: np.array([[-20 * x[0], 10.0], [-1.0, 0.0]]),
-                              [-1.2, 1.0], ftol=1e-12, xtol=1e-12)
+    res = levenberg_marquardt(
+        lambda x: np.array([10 * (x[1] - x[0] ** 2), 1 - x[0]]),
+        lambda x: np.array([[-20 * x[0], 10.0], [-1.0, 0.0]]),
+        [-1.2, 1.0],
+        ftol=1e-12,
+        xtol=1e-12,
+    )
     assert res.ok, res.message
     assert res.x == pytest.approx([1.0, 1.0], abs=1e-8)
     assert res.ssr <= 1e-20
@@ -552,9 +589,11 @@ def test_lm_rank_deficient_and_failures():
     # two parameters that only enter as their sum: a singular J'J, still a minimum
     t = np.linspace(0, 1, 30)
     y = 2.0 + 3.0 * t
-    res = levenberg_marquardt(lambda x: x[0] + x[1] + x[2] * t - y,
-                              lambda x: np.column_stack([np.ones_like(t), np.ones_like(t), t]),
-                              [0.0, 0.0, 0.0])
+    res = levenberg_marquardt(
+        lambda x: x[0] + x[1] + x[2] * t - y,
+        lambda x: np.column_stack([np.ones_like(t), np.ones_like(t), t]),
+        [0.0, 0.0, 0.0],
+    )
     assert res.ok
     assert res.x[0] + res.x[1] == pytest.approx(2.0, abs=1e-6)
     assert res.x[2] == pytest.approx(3.0, abs=1e-6)
@@ -562,9 +601,14 @@ def test_lm_rank_deficient_and_failures():
     res = levenberg_marquardt(lambda x: np.array([np.nan, 1.0]), lambda x: np.eye(2), [0.0, 0.0])
     assert not res.ok and res.info == 0
     # evaluation cap: failure (code 5), best point so far returned
-    res = levenberg_marquardt(lambda x: np.array([10 * (x[1] - x[0] ** 2), 1 - x[0]]),
-                              lambda x: np.array([[-20 * x[0], 10.0], [-1.0, 0.0]]),
-                              [-1.2, 1.0], ftol=1e-15, xtol=1e-15, max_nfev=3)
+    res = levenberg_marquardt(
+        lambda x: np.array([10 * (x[1] - x[0] ** 2), 1 - x[0]]),
+        lambda x: np.array([[-20 * x[0], 10.0], [-1.0, 0.0]]),
+        [-1.2, 1.0],
+        ftol=1e-15,
+        xtol=1e-15,
+        max_nfev=3,
+    )
     assert not res.ok and res.info == 5 and res.nfev == 3
     assert res.ssr <= 4 * 24.2  # never worse than the start (S(-1.2, 1) = 24.2)
 
@@ -582,8 +626,7 @@ def test_lm_failure_falls_back_to_minpack(monkeypatch):
     bounds = OSCILLATOR.bounds(t, y)
     start = {"plateau": 0.65, "initial": 0.1, "timescale": 50.0, "inertia": 10.0}
     ours = S.solve(OSCILLATOR, b, start, bounds)
-    monkeypatch.setattr(S, "levenberg_marquardt",
-                        lambda fun, jac, x0, **kw: LMResult(np.asarray(x0), np.inf, 5, 1, 0))
+    monkeypatch.setattr(S, "levenberg_marquardt", lambda fun, jac, x0, **kw: LMResult(np.asarray(x0), np.inf, 5, 1, 0))
     fallback = S.solve(OSCILLATOR, b, start, bounds)
     assert ours.method == "lm" and fallback.method == "leastsq"
     assert fallback.ok and "MINPACK" in fallback.message
@@ -600,8 +643,10 @@ def _problem(table):
     b = log_bins(t, y)
     bounds = OSCILLATOR.bounds(t, y)
     prof = profile(b, EXPONENTIAL.guess(t, y)["timescale"], bounds["plateau"], bounds["timescale"])
-    starts = {"exponential": prof.row(prof.zeta.size - 1, exponential=True),
-              "oscillator": prof.row(int(np.argmin(prof.ssr)))}
+    starts = {
+        "exponential": prof.row(prof.zeta.size - 1, exponential=True),
+        "oscillator": prof.row(int(np.argmin(prof.ssr))),
+    }
     return b, bounds, starts
 
 
@@ -631,8 +676,9 @@ def test_profile_curves_are_the_rows_relaxation():
     want = relaxation_shape(b.t[None, :] / prof.ts[:, None], prof.zeta)
     np.testing.assert_allclose(prof.curves, want, rtol=1e-12, atol=1e-15)
     ends = refine(b, np.array([0.8, 2.0]), np.array([70.0, 90.0]), bounds["plateau"], bounds["timescale"])
-    np.testing.assert_allclose(ends.curves, relaxation_shape(b.t[None, :] / ends.ts[:, None], ends.zeta),
-                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        ends.curves, relaxation_shape(b.t[None, :] / ends.ts[:, None], ends.zeta), rtol=1e-12, atol=1e-15
+    )
 
 
 BOUNDED_CASES = ["rasbt_grpo_qwen3-0.6b_7_3_tracking.csv", "unsloth_grpo_gsm8k_IMJONEZZ.trainer_state.json"]
@@ -671,9 +717,16 @@ def test_bounded_fallback_reaches_lmfit_optimum_without_lmfit(name, monkeypatch)
         for k, v in zip(sol.model.param_names, sol.x):
             assert bounds[k][0] <= v <= bounds[k][1]
         assert sol.ssr == pytest.approx(ref.ssr, rel=1e-6)
-    code = ("import sys\nfrom grpofit.readers import read_path\nfrom grpofit.fitting.analysis import fit_run\n"
-            f"fit_run(read_path({str(path)!r})[0])\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('lmfit', 'scipy')))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parents[1], check=True)
+    code = (
+        "import sys\nfrom grpofit.readers import read_path\nfrom grpofit.fitting.analysis import fit_run\n"
+        f"fit_run(read_path({str(path)!r})[0])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('lmfit', 'scipy')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        check=True,
+    )
     assert out.stdout.strip() == "[]"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from tests.doc_pages import docs_text
 import json
 import math
 from pathlib import Path
@@ -11,13 +10,25 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_cli
+from tests.doc_pages import docs_text
 from tests.reallogs import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = REAL_LOGS
 
-CONTRACT_KEYS = {"run", "metric", "seen", "horizon", "at", "plateau", "steps_to_90", "steps_to_95",
-                 "remaining_gain", "recommendation", "note"}
+CONTRACT_KEYS = {
+    "run",
+    "metric",
+    "seen",
+    "horizon",
+    "at",
+    "plateau",
+    "steps_to_90",
+    "steps_to_95",
+    "remaining_gain",
+    "recommendation",
+    "note",
+}
 
 
 def write_csv(path: Path, steps, values) -> Path:
@@ -42,8 +53,16 @@ def forced_runs():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("law,times", [("one", (7.0,)), ("two", (2.0, 30.0)), ("oscillator", (20.0, 3.0)),
-                                       ("oscillator", (20.0, 12.0)), ("oscillator", (20.0, 5.0))])
+@pytest.mark.parametrize(
+    "law,times",
+    [
+        ("one", (7.0,)),
+        ("two", (2.0, 30.0)),
+        ("oscillator", (20.0, 3.0)),
+        ("oscillator", (20.0, 12.0)),
+        ("oscillator", (20.0, 5.0)),
+    ],
+)
 def test_dense_likelihood_equals_the_kalman_filter(law, times):
     from grpofit.forecasting.kalman import kalman_loglik
     from grpofit.forecasting.statespace import process_cov
@@ -60,8 +79,15 @@ def test_dense_likelihood_equals_the_kalman_filter(law, times):
 def test_forced_generator_moves_the_run_off_its_curve():
     from grpofit.testing.synthetic import make_forced_run
 
-    truth = {"plateau": 0.7, "initial": 0.2, "timescale": 50.0, "inertia": 5.0, "length": 2000,
-             "forcing_sd": 0.02, "batch": 100000}
+    truth = {
+        "plateau": 0.7,
+        "initial": 0.2,
+        "timescale": 50.0,
+        "inertia": 5.0,
+        "length": 2000,
+        "forcing_sd": 0.02,
+        "batch": 100000,
+    }
     table = make_forced_run(truth, seed=3)
     dev = table["latent"] - table["expected"]
     assert dev[0] == 0.0
@@ -83,8 +109,9 @@ def test_forecast_of_model_runs_covers_the_truth(forced_runs):
         steps, values = table["step"], table["reward"]
         cut = steps <= steps[0] + 0.4 * (steps[-1] - steps[0])
         window = steps >= steps[-1] - 0.1 * (steps[-1] - steps[0])
-        fc = forecast_series(steps[cut], values[cut], horizon_step=steps[-1], final_steps=steps[window],
-                             batch=truth["batch"], seed=0)
+        fc = forecast_series(
+            steps[cut], values[cut], horizon_step=steps[-1], final_steps=steps[window], batch=truth["batch"], seed=0
+        )
         truth_level = float(table["latent"][window].mean())
         lo, hi = fc.final["pi95"]
         covered += lo <= truth_level <= hi
@@ -94,7 +121,7 @@ def test_forecast_of_model_runs_covers_the_truth(forced_runs):
         assert fc.doc["steps_to_95"]["value"] is not None
     assert covered >= 3
     assert float(np.median(errors)) < 0.05
-    # honest, not uninformative: issue 33 widens a run still rising at the cut upward (its rise's
+    # honest, not uninformative: the forecast widens a run still rising at the cut upward (its rise's
     # end is open: the tempered posterior), so two of these four get wide intervals
     assert float(np.median(widths)) < 0.55 and min(widths) < 0.3  # measured: median 0.51, min 0.24
 
@@ -102,12 +129,24 @@ def test_forecast_of_model_runs_covers_the_truth(forced_runs):
 @pytest.mark.slow
 def test_forecast_of_a_simulated_bandit_follows_the_simulator(tmp_path):
     """A run of ``grpofit simulate bandit`` cut at 25%: the truth is the simulator's later path."""
-    from grpofit.forecasting.engine import forecast_series
     from grpofit.dynamics.simulation import run_simulation
+    from grpofit.forecasting.engine import forecast_series
 
     out = tmp_path / "b.csv"
-    run_simulation(out=out, arms=8, correct=1, lr=0.3, momentum=0.0, refresh_interval=1, group_size=16,
-                   groups=16, beta=1.0, steps=400, seed=1, importance_ratio=False)
+    run_simulation(
+        out=out,
+        arms=8,
+        correct=1,
+        lr=0.3,
+        momentum=0.0,
+        refresh_interval=1,
+        group_size=16,
+        groups=16,
+        beta=1.0,
+        steps=400,
+        seed=1,
+        importance_ratio=False,
+    )
     import csv
 
     rows = list(csv.DictReader(out.open()))
@@ -116,8 +155,7 @@ def test_forecast_of_a_simulated_bandit_follows_the_simulator(tmp_path):
     expected = np.array([float(r["expected_reward"]) for r in rows])
     cut = steps <= steps[0] + 0.25 * (steps[-1] - steps[0])
     window = steps >= steps[-1] - 0.1 * (steps[-1] - steps[0])
-    fc = forecast_series(steps[cut], reward[cut], horizon_step=steps[-1], final_steps=steps[window],
-                         batch=256, seed=0)
+    fc = forecast_series(steps[cut], reward[cut], horizon_step=steps[-1], final_steps=steps[window], batch=256, seed=0)
     lo, hi = fc.final["pi95"]
     assert lo <= float(expected[window].mean()) <= hi
     assert abs(fc.final["mean"] - float(reward[window].mean())) < 0.05
@@ -137,7 +175,7 @@ def test_still_rising_run_gives_a_lower_bound_not_a_tight_plateau():
     assert p["kind"] == "lower_bound"
     # never a plateau below where the run already is
     assert p["value"] >= float(y[-10:].mean()) - 0.01
-    # the gain's interval reaches well above zero: never a stop call (issue 33)
+    # the gain's interval reaches well above zero: never a stop call
     assert fc.doc["recommendation"].startswith(("keep going", "cannot tell yet"))
 
 
@@ -170,7 +208,7 @@ def test_too_few_points_cannot_forecast(tmp_path, capsys):
 
 
 def test_a_flat_run_is_forecast_at_its_level():
-    """Issue 33: no trend is no reason to refuse: the level, with an interval that holds it."""
+    """no trend is no reason to refuse: the level, with an interval that holds it."""
     from grpofit.forecasting.engine import forecast_series
 
     rng = np.random.default_rng(2)
@@ -230,12 +268,15 @@ def test_an_overshoot_settling_above_its_start_is_still_forecast():
 
 
 def test_recommendation_from_the_remaining_gains_interval():
-    """Issue 33: "no further gain" only when the gain's upper end is small; "keep going" only when
+    """ "no further gain" only when the gain's upper end is small; "keep going" only when
     its lower end is above small; else "cannot tell yet"."""
     from grpofit.forecasting.engine import _recommend
 
     steps = np.arange(1.0, 301.0)
-    doc = {"steps_to_95": {"value": 900, "ci95": [800, 1000]}, "remaining_gain": {"value": -0.02, "ci95": [-0.05, 0.01]}}
+    doc = {
+        "steps_to_95": {"value": 900, "ci95": [800, 1000]},
+        "remaining_gain": {"value": -0.02, "ci95": [-0.05, 0.01]},
+    }
     rec = _recommend(doc, steps, 1000, 0.02)
     assert rec.startswith("no further gain expected") and "-0.02" in rec
     doc["remaining_gain"] = {"value": 0.01, "ci95": [-0.02, 0.2]}  # small on average, but may rise
@@ -289,8 +330,21 @@ def rising_csv(tmp_path_factory):
 
 @pytest.mark.slow
 def test_forecast_json_schema_until_and_at(rising_csv, capsys, tmp_path):
-    code, out, err = run_cli(capsys, "forecast", rising_csv, "--until", "60", "--horizon", "200", "--at", "100",
-                             "--format", "json", "--plot", tmp_path / "fan.png")
+    code, out, err = run_cli(
+        capsys,
+        "forecast",
+        rising_csv,
+        "--until",
+        "60",
+        "--horizon",
+        "200",
+        "--at",
+        "100",
+        "--format",
+        "json",
+        "--plot",
+        tmp_path / "fan.png",
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["schema"] == "grpofit.forecast/1"
@@ -327,11 +381,20 @@ def test_planned_last_step_from_config():
     from grpofit.readers.plan import batch_size, planned_last_step
 
     assert planned_last_step({"trainer.total_training_steps": 500}) == (500.0, "config: trainer.total_training_steps")
-    assert planned_last_step({"max_steps": -1, "trainer_state.max_steps": 250}) == (250.0, "config: trainer_state.max_steps")
-    assert planned_last_step({"trainer.total_epochs": 3, "steps_per_epoch": 40}) == (120.0, "config: trainer.total_epochs x steps_per_epoch")
+    assert planned_last_step({"max_steps": -1, "trainer_state.max_steps": 250}) == (
+        250.0,
+        "config: trainer_state.max_steps",
+    )
+    assert planned_last_step({"trainer.total_epochs": 3, "steps_per_epoch": 40}) == (
+        120.0,
+        "config: trainer.total_epochs x steps_per_epoch",
+    )
     assert planned_last_step({"max_steps": 99}, horizon=10) == (10.0, "--horizon")
     assert planned_last_step({}) == (None, None)
-    assert batch_size({"data.train_batch_size": 32, "actor_rollout_ref.rollout.n": 8}) == (256, "config: data.train_batch_size x actor_rollout_ref.rollout.n")
+    assert batch_size({"data.train_batch_size": 32, "actor_rollout_ref.rollout.n": 8}) == (
+        256,
+        "config: data.train_batch_size x actor_rollout_ref.rollout.n",
+    )
 
 
 @pytest.mark.slow
@@ -361,8 +424,17 @@ def test_backtest_bad_cuts(rising_csv, capsys):
 @pytest.mark.real_logs
 def test_real_run_still_rising_is_not_a_tight_plateau(capsys):
     """the 3B verl run is still climbing at steps 80-105 (0.956)."""
-    code, out, _ = run_cli(capsys, "forecast", REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents", "--until", "53",
-                           "--horizon", "105", "--format", "json")
+    code, out, _ = run_cli(
+        capsys,
+        "forecast",
+        REAL / "verl_grpo_qwen25_3b_fsdp_base.tfevents",
+        "--until",
+        "53",
+        "--horizon",
+        "105",
+        "--format",
+        "json",
+    )
     assert code == 0
     r = json.loads(out)["runs"][0]
     assert r["plateau"]["kind"] == "lower_bound"
@@ -476,8 +548,11 @@ def test_readme_real_run_figures_come_from_the_committed_table():
     rows = fm.parse_table(fm.TABLE.read_text())
     assert len(rows) == 2 * len({r[0] for r in rows}) >= 30
     readme = docs_text()
-    lines = [ln for ln in fm.real_lines(rows, len({r[0] for r in rows}))
-             if ln.startswith("| real, ") or ln.startswith("| half ")]
+    lines = [
+        ln
+        for ln in fm.real_lines(rows, len({r[0] for r in rows}))
+        if ln.startswith("| real, ") or ln.startswith("| half ")
+    ]
     assert len(lines) == 7
     for line in lines:
         assert line in readme, line
@@ -521,7 +596,7 @@ def test_level_drift_is_estimated_from_the_seen_steps():
 def test_committed_real_run_doc_is_its_own_table_and_selection():
     """``docs/forecast_real_runs.md`` is exactly what the script writes from its own rows: the
     per-cut table, and the point-rule selection (chosen on one half, reported on the other)
-    recomputed from that table. Since issue 33 the shipped rule is the model's own median (the
+    recomputed from that table. Since this round the shipped rule is the model's own median (the
     selection no longer picks it: it is kept as a reference of the older rules)."""
     from benchmarks import forecast_measure as fm
 
@@ -558,8 +633,8 @@ def test_generated_run_record_reproduces_for_a_stratum():
     coverage flags hold."""
     import json
 
-    from grpofit.testing.synthetic import forced_recovery_set
     from benchmarks import forecast_measure as fm
+    from grpofit.testing.synthetic import forced_recovery_set
 
     doc = json.loads(fm.RECORD.read_text())
     assert doc["bandit"]["runs"] == len(doc["bandit"]["rows"]) == fm.BANDIT_RUNS
@@ -572,8 +647,11 @@ def test_generated_run_record_reproduces_for_a_stratum():
     assert forced["per_stratum"] == fm.FORCED_PER_STRATUM and forced["seed"] == fm.FORCED_SEED
     assert all(len(st["rows"]) == len(fm.CUTS) * fm.FORCED_PER_STRATUM for st in forced["strata"])
     stratum = next(st for st in forced["strata"] if st["label"] == "forcing sd 0.03, underdamped")
-    runs = [(t, tb) for t, tb in forced_recovery_set(forced["per_stratum"], seed=forced["seed"])
-            if t["forcing_sd"] == 0.03 and t["regime"] == "underdamped"][:2]
+    runs = [
+        (t, tb)
+        for t, tb in forced_recovery_set(forced["per_stratum"], seed=forced["seed"])
+        if t["forcing_sd"] == 0.03 and t["regime"] == "underdamped"
+    ][:2]
     items = [(f"#{t['index']}", tb["step"], tb["reward"], tb["latent"], t["batch"]) for t, tb in runs]
     names = {it[0] for it in items}
     # run #60 cut at 25%: the truth 1e-3 from the interval's end (covered with AVX2 kernels, not with AVX-512)

@@ -1,4 +1,4 @@
-"""Issues 11 and 33: where the rise's end is not in the seen steps the forecast says so by being
+"""where the rise's end is not in the seen steps the forecast says so by being
 wide upward (two-sided intervals, not lower bounds floored at today's level), and every interval
 and draw stays inside the metric's bounds (from its name, the config, the values or --bounds)."""
 
@@ -32,7 +32,7 @@ def rising_far_csv(tmp_path_factory):
 
 @pytest.mark.slow
 def test_rising_run_gets_two_sided_intervals_inside_its_bounds(rising_far_csv, capsys):
-    """Issue 33: a run still rising with its end not in sight gets finite, two-sided intervals
+    """a run still rising with its end not in sight gets finite, two-sided intervals
     (wide upward, not floored at today's level), every one inside the metric's bounds, and the
     truth at the horizon inside the 95% band."""
     path, t, y = rising_far_csv
@@ -123,9 +123,16 @@ def test_bounds_from_the_metric_the_config_and_the_option():
     assert metric_bounds("reward", v, batch=64).source == "binary rewards, batch 64"
     assert metric_bounds("reward", np.array([-0.5, 1.5])).two_sided is False
     cfg = {"trainer.reward_range": [0, 3]}
-    assert metric_bounds("reward", np.array([0.5, 2.0]), config=cfg).doc() == {"low": 0.0, "high": 3.0,
-                                                                               "source": "config: trainer.reward_range"}
-    assert metric_bounds("reward", v, option=parse_bounds("-1,2")).doc() == {"low": -1.0, "high": 2.0, "source": "--bounds"}
+    assert metric_bounds("reward", np.array([0.5, 2.0]), config=cfg).doc() == {
+        "low": 0.0,
+        "high": 3.0,
+        "source": "config: trainer.reward_range",
+    }
+    assert metric_bounds("reward", v, option=parse_bounds("-1,2")).doc() == {
+        "low": -1.0,
+        "high": 2.0,
+        "source": "--bounds",
+    }
     for bad in ("1", "a,b", "2,1", "0,inf"):
         with pytest.raises(UsageError):
             parse_bounds(bad)

@@ -28,11 +28,35 @@ def test_every_band_lies_inside_the_bounds_and_the_two_bands_differ(rows):
 
 
 def test_table_counts_strata_and_miss_sides():
-    rows = [{"cut": 0.1, "target": "end", "moved": True, "made": True, "in80": False, "in95": False, "above": True,
-             "below": False, "distinct": True, "error": 0.2, "persistence_error": 0.4},
-            {"cut": 0.1, "target": "mid", "moved": False, "made": True, "in80": True, "in95": True, "above": False,
-             "below": False, "distinct": True, "error": 0.01, "persistence_error": 0.01},
-            {"cut": 0.1, "target": "recommendation", "stop_call": True, "wrong": False}]
+    rows = [
+        {
+            "cut": 0.1,
+            "target": "end",
+            "moved": True,
+            "made": True,
+            "in80": False,
+            "in95": False,
+            "above": True,
+            "below": False,
+            "distinct": True,
+            "error": 0.2,
+            "persistence_error": 0.4,
+        },
+        {
+            "cut": 0.1,
+            "target": "mid",
+            "moved": False,
+            "made": True,
+            "in80": True,
+            "in95": True,
+            "above": False,
+            "below": False,
+            "distinct": True,
+            "error": 0.01,
+            "persistence_error": 0.01,
+        },
+        {"cut": 0.1, "target": "recommendation", "stop_call": True, "wrong": False},
+    ]
     text = "\n".join(fc.table(rows, "t"))
     assert "| 10% | moved | 1 | 1 | 0% | 0% | 1/1 | 100% | 0.200 | 0.400 | 0.50 |" in text
     assert "| 10% | settled | 1 | 1 | 100% | 100% | 0/0 |" in text

@@ -66,12 +66,12 @@ def test_two_forcing_parts_depend_on_the_slow_time_only():
     series = _series(False)
     s = series.t
     for fast in (2.0, 9.0, 40.0):
-        assert np.array_equal(process_cov_parts("two", s, s, (fast, 300.0)),
-                              process_cov_parts("two", s, s, (1.0, 300.0)))
+        assert np.array_equal(
+            process_cov_parts("two", s, s, (fast, 300.0)), process_cov_parts("two", s, s, (1.0, 300.0))
+        )
 
 
-@pytest.mark.parametrize("law, times", [("one", (80.0,)), ("oscillator", (80.0, 5.0)),
-                                        ("oscillator", (80.0, 30.0))])
+@pytest.mark.parametrize("law, times", [("one", (80.0,)), ("oscillator", (80.0, 5.0)), ("oscillator", (80.0, 30.0))])
 def test_gain_times_of_one_shape_are_the_per_draw_ones(law, times):
     from grpofit.laws.models import relaxation
 

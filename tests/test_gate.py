@@ -83,7 +83,9 @@ def test_strict_makes_warnings_gate(capsys, tmp_path):
     junit = tmp_path / "x.xml"
     code, out, _ = run_cli(capsys, *args, "--strict", "--junit", junit)
     assert code == 1
-    assert "  sample_logs/bandit_oscillating.jsonl: dynamical_instability warn (--strict)" in out.replace(str(ROOT) + "/", "")
+    assert "  sample_logs/bandit_oscillating.jsonl: dynamical_instability warn (--strict)" in out.replace(
+        str(ROOT) + "/", ""
+    )
     (failure,) = ET.parse(junit).getroot().findall(".//failure")
     assert failure.get("type") == "warn"
     code, out, _ = run_cli(capsys, *args, "--strict", "--format", "json")

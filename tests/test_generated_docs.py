@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from tests.doc_pages import docs_text
 import difflib
 import importlib.util
 import re
@@ -11,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.doc_pages import docs_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,12 +42,16 @@ def _same_log(rebuilt: Path, committed: Path) -> str | None:
         from grpofit.readers import read_path
 
         new_runs, old_runs = read_path(str(rebuilt)), read_path(str(committed))
-        if [r.name.replace(str(rebuilt), "") for r in new_runs] != [r.name.replace(str(committed), "") for r in old_runs]:
+        if [r.name.replace(str(rebuilt), "") for r in new_runs] != [
+            r.name.replace(str(committed), "") for r in old_runs
+        ]:
             return "other runs"
         for a, b in zip(new_runs, old_runs):
             if list(a.metrics) != list(b.metrics) or not np.allclose(a.steps, b.steps, rtol=1e-6):
                 return "other steps or columns"
-            if not all(np.allclose(a.metrics[k], b.metrics[k], rtol=1e-6, atol=1e-12, equal_nan=True) for k in a.metrics):
+            if not all(
+                np.allclose(a.metrics[k], b.metrics[k], rtol=1e-6, atol=1e-12, equal_nan=True) for k in a.metrics
+            ):
                 return "other values"
         return None
     if _NUMBER.sub("#", new_text) != _NUMBER.sub("#", old_text):
@@ -86,7 +91,7 @@ def _readme_section() -> str:
     text = docs_text()
     start = text.index("# The paper's exact reduction, reproduced")
     end = text.find("\n# ", start + 5)
-    return text[start:end if end > 0 else len(text)]
+    return text[start : end if end > 0 else len(text)]
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +106,12 @@ def test_bandit_sweep_doc_is_what_the_script_writes_now(sweep):
     _, built = sweep
     committed = (ROOT / "docs" / "bandit_sweep.md").read_text(encoding="utf-8")
     if built["md"] != committed:
-        diff = difflib.unified_diff(committed.splitlines(), built["md"].splitlines(), "committed", "now", lineterm="", n=0)
-        pytest.fail("rerun `python scripts/bandit_sweep.py`; docs/bandit_sweep.md differs:\n" + "\n".join(list(diff)[:40]))
+        diff = difflib.unified_diff(
+            committed.splitlines(), built["md"].splitlines(), "committed", "now", lineterm="", n=0
+        )
+        pytest.fail(
+            "rerun `python scripts/bandit_sweep.py`; docs/bandit_sweep.md differs:\n" + "\n".join(list(diff)[:40])
+        )
 
 
 def _e(x: float) -> str:
@@ -136,7 +145,9 @@ def test_bandit_sweep_numbers_quoted_in_readme_are_recomputed(sweep):
     worst = max(diffs)
     assert np.isfinite(worst) and worst == max(
         abs(r["sim_growth"] - dyn.exact_sawtooth(b.LR, r["mu"], r["kref"], K, with_threshold=False).spectral_radius)
-        for r in rows if r["sim_growth"] is not None)
+        for r in rows
+        if r["sim_growth"] is not None
+    )
     assert f"to within {_e(worst)} across the sweep" in flat
     assert f"max |difference| = {worst:.2e} over {len(diffs)} runs" in doc
     # regime agreement counts and the closed form's misses
@@ -161,8 +172,7 @@ def test_bandit_sweep_numbers_quoted_in_readme_are_recomputed(sweep):
         assert f"| {label} | {r['theory']:.3f} | {r['sim']:.3f} | {_e(r['var'])} |" in readme, G
     r0 = by_g[0]
     assert f"| exact (G -> inf) | {r0['theory']:.3f} | {r0['sim']:.3f} | 0 |" in readme
-    assert (f"the signal factor is {by_g[4]['signal']:.2f} for `G = 4`, {by_g[16]['signal']:.2f} for `G = 16`"
-            in flat)
+    assert f"the signal factor is {by_g[4]['signal']:.2f} for `G = 4`, {by_g[16]['signal']:.2f} for `G = 16`" in flat
     assert f"({by_g[4]['K']:.3f}, {by_g[16]['K']:.3f}, {by_g[0]['K']:.3f})" in flat
     ratio = by_g[4]["var"] / by_g[16]["var"]
     assert f"falls {ratio:.0f}-fold from `G = 4` to `G = 16`" in flat
@@ -178,10 +188,12 @@ def test_sample_log_script_never_replaces_a_folder_it_did_not_write(tmp_path):
     keep = tmp_path / "docs"
     keep.mkdir()
     (keep / "notes.md").write_text("mine")
-    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_sample_logs.py"), str(keep)],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_sample_logs.py"), str(keep)], capture_output=True, text=True
+    )
     assert p.returncode == 2 and "not a folder this script wrote" in p.stderr
     assert (keep / "notes.md").read_text() == "mine"
-    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_sample_logs.py"), "--help"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_sample_logs.py"), "--help"], capture_output=True, text=True
+    )
     assert p.returncode == 0 and "usage" in p.stdout and not (ROOT / "--help").exists()

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from grpofit.core.runs import make_run
 from grpofit.diagnostics.degeneracy import expected_zero_std
 from grpofit.diagnostics.groupsize import from_config, from_name, group_size_analysis, group_size_of
-from grpofit.core.runs import make_run
 
 
 @pytest.mark.parametrize(
@@ -99,7 +99,11 @@ def test_invariance_and_one_over_g_are_confirmed_when_true():
     out = group_size_analysis(items)
     assert out["testable"] and out["group_sizes"] == [4, 8, 16]
     assert out["plateau"]["consistent"] and out["timescale"]["consistent"]
-    assert len(out["plateau"]["pairs"]) == 3 and {tuple(p["G"]) for p in out["plateau"]["pairs"]} == {(4, 8), (4, 16), (8, 16)}
+    assert len(out["plateau"]["pairs"]) == 3 and {tuple(p["G"]) for p in out["plateau"]["pairs"]} == {
+        (4, 8),
+        (4, 16),
+        (8, 16),
+    }
     vs = out["variance_scaling"]
     assert vs["slope"] == pytest.approx(-1, abs=0.15)
     lo, hi = vs["ci95"]
@@ -116,7 +120,11 @@ def test_plateau_depending_on_g_is_reported():
 
 
 def test_single_group_size_is_not_testable():
-    items = [(fake_fit("a", 0.7, 50), 8, 0.001), (fake_fit("b", 0.7, 50), 8, 0.002), (fake_fit("c", 0.7, 50), None, None)]
+    items = [
+        (fake_fit("a", 0.7, 50), 8, 0.001),
+        (fake_fit("b", 0.7, 50), 8, 0.002),
+        (fake_fit("c", 0.7, 50), None, None),
+    ]
     out = group_size_analysis(items)
     assert out["testable"] is False and "G=8" in out["summary"]
     assert group_size_analysis([])["testable"] is False
@@ -167,7 +175,11 @@ def test_in_one_folder_only_runs_that_differ_in_group_size_alone_are_compared():
             run.config = config
         return diagnose_run(run)
 
-    names = ["x.csv::Qwen-GSM8K-GRPO-n32-01131200", "x.csv::Qwen-GSM8K-GRPO-n64", "x.csv::qwen-gsm8k-crpo-no-branch-n16-new"]
+    names = [
+        "x.csv::Qwen-GSM8K-GRPO-n32-01131200",
+        "x.csv::Qwen-GSM8K-GRPO-n64",
+        "x.csv::qwen-gsm8k-crpo-no-branch-n16-new",
+    ]
     assert name_without_group_size(names[0]) == name_without_group_size(names[1]) != name_without_group_size(names[2])
     ds = [judged(n, i) for i, n in enumerate(names)]
     out = group_size_by_experiment(ds)
@@ -177,8 +189,11 @@ def test_in_one_folder_only_runs_that_differ_in_group_size_alone_are_compared():
     assert out["testable"] is False and "differ in more than G" in out["summary"]
     # configs decide when the runs carry them: G, seed and bookkeeping may differ, nothing else
     base = {"learning_rate": 1e-6, "beta": 0.0, "seed": 1, "output_dir": "a"}
-    cfg = [dict(base, num_generations=4), dict(base, num_generations=8, seed=2, output_dir="b"),
-           dict(base, num_generations=16, learning_rate=3e-6)]
+    cfg = [
+        dict(base, num_generations=4),
+        dict(base, num_generations=8, seed=2, output_dir="b"),
+        dict(base, num_generations=16, learning_rate=3e-6),
+    ]
     ds = [judged(f"sweep/run{i}", i, c) for i, c in enumerate(cfg)]
     assert related_key(ds[0]) == related_key(ds[1]) != related_key(ds[2])
     out = group_size_by_experiment(ds)

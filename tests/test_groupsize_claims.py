@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grpofit.core.runs import make_run
 from grpofit.diagnostics import diagnose_run
 from grpofit.diagnostics.groupsize import MEASURES, _estimate, group_size_by_experiment, policy_fluctuation
 from grpofit.readers import read_path
-from grpofit.core.runs import make_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "sample_logs" / "group_sweep"
@@ -70,8 +70,13 @@ def test_sampling_variance_subtraction_recovers_the_policy_variance():
     policy_sd, n = 0.05, 32
     p_noisy = np.clip(p + rng.normal(0, policy_sd, p.size), 0, 1)
     reward = rng.binomial(n, p_noisy) / n
-    run = make_run("r", "r.csv", "csv", {"step": steps, "reward": reward},
-                   config={"data.train_batch_size": 8, "actor_rollout_ref.rollout.n": 4})
+    run = make_run(
+        "r",
+        "r.csv",
+        "csv",
+        {"step": steps, "reward": reward},
+        config={"data.train_batch_size": 8, "actor_rollout_ref.rollout.n": 4},
+    )
     from grpofit.fitting.analysis import fit_run
 
     fl = policy_fluctuation(run, fit_run(run))

@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grpofit.diagnostics import diagnose_run
 from grpofit.core.runs import make_run
+from grpofit.diagnostics import diagnose_run
 from tests.reallogs import real_log
-
 
 
 def _fast_run(entropy_drop_at: float, seed: int = 0):
@@ -33,10 +32,13 @@ def test_half_gain_step_of_a_fast_synthetic_rise():
 
 @pytest.mark.slow
 @pytest.mark.real_logs
-@pytest.mark.parametrize("name, crossing", [
-    ("verl_grpo_qwen25_3b_fsdp_base.tfevents", 3),
-    ("verl_grpo_qwen2_7b_fsdp_base.tfevents", 3),
-])
+@pytest.mark.parametrize(
+    "name, crossing",
+    [
+        ("verl_grpo_qwen25_3b_fsdp_base.tfevents", 3),
+        ("verl_grpo_qwen2_7b_fsdp_base.tfevents", 3),
+    ],
+)
 def test_half_gain_step_on_real_verl_runs(name, crossing):
     from grpofit.readers import read_path
 

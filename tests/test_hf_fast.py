@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grpofit.readers import hf
 from grpofit.core.runs import make_run
+from grpofit.readers import hf
 
 
 def _both(rows, monkeypatch):
@@ -20,9 +20,12 @@ def _both(rows, monkeypatch):
 
 CASES = {
     "plain": [{"step": i, "reward": 0.1 * i, "loss": 1.0 / i} for i in range(1, 30)],
-    "sparse and summary": [{"step": 1, "reward": 0.1}, {"step": 2, "eval_reward": 0.5, "epoch": 1},
-                           {"step": 3, "reward": True, "note": None},
-                           {"train_runtime": 12.0, "train_loss": 0.3, "step": 3}],
+    "sparse and summary": [
+        {"step": 1, "reward": 0.1},
+        {"step": 2, "eval_reward": 0.5, "epoch": 1},
+        {"step": 3, "reward": True, "note": None},
+        {"train_runtime": 12.0, "train_loss": 0.3, "step": 3},
+    ],
     "text numbers": [{"step": 1, "reward": "0.5"}, {"step": 2, "reward": "'0.7'"}, {"step": 3, "reward": "true"}],
     "repeated step": [{"step": 1, "reward": 0.1}, {"step": 1, "kl": 0.2}, {"step": 2, "reward": 0.3}],
     "unordered": [{"step": 2, "reward": 0.1}, {"step": 1, "reward": 0.2}],

@@ -2,7 +2,7 @@
 
 Every case builds its input here (small, generated), runs the command line and asserts the exit
 code, the one-line message and the bound (time: a subprocess timeout; memory: an address-space
-limit set with ``resource`` in the child). 
+limit set with ``resource`` in the child).
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ def err_lines(err: str | bytes) -> list[str]:
 
 @pytest.mark.slow
 def test_every_threshold_rejects_nan_inf_and_out_of_range(capsys):
-    from grpofit.diagnostics.thresholds import Thresholds
     from grpofit.core.limits import DEFAULT_RANGE, THRESHOLD_RANGES
+    from grpofit.diagnostics.thresholds import Thresholds
 
     names = [d["name"] for d in Thresholds.documentation()]
     assert len(names) >= 11
@@ -113,14 +113,23 @@ def test_nan_thresholds_cannot_turn_planted_failures_into_a_pass(capsys):
 def test_watch_checks_threshold_ranges_too(capsys, bad):
     """``watch --threshold`` built its thresholds without the range check: NaN was an internal
     error (late_fraction) or accepted, and out-of-range values were accepted."""
-    code, out, err = run_cli(capsys, "watch", SAMPLES / "collapse_run", "--once", "--exit-on", "fail",
-                             "--threshold", f"late_fraction={bad}")
+    code, out, err = run_cli(
+        capsys, "watch", SAMPLES / "collapse_run", "--once", "--exit-on", "fail", "--threshold", f"late_fraction={bad}"
+    )
     assert code == 2 and out == ""
     assert err_lines(err) == [
         f"error: --threshold late_fraction={float(bad):g} is out of range; late_fraction takes a finite value in [0.01, 1]"
     ]
-    code, _, err = run_cli(capsys, "watch", SAMPLES / "collapse_run", "--once", "--exit-on", "fail",
-                           "--threshold", f"collapse_min_drop={bad}")
+    code, _, err = run_cli(
+        capsys,
+        "watch",
+        SAMPLES / "collapse_run",
+        "--once",
+        "--exit-on",
+        "fail",
+        "--threshold",
+        f"collapse_min_drop={bad}",
+    )
     assert code == 2 and "collapse_min_drop" in err and "out of range" in err
 
 
@@ -128,7 +137,9 @@ def test_watch_checks_threshold_ranges_too(capsys, bad):
 def test_min_r2_range(capsys, bad):
     code, out, err = run_cli(capsys, "diagnose", SAMPLES / "collapse_run", "--min-r2", bad)
     assert code == 2 and out == ""
-    assert err_lines(err) == [f"error: --min-r2 {float(bad):g} is out of range; --min-r2 takes a finite R² bound in [-1, 1]"]
+    assert err_lines(err) == [
+        f"error: --min-r2 {float(bad):g} is out of range; --min-r2 takes a finite R² bound in [-1, 1]"
+    ]
 
 
 def test_min_r2_in_range_still_gates(capsys, tmp_path):
@@ -190,7 +201,9 @@ def test_process_substitution_pipe_over_256k(tmp_path):
         mid.write_text("step,reward\n" + "\n".join(good_rows(n, tau=n / 6)) + "\n")
         r = subprocess.run(
             ["bash", "-c", f'"$0" -m grpofit fit <(cat "{mid}") --format json', sys.executable],
-            capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            capture_output=True,
+            timeout=HANG_S,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
         )
         assert r.returncode == 0, r.stderr
         run = json.loads(r.stdout)["runs"][0]
@@ -305,8 +318,13 @@ def test_jobs_2000_starts_few_workers(tmp_path):
         "except SystemExit as e:\n"
         "    print('CODE', e.code, 'STARTS', len(starts), file=sys.stderr)\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("CODE 0 STARTS "), r.stderr
     assert int(last.split()[-1]) <= 3
@@ -326,8 +344,13 @@ def test_failed_fork_falls_back_to_one_process(tmp_path):
         "from grpofit.cli import main\n"
         f"main(['diagnose', {str(tmp_path)!r}, '--jobs', '4', '--format', 'json'])\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert r.returncode == 0, r.stderr
     assert len(json.loads(r.stdout)["runs"]) == 4
     assert "cannot start worker processes" in r.stderr and "Traceback" not in r.stderr
@@ -376,7 +399,9 @@ def test_unreadable_subfolder_is_listed_and_exits_2(capsys, tmp_path, monkeypatc
     assert code == 2
     doc = json.loads(out)
     assert [x["run"] for x in doc["runs"]] == [str(tmp_path / "ok" / "run.csv")]
-    assert doc["errors"] == [{"run": locked, "error": f"{locked}: this folder cannot be read (Permission denied); its runs were not judged"}]
+    assert doc["errors"] == [
+        {"run": locked, "error": f"{locked}: this folder cannot be read (Permission denied); its runs were not judged"}
+    ]
     assert doc["gate"]["passed"] is False
     assert f"error: {locked}: this folder cannot be read (Permission denied)" in err
 
@@ -453,7 +478,11 @@ def test_json_splice_placeholder_cannot_match_user_text():
 
     doc = {"runs": [Encoded.of({"run": "a", "x": 1})], "note": "\0grpofit:0\0", "k": {"\0grpofit:0\0": "\0grpofit:0\0"}}
     text = dumps(doc)
-    assert json.loads(text) == {"runs": [{"run": "a", "x": 1}], "note": "\0grpofit:0\0", "k": {"\0grpofit:0\0": "\0grpofit:0\0"}}
+    assert json.loads(text) == {
+        "runs": [{"run": "a", "x": 1}],
+        "note": "\0grpofit:0\0",
+        "k": {"\0grpofit:0\0": "\0grpofit:0\0"},
+    }
 
 
 @pytest.mark.slow
@@ -527,7 +556,9 @@ def test_plot_dir_names_never_collide(tmp_path):
     good_csv(tmp_path / "x_run.csv")
     good_csv(tmp_path / "x run.csv")
     plots = tmp_path / "plots"
-    r = grpofit("diagnose", d / "run.csv", tmp_path / "x_run.csv", tmp_path / "x run.csv", "--plot-dir", plots, cwd=tmp_path)
+    r = grpofit(
+        "diagnose", d / "run.csv", tmp_path / "x_run.csv", tmp_path / "x run.csv", "--plot-dir", plots, cwd=tmp_path
+    )
     assert r.returncode == 0, r.stderr
     assert len(list(plots.iterdir())) == 3
     assert len({figure_name(n) for n in ("x/run.csv", "x_run.csv", "x run.csv")}) == 3
@@ -708,10 +739,13 @@ def _sweep(code: str, *args) -> subprocess.Popen:
     """``code`` in a child that leads a process group of its own (its workers join it)."""
     return subprocess.Popen(
         [sys.executable, "-c", code, *map(str, args)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
         # as from a terminal: a test runner started as a background job inherits SIGINT ignored,
         # and grpofit rightly keeps an ignored signal ignored (nohup semantics)
-        preexec_fn=_default_signals, start_new_session=True,
+        preexec_fn=_default_signals,
+        start_new_session=True,
     )
 
 
@@ -853,8 +887,13 @@ def test_sigterm_while_reading_stdin_leaves_no_temporary_copy(tmp_path, slow_par
     tmp.mkdir()
     code = "import sys, time\n" + slow_part + "from grpofit.cli import main\nmain(['fit', '-'])\n"
     with open(events, "rb") as stdin:
-        proc = subprocess.Popen([sys.executable, "-c", code], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp)))
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp)),
+        )
         try:
             deadline = time.monotonic() + 30
             while not list(tmp.iterdir()) and time.monotonic() < deadline:
@@ -899,14 +938,20 @@ def test_a_dead_worker_rebuilds_the_pool(tmp_path):
     for i in range(16):
         good_csv(runs / f"r{i:02d}.csv")
     good_csv(runs / "r03_poison.csv")
-    r = subprocess.run([sys.executable, "-c", KILLER_SWEEP, "diagnose", str(runs), "--jobs", "2", "--format", "json"],
-                       capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = subprocess.run(
+        [sys.executable, "-c", KILLER_SWEEP, "diagnose", str(runs), "--jobs", "2", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("CODE 2 STARTS"), r.stderr
     doc = json.loads(r.stdout)
     assert len(doc["runs"]) == 16  # every other run judged
-    assert doc["errors"] == [{"run": str(runs / "r03_poison.csv"),
-                              "error": "the worker judging this run died (out of memory or killed)"}]
+    assert doc["errors"] == [
+        {"run": str(runs / "r03_poison.csv"), "error": "the worker judging this run died (out of memory or killed)"}
+    ]
     # one rebuilt pool (2) and a few runs alone, not one process per unfinished run (16)
     assert int(last.split()[-1]) <= 8, last
 
@@ -1020,7 +1065,6 @@ def test_unterminated_quote_in_a_large_csv(capsys, tmp_path, monkeypatch):
     """item 8 on the large-file path (over 32 MB, parsed in chunks, never held whole): it was
     "is not a well-formed CSV table (EOF inside string)", exit 2, every row lost."""
     import grpofit.readers.delimited as d
-
     from grpofit.readers import PEEK
 
     monkeypatch.setattr(d, "CHUNKED_FILE", 100_000)
@@ -1036,7 +1080,10 @@ def test_unterminated_quote_in_a_large_csv(capsys, tmp_path, monkeypatch):
     run = json.loads(out)["runs"][0]
     assert run["n_points"] == 29_999 and run["steps"] == [0, 29_999]
     assert any("last line is incomplete" in ln for ln in err_lines(err))
-    assert f"warning: {path}: line 103 opens a quote that is never closed ('101,\"0.5'); skipped that line" in err_lines(err)
+    assert (
+        f"warning: {path}: line 103 opens a quote that is never closed ('101,\"0.5'); skipped that line"
+        in err_lines(err)
+    )
 
 
 @pytest.mark.slow
@@ -1052,7 +1099,9 @@ def test_streamed_quote_scan_matches_the_in_memory_one(tmp_path):
     rng = random.Random(0)
     path = tmp_path / "x.csv"
     for trial in range(300):
-        lines = [rng.choice(["1,2", '"a",1', '1,"b', 'c",2', "", '""', '"x\ny"', "3,4,5"]) for _ in range(rng.randint(1, 12))]
+        lines = [
+            rng.choice(["1,2", '"a",1', '1,"b', 'c",2', "", '""', '"x\ny"', "3,4,5"]) for _ in range(rng.randint(1, 12))
+        ]
         data = "\n".join(lines).encode()
         if rng.random() < 0.5:
             data += b"\n"
@@ -1079,7 +1128,10 @@ def test_nan_and_inf_steps_are_warned(capsys, tmp_path):
     path.write_text("step,reward\n" + "\n".join(rows) + "\n")
     code, out, err = run_cli(capsys, "fit", path, "--format", "json")
     assert code == 0 and json.loads(out)["runs"][0]["n_points"] == 150
-    assert f"warning: {path}: 150 row(s) with values have no finite step in 'step' (empty, NaN or infinite); dropped them" in err
+    assert (
+        f"warning: {path}: 150 row(s) with values have no finite step in 'step' (empty, NaN or infinite); dropped them"
+        in err
+    )
 
 
 def test_duplicate_column_names_are_warned(capsys, tmp_path):
@@ -1087,7 +1139,10 @@ def test_duplicate_column_names_are_warned(capsys, tmp_path):
     path.write_text("step,reward,reward\n" + "\n".join(f"{r},{s}" for s, r in enumerate(good_rows(300))) + "\n")
     code, out, err = run_cli(capsys, "fit", path, "--format", "json")
     assert code == 0 and json.loads(out)["runs"][0]["metric"] == "reward"
-    assert f"warning: {path}: column 'reward' appears 2 times in the header; 'reward' is the first, the others are read as 'reward.1'" in err
+    assert (
+        f"warning: {path}: column 'reward' appears 2 times in the header; 'reward' is the first, the others are read as 'reward.1'"
+        in err
+    )
 
 
 @pytest.mark.parametrize("damage", ["drop_open", "swap_braces", "brace_moved", "open_at_end", "split_number"])
@@ -1145,7 +1200,9 @@ def test_jsonl_fast_path_keeps_spaces_inside_tokens(tmp_path, rows, monkeypatch)
 def test_wandb_run_names_with_dashes_and_one_bad_run(capsys, tmp_path):
     path = tmp_path / "export.csv"
     head = '"Step","grpo - seed0 - train/reward","grpo - seed1 - train/reward","grpo - seed2 - train/reward"'
-    rows = [f"{s},{1 - math.exp(-s / 50):.5f},{1 - math.exp(-s / 80):.5f},{'0.5' if s == 3 else ''}" for s in range(300)]
+    rows = [
+        f"{s},{1 - math.exp(-s / 50):.5f},{1 - math.exp(-s / 80):.5f},{'0.5' if s == 3 else ''}" for s in range(300)
+    ]
     path.write_text(head + "\n" + "\n".join(rows) + "\n")
     code, out, err = run_cli(capsys, "fit", path, "--format", "json")
     doc = json.loads(out)
@@ -1181,7 +1238,10 @@ def test_a_200kb_text_cell_in_the_first_rows(capsys, tmp_path):
 
 def test_integers_beyond_float_range_on_the_line_path(capsys, tmp_path):
     path = tmp_path / "big.jsonl"
-    rows = [{"step": s, "reward": 1 - math.exp(-s / 50), "big": 10**400 if s == 5 else s, "t": "x" if s == 3 else 1} for s in range(300)]
+    rows = [
+        {"step": s, "reward": 1 - math.exp(-s / 50), "big": 10**400 if s == 5 else s, "t": "x" if s == 3 else 1}
+        for s in range(300)
+    ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     code, out, err = run_cli(capsys, "fit", path, "--format", "json")
     assert code == 0 and json.loads(out)["runs"][0]["n_points"] == 300
@@ -1226,7 +1286,9 @@ def _wide_row_logs(tmp_path: Path) -> list[tuple[Path, str]]:
     verl.write_text("\n".join(lines) + "\n")
     out.append((verl, "row 6 brings the number of distinct keys above 10000"))
     run = tmp_path / "run-wide.wandb"
-    writers.write_wandb_file(str(run), [{**{k: v for k, v in r.items() if k != "step"}, "_step": r["step"]} for r in wide])
+    writers.write_wandb_file(
+        str(run), [{**{k: v for k, v in r.items() if k != "step"}, "_step": r["step"]} for r in wide]
+    )
     out.append((run, "history row 6 brings the number of distinct keys above 10000"))
     old = tmp_path / "wandb" / "run-20260101_000000-wide" / "files"
     old.mkdir(parents=True)
@@ -1271,7 +1333,10 @@ def test_tensorboard_tags_are_bounded(tmp_path):
     [
         (["--group-size", "100000000"], "--group-size 1e+08 is out of range"),
         (["--steps", "1000000000"], "--steps 1e+09 is out of range"),
-        (["--groups", "1000", "--group-size", "1000"], "--groups 1000 x --group-size 1000 = 1000000 samples a step is too many"),
+        (
+            ["--groups", "1000", "--group-size", "1000"],
+            "--groups 1000 x --group-size 1000 = 1000000 samples a step is too many",
+        ),
         (["--arms", "100000"], "--arms 100000 is out of range"),
         (["--lr", "1e308"], "--lr 1e+308 is out of range"),
         (["--lr", "nan"], "--lr nan is out of range"),
@@ -1289,7 +1354,10 @@ def test_simulate_sizes_are_bounded(capsys, tmp_path, args, message):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--group-size", "1000000", "--beta", "1"], "--group-size 1e+06 is out of range; --group-size with --beta takes a whole number in [1, 10000]"),
+        (
+            ["--group-size", "1000000", "--beta", "1"],
+            "--group-size 1e+06 is out of range; --group-size with --beta takes a whole number in [1, 10000]",
+        ),
         (["--lr", "1e308", "--curvature", "1e308"], "--lr 1e+308 is out of range"),
         (["--refresh-interval", "1e308"], "--refresh-interval 1e+308 is out of range"),
         (["--curvature", "inf"], "--curvature inf is out of range"),
@@ -1326,20 +1394,45 @@ def test_closed_and_full_standard_streams(tmp_path):
     good_csv(tmp_path / "run.csv")
     run = tmp_path / "run.csv"
     with open("/dev/full", "w") as full:
-        r = subprocess.run([sys.executable, "-m", "grpofit", "fit", str(run)], stdout=full, stderr=subprocess.PIPE,
-                           timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert r.returncode == 2 and err_lines(r.stderr) == ["error: cannot write to standard output (No space left on device)"]
-    r = subprocess.run(["bash", "-c", '"$0" -m grpofit fit "$1" >&-', sys.executable, str(run)],
-                       capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        r = subprocess.run(
+            [sys.executable, "-m", "grpofit", "fit", str(run)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=HANG_S,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
+    assert r.returncode == 2 and err_lines(r.stderr) == [
+        "error: cannot write to standard output (No space left on device)"
+    ]
+    r = subprocess.run(
+        ["bash", "-c", '"$0" -m grpofit fit "$1" >&-', sys.executable, str(run)],
+        capture_output=True,
+        timeout=HANG_S,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert r.returncode == 2 and err_lines(r.stderr) == [CLOSED_LINE]
-    r = subprocess.run(["bash", "-c", '"$0" -m grpofit fit "$1" 2>&-', sys.executable, str(run)],
-                       capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = subprocess.run(
+        ["bash", "-c", '"$0" -m grpofit fit "$1" 2>&-', sys.executable, str(run)],
+        capture_output=True,
+        timeout=HANG_S,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert r.returncode == 0 and b"reward" in r.stdout  # a closed stderr: the exit code tells
-    r = subprocess.run(["bash", "-c", '"$0" -m grpofit fit - <&-', sys.executable],
-                       capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert r.returncode == 2 and err_lines(r.stderr) == ["error: -: standard input is closed; pipe a log into grpofit or pass a file"]
-    r = subprocess.run(["bash", "-c", '"$0" -m grpofit fit "$1" 2>&- >/dev/full', sys.executable, str(tmp_path / "missing.csv")],
-                       capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = subprocess.run(
+        ["bash", "-c", '"$0" -m grpofit fit - <&-', sys.executable],
+        capture_output=True,
+        timeout=HANG_S,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert r.returncode == 2 and err_lines(r.stderr) == [
+        "error: -: standard input is closed; pipe a log into grpofit or pass a file"
+    ]
+    r = subprocess.run(
+        ["bash", "-c", '"$0" -m grpofit fit "$1" 2>&- >/dev/full', sys.executable, str(tmp_path / "missing.csv")],
+        capture_output=True,
+        timeout=HANG_S,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert r.returncode == 2
 
 
@@ -1357,26 +1450,47 @@ def test_closed_stdout_still_writes_the_reports(tmp_path):
     for i in range(2):
         good_csv(tmp_path / "runs" / f"r{i}.csv")
     junit, plots = tmp_path / "out" / "report.xml", tmp_path / "out" / "plots"
-    r = subprocess.run(["bash", "-c", '"$0" -m grpofit diagnose "$1" --junit "$2" --plot-dir "$3" >&-', sys.executable,
-                        str(tmp_path / "runs"), str(junit), str(plots)],
-                       capture_output=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = subprocess.run(
+        [
+            "bash",
+            "-c",
+            '"$0" -m grpofit diagnose "$1" --junit "$2" --plot-dir "$3" >&-',
+            sys.executable,
+            str(tmp_path / "runs"),
+            str(junit),
+            str(plots),
+        ],
+        capture_output=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert r.returncode == 2 and err_lines(r.stderr) == [CLOSED_LINE], r.stderr
     assert len(list(ET.parse(junit).getroot().iter("testcase"))) >= 2
     assert sorted(p.suffix for p in plots.iterdir()) == [".png", ".png"]
     sim = tmp_path / "out" / "sim.csv"
-    r = subprocess.run(["bash", "-c", '"$0" -m grpofit simulate bandit --steps 20 --out "$1" >&- <&-', sys.executable, str(sim)],
-                       capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = subprocess.run(
+        ["bash", "-c", '"$0" -m grpofit simulate bandit --steps 20 --out "$1" >&- <&-', sys.executable, str(sim)],
+        capture_output=True,
+        timeout=HANG_S,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert r.returncode == 2 and err_lines(r.stderr) == [CLOSED_LINE]
     assert sim.read_text().startswith("step,") and len(sim.read_text().splitlines()) == 21
-    code = ("import os, sys\n"
-            "from grpofit.runtime.streams import guard_closed\n"
-            "guard_closed()\n"
-            "f = open(sys.argv[1], 'w')\n"
-            "print(f.fileno(), sys.stdout.fileno(), file=sys.stderr)\n"
-            "os.write(1, b'stray')\n"
-            "f.write('report'); f.close()\n")
-    r = subprocess.run(["bash", "-c", '"$0" -c "$1" "$2" >&-', sys.executable, code, str(tmp_path / "f.txt")],
-                       capture_output=True, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    code = (
+        "import os, sys\n"
+        "from grpofit.runtime.streams import guard_closed\n"
+        "guard_closed()\n"
+        "f = open(sys.argv[1], 'w')\n"
+        "print(f.fileno(), sys.stdout.fileno(), file=sys.stderr)\n"
+        "os.write(1, b'stray')\n"
+        "f.write('report'); f.close()\n"
+    )
+    r = subprocess.run(
+        ["bash", "-c", '"$0" -c "$1" "$2" >&-', sys.executable, code, str(tmp_path / "f.txt")],
+        capture_output=True,
+        timeout=HANG_S,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert r.returncode == 0, r.stderr
     fd, out_fd = map(int, r.stderr.split())
     assert fd > 2 and out_fd == 1 and (tmp_path / "f.txt").read_text() == "report"
@@ -1385,12 +1499,30 @@ def test_closed_stdout_still_writes_the_reports(tmp_path):
 @pytest.mark.parametrize(
     "args, line",
     [
-        (["forecast", "{run}", "--at", "1e308"], "--at 1e+308 is out of range; --at takes a step in [-1e+15, 1e+15], e.g. --at 500"),
-        (["forecast", "{run}", "--until", "-1e308"], "--until -1e+308 is out of range; --until takes a step in [-1e+15, 1e+15], e.g. --until 250"),
-        (["forecast", "{run}", "--at", "nan"], "--at nan is out of range; --at takes a step in [-1e+15, 1e+15], e.g. --at 500"),
-        (["forecast", "{run}", "--horizon", str(10**23)], "--horizon 1e+23 is out of range; --horizon takes a positive step of at most 1e+15, e.g. --horizon 1000"),
-        (["diagnose", "{run}", "--horizon", "1e308"], "--horizon 1e+308 is out of range; --horizon takes a positive step of at most 1e+15, e.g. --horizon 1000"),
-        (["watch", "{run}", "--once", "--horizon", "1e308"], "--horizon 1e+308 is out of range; --horizon takes a positive step of at most 1e+15, e.g. --horizon 1000"),
+        (
+            ["forecast", "{run}", "--at", "1e308"],
+            "--at 1e+308 is out of range; --at takes a step in [-1e+15, 1e+15], e.g. --at 500",
+        ),
+        (
+            ["forecast", "{run}", "--until", "-1e308"],
+            "--until -1e+308 is out of range; --until takes a step in [-1e+15, 1e+15], e.g. --until 250",
+        ),
+        (
+            ["forecast", "{run}", "--at", "nan"],
+            "--at nan is out of range; --at takes a step in [-1e+15, 1e+15], e.g. --at 500",
+        ),
+        (
+            ["forecast", "{run}", "--horizon", str(10**23)],
+            "--horizon 1e+23 is out of range; --horizon takes a positive step of at most 1e+15, e.g. --horizon 1000",
+        ),
+        (
+            ["diagnose", "{run}", "--horizon", "1e308"],
+            "--horizon 1e+308 is out of range; --horizon takes a positive step of at most 1e+15, e.g. --horizon 1000",
+        ),
+        (
+            ["watch", "{run}", "--once", "--horizon", "1e308"],
+            "--horizon 1e+308 is out of range; --horizon takes a positive step of at most 1e+15, e.g. --horizon 1000",
+        ),
     ],
 )
 def test_huge_step_options_are_bounded(capsys, tmp_path, args, line):
@@ -1436,8 +1568,13 @@ def test_reports_into_devices_pipes_and_links_are_not_renamed_over(tmp_path, mon
     assert r.returncode == 0 and (tmp_path / "link.xml").is_symlink()
     assert (tmp_path / "target.xml").read_text().count("<testcase") == 4
     with open(tmp_path / "out.txt", "wb") as out:  # /dev/stdout leads to out.txt: appended, not truncated
-        r = subprocess.run([sys.executable, "-m", "grpofit", "diagnose", str(run), "--junit", "/dev/stdout", "--format", "json"],
-                           stdout=out, stderr=subprocess.PIPE, timeout=HANG_S, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        r = subprocess.run(
+            [sys.executable, "-m", "grpofit", "diagnose", str(run), "--junit", "/dev/stdout", "--format", "json"],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            timeout=HANG_S,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
     assert r.returncode == 0, r.stderr
     text = (tmp_path / "out.txt").read_text()
     assert text.startswith("{") and text.count("<testcase") == 4

@@ -1,5 +1,5 @@
-"""Issue 38: reliability, round three (one bad value, outputs over inputs, partly read stores,
-quadratic time, internal errors, hooks and signals). Class numbers refer to issue 38.
+"""reliability, round three (one bad value, outputs over inputs, partly read stores,
+quadratic time, internal errors, hooks and signals). Class numbers refer to the adversarial sweep's classes.
 
 Each case builds its input here (small, generated) or copies a shared real log, runs the command
 line and asserts the exit code, the one-line message and the numbers that must not move.
@@ -29,8 +29,9 @@ HANG_S = 60
 def grpofit(*args, timeout: float = HANG_S, **kw) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.update(kw.pop("env", {}))
-    return subprocess.run([sys.executable, "-m", "grpofit", *map(str, args)], capture_output=True,
-                          timeout=timeout, env=env, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "grpofit", *map(str, args)], capture_output=True, timeout=timeout, env=env, **kw
+    )
 
 
 def write_csv(path: Path, steps, values, header=("step", "reward")) -> Path:
@@ -46,7 +47,7 @@ def collapse_series(n: int = 400, seed: int = 0):
     rng = np.random.default_rng(seed)
     s = np.arange(n)
     y = 0.8 * (1 - np.exp(-s / (n / 8))) + rng.normal(0, 0.02, n)
-    y[int(0.7 * n):] = 0.1 + rng.normal(0, 0.02, n - int(0.7 * n))
+    y[int(0.7 * n) :] = 0.1 + rng.normal(0, 0.02, n - int(0.7 * n))
     return s, y
 
 
@@ -146,8 +147,18 @@ def _two_healthy(folder: Path) -> None:
 def test_watch_never_follows_its_own_jsonl(tmp_path):
     _two_healthy(tmp_path / "w")
     marker = tmp_path / "hook-ran"
-    r = grpofit("watch", tmp_path / "w", "--jsonl", tmp_path / "w" / "watch.jsonl", "--interval", "0.3",
-                "--max-polls", "4", "--on-fail", f"touch {marker}")
+    r = grpofit(
+        "watch",
+        tmp_path / "w",
+        "--jsonl",
+        tmp_path / "w" / "watch.jsonl",
+        "--interval",
+        "0.3",
+        "--max-polls",
+        "4",
+        "--on-fail",
+        f"touch {marker}",
+    )
     assert r.returncode == 0, r.stderr
     assert b"watch.jsonl" not in r.stdout and b"watch.jsonl" not in r.stderr
     assert not marker.exists()
@@ -219,8 +230,10 @@ def _wal_store(folder: Path, *, young: bool = False, n: int = 300) -> Path:
     if not young:
         con.executescript(_mlflow_schema())
         con.execute("INSERT INTO runs (run_uuid, name, lifecycle_stage, start_time) VALUES ('r1', 'grpo', 'active', 0)")
-        con.executemany("INSERT INTO metrics VALUES ('critic/score/mean', ?, ?, 'r1', ?, 0)",
-                        [(float(y[i]), 1000 + i, int(s[i])) for i in range(int(0.7 * n))])
+        con.executemany(
+            "INSERT INTO metrics VALUES ('critic/score/mean', ?, ?, 'r1', ?, 0)",
+            [(float(y[i]), 1000 + i, int(s[i])) for i in range(int(0.7 * n))],
+        )
         con.commit()
         con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         rest = range(int(0.7 * n), n)
@@ -229,8 +242,10 @@ def _wal_store(folder: Path, *, young: bool = False, n: int = 300) -> Path:
         con.executescript(_mlflow_schema())
         con.execute("INSERT INTO runs (run_uuid, name, lifecycle_stage, start_time) VALUES ('r1', 'grpo', 'active', 0)")
         rest = range(n)
-    con.executemany("INSERT INTO metrics VALUES ('critic/score/mean', ?, ?, 'r1', ?, 0)",
-                    [(float(y[i]), 1000 + i, int(s[i])) for i in rest])
+    con.executemany(
+        "INSERT INTO metrics VALUES ('critic/score/mean', ?, ?, 'r1', ?, 0)",
+        [(float(y[i]), 1000 + i, int(s[i])) for i in rest],
+    )
     con.commit()
     folder.mkdir(parents=True)
     shutil.copyfile(db, folder / "mlruns.db")
@@ -262,8 +277,10 @@ def test_sqlite_text_and_blob_values_are_not_an_internal_error(tmp_path):
     con.executescript(_mlflow_schema())
     con.execute("INSERT INTO runs (run_uuid, name, lifecycle_stage, start_time) VALUES ('r1', 'grpo', 'active', 0)")
     s, y = healthy_series(100)
-    con.executemany("INSERT INTO metrics VALUES ('critic/score/mean', ?, ?, 'r1', ?, 0)",
-                    [(float(y[i]), 1000 + i, int(s[i])) for i in range(100)])
+    con.executemany(
+        "INSERT INTO metrics VALUES ('critic/score/mean', ?, ?, 'r1', ?, 0)",
+        [(float(y[i]), 1000 + i, int(s[i])) for i in range(100)],
+    )
     con.execute("INSERT INTO metrics VALUES ('critic/score/mean', 'oops', 5000, 'r1', 200, 0)")
     con.execute("INSERT INTO metrics VALUES ('critic/score/mean', 0.5, x'00ff', 'r1', 201, 0)")
     con.execute("INSERT INTO metrics VALUES ('critic/score/mean', 0.5, 'late', 'r1', 'ten', 0)")
@@ -279,8 +296,7 @@ def test_sqlite_text_and_blob_values_are_not_an_internal_error(tmp_path):
 
 
 def test_mlflow_metric_file_over_256_mib_is_read_to_its_end(tmp_path, monkeypatch):
-    from grpofit.readers import mlflow
-    from grpofit.readers import read_path
+    from grpofit.readers import mlflow, read_path
 
     run = tmp_path / "mlruns" / "0" / "abc"
     (run / "metrics").mkdir(parents=True)
@@ -297,13 +313,19 @@ def test_mlflow_metric_file_over_256_mib_is_read_to_its_end(tmp_path, monkeypatc
 
 
 def test_swanlab_steps_above_2_53_stay_apart():
-    from grpofit.readers.swanlab import parse_records
     from grpofit.core.runs import make_run
+    from grpofit.readers.swanlab import parse_records
 
     base = 2**60
-    recs = [json.dumps({"model_type": "Scalar", "data": {"key": "train/reward", "step": base + s,
-                                                         "metric": {"data": 1 - math.exp(-s / 30)}}}).encode()
-            for s in range(100)]
+    recs = [
+        json.dumps(
+            {
+                "model_type": "Scalar",
+                "data": {"key": "train/reward", "step": base + s, "metric": {"data": 1 - math.exp(-s / 30)}},
+            }
+        ).encode()
+        for s in range(100)
+    ]
     table, _ = parse_records(iter(recs), "x.swanlab", [])
     run = make_run("x", "x", "swanlab", table, step="step")
     assert run.steps.size == 100 and run.steps[0] == 0 and run.steps[-1] == 99
@@ -359,7 +381,9 @@ def test_a_planned_last_step_out_of_range_is_no_plan(capsys, tmp_path, value):
 
 def test_steps_near_the_float_maximum_are_not_an_internal_error(capsys, tmp_path):
     path = tmp_path / "huge.csv"
-    path.write_text("step,reward\n" + "".join(f"{1.7e308 + s * 1e293!r},{1 - math.exp(-s / 50):.6f}\n" for s in range(300)))
+    path.write_text(
+        "step,reward\n" + "".join(f"{1.7e308 + s * 1e293!r},{1 - math.exp(-s / 50):.6f}\n" for s in range(300))
+    )
     for command in ("fit", "diagnose", "forecast", "backtest"):
         code, out, err = run_cli(capsys, command, path)
         assert code in (0, 1, 2) and "internal error" not in err, (command, err)
@@ -397,9 +421,22 @@ def test_sigterm_is_honoured_while_a_hook_runs(tmp_path):
     log = _collapse_csv(tmp_path / "c.csv")
     marker = tmp_path / "started"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "grpofit", "watch", str(log), "--interval", "0.2",
-                             "--on-fail", f"touch {marker}; sleep 25"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "grpofit",
+            "watch",
+            str(log),
+            "--interval",
+            "0.2",
+            "--on-fail",
+            f"touch {marker}; sleep 25",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + HANG_S
         while not marker.exists() and time.monotonic() < deadline:
@@ -423,9 +460,15 @@ def test_hook_output_is_bounded(tmp_path):
 # ------------------------------------------------------------------ 12. long names in figures
 
 
-@pytest.mark.parametrize("command, option, target", [
-    ("diagnose", "--plot-dir", "plots"), ("fit", "--plot", "f.png"), ("forecast", "--plot", "fc.png"),
-    ("backtest", "--plot-dir", "bt")])
+@pytest.mark.parametrize(
+    "command, option, target",
+    [
+        ("diagnose", "--plot-dir", "plots"),
+        ("fit", "--plot", "f.png"),
+        ("forecast", "--plot", "fc.png"),
+        ("backtest", "--plot-dir", "bt"),
+    ],
+)
 def test_a_20k_character_run_name_is_shortened_in_every_figure(tmp_path, command, option, target):
     from PIL import Image
 
@@ -474,7 +517,9 @@ def test_watch_jsonl_on_a_full_disk_names_the_file(tmp_path):
     r = grpofit("watch", log, "--once", "--jsonl", "/dev/full")
     assert r.returncode == 2
     lines = err_lines(r.stderr.decode())
-    assert lines[-1].startswith("error: /dev/full: --jsonl: cannot append") and "standard output" not in r.stderr.decode()
+    assert (
+        lines[-1].startswith("error: /dev/full: --jsonl: cannot append") and "standard output" not in r.stderr.decode()
+    )
 
 
 @pytest.mark.parametrize("command", ["backtest", "forecast", "diagnose"])
@@ -558,12 +603,12 @@ def test_forecast_intervals_of_a_reward_in_0_1_stay_in_0_1(capsys, tmp_path):
     rng = np.random.default_rng(7)
     s = np.arange(300)
     y = (rng.random(300) < 0.9 * (1 - np.exp(-s / 60))).astype(float)  # 0/1 rewards
-    code, out, err = run_cli(capsys, "forecast", write_csv(tmp_path / "b.csv", s, y), "--horizon", str(10**15),
-                             "--format", "json")
+    code, out, err = run_cli(
+        capsys, "forecast", write_csv(tmp_path / "b.csv", s, y), "--horizon", str(10**15), "--format", "json"
+    )
     assert code == 0, err
     doc = json.dumps(json.loads(out)["runs"][0])
-    ends = [float(x) for x in __import__("re").findall(r'"pi95": \[([-0-9.e]+), ([-0-9.e]+)\]', doc)
-            for x in x]
+    ends = [float(x) for x in __import__("re").findall(r'"pi95": \[([-0-9.e]+), ([-0-9.e]+)\]', doc) for x in x]
     assert ends and all(-1e-9 <= e <= 1 + 1e-9 for e in ends)
 
 
@@ -601,8 +646,10 @@ def test_sqlite_store_is_not_held_as_python_rows(tmp_path):
     con.executescript(_mlflow_schema())
     n = 200_000
     con.execute("INSERT INTO runs (run_uuid, name, lifecycle_stage, start_time) VALUES ('r1', 'grpo', 'active', 0)")
-    con.executemany("INSERT INTO metrics VALUES ('critic/score/mean', ?, ?, 'r1', ?, 0)",
-                    ((0.5 + 1e-6 * i, 1000 + i, i) for i in range(n)))
+    con.executemany(
+        "INSERT INTO metrics VALUES ('critic/score/mean', ?, ?, 'r1', ?, 0)",
+        ((0.5 + 1e-6 * i, 1000 + i, i) for i in range(n)),
+    )
     con.commit()
     con.close()
     tracemalloc.start()
@@ -620,6 +667,13 @@ def test_a_kl_spike_fitted_with_metric_is_not_excluded(capsys, tmp_path):
     s = np.arange(300)
     kl = 0.05 * (1 - np.exp(-s / 80)) + rng.normal(0, 0.002, 300)
     kl[200] = 0.9  # a genuine KL spike: the signal of a rule, not a corrupted cell
-    code, out, err = run_cli(capsys, "fit", write_csv(tmp_path / "kl.csv", s, kl, header=("step", "kl")),
-                             "--metric", "kl", "--format", "json")
+    code, out, err = run_cli(
+        capsys,
+        "fit",
+        write_csv(tmp_path / "kl.csv", s, kl, header=("step", "kl")),
+        "--metric",
+        "kl",
+        "--format",
+        "json",
+    )
     assert "outlier" not in err and "outliers" not in json.loads(out)["runs"][0]

@@ -118,7 +118,7 @@ def test_eval_rows_at_the_same_step_merge_and_bad_arguments_are_refused():
         GrpofitCallback(stop_on="maybe")
 
 
-# --------------------------------------------------------------------------- issue 37: a callback people can leave on
+# --------------------------------------------------------------------------- a callback people can leave on
 
 
 def replay(cb, logs, *, max_steps=300):
@@ -220,9 +220,9 @@ def test_judgement_runs_off_the_training_thread():
 
 def test_a_number_no_float_holds_does_not_raise_out_of_on_log():
     cb = GrpofitCallback(every=1, forecast=False, background=False)
-    state = SimpleNamespace(global_step=1, max_steps=10 ** 400, log_history=[])
+    state = SimpleNamespace(global_step=1, max_steps=10**400, log_history=[])
     control = SimpleNamespace(should_training_stop=False)
-    cb.on_log(None, state, control, logs={"reward": 0.5, "tokens": 10 ** 400, "big": -(10 ** 500)})
+    cb.on_log(None, state, control, logs={"reward": 0.5, "tokens": 10**400, "big": -(10**500)})
     run = cb.run()
     assert run.metrics["reward"][0] == 0.5
     assert not np.isfinite(run.metrics.get("tokens", np.array([np.nan]))[0])

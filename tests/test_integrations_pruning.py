@@ -68,9 +68,12 @@ def test_ray_stopper_on_a_real_local_ray():
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     try:
         stopper = GrpofitStopper("reward", H, margin=0.02, check_every=25, min_step=25)
-        tuner = tune.Tuner(trainable, param_space={"i": tune.grid_search(list(range(len(PLATEAUS))))},
-                           tune_config=tune.TuneConfig(max_concurrent_trials=4),
-                           run_config=tune.RunConfig(stop=stopper, verbose=0))
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"i": tune.grid_search(list(range(len(PLATEAUS))))},
+            tune_config=tune.TuneConfig(max_concurrent_trials=4),
+            run_config=tune.RunConfig(stop=stopper, verbose=0),
+        )
         results = tuner.fit()
         last = {r.config["i"]: r.metrics["training_iteration"] for r in results}
     finally:

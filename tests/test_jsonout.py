@@ -12,18 +12,25 @@ from grpofit.core.jsonout import Encoded, dumps, jsonable
 
 
 def test_jsonable_cleans_numpy_tuples_and_non_finite():
-    doc = jsonable({"a": np.float64(1.5), "b": (1, np.int64(2)), "c": math.nan, "d": np.array([1.0, np.inf]),
-                    1: None})
+    doc = jsonable({"a": np.float64(1.5), "b": (1, np.int64(2)), "c": math.nan, "d": np.array([1.0, np.inf]), 1: None})
     assert doc == {"a": 1.5, "b": [1, 2], "c": None, "d": [1.0, None], "1": None}
     json.dumps(doc, allow_nan=False)
 
 
-@pytest.mark.parametrize("doc", [
-    {"schema": "s", "runs": [{"a": 1, "b": [1, 2, {"c": None}], "d": {}}, {"z": "q\u0000grpofit:0\u0000"}],
-     "gate": {"passed": True, "why": {"x": [1, {"y": 2.5}]}}, "s": "\u0000", "empty": []},
-    {"runs": []},
-    [{"k": "v"}, [{"deep": {"deeper": [1, 2]}}]],
-])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {
+            "schema": "s",
+            "runs": [{"a": 1, "b": [1, 2, {"c": None}], "d": {}}, {"z": "q\u0000grpofit:0\u0000"}],
+            "gate": {"passed": True, "why": {"x": [1, {"y": 2.5}]}},
+            "s": "\u0000",
+            "empty": [],
+        },
+        {"runs": []},
+        [{"k": "v"}, [{"deep": {"deeper": [1, 2]}}]],
+    ],
+)
 def test_encoded_entries_splice_to_the_same_bytes(doc):
     """Entries given as :class:`Encoded` (in a list, as a dict value, nested) give exactly the
     document ``json.dumps(indent=2)`` gives, whatever their content."""
@@ -55,14 +62,14 @@ def _random_tree(rng, depth=0):
     if kind == 1:
         return bool(rng.integers(0, 2))
     if kind == 2:
-        return int(rng.integers(-10**12, 10**12)) * int(rng.choice([1, 10**9]))
+        return int(rng.integers(-(10**12), 10**12)) * int(rng.choice([1, 10**9]))
     if kind == 3:
         return float(rng.choice([0.0, -0.0, 1e-300, 1e300, 0.1, 2.5])) * float(rng.standard_normal())
     if kind in (4, 5):
-        return "".join(rng.choice(list("ab\"\\\n\t\u0000é☃𝄞 /"), size=int(rng.integers(0, 6))))
+        return "".join(rng.choice(list('ab"\\\n\t\u0000é☃𝄞 /'), size=int(rng.integers(0, 6))))
     if kind == 6:
         return [_random_tree(rng, depth + 1) for _ in range(int(rng.integers(0, 4)))]
-    keys = ["k", "é", "a\"b", "", "x\n"]
+    keys = ["k", "é", 'a"b', "", "x\n"]
     return {str(rng.choice(keys)) + str(i): _random_tree(rng, depth + 1) for i in range(int(rng.integers(0, 4)))}
 
 

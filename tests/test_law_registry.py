@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grpofit.laws import registry as laws
 from grpofit.forecasting import engine, statespace
+from grpofit.laws import registry as laws
 
 
 def _rise(n=300, seed=0):

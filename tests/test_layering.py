@@ -18,8 +18,23 @@ import grpofit
 
 PKG = Path(grpofit.__file__).parent
 
-LAYERS = ["core", "runtime", "laws", "dynamics", "readers", "fitting", "forecasting", "diagnostics", "render",
-          "commands", "watch", "integrations", "testing", "api", "cli"]
+LAYERS = [
+    "core",
+    "runtime",
+    "laws",
+    "dynamics",
+    "readers",
+    "fitting",
+    "forecasting",
+    "diagnostics",
+    "render",
+    "commands",
+    "watch",
+    "integrations",
+    "testing",
+    "api",
+    "cli",
+]
 
 #: imports allowed to run back up, each with its reason (keep this empty or nearly so)
 ALLOWED_UP: set[tuple[str, str]] = set()
@@ -83,8 +98,11 @@ def test_no_import_runs_back_up_the_layers():
 
 
 def test_every_module_lives_in_a_layer():
-    loose = [_module(p) for p in _sources() if _layer(_module(p)) is None
-             and _module(p) not in {"grpofit", "grpofit.api", "grpofit._filter"}]
+    loose = [
+        _module(p)
+        for p in _sources()
+        if _layer(_module(p)) is None and _module(p) not in {"grpofit", "grpofit.api", "grpofit._filter"}
+    ]
     assert not loose, f"modules outside the layer folders: {loose}"
 
 

@@ -18,10 +18,13 @@ def rosen(x):
     return float(sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2))
 
 
-@pytest.mark.parametrize("hi, expected", [
-    ([2, 2, 2], [1.0, 1.0, 1.0]),  # interior minimum
-    ([2, 0.5, 2], [0.7071, 0.5, 0.2516]),  # the second coordinate held at its upper bound
-])
+@pytest.mark.parametrize(
+    "hi, expected",
+    [
+        ([2, 2, 2], [1.0, 1.0, 1.0]),  # interior minimum
+        ([2, 0.5, 2], [0.7071, 0.5, 0.2516]),  # the second coordinate held at its upper bound
+    ],
+)
 def test_bounded_minimum_of_rosenbrock(hi, expected):
     x, fun = minimize(rosen, [-1.2, 1.0, 0.5], [-2, -2, -2], hi, **OPTIONS)
     assert np.all(x <= np.asarray(hi) + 1e-12)

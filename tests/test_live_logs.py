@@ -40,7 +40,8 @@ def tf_bytes(steps, tmp_path, name="ev") -> bytes:
 
 def wandb_bytes(steps) -> bytes:
     payloads = [
-        writers.field_varint(1, i + 1) + writers.encode_history({"train/global_step": s, "reward": reward(s), "_step": i}, i)
+        writers.field_varint(1, i + 1)
+        + writers.encode_history({"train/global_step": s, "reward": reward(s), "_step": i}, i)
         for i, s in enumerate(steps)
     ]
     return writers.frame_records(payloads)
@@ -73,7 +74,9 @@ def test_text_log_appended_while_read(tmp_path, fmt):
     full = jsonl_rows(steps) if fmt == "jsonl" else csv_rows(steps)
     header = 0 if fmt == "jsonl" else 1
     seen = []
-    for path, expected in zip(live_file(tmp_path, f"live.{fmt}", full, _cuts_inside_records(full)), [5 - header, 12 - header, 19, 20]):
+    for path, expected in zip(
+        live_file(tmp_path, f"live.{fmt}", full, _cuts_inside_records(full)), [5 - header, 12 - header, 19, 20]
+    ):
         run = read_path(str(path))[0]
         assert run.steps.tolist() == steps[:expected], fmt
         np.testing.assert_array_equal(run.metrics["reward"], [reward(s) for s in steps[:expected]])
@@ -155,7 +158,9 @@ def test_concurrent_writer_never_breaks_a_reader(tmp_path, fmt):
             try:
                 run = read_path(str(path))[0]
             except ReadError as exc:  # only before the first complete record
-                assert fmt in ("tensorboard", "wandb") and ("first record" in exc.message or "no " in exc.message), exc.one_line()
+                assert fmt in ("tensorboard", "wandb") and ("first record" in exc.message or "no " in exc.message), (
+                    exc.one_line()
+                )
                 continue
             got = run.steps.tolist()
             assert got == steps[: len(got)], (fmt, got[-3:])
@@ -176,9 +181,7 @@ def test_crash_then_resume_leaves_a_torn_middle_line(tmp_path):
         with pytest.raises(ReadError) as info:
             read_bytes(d, "resumed.jsonl")
         assert "line 11" in info.value.one_line() and info.value.fix
-    wrapped = b"".join(
-        json.dumps({"step": s, "data": {"reward": reward(s)}}).encode() + b"\n" for s in range(1, 11)
-    )
+    wrapped = b"".join(json.dumps({"step": s, "data": {"reward": reward(s)}}).encode() + b"\n" for s in range(1, 11))
     with pytest.raises(ReadError, match="line 5"):
         read_bytes(wrapped.replace(b"}}\n", b"}\n", 5).replace(b"}\n", b"}}\n", 4), "verl.jsonl")
 
@@ -204,8 +207,12 @@ def _resume_logs(tmp_path) -> dict[str, str]:
     paths["csv"] = str(p)
     d = tmp_path / "tb"
     d.mkdir()
-    writers.write_tfevents(str(d / "events.out.tfevents.1.a"), [(r["step"], {"reward": r["reward"]}) for r in rows(first, 0)])
-    writers.write_tfevents(str(d / "events.out.tfevents.2.a"), [(r["step"], {"reward": r["reward"]}) for r in rows(second, bump)])
+    writers.write_tfevents(
+        str(d / "events.out.tfevents.1.a"), [(r["step"], {"reward": r["reward"]}) for r in rows(first, 0)]
+    )
+    writers.write_tfevents(
+        str(d / "events.out.tfevents.2.a"), [(r["step"], {"reward": r["reward"]}) for r in rows(second, bump)]
+    )
     paths["tensorboard"] = str(d)
     p = tmp_path / "run-r.wandb"
     writers.write_wandb_file(str(p), [{"train/global_step": r["step"], "reward": r["reward"]} for r in all_rows])
@@ -266,6 +273,11 @@ def test_inf_and_nan_points_are_dropped_and_counted(tmp_path, capsys):
     assert "3 infinite value(s) dropped" in err
     # the same counts from a CSV (empty, nan, inf cells)
     csv = tmp_path / "nan.csv"
-    csv.write_text("step,reward\n" + "".join(f"{s},{ {3: '', 5: 'inf', 7: '-inf', 9: 'nan', 11: 'Infinity'}.get(s, reward(s)) }\n" for s in range(1, 41)))
+    csv.write_text(
+        "step,reward\n"
+        + "".join(
+            f"{s},{ {3: '', 5: 'inf', 7: '-inf', 9: 'nan', 11: 'Infinity'}.get(s, reward(s)) }\n" for s in range(1, 41)
+        )
+    )
     run = read_path(str(csv))[0]
     assert run.stats.get("infinite") == 3 and int(np.isfinite(run.metrics["reward"]).sum()) == finite

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from grpofit.core.errors import ReadError
-from grpofit.readers import read_bytes, read_path
 from grpofit.core.roles import detect_roles
+from grpofit.readers import read_bytes, read_path
 from tests.conftest import run_cli
 
 
@@ -29,8 +29,9 @@ LENGTHS = (100, 150, 120, 130, 142)  # five reruns of a script writing to the sa
 
 
 def appended() -> bytes:
-    return dumps({"step": s, "reward": curve(s, level=0.5 + 0.1 * k)} for k, n in enumerate(LENGTHS)
-                 for s in range(1, n + 1))
+    return dumps(
+        {"step": s, "reward": curve(s, level=0.5 + 0.1 * k)} for k, n in enumerate(LENGTHS) for s in range(1, n + 1)
+    )
 
 
 def test_runs_appended_one_after_another_are_separate_runs():
@@ -69,8 +70,11 @@ def test_csv_runs_appended_with_or_without_a_repeated_header(tmp_path):
 
 
 def test_a_run_id_field_tells_runs_apart():
-    rows = [{"run_id": f"seed{k}", "step": s, "reward": curve(s, level=0.6 + 0.1 * k)}
-            for s in range(1, 61) for k in range(3)]  # interleaved, as parallel workers write
+    rows = [
+        {"run_id": f"seed{k}", "step": s, "reward": curve(s, level=0.6 + 0.1 * k)}
+        for s in range(1, 61)
+        for k in range(3)
+    ]  # interleaved, as parallel workers write
     runs = read_bytes(dumps(rows), "m.jsonl")
     assert [r.name for r in runs] == ["m.jsonl::seed0", "m.jsonl::seed1", "m.jsonl::seed2"]
     for k, run in enumerate(runs):
@@ -81,11 +85,14 @@ def test_a_run_id_field_tells_runs_apart():
 def test_a_resume_and_a_false_start_stay_one_run():
     """A resume from a checkpoint goes back part of the way; a restart after a few steps (rasbt's
     7_3 log: steps 1-5, then 1-500) is a false start: both stay one run, later rows winning."""
-    resume = [{"step": s, "reward": curve(s)} for s in range(1, 31)] + \
-        [{"step": s, "reward": curve(s) + 0.5} for s in range(20, 41)]
+    resume = [{"step": s, "reward": curve(s)} for s in range(1, 31)] + [
+        {"step": s, "reward": curve(s) + 0.5} for s in range(20, 41)
+    ]
     (run,) = read_bytes(dumps(resume), "r.jsonl")
     assert run.steps.tolist() == list(range(1, 41)) and run.stats["duplicates"] == 11
-    false_start = [{"step": s, "reward": 9.0} for s in range(1, 6)] + [{"step": s, "reward": curve(s)} for s in range(1, 51)]
+    false_start = [{"step": s, "reward": 9.0} for s in range(1, 6)] + [
+        {"step": s, "reward": curve(s)} for s in range(1, 51)
+    ]
     (run,) = read_bytes(dumps(false_start), "f.jsonl")
     assert run.steps.tolist() == list(range(1, 51)) and run.stats["duplicates"] == 5
     assert run.metrics["reward"].max() < 1
@@ -120,7 +127,9 @@ def test_a_false_eval_flag_is_a_training_row():
 
 # ------------------------------------------------------------------ JSON rows among text
 
-WARNING = "/usr/lib/python3/site-packages/torch/utils/checkpoint.py:87: UserWarning: None of the inputs have requires_grad"
+WARNING = (
+    "/usr/lib/python3/site-packages/torch/utils/checkpoint.py:87: UserWarning: None of the inputs have requires_grad"
+)
 
 
 def _mixed(first_line: str | None, indent: int | None = None) -> bytes:
@@ -132,8 +141,11 @@ def _mixed(first_line: str | None, indent: int | None = None) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
-@pytest.mark.parametrize("first_line, indent", [(None, None), ("Loading checkpoint shards: 100%|####| 2/2", None),
-                                                (None, 2)], ids=["json-first", "text-first", "pretty-printed"])
+@pytest.mark.parametrize(
+    "first_line, indent",
+    [(None, None), ("Loading checkpoint shards: 100%|####| 2/2", None), (None, 2)],
+    ids=["json-first", "text-first", "pretty-printed"],
+)
 def test_json_rows_in_a_text_log_are_read(tmp_path, first_line, indent):
     path = tmp_path / "train.log"
     path.write_bytes(_mixed(first_line, indent))

@@ -35,9 +35,21 @@ def test_record_rewrites_only_the_block(tmp_path):
     mc = _script()
     readme, rec = tmp_path / "README.md", tmp_path / "memory.json"
     readme.write_text(f"# x\n\nbefore\n{mc.README_START}\nold\n{mc.README_END}\nafter\n")
-    doc = {"recorded": "2026-01-01", "machine": {"python": "3.11", "numpy": "2", "load_average_at_start": 1.0},
-           "runs": [{"rows": 10, "n_points": 10, "file_mb": 1.0, "peak_rss_mb": 120.0, "target_mb": 103.0,
-                     "wall_s": 1.0, "met": False}]}
+    doc = {
+        "recorded": "2026-01-01",
+        "machine": {"python": "3.11", "numpy": "2", "load_average_at_start": 1.0},
+        "runs": [
+            {
+                "rows": 10,
+                "n_points": 10,
+                "file_mb": 1.0,
+                "peak_rss_mb": 120.0,
+                "target_mb": 103.0,
+                "wall_s": 1.0,
+                "met": False,
+            }
+        ],
+    }
     mc.record(doc, rec, readme)
     text = readme.read_text()
     assert text.startswith("# x\n\nbefore\n") and text.endswith(f"{mc.README_END}\nafter\n") and "old" not in text

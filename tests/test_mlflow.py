@@ -20,10 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpofit.core.errors import GrpofitError
-from grpofit.readers import discover, read_bytes, read_path
-
-from tests.conftest import assert_reads_or_fails_cleanly
 from grpofit.core.roles import choose_reward, detect_roles
+from grpofit.readers import discover, read_bytes, read_path
+from tests.conftest import assert_reads_or_fails_cleanly
 
 T0 = 1_753_434_469_000
 
@@ -39,7 +38,9 @@ def write_file_store(root, run_id="a1b2c3", experiment_id="1", n=40, run_name="g
     (run / "metrics" / "val-core" / "openai" / "gsm8k" / "reward").mkdir(parents=True)
     (run / "params").mkdir()
     (run / "tags").mkdir()
-    (exp / "meta.yaml").write_text(f"artifact_location: file://{exp}\nexperiment_id: '{experiment_id}'\nlifecycle_stage: active\nname: gsm8k\n")
+    (exp / "meta.yaml").write_text(
+        f"artifact_location: file://{exp}\nexperiment_id: '{experiment_id}'\nlifecycle_stage: active\nname: gsm8k\n"
+    )
     (run / "meta.yaml").write_text(
         f"artifact_uri: file://{run}/artifacts\nend_time: null\nentry_point_name: ''\nexperiment_id: '{experiment_id}'\n"
         f"lifecycle_stage: active\nrun_id: {run_id}\nrun_name: {run_name}\nrun_uuid: {run_id}\nsource_name: ''\n"

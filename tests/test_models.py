@@ -172,15 +172,24 @@ def test_raw_kernels_equal_the_public_functions(name):
     from grpofit.laws.models import raw_relaxation_derivatives, raw_relaxation_shape, relaxation_shape
 
     model = MODELS[name]
-    params = [(0.7, 0.1, 40.0)] if name == "exponential" else [
-        (0.7, 0.1, 40.0, 0.0), (0.7, 0.1, 40.0, 2.0), (0.7, 0.1, 40.0, 9.9), (0.7, 0.1, 40.0, 10.0),
-        (0.7, 0.1, 40.0, 60.0)]
+    params = (
+        [(0.7, 0.1, 40.0)]
+        if name == "exponential"
+        else [
+            (0.7, 0.1, 40.0, 0.0),
+            (0.7, 0.1, 40.0, 2.0),
+            (0.7, 0.1, 40.0, 9.9),
+            (0.7, 0.1, 40.0, 10.0),
+            (0.7, 0.1, 40.0, 60.0),
+        ]
+    )
     with np.errstate(all="ignore"):  # how the fitter calls them
         for p in params:
             np.testing.assert_array_equal(model.raw_jacobian(T, *p), model.jacobian(T, *p))
             if name == "oscillator":
-                for raw, public in zip(raw_relaxation_derivatives(T, p[2], p[3]),
-                                       relaxation_derivatives(T, p[2], p[3])):
+                for raw, public in zip(
+                    raw_relaxation_derivatives(T, p[2], p[3]), relaxation_derivatives(T, p[2], p[3])
+                ):
                     np.testing.assert_array_equal(raw, public)
         zeta = np.array([0.3, 0.99, 1.0, 1.7, 12.0, np.inf])
         x = np.outer(np.ones(zeta.size), T / 37.0)
@@ -222,16 +231,18 @@ def test_median_and_the_fit_checks_rolling_median_are_np_medians_bit_for_bit():
             if rng.random() < 0.3:
                 x = np.round(x, 1)
             assert median(x) == np.median(x)
-            want = np.array([np.median(x[max(0, i - 2): i + 3]) for i in range(n)])
+            want = np.array([np.median(x[max(0, i - 2) : i + 3]) for i in range(n)])
             assert np.array_equal(_centred_median5(x), want)
         x = rng.normal(size=n)
         x[n // 2] = np.nan
-        want = np.array([np.median(x[max(0, i - 2): i + 3]) for i in range(n)])
+        want = np.array([np.median(x[max(0, i - 2) : i + 3]) for i in range(n)])
         assert np.array_equal(_centred_median5(x), want, equal_nan=True)
 
 
-@pytest.mark.parametrize("ts, ti", [(40.0, 1e-9), (40.0, 2.0), (40.0, 9.99), (40.0, 10.0),
-                                    (40.0, 10.01), (40.0, 60.0), (1e-3, 5e-4), (1e6, 3.0)])
+@pytest.mark.parametrize(
+    "ts, ti",
+    [(40.0, 1e-9), (40.0, 2.0), (40.0, 9.99), (40.0, 10.0), (40.0, 10.01), (40.0, 60.0), (1e-3, 5e-4), (1e6, 3.0)],
+)
 def test_oscillator_roots_are_the_characteristic_equations(ts, ti):
     """``models.oscillator_roots``: the roots of ``Ti l^2 + l + 1/Ts = 0`` (np.roots), the slow
     one first, to round-off, without cancellation; arrays give the same values element-wise."""
@@ -243,8 +254,9 @@ def test_oscillator_roots_are_the_characteristic_equations(ts, ti):
     if ti == ts / 4:  # a repeated root: np.roots splits it by about its square-root round-off
         np.testing.assert_allclose([slow, fast], [-0.5 / ti, -0.5 / ti], rtol=1e-7)
     elif under:
-        np.testing.assert_allclose([slow, fast], [complex(ref[0].real, abs(ref[0].imag)), complex(ref[0].real, -abs(ref[0].imag))],
-                                   rtol=1e-9)
+        np.testing.assert_allclose(
+            [slow, fast], [complex(ref[0].real, abs(ref[0].imag)), complex(ref[0].real, -abs(ref[0].imag))], rtol=1e-9
+        )
     else:
         np.testing.assert_allclose([slow.real, fast.real], [ref[0].real, ref[1].real], rtol=1e-7)
         assert abs(ti * slow.real**2 + slow.real + 1.0 / ts) <= 1e-12 / ts  # no cancellation

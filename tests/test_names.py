@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-
 from grpofit.render.tables import elide, short_names
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
@@ -20,7 +19,9 @@ SAMPLES = ROOT / "sample_logs"
 
 def test_short_names_cut_whole_path_components():
     assert short_names(["./sample_logs/healthy_slow_start.csv", "sample_logs/bandit_g16.csv"]) == [
-        "healthy_slow_start.csv", "bandit_g16.csv"]
+        "healthy_slow_start.csv",
+        "bandit_g16.csv",
+    ]
     assert short_names(["logs/ab/x.csv", "logs/ac/y.csv"]) == ["ab/x.csv", "ac/y.csv"]  # not "b/x.csv"
     assert short_names(["/data/a.csv", "/other/b.csv"]) == ["/data/a.csv", "/other/b.csv"]
     assert short_names(["d/export.csv::run a", "d/export.csv::run b"]) == ["export.csv::run a", "export.csv::run b"]
@@ -70,8 +71,10 @@ def test_the_same_run_given_twice_is_judged_once(capsys, tmp_path, monkeypatch):
     code, out, err = run_cli(capsys, "diagnose", "f.csv", "f.csv", "./f.csv", "--format", "json")
     doc = json.loads(out)
     assert code == 0 and [r["run"] for r in doc["runs"]] == ["f.csv"]
-    assert err.splitlines() == ["warning: f.csv: the same run as f.csv; judged once",
-                                "warning: ./f.csv: the same run as f.csv; judged once"]
+    assert err.splitlines() == [
+        "warning: f.csv: the same run as f.csv; judged once",
+        "warning: ./f.csv: the same run as f.csv; judged once",
+    ]
     code, out, _ = run_cli(capsys, "fit", "f.csv", "./f.csv", "--format", "json")
     assert len(json.loads(out)["runs"]) == 1
 
@@ -84,9 +87,14 @@ def test_eval_table_elides_names_and_never_cuts_numbers():
     from grpofit.render.tables import eval_table
 
     ev = {"points": 27, "gain": -0.0127, "plateau": {"value": 0.468, "ci95": [0.401, 0.535]}, "status": "pass"}
-    doc = {"runs": [{"run": "logs/verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents",
-                     "evals": [dict(ev, benchmark="openai/gsm8k"),
-                               dict(ev, benchmark="DigitalLearningGmbH/MATH-lighteval")]}]}
+    doc = {
+        "runs": [
+            {
+                "run": "logs/verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents",
+                "evals": [dict(ev, benchmark="openai/gsm8k"), dict(ev, benchmark="DigitalLearningGmbH/MATH-lighteval")],
+            }
+        ]
+    }
     for width in (120, 160):
         console = Console(width=width, record=True, file=open(os.devnull, "w"))
         console.print(eval_table(doc, width=width))

@@ -23,7 +23,9 @@ def _write(tmp_path, name, data):
 def _sqlite_without_runs(tmp_path):
     p = tmp_path / "mlruns.db"
     con = sqlite3.connect(p)
-    con.execute("CREATE TABLE metrics (key TEXT, value REAL, timestamp INTEGER, run_uuid TEXT, step INTEGER, is_nan INTEGER)")
+    con.execute(
+        "CREATE TABLE metrics (key TEXT, value REAL, timestamp INTEGER, run_uuid TEXT, step INTEGER, is_nan INTEGER)"
+    )
     con.commit()
     con.close()
     return p
@@ -38,9 +40,16 @@ def _mlflow_run_without_metrics(tmp_path):
 
 CASES = {
     "typed-bad-middle-line": lambda t: _write(
-        t, "m.jsonl", json.dumps({"type": "train", "step": 1, "reward": 0.1}) + "\n{not json\n"
-        + json.dumps({"type": "eval", "step": 2, "reward": 0.2}) + "\n"),
-    "typed-no-numbers": lambda t: _write(t, "m.jsonl", "".join(json.dumps({"type": k, "note": "x"}) + "\n" for k in ("a", "b"))),
+        t,
+        "m.jsonl",
+        json.dumps({"type": "train", "step": 1, "reward": 0.1})
+        + "\n{not json\n"
+        + json.dumps({"type": "eval", "step": 2, "reward": 0.2})
+        + "\n",
+    ),
+    "typed-no-numbers": lambda t: _write(
+        t, "m.jsonl", "".join(json.dumps({"type": k, "note": "x"}) + "\n" for k in ("a", "b"))
+    ),
     "sqlite-not-mlflow": _sqlite_without_runs,
     "mlflow-run-without-metrics": _mlflow_run_without_metrics,
     "parquet-garbage": lambda t: _write(t, "h.parquet", b"PAR1" + b"\x01" * 50),

@@ -52,28 +52,40 @@ def tree(tmp_path) -> Path:
     (root / "csv" / "run.csv").write_text("step,reward,kl\n" + "".join(f"{s},{r},{s / 1e4}\n" for s, r in rows))
     (root / "csv" / "live.csv").write_text("step,reward\n" + "".join(f"{s},{r}\n" for s, r in rows) + "81,0.6")
     (root / "jsonl").mkdir()
-    (root / "jsonl" / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "data": {"critic/score/mean": r}}) + "\n" for s, r in rows))
-    (root / "jsonl" / "live.jsonl").write_text("".join(json.dumps({"step": s, "reward": r}) + "\n" for s, r in rows) + '{"step": 81, "rew')
+    (root / "jsonl" / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "data": {"critic/score/mean": r}}) + "\n" for s, r in rows)
+    )
+    (root / "jsonl" / "live.jsonl").write_text(
+        "".join(json.dumps({"step": s, "reward": r}) + "\n" for s, r in rows) + '{"step": 81, "rew'
+    )
     (root / "jsonl" / "broken.jsonl").write_text('{"step": 1}\n{"step": 2, \n{"step": 3}\n')
     out = root / "outputs"
     for ck in (40, 80):
         d = out / f"checkpoint-{ck}"
         d.mkdir(parents=True)
-        (d / "trainer_state.json").write_text(json.dumps({"log_history": [{"step": s, "reward": r} for s, r in rows[:ck]]}))
+        (d / "trainer_state.json").write_text(
+            json.dumps({"log_history": [{"step": s, "reward": r} for s, r in rows[:ck]]})
+        )
         (d / "training_args.bin").write_bytes(pickle.dumps({"learning_rate": 1e-6}))
     (out / "config.json").write_text('{"hidden_size": 8}')
     (root / "tb" / "train").mkdir(parents=True)
-    writers.write_tfevents(str(root / "tb" / "train" / "events.out.tfevents.1.host"), [(s, {"reward": r}) for s, r in rows])
+    writers.write_tfevents(
+        str(root / "tb" / "train" / "events.out.tfevents.1.host"), [(s, {"reward": r}) for s, r in rows]
+    )
     run_dir = root / "wandb" / "run-20250101_000000-abc"
     (run_dir / "files").mkdir(parents=True)
-    writers.write_wandb_file(str(run_dir / "run-abc.wandb"), [{"train/global_step": s, "reward": r} for s, r in rows], config={"lr": 1e-6})
+    writers.write_wandb_file(
+        str(run_dir / "run-abc.wandb"), [{"train/global_step": s, "reward": r} for s, r in rows], config={"lr": 1e-6}
+    )
     (run_dir / "files" / "config.yaml").write_text("num_generations:\n  value: 8\n")
     data = (run_dir / "run-abc.wandb").read_bytes()
     torn = root / "wandb" / "run-20250102_000000-def"
     torn.mkdir()
     (torn / "run-def.wandb").write_bytes(data[: len(data) - 11])
     (root / "console").mkdir()
-    (root / "console" / "train.log").write_text("".join(f"(TaskRunner pid=1) step:{s} - critic/score/mean:np.float64({r})\n" for s, r in rows))
+    (root / "console" / "train.log").write_text(
+        "".join(f"(TaskRunner pid=1) step:{s} - critic/score/mean:np.float64({r})\n" for s, r in rows)
+    )
     (root / "empty.csv").write_text("")
     os.symlink(root, root / "csv" / "loop")
     (root / "README.md").write_text("# logs\n")

@@ -10,7 +10,9 @@ import pytest
 from grpofit.core.numbers import finite
 
 
-@pytest.mark.parametrize("x", [None, math.nan, math.inf, -math.inf, np.float64("nan"), "not a number", [1.0, 2.0], object()])
+@pytest.mark.parametrize(
+    "x", [None, math.nan, math.inf, -math.inf, np.float64("nan"), "not a number", [1.0, 2.0], object()]
+)
 def test_unknown_values_become_none(x):
     assert finite(x) is None
     assert finite(x, whole=True) is None
@@ -26,11 +28,10 @@ def test_numbers_pass_as_floats_and_whole_ones_as_ints_on_request():
 
 def test_the_modules_share_it():
     """The copies it replaced now are this one function (under their old local names)."""
-    from grpofit.commands import compare
+    from grpofit.commands import backtest, compare
     from grpofit.dynamics import _common
     from grpofit.fitting import results
     from grpofit.forecasting import engine
-    from grpofit.commands import backtest
 
     assert results.num is finite and engine._num is finite and backtest._num is finite
     assert _common._f is finite and compare._f is finite

@@ -1,4 +1,4 @@
-"""One judgement per run, rendered everywhere (issue 37): on every shared real log and every
+"""One judgement per run, rendered everywhere: on every shared real log and every
 planted run, the verdict per failure mode, the collapse step and the plateau statement agree
 across ``diagnose``, ``watch --once``, a replay through the Trainer callback, ``fit``,
 ``forecast``, ``compare`` and the API.
@@ -24,8 +24,14 @@ def real_logs_dir() -> Path:
 
 
 REAL = real_logs_dir()
-PLANTED = ("healthy", "train_eval_decoupling", "advantage_degeneracy", "policy_concentration",
-           "dynamical_instability", "dead")
+PLANTED = (
+    "healthy",
+    "train_eval_decoupling",
+    "advantage_degeneracy",
+    "policy_concentration",
+    "dynamical_instability",
+    "dead",
+)
 
 
 def real_files() -> list[Path]:
@@ -71,7 +77,7 @@ def _callback_verdicts(run) -> dict:
 
     from grpofit.integrations import GrpofitCallback
 
-    cb = GrpofitCallback(every=10 ** 9, forecast=False, background=False, name=run.name)
+    cb = GrpofitCallback(every=10**9, forecast=False, background=False, name=run.name)
     state = SimpleNamespace(global_step=0, max_steps=0, log_history=[])
     control = SimpleNamespace(should_training_stop=False)
     cols = {k: np.asarray(v, float) for k, v in run.metrics.items() if k in run.numeric_columns()}
@@ -143,7 +149,9 @@ def test_real_logs_get_one_judgement(capsys, tmp_path, name):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv").exists(), reason="no shared real logs")
+@pytest.mark.skipif(
+    not (REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv").exists(), reason="no shared real logs"
+)
 def test_compare_names_the_collapse_fit_names(capsys):
     hetero = REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
     doc = _json(capsys, "compare", f"{hetero}::[paper]GRPO_online", f"{hetero}::[paper]GEPO_online")

@@ -1,17 +1,17 @@
-""""underdamped" and "reward oscillates" rest on an overshoot observed in the data."""
+""" "underdamped" and "reward oscillates" rest on an overshoot observed in the data."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from grpofit.dynamics import simulation as sim
+from grpofit.core.runs import make_run
 from grpofit.diagnostics import diagnose_run
 from grpofit.dynamics import exact_sawtooth
+from grpofit.dynamics import simulation as sim
 from grpofit.fitting import fit_series
-from grpofit.laws.models import oscillator
 from grpofit.fitting.overshoot import observed_overshoot
-from grpofit.core.runs import make_run
+from grpofit.laws.models import oscillator
 
 
 def _bandit(**kw):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grpofit.fitting.fitcheck import plateau_bound, still_moving
 from grpofit.fitting import fit_series
+from grpofit.fitting.fitcheck import plateau_bound, still_moving
 
 
 def _ar(rng, n, sd, phi=0.6):

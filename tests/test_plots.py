@@ -11,8 +11,12 @@ from grpofit.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
-RUNS = [SAMPLES / "healthy_slow_start.csv", SAMPLES / "bandit_g16.csv", SAMPLES / "dead_run",
-        SAMPLES / "group_sweep" / "bandit_G4.csv"]
+RUNS = [
+    SAMPLES / "healthy_slow_start.csv",
+    SAMPLES / "bandit_g16.csv",
+    SAMPLES / "dead_run",
+    SAMPLES / "group_sweep" / "bandit_G4.csv",
+]
 
 
 def _results():
@@ -98,8 +102,10 @@ def test_diagnosis_figure_fits_a_laptop_screen_and_draws_each_series_once():
         assert w <= 1100 and h <= 1000, (path, w, h)
         panels, _ = finding_panels(d, run)
         assert all(p[0] != "rule" or p[2].status in ("warn", "fail") for p in panels)
-        drawn = [p[2].panel.label if p[0] == "rule" else d.roles[p[2]] if p[0] == "series" else p[1]["metric"]
-                 for p in panels]
+        drawn = [
+            p[2].panel.label if p[0] == "rule" else d.roles[p[2]] if p[0] == "series" else p[1]["metric"]
+            for p in panels
+        ]
         assert len(drawn) == len(set(drawn)), (path, drawn)
         labels = fig.axes[0].get_legend_handles_labels()[1]
         assert sum("R²" in label for label in labels) >= 1

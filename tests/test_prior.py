@@ -59,7 +59,7 @@ def test_prior_beats_persistence_at_ten_percent_and_covers():
     w, actual = _final(s, v)
     seen = s <= s[0] + 0.1 * (s[-1] - s[0])
     pf = prior.forecast(s[seen], v[seen], s[w], covariates=cov)
-    persistence = float(v[seen][-max(1, seen.sum() // 10):].mean())
+    persistence = float(v[seen][-max(1, seen.sum() // 10) :].mean())
     lo, hi = pf.final["pi95"]
     assert lo <= actual <= hi
     assert abs(pf.final["median"] - actual) < 0.5 * abs(persistence - actual)
@@ -139,16 +139,29 @@ def test_cli_forecast_with_prior(tmp_path, capsys):
     target = tmp_path / "run0.csv"
     others = [str(tmp_path / f"run{i}.csv") for i in range(1, 5)]
     saved = tmp_path / "prior.json"
-    code, out, err = run_cli(capsys, "forecast", target, "--until", "40", "--horizon", "400", "--format", "json",
-                             *[a for o in others for a in ("--prior", o)], "--save-prior", saved)
+    code, out, err = run_cli(
+        capsys,
+        "forecast",
+        target,
+        "--until",
+        "40",
+        "--horizon",
+        "400",
+        "--format",
+        "json",
+        *[a for o in others for a in ("--prior", o)],
+        "--save-prior",
+        saved,
+    )
     assert code == 0, err
     entry = json.loads(out)["runs"][0]
     assert entry["prior"]["runs"] == 4 and 0.0 <= entry["prior"]["weight"] <= 1.0
     assert entry["at"][0]["method"] == "prior" and "without_prior" in entry["at"][0]
     assert json.loads(saved.read_text())["schema"] == PRIOR_SCHEMA
     # the saved prior gives the same forecast
-    code, out2, err = run_cli(capsys, "forecast", target, "--until", "40", "--horizon", "400", "--format", "json",
-                              "--prior", saved)
+    code, out2, err = run_cli(
+        capsys, "forecast", target, "--until", "40", "--horizon", "400", "--format", "json", "--prior", saved
+    )
     assert code == 0, err
     assert json.loads(out2)["runs"][0]["at"][0]["pi95"] == pytest.approx(entry["at"][0]["pi95"], abs=1e-9)
     code, out3, err = run_cli(capsys, "forecast", target, "--prior", others[0], "--covariate", "speed=2")
@@ -175,8 +188,9 @@ def test_cli_backtest_prior_from_others(tmp_path):
 def test_what_if_regime_cannot_tell_when_momentum_is_assumed():
     from grpofit.dynamics.whatif_interval import what_if_intervals
 
-    kw = dict(timescale=48.0, timescale_ci95=(44.0, 52.0), lr=0.05, momentum=0.5, refresh_interval=1,
-              changes={"lr": 0.2})
+    kw = dict(
+        timescale=48.0, timescale_ci95=(44.0, 52.0), lr=0.05, momentum=0.5, refresh_interval=1, changes={"lr": 0.2}
+    )
     known = what_if_intervals(**kw)
     assert known["regime"] == "overdamped" and "assumed" not in known
     lo, hi = known["timescale_ci95"]
@@ -193,9 +207,23 @@ def test_what_if_regime_cannot_tell_when_momentum_is_assumed():
 def test_cli_predict_what_if_interval_and_adam_label(capsys):
     from tests.conftest import run_cli
 
-    code, out, err = run_cli(capsys, "predict", "--from-run", "sample_logs/bandit_g16.csv", "--lr", "0.5",
-                             "--momentum", "0.9", "--adam", "--refresh-interval", "1", "--what-if-lr", "1.0",
-                             "--format", "json")
+    code, out, err = run_cli(
+        capsys,
+        "predict",
+        "--from-run",
+        "sample_logs/bandit_g16.csv",
+        "--lr",
+        "0.5",
+        "--momentum",
+        "0.9",
+        "--adam",
+        "--refresh-interval",
+        "1",
+        "--what-if-lr",
+        "1.0",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     wi = json.loads(out)["what_if"]
     assert "lr" not in wi["new_inputs"] and wi["new_inputs"]["lr_eff_adam"] == pytest.approx(0.1)
@@ -209,9 +237,18 @@ def test_covariates_from_config_and_name():
     from grpofit.core.runs import make_run
     from grpofit.forecasting.prior import covariates_of
 
-    run = make_run("logs/run.csv", "logs/run.csv", "csv", {"step": [1, 2, 3], "reward": [0.1, 0.2, 0.3]},
-                   config={"learning_rate": 1e-6, "adam_beta1": 0.9, "num_generations": 8,
-                           "model_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"})
+    run = make_run(
+        "logs/run.csv",
+        "logs/run.csv",
+        "csv",
+        {"step": [1, 2, 3], "reward": [0.1, 0.2, 0.3]},
+        config={
+            "learning_rate": 1e-6,
+            "adam_beta1": 0.9,
+            "num_generations": 8,
+            "model_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct",
+        },
+    )
     cov = covariates_of(run)
     assert cov == {"lr": 1e-6, "momentum": 0.9, "group_size": 8.0, "size": 0.5e9}
     named = make_run("sweep.csv::Qwen3-1.7B-GRPO", "sweep.csv", "csv", {"step": [1, 2], "reward": [0.1, 0.2]})

@@ -27,12 +27,17 @@ def curve(plateau, tau, n=300, seed=0, start=0.1, sd=0.02):
 
 # --------------------------------------------------------------------------- judge (no forecasts)
 
+
 def test_judge_joint_draws_sum_to_one_and_stop_the_dominated():
     from grpofit.forecasting.rank import judge
 
     rng = np.random.default_rng(0)
-    draws = [0.80 + 0.01 * rng.standard_normal(2000), 0.79 + 0.01 * rng.standard_normal(1000),
-             0.50 + 0.01 * rng.standard_normal(2000), None]
+    draws = [
+        0.80 + 0.01 * rng.standard_normal(2000),
+        0.79 + 0.01 * rng.standard_normal(1000),
+        0.50 + 0.01 * rng.standard_normal(2000),
+        None,
+    ]
     out = judge(draws, margin=0.02, confidence=0.95, seed=1)
     p = [o["p_best"] for o in out[:3]]
     assert sum(p) == pytest.approx(1.0, abs=1e-12)
@@ -67,8 +72,8 @@ def test_decide_thresholds():
 
 
 def test_step_seconds_from_elapsed_and_timing_columns():
-    from grpofit.forecasting.rank import gpu_count, step_seconds
     from grpofit.core.runs import make_run
+    from grpofit.forecasting.rank import gpu_count, step_seconds
 
     s = np.arange(0, 100, 2, dtype=float)
     run = make_run("r", "r", "csv", {"step": s, "reward": s * 0, "_runtime": 3.0 * s}, step="step")
@@ -80,6 +85,7 @@ def test_step_seconds_from_elapsed_and_timing_columns():
 
 
 # --------------------------------------------------------------------------- the command
+
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
@@ -108,7 +114,17 @@ def test_rank_document(ranked):
     by = {Path(r["run"]).stem: r for r in doc["runs"]}
     assert set(by) == {"low", "high", "mid"}
     for r in doc["runs"]:
-        assert set(r) >= {"run", "metric", "seen", "final", "p_best", "p_within_margin", "recommendation", "saved", "note"}
+        assert set(r) >= {
+            "run",
+            "metric",
+            "seen",
+            "final",
+            "p_best",
+            "p_within_margin",
+            "recommendation",
+            "saved",
+            "note",
+        }
         assert r["seen"]["steps"][1] == 120
     assert sum(r["p_best"] for r in doc["runs"]) == pytest.approx(1.0, abs=1e-9)
     assert by["low"]["recommendation"] == "stop"
@@ -139,8 +155,18 @@ def test_run_with_no_rise_yet_cannot_tell(tmp_path, sweep):
 @pytest.mark.slow
 def test_cli_json_markdown_plot_and_bad_input(capsys, sweep, tmp_path):
     d, paths = sweep
-    code, out, err = run_cli(capsys, "rank", str(paths[0]), str(paths[1]), "--until", "120", "--format", "json",
-                             "--plot", str(tmp_path / "fans.png"))
+    code, out, err = run_cli(
+        capsys,
+        "rank",
+        str(paths[0]),
+        str(paths[1]),
+        "--until",
+        "120",
+        "--format",
+        "json",
+        "--plot",
+        str(tmp_path / "fans.png"),
+    )
     assert code == 0
     doc = json.loads(out)
     assert doc["schema"] == "grpofit.rank/1" and len(doc["runs"]) == 2
@@ -183,8 +209,15 @@ def test_sweep_benchmark_scoring():
     from benchmarks.sweeps import Sweep, _score
 
     s = np.arange(1, 11, dtype=float)
-    sw = Sweep("t", "generated", ["a", "b", "c"], [s, s, s],
-               [np.full(10, 0.5), np.full(10, 0.9), np.full(10, 0.7)], np.array([0.5, 0.9, 0.7]), 10.0)
+    sw = Sweep(
+        "t",
+        "generated",
+        ["a", "b", "c"],
+        [s, s, s],
+        [np.full(10, 0.5), np.full(10, 0.9), np.full(10, 0.7)],
+        np.array([0.5, 0.9, 0.7]),
+        10.0,
+    )
     everything = _score(sw, [None, None, None])
     assert everything == {"regret": 0.0, "best_killed": False, "compute": 1.0, "kept": "b", "stopped": 0}
     killed = _score(sw, [None, 3.0, None])  # the best stopped at step 3: c is kept
@@ -197,8 +230,11 @@ def test_a_run_still_rising_is_never_stopped():
     from grpofit.forecasting.rank import judge
 
     rng = np.random.default_rng(4)
-    draws = [0.9 + 0.01 * rng.standard_normal(1000), 0.3 + 0.05 * rng.standard_normal(1000),
-             0.3 + 0.05 * rng.standard_normal(1000)]
+    draws = [
+        0.9 + 0.01 * rng.standard_normal(1000),
+        0.3 + 0.05 * rng.standard_normal(1000),
+        0.3 + 0.05 * rng.standard_normal(1000),
+    ]
     out = judge(draws, open_ended=[False, True, False])
     assert out[1]["p_within_margin"] < 0.05
     assert [o["recommendation"] for o in out] == ["keep", "cannot tell yet", "stop"]

@@ -18,8 +18,13 @@ from grpofit.readers.source import Source
 sniff = importlib.import_module("grpofit.readers.sniff")
 
 _cells = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 3), st.none(), st.booleans(),
-    st.sampled_from(["0.5", " 2 ", "x", "true"]), st.just([1.0]), st.just({"a": 0.5}),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-3, 3),
+    st.none(),
+    st.booleans(),
+    st.sampled_from(["0.5", " 2 ", "x", "true"]),
+    st.just([1.0]),
+    st.just({"a": 0.5}),
 )
 
 
@@ -94,9 +99,14 @@ def test_plain_trainer_state_is_read_column_wise(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None)
-@given(values=st.lists(st.one_of(st.floats(), st.text(max_size=5), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)),
-                       max_size=20),
-       chunk=st.sampled_from([1, 5, 64, 1 << 18]), indent=st.sampled_from([None, 0, 2]))
+@given(
+    values=st.lists(
+        st.one_of(st.floats(), st.text(max_size=5), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)),
+        max_size=20,
+    ),
+    chunk=st.sampled_from([1, 5, 64, 1 << 18]),
+    indent=st.sampled_from([None, 0, 2]),
+)
 def test_scanner_run_of_values_is_the_one_by_one_scan(tmp_path_factory, values, chunk, indent):
     import io
 
@@ -114,9 +124,11 @@ def test_scanner_run_of_values_is_the_one_by_one_scan(tmp_path_factory, values, 
 
 @pytest.mark.slow
 @settings(max_examples=500, deadline=None)
-@given(head=st.binary(max_size=60) | st.text(alphabet="step:Globa {}'\x1b[0m\n\xe9", max_size=40).map(str.encode),
-       tail=st.binary(max_size=20) | st.just(b""),
-       literal=st.sampled_from(["step:", "Global step ", "{'", "': "]))
+@given(
+    head=st.binary(max_size=60) | st.text(alphabet="step:Globa {}'\x1b[0m\n\xe9", max_size=40).map(str.encode),
+    tail=st.binary(max_size=20) | st.just(b""),
+    literal=st.sampled_from(["step:", "Global step ", "{'", "': "]),
+)
 def test_byte_precheck_never_misses_what_the_text_holds(head, tail, literal):
     p = sniff.Probe(head, "x.log", tail)
     if literal in p.both:
@@ -143,13 +155,78 @@ def test_a_number_cut_after_its_point_is_not_taken_whole(tmp_path, monkeypatch):
 # --- a small CSV read by pandas when the caller has imported it -------------------------------
 
 _CSV_CELLS = [
-    "1", "-0", "0.5", ".5", "5.", "+1", "1e5", "1E-5", "1.e5", "1e", "e5", "--1", "1-2", "1.2.3", "1_000", "0x1A",
-    "inf", "-inf", "+inf", "Inf", "INF", "infinity", "-Infinity", "iNfInItY", "1.#INF", "1.#IND", "-1.#IND",
-    "nan", "NaN", "-nan", "+nan", "NAN", "nan(1)", "-NaN", "NA", "N/A", "n/a", "null", "None", "NULL", "#N/A", "<NA>",
-    "", "True", "False", "true", "TRUE", "x", "1.5e308", "1e309", "-1e309", "1e-400", "4.9e-324", "2.4703282292062328e-324",
-    "123456789012345678901234567890", "9223372036854775807", "9223372036854775808", "-9223372036854775809",
-    "18446744073709551616", "0.1000000000000000055511151231257827", "9007199254740993", "00012", "1e0001",
-    "\u0661\u0662", " 1", "1 ", "\t1", '"1"', "1\x0c2", "1\x00", "\u00e9", "0.30000000000000004",
+    "1",
+    "-0",
+    "0.5",
+    ".5",
+    "5.",
+    "+1",
+    "1e5",
+    "1E-5",
+    "1.e5",
+    "1e",
+    "e5",
+    "--1",
+    "1-2",
+    "1.2.3",
+    "1_000",
+    "0x1A",
+    "inf",
+    "-inf",
+    "+inf",
+    "Inf",
+    "INF",
+    "infinity",
+    "-Infinity",
+    "iNfInItY",
+    "1.#INF",
+    "1.#IND",
+    "-1.#IND",
+    "nan",
+    "NaN",
+    "-nan",
+    "+nan",
+    "NAN",
+    "nan(1)",
+    "-NaN",
+    "NA",
+    "N/A",
+    "n/a",
+    "null",
+    "None",
+    "NULL",
+    "#N/A",
+    "<NA>",
+    "",
+    "True",
+    "False",
+    "true",
+    "TRUE",
+    "x",
+    "1.5e308",
+    "1e309",
+    "-1e309",
+    "1e-400",
+    "4.9e-324",
+    "2.4703282292062328e-324",
+    "123456789012345678901234567890",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "18446744073709551616",
+    "0.1000000000000000055511151231257827",
+    "9007199254740993",
+    "00012",
+    "1e0001",
+    "\u0661\u0662",
+    " 1",
+    "1 ",
+    "\t1",
+    '"1"',
+    "1\x0c2",
+    "1\x00",
+    "\u00e9",
+    "0.30000000000000004",
 ]
 
 
@@ -158,10 +235,18 @@ def _small_csvs(draw):
     """Mostly clean number tables, now and then with a hostile cell, row, header or line break."""
     delim = draw(st.sampled_from([",", ",", ",", "\t", ";"]))
     width = draw(st.integers(1, 4))
-    names = draw(st.lists(st.sampled_from(["step", "reward", "kl", "Unnamed: 0", "", " a", '"q"', "r - train/x", "step"]),
-                          min_size=width, max_size=width))
-    numbers = st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr), st.integers(-10**20, 10**20).map(str),
-                        st.floats(-1e3, 1e3).map(lambda v: f"{v:.6g}"))
+    names = draw(
+        st.lists(
+            st.sampled_from(["step", "reward", "kl", "Unnamed: 0", "", " a", '"q"', "r - train/x", "step"]),
+            min_size=width,
+            max_size=width,
+        )
+    )
+    numbers = st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False).map(repr),
+        st.integers(-(10**20), 10**20).map(str),
+        st.floats(-1e3, 1e3).map(lambda v: f"{v:.6g}"),
+    )
     cell = st.one_of(numbers, numbers, numbers, st.sampled_from(_CSV_CELLS))
     clean = draw(st.booleans())
     rows = []
@@ -183,7 +268,7 @@ def _numpy_table(data: bytes, delim: str, mp):
 
 
 @pytest.mark.slow
-@settings(max_examples=int(__import__('os').environ.get('CSV_EXAMPLES', 400)), deadline=None)
+@settings(max_examples=int(__import__("os").environ.get("CSV_EXAMPLES", 400)), deadline=None)
 @given(case=_small_csvs())
 def test_loaded_pandas_reads_a_small_table_as_the_numpy_paths_do(case):
     """Whenever pandas' C parser is taken for a small table (the caller has imported pandas),
@@ -229,12 +314,25 @@ def test_loaded_pandas_takes_a_plain_table_and_gives_the_same_run(tmp_path):
         path.write_bytes(text.encode("utf-8"))
         data = path.read_bytes()
         assert delimited._read_loaded_pandas(data, ",") is not None, name
-        code = ("import sys, pickle; from grpofit.readers import read_path; runs = read_path(sys.argv[1]); "
-                "assert 'pandas' not in sys.modules; sys.stdout.buffer.write(pickle.dumps("
-                "[(r.name, r.step_column, r.steps.tobytes(), {k: v.tobytes() for k, v in r.metrics.items()}, r.warnings, r.stats) for r in runs]))")
+        code = (
+            "import sys, pickle; from grpofit.readers import read_path; runs = read_path(sys.argv[1]); "
+            "assert 'pandas' not in sys.modules; sys.stdout.buffer.write(pickle.dumps("
+            "[(r.name, r.step_column, r.steps.tobytes(), {k: v.tobytes() for k, v in r.metrics.items()}, r.warnings, r.stats) for r in runs]))"
+        )
         import pickle
 
-        alone = pickle.loads(subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, check=True).stdout)
-        here = [(r.name, r.step_column, r.steps.tobytes(), {k: v.tobytes() for k, v in r.metrics.items()}, r.warnings, r.stats)
-                for r in read_path(str(path))]
+        alone = pickle.loads(
+            subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, check=True).stdout
+        )
+        here = [
+            (
+                r.name,
+                r.step_column,
+                r.steps.tobytes(),
+                {k: v.tobytes() for k, v in r.metrics.items()},
+                r.warnings,
+                r.stats,
+            )
+            for r in read_path(str(path))
+        ]
         assert here == alone, name

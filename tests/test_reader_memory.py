@@ -18,11 +18,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from grpofit.core.runs import to_float_array
 from grpofit.readers import read_path
 from grpofit.readers.common import rows_to_columns
 from grpofit.readers.hf import SUMMARY_KEYS, merge_rows
 from grpofit.readers.jsonl import flatten_row
-from grpofit.core.runs import to_float_array
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,13 +59,19 @@ def _old_merge(rows: list[dict]) -> dict[str, np.ndarray]:
 
 
 _values = st.one_of(
-    st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from(["0.5", "nan", "x", "True"]), st.just([1, 2]), st.just({"inner": 0.25}),
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(["0.5", "nan", "x", "True"]),
+    st.just([1, 2]),
+    st.just({"inner": 0.25}),
 )
 _rows = st.lists(
     st.dictionaries(
         st.sampled_from(["step", "loss", "reward", "eval_reward", "kl", "train_runtime", "rewards"]),
-        _values, max_size=6,
+        _values,
+        max_size=6,
     ).map(lambda r: {**r, "step": r["step"]} if "step" in r and not isinstance(r["step"], (dict, list)) else r),
     max_size=30,
 )
@@ -86,10 +92,16 @@ def test_streamed_merge_equals_the_loaded_merge(rows):
 @settings(max_examples=150, deadline=None)
 @given(rows=_rows, wrapper=st.booleans(), chunk=st.sampled_from([1, 7, 64, 1 << 20]))
 # json parses every NaN to one object: two rows with NaN steps were merged as one step
-@example(rows=[{"step": False, "loss": False}, {"step": math.nan, "loss": False}, {"step": math.nan, "loss": False}],
-         wrapper=False, chunk=1)
-@example(rows=[{"step": False, "loss": False}, {"step": math.nan}, {"step": math.nan, "reward": None}],
-         wrapper=False, chunk=1)
+@example(
+    rows=[{"step": False, "loss": False}, {"step": math.nan, "loss": False}, {"step": math.nan, "loss": False}],
+    wrapper=False,
+    chunk=1,
+)
+@example(
+    rows=[{"step": False, "loss": False}, {"step": math.nan}, {"step": math.nan, "reward": None}],
+    wrapper=False,
+    chunk=1,
+)
 def test_scanned_document_equals_json_loads(tmp_path_factory, rows, wrapper, chunk):
     """A trainer_state.json read by the scanner, whatever its chunk size, gives the run the
     loaded document gave."""
@@ -99,7 +111,11 @@ def test_scanned_document_equals_json_loads(tmp_path_factory, rows, wrapper, chu
     from grpofit.core.errors import GrpofitError
     from grpofit.core.runs import make_run
 
-    doc = {"best_metric": None, "log_history": rows, "logging_steps": 10, "stateful_callbacks": {"x": [1, {"y": 2}]}} if wrapper else rows
+    doc = (
+        {"best_metric": None, "log_history": rows, "logging_steps": 10, "stateful_callbacks": {"x": [1, {"y": 2}]}}
+        if wrapper
+        else rows
+    )
     path = tmp_path_factory.mktemp("hf") / "trainer_state.json"
     path.write_text(json.dumps(doc, indent=1))
     try:
@@ -121,17 +137,20 @@ def test_scanned_document_equals_json_loads(tmp_path_factory, rows, wrapper, chu
         assert run.config.get("trainer_state.logging_steps") == 10
 
 
-@pytest.mark.parametrize("text, message", [
-    ('{"log_history": [{"step": 1, "reward": 0.1}, {"step": 2, "rew', "not valid JSON"),
-    ('{"log_history": [{"step": 1, "reward": 0.1}] "x": 1}', "not valid JSON"),
-    ('{"log_history": [{"step": 1, "reward": 0.1}]} {}', "not valid JSON"),
-    ('{"log_history": []}', "log_history is empty"),
-    ('{"log_history": 3}', "without log_history"),
-    ('{}', "without log_history"),
-    ('[1, 2]', "items are not log rows"),
-    ('"text"', "not a list of log rows"),
-    ('{"log_history": [{"step": 1, "reward": 1' + "2" * 3000, "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"log_history": [{"step": 1, "reward": 0.1}, {"step": 2, "rew', "not valid JSON"),
+        ('{"log_history": [{"step": 1, "reward": 0.1}] "x": 1}', "not valid JSON"),
+        ('{"log_history": [{"step": 1, "reward": 0.1}]} {}', "not valid JSON"),
+        ('{"log_history": []}', "log_history is empty"),
+        ('{"log_history": 3}', "without log_history"),
+        ("{}", "without log_history"),
+        ("[1, 2]", "items are not log rows"),
+        ('"text"', "not a list of log rows"),
+        ('{"log_history": [{"step": 1, "reward": 1' + "2" * 3000, "not valid JSON"),
+    ],
+)
 def test_scanned_document_errors(tmp_path, monkeypatch, text, message):
     import grpofit.readers.jsonscan as js
     from grpofit.core.errors import GrpofitError
@@ -166,7 +185,9 @@ def test_console_readers_read_line_by_line_the_same(tmp_path):
     verl = tmp_path / "verl.log"
     lines = ["\ufeff(TaskRunner pid=1) {'trainer': {'total_epochs': 1}}"]
     for s in range(1, 40):
-        lines.append(f"(TaskRunner pid=1) \x1b[36mstep:{s} - critic/score/mean:{0.1 + s / 100:.4f} - actor/kl:{s / 1e4}\x1b[0m")
+        lines.append(
+            f"(TaskRunner pid=1) \x1b[36mstep:{s} - critic/score/mean:{0.1 + s / 100:.4f} - actor/kl:{s / 1e4}\x1b[0m"
+        )
     verl.write_bytes(("\n".join(lines) + "\n").encode() + b"step:40 - critic/score/mean:\xff0.5 - x:1\n")
     [run] = read_path(str(verl))
     assert run.format == "verl-console" and run.steps[-1] == 40 and run.config
@@ -192,8 +213,18 @@ def test_console_readers_read_line_by_line_the_same(tmp_path):
 
 def _trainer_state(path: Path, n: int) -> None:
     rng = random.Random(0)
-    keys = ["loss", "grad_norm", "learning_rate", "reward", "reward_std", "kl", "entropy",
-            "completions/mean_length", "rewards/accuracy_reward/mean", "frac_reward_zero_std"]
+    keys = [
+        "loss",
+        "grad_norm",
+        "learning_rate",
+        "reward",
+        "reward_std",
+        "kl",
+        "entropy",
+        "completions/mean_length",
+        "rewards/accuracy_reward/mean",
+        "frac_reward_zero_std",
+    ]
     with open(path, "w") as f:
         f.write('{"global_step": %d, "log_history": [\n' % n)
         for s in range(1, n + 1):
@@ -209,7 +240,9 @@ def _console(path: Path, kind: str, n: int) -> None:
     with open(path, "w") as f:
         for s in range(1, n + 1):
             if kind == "verl":
-                f.write(f"(TaskRunner pid=7) step:{s} - " + " - ".join(f"actor/{k}:{rng.random():.6f}" for k in keys) + "\n")
+                f.write(
+                    f"(TaskRunner pid=7) step:{s} - " + " - ".join(f"actor/{k}:{rng.random():.6f}" for k in keys) + "\n"
+                )
             elif kind == "trl":
                 f.write(f" 10%|#  | {s}/{n} [00:01<00:09]" + repr({k: f"{rng.random():.6f}" for k in keys}) + "\n")
             else:
@@ -241,12 +274,22 @@ def test_reader_peak_memory_is_a_bounded_multiple_of_the_file(tmp_path, kind):
         _trainer_state(path, n)
     else:
         _console(path, kind, n)
-    r = subprocess.run([sys.executable, "-c", MEASURE, str(path)], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert r.returncode == 0, r.stderr
     ratio, fmt, rows = r.stdout.split()
-    assert int(rows) == n and fmt == {"trainer_state": "trainer_state", "verl": "verl-console", "trl": "trl-console",
-                                      "progress": "kv-console"}[kind]
+    assert (
+        int(rows) == n
+        and fmt
+        == {"trainer_state": "trainer_state", "verl": "verl-console", "trl": "trl-console", "progress": "kv-console"}[
+            kind
+        ]
+    )
     size = path.stat().st_size
     peak = float(ratio) * size
     assert 1e6 < size < 3e6

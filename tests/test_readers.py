@@ -19,7 +19,6 @@ from grpofit.testing import writers
 from tests.reallogs import real_log
 
 
-
 def one(path, **kw):
     runs = read_path(str(path), **kw)
     assert len(runs) == 1
@@ -282,7 +281,9 @@ def _log_history(n=10, num_iterations=2):
 
 def test_trainer_state_sparse_rows_merged_missing_not_zero(tmp_path):
     p = tmp_path / "trainer_state.json"
-    p.write_text(json.dumps({"global_step": 10, "logging_steps": 1, "log_history": _log_history()}, indent=2, sort_keys=True))
+    p.write_text(
+        json.dumps({"global_step": 10, "logging_steps": 1, "log_history": _log_history()}, indent=2, sort_keys=True)
+    )
     run = one(p)
     assert run.format == "trainer_state" and run.step_column == "step"
     np.testing.assert_array_equal(run.steps, np.arange(1, 11))
@@ -361,7 +362,15 @@ def test_trl_console_dicts_with_tqdm_and_quoted_values(tmp_path):
     bar = " 10%|#         | {i}/100 [00:0{i}<01:30,  1.00s/it]"
     chunks = []
     for i in range(1, 6):
-        chunks.append(bar.format(i=i) + "\r" + "{'loss': '0.0', 'grad_norm': '0.5', 'reward': '" + str(0.125 * i) + "', 'reward_std': '0.3', 'epoch': '0." + str(i) + "'}\r")
+        chunks.append(
+            bar.format(i=i)
+            + "\r"
+            + "{'loss': '0.0', 'grad_norm': '0.5', 'reward': '"
+            + str(0.125 * i)
+            + "', 'reward_std': '0.3', 'epoch': '0."
+            + str(i)
+            + "'}\r"
+        )
     chunks.append("{'eval_loss': '1.0', 'eval_reward': '0.7', 'epoch': '0.5'}\n")
     chunks.append("{'train_runtime': '100.0', 'train_loss': '0.01', 'epoch': '1.0'}\n")
     p = tmp_path / "stdout.txt"
@@ -478,7 +487,12 @@ def test_binary_dispatch_uses_binary_helpers(tmp_path, monkeypatch):
         ("header.csv", b"step,reward\n", ReadError, "no data rows"),
         ("garbage.csv", bytes(range(256)) * 8, UnknownFormat, "binary"),
         ("broken.json", b'{"log_history": [{"step": 1, "reward": 0.1}', ReadError, "not valid JSON"),
-        ("prose.csv", b"Dear reader, this is a letter\nIt has commas, but no numbers\n", UnknownFormat, "does not look like"),
+        (
+            "prose.csv",
+            b"Dear reader, this is a letter\nIt has commas, but no numbers\n",
+            UnknownFormat,
+            "does not look like",
+        ),
         ("text.csv", b"run,model\nalpha,qwen\nbeta,llama\n", UnknownFormat, "no numeric"),
         ("objects.json", b'{\n "model": "qwen",\n "layers": 28\n}\n', UnknownFormat, "without log_history"),
         ("args.bin", pickle.dumps({"lr": 1e-6}), UnknownFormat, "pickle"),
@@ -559,7 +573,9 @@ def test_config_wandb_yaml_group_size(tmp_path):
         "num_generations:\n  desc: null\n  value: 8\nlearning_rate:\n  value: 1.0e-06\n"
         "adam_beta1:\n  value: 0.9\nbeta:\n  value: 0.04\n"
     )
-    (d / "wandb-history.jsonl").write_text('{"_step": 0, "_runtime": 1, "train/reward": 0.1}\n{"_step": 1, "_runtime": 2, "train/reward": 0.2}\n')
+    (d / "wandb-history.jsonl").write_text(
+        '{"_step": 0, "_runtime": 1, "train/reward": 0.1}\n{"_step": 1, "_runtime": 2, "train/reward": 0.2}\n'
+    )
     run = one(d / "wandb-history.jsonl")
     assert run.config_source == str(d / "config.yaml")
     assert detect_group_size(run.config) == (8, "num_generations")
@@ -570,7 +586,14 @@ def test_config_wandb_yaml_group_size(tmp_path):
 
 
 def test_config_verl_and_openrlhf():
-    verl = flatten({"actor_rollout_ref": {"rollout": {"n": 16}, "actor": {"optim": {"lr": 1e-6, "betas": [0.9, 0.999]}, "ppo_epochs": 1}}})
+    verl = flatten(
+        {
+            "actor_rollout_ref": {
+                "rollout": {"n": 16},
+                "actor": {"optim": {"lr": 1e-6, "betas": [0.9, 0.999]}, "ppo_epochs": 1},
+            }
+        }
+    )
     assert detect_group_size(verl) == (16, "actor_rollout_ref.rollout.n")
     assert hyperparameters(verl)["momentum"] == {"value": 0.9, "key": "actor_rollout_ref.actor.optim.betas"}
     assert detect_group_size({"n_samples_per_prompt": 4, "actor_learning_rate": 5e-7}) == (4, "n_samples_per_prompt")
@@ -607,9 +630,19 @@ def _write(fmt, table, path):
         d = "," if fmt == "csv" else "\t"
         path.write_text(d.join(keys) + "\n" + "".join(d.join(cell(table[k][i]) for k in keys) + "\n" for i in range(n)))
     elif fmt == "jsonl":
-        path.write_text("".join(json.dumps({k: (None if np.isnan(table[k][i]) else float(table[k][i])) for k in keys}) + "\n" for i in range(n)))
+        path.write_text(
+            "".join(
+                json.dumps({k: (None if np.isnan(table[k][i]) else float(table[k][i])) for k in keys}) + "\n"
+                for i in range(n)
+            )
+        )
     elif fmt == "csv-long":
-        rows = ["step,key,value"] + [f"{float(table['step'][i])!r},{k},{float(table[k][i])!r}" for i in range(n) for k in keys[1:] if not np.isnan(table[k][i])]
+        rows = ["step,key,value"] + [
+            f"{float(table['step'][i])!r},{k},{float(table[k][i])!r}"
+            for i in range(n)
+            for k in keys[1:]
+            if not np.isnan(table[k][i])
+        ]
         path.write_text("\n".join(rows) + "\n")
     elif fmt == "trainer_state":
         hist = [{k: float(table[k][i]) for k in keys if not np.isnan(table[k][i])} for i in range(n)]
@@ -619,7 +652,7 @@ def _write(fmt, table, path):
 @pytest.mark.parametrize("fmt", ["csv", "tsv", "jsonl", "csv-long", "trainer_state"])
 def test_round_trip(tmp_path, fmt):
     table = _table()
-    p = tmp_path / f"rt.{ {'csv-long': 'csv', 'trainer_state': 'json'}.get(fmt, fmt)}"
+    p = tmp_path / f"rt.{ {'csv-long': 'csv', 'trainer_state': 'json'}.get(fmt, fmt) }"
     _write(fmt, table, p)
     run = one(p)
     assert run.format == fmt

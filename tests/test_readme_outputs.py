@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from tests.doc_pages import docs_text
 import difflib
 import importlib.util
 import json
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.doc_pages import docs_text
 from tests.reallogs import REAL_LOGS as REAL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +54,11 @@ def test_a_stale_output_is_caught_and_named(capsys):
 def test_json_examples_show_rounded_floats():
     upd = _script()
     assert upd.round_floats({"a": 0.027800000000000005, "b": [17.985611510791365, 3], "c": None, "d": True}) == {
-        "a": 0.0278, "b": [17.99, 3], "c": None, "d": True}
+        "a": 0.0278,
+        "b": [17.99, 3],
+        "c": None,
+        "d": True,
+    }
     text = docs_text()
     json_blocks = [body for cmd, body in upd.blocks(text) if "--format json" in cmd]
     assert json_blocks
@@ -136,7 +140,8 @@ def test_check_fails_when_a_generated_block_or_its_record_drifts(tmp_path, capsy
     assert [name for name, _, _ in upd.stale_generated(plain, tmp_path)] == ["watch-detection"]
     # a block removed, and a record missing
     assert ("watch-load", "", "(block missing from the docs)\n") in upd.stale_generated(
-        upd.GEN_BLOCK.sub(lambda m: "" if m.group("name") == "watch-load" else m.group(0), plain), tmp_path)
+        upd.GEN_BLOCK.sub(lambda m: "" if m.group("name") == "watch-load" else m.group(0), plain), tmp_path
+    )
     rec.unlink()
     assert {name for name, _, _ in upd.stale_generated(plain, tmp_path)} == {"watch-detection", "watch-load"}
     # --check itself exits 1 and names the block (run on a copy whose pasted outputs are current)
@@ -161,7 +166,9 @@ def test_math_lighteval_figures_are_the_runs():
 
     (run,) = read_path(str(path))
     _, v = run.series("val-core/DigitalLearningGmbH/MATH-lighteval/acc/mean@1")
-    text = (f"MATH-lighteval: {np.min(v):.2f} to {np.max(v):.2f} over its {v.size} evaluations, "
-            f"mean {np.mean(v):.2f}) is no decoupling")
+    text = (
+        f"MATH-lighteval: {np.min(v):.2f} to {np.max(v):.2f} over its {v.size} evaluations, "
+        f"mean {np.mean(v):.2f}) is no decoupling"
+    )
     flat = " ".join(docs_text().split())
     assert text in flat, text

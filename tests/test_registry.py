@@ -80,7 +80,13 @@ def test_small_files_of_the_new_formats_do_not_import_pandas(tmp_path):
     import subprocess
 
     typed = tmp_path / "typed.jsonl"
-    typed.write_text("".join(json.dumps({"type": k, "grpo_step": s, "reward": s / 10}) + "\n" for s in range(20) for k in ("train", "eval")))
+    typed.write_text(
+        "".join(
+            json.dumps({"type": k, "grpo_step": s, "reward": s / 10}) + "\n"
+            for s in range(20)
+            for k in ("train", "eval")
+        )
+    )
     kv = tmp_path / "train.log"
     kv.write_text("".join(f"Epoch:[1/1]({s}/20), Reward: {s / 20}, KL_ref: 0.01, Adv Std: 0.9\n" for s in range(1, 21)))
     orl = tmp_path / "openrlhf.log"

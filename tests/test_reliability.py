@@ -108,7 +108,10 @@ def _text_sample(fmt: str, table: dict[str, np.ndarray]) -> bytes:
         lines = [d.join(keys)] + [d.join(cell(table[k][i]) for k in keys) for i in range(n)]
         return ("\n".join(lines) + "\n").encode()
     if fmt == "jsonl":
-        return "".join(json.dumps({k: (None if np.isnan(table[k][i]) else float(table[k][i])) for k in keys}) + "\n" for i in range(n)).encode()
+        return "".join(
+            json.dumps({k: (None if np.isnan(table[k][i]) else float(table[k][i])) for k in keys}) + "\n"
+            for i in range(n)
+        ).encode()
     if fmt == "verl-jsonl":
         out = []
         for i in range(n):
@@ -130,7 +133,9 @@ def _text_sample(fmt: str, table: dict[str, np.ndarray]) -> bytes:
     if fmt == "wandb-export":
         head = ['"Step"'] + [f'"my run [a] - {k}"' for k in keys[1:]] + [f'"my run [a] - {keys[1]}__MIN"']
         lines = [",".join(head)] + [
-            ",".join([cell(table["step"][i])] + [f'"{cell(table[k][i])}"' for k in keys[1:]] + [cell(table[keys[1]][i])])
+            ",".join(
+                [cell(table["step"][i])] + [f'"{cell(table[k][i])}"' for k in keys[1:]] + [cell(table[keys[1]][i])]
+            )
             for i in range(n)
         ]
         return ("\n".join(lines) + "\n").encode()
@@ -170,22 +175,42 @@ def _tfevents_sample(table: dict[str, np.ndarray], tmp) -> bytes:
 def _wandb_sample(table: dict[str, np.ndarray]) -> bytes:
     payloads = [writers.field_varint(1, 1) + writers.encode_config({"num_generations": 8})]
     for i in range(len(table["step"])):
-        row = {("train/global_step" if k == "step" else k): float(table[k][i]) for k in table if not np.isnan(table[k][i])}
+        row = {
+            ("train/global_step" if k == "step" else k): float(table[k][i]) for k in table if not np.isnan(table[k][i])
+        }
         row["_step"] = i
         payloads.append(writers.field_varint(1, i + 2) + writers.encode_history(row, i))
     return writers.frame_records(payloads)
 
 
 TEXT_FORMATS = (
-    "csv", "tsv", "jsonl", "verl-jsonl", "csv-long", "trainer_state", "log_history",
-    "wandb-export", "wandb-history", "verl-console", "trl-console",
+    "csv",
+    "tsv",
+    "jsonl",
+    "verl-jsonl",
+    "csv-long",
+    "trainer_state",
+    "log_history",
+    "wandb-export",
+    "wandb-history",
+    "verl-console",
+    "trl-console",
 )
 #: the sniffed format of each sample (the W&B history CSV reads as ``wandb-history``)
 NAMES = {
-    "csv": "run.csv", "tsv": "run.tsv", "jsonl": "run.jsonl", "verl-jsonl": "metrics.jsonl",
-    "csv-long": "long.csv", "trainer_state": "trainer_state.json", "log_history": "log_history.json",
-    "wandb-export": "export.csv", "wandb-history": "history.csv", "verl-console": "train.log",
-    "trl-console": "stdout.txt", "tensorboard": "events.out.tfevents.1.host", "wandb-binary": "run-abc.wandb",
+    "csv": "run.csv",
+    "tsv": "run.tsv",
+    "jsonl": "run.jsonl",
+    "verl-jsonl": "metrics.jsonl",
+    "csv-long": "long.csv",
+    "trainer_state": "trainer_state.json",
+    "log_history": "log_history.json",
+    "wandb-export": "export.csv",
+    "wandb-history": "history.csv",
+    "verl-console": "train.log",
+    "trl-console": "stdout.txt",
+    "tensorboard": "events.out.tfevents.1.host",
+    "wandb-binary": "run-abc.wandb",
 }
 
 
@@ -222,8 +247,16 @@ def test_every_sample_is_valid_and_sniffed(samples):
 
 # ------------------------------------------------------------------------------ properties
 
-NAME_HINTS = ["-", "run.csv", "run.jsonl", "trainer_state.json", "train.log",
-              "events.out.tfevents.1.host", "run-abc.wandb", "run.tsv"]
+NAME_HINTS = [
+    "-",
+    "run.csv",
+    "run.jsonl",
+    "trainer_state.json",
+    "train.log",
+    "events.out.tfevents.1.host",
+    "run-abc.wandb",
+    "run.tsv",
+]
 
 
 @pytest.mark.slow
@@ -236,8 +269,17 @@ def test_arbitrary_bytes_give_runs_or_one_clear_error(data, name):
 @pytest.mark.slow
 @settings(max_examples=500, **SETTINGS)
 @given(
-    prefix=st.sampled_from([b"", b"step,reward\n", b'{"step": 1, "reward": 0.5}\n', b":W&B\xe1\xbe\x00",
-                            b"step:1 - reward:0.5\n", b"{'loss': '0.1', 'reward': '0.2'}\n", b'{"log_history": [']),
+    prefix=st.sampled_from(
+        [
+            b"",
+            b"step,reward\n",
+            b'{"step": 1, "reward": 0.5}\n',
+            b":W&B\xe1\xbe\x00",
+            b"step:1 - reward:0.5\n",
+            b"{'loss': '0.1', 'reward': '0.2'}\n",
+            b'{"log_history": [',
+        ]
+    ),
     body=st.binary(max_size=2000),
     name=st.sampled_from(NAME_HINTS),
 )
@@ -246,11 +288,47 @@ def test_valid_looking_prefix_then_garbage(prefix, body, name):
     check_outcome(prefix + body, name)
 
 
-_TOKENS = st.sampled_from([
-    "step", "reward", "kl", ",", "\t", ":", "-", " - ", "{", "}", "[", "]", '"', "'", "\n", "\r",
-    "0.5", "-1e308", "1e999", "nan", "NaN", "Infinity", "null", "true", "np.float64(", ")", "=",
-    "step:3", "{'reward': ", '{"step": ', '"data": ', "__MIN", "_step", "_runtime", "\x1b[0m", "\ufeff", "é",
-])
+_TOKENS = st.sampled_from(
+    [
+        "step",
+        "reward",
+        "kl",
+        ",",
+        "\t",
+        ":",
+        "-",
+        " - ",
+        "{",
+        "}",
+        "[",
+        "]",
+        '"',
+        "'",
+        "\n",
+        "\r",
+        "0.5",
+        "-1e308",
+        "1e999",
+        "nan",
+        "NaN",
+        "Infinity",
+        "null",
+        "true",
+        "np.float64(",
+        ")",
+        "=",
+        "step:3",
+        "{'reward': ",
+        '{"step": ',
+        '"data": ',
+        "__MIN",
+        "_step",
+        "_runtime",
+        "\x1b[0m",
+        "\ufeff",
+        "é",
+    ]
+)
 
 
 @pytest.mark.slow
@@ -330,7 +408,15 @@ def test_stdin_errors_and_warnings_name_stdin_not_a_temporary_file(samples):
     [
         ("deep.json", b"[" * 100_000 + b"]" * 100_000),
         ("deep_state.json", b'{"log_history": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
-        ("deep.jsonl", b'{"step": 1, "reward": 0.5}\n' + b'{"a":' * 50_000 + b"1" + b"}" * 50_000 + b"\n" + b'{"step": 2, "reward": 0.5}\n'),
+        (
+            "deep.jsonl",
+            b'{"step": 1, "reward": 0.5}\n'
+            + b'{"a":' * 50_000
+            + b"1"
+            + b"}" * 50_000
+            + b"\n"
+            + b'{"step": 2, "reward": 0.5}\n',
+        ),
         ("deep_first.jsonl", b'{"a":' * 50_000 + b"1" + b"}" * 50_000 + b"\n"),
         ("bigint.jsonl", b'{"step": 1, "reward": 1' + b"0" * 5000 + b"}\n" + b'{"step": 2, "reward": 1}\n'),
         ("bigint.json", b'[{"step": 1' + b"0" * 5000 + b', "reward": 1}]'),
@@ -396,7 +482,13 @@ def test_corrupted_tfevents_lengths_never_allocate(samples, length, where):
     if where == "record":
         bad = _tf_frame(b"\x00" * 40, length=length)[:-4]
     else:
-        payload = writers.field_double(1, 3.0) + writers.field_varint(2, 2) + writers.encode_varint(key[where]) + writers.encode_varint(length) + b"\x01" * 16
+        payload = (
+            writers.field_double(1, 3.0)
+            + writers.field_varint(2, 2)
+            + writers.encode_varint(key[where])
+            + writers.encode_varint(length)
+            + b"\x01" * 16
+        )
         bad = _tf_frame(payload)
     data = first + good + bad + good
     for name in ("events.out.tfevents.1.x", "-"):
@@ -408,7 +500,11 @@ def test_corrupted_tfevents_lengths_never_allocate(samples, length, where):
 
 @pytest.mark.slow
 @settings(max_examples=120, **SETTINGS)
-@given(length=st.integers(0, 2**64 - 1), chunk_len=st.integers(0, 0xFFFF), where=st.sampled_from(["chunk", "record", "item"]))
+@given(
+    length=st.integers(0, 2**64 - 1),
+    chunk_len=st.integers(0, 0xFFFF),
+    where=st.sampled_from(["chunk", "record", "item"]),
+)
 def test_corrupted_wandb_lengths_never_allocate(length, chunk_len, where):
     header = struct.pack("<4sHB", b":W&B", 0xBEE1, 0)
     good = _wandb_chunk(1, writers.field_varint(1, 1) + writers.encode_history({"reward": 0.5, "_step": 0}, 0))
@@ -475,7 +571,22 @@ def _assert_read_back(fmt, table, runs):
 
 @pytest.mark.slow
 @settings(max_examples=150, **SETTINGS)
-@given(fmt=st.sampled_from(("csv", "tsv", "jsonl", "verl-jsonl", "csv-long", "trainer_state", "log_history", "wandb-export", "verl-console")), table=tables())
+@given(
+    fmt=st.sampled_from(
+        (
+            "csv",
+            "tsv",
+            "jsonl",
+            "verl-jsonl",
+            "csv-long",
+            "trainer_state",
+            "log_history",
+            "wandb-export",
+            "verl-console",
+        )
+    ),
+    table=tables(),
+)
 def test_text_round_trip_with_missing_cells(fmt, table):
     """Float64 values (any finite magnitude, repr'd) and missing cells come back bit-equal."""
     if fmt == "csv-long" and np.isnan(table["kl"]).all():

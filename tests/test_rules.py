@@ -3,14 +3,14 @@ never fail, and the pieces (folding, profile interval, metric names, eval globs)
 
 from __future__ import annotations
 
-from tests.doc_pages import docs_text
 import numpy as np
 import pytest
 
+from grpofit.core.runs import make_run
 from grpofit.diagnostics import Thresholds, Verdict, diagnose_run
 from grpofit.diagnostics.findings import Finding, fold, sustained
 from grpofit.testing.planted import RULE_CASES, planted_rule_run
-from grpofit.core.runs import make_run
+from tests.doc_pages import docs_text
 
 
 def _finding(d, mode: str, rule: str):
@@ -29,7 +29,7 @@ def test_every_planted_rule_fires(rule, seed):
         assert verdict.status == "fail" and "DAPO failure" in verdict.evidence
         assert d.roles["filter_pass_rate"] == "dynamic_filtering_pass_rate"
         return
-    assert f is not None and f.status == want, (f and f.evidence)
+    assert f is not None and f.status == want, f and f.evidence
     assert verdict.status in (want, "fail")
     assert f.evidence in verdict.evidence  # the rule's sentence is in the mode's evidence line
     assert f.panel is not None and f.panel.steps.size == f.panel.values.size
@@ -49,8 +49,19 @@ def test_healthy_rule_controls_never_fail_and_no_rule_warns(seed):
     d = diagnose_run(planted_rule_run(None, seed=seed), group_size=8)
     assert d.verdict == "pass", {m: v.evidence for m, v in d.diagnostics.items()}
     rules = {f.rule: f.status for v in d.diagnostics.values() for f in v.findings}
-    assert {"kl_target", "truncation", "is_mean", "is_ess", "is_std", "rollout_kl", "entropy_collapse",
-            "entropy_blowup", "within_group_std", "entropy_reward_law", "length_correlation"} <= set(rules)
+    assert {
+        "kl_target",
+        "truncation",
+        "is_mean",
+        "is_ess",
+        "is_std",
+        "rollout_kl",
+        "entropy_collapse",
+        "entropy_blowup",
+        "within_group_std",
+        "entropy_reward_law",
+        "length_correlation",
+    } <= set(rules)
     assert all(s in ("pass", "unknown") for s in rules.values()), rules
 
 
@@ -68,12 +79,18 @@ def test_hacking_rules_do_not_gate_when_an_eval_set_decides():
 
 
 def test_a_bare_kl_without_a_coefficient_is_not_held_to_the_target():
-    cols = {"step": np.arange(1, 101), "reward": 0.5 + 0.3 * (1 - np.exp(-np.arange(100) / 20)), "kl": np.full(100, 0.5) + 1e-3 * np.arange(100) % 3}
+    cols = {
+        "step": np.arange(1, 101),
+        "reward": 0.5 + 0.3 * (1 - np.exp(-np.arange(100) / 20)),
+        "kl": np.full(100, 0.5) + 1e-3 * np.arange(100) % 3,
+    }
     d = diagnose_run(make_run("r", "r", "planted", cols, step="step"))
     assert _finding(d, "train_eval_decoupling", "kl_target").status == "unknown"
     d = diagnose_run(make_run("r", "r", "planted", cols, step="step", config={"beta": 0.04}))  # TRL's KL coefficient
     assert _finding(d, "train_eval_decoupling", "kl_target").status == "fail"
-    d = diagnose_run(make_run("r", "r", "planted", {**cols, "actor/kl_coef": np.full(100, 0.001)}, step="step"))  # verl logs it
+    d = diagnose_run(
+        make_run("r", "r", "planted", {**cols, "actor/kl_coef": np.full(100, 0.001)}, step="step")
+    )  # verl logs it
     assert _finding(d, "train_eval_decoupling", "kl_target").status == "fail"
     d = diagnose_run(make_run("r", "r", "planted", cols, step="step", config={"beta": 0.0}))
     assert "no KL penalty in use" in _finding(d, "train_eval_decoupling", "kl_target").evidence
@@ -81,8 +98,14 @@ def test_a_bare_kl_without_a_coefficient_is_not_held_to_the_target():
 
 def test_fold_keeps_the_worst_gating_status_and_names_every_bad_rule():
     base = Verdict("pass", "base ok")
-    folded = fold(base, [Finding("a", "warn", "a warns", 30.0), Finding("b", "fail", "b fails", 50.0),
-                         Finding("c", "fail", "c ignored", 10.0, gates=False)])
+    folded = fold(
+        base,
+        [
+            Finding("a", "warn", "a warns", 30.0),
+            Finding("b", "fail", "b fails", 50.0),
+            Finding("c", "fail", "c ignored", 10.0, gates=False),
+        ],
+    )
     assert folded.status == "fail" and folded.start_step == 30.0  # the earliest sign of trouble
     assert folded.evidence == "b fails; a warns"
     assert set(folded.summary()["rules"]) == {"a", "b", "c"}
@@ -113,8 +136,14 @@ def test_profile_interval_covers_the_true_plateau_and_opens_up_while_still_risin
 def test_eval_columns_and_benchmark_names():
     from grpofit.diagnostics.evals import benchmark_name, eval_columns
 
-    cols = ["critic/score/mean", "val-core/openai/gsm8k/acc/mean@1", "val-aux/openai/gsm8k/reward/mean@1",
-            "val-core/math/acc/mean@1", "val-aux/num_turns/mean", "val-core/math/acc/best@4/std"]
+    cols = [
+        "critic/score/mean",
+        "val-core/openai/gsm8k/acc/mean@1",
+        "val-aux/openai/gsm8k/reward/mean@1",
+        "val-core/math/acc/mean@1",
+        "val-aux/num_turns/mean",
+        "val-core/math/acc/best@4/std",
+    ]
     assert eval_columns(cols) == ["val-core/openai/gsm8k/acc/mean@1", "val-core/math/acc/mean@1"]
     assert eval_columns(cols, "val-core/*gsm8k*") == ["val-core/openai/gsm8k/acc/mean@1"]
     assert benchmark_name("val-core/openai/gsm8k/acc/mean@1") == "openai/gsm8k"
@@ -143,22 +172,33 @@ def test_several_benchmarks_name_the_one_that_decouples():
     assert d.summary()["evals"][0]["benchmark"] == "gsm8k"
 
 
-@pytest.mark.parametrize("columns, role, expected", [
-    (["completion_length", "reward"], "response_length", "completion_length"),  # TRL before April 2025
-    (["frac_reward_zero_std", "reward"], "zero_std_frac", "frac_reward_zero_std"),
-    (["train/entropy", "train/reward"], "entropy", "train/entropy"),  # W&B prefixes
-    (["eval/reward", "train/reward"], "eval_reward", "eval/reward"),
-    (["actor/entropy_loss", "critic/score/mean"], "entropy", "actor/entropy_loss"),  # verl before mid-2025
-    (["val/test_score/openai/gsm8k", "critic/score/mean"], "eval_reward", "val/test_score/openai/gsm8k"),
-    (["train/dynamic_filtering_pass_rate", "train/reward"], "filter_pass_rate", "train/dynamic_filtering_pass_rate"),
-    (["train/vllm_kl", "train/kl", "train/reward"], "rollout_kl", "train/vllm_kl"),
-    (["train/vllm_kl", "train/kl", "train/reward"], "kl", "train/kl"),
-    (["response_length/clip_ratio", "actor/pg_clipfrac"], "truncation", "response_length/clip_ratio"),
-    (["response_length/clip_ratio", "reward"], "clip_ratio", None),  # a length clip is not a PPO clip
-    (["sampling/importance_sampling_ratio/mean", "sampling/importance_sampling_ratio/max"], "is_mean", "sampling/importance_sampling_ratio/mean"),
-    (["rollout_corr/rollout_is_eff_sample_size"], "is_ess", "rollout_corr/rollout_is_eff_sample_size"),
-    (["entropy_avg", "avg_response_len", "kl_loss", "policy_ratio"], "is_mean", "policy_ratio"),
-])
+@pytest.mark.parametrize(
+    "columns, role, expected",
+    [
+        (["completion_length", "reward"], "response_length", "completion_length"),  # TRL before April 2025
+        (["frac_reward_zero_std", "reward"], "zero_std_frac", "frac_reward_zero_std"),
+        (["train/entropy", "train/reward"], "entropy", "train/entropy"),  # W&B prefixes
+        (["eval/reward", "train/reward"], "eval_reward", "eval/reward"),
+        (["actor/entropy_loss", "critic/score/mean"], "entropy", "actor/entropy_loss"),  # verl before mid-2025
+        (["val/test_score/openai/gsm8k", "critic/score/mean"], "eval_reward", "val/test_score/openai/gsm8k"),
+        (
+            ["train/dynamic_filtering_pass_rate", "train/reward"],
+            "filter_pass_rate",
+            "train/dynamic_filtering_pass_rate",
+        ),
+        (["train/vllm_kl", "train/kl", "train/reward"], "rollout_kl", "train/vllm_kl"),
+        (["train/vllm_kl", "train/kl", "train/reward"], "kl", "train/kl"),
+        (["response_length/clip_ratio", "actor/pg_clipfrac"], "truncation", "response_length/clip_ratio"),
+        (["response_length/clip_ratio", "reward"], "clip_ratio", None),  # a length clip is not a PPO clip
+        (
+            ["sampling/importance_sampling_ratio/mean", "sampling/importance_sampling_ratio/max"],
+            "is_mean",
+            "sampling/importance_sampling_ratio/mean",
+        ),
+        (["rollout_corr/rollout_is_eff_sample_size"], "is_ess", "rollout_corr/rollout_is_eff_sample_size"),
+        (["entropy_avg", "avg_response_len", "kl_loss", "policy_ratio"], "is_mean", "policy_ratio"),
+    ],
+)
 def test_metric_names_per_framework_and_era(columns, role, expected):
     from grpofit.core.roles import detect_roles
 
@@ -179,7 +219,6 @@ def test_rule_thresholds_have_ranges_and_override():
 
 
 def test_readme_threshold_table_lists_every_threshold_with_its_default_and_range():
-    from pathlib import Path
 
     from grpofit.core.limits import DEFAULT_RANGE, THRESHOLD_RANGES
 
@@ -210,7 +249,9 @@ def test_the_diagnosis_figure_gets_a_panel_per_rule_and_per_benchmark(tmp_path):
     assert "truncation (dynamical_instability): fail" in titles
     # only the findings are drawn: a benchmark panel only when it warns, fails or decouples
     flagged = [e for e in d.evals if e.get("status") in ("warn", "fail") or e.get("decouples")]
-    assert sum(t.startswith("eval ") for t in titles) == (len(flagged) if d.diagnostics["train_eval_decoupling"].own_status in ("warn", "fail") else 0)
+    assert sum(t.startswith("eval ") for t in titles) == (
+        len(flagged) if d.diagnostics["train_eval_decoupling"].own_status in ("warn", "fail") else 0
+    )
     passing = [f.rule for v in d.diagnostics.values() for f in v.findings if f.status == "pass"]
     assert not any(t.startswith(f"{rule} (") for t in titles for rule in passing)
     path = save_diagnosis_figure(d, run, tmp_path, Thresholds())
@@ -224,73 +265,223 @@ def test_rolling_slopes_match_a_per_window_fit():
     t = np.cumsum(rng.uniform(0.5, 2.0, 200)) + 1e5  # uneven steps, far from 0
     y = np.sin(t / 30) + rng.normal(0, 0.1, t.size)
     got = rolling_slopes(t, y, 20)
-    want = [np.polyfit(t[i:i + 20], y[i:i + 20], 1)[0] for i in range(t.size - 19)]
+    want = [np.polyfit(t[i : i + 20], y[i : i + 20], 1)[0] for i in range(t.size - 19)]
     assert got.shape == (181,) and np.allclose(got, want, rtol=1e-6, atol=1e-9)
 
 
 # Every metric name the rules document's names table, in the company
 # it keeps in a real log (the other columns of that framework and era), with the role it fills.
-_TRL_OLD = ["loss", "reward", "reward_std", "rewards/accuracy_reward", "rewards/format_reward", "completion_length", "kl",
-            "grad_norm", "learning_rate"]
-_TRL_NEW = ["loss", "reward", "reward_std", "rewards/accuracy_reward/mean", "rewards/accuracy_reward/std",
-            "frac_reward_zero_std", "entropy", "completions/mean_length", "completions/min_length",
-            "completions/max_length", "completions/clipped_ratio", "kl", "grad_norm", "clip_ratio/region_mean",
-            "sampling/importance_sampling_ratio/min", "sampling/importance_sampling_ratio/mean",
-            "sampling/importance_sampling_ratio/max", "sampling/sampling_logp_difference/mean", "eval_reward",
-            "eval_rewards/accuracy_reward/mean"]
-_WANDB = ["train/" + c for c in _TRL_NEW if not c.startswith("eval_")] + ["eval/reward", "eval/rewards/accuracy_reward/mean"]
-_VERL_OLD = ["critic/score/mean", "critic/score/max", "critic/score/min", "actor/entropy_loss", "actor/kl_loss",
-             "actor/ppo_kl", "actor/grad_norm", "actor/pg_clipfrac", "response_length/mean", "response_length/max",
-             "response_length/clip_ratio", "val/test_score/openai/gsm8k"]
-_VERL_NEW = ["critic/score/mean", "actor/entropy", "actor/kl_loss", "actor/grad_norm", "actor/pg_clipfrac",
-             "response_length/mean", "response_length/clip_ratio", "rollout_corr/rollout_is_mean",
-             "rollout_corr/rollout_is_std", "rollout_corr/rollout_is_eff_sample_size", "rollout_corr/kl",
-             "training/rollout_probs_diff_mean", "val-core/openai/gsm8k/reward/mean@1"]
-_OPENRLHF = ["train/policy_loss", "train/reward", "train/return", "train/rollout/reward_mean",
-             "train/rollout/reward_std", "train/group_reward_std", "train/dynamic_filtering_pass_rate",
-             "train/entropy_loss", "train/kl", "train/ppo_kl", "train/vllm_kl", "train/ppo_clip_ratio",
-             "train/actor_grad_norm", "train/response_length", "train/rollout/truncated_rate", "eval/eval_gsm8k_pass1"]
+_TRL_OLD = [
+    "loss",
+    "reward",
+    "reward_std",
+    "rewards/accuracy_reward",
+    "rewards/format_reward",
+    "completion_length",
+    "kl",
+    "grad_norm",
+    "learning_rate",
+]
+_TRL_NEW = [
+    "loss",
+    "reward",
+    "reward_std",
+    "rewards/accuracy_reward/mean",
+    "rewards/accuracy_reward/std",
+    "frac_reward_zero_std",
+    "entropy",
+    "completions/mean_length",
+    "completions/min_length",
+    "completions/max_length",
+    "completions/clipped_ratio",
+    "kl",
+    "grad_norm",
+    "clip_ratio/region_mean",
+    "sampling/importance_sampling_ratio/min",
+    "sampling/importance_sampling_ratio/mean",
+    "sampling/importance_sampling_ratio/max",
+    "sampling/sampling_logp_difference/mean",
+    "eval_reward",
+    "eval_rewards/accuracy_reward/mean",
+]
+_WANDB = ["train/" + c for c in _TRL_NEW if not c.startswith("eval_")] + [
+    "eval/reward",
+    "eval/rewards/accuracy_reward/mean",
+]
+_VERL_OLD = [
+    "critic/score/mean",
+    "critic/score/max",
+    "critic/score/min",
+    "actor/entropy_loss",
+    "actor/kl_loss",
+    "actor/ppo_kl",
+    "actor/grad_norm",
+    "actor/pg_clipfrac",
+    "response_length/mean",
+    "response_length/max",
+    "response_length/clip_ratio",
+    "val/test_score/openai/gsm8k",
+]
+_VERL_NEW = [
+    "critic/score/mean",
+    "actor/entropy",
+    "actor/kl_loss",
+    "actor/grad_norm",
+    "actor/pg_clipfrac",
+    "response_length/mean",
+    "response_length/clip_ratio",
+    "rollout_corr/rollout_is_mean",
+    "rollout_corr/rollout_is_std",
+    "rollout_corr/rollout_is_eff_sample_size",
+    "rollout_corr/kl",
+    "training/rollout_probs_diff_mean",
+    "val-core/openai/gsm8k/reward/mean@1",
+]
+_OPENRLHF = [
+    "train/policy_loss",
+    "train/reward",
+    "train/return",
+    "train/rollout/reward_mean",
+    "train/rollout/reward_std",
+    "train/group_reward_std",
+    "train/dynamic_filtering_pass_rate",
+    "train/entropy_loss",
+    "train/kl",
+    "train/ppo_kl",
+    "train/vllm_kl",
+    "train/ppo_clip_ratio",
+    "train/actor_grad_norm",
+    "train/response_length",
+    "train/rollout/truncated_rate",
+    "eval/eval_gsm8k_pass1",
+]
 
 
-@pytest.mark.parametrize("columns, expected", [
-    (_TRL_OLD, {"reward": "reward", "response_length": "completion_length", "kl": "kl", "grad_norm": "grad_norm",
-                "reward_std": "reward_std"}),
-    (["loss", "rewards/accuracy_reward", "rewards/format_reward", "completion_length"],  # no total logged
-     {"reward": "rewards/accuracy_reward", "response_length": "completion_length"}),
-    (["rewards/std", "rewards/accuracy_reward"], {"reward": "rewards/accuracy_reward"}),  # a std is no reward
-    (["reward", "eval_rewards/accuracy_reward"], {"eval_reward": "eval_rewards/accuracy_reward"}),
-    (["train/reward", "eval/rewards/accuracy_reward"], {"eval_reward": "eval/rewards/accuracy_reward"}),
-    (["train/rewards/accuracy_reward", "train/completion_length"],
-     {"reward": "train/rewards/accuracy_reward", "response_length": "train/completion_length"}),
-    (_TRL_NEW, {"reward": "reward", "zero_std_frac": "frac_reward_zero_std", "entropy": "entropy",
-                "response_length": "completions/mean_length", "truncation": "completions/clipped_ratio",
-                "clip_ratio": "clip_ratio/region_mean", "is_ratio": "sampling/importance_sampling_ratio/max",
+@pytest.mark.parametrize(
+    "columns, expected",
+    [
+        (
+            _TRL_OLD,
+            {
+                "reward": "reward",
+                "response_length": "completion_length",
+                "kl": "kl",
+                "grad_norm": "grad_norm",
+                "reward_std": "reward_std",
+            },
+        ),
+        (
+            ["loss", "rewards/accuracy_reward", "rewards/format_reward", "completion_length"],  # no total logged
+            {"reward": "rewards/accuracy_reward", "response_length": "completion_length"},
+        ),
+        (["rewards/std", "rewards/accuracy_reward"], {"reward": "rewards/accuracy_reward"}),  # a std is no reward
+        (["reward", "eval_rewards/accuracy_reward"], {"eval_reward": "eval_rewards/accuracy_reward"}),
+        (["train/reward", "eval/rewards/accuracy_reward"], {"eval_reward": "eval/rewards/accuracy_reward"}),
+        (
+            ["train/rewards/accuracy_reward", "train/completion_length"],
+            {"reward": "train/rewards/accuracy_reward", "response_length": "train/completion_length"},
+        ),
+        (
+            _TRL_NEW,
+            {
+                "reward": "reward",
+                "zero_std_frac": "frac_reward_zero_std",
+                "entropy": "entropy",
+                "response_length": "completions/mean_length",
+                "truncation": "completions/clipped_ratio",
+                "clip_ratio": "clip_ratio/region_mean",
+                "is_ratio": "sampling/importance_sampling_ratio/max",
                 "is_mean": "sampling/importance_sampling_ratio/mean",
-                "rollout_kl": "sampling/sampling_logp_difference/mean", "eval_reward": "eval_reward"}),
-    (_WANDB, {"reward": "train/reward", "zero_std_frac": "train/frac_reward_zero_std", "entropy": "train/entropy",
-              "kl": "train/kl", "grad_norm": "train/grad_norm", "reward_std": "train/reward_std",
-              "response_length": "train/completions/mean_length", "truncation": "train/completions/clipped_ratio",
-              "clip_ratio": "train/clip_ratio/region_mean", "is_mean": "train/sampling/importance_sampling_ratio/mean",
-              "rollout_kl": "train/sampling/sampling_logp_difference/mean", "eval_reward": "eval/reward"}),
-    (_VERL_OLD, {"reward": "critic/score/mean", "entropy": "actor/entropy_loss", "kl": "actor/kl_loss",
-                 "grad_norm": "actor/grad_norm", "clip_ratio": "actor/pg_clipfrac",
-                 "response_length": "response_length/mean", "truncation": "response_length/clip_ratio",
-                 "eval_reward": "val/test_score/openai/gsm8k"}),
-    (_VERL_NEW, {"reward": "critic/score/mean", "entropy": "actor/entropy", "is_mean": "rollout_corr/rollout_is_mean",
-                 "is_std": "rollout_corr/rollout_is_std", "is_ess": "rollout_corr/rollout_is_eff_sample_size",
-                 "rollout_kl": "rollout_corr/kl", "eval_reward": "val-core/openai/gsm8k/reward/mean@1",
-                 "truncation": "response_length/clip_ratio"}),
-    (["critic/score/mean", "training/rollout_probs_diff_mean"], {"rollout_kl": "training/rollout_probs_diff_mean"}),
-    (_OPENRLHF, {"reward": "train/reward", "reward_std": "train/group_reward_std",
-                 "filter_pass_rate": "train/dynamic_filtering_pass_rate", "entropy": "train/entropy_loss",
-                 "kl": "train/kl", "rollout_kl": "train/vllm_kl", "clip_ratio": "train/ppo_clip_ratio",
-                 "grad_norm": "train/actor_grad_norm", "response_length": "train/response_length",
-                 "truncation": "train/rollout/truncated_rate", "eval_reward": "eval/eval_gsm8k_pass1"}),
-    (["train/rollout/reward_mean", "train/rollout/reward_std", "train/ppo_kl", "entropy_loss"],
-     {"reward": "train/rollout/reward_mean", "reward_std": "train/rollout/reward_std", "kl": "train/ppo_kl",
-      "entropy": "entropy_loss"}),
-], ids=["trl-old", "trl-old-no-total", "trl-old-std", "trl-old-eval", "wandb-old-eval", "wandb-old", "trl-new",
-        "wandb", "verl-old", "verl-new", "verl-probs-diff", "openrlhf", "openrlhf-bare"])
+                "rollout_kl": "sampling/sampling_logp_difference/mean",
+                "eval_reward": "eval_reward",
+            },
+        ),
+        (
+            _WANDB,
+            {
+                "reward": "train/reward",
+                "zero_std_frac": "train/frac_reward_zero_std",
+                "entropy": "train/entropy",
+                "kl": "train/kl",
+                "grad_norm": "train/grad_norm",
+                "reward_std": "train/reward_std",
+                "response_length": "train/completions/mean_length",
+                "truncation": "train/completions/clipped_ratio",
+                "clip_ratio": "train/clip_ratio/region_mean",
+                "is_mean": "train/sampling/importance_sampling_ratio/mean",
+                "rollout_kl": "train/sampling/sampling_logp_difference/mean",
+                "eval_reward": "eval/reward",
+            },
+        ),
+        (
+            _VERL_OLD,
+            {
+                "reward": "critic/score/mean",
+                "entropy": "actor/entropy_loss",
+                "kl": "actor/kl_loss",
+                "grad_norm": "actor/grad_norm",
+                "clip_ratio": "actor/pg_clipfrac",
+                "response_length": "response_length/mean",
+                "truncation": "response_length/clip_ratio",
+                "eval_reward": "val/test_score/openai/gsm8k",
+            },
+        ),
+        (
+            _VERL_NEW,
+            {
+                "reward": "critic/score/mean",
+                "entropy": "actor/entropy",
+                "is_mean": "rollout_corr/rollout_is_mean",
+                "is_std": "rollout_corr/rollout_is_std",
+                "is_ess": "rollout_corr/rollout_is_eff_sample_size",
+                "rollout_kl": "rollout_corr/kl",
+                "eval_reward": "val-core/openai/gsm8k/reward/mean@1",
+                "truncation": "response_length/clip_ratio",
+            },
+        ),
+        (["critic/score/mean", "training/rollout_probs_diff_mean"], {"rollout_kl": "training/rollout_probs_diff_mean"}),
+        (
+            _OPENRLHF,
+            {
+                "reward": "train/reward",
+                "reward_std": "train/group_reward_std",
+                "filter_pass_rate": "train/dynamic_filtering_pass_rate",
+                "entropy": "train/entropy_loss",
+                "kl": "train/kl",
+                "rollout_kl": "train/vllm_kl",
+                "clip_ratio": "train/ppo_clip_ratio",
+                "grad_norm": "train/actor_grad_norm",
+                "response_length": "train/response_length",
+                "truncation": "train/rollout/truncated_rate",
+                "eval_reward": "eval/eval_gsm8k_pass1",
+            },
+        ),
+        (
+            ["train/rollout/reward_mean", "train/rollout/reward_std", "train/ppo_kl", "entropy_loss"],
+            {
+                "reward": "train/rollout/reward_mean",
+                "reward_std": "train/rollout/reward_std",
+                "kl": "train/ppo_kl",
+                "entropy": "entropy_loss",
+            },
+        ),
+    ],
+    ids=[
+        "trl-old",
+        "trl-old-no-total",
+        "trl-old-std",
+        "trl-old-eval",
+        "wandb-old-eval",
+        "wandb-old",
+        "trl-new",
+        "wandb",
+        "verl-old",
+        "verl-new",
+        "verl-probs-diff",
+        "openrlhf",
+        "openrlhf-bare",
+    ],
+)
 def test_every_framework_name_fills_its_role(columns, expected):
     from grpofit.core.roles import detect_roles
 
@@ -299,25 +490,47 @@ def test_every_framework_name_fills_its_role(columns, expected):
 
 
 def test_readme_names_table_lists_the_issue_names():
-    from pathlib import Path
 
     text = docs_text()
     start = text.index("Metric names by framework and era")
-    table = text[start:text.index("\n#", start)]
-    for name in ("`rewards/<fn>` (no `/mean`) before March 2025", "`completion_length` before April 2025",
-                 "`frac_reward_zero_std` (since May 2025)", "`entropy` (since July 2025)",
-                 "`actor/entropy_loss` before mid-2025", "`val/test_score/<source>` before April 2025",
-                 "`train/`", "`eval/`", "`actor_grad_norm`", "`group_reward_std`", "dynamic_filtering_pass_rate"):
+    table = text[start : text.index("\n#", start)]
+    for name in (
+        "`rewards/<fn>` (no `/mean`) before March 2025",
+        "`completion_length` before April 2025",
+        "`frac_reward_zero_std` (since May 2025)",
+        "`entropy` (since July 2025)",
+        "`actor/entropy_loss` before mid-2025",
+        "`val/test_score/<source>` before April 2025",
+        "`train/`",
+        "`eval/`",
+        "`actor_grad_norm`",
+        "`group_reward_std`",
+        "dynamic_filtering_pass_rate",
+    ):
         assert name in table, name
 
 
-@pytest.mark.parametrize("columns, expected", [
-    (["reward", "eval_reward", "eval_rewards/accuracy_reward/mean", "eval_rewards/format_reward/mean"], ["eval_reward"]),
-    (["train/reward", "eval/reward", "eval/rewards/accuracy_reward"], ["eval/reward"]),
-    (["reward", "eval_gsm8k_reward", "eval_gsm8k_rewards/acc/mean", "eval_math_reward", "eval_aime_rewards/acc/mean"],
-     ["eval_gsm8k_reward", "eval_math_reward", "eval_aime_rewards/acc/mean"]),
-    (["eval/eval_gsm8k_pass1", "eval/eval_math_pass1"], ["eval/eval_gsm8k_pass1", "eval/eval_math_pass1"]),
-])
+@pytest.mark.parametrize(
+    "columns, expected",
+    [
+        (
+            ["reward", "eval_reward", "eval_rewards/accuracy_reward/mean", "eval_rewards/format_reward/mean"],
+            ["eval_reward"],
+        ),
+        (["train/reward", "eval/reward", "eval/rewards/accuracy_reward"], ["eval/reward"]),
+        (
+            [
+                "reward",
+                "eval_gsm8k_reward",
+                "eval_gsm8k_rewards/acc/mean",
+                "eval_math_reward",
+                "eval_aime_rewards/acc/mean",
+            ],
+            ["eval_gsm8k_reward", "eval_math_reward", "eval_aime_rewards/acc/mean"],
+        ),
+        (["eval/eval_gsm8k_pass1", "eval/eval_math_pass1"], ["eval/eval_gsm8k_pass1", "eval/eval_math_pass1"]),
+    ],
+)
 def test_reward_function_parts_are_not_benchmarks_beside_their_total(columns, expected):
     from grpofit.diagnostics.evals import benchmark_name, eval_columns
 
@@ -336,8 +549,12 @@ def _two_benchmarks(seed, eval_timescale, eval_sd=0.01):
     else:
         a = 0.15 + 0.5 * (1 - np.exp(-t / eval_timescale)) + rng.normal(0, eval_sd, n)
     b = 0.1 + 0.3 * (1 - np.exp(-t / 100)) + rng.normal(0, 0.01, n)
-    cols = {"step": t + 1, "reward": reward, "val-core/a/acc/mean@1": np.where(every, a, np.nan),
-            "val-core/b/acc/mean@1": np.where(every, b, np.nan)}
+    cols = {
+        "step": t + 1,
+        "reward": reward,
+        "val-core/a/acc/mean@1": np.where(every, a, np.nan),
+        "val-core/b/acc/mean@1": np.where(every, b, np.nan),
+    }
     return diagnose_run(make_run("r", "r", "planted", cols, step="step"))
 
 
@@ -372,7 +589,9 @@ def _train_and_eval(seed, eval_curve, eval_sd=0.005):
     t = np.arange(300, dtype=float)
     reward = 0.2 + 0.6 * (1 - np.exp(-t / 100)) + rng.normal(0, 0.03, t.size)
     ev = np.where(t % 10 == 0, eval_curve(t) + rng.normal(0, eval_sd, t.size), np.nan)
-    d = diagnose_run(make_run("r", "r", "planted", {"step": t + 1, "reward": reward, "val-core/x/acc/mean@1": ev}, step="step"))
+    d = diagnose_run(
+        make_run("r", "r", "planted", {"step": t + 1, "reward": reward, "val-core/x/acc/mean@1": ev}, step="step")
+    )
     (entry,) = d.evals
     return d.diagnostics["train_eval_decoupling"], entry["divergence"]
 

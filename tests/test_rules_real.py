@@ -3,7 +3,7 @@ failed runs fail for the right reason at a plausible step."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -13,7 +13,7 @@ REAL = REAL_LOGS
 pytestmark = pytest.mark.real_logs
 
 
-@lru_cache(maxsize=None)
+@cache
 def judged(*names: str, metric: str | None = None, eval_metric: str | None = None) -> dict:
     from grpofit.commands.pipeline import diagnose_paths
 
@@ -25,9 +25,14 @@ def rule(run: dict, mode: str, name: str) -> dict:
     return run["diagnostics"][mode]["rules"][name]
 
 
-VERL = ("verl_grpo_qwen2_7b_fsdp_base.tfevents", "verl_grpo_qwen25_3b_fsdp_base.tfevents",
-        "verl_grpo_qwen2_7b_fsdp_offpolicy.tfevents", "verl_grpo_qwen25_3b_fsdp_offpolicy.tfevents",
-        "verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents", "verl_grpo_gsm8k_qwen3-30b-a3b_torchtitan_filelogger.jsonl")
+VERL = (
+    "verl_grpo_qwen2_7b_fsdp_base.tfevents",
+    "verl_grpo_qwen25_3b_fsdp_base.tfevents",
+    "verl_grpo_qwen2_7b_fsdp_offpolicy.tfevents",
+    "verl_grpo_qwen25_3b_fsdp_offpolicy.tfevents",
+    "verl_grpo_gsm8k_qwen2-7b_trtllm.tfevents",
+    "verl_grpo_gsm8k_qwen3-30b-a3b_torchtitan_filelogger.jsonl",
+)
 
 
 @pytest.mark.slow
@@ -74,7 +79,10 @@ def test_trtllm_run_judges_both_benchmarks_and_none_decouples():
 
 @pytest.mark.slow
 def test_heterorl_grpo_collapse_with_its_grad_norm_precursor():
-    runs = judged("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv", "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv")
+    runs = judged(
+        "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv",
+        "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv",
+    )
     grpo = runs["[paper]GRPO_online"]["diagnostics"]["dynamical_instability"]
     assert grpo["status"] == "fail" and 700 <= grpo["start_step"] <= 760
     assert "749" in grpo["evidence"] and "collapses at step 892" in grpo["evidence"]
@@ -82,7 +90,10 @@ def test_heterorl_grpo_collapse_with_its_grad_norm_precursor():
 
 
 def test_heterorl_gspo_grad_norm_spikes_are_reported():
-    runs = judged("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv", "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv")
+    runs = judged(
+        "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv",
+        "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_GradNorm.csv",
+    )
     d = runs["[paper]GSPO_online"]["diagnostics"]["dynamical_instability"]
     spikes = d["rules"]["grad_norm_spikes"]
     assert spikes["status"] == "warn"

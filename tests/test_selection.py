@@ -27,8 +27,9 @@ def test_file_run_and_run_pattern_select_runs_in_every_command(capsys):
     assert code == 0 and _names(out) == ["[paper]GEPO_online"]
     code, out, _ = run_cli(capsys, "fit", EXPORT, "--run", "*GSPO*", "--format", "json")
     assert code == 0 and _names(out) == ["[paper]GSPO_online"]
-    code, out, _ = run_cli(capsys, "diagnose", f"{EXPORT}::[paper]GRPO_online", f"{EXPORT}::[paper]GEPO_online",
-                           "--format", "json")
+    code, out, _ = run_cli(
+        capsys, "diagnose", f"{EXPORT}::[paper]GRPO_online", f"{EXPORT}::[paper]GEPO_online", "--format", "json"
+    )
     assert code in (0, 1) and _names(out) == ["[paper]GRPO_online", "[paper]GEPO_online"]
     code, out, _ = run_cli(capsys, "diagnose", EXPORT, "--run", "*GEPO*", "--format", "json")
     assert _names(out) == ["[paper]GEPO_online"]
@@ -40,8 +41,9 @@ def test_file_run_and_run_pattern_select_runs_in_every_command(capsys):
 def test_a_selection_that_matches_nothing_lists_the_runs(capsys):
     code, out, err = run_cli(capsys, "fit", f"{EXPORT}::nope")
     assert code == 2 and out == ""
-    assert err.splitlines() == [f"error: no run 'nope' in {EXPORT}; runs there: [paper]GRPO_online, "
-                                "[paper]GEPO_online, [paper]GSPO_online"]
+    assert err.splitlines() == [
+        f"error: no run 'nope' in {EXPORT}; runs there: [paper]GRPO_online, [paper]GEPO_online, [paper]GSPO_online"
+    ]
     code, out, err = run_cli(capsys, "diagnose", EXPORT, "--run", "nope")
     assert code == 2 and err.startswith("error: --run 'nope' matches no run in ")
 
@@ -53,7 +55,8 @@ def test_predict_from_a_multi_run_file_says_how_to_pick_one(capsys):
     code, _, err = run_cli(capsys, *args, "--from-run", EXPORT)
     assert code == 2 and err.splitlines() == [
         f"error: --from-run needs one run, {EXPORT} holds 3 ([paper]GRPO_online, [paper]GEPO_online, "
-        f"[paper]GSPO_online); pick one with {EXPORT}::RUN or --run PATTERN"]
+        f"[paper]GSPO_online); pick one with {EXPORT}::RUN or --run PATTERN"
+    ]
     code, out, _ = run_cli(capsys, *args, "--from-run", f"{EXPORT}::[paper]GRPO_online", "--format", "json")
     assert code == 0 and json.loads(out)["from_run"]["run"].endswith("::[paper]GRPO_online")
     code, out, _ = run_cli(capsys, *args, "--from-run", EXPORT, "--run", "*GSPO*", "--format", "json")
@@ -69,20 +72,35 @@ def test_predict_from_run_reads_the_config_and_flags_override(capsys):
     assert doc["inputs"]["lr"] == pytest.approx(1e-07) and doc["inputs"]["refresh_interval"] == 2.0  # the numbers used
     config = f"{WANDB}/files/config.yaml"
     assert inputs["lr"] == {"value": 1e-06, "source": f"config: learning_rate in {config}"}
-    assert inputs["momentum"]["value"] == 0.9 and inputs["momentum"]["source"].startswith(f"config: adam_beta1 in {config}")
+    assert inputs["momentum"]["value"] == 0.9 and inputs["momentum"]["source"].startswith(
+        f"config: adam_beta1 in {config}"
+    )
     assert inputs["refresh_interval"] == {"value": 2.0, "source": "--refresh-interval"}
     assert inputs["group_size"] == {"value": 8, "source": f"config: num_generations in {config}"}
     assert inputs["adam"]["value"] is True  # betas from an Adam config: eta_eff = lr (1 - beta1)
     assert any("eta_eff = lr (1 - beta1) = 1e-07" in n for n in doc["notes"])
-    code, out, _ = run_cli(capsys, "predict", "--from-run", WANDB, "--refresh-interval", "2", "--lr", "3e-6",
-                           "--momentum", "0.5", "--format", "json")
+    code, out, _ = run_cli(
+        capsys,
+        "predict",
+        "--from-run",
+        WANDB,
+        "--refresh-interval",
+        "2",
+        "--lr",
+        "3e-6",
+        "--momentum",
+        "0.5",
+        "--format",
+        "json",
+    )
     inputs = json.loads(out)["input_sources"]
     assert inputs["lr"]["source"] == "--lr" and inputs["momentum"] == {"value": 0.5, "source": "--momentum"}
     assert inputs["adam"]["value"] is False
     code, out, err = run_cli(capsys, "predict", "--from-run", WANDB)
     assert code == 2 and err.splitlines() == [
         f"error: missing --refresh-interval (not in the config of {WANDB} either); "
-        "pass --refresh-interval (flags override the run's config)"]
+        "pass --refresh-interval (flags override the run's config)"
+    ]
     code, out, _ = run_cli(capsys, "predict", "--from-run", WANDB, "--refresh-interval", "2")
     assert "inputs (flags override the run's config)" in out and "1e-06  (config: learning_rate in" in out
 

@@ -9,10 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from grpofit.dynamics import simulation as sim
-from grpofit.dynamics import exact_sawtooth
 from grpofit.core.errors import UsageError
-
+from grpofit.dynamics import exact_sawtooth
+from grpofit.dynamics import simulation as sim
 
 # ----------------------------------------------------------------------------- finite-G maths
 
@@ -54,10 +53,12 @@ def test_mean_field_gradient_is_gradient_of_surrogate(G, ratio, kl_at):
     kw = dict(correct=2, beta=0.7, group_size=G, importance_ratio=ratio, kl_at=kl_at)
     g = sim.mean_field_gradient(theta, theta_old, **kw)
     h = 1e-6
-    fd = np.array([
-        (sim.surrogate(theta + h * e, theta_old, **kw) - sim.surrogate(theta - h * e, theta_old, **kw)) / (2 * h)
-        for e in np.eye(5)
-    ])
+    fd = np.array(
+        [
+            (sim.surrogate(theta + h * e, theta_old, **kw) - sim.surrogate(theta - h * e, theta_old, **kw)) / (2 * h)
+            for e in np.eye(5)
+        ]
+    )
     assert np.allclose(g, fd, atol=1e-7)
 
 
@@ -152,7 +153,9 @@ def test_linear_growth_matches_exact_sawtooth():
     # windows a whole number of monodromy periods apart (2 K_ref: the eigenvalue is negative)
     a1, a2 = e[1024:1280].max(), e[2560:2816].max()
     measured = (a2 / a1) ** (1 / 1536)
-    assert measured == pytest.approx(exact_sawtooth(0.1, 0.0, 64, fp.curvature, with_threshold=False).spectral_radius, abs=2e-5)
+    assert measured == pytest.approx(
+        exact_sawtooth(0.1, 0.0, 64, fp.curvature, with_threshold=False).spectral_radius, abs=2e-5
+    )
 
 
 # ----------------------------------------------------------------------------- runs and output

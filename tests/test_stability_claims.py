@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from tests.doc_pages import docs_text
 import json
 from pathlib import Path
 
@@ -11,14 +10,14 @@ import pytest
 from grpofit.cli import app  # noqa: F401  (the CLI module must import)
 from grpofit.dynamics import critical_refresh_interval, exact_fixed_delay, predict
 from grpofit.dynamics.bandit import fixed_point
+from tests.doc_pages import docs_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _ratios(lr, mu, K):
     ck = (1 - mu) / (lr * K)
-    return (critical_refresh_interval(lr, mu, K, "fixed") / ck,
-            critical_refresh_interval(lr, mu, K, "sawtooth") / ck)
+    return (critical_refresh_interval(lr, mu, K, "fixed") / ck, critical_refresh_interval(lr, mu, K, "sawtooth") / ck)
 
 
 @pytest.mark.slow
@@ -42,7 +41,7 @@ def test_readme_ratios_come_from_the_exact_recursions():
     assert "conservative by about `pi/2`" not in readme
     K = fixed_point(8, 1, 1.0, 0).curvature
     fixed, saw = zip(*(_ratios(0.1, mu, K) for mu in (0.0, 0.5, 0.9)))
-    line = ("exact fixed delay is " + ", ".join(f"{r:.2f}x" for r in fixed[:2]) + f" and {fixed[2]:.2f}x")
+    line = "exact fixed delay is " + ", ".join(f"{r:.2f}x" for r in fixed[:2]) + f" and {fixed[2]:.2f}x"
     assert line in readme
     assert ("exact sawtooth " + ", ".join(f"{r:.2f}x" for r in saw[:2]) + f" and {saw[2]:.2f}x") in readme
     fx, sw = _ratios(0.01, 0.9, 1.0)
@@ -69,15 +68,33 @@ def test_cli_tie_line_is_consistent(capsys):
     from grpofit.cli import main
 
     with pytest.raises(SystemExit) as ex:
-        main(["predict", "--lr", "0.00005", "--momentum", "0.9", "--refresh-interval", "1",
-              "--curvature", "2000", "--format", "json"])
+        main(
+            [
+                "predict",
+                "--lr",
+                "0.00005",
+                "--momentum",
+                "0.9",
+                "--refresh-interval",
+                "1",
+                "--curvature",
+                "2000",
+                "--format",
+                "json",
+            ]
+        )
     assert ex.value.code in (0, None)
     doc = json.loads(capsys.readouterr().out)
     assert doc["exact_fixed_delay"]["stable"] is False and doc["exact_fixed_delay"]["regime"] == "marginal"
 
 
-@pytest.mark.parametrize("args", [["--lr", "0.01", "--momentum", "0.9", "--refresh-interval", "1", "--curvature", "1"],
-                                  ["--lr", "0.00005", "--momentum", "0.9", "--refresh-interval", "1", "--curvature", "2000"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--lr", "0.01", "--momentum", "0.9", "--refresh-interval", "1", "--curvature", "1"],
+        ["--lr", "0.00005", "--momentum", "0.9", "--refresh-interval", "1", "--curvature", "2000"],
+    ],
+)
 def test_issue_predict_commands_print_their_table(capsys, args):
     """The issue's exact commands, in the default table form (the inputs without a run are plain
     numbers: printing them crashed)."""

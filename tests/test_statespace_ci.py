@@ -27,15 +27,24 @@ def _dense(law, t, y, times, r):
     return nll, b[0], Q / (n - p) * np.linalg.inv(A)[0, 0]
 
 
-@pytest.mark.parametrize("law,ts,ti,r", [("oscillator", 40.0, 6.0, 0.5), ("oscillator", 40.0, 25.0, 2.0),
-                                         ("oscillator", 40.0, 9.99, 1.0), ("one", 30.0, 0.0, 0.3)])
+@pytest.mark.parametrize(
+    "law,ts,ti,r",
+    [
+        ("oscillator", 40.0, 6.0, 0.5),
+        ("oscillator", 40.0, 25.0, 2.0),
+        ("oscillator", 40.0, 9.99, 1.0),
+        ("one", 30.0, 0.0, 0.3),
+    ],
+)
 def test_kalman_filter_equals_the_dense_likelihood(law, ts, ti, r):
     rng = np.random.default_rng(1)
     t = np.concatenate([np.arange(12.0), 12.0 + 7.0 * np.arange(20)])
     y = 0.7 - 0.5 * np.exp(-t / 35.0) + 0.03 * rng.standard_normal(t.size)
     cols = np.zeros((1, t.size, 2))
     cols[0, :, 0] = design(law, t, (ts, ti) if law == "oscillator" else (ts,))[:, 1]
-    nll, b0, var, _ = _kalman_cells(t, y, np.ones(t.size), Cells(np.array([ts]), np.array([ti]), np.array([r]), cols, 1))
+    nll, b0, var, _ = _kalman_cells(
+        t, y, np.ones(t.size), Cells(np.array([ts]), np.array([ti]), np.array([r]), cols, 1)
+    )
     d = _dense(law, t, y, (ts, ti) if law == "oscillator" else (ts,), r)
     assert nll[0] == pytest.approx(d[0], abs=1e-8)
     assert b0[0] == pytest.approx(d[1], rel=1e-10)
@@ -44,8 +53,7 @@ def test_kalman_filter_equals_the_dense_likelihood(law, ts, ti, r):
 
 def test_forcing_widens_the_plateau_interval():
     """Same curve and noise; forcing inside the dynamics must widen the interval a lot."""
-    runs = {lvl: forced_recovery_set(1, seed=4, levels=(lvl,), regimes=("overdamped",))[0]
-            for lvl in (0.0, 0.03)}
+    runs = {lvl: forced_recovery_set(1, seed=4, levels=(lvl,), regimes=("overdamped",))[0] for lvl in (0.0, 0.03)}
     width = {}
     for lvl, (truth, table) in runs.items():
         t = table["step"] - table["step"][0]
@@ -92,8 +100,12 @@ def test_committed_coverage_table_matches_one_recomputed_stratum():
     from benchmarks.recovery import check_committed_row, forced_report, run_forced_recovery
 
     rows = run_forced_recovery(100, seed=2026, only=(0.03, "underdamped"))
-    check_committed_row("fit_coverage.md", "python -m benchmarks.recovery --forced 100 2026", forced_report(rows),
-                        "| 0.03 | underdamped | 100 |")
+    check_committed_row(
+        "fit_coverage.md",
+        "python -m benchmarks.recovery --forced 100 2026",
+        forced_report(rows),
+        "| 0.03 | underdamped | 100 |",
+    )
 
 
 def test_a_batch_of_cells_gives_each_cell_its_own_likelihood():
@@ -117,8 +129,13 @@ def test_a_batch_of_cells_gives_each_cell_its_own_likelihood():
     batch = Cells(np.array(ts), np.array(ti), np.array(r), np.array(cols), 2)
     together = _kalman_cells(t, y, np.ones(t.size), batch)
     for k in range(len(ts)):
-        alone = Cells(batch.ts[k:k + 1], batch.ti[k:k + 1], batch.r[k:k + 1], batch.cols[k:k + 1],
-                      2 if np.any(batch.cols[k, :, 1]) else 1)
+        alone = Cells(
+            batch.ts[k : k + 1],
+            batch.ti[k : k + 1],
+            batch.r[k : k + 1],
+            batch.cols[k : k + 1],
+            2 if np.any(batch.cols[k, :, 1]) else 1,
+        )
         for got, want in zip(together, _kalman_cells(t, y, np.ones(t.size), alone)):
             assert got[k] == pytest.approx(want[0], rel=1e-9, abs=1e-12)
     for k, (law, a, b) in enumerate(times):

@@ -15,15 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpofit.core.errors import GrpofitError
-from grpofit.readers import discover, read_bytes, read_path
-
-from tests.conftest import assert_reads_or_fails_cleanly
 from grpofit.core.roles import choose_reward
+from grpofit.readers import discover, read_bytes, read_path
+from tests.conftest import assert_reads_or_fails_cleanly
 
 
 def _records(n=30):
     out = [
-        {"model_type": "Header", "data": {"backup_type": "DEFAULT", "version": "0.6.4", "create_time": "2025-06-10T08:00:00"}},
+        {
+            "model_type": "Header",
+            "data": {"backup_type": "DEFAULT", "version": "0.6.4", "create_time": "2025-06-10T08:00:00"},
+        },
         {"model_type": "PROJECT", "data": {"name": "grpo", "public": False}},
         {"model_type": "EXPERIMENT", "data": {"name": "qwen-grpo-g8", "tags": []}},
         {"model_type": "COLUMN", "data": {"key": "train/reward", "kid": "0", "cls": "CUSTOM", "column_type": "FLOAT"}},
@@ -33,7 +35,9 @@ def _records(n=30):
             metric = {"index": s, "data": float(value) if s != 7 or key != "train/kl" else "NaN", "create_time": "t"}
             out.append({"model_type": "SCALAR", "data": {"metric": metric, "key": key, "step": s, "epoch": s}})
         if s % 10 == 0:
-            out.append({"model_type": "LOG", "data": {"create_time": "t", "message": f"step {s}", "epoch": s, "level": "INFO"}})
+            out.append(
+                {"model_type": "LOG", "data": {"create_time": "t", "message": f"step {s}", "epoch": s, "level": "INFO"}}
+            )
     return [json.dumps(r) for r in out]
 
 
@@ -122,14 +126,18 @@ def test_genuine_swanlab_folder_reads_exactly(version):
     assert run.format == "swanlab" and run.step_column == "step" and run.warnings == []
     scalars = {k: v for k, v in expected["scalars"].items() if not k.startswith("__swanlab__.")}
     assert len(scalars) < len(expected["scalars"])  # the fixture does hold system metrics
-    assert sorted(run.metrics) == sorted(scalars) == ["eval/reward", "train/completions", "train/kl", "train/loss", "train/reward"]
+    assert (
+        sorted(run.metrics)
+        == sorted(scalars)
+        == ["eval/reward", "train/completions", "train/kl", "train/loss", "train/reward"]
+    )
     assert list(run.steps) == list(range(40))
     for key, points in scalars.items():
         col = run.metrics[key]
         assert np.isfinite(col).sum() == sum(v is not None for _, v in points), key
         for step, value in points:
             got = col[int(np.searchsorted(run.steps, step))]
-            assert (np.isnan(got) if value is None else got == value), (key, step, got, value)
+            assert np.isnan(got) if value is None else got == value, (key, step, got, value)
     assert run.metrics["train/reward"][0] == 0.0  # proto3 leaves a zero step and value out
     assert np.isnan(run.metrics["train/loss"][7])
     assert choose_reward(run.numeric_columns())["column"] == "train/reward"

@@ -1,4 +1,4 @@
-"""Sentences the data contradicted (issue 37), each on a run of the kind that showed it."""
+"""Sentences the data contradicted, each on a run of the kind that showed it."""
 
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ def test_a_run_sitting_at_its_floor_fails_the_gate_and_every_command_names_the_c
 
 
 def _truncation_finding(table):
-    from grpofit.diagnostics import diagnose_run
     from grpofit.core.runs import make_run
+    from grpofit.diagnostics import diagnose_run
 
     d = diagnose_run(make_run("r", "r", "test", table, step="step"))
     return {f.rule: f for f in d.diagnostics["dynamical_instability"].findings}
@@ -68,7 +68,9 @@ def test_length_cap_does_not_apply_when_a_truncation_rate_is_logged():
     from grpofit.testing.planted import make_rule_run
 
     table = make_rule_run("length_cap", seed=1)
-    table["completions/clipped_ratio"] = np.clip(0.2 + 0.01 * np.random.default_rng(0).standard_normal(table["step"].size), 0, 1)
+    table["completions/clipped_ratio"] = np.clip(
+        0.2 + 0.01 * np.random.default_rng(0).standard_normal(table["step"].size), 0, 1
+    )
     rules = _truncation_finding(table)
     assert "length_cap" not in rules and rules["truncation"].status == "warn"
 

@@ -86,7 +86,8 @@ def test_an_oscillation_without_noise_stays_underdamped():
     test leaves the call alone."""
     from grpofit.dynamics import simulation as sim
 
-    run = sim.simulate_bandit(arms=8, correct=1, beta=1.0, lr=0.1, momentum=0.0, refresh_interval=48,
-                              group_size=0, steps=1500, measure=False)
+    run = sim.simulate_bandit(
+        arms=8, correct=1, beta=1.0, lr=0.1, momentum=0.0, refresh_interval=48, group_size=0, steps=1500, measure=False
+    )
     res = fit_series(run.columns["step"], run.columns["expected_reward"])
     assert res.models["oscillator"].regime == "underdamped"

@@ -12,27 +12,34 @@ import pytest
 
 
 def _hints(cls) -> dict:
-    import grpofit.fitting.collapse
+    import grpofit.core.runs
     import grpofit.diagnostics.findings
-    import grpofit.diagnostics.thresholds
-    import grpofit.fitting.results
     import grpofit.diagnostics.gating
     import grpofit.diagnostics.groupsize
-    import grpofit.core.runs
+    import grpofit.diagnostics.thresholds
+    import grpofit.fitting.collapse
+    import grpofit.fitting.results
 
     namespace: dict = {}
-    for module in (grpofit.fitting.collapse, grpofit.diagnostics.findings, grpofit.diagnostics.thresholds,
-                   grpofit.fitting.results, grpofit.diagnostics.gating, grpofit.diagnostics.groupsize, grpofit.core.runs,
-                   sys.modules[cls.__module__]):
+    for module in (
+        grpofit.fitting.collapse,
+        grpofit.diagnostics.findings,
+        grpofit.diagnostics.thresholds,
+        grpofit.fitting.results,
+        grpofit.diagnostics.gating,
+        grpofit.diagnostics.groupsize,
+        grpofit.core.runs,
+        sys.modules[cls.__module__],
+    ):
         namespace.update(vars(module))
     return typing.get_type_hints(cls, globalns=namespace)
 
 
 def _classes():
+    from grpofit.commands.pipeline import DiagnoseOptions, JudgeOptions
     from grpofit.diagnostics.base import Context, Verdict
     from grpofit.diagnostics.findings import Finding
     from grpofit.diagnostics.run import RunDiagnosis
-    from grpofit.commands.pipeline import DiagnoseOptions, JudgeOptions
 
     return [Context, RunDiagnosis, JudgeOptions, DiagnoseOptions, Verdict, Finding]
 
@@ -59,14 +66,14 @@ def test_no_field_is_any_and_every_type_resolves(cls):
 
 
 def test_the_typed_fields_name_the_result_classes():
-    from grpofit.fitting.collapse import Collapse
-    from grpofit.diagnostics.base import Context
-    from grpofit.diagnostics.run import RunDiagnosis
-    from grpofit.diagnostics.thresholds import Thresholds
-    from grpofit.fitting.results import FitResult
-    from grpofit.diagnostics.groupsize import GroupSize
     from grpofit.commands.pipeline import DiagnoseOptions, JudgeOptions
     from grpofit.core.runs import Run
+    from grpofit.diagnostics.base import Context
+    from grpofit.diagnostics.groupsize import GroupSize
+    from grpofit.diagnostics.run import RunDiagnosis
+    from grpofit.diagnostics.thresholds import Thresholds
+    from grpofit.fitting.collapse import Collapse
+    from grpofit.fitting.results import FitResult
 
     ctx, diag = _hints(Context), _hints(RunDiagnosis)
     assert ctx["run"] is Run and ctx["th"] is Thresholds and ctx["fit"] == FitResult | None
@@ -78,9 +85,9 @@ def test_the_typed_fields_name_the_result_classes():
 def test_diagnose_options_are_the_keyword_arguments_of_diagnose_run():
     import inspect
 
+    from grpofit.commands.pipeline import DiagnoseOptions
     from grpofit.diagnostics import Thresholds
     from grpofit.diagnostics.run import diagnose_run
-    from grpofit.commands.pipeline import DiagnoseOptions
 
     th = Thresholds()
     args = DiagnoseOptions(th, metric="reward", eval_metric="eval/*", group_size=8).arguments()

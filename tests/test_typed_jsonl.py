@@ -10,10 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpofit.core.errors import GrpofitError
-from grpofit.readers import inspect_run, read_bytes, read_path
-
-from tests.conftest import assert_reads_or_fails_cleanly
 from grpofit.core.roles import choose_reward, detect_roles
+from grpofit.readers import inspect_run, read_bytes, read_path
+from tests.conftest import assert_reads_or_fails_cleanly
 
 
 def _typed_log(path, kind_key="type", step_key="grpo_step", n=60):
@@ -35,7 +34,9 @@ def test_kinds_become_prefixed_columns_aligned_on_grpo_step(tmp_path):
     run = read_path(str(_typed_log(tmp_path / "metrics.jsonl")))[0]
     assert run.step_column == "grpo_step"
     assert list(run.steps) == list(range(61))
-    assert {"eval/reward", "rollout/reward", "rollout/mean_reward", "train/grad_norm", "optimizer_step"} <= set(run.metrics)
+    assert {"eval/reward", "rollout/reward", "rollout/mean_reward", "train/grad_norm", "optimizer_step"} <= set(
+        run.metrics
+    )
     assert "reward" not in run.metrics and "type" not in run.metrics
     # the eval reward never leaks into the train reward
     assert run.series("rollout/reward")[0].size == 60
@@ -95,10 +96,23 @@ def test_arbitrary_and_truncated_bytes(tmp_path_factory, data, cut):
 
 @pytest.mark.slow
 @settings(max_examples=150, deadline=None)
-@given(records=st.lists(st.fixed_dictionaries(
-    {"type": st.sampled_from(["rollout", "train", "eval", ""]), "grpo_step": st.integers(0, 5)},
-    optional={"reward": st.floats(-1, 1), "kl": st.floats(0, 1), "nested": st.fixed_dictionaries({"a": st.integers(0, 3)}),
-              "\x1fkind": st.just(1.0), "step": st.integers(0, 5), "split": st.sampled_from(["x", 3])}), min_size=1, max_size=25))
+@given(
+    records=st.lists(
+        st.fixed_dictionaries(
+            {"type": st.sampled_from(["rollout", "train", "eval", ""]), "grpo_step": st.integers(0, 5)},
+            optional={
+                "reward": st.floats(-1, 1),
+                "kl": st.floats(0, 1),
+                "nested": st.fixed_dictionaries({"a": st.integers(0, 3)}),
+                "\x1fkind": st.just(1.0),
+                "step": st.integers(0, 5),
+                "split": st.sampled_from(["x", 3]),
+            },
+        ),
+        min_size=1,
+        max_size=25,
+    )
+)
 def test_names_kept_per_record_shape_are_the_names_made_per_record(records):
     """Kinds.split names a record's keys once per shape (kind field, kind, keys): the table is
     the one naming every record afresh gives (MAX_SHAPES = 0 keeps no shape)."""
@@ -108,8 +122,10 @@ def test_names_kept_per_record_shape_are_the_names_made_per_record(records):
 
     def read():
         try:
-            return [(r.step_column, r.steps.tobytes(), {k: v.tobytes() for k, v in r.metrics.items()}, r.warnings, r.stats)
-                    for r in read_bytes(data, "typed.jsonl")]
+            return [
+                (r.step_column, r.steps.tobytes(), {k: v.tobytes() for k, v in r.metrics.items()}, r.warnings, r.stats)
+                for r in read_bytes(data, "typed.jsonl")
+            ]
         except GrpofitError as exc:
             return str(exc)
 

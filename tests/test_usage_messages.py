@@ -7,28 +7,52 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.reallogs import real_log
-
 from grpofit.cli.helptext import threshold_names
 from grpofit.core.vocabulary import MODES
+from tests.conftest import run_cli
+from tests.reallogs import real_log
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "sample_logs" / "bandit_g16.csv"
 
 
-@pytest.mark.parametrize("args, line", [
-    (["diagnose", RUN, "--threshold", "rise_fail"],
-     "error: --threshold 'rise_fail' is not NAME=NUMBER; e.g. --threshold rise_fail=8"),
-    (["diagnose", RUN, "--group-size", "-3"],
-     "error: Invalid value for '--group-size': -3 is not in the range x>=1; see 'grpofit diagnose --help'"),
-    (["diagnose", RUN, "--jobs", "0"],
-     "error: Invalid value for '--jobs': 0 is not in the range x>=1; see 'grpofit diagnose --help'"),
-    (["fit", RUN, "--plot", "x.jpgz"],
-     "error: --plot x.jpgz: cannot tell the figure format from the suffix; end the file name in .png, .svg or .pdf"),
-    (["predict", "--lr", "1e-3", "--momentum", "0.9", "--refresh-interval", "2", "--curvature", "3", "--plot", "a.jpgz"],
-     "error: --plot a.jpgz: cannot tell the figure format from the suffix; end the file name in .png, .svg or .pdf"),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (
+            ["diagnose", RUN, "--threshold", "rise_fail"],
+            "error: --threshold 'rise_fail' is not NAME=NUMBER; e.g. --threshold rise_fail=8",
+        ),
+        (
+            ["diagnose", RUN, "--group-size", "-3"],
+            "error: Invalid value for '--group-size': -3 is not in the range x>=1; see 'grpofit diagnose --help'",
+        ),
+        (
+            ["diagnose", RUN, "--jobs", "0"],
+            "error: Invalid value for '--jobs': 0 is not in the range x>=1; see 'grpofit diagnose --help'",
+        ),
+        (
+            ["fit", RUN, "--plot", "x.jpgz"],
+            "error: --plot x.jpgz: cannot tell the figure format from the suffix; end the file name in .png, .svg or .pdf",
+        ),
+        (
+            [
+                "predict",
+                "--lr",
+                "1e-3",
+                "--momentum",
+                "0.9",
+                "--refresh-interval",
+                "2",
+                "--curvature",
+                "3",
+                "--plot",
+                "a.jpgz",
+            ],
+            "error: --plot a.jpgz: cannot tell the figure format from the suffix; end the file name in .png, .svg or .pdf",
+        ),
+    ],
+)
 def test_bad_option_is_one_line_before_any_work(capsys, args, line):
     code, out, err = run_cli(capsys, *args)
     assert code == 2 and out == ""
@@ -38,8 +62,9 @@ def test_bad_option_is_one_line_before_any_work(capsys, args, line):
 def test_unknown_threshold_name_lists_the_valid_names(capsys):
     code, out, err = run_cli(capsys, "diagnose", RUN, "--threshold", "grad_norm_factor=5")
     assert code == 2 and out == ""
-    assert err.splitlines() == ["error: --threshold: unknown name 'grad_norm_factor'; valid names: "
-                                + ", ".join(threshold_names())]
+    assert err.splitlines() == [
+        "error: --threshold: unknown name 'grad_norm_factor'; valid names: " + ", ".join(threshold_names())
+    ]
     assert "rise_fail" in threshold_names() and "grad_norm_factor" not in threshold_names()
 
 
@@ -84,4 +109,5 @@ def test_forecast_plot_suffix_error_names_the_option(capsys):
     code, out, err = run_cli(capsys, "forecast", RUN, "--plot", "x.jpgz")
     assert code == 2 and out == ""
     assert err.splitlines() == [
-        "error: --plot x.jpgz: cannot tell the figure format from the suffix; end the file name in .png, .svg or .pdf"]
+        "error: --plot x.jpgz: cannot tell the figure format from the suffix; end the file name in .png, .svg or .pdf"
+    ]

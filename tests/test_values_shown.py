@@ -3,13 +3,13 @@ miss the late data are marked."""
 
 from __future__ import annotations
 
-from tests.doc_pages import docs_text
 import json
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli
+from tests.doc_pages import docs_text
 from tests.reallogs import REAL_LOGS, real_log_names
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,13 +25,20 @@ def _row(out: str, name: str) -> list[str]:
 
 def test_unidentified_values_are_a_dash_and_zero_is_marked(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
-    code, out, _ = run_cli(capsys, "diagnose", SAMPLES / "dead_run", SAMPLES / "group_sweep" / "bandit_G4.csv",
-                           SAMPLES / "healthy_slow_start.csv")
+    code, out, _ = run_cli(
+        capsys,
+        "diagnose",
+        SAMPLES / "dead_run",
+        SAMPLES / "group_sweep" / "bandit_G4.csv",
+        SAMPLES / "healthy_slow_start.csv",
+    )
     head = _row(out.replace("┃", "│"), "1/K_eff")
     dead = dict(zip(head, _row(out, "dead_run")))
     assert dead["1/K_eff"] == "–" and dead["inertia"] == "–"  # was 1.78 and 2489
     g4 = dict(zip(head, _row(out, "bandit_G4.csv")))
-    assert g4["inertia"].startswith("0–") and "≈0" not in g4["inertia"]  # its 95% interval holds zero: the range, no value
+    assert (
+        g4["inertia"].startswith("0–") and "≈0" not in g4["inertia"]
+    )  # its 95% interval holds zero: the range, no value
     healthy = dict(zip(head, _row(out, "healthy_slow_start.csv")))
     assert healthy["inertia"] == "22.3" and healthy["p*"] == "0.729"
 
@@ -87,11 +94,14 @@ def test_a_run_still_climbing_past_a_tight_plateau_gets_a_lower_bound(capsys):
 def test_readme_count_of_bounds_on_the_real_logs(capsys):
     files = [REAL / n for n in real_log_names()]
     code, out, _ = run_cli(capsys, "fit", *files, "--format", "json")
-    kinds = [r["models"][r["preferred"]]["params"]["plateau"]["kind"] for r in json.loads(out)["runs"] if r.get("preferred")]
+    kinds = [
+        r["models"][r["preferred"]]["params"]["plateau"]["kind"] for r in json.loads(out)["runs"] if r.get("preferred")
+    ]
     lower, upper = kinds.count("lower_bound"), kinds.count("upper_bound")
     readme = docs_text().replace("\n", " ")
-    assert (f"marks {lower + upper} of {len(kinds)} fitted series ({lower} lower bounds, {upper} upper bound"
-            in readme), (lower, upper, len(kinds))
+    assert (
+        f"marks {lower + upper} of {len(kinds)} fitted series ({lower} lower bounds, {upper} upper bound" in readme
+    ), (lower, upper, len(kinds))
 
 
 def test_a_settled_run_keeps_an_estimate(capsys):
@@ -115,7 +125,7 @@ def test_fit_table_shows_no_number_for_what_was_not_identified(capsys, monkeypat
     for label in ("timescale 1/K_eff", "inertia M/C", "damping ratio"):
         row = next(x for x in out.splitlines() if label in x)
         cells = [c.strip() for c in row.split("│")[1:-1]]
-        assert all(c in ("", ) or c.startswith("– (not identifiable: no significant rise") for c in cells[1:]), row
+        assert all(c in ("",) or c.startswith("– (not identifiable: no significant rise") for c in cells[1:]), row
     assert "2489" not in out and "1.78" not in out  # the numbers the issue saw printed as if identified
     code, out, _ = run_cli(capsys, "fit", SAMPLES / "dead_run", "--format", "json")
     inertia = json.loads(out)["runs"][0]["models"]["oscillator"]["params"]["inertia"]

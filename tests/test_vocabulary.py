@@ -9,8 +9,8 @@ from grpofit.core.vocabulary import MODES, Mode, parse_modes
 
 def test_modes_are_the_contracts_and_every_reader_uses_the_same_tuple():
     import grpofit.diagnostics as diagnostics
-    import grpofit.testing.planted as planted
     import grpofit.render.tables as render
+    import grpofit.testing.planted as planted
 
     assert MODES == ("train_eval_decoupling", "advantage_degeneracy", "policy_concentration", "dynamical_instability")
     assert diagnostics.MODES is MODES and render.MODES is MODES and planted.MODES is MODES
@@ -37,7 +37,10 @@ def test_a_new_row_registers_its_check(monkeypatch):
 
 def test_fail_on_is_validated_once_with_one_message():
     assert parse_modes(None) is None and parse_modes(" , ") is None
-    assert parse_modes("policy-concentration, dynamical_instability") == ("policy_concentration", "dynamical_instability")
+    assert parse_modes("policy-concentration, dynamical_instability") == (
+        "policy_concentration",
+        "dynamical_instability",
+    )
     with pytest.raises(UsageError, match="unknown mode.*bogus") as e:
         parse_modes("dynamical_instability,bogus")
     assert "train_eval_decoupling" in e.value.fix

@@ -14,18 +14,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grpofit.readers import read_bytes, read_path
-
-from tests.conftest import assert_reads_or_fails_cleanly
 from grpofit.core.roles import choose_reward
+from grpofit.readers import read_path
+from tests.conftest import assert_reads_or_fails_cleanly
 
 
 def _rows(n=120, offset=7):
     rows = []
     for i in range(n):
         gs = i + 1
-        row = {"_step": i + offset, "_runtime": 10.0 * i, "_timestamp": 1.75e9 + 10 * i, "train/global_step": gs,
-               "train/reward": 0.9 - 0.6 * np.exp(-gs / 30), "train/epoch": gs / n}
+        row = {
+            "_step": i + offset,
+            "_runtime": 10.0 * i,
+            "_timestamp": 1.75e9 + 10 * i,
+            "train/global_step": gs,
+            "train/reward": 0.9 - 0.6 * np.exp(-gs / 30),
+            "train/epoch": gs / n,
+        }
         if gs % 10 == 0:
             row["eval/reward"] = row["train/reward"] - 0.05
             row["samples"] = {"_type": "table-file", "path": "media/table.json"}

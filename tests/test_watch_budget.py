@@ -1,26 +1,34 @@
 """``--cpu-budget`` pays for whole polls once caught up: catching up is free and earns no credit,
 reading and the rules are charged, and re-judgements get only what is left."""
 
-from tests.doc_pages import docs_text
 import io
 import json
 
 import numpy as np
 
 from grpofit.watch.session import Session, WatchOptions
+from tests.doc_pages import docs_text
 
 
 def _rows(rng, a, b):
-    return "".join(json.dumps({"step": s, "reward": round(float(0.7 - 0.5 * np.exp(-s / 80) + rng.normal(0, 0.02)), 4),
-                               "grad_norm": 0.2}) + "\n" for s in range(a, b))
+    return "".join(
+        json.dumps(
+            {"step": s, "reward": round(float(0.7 - 0.5 * np.exp(-s / 80) + rng.normal(0, 0.02)), 4), "grad_norm": 0.2}
+        )
+        + "\n"
+        for s in range(a, b)
+    )
 
 
 def _session(tmp_path, budget):
     rng = np.random.default_rng(0)
     for i in range(3):
         (tmp_path / f"run{i}.jsonl").write_text(_rows(rng, 1, 101))
-    s = Session(WatchOptions(paths=[str(tmp_path)], interval=10.0, cpu_budget=budget, forecast=False),
-                out=io.StringIO(), err=io.StringIO())
+    s = Session(
+        WatchOptions(paths=[str(tmp_path)], interval=10.0, cpu_budget=budget, forecast=False),
+        out=io.StringIO(),
+        err=io.StringIO(),
+    )
     s.open()
     while True:
         s.poll()
@@ -69,7 +77,6 @@ def test_a_budget_used_up_by_reading_still_rejudges_every_so_many_polls(tmp_path
 
 
 def test_readme_states_the_starvation_bound():
-    from pathlib import Path
 
     from grpofit.watch.session import STARVED_POLLS
 

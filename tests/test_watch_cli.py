@@ -3,7 +3,6 @@ bad input."""
 
 from __future__ import annotations
 
-from tests.doc_pages import docs_text
 import io
 import json
 import os
@@ -17,13 +16,16 @@ import pytest
 
 from grpofit.testing.planted import make_planted_run
 from grpofit.watch.session import Session, WatchOptions
+from tests.doc_pages import docs_text
 
 
 def write_csv(path, table: dict, rows: slice = slice(None)) -> None:
     keys = list(table)
     n = len(table[keys[0]])
     idx = range(n)[rows]
-    lines = [",".join(keys)] + [",".join("" if not np.isfinite(table[k][i]) else repr(float(table[k][i])) for k in keys) for i in idx]
+    lines = [",".join(keys)] + [
+        ",".join("" if not np.isfinite(table[k][i]) else repr(float(table[k][i])) for k in keys) for i in idx
+    ]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -66,9 +68,14 @@ def test_exit_on_fail_and_on_fail_hook_once_per_failure(tmp_path, collapse_table
     run = tmp_path / "run.csv"
     write_csv(run, collapse_table, slice(0, 150))
     hook_log = tmp_path / "hook.txt"
-    opts = WatchOptions(paths=[str(run)], interval=0.01, exit_on="fail", forecast=False,
-                        on_fail=f'echo "$GRPOFIT_RUN|$GRPOFIT_MODE|$GRPOFIT_STEP|$GRPOFIT_STATUS|$GRPOFIT_EVIDENCE" >> {hook_log}',
-                        jsonl=str(tmp_path / "w.jsonl"))
+    opts = WatchOptions(
+        paths=[str(run)],
+        interval=0.01,
+        exit_on="fail",
+        forecast=False,
+        on_fail=f'echo "$GRPOFIT_RUN|$GRPOFIT_MODE|$GRPOFIT_STEP|$GRPOFIT_STATUS|$GRPOFIT_EVIDENCE" >> {hook_log}',
+        jsonl=str(tmp_path / "w.jsonl"),
+    )
     out = io.StringIO()
     s = Session(opts, out=out, err=io.StringIO())
     s.poll()
@@ -99,13 +106,16 @@ def test_once_exit_on_fail_on_a_collapsed_run(tmp_path, collapse_table):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-@pytest.mark.parametrize("args, needle", [
-    (["/no/such/dir"], "/no/such/dir"),
-    (["{tmp}", "--interval", "0"], "--interval"),
-    (["{tmp}", "--exit-on", "maybe"], "--exit-on"),
-    (["{tmp}", "--max-polls", "0"], "--max-polls"),
-    (["-"], "standard input"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["/no/such/dir"], "/no/such/dir"),
+        (["{tmp}", "--interval", "0"], "--interval"),
+        (["{tmp}", "--exit-on", "maybe"], "--exit-on"),
+        (["{tmp}", "--max-polls", "0"], "--max-polls"),
+        (["-"], "standard input"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(tmp_path, args, needle):
     p = grpofit("watch", *[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert p.returncode == 2
@@ -118,12 +128,26 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, needle):
 def test_ctrl_c_exits_0_and_leaves_whole_lines(tmp_path):
     write_csv(tmp_path / "run.csv", make_planted_run(None, seed=2, n_steps=120))
     out = tmp_path / "w.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "grpofit", "watch", str(tmp_path), "--interval", "0.1",
-                             "--jsonl", str(out), "--no-forecast"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            # as from a terminal, even when the test runner is a background job
-                            # (which starts with SIGINT ignored)
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "grpofit",
+            "watch",
+            str(tmp_path),
+            "--interval",
+            "0.1",
+            "--jsonl",
+            str(out),
+            "--no-forecast",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # as from a terminal, even when the test runner is a background job
+        # (which starts with SIGINT ignored)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not (out.exists() and out.stat().st_size):
         time.sleep(0.1)
@@ -163,8 +187,11 @@ def test_a_replaced_log_is_judged_afresh(tmp_path, collapse_table):
     run = tmp_path / "run.csv"
     write_csv(run, collapse_table)
     hook_log = tmp_path / "hook.txt"
-    s = Session(WatchOptions(paths=[str(run)], forecast=False, on_fail=f'echo "$GRPOFIT_STEP" >> {hook_log}'),
-                out=io.StringIO(), err=io.StringIO())
+    s = Session(
+        WatchOptions(paths=[str(run)], forecast=False, on_fail=f'echo "$GRPOFIT_STEP" >> {hook_log}'),
+        out=io.StringIO(),
+        err=io.StringIO(),
+    )
     s.poll(final=True)
     st = s.monitor.runs[str(run)]
     assert ("dynamical_instability", "fail") in st.alerts and st.n == 300
@@ -188,8 +215,11 @@ def test_exit_on_warn_and_every_hook_variable(tmp_path, collapse_table):
     hook_log = tmp_path / "hook.txt"
     names = ("RUN", "MODE", "STATUS", "STEP", "ONSET", "SOURCE", "EVIDENCE")
     hook = 'echo "' + "|".join(f"$GRPOFIT_{k}" for k in names) + f'" >> {hook_log}'
-    s = Session(WatchOptions(paths=[str(run)], forecast=False, exit_on="warn", on_fail=hook),
-                out=io.StringIO(), err=io.StringIO())
+    s = Session(
+        WatchOptions(paths=[str(run)], forecast=False, exit_on="warn", on_fail=hook),
+        out=io.StringIO(),
+        err=io.StringIO(),
+    )
     events = s.poll(final=True)
     assert s.exit_code == 1
     assert any(e["event"] == "alert" and e["status"] == "warn" for e in events)
@@ -205,10 +235,9 @@ def test_exit_on_warn_and_every_hook_variable(tmp_path, collapse_table):
 def test_readme_documents_every_jsonl_field(tmp_path, collapse_table):
     """The --jsonl schema in the README names exactly the fields watch writes."""
     import re
-    from pathlib import Path
 
     readme = docs_text()
-    section = readme[readme.index("`--jsonl FILE` appends one JSON object per line"):]
+    section = readme[readme.index("`--jsonl FILE` appends one JSON object per line") :]
     section = section[: section.index("\n#")]
     documented = {}
     for kind in ("alert", "forecast"):

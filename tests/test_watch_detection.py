@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from benchmarks.watch import PLANTED, RECORD, SHARED, hindsight_onset, shared_run
 from grpofit.testing.planted import planted_run
 from grpofit.watch.replay import detection, prefix, replay
 from grpofit.watch.rules import RewardDrop, reward_drop, trailing_median
-from benchmarks.watch import PLANTED, RECORD, SHARED, hindsight_onset, shared_run
 
 SAME = ("onset", "end", "first_warn", "first_fail", "delay", "fail_delay", "warn_source", "fail_source", "problem")
 
@@ -48,8 +48,9 @@ def test_heterorl_grpo_collapse_fails_within_50_steps_of_onset():
     # the README's row is rendered from the recorded benchmark; its alerts are what a replay gives now
     # (the onset is diagnose's hindsight onset, which moved on main after the recorded run)
     now, rec = d.row(), recorded("shared", "GRPO_online")
-    assert [now[k] for k in ("first_warn", "first_fail", "warn_source", "fail_source")] == \
-        [rec[k] for k in ("first_warn", "first_fail", "warn_source", "fail_source")]
+    assert [now[k] for k in ("first_warn", "first_fail", "warn_source", "fail_source")] == [
+        rec[k] for k in ("first_warn", "first_fail", "warn_source", "fail_source")
+    ]
 
 
 @pytest.mark.slow

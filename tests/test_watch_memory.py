@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from grpofit.core.runs import make_run
+from grpofit.runtime.trim import release
 from grpofit.watch.grow import Grow
 from grpofit.watch.session import Session, WatchOptions
 from grpofit.watch.tail import Columns
-from grpofit.runtime.trim import release
 
 
 def test_grow_appends_in_place_and_keeps_handed_out_views():
@@ -33,7 +33,9 @@ def test_grow_appends_in_place_and_keeps_handed_out_views():
 
 def test_columns_pad_a_metric_that_appears_later():
     cols = Columns()
-    cols.append(make_run("r", "r", "jsonl", {"step": np.array([1.0, 2.0]), "reward": np.array([0.1, 0.2])}, step="step"))
+    cols.append(
+        make_run("r", "r", "jsonl", {"step": np.array([1.0, 2.0]), "reward": np.array([0.1, 0.2])}, step="step")
+    )
     cols.append(make_run("r", "r", "jsonl", {"step": np.array([3.0]), "kl": np.array([0.5])}, step="step"))
     buf = cols._steps.buf
     for s in range(4, 20):  # small appends go into the spare capacity: no copy per append
@@ -63,8 +65,18 @@ def test_a_long_followed_run_costs_its_data_and_no_more(tmp_path):
         with open(path, "a") as f:
             for _ in range(k):
                 step += 1
-                f.write(json.dumps({"step": step, "reward": round(0.7 - 0.5 * np.exp(-step / 300) + rng.normal(0, 0.03), 4),
-                                    "kl": step / 1e4, "grad_norm": 0.2, "entropy": 1 - step / 2e4}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "step": step,
+                            "reward": round(0.7 - 0.5 * np.exp(-step / 300) + rng.normal(0, 0.03), 4),
+                            "kl": step / 1e4,
+                            "grad_norm": 0.2,
+                            "entropy": 1 - step / 2e4,
+                        }
+                    )
+                    + "\n"
+                )
 
     append(40)
     sess = Session(WatchOptions(paths=[str(tmp_path)], forecast=False), out=io.StringIO(), err=io.StringIO())

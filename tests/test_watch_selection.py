@@ -18,22 +18,33 @@ def export(tmp_path):
     path = tmp_path / "export.csv"
     rows = ["train/global_step," + ",".join(f"{r} - train/reward" for r in runs)]
     for t in range(1, 81):
-        rows.append(f"{t}," + ",".join(f"{0.2 + (0.5 + 0.1 * i) * (1 - math.exp(-t / (15 + 5 * i))):.4f}"
-                                       for i in range(len(runs))))
+        rows.append(
+            f"{t},"
+            + ",".join(f"{0.2 + (0.5 + 0.1 * i) * (1 - math.exp(-t / (15 + 5 * i))):.4f}" for i in range(len(runs)))
+        )
     path.write_text("\n".join(rows) + "\n")
     return path
 
 
 def _watch(paths, pattern=None):
     out, err = io.StringIO(), io.StringIO()
-    code = Session(WatchOptions(paths=[str(p) for p in paths], once=True, forecast=False, run_pattern=pattern,
-                                live=False), out=out, err=err).run()
+    code = Session(
+        WatchOptions(paths=[str(p) for p in paths], once=True, forecast=False, run_pattern=pattern, live=False),
+        out=out,
+        err=err,
+    ).run()
     return code, out.getvalue(), err.getvalue()
 
 
 def _runs(out: str) -> list[str]:
-    return sorted({w.split("=", 1)[1].rsplit("::", 1)[-1] for line in out.splitlines()
-                   for w in line.split() if w.startswith("run=")})
+    return sorted(
+        {
+            w.split("=", 1)[1].rsplit("::", 1)[-1]
+            for line in out.splitlines()
+            for w in line.split()
+            if w.startswith("run=")
+        }
+    )
 
 
 def test_file_run_follows_that_run_only(export):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import numpy as np
 import pytest
@@ -15,8 +14,8 @@ from grpofit.readers import wandb_binary as wb
 from grpofit.testing import writers
 from grpofit.watch.follow import Follower
 from grpofit.watch.tail import TextTail, open_tail
-from tests.test_live_logs import csv_rows, jsonl_rows, reward, wandb_bytes
 from tests.reallogs import REAL_LOGS
+from tests.test_live_logs import csv_rows, jsonl_rows, reward, wandb_bytes
 
 REAL = str(REAL_LOGS)
 
@@ -86,7 +85,7 @@ def test_torn_json_line_waits_for_its_end(tmp_path):
     assert tail.poll()
     assert tail.runs()[0].steps.tolist() == [1, 2, 3]
     with open(path, "ab") as f:
-        f.write(b'5}\n')
+        f.write(b"5}\n")
     assert tail.poll()
     run = tail.runs()[0]
     assert run.steps.tolist() == [1, 2, 3, 4]
@@ -199,11 +198,14 @@ def test_folder_where_runs_appear(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.real_logs
-@pytest.mark.parametrize("name", [
-    "verl_grpo_qwen25_3b_fsdp_base.tfevents",
-    "countdown_grpo_custom_beibeizzz.jsonl",
-    "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "verl_grpo_qwen25_3b_fsdp_base.tfevents",
+        "countdown_grpo_custom_beibeizzz.jsonl",
+        "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv",
+    ],
+)
 def test_real_logs_followed_in_pieces_equal_a_full_read(tmp_path, name):
     full = open(os.path.join(REAL, name), "rb").read()
     path = tmp_path / name
@@ -216,7 +218,9 @@ def test_real_logs_followed_in_pieces_equal_a_full_read(tmp_path, name):
 
 
 def test_verl_console_and_trl_console_in_pieces(tmp_path):
-    verl = "".join(f"(TaskRunner pid=1) step:{s} - critic/score/mean:{reward(s)} - actor/kl:0.01\n" for s in range(1, 60)).encode()
+    verl = "".join(
+        f"(TaskRunner pid=1) step:{s} - critic/score/mean:{reward(s)} - actor/kl:0.01\n" for s in range(1, 60)
+    ).encode()
     path = tmp_path / "train.log"
     tail = grow(path, verl, _cuts(verl, 5), lambda: open_tail(str(path), "file"))
     (run,) = tail.runs()

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grpofit.forecasting import likelihood
 from grpofit.commands.forecast import ForecastOptions, forecast_run
+from grpofit.forecasting import likelihood
 from grpofit.laws.registry import MODELS
 from grpofit.testing.planted import planted_run
 from grpofit.watch.monitor import Monitor
@@ -75,7 +75,7 @@ def test_monitor_refits_warm_and_agrees_with_a_cold_fit(run):
     cold, _, _ = forecast_run(prefix(run, 158), ForecastOptions(horizon=300))
     w, c = warm["at"][0], cold["at"][0]
     width = c["pi95"][1] - c["pi95"][0]
-    # the draws come from a tempered posterior (issue 33): a hair apart in the maxima moves the
+    # the draws come from a tempered posterior: a hair apart in the maxima moves the
     # mean of a wide predictive by a few percent of its width
     assert abs(w["mean"] - c["mean"]) <= 0.2 * width  # measured after the merge: 0.14 of the width
     # the 95% ends of a still-rising run's wide predictive move more with the draws than its centre

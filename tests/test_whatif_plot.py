@@ -44,8 +44,23 @@ def test_predict_plot_shows_the_lr_the_user_passed(capsys, tmp_path, monkeypatch
     drawn = []
     monkeypatch.setattr(plotting, "_save", lambda fig, path: drawn.append(fig))
     sample = Path(__file__).resolve().parents[1] / "sample_logs" / "healthy_slow_start.csv"
-    code, _, err = run_cli(capsys, "predict", "--from-run", sample, "--lr", "0.5", "--momentum", "0.9",
-                           "--refresh-interval", "1", "--adam", "--what-if-lr", "1.0", "--plot", tmp_path / "w.png")
+    code, _, err = run_cli(
+        capsys,
+        "predict",
+        "--from-run",
+        sample,
+        "--lr",
+        "0.5",
+        "--momentum",
+        "0.9",
+        "--refresh-interval",
+        "1",
+        "--adam",
+        "--what-if-lr",
+        "1.0",
+        "--plot",
+        tmp_path / "w.png",
+    )
     assert code == 0, err
     titles = " ".join(t.get_text() for fig in drawn for ax in fig.axes for t in [ax.title, *fig.texts])
     titles += " ".join(fig._suptitle.get_text() for fig in drawn if getattr(fig, "_suptitle", None))

@@ -1,4 +1,4 @@
-"""A TRL ``GRPOTrainer`` run of the kind issue 37 reports, as the logs dicts its ``on_log`` sees.
+"""A TRL ``GRPOTrainer`` run of the kind a user reported, as the logs dicts its ``on_log`` sees.
 
 The reported run: a small model trained on CPU for 300 steps with ``max_completion_length=12``
 and 16 completions per step, healthy (the reward rises and settles) but nearly every completion
@@ -38,14 +38,25 @@ def trl_logs(*, seed: int = 0, n_steps: int = 300, broken: bool = False) -> list
         grad = np.where(after, grad * 40.0, grad)
     logs = []
     for i in range(n_steps):
-        logs.append({
-            "loss": float(rng.normal(0, 0.01)), "grad_norm": float(grad[i]), "learning_rate": 1e-6 * (1 - i / n_steps),
-            "num_tokens": float((i + 1) * G * 40),
-            "completions/mean_length": float(mean_length[i]), "completions/min_length": float(min(short[i], CAP)),
-            "completions/max_length": float(CAP), "completions/clipped_ratio": float(clipped[i]),
-            "completions/mean_terminated_length": float(short[i]) if clipped[i] < 1 else 0.0,
-            "rewards/correct/mean": float(reward[i]), "rewards/correct/std": float(reward_std[i]),
-            "reward": float(reward[i]), "reward_std": float(reward_std[i]), "frac_reward_zero_std": float(zero[i]),
-            "entropy": float(entropy[i]), "clip_ratio/region_mean": 0.0, "epoch": (i + 1) / n_steps,
-        })
+        logs.append(
+            {
+                "loss": float(rng.normal(0, 0.01)),
+                "grad_norm": float(grad[i]),
+                "learning_rate": 1e-6 * (1 - i / n_steps),
+                "num_tokens": float((i + 1) * G * 40),
+                "completions/mean_length": float(mean_length[i]),
+                "completions/min_length": float(min(short[i], CAP)),
+                "completions/max_length": float(CAP),
+                "completions/clipped_ratio": float(clipped[i]),
+                "completions/mean_terminated_length": float(short[i]) if clipped[i] < 1 else 0.0,
+                "rewards/correct/mean": float(reward[i]),
+                "rewards/correct/std": float(reward_std[i]),
+                "reward": float(reward[i]),
+                "reward_std": float(reward_std[i]),
+                "frac_reward_zero_std": float(zero[i]),
+                "entropy": float(entropy[i]),
+                "clip_ratio/region_mean": 0.0,
+                "epoch": (i + 1) / n_steps,
+            }
+        )
     return logs

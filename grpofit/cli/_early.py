@@ -24,8 +24,10 @@ def _stop(signum, frame):  # noqa: ARG001 - signal handler signature
 def quiet_interrupts():
     """SIGINT quits quietly inside (when Python's default handler is in place, in the main
     thread: a program that set its own keeps it)."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
         yield
         return
     signal.signal(signal.SIGINT, _stop)

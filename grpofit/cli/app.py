@@ -24,12 +24,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-simulate_app = typer.Typer(help="Simulate GRPO where the paper's reduction is exact.\n\n"
-                           "Example (an 8-arm bandit, then its fit):\n\n"
-                           "  grpofit simulate bandit --arms 8 --correct 1 --lr 0.5 --group-size 16 --steps 600 --seed 0 --out bandit.csv\n\n"
-                           "  grpofit fit bandit.csv",
-                           no_args_is_help=True,
-                           context_settings={"help_option_names": ["-h", "--help"]})
+simulate_app = typer.Typer(
+    help="Simulate GRPO where the paper's reduction is exact.\n\n"
+    "Example (an 8-arm bandit, then its fit):\n\n"
+    "  grpofit simulate bandit --arms 8 --correct 1 --lr 0.5 --group-size 16 --steps 600 --seed 0 --out bandit.csv\n\n"
+    "  grpofit fit bandit.csv",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 app.add_typer(simulate_app, name="simulate")
 
 

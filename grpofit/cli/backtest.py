@@ -15,14 +15,26 @@ def backtest(
     paths: List[str] = typer.Argument(..., help="Finished runs: files, run folders or log directories."),
     metric: Optional[str] = METRIC,
     step: Optional[str] = STEP,
-    cuts: Optional[str] = typer.Option(None, "--cuts", help="Cut points in percent of the steps (default 20,30,50,70)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Binary rewards per logged mean (binomial observation noise)."),
-    bounds: Optional[str] = typer.Option(None, "--bounds", help="The metric's range LO,HI (e.g. 0,1); else from its name, the config, or [0, 1] when every value lies there."),
+    cuts: Optional[str] = typer.Option(
+        None, "--cuts", help="Cut points in percent of the steps (default 20,30,50,70)."
+    ),
+    batch_size: Optional[int] = typer.Option(
+        None, "--batch-size", help="Binary rewards per logged mean (binomial observation noise)."
+    ),
+    bounds: Optional[str] = typer.Option(
+        None,
+        "--bounds",
+        help="The metric's range LO,HI (e.g. 0,1); else from its name, the config, or [0, 1] when every value lies there.",
+    ),
     format: DiagnoseFormat = typer.Option(DiagnoseFormat.table, "--format", help="table, json or markdown."),
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write one figure per run into this folder."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Backtest files in N parallel processes."),
     run_pattern: Optional[str] = RUN_PATTERN,
-    prior_from_others: bool = typer.Option(False, "--prior-from-others", help="Score every run leave-one-out with a prior built from the other runs, at 0% (before the first step), 10% and 25%, beside the forecast without it (docs/prior.md)."),
+    prior_from_others: bool = typer.Option(
+        False,
+        "--prior-from-others",
+        help="Score every run leave-one-out with a prior built from the other runs, at 0% (before the first step), 10% and 25%, beside the forecast without it (docs/prior.md).",
+    ),
     debug: bool = DEBUG,
 ) -> int:
     """Forecast finished runs from cut points and compare with what happened: 95% interval
@@ -33,7 +45,9 @@ def backtest(
     from grpofit.commands.backtest import backtest_paths, parse_cuts
 
     if batch_size is not None and batch_size < 1:
-        raise UsageError(f"--batch-size {batch_size} is not positive", fix="pass the number of rewards averaged per logged step")
+        raise UsageError(
+            f"--batch-size {batch_size} is not positive", fix="pass the number of rewards averaged per logged step"
+        )
     from grpofit.forecasting.bounds import parse_bounds
 
     parse_bounds(bounds)
@@ -43,9 +57,17 @@ def backtest(
         check_writable(plot_dir, "--plot-dir", folder=True)
     if prior_from_others:
         return _prior_from_others(paths, metric, step, format, run_pattern)
-    doc, warnings = backtest_paths(paths, metric=metric, step=step, cuts=parse_cuts(cuts), batch_size=batch_size,
-                                   jobs=jobs, plot_dir=plot_dir, run_pattern=run_pattern,
-                                   bounds=bounds)
+    doc, warnings = backtest_paths(
+        paths,
+        metric=metric,
+        step=step,
+        cuts=parse_cuts(cuts),
+        batch_size=batch_size,
+        jobs=jobs,
+        plot_dir=plot_dir,
+        run_pattern=run_pattern,
+        bounds=bounds,
+    )
     warn(warnings)
     from grpofit.render.forecast import backtest_markdown, backtest_table
 
@@ -74,8 +96,10 @@ def _prior_from_others(paths, metric, step, format, run_pattern) -> int:
 
     runs = [r for p in paths for r in read_path(p, step=step) if matches(r, run_pattern)]
     if len(runs) < 3:
-        raise UsageError(f"--prior-from-others needs at least three runs, {len(runs)} found in {' '.join(paths)}",
-                         fix="pass a sweep: the runs of one recipe")
+        raise UsageError(
+            f"--prior-from-others needs at least three runs, {len(runs)} found in {' '.join(paths)}",
+            fix="pass a sweep: the runs of one recipe",
+        )
     doc = loo_doc(runs, metric=metric)
     if format is DiagnoseFormat.json:
         print_json(doc)

@@ -61,9 +61,12 @@ def _debug_given(value: bool) -> bool:
 
 
 #: ``--debug``, accepted at the root (``grpofit --debug fit ...``) and on every command
-DEBUG = typer.Option(False, "--debug", help="Show a traceback on errors.", callback=_debug_given,
-                     is_eager=True)
-RUN_PATTERN = typer.Option(None, "--run", help="Only the runs whose name matches this glob (e.g. '*GRPO*'); FILE::RUN also picks one run of a file.")
+DEBUG = typer.Option(False, "--debug", help="Show a traceback on errors.", callback=_debug_given, is_eager=True)
+RUN_PATTERN = typer.Option(
+    None,
+    "--run",
+    help="Only the runs whose name matches this glob (e.g. '*GRPO*'); FILE::RUN also picks one run of a file.",
+)
 
 
 def warn(lines) -> None:
@@ -126,7 +129,11 @@ def check_out_folder(out: Path) -> None:
     """``--out`` must name a file in a folder that exists (checked before minutes of work)."""
     folder = out.parent if str(out.parent) else Path(".")
     if not folder.is_dir():
-        raise UsageError(f"the folder {str(folder)!r} of --out does not exist", path=str(out), fix="create it first or choose another --out")
+        raise UsageError(
+            f"the folder {str(folder)!r} of --out does not exist",
+            path=str(out),
+            fix="create it first or choose another --out",
+        )
     if out.is_dir():
         raise UsageError("--out is a folder", path=str(out), fix="name a .csv or .jsonl file")
 
@@ -153,7 +160,9 @@ def check_writable(path: Path, option: str, *, folder: bool = False) -> None:
         return
     if p.exists() and p.is_dir() != folder:
         what = "a folder" if p.is_dir() else "a file"
-        raise UsageError(f"{option} {path}: is {what}", fix="choose " + ("a folder" if folder else "a file name") + " there")
+        raise UsageError(
+            f"{option} {path}: is {what}", fix="choose " + ("a folder" if folder else "a file name") + " there"
+        )
     parent = p if folder else p.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent

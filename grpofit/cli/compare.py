@@ -16,9 +16,13 @@ def compare(
     b: str = typer.Argument(..., help="Run B, the same way."),
     metric: Optional[str] = METRIC,
     step: Optional[str] = STEP,
-    margin: float = typer.Option(0.1, "--margin", help="Equivalence margin for 'same', as a fraction of each quantity's scale."),
+    margin: float = typer.Option(
+        0.1, "--margin", help="Equivalence margin for 'same', as a fraction of each quantity's scale."
+    ),
     format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write an overlay of both sides' data and fits (.png/.svg/.pdf)."),
+    plot: Optional[Path] = typer.Option(
+        None, "--plot", help="Write an overlay of both sides' data and fits (.png/.svg/.pdf)."
+    ),
     run_pattern: Optional[str] = RUN_PATTERN,
     debug: bool = DEBUG,
 ) -> int:

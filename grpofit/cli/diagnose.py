@@ -8,8 +8,21 @@ from typing import List, Optional
 import typer
 from typer.core import TyperCommand
 
-from grpofit.cli.common import (DEBUG, METRIC, RUN_PATTERN, STEP, DiagnoseFormat, check_writable, echo_err,
-                                parse_thresholds, print_json, shown, split_modes, warn, write_text)
+from grpofit.cli.common import (
+    DEBUG,
+    METRIC,
+    RUN_PATTERN,
+    STEP,
+    DiagnoseFormat,
+    check_writable,
+    echo_err,
+    parse_thresholds,
+    print_json,
+    shown,
+    split_modes,
+    warn,
+    write_text,
+)
 from grpofit.core.errors import ExitCode
 
 
@@ -28,19 +41,43 @@ def diagnose(
     paths: List[str] = typer.Argument(..., help="Files, run folders or log directories ('-' reads standard input)."),
     metric: Optional[str] = METRIC,
     step: Optional[str] = STEP,
-    eval_metric: Optional[str] = typer.Option(None, "--eval-metric", help="Eval column (auto-detected: eval_*, val-core/*, val/*)."),
-    min_r2: Optional[float] = typer.Option(None, "--min-r2", help="Fail a run whose preferred fit has R² below this (a finite value in [-1, 1])."),
-    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Modes that gate, comma-separated (default: every mode). A fail in another mode is shown but counts as a warning."),
+    eval_metric: Optional[str] = typer.Option(
+        None, "--eval-metric", help="Eval column (auto-detected: eval_*, val-core/*, val/*)."
+    ),
+    min_r2: Optional[float] = typer.Option(
+        None, "--min-r2", help="Fail a run whose preferred fit has R² below this (a finite value in [-1, 1])."
+    ),
+    fail_on: Optional[str] = typer.Option(
+        None,
+        "--fail-on",
+        help="Modes that gate, comma-separated (default: every mode). A fail in another mode is shown but counts as a warning.",
+    ),
     strict: bool = typer.Option(False, "--strict", help="Warnings gate too: a warn in a gating mode fails the run."),
-    group_size: Optional[int] = typer.Option(None, "--group-size", min=1, help="Group size G for every run (else from config or run name)."),
-    threshold: List[str] = typer.Option([], "--threshold", help="Override a rule threshold, NAME=VALUE (names below); each has a finite valid range."),
+    group_size: Optional[int] = typer.Option(
+        None, "--group-size", min=1, help="Group size G for every run (else from config or run name)."
+    ),
+    threshold: List[str] = typer.Option(
+        [], "--threshold", help="Override a rule threshold, NAME=VALUE (names below); each has a finite valid range."
+    ),
     format: DiagnoseFormat = typer.Option(DiagnoseFormat.table, "--format", help="table, json or markdown."),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="Also write a JUnit XML report (a test case per run and mode)."),
+    junit: Optional[Path] = typer.Option(
+        None, "--junit", help="Also write a JUnit XML report (a test case per run and mode)."
+    ),
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write one figure per run into this folder."),
-    jobs: int = typer.Option(1, "--jobs", min=1, help="Judge runs in N parallel processes (at most one per CPU and per run)."),
+    jobs: int = typer.Option(
+        1, "--jobs", min=1, help="Judge runs in N parallel processes (at most one per CPU and per run)."
+    ),
     run_pattern: Optional[str] = RUN_PATTERN,
-    forecast: bool = typer.Option(False, "--forecast", help="Also forecast each run: expected final reward and the step reaching 95% of the gain (slower)."),
-    horizon: Optional[float] = typer.Option(None, "--horizon", help="Planned last step (at most 1e15) for the forecast of runs whose config names none (implies --forecast)."),
+    forecast: bool = typer.Option(
+        False,
+        "--forecast",
+        help="Also forecast each run: expected final reward and the step reaching 95% of the gain (slower).",
+    ),
+    horizon: Optional[float] = typer.Option(
+        None,
+        "--horizon",
+        help="Planned last step (at most 1e15) for the forecast of runs whose config names none (implies --forecast).",
+    ),
     debug: bool = DEBUG,
 ) -> int:
     """Judge every run under PATHS for the four failure modes; exit 1 when a run fails (a CI gate).
@@ -60,7 +97,9 @@ def diagnose(
     if horizon is not None and not (horizon > 0 and horizon < float("inf")):
         from grpofit.core.errors import UsageError
 
-        raise UsageError(f"--horizon {horizon} is not a positive step", fix="pass the planned last step, e.g. --horizon 1000")
+        raise UsageError(
+            f"--horizon {horizon} is not a positive step", fix="pass the planned last step, e.g. --horizon 1000"
+        )
     if horizon is not None:
         from grpofit.core.limits import check_step
 

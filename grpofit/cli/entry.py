@@ -81,7 +81,6 @@ def _closed_streams_to_devnull() -> None:
 def _flush_stdout(code):
     """Flush standard output now, so that a full disk or a closed pipe is one line and exit 2
     (or, for a reader that went away, exit as usual) instead of a message at interpreter exit."""
-    import os
 
     try:
         sys.stdout.flush()
@@ -154,7 +153,9 @@ def _run(argv: list[str] | None) -> int:
     except Exception as e:  # a bug: still one line, never a traceback without --debug
         if debugging():
             raise
-        echo_err(f"error: internal error ({type(e).__name__}: {' '.join(str(e).split())}); rerun with --debug and report it")
+        echo_err(
+            f"error: internal error ({type(e).__name__}: {' '.join(str(e).split())}); rerun with --debug and report it"
+        )
         code = ExitCode.BAD_INPUT
     return code
 

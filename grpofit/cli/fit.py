@@ -16,10 +16,16 @@ def fit(
     metric: Optional[str] = METRIC,
     step: Optional[str] = STEP,
     format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a figure: data, both fits, residuals (.png/.svg/.pdf); several runs in a grid."),
-    overlay: bool = typer.Option(False, "--overlay", help="With --plot: every run on one axis with its preferred fit (e.g. GRPO vs GSPO)."),
+    plot: Optional[Path] = typer.Option(
+        None, "--plot", help="Write a figure: data, both fits, residuals (.png/.svg/.pdf); several runs in a grid."
+    ),
+    overlay: bool = typer.Option(
+        False, "--overlay", help="With --plot: every run on one axis with its preferred fit (e.g. GRPO vs GSPO)."
+    ),
     run_pattern: Optional[str] = RUN_PATTERN,
-    jobs: int = typer.Option(1, "--jobs", min=1, help="Fit files in N parallel processes (at most one per CPU and per file)."),
+    jobs: int = typer.Option(
+        1, "--jobs", min=1, help="Fit files in N parallel processes (at most one per CPU and per file)."
+    ),
     debug: bool = DEBUG,
 ) -> int:
     """Fit the single-exponential law and the damped oscillator to each run's reward.
@@ -32,12 +38,10 @@ def fit(
 
         check_suffix(plot, option="--plot")
         check_writable(plot, "--plot")
-    from grpofit.fitting.analysis import fit_summary
-    from grpofit.commands.pipeline import fit_paths
-    from grpofit.core.vocabulary import SCHEMAS
-
     # without --plot only each run's summary (for JSON: its text) is kept, made where the run is fitted
-    from grpofit.commands.pipeline import fit_entry_json
+    from grpofit.commands.pipeline import fit_entry_json, fit_paths
+    from grpofit.core.vocabulary import SCHEMAS
+    from grpofit.fitting.analysis import fit_summary
 
     keep = None if plot is not None else fit_entry_json if format is TableOrJson.json else fit_summary
     done = fit_paths(runs, metric=metric, step=step, run_pattern=run_pattern, jobs=jobs, keep=keep)

@@ -15,17 +15,45 @@ def forecast(
     runs: List[str] = typer.Argument(..., help="Log files or run folders ('-' reads standard input)."),
     metric: Optional[str] = METRIC,
     step: Optional[str] = STEP,
-    horizon: Optional[int] = typer.Option(None, "--horizon", help="Planned last step, at most 1e15 (else from the config: trainer.total_training_steps, max_steps)."),
+    horizon: Optional[int] = typer.Option(
+        None,
+        "--horizon",
+        help="Planned last step, at most 1e15 (else from the config: trainer.total_training_steps, max_steps).",
+    ),
     at: List[float] = typer.Option([], "--at", help="Also forecast at this step (repeatable; within ±1e15)."),
-    until: Optional[float] = typer.Option(None, "--until", help="Cut the run after this step (within ±1e15): what would have been forecast then."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Binary rewards per logged mean (binomial observation noise; else from the config, else estimated)."),
-    bounds: Optional[str] = typer.Option(None, "--bounds", help="The metric's range LO,HI (e.g. 0,1): every interval and draw stays inside it (else from the metric's name, the config, or [0, 1] when every value lies there)."),
+    until: Optional[float] = typer.Option(
+        None, "--until", help="Cut the run after this step (within ±1e15): what would have been forecast then."
+    ),
+    batch_size: Optional[int] = typer.Option(
+        None,
+        "--batch-size",
+        help="Binary rewards per logged mean (binomial observation noise; else from the config, else estimated).",
+    ),
+    bounds: Optional[str] = typer.Option(
+        None,
+        "--bounds",
+        help="The metric's range LO,HI (e.g. 0,1): every interval and draw stays inside it (else from the metric's name, the config, or [0, 1] when every value lies there).",
+    ),
     format: TableOrJson = typer.Option(TableOrJson.table, "--format", help="table (people) or json (scripts)."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a fan chart: data, fit, median forecast, 80/95% bands, planned end (.png/.svg/.pdf)."),
+    plot: Optional[Path] = typer.Option(
+        None,
+        "--plot",
+        help="Write a fan chart: data, fit, median forecast, 80/95% bands, planned end (.png/.svg/.pdf).",
+    ),
     run_pattern: Optional[str] = RUN_PATTERN,
-    prior: List[str] = typer.Option([], "--prior", help="Finished runs (files, folders) or a saved grpofit.prior/1 JSON: a population prior combined with each run's own data (docs/prior.md; repeatable)."),
-    save_prior: Optional[Path] = typer.Option(None, "--save-prior", help="Write the prior built from --prior to this JSON file (grpofit.prior/1)."),
-    covariate: List[str] = typer.Option([], "--covariate", help="NAME=VALUE of the run being forecast (lr, momentum, refresh, group_size, kl, size), over its config's (repeatable)."),
+    prior: List[str] = typer.Option(
+        [],
+        "--prior",
+        help="Finished runs (files, folders) or a saved grpofit.prior/1 JSON: a population prior combined with each run's own data (docs/prior.md; repeatable).",
+    ),
+    save_prior: Optional[Path] = typer.Option(
+        None, "--save-prior", help="Write the prior built from --prior to this JSON file (grpofit.prior/1)."
+    ),
+    covariate: List[str] = typer.Option(
+        [],
+        "--covariate",
+        help="NAME=VALUE of the run being forecast (lr, momentum, refresh, group_size, kl, size), over its config's (repeatable).",
+    ),
     debug: bool = DEBUG,
 ) -> int:
     """Forecast each run from the steps seen so far: expected reward at the planned end with
@@ -45,15 +73,29 @@ def forecast(
     from grpofit.forecasting.prior import parse_covariates
 
     if save_prior is not None and not prior:
-        raise UsageError("--save-prior needs --prior", fix="pass the finished runs: --prior runs/ --save-prior prior.json")
+        raise UsageError(
+            "--save-prior needs --prior", fix="pass the finished runs: --prior runs/ --save-prior prior.json"
+        )
     if save_prior is not None:
         from grpofit.cli.common import check_writable
 
         check_writable(save_prior, "--save-prior")
-    done = forecast_paths(runs, ForecastOptions(metric=metric, step=step, horizon=horizon, at=list(at),
-                                                until=until, batch_size=batch_size, run_pattern=run_pattern,
-                                                bounds=bounds, covariates=parse_covariates(covariate)),
-                          prior_paths=list(prior), save_prior=save_prior)
+    done = forecast_paths(
+        runs,
+        ForecastOptions(
+            metric=metric,
+            step=step,
+            horizon=horizon,
+            at=list(at),
+            until=until,
+            batch_size=batch_size,
+            run_pattern=run_pattern,
+            bounds=bounds,
+            covariates=parse_covariates(covariate),
+        ),
+        prior_paths=list(prior),
+        save_prior=save_prior,
+    )
     warn(done.warnings)
     if format is TableOrJson.json:
         print_json(done.doc)

@@ -21,5 +21,6 @@ def diagnose_epilog() -> list[str]:
         "--min-r2; a fail in another mode is shown and counts as a warning. Exit 0 passed, 1 failed, "
         "2 bad input.",
         "Thresholds (for --threshold NAME=VALUE; defaults and meanings in the README): "
-        + ", ".join(threshold_names()) + ".",
+        + ", ".join(threshold_names())
+        + ".",
     ]

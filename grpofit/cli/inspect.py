@@ -21,8 +21,8 @@ def inspect(
 
     Example: grpofit inspect wandb/run-20260101_120000-abc123
     """
-    from grpofit.readers.inspect import inspect_path
     from grpofit.core.vocabulary import SCHEMAS
+    from grpofit.readers.inspect import inspect_path
 
     doc = {"schema": SCHEMAS["inspect"], **inspect_path(run, step=step)}
     if run_pattern:

@@ -12,16 +12,40 @@ from grpofit.core.errors import ExitCode
 
 
 def rank(
-    runs: List[str] = typer.Argument(..., help="Log files, run folders, glob patterns or FILE::RUN ('-' reads standard input)."),
+    runs: List[str] = typer.Argument(
+        ..., help="Log files, run folders, glob patterns or FILE::RUN ('-' reads standard input)."
+    ),
     metric: Optional[str] = METRIC,
     step: Optional[str] = STEP,
-    horizon: Optional[int] = typer.Option(None, "--horizon", help="The common step to compare the runs at (else the latest planned end in the configs, else the longest run's last step)."),
-    until: Optional[float] = typer.Option(None, "--until", help="Cut every run after this step: the decision the sweep faced then."),
-    margin: float = typer.Option(0.01, "--margin", help="A run 'ends within the margin' when its final reward is at most this far below the best run's (reward units)."),
-    confidence: float = typer.Option(0.95, "--confidence", help="Stop a run when it ends within the margin of the best with probability below 1 - this."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Binary rewards per logged mean (binomial observation noise; else from the config, else estimated)."),
-    format: DiagnoseFormat = typer.Option(DiagnoseFormat.table, "--format", help="table (people), json (scripts) or markdown (CI summaries)."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the runs' forecast fans side by side (.png/.svg/.pdf)."),
+    horizon: Optional[int] = typer.Option(
+        None,
+        "--horizon",
+        help="The common step to compare the runs at (else the latest planned end in the configs, else the longest run's last step).",
+    ),
+    until: Optional[float] = typer.Option(
+        None, "--until", help="Cut every run after this step: the decision the sweep faced then."
+    ),
+    margin: float = typer.Option(
+        0.01,
+        "--margin",
+        help="A run 'ends within the margin' when its final reward is at most this far below the best run's (reward units).",
+    ),
+    confidence: float = typer.Option(
+        0.95,
+        "--confidence",
+        help="Stop a run when it ends within the margin of the best with probability below 1 - this.",
+    ),
+    batch_size: Optional[int] = typer.Option(
+        None,
+        "--batch-size",
+        help="Binary rewards per logged mean (binomial observation noise; else from the config, else estimated).",
+    ),
+    format: DiagnoseFormat = typer.Option(
+        DiagnoseFormat.table, "--format", help="table (people), json (scripts) or markdown (CI summaries)."
+    ),
+    plot: Optional[Path] = typer.Option(
+        None, "--plot", help="Write the runs' forecast fans side by side (.png/.svg/.pdf)."
+    ),
     jobs: int = typer.Option(1, "--jobs", help="Forecast the runs in this many processes."),
     seed: int = typer.Option(0, "--seed", help="Seed of the predictive draws."),
     run_pattern: Optional[str] = RUN_PATTERN,
@@ -41,9 +65,21 @@ def rank(
 
         check_suffix(plot, option="--plot")
         check_writable(plot, "--plot")
-    done = rank_paths(runs, RankOptions(metric=metric, step=step, horizon=horizon, until=until, margin=margin,
-                                        confidence=confidence, batch_size=batch_size, seed=seed,
-                                        run_pattern=run_pattern, jobs=jobs))
+    done = rank_paths(
+        runs,
+        RankOptions(
+            metric=metric,
+            step=step,
+            horizon=horizon,
+            until=until,
+            margin=margin,
+            confidence=confidence,
+            batch_size=batch_size,
+            seed=seed,
+            run_pattern=run_pattern,
+            jobs=jobs,
+        ),
+    )
     warn(done.warnings)
     if format is DiagnoseFormat.json:
         print_json(done.doc)

@@ -17,12 +17,19 @@ def simulate_bandit(
     lr: float = typer.Option(0.1, "--lr", help="Learning rate (finite, in (0, 1000])."),
     momentum: float = typer.Option(0.0, "--momentum"),
     refresh_interval: int = typer.Option(1, "--refresh-interval", min=1),
-    group_size: int = typer.Option(16, "--group-size", min=0, help="Samples per group; 0 = exact mean-field gradient. --groups x --group-size is at most 16,384 (memory)."),
+    group_size: int = typer.Option(
+        16,
+        "--group-size",
+        min=0,
+        help="Samples per group; 0 = exact mean-field gradient. --groups x --group-size is at most 16,384 (memory).",
+    ),
     groups: int = typer.Option(16, "--groups", min=1, help="Groups (prompts) per step."),
     beta: float = typer.Option(1.0, "--beta", min=0.0, help="KL weight to the uniform reference policy (0 to 1000)."),
     steps: int = typer.Option(500, "--steps", min=1, help="Steps to simulate (at most 1,000,000)."),
     seed: int = typer.Option(0, "--seed"),
-    importance_ratio: bool = typer.Option(False, "--importance-ratio/--no-importance-ratio", help="Reweight stale samples by pi/pi_old."),
+    importance_ratio: bool = typer.Option(
+        False, "--importance-ratio/--no-importance-ratio", help="Reweight stale samples by pi/pi_old."
+    ),
     format: TableOrJson = typer.Option(TableOrJson.table, "--format"),
     debug: bool = DEBUG,
 ) -> int:
@@ -33,12 +40,32 @@ def simulate_bandit(
     from grpofit.core.limits import check_simulate
     from grpofit.dynamics.simulation import run_simulation
 
-    check_simulate(arms=arms, correct=correct, lr=lr, momentum=momentum, refresh_interval=refresh_interval,
-                   group_size=group_size, groups=groups, beta=beta, steps=steps, seed=seed)
+    check_simulate(
+        arms=arms,
+        correct=correct,
+        lr=lr,
+        momentum=momentum,
+        refresh_interval=refresh_interval,
+        group_size=group_size,
+        groups=groups,
+        beta=beta,
+        steps=steps,
+        seed=seed,
+    )
     check_out_folder(out)
     doc = run_simulation(
-        out=out, arms=arms, correct=correct, lr=lr, momentum=momentum, refresh_interval=refresh_interval,
-        group_size=group_size, groups=groups, beta=beta, steps=steps, seed=seed, importance_ratio=importance_ratio,
+        out=out,
+        arms=arms,
+        correct=correct,
+        lr=lr,
+        momentum=momentum,
+        refresh_interval=refresh_interval,
+        group_size=group_size,
+        groups=groups,
+        beta=beta,
+        steps=steps,
+        seed=seed,
+        importance_ratio=importance_ratio,
     )
     if format is TableOrJson.json:
         print_json(doc)

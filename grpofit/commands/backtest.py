@@ -31,8 +31,15 @@ import numpy as np
 from grpofit.core.numbers import finite as _num
 from grpofit.core.vocabulary import SCHEMAS
 
-__all__ = ["DEFAULT_CUTS", "FINAL_FRACTION", "backtest_series", "backtest_run", "summarise",
-           "backtest_paths", "parse_cuts"]
+__all__ = [
+    "DEFAULT_CUTS",
+    "FINAL_FRACTION",
+    "backtest_series",
+    "backtest_run",
+    "summarise",
+    "backtest_paths",
+    "parse_cuts",
+]
 
 DEFAULT_CUTS = (0.2, 0.3, 0.5, 0.7)
 #: the final level is the mean over this last fraction of the run's steps
@@ -68,8 +75,9 @@ def _stop_call(recommendation: str | None) -> bool:
     return bool(recommendation) and recommendation.startswith(("done", "no further gain"))
 
 
-def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = None, seed: int = 0,
-                    bounds=None, metric: str | None = None) -> list[dict]:
+def backtest_series(
+    steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = None, seed: int = 0, bounds=None, metric: str | None = None
+) -> list[dict]:
     """The contract's ``cuts`` list for one series. Each cut also records the forecast's
     ``recommendation`` and, for a "done" / "no further gain expected" call, whether it was wrong
     (``recommendation_wrong``: the final level rose above the level at the cut by more than
@@ -77,8 +85,8 @@ def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = Non
     from grpofit.core.errors import GrpofitError
     from grpofit.fitting import MIN_POINTS as FIT_MIN
     from grpofit.fitting import fit_series
-    from grpofit.forecasting.bounds import metric_bounds
     from grpofit.fitting.drift import persistence
+    from grpofit.forecasting.bounds import metric_bounds
     from grpofit.forecasting.engine import forecast_series
     from grpofit.laws.models import exponential
 
@@ -96,13 +104,25 @@ def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = Non
         cut = first + frac * span
         seen = steps <= cut
         s, v = steps[seen], values[seen]
-        fc = forecast_series(s, v, horizon_step=last, horizon_source="backtest: the run's last step",
-                             final_steps=steps[window], batch=batch, seed=seed, bounds=bounds)
+        fc = forecast_series(
+            s,
+            v,
+            horizon_step=last,
+            horizon_source="backtest: the run's last step",
+            final_steps=steps[window],
+            batch=batch,
+            seed=seed,
+            bounds=bounds,
+        )
         entry = {"fraction": frac, "step": _num(s[-1]) if s.size else _num(cut), "n_seen": int(s.size)}
         if fc.final is not None:
             lo, hi = fc.final["pi95"]
-            entry["predicted"] = {"mean": fc.final["mean"], "median": fc.final["median"], "pi95": [lo, hi],
-                                  "kind": fc.final["kind"]}
+            entry["predicted"] = {
+                "mean": fc.final["mean"],
+                "median": fc.final["median"],
+                "pi95": [lo, hi],
+                "kind": fc.final["kind"],
+            }
             entry["covered"] = bool(lo <= actual and (hi is None or actual <= hi))
             entry["error"] = abs(fc.final["median"] - actual)
         else:
@@ -129,13 +149,18 @@ def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = Non
         entry["plateau"] = fc.doc.get("plateau")
         if fc.final is not None:
             pt = fc.doc.get("point") or {}
-            entry["point"] = {"model_median": fc.final.get("model_median"), "persistence": pt.get("persistence"),
-                              "model_weight": pt.get("model_weight"), "still_rising": fc.doc.get("still_rising")}
+            entry["point"] = {
+                "model_median": fc.final.get("model_median"),
+                "persistence": pt.get("persistence"),
+                "model_weight": pt.get("model_weight"),
+                "still_rising": fc.doc.get("still_rising"),
+            }
         entry["note"] = fc.doc.get("note") if fc.final is None else None
         rec = fc.doc.get("recommendation")
         entry["recommendation"] = rec
-        entry["recommendation_wrong"] = (bool(actual - pers > WRONG_RISE * extent)
-                                         if _stop_call(rec) and pers is not None else None)
+        entry["recommendation_wrong"] = (
+            bool(actual - pers > WRONG_RISE * extent) if _stop_call(rec) and pers is not None else None
+        )
         out.append(entry)
     return out
 
@@ -143,10 +168,9 @@ def backtest_series(steps, values, *, cuts=DEFAULT_CUTS, batch: int | None = Non
 def backtest_run(run, *, metric=None, cuts=DEFAULT_CUTS, batch_size=None, seed=0, bounds=None) -> dict:
     """``bounds``: ``"LO,HI"`` (the option) or None (from the metric, the config, the values)."""
     from grpofit.fitting.analysis import resolve_column
+    from grpofit.fitting.outliers import exclude
     from grpofit.forecasting.bounds import metric_bounds, parse_bounds
     from grpofit.readers.plan import batch_size as find_batch
-
-    from grpofit.fitting.outliers import exclude
 
     column = resolve_column(run, "reward", metric)
     outliers = exclude(run, column)  # the same points as fit and diagnose
@@ -184,29 +208,43 @@ def summarise(runs: list[dict]) -> dict:
             "coverage": float(np.mean(cov)) if cov else None,
             "lower_bounds": sum(1 for c in items if c["predicted"].get("kind") == "lower_bound"),
             **_stats([c["error"] for c in items]),
-            "baselines": {name: _stats([c["baselines"][name]["error"] for c in items])
-                          for name in ("persistence", "exponential")},
+            "baselines": {
+                name: _stats([c["baselines"][name]["error"] for c in items]) for name in ("persistence", "exponential")
+            },
         }
 
     overall = block(made)
     calls = [c for c in cuts if c.get("recommendation_wrong") is not None]
     wrong = sum(1 for c in calls if c["recommendation_wrong"])
-    stops = {"calls": len(calls), "wrong": wrong, "wrong_rate": (wrong / len(calls)) if calls else None,
-             "rule": f"'done' / 'no further gain expected', then the final level rose by more than {WRONG_RISE:.0%} "
-                     "of the metric's range above the level at the cut"}
+    stops = {
+        "calls": len(calls),
+        "wrong": wrong,
+        "wrong_rate": (wrong / len(calls)) if calls else None,
+        "rule": f"'done' / 'no further gain expected', then the final level rose by more than {WRONG_RISE:.0%} "
+        "of the metric's range above the level at the cut",
+    }
     by_fraction = {}
     for frac in sorted({c["fraction"] for c in cuts}):
         b = block([c for c in made if c["fraction"] == frac])
         by_fraction[f"{frac:.0%}"] = {
-            "n": b["n"], "coverage": b["coverage"], "lower_bounds": b["lower_bounds"],
+            "n": b["n"],
+            "coverage": b["coverage"],
+            "lower_bounds": b["lower_bounds"],
             "median_error": b["median_error"],
             "persistence_median_error": b["baselines"]["persistence"]["median_error"],
             "exponential_median_error": b["baselines"]["exponential"]["median_error"],
         }
-    return {"n_cuts": len(cuts), "n_forecasts": len(made), "coverage": overall["coverage"],
-            "lower_bounds": overall["lower_bounds"],
-            "median_error": overall["median_error"], "worst_error": overall["worst_error"],
-            "baselines": overall["baselines"], "by_fraction": by_fraction, "stop_recommendations": stops}
+    return {
+        "n_cuts": len(cuts),
+        "n_forecasts": len(made),
+        "coverage": overall["coverage"],
+        "lower_bounds": overall["lower_bounds"],
+        "median_error": overall["median_error"],
+        "worst_error": overall["worst_error"],
+        "baselines": overall["baselines"],
+        "by_fraction": by_fraction,
+        "stop_recommendations": stops,
+    }
 
 
 @dataclass
@@ -236,8 +274,9 @@ def _work(task: _Task, _extra=None) -> tuple[list[dict], list, list[str]]:
 
     for run in [r for r in runs if matches(r, task.run_pattern)]:
         try:
-            entry = backtest_run(run, metric=task.metric, cuts=task.cuts, batch_size=task.batch_size,
-                                 bounds=task.bounds)
+            entry = backtest_run(
+                run, metric=task.metric, cuts=task.cuts, batch_size=task.batch_size, bounds=task.bounds
+            )
         except GrpofitError as e:
             errors.append(RunError.of(run.name, e))
             continue
@@ -267,6 +306,7 @@ def _run_tasks(tasks: list[_Task], jobs: int) -> list:
         jobs = cap_jobs(jobs, len(tasks))
     if jobs > 1 and len(tasks) > 1:
         import ctypes  # noqa: F401 - imported once here for the forked workers
+
         import grpofit.fitting  # noqa: F401
         import grpofit.forecasting.engine  # noqa: F401
         import grpofit.readers.delimited  # noqa: F401
@@ -281,12 +321,21 @@ def _run_tasks(tasks: list[_Task], jobs: int) -> list:
     return [_work(t) for t in tasks]
 
 
-def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUTS, batch_size=None,
-                   jobs: int = 1, plot_dir=None, run_pattern: str | None = None,
-                   bounds: str | None = None) -> tuple[dict, list[str]]:
+def backtest_paths(
+    paths: list[str],
+    *,
+    metric=None,
+    step=None,
+    cuts=DEFAULT_CUTS,
+    batch_size=None,
+    jobs: int = 1,
+    plot_dir=None,
+    run_pattern: str | None = None,
+    bounds: str | None = None,
+) -> tuple[dict, list[str]]:
     """The ``grpofit.backtest/1`` document for every run under ``paths`` and the warnings."""
-    from grpofit.core.errors import GrpofitError
     from grpofit.commands.pipeline import RunError
+    from grpofit.core.errors import GrpofitError
     from grpofit.readers import discover
 
     files, early = [], []
@@ -297,8 +346,19 @@ def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUT
             if len(paths) == 1:
                 raise
             early.append(RunError.of(path, e))
-    tasks = [_Task(f.path, metric, step, tuple(cuts), batch_size,
-                   None if plot_dir is None else str(plot_dir), run_pattern, bounds) for f in files]
+    tasks = [
+        _Task(
+            f.path,
+            metric,
+            step,
+            tuple(cuts),
+            batch_size,
+            None if plot_dir is None else str(plot_dir),
+            run_pattern,
+            bounds,
+        )
+        for f in files
+    ]
     results = _run_tasks(tasks, jobs)
     runs, errors, warnings = [], list(early), []
     for e, err, w in results:
@@ -313,8 +373,12 @@ def backtest_paths(paths: list[str], *, metric=None, step=None, cuts=DEFAULT_CUT
         from grpofit.readers.selection import no_match
 
         raise no_match(run_pattern, paths)
-    doc = {"schema": SCHEMAS["backtest"], "final_level": f"mean of the last {FINAL_FRACTION:.0%} of steps",
-           "runs": runs, "summary": summarise(runs)}
+    doc = {
+        "schema": SCHEMAS["backtest"],
+        "final_level": f"mean of the last {FINAL_FRACTION:.0%} of steps",
+        "runs": runs,
+        "summary": summarise(runs),
+    }
     if errors:
         doc["errors"] = errors
     return doc, warnings

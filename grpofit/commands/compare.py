@@ -76,7 +76,7 @@ def published(fit_doc: dict, quantity: str, law: str = LAW) -> Interval:
     """
     p = ((fit_doc.get("models") or {}).get(law) or {}).get("params", {}).get(quantity) or {}
     ci = p.get("ci95")
-    lo, hi = (ci if ci else (None, None))
+    lo, hi = ci if ci else (None, None)
     return Interval(_f(p.get("value")), _f(lo), _f(hi), ci is not None)
 
 
@@ -104,12 +104,21 @@ class Side:
     @property
     def collapses(self) -> list[dict]:
         """``{"run", "step", "recovered"}`` of each run that collapses (the collapse ``fit`` names)."""
-        return [{"run": f.run, "step": f.collapse.step, "recovered": bool(getattr(f.collapse, "recovered", False))}
-                for f in self.fits if getattr(f, "collapse", None) is not None]
+        return [
+            {"run": f.run, "step": f.collapse.step, "recovered": bool(getattr(f.collapse, "recovered", False))}
+            for f in self.fits
+            if getattr(f, "collapse", None) is not None
+        ]
 
     def summary(self) -> dict:
-        return {"label": self.label, "inputs": list(self.specs), "n_runs": len(self.fits),
-                "runs": [f.run for f in self.fits], "errors": list(self.errors), "collapses": self.collapses}
+        return {
+            "label": self.label,
+            "inputs": list(self.specs),
+            "n_runs": len(self.fits),
+            "runs": [f.run for f in self.fits],
+            "errors": list(self.errors),
+            "collapses": self.collapses,
+        }
 
 
 def _expand(spec: str) -> list[str]:
@@ -122,21 +131,25 @@ def _expand(spec: str) -> list[str]:
     if any(ch in spec for ch in "*?["):
         hits = sorted(glob.glob(spec, recursive=True))
         if not hits:
-            raise UsageError(f"{spec}: the pattern matches no file", fix="check the glob pattern (quote it for the shell)")
+            raise UsageError(
+                f"{spec}: the pattern matches no file", fix="check the glob pattern (quote it for the shell)"
+            )
         return hits
-    raise UsageError(f"{spec}: no such file or directory", fix="check the path, or use FILE::RUN to pick one run of a file")
+    raise UsageError(
+        f"{spec}: no such file or directory", fix="check the path, or use FILE::RUN to pick one run of a file"
+    )
 
 
-def resolve_side(label: str, specs: list[str], *, metric: str | None = None, step: str | None = None,
-                 run_pattern: str | None = None) -> Side:
+def resolve_side(
+    label: str, specs: list[str], *, metric: str | None = None, step: str | None = None, run_pattern: str | None = None
+) -> Side:
     """Read and fit every run of one side (paths, folders, globs, ``FILE::RUN``); ``run_pattern``
     (``--run``) keeps the runs it matches (:mod:`grpofit.readers.selection`)."""
-    from grpofit.readers.selection import matches, no_match
-
-    from grpofit.fitting.analysis import fit_run
-    from grpofit.core.errors import GrpofitError
     from grpofit.commands.pipeline import fit_paths
+    from grpofit.core.errors import GrpofitError
+    from grpofit.fitting.analysis import fit_run
     from grpofit.readers import read_path
+    from grpofit.readers.selection import matches, no_match
 
     side = Side(label, list(specs))
     for spec in specs:
@@ -169,8 +182,10 @@ def resolve_side(label: str, specs: list[str], *, metric: str | None = None, ste
         err = no_match(run_pattern, specs)
         raise UsageError(f"{label}: {err.message}", fix=err.fix)
     if not side.fits:
-        raise UsageError(f"{label}: no run could be fitted from {' '.join(specs)}",
-                         fix="check the paths (each side needs at least one readable run with a reward column)")
+        raise UsageError(
+            f"{label}: no run could be fitted from {' '.join(specs)}",
+            fix="check the paths (each side needs at least one readable run with a reward column)",
+        )
     return side
 
 
@@ -228,8 +243,10 @@ def _bounds(docs: list[dict], quantity: str) -> list[str]:
     for d in docs:
         p = ((d.get("models") or {}).get(LAW) or {}).get("params", {}).get(quantity) or {}
         if p.get("kind") in ("lower_bound", "upper_bound"):
-            out.append(f"{d.get('run')} ({'still rising: at least' if p['kind'] == 'lower_bound' else 'still falling: at most'} "
-                       f"{p.get('bound'):.3g})")
+            out.append(
+                f"{d.get('run')} ({'still rising: at least' if p['kind'] == 'lower_bound' else 'still falling: at most'} "
+                f"{p.get('bound'):.3g})"
+            )
     return out
 
 
@@ -239,14 +256,27 @@ def compare_quantity(quantity: str, a_docs: list[dict], b_docs: list[dict], marg
     bounds = {side: _bounds(docs, quantity) for side, docs in (("A", a_docs), ("B", b_docs))}
     if bounds["A"] or bounds["B"]:
         which = "; ".join(f"{side}: {', '.join(b)}" for side, b in bounds.items() if b)
-        return {"a": None, "b": None, "difference": None, "ci95": None, "p_value": None, "verdict": "cannot tell",
-                "reason": f"a bound, not an estimate ({which}): bounds are not compared"}
+        return {
+            "a": None,
+            "b": None,
+            "difference": None,
+            "ci95": None,
+            "p_value": None,
+            "verdict": "cannot tell",
+            "reason": f"a bound, not an estimate ({which}): bounds are not compared",
+        }
     ia = [published(d, quantity) for d in a_docs]
     ib = [published(d, quantity) for d in b_docs]
     a0 = [iv.value for iv in ia if iv.value is not None]
     b0 = [iv.value for iv in ib if iv.value is not None]
-    out: dict[str, Any] = {"a": None, "b": None, "difference": None, "ci95": None, "p_value": None,
-                           "verdict": "cannot tell"}
+    out: dict[str, Any] = {
+        "a": None,
+        "b": None,
+        "difference": None,
+        "ci95": None,
+        "p_value": None,
+        "verdict": "cannot tell",
+    }
     if not a0 or not b0:
         out["reason"] = "not identified in " + ("A" if not a0 else "B")
         return out
@@ -267,10 +297,15 @@ def compare_quantity(quantity: str, a_docs: list[dict], b_docs: list[dict], marg
         disjoint = False
         if ca and cb:
             (alo, ahi), (blo, bhi) = ca, cb
-            disjoint = (ahi is not None and blo is not None and ahi < blo) or (bhi is not None and alo is not None and bhi < alo)
+            disjoint = (ahi is not None and blo is not None and ahi < blo) or (
+                bhi is not None and alo is not None and bhi < alo
+            )
         out["verdict"] = "differs" if disjoint else "cannot tell"
-        out["reason"] = ("the 95% intervals do not overlap" if disjoint else
-                         "an interval is missing or open on the side that matters")
+        out["reason"] = (
+            "the 95% intervals do not overlap"
+            if disjoint
+            else "an interval is missing or open on the side that matters"
+        )
         return out
     df = min(na, nb) - 1 if na > 1 and nb > 1 else None
     se = math.sqrt(se_a * se_a + se_b * se_b)
@@ -334,7 +369,9 @@ def compare_fits(a: Side, b: Side, *, margin: float = MARGIN) -> dict:
     if differs:
         parts.append(f"B differs from A in {names(differs)}")
     if same:
-        parts.append(f"{names(same)} the same within {100 * margin:.0f}% of {'its' if len(same) == 1 else 'their'} scale")
+        parts.append(
+            f"{names(same)} the same within {100 * margin:.0f}% of {'its' if len(same) == 1 else 'their'} scale"
+        )
     if unclear:
         parts.append(f"cannot tell for {names(unclear)}")
     summary = "; ".join(parts) + ". " + "; ".join(_sentence(q, diffs[q]) for q in QUANTITIES) + "."
@@ -350,14 +387,15 @@ def compare_fits(a: Side, b: Side, *, margin: float = MARGIN) -> dict:
         "law": LAW,
         "margin": margin,
         "method": "published 95% intervals of each fit; one run a side: z test on b - a with each side's standard "
-                  "error read off its interval on the side facing the other; groups: Student t on the runs' scatter; "
-                  "'differs' = p < 0.05, 'same' = 95% interval of the difference inside +-margin x scale",
+        "error read off its interval on the side facing the other; groups: Student t on the runs' scatter; "
+        "'differs' = p < 0.05, 'same' = 95% interval of the difference inside +-margin x scale",
     }
 
 
 def _collapse_sentence(a: Side, b: Side) -> str | None:
     """``A collapses (run at step 892); B does not.``: the collapses ``fit`` names, which the
     quantities (fitted on the part before a collapse) do not show."""
+
     def side(label, sd):
         cs = sd.collapses
         if not cs:
@@ -367,11 +405,18 @@ def _collapse_sentence(a: Side, b: Side) -> str | None:
 
     if not a.collapses and not b.collapses:
         return None
-    return (f"{side('A', a)}; {side('B', b)}: the quantities below are those of the part before a collapse.")
+    return f"{side('A', a)}; {side('B', b)}: the quantities below are those of the part before a collapse."
 
 
-def compare_paths(a_specs: list[str], b_specs: list[str], *, metric: str | None = None, step: str | None = None,
-                  margin: float = MARGIN, run_pattern: str | None = None) -> tuple[dict, Side, Side]:
+def compare_paths(
+    a_specs: list[str],
+    b_specs: list[str],
+    *,
+    metric: str | None = None,
+    step: str | None = None,
+    margin: float = MARGIN,
+    run_pattern: str | None = None,
+) -> tuple[dict, Side, Side]:
     """Read, fit and compare; returns the document and both sides (for plots)."""
     if not (0 < margin < 1):
         raise UsageError(f"--margin {margin}: must lie between 0 and 1", fix="e.g. --margin 0.1 (10% of the scale)")

@@ -34,7 +34,9 @@ def check_options(opts: ForecastOptions) -> None:
     from grpofit.core.limits import check_step
 
     if opts.horizon is not None and opts.horizon < 1:
-        raise UsageError(f"--horizon {opts.horizon} is not a positive step", fix="pass the planned last step, e.g. --horizon 1000")
+        raise UsageError(
+            f"--horizon {opts.horizon} is not a positive step", fix="pass the planned last step, e.g. --horizon 1000"
+        )
     if opts.horizon is not None:
         check_step("--horizon", opts.horizon, example="1000", positive=True)
     for s in opts.at:
@@ -45,18 +47,19 @@ def check_options(opts: ForecastOptions) -> None:
 
     parse_bounds(opts.bounds)
     if opts.batch_size is not None and opts.batch_size < 1:
-        raise UsageError(f"--batch-size {opts.batch_size} is not positive", fix="pass the number of rewards averaged per logged step")
+        raise UsageError(
+            f"--batch-size {opts.batch_size} is not positive", fix="pass the number of rewards averaged per logged step"
+        )
 
 
 def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
     """``(entry, Forecast, rest)`` for one run; ``rest`` are the points after ``--until``
     (``warm``: see :func:`~grpofit.forecasting.engine.forecast_series`)."""
     from grpofit.fitting.analysis import resolve_column
+    from grpofit.fitting.outliers import exclude
     from grpofit.forecasting.bounds import metric_bounds, parse_bounds
     from grpofit.forecasting.engine import forecast_series
     from grpofit.readers.plan import batch_size, planned_last_step
-
-    from grpofit.fitting.outliers import exclude
 
     column = resolve_column(run, "reward", opts.metric)
     outliers = exclude(run, column)  # the same points as fit and diagnose
@@ -69,11 +72,23 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
     horizon, source = planned_last_step(run.config, opts.horizon)
     batch, batch_source = batch_size(run.config, opts.batch_size)
     bounds = metric_bounds(column, values, option=parse_bounds(opts.bounds), config=run.config, batch=batch)
-    fc = forecast_series(steps, values, horizon_step=horizon, horizon_source=source, at_steps=opts.at,
-                         batch=batch, final_steps=final_steps, seed=opts.seed, warm=warm, bounds=bounds)
+    fc = forecast_series(
+        steps,
+        values,
+        horizon_step=horizon,
+        horizon_source=source,
+        at_steps=opts.at,
+        batch=batch,
+        final_steps=final_steps,
+        seed=opts.seed,
+        warm=warm,
+        bounds=bounds,
+    )
     entry = {"run": run.name, "metric": column, **fc.doc}
     entry["batch_size"] = {"value": batch, "source": batch_source}
-    collapse = (getattr(fc, "extra", None) or {}).get("collapse")  # the shared judgement's (analysis.confirmed_collapse)
+    collapse = (getattr(fc, "extra", None) or {}).get(
+        "collapse"
+    )  # the shared judgement's (analysis.confirmed_collapse)
     entry["collapse"] = collapse.summary() if collapse is not None else None
     if opts.until is not None:
         entry["until"] = opts.until
@@ -82,8 +97,15 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
     if opts.prior is not None:
         from grpofit.forecasting.prior import apply_prior, covariates_of
 
-        apply_prior(entry, opts.prior, steps, values, horizon, covariates={**covariates_of(run), **opts.covariates},
-                    seed=opts.seed)
+        apply_prior(
+            entry,
+            opts.prior,
+            steps,
+            values,
+            horizon,
+            covariates={**covariates_of(run), **opts.covariates},
+            seed=opts.seed,
+        )
     return entry, fc, rest
 
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from grpofit.core.errors import GrpofitError
 
 if TYPE_CHECKING:  # names for the annotations only (``grpofit --help`` loads none of them)
-    from grpofit.diagnostics.thresholds import Thresholds
     from grpofit.diagnostics.gating import GatePolicy
+    from grpofit.diagnostics.thresholds import Thresholds
 
 
 @dataclass
@@ -54,9 +54,12 @@ def raise_bad_option(errors: list[RunError], n_results: int) -> None:
     name = option.split(" ", 1)[0]
     shared = [c for c in errors[0].columns if all(c in e.columns for e in errors[1:])]
     listing = ", ".join(shared[:25]) + (f", ... ({len(shared) - 25} more)" if len(shared) > 25 else "")
-    raise UsageError(f"{option} matches no column in any of the {len(errors)} runs read ({errors[0].run}, ...)",
-                     fix=f"pass {name} with one of the numeric columns they all have: {listing}" if shared
-                     else f"pass {name} with a column of each run (they share no numeric column; see grpofit inspect)")
+    raise UsageError(
+        f"{option} matches no column in any of the {len(errors)} runs read ({errors[0].run}, ...)",
+        fix=f"pass {name} with one of the numeric columns they all have: {listing}"
+        if shared
+        else f"pass {name} with a column of each run (they share no numeric column; see grpofit inspect)",
+    )
 
 
 @dataclass
@@ -76,8 +79,15 @@ class Outcome:
 # --------------------------------------------------------------------------- fit
 
 
-def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None = None,
-              run_pattern: str | None = None, jobs: int = 1, keep: Callable | None = None) -> Outcome:
+def fit_paths(
+    paths: list[str],
+    *,
+    metric: str | None = None,
+    step: str | None = None,
+    run_pattern: str | None = None,
+    jobs: int = 1,
+    keep: Callable | None = None,
+) -> Outcome:
     """Read and fit every run of every path; a bad path or run is recorded, the others still fitted.
 
     ``run_pattern`` (``--run``) keeps the runs it matches (:mod:`grpofit.readers.selection`); ``FILE::RUN``
@@ -120,7 +130,9 @@ def fit_paths(paths: list[str], *, metric: str | None = None, step: str | None =
             out.extend(judge_items(units, options, jobs=jobs))
             units = []
         except OSError as e:  # no process could be started: fit here instead
-            out.warnings.append(f"--jobs {jobs}: cannot start worker processes ({e.strerror or e}); fitted the runs in one process")
+            out.warnings.append(
+                f"--jobs {jobs}: cannot start worker processes ({e.strerror or e}); fitted the runs in one process"
+            )
     for path in units:
         try:
             runs = read_path(path, step=step)
@@ -170,8 +182,8 @@ def fit_entry_json(result) -> Any:
     here (in a ``--jobs`` worker: in parallel). ``fit --format json`` keeps only these: the
     document is then spliced from the texts (:func:`grpofit.core.jsonout.dumps`, the same bytes),
     never encoded as one tree of small strings (~0.1 MB per run at a thousand runs)."""
-    from grpofit.fitting.analysis import fit_summary
     from grpofit.core.jsonout import Encoded
+    from grpofit.fitting.analysis import fit_summary
 
     entry = Encoded.of(fit_summary(result))
     entry.text  # noqa: B018 - made here, spliced by grpofit.core.jsonout.dumps
@@ -273,8 +285,9 @@ def plan_work(paths: list[str], *, step: str | None = None) -> tuple[list, Outco
         except GrpofitError as e:
             out.errors.append(RunError.of(path, e))
         add_skipped(out, skipped)
-    sources = unique_sources(sources, out.warnings,
-                             path_of=lambda s: s if isinstance(s, str) else getattr(s, "path", None))
+    sources = unique_sources(
+        sources, out.warnings, path_of=lambda s: s if isinstance(s, str) else getattr(s, "path", None)
+    )
     items: list = []
     exports: list = []
     for src in sources:
@@ -313,8 +326,12 @@ class DiagnoseOptions:
 
     def arguments(self) -> dict:
         """The keyword arguments of :func:`grpofit.diagnostics.diagnose_run`."""
-        return {"metric": self.metric, "eval_metric": self.eval_metric,
-                "thresholds": self.thresholds, "group_size": self.group_size}
+        return {
+            "metric": self.metric,
+            "eval_metric": self.eval_metric,
+            "thresholds": self.thresholds,
+            "group_size": self.group_size,
+        }
 
 
 @dataclass
@@ -369,11 +386,12 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
 
             entry["fit_check"], entry["trend"] = fit_checks(entry.get("fit"), diagnosis.fit)
         if "forecast" not in entry:
-            from grpofit.forecasting.brief import diagnose_forecast
             from grpofit.core.jsonout import jsonable
+            from grpofit.forecasting.brief import diagnose_forecast
 
-            entry["forecast"] = jsonable(diagnose_forecast(run, diagnosis.fit, full=options.forecast,
-                                                           horizon=options.horizon))
+            entry["forecast"] = jsonable(
+                diagnose_forecast(run, diagnosis.fit, full=options.forecast, horizon=options.horizon)
+            )
         if options.policy is not None:
             from grpofit.diagnostics.gating import apply_policy
 
@@ -399,10 +417,12 @@ def compact_diagnosis(diagnosis: Any) -> Any:
     fit = diagnosis.fit
     if fit is not None:
         ends = slice(0, fit.steps.size, max(1, fit.steps.size - 1))  # first and last point
-        fit = replace(fit, steps=fit.steps[ends].copy(), values=fit.values[ends].copy(), column_steps=None,
-                      column_values=None)
-    diagnostics = {m: replace(v, findings=[replace(f, panel=None) for f in v.findings])
-                   for m, v in diagnosis.diagnostics.items()}
+        fit = replace(
+            fit, steps=fit.steps[ends].copy(), values=fit.values[ends].copy(), column_steps=None, column_values=None
+        )
+    diagnostics = {
+        m: replace(v, findings=[replace(f, panel=None) for f in v.findings]) for m, v in diagnosis.diagnostics.items()
+    }
     light = replace(diagnosis, fit=fit, diagnostics=diagnostics)
     light.__dict__["_summary"] = entry
     return light
@@ -442,12 +462,12 @@ def _lost_item(item: Any) -> Outcome:
 
 def _preload(options: JudgeOptions) -> None:
     """Import the heavy modules once in the parent: forked workers inherit them."""
-    import grpofit.fitting.analysis  # noqa: F401
+    import ctypes  # noqa: F401 - for the workers' _die_with_parent
+
     import grpofit.diagnostics  # noqa: F401
     import grpofit.fitting  # noqa: F401
+    import grpofit.fitting.analysis  # noqa: F401
     import grpofit.readers.delimited  # noqa: F401
-
-    import ctypes  # noqa: F401 - for the workers' _die_with_parent
 
     if options.plot_dir is not None:
         import grpofit.render.plotting
@@ -512,7 +532,9 @@ def _new_pool(context, jobs: int):
     import os
     from concurrent.futures import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_signals, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, initializer=_worker_signals, initargs=(os.getpid(),)
+    )
 
 
 def stop_pool(pool, grace: float = 1.0) -> None:
@@ -566,8 +588,16 @@ def _run_round(pool, work, todo: list[int], items, extra, jobs, parts, progress,
 _PENDING = object()
 
 
-def map_items(work: Callable, items: list, extra: Any, *, jobs: int, lost: Callable,
-              progress: Callable[[int], None] | None = None, chunk: int | None = None) -> list:
+def map_items(
+    work: Callable,
+    items: list,
+    extra: Any,
+    *,
+    jobs: int,
+    lost: Callable,
+    progress: Callable[[int], None] | None = None,
+    chunk: int | None = None,
+) -> list:
     """``[work(item, extra) for item in items]`` in a pool of ``jobs`` forked workers, in order.
 
     ``chunk``: items per worker call (default :func:`_chunk_size`); 1 for items that take a
@@ -665,18 +695,15 @@ def diagnose_paths(
     document will be printed as JSON, so each run's entry is encoded where it is judged (in
     parallel with ``jobs``).
     """
+    from grpofit.core.limits import check_min_r2
+    from grpofit.core.vocabulary import SCHEMAS
     from grpofit.diagnostics import MODES, Thresholds
     from grpofit.diagnostics.gating import GatePolicy, check_modes, gate_document
-    from grpofit.core.vocabulary import SCHEMAS
     from grpofit.diagnostics.groupsize import group_size_by_experiment
-
-    from grpofit.core.limits import check_min_r2
 
     min_r2 = check_min_r2(min_r2)
     th = Thresholds.from_overrides(thresholds or {})
-    policy = GatePolicy(
-        fail_on=None if not fail_on else check_modes(fail_on, MODES), min_r2=min_r2, strict=strict
-    )
+    policy = GatePolicy(fail_on=None if not fail_on else check_modes(fail_on, MODES), min_r2=min_r2, strict=strict)
     options = JudgeOptions(
         diagnose=DiagnoseOptions(th, metric=metric, eval_metric=eval_metric, group_size=group_size),
         step=step,
@@ -700,7 +727,9 @@ def diagnose_paths(
         except OSError as e:  # no process could be started (fork failed: out of memory or processes)
             if jobs <= 1:
                 raise
-            found.warnings.append(f"--jobs {jobs}: cannot start worker processes ({e.strerror or e}); judged the runs in one process")
+            found.warnings.append(
+                f"--jobs {jobs}: cannot start worker processes ({e.strerror or e}); judged the runs in one process"
+            )
             judged = judge_items(items, options, jobs=1, progress=advance)
     found.extend(judged)
     raise_bad_option(found.errors, len(found.results))
@@ -747,4 +776,3 @@ class _progress:
         if self.bar is not None:
             self.bar.stop()
         return False
-

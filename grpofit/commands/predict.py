@@ -51,7 +51,8 @@ def run_predict(
     if from_run is not None:
         run = _one_run(from_run, run_pattern)
         lr, momentum, refresh_interval, group_size, adam, inputs = _from_config(
-            run, lr=lr, momentum=momentum, refresh_interval=refresh_interval, group_size=group_size, adam=adam)
+            run, lr=lr, momentum=momentum, refresh_interval=refresh_interval, group_size=group_size, adam=adam
+        )
     _require(from_run=from_run, lr=lr, momentum=momentum, refresh_interval=refresh_interval)
     inputs_note = None
     passed = {"lr_passed": lr, "adam_beta1": momentum if adam else None}  # as the user gave them, for --plot
@@ -66,14 +67,24 @@ def run_predict(
     if from_run is None:
         _require(curvature=curvature)
         if changes:
-            raise UsageError("--what-if-* options need --from-run RUN", fix="add --from-run RUN (its fit gives the plateau and start)")
+            raise UsageError(
+                "--what-if-* options need --from-run RUN",
+                fix="add --from-run RUN (its fit gives the plateau and start)",
+            )
         plateau = None
         if bandit is not None:
             from grpofit.dynamics.bandit import plateau_at_group_size
 
             plateau = plateau_at_group_size(group_size=0, **bandit)
         doc = dynamics.predict(
-            lr, momentum, refresh_interval, curvature, group_size=group_size, noise=noise, plateau=plateau, bandit=bandit
+            lr,
+            momentum,
+            refresh_interval,
+            curvature,
+            group_size=group_size,
+            noise=noise,
+            plateau=plateau,
+            bandit=bandit,
         ).summary()
         if inputs_note:
             doc["notes"].insert(0, inputs_note)
@@ -95,8 +106,9 @@ def run_predict(
         grid = np.linspace(0.0, max(float(t[-1]), 1.0) * 1.5, 400)
         result = dynamics.what_if(measured, steps=grid, **changes)
         doc["what_if"] = result.summary()
-        doc["what_if"]["interval"] = _what_if_interval(fit, measured, lr, momentum, refresh_interval, what_if, adam,
-                                                       passed, inputs)
+        doc["what_if"]["interval"] = _what_if_interval(
+            fit, measured, lr, momentum, refresh_interval, what_if, adam, passed, inputs
+        )
         doc["what_if"]["regime"] = doc["what_if"]["interval"].get("regime")
         if prior is not None:
             doc["what_if"]["prior_forecast"] = _prior_what_if(prior, run, observed, what_if)
@@ -130,11 +142,24 @@ def _prior_what_if(prior, run, observed, what_if) -> dict:
     if len(p.runs) < 2:
         return {"runs": len(p.runs), "note": "a prior needs at least two finished runs other than this one"}
     pf = p.forecast([], [], window, covariates=cov, first_step=float(steps[0]))
-    return {"final_level": pf.final, "plateau": pf.plateau, "steps": [float(window[0]), float(window[-1])],
-            "runs": len(p.runs), "source": p.source, "covariates": cov, "regressed_on": pf.used,
-            "note": ("the final level over the base run's last 10% of steps, from the prior's runs"
-                     + ("" if pf.used else "; regressed on no setting (a regression needs at least 4 runs "
-                        "that vary it): the population's level, not a function of the what-if settings"))}
+    return {
+        "final_level": pf.final,
+        "plateau": pf.plateau,
+        "steps": [float(window[0]), float(window[-1])],
+        "runs": len(p.runs),
+        "source": p.source,
+        "covariates": cov,
+        "regressed_on": pf.used,
+        "note": (
+            "the final level over the base run's last 10% of steps, from the prior's runs"
+            + (
+                ""
+                if pf.used
+                else "; regressed on no setting (a regression needs at least 4 runs "
+                "that vary it): the population's level, not a function of the what-if settings"
+            )
+        ),
+    }
 
 
 def _what_if_interval(fit, measured, lr, momentum, refresh_interval, what_if, adam, passed, inputs):
@@ -147,10 +172,17 @@ def _what_if_interval(fit, measured, lr, momentum, refresh_interval, what_if, ad
     source = ((inputs or {}).get("momentum") or {}).get("source", "")
     assumed = not source.startswith("config")
     raw = {k: v for k, v in (what_if or {}).items() if v is not None}
-    return what_if_intervals(timescale=T, timescale_ci95=T_ci, lr=lr, momentum=momentum,
-                             refresh_interval=refresh_interval, changes=raw, adam=adam,
-                             lr_raw=None,
-                             momentum_assumed=assumed)
+    return what_if_intervals(
+        timescale=T,
+        timescale_ci95=T_ci,
+        lr=lr,
+        momentum=momentum,
+        refresh_interval=refresh_interval,
+        changes=raw,
+        adam=adam,
+        lr_raw=None,
+        momentum_assumed=assumed,
+    )
 
 
 def _one_run(path: str, pattern: str | None):
@@ -168,8 +200,12 @@ def _one_run(path: str, pattern: str | None):
 
 
 #: predict's inputs and the config quantity (grpofit.readers.config.KEYS) each may come from
-_CONFIG_INPUTS = (("lr", "learning_rate", "--lr"), ("momentum", "momentum", "--momentum"),
-                  ("refresh_interval", "refresh", "--refresh-interval"), ("group_size", "group_size", "--group-size"))
+_CONFIG_INPUTS = (
+    ("lr", "learning_rate", "--lr"),
+    ("momentum", "momentum", "--momentum"),
+    ("refresh_interval", "refresh", "--refresh-interval"),
+    ("group_size", "group_size", "--group-size"),
+)
 
 
 def _from_config(run, **given):
@@ -200,8 +236,10 @@ def _from_config(run, **given):
     if not adam and given.get("momentum") is None and ("adam" in key or "betas" in key):
         adam = True
         inputs["momentum"]["source"] += "; Adam beta1, so the learning rate is Adam's"
-    inputs["adam"] = {"value": adam, "source": "--adam" if given.get("adam") else
-                      ("config: Adam betas" if adam else "heavy-ball momentum")}
+    inputs["adam"] = {
+        "value": adam,
+        "source": "--adam" if given.get("adam") else ("config: Adam betas" if adam else "heavy-ball momentum"),
+    }
     return values["lr"], values["momentum"], values["refresh_interval"], values["group_size"], adam, inputs
 
 

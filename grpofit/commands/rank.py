@@ -36,16 +36,23 @@ def check_options(opts: RankOptions) -> None:
 
     if opts.horizon is not None:
         if opts.horizon < 1:
-            raise UsageError(f"--horizon {opts.horizon} is not a positive step", fix="pass the planned last step, e.g. --horizon 1000")
+            raise UsageError(
+                f"--horizon {opts.horizon} is not a positive step",
+                fix="pass the planned last step, e.g. --horizon 1000",
+            )
         check_step("--horizon", opts.horizon, example="1000", positive=True)
     if opts.until is not None:
         check_step("--until", opts.until, example="250")
     if not (math.isfinite(opts.margin) and opts.margin >= 0):
-        raise UsageError(f"--margin {opts.margin} is not a reward difference >= 0", fix="e.g. --margin 0.01 (in the reward's units)")
+        raise UsageError(
+            f"--margin {opts.margin} is not a reward difference >= 0", fix="e.g. --margin 0.01 (in the reward's units)"
+        )
     if not (0.5 < opts.confidence < 1):
         raise UsageError(f"--confidence {opts.confidence} is not between 0.5 and 1", fix="e.g. --confidence 0.95")
     if opts.batch_size is not None and opts.batch_size < 1:
-        raise UsageError(f"--batch-size {opts.batch_size} is not positive", fix="pass the number of rewards averaged per logged step")
+        raise UsageError(
+            f"--batch-size {opts.batch_size} is not positive", fix="pass the number of rewards averaged per logged step"
+        )
     if opts.jobs < 1:
         raise UsageError(f"--jobs {opts.jobs} is not positive", fix="e.g. --jobs 2")
 
@@ -111,12 +118,17 @@ def _num(x):
 
 def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: RankOptions) -> RankOutcome:
     """The ``grpofit.rank/1`` document for runs already read and cut."""
-    from grpofit.forecasting.engine import _step_out
     from grpofit.core.vocabulary import SCHEMAS
+    from grpofit.forecasting.engine import _step_out
 
     results = _forecast_all(items, horizon, source, opts.seed, opts.jobs)
-    verdicts = judge([r.draws for r in results], margin=opts.margin, confidence=opts.confidence, seed=opts.seed,
-                     open_ended=[r.open_ended for r in results])
+    verdicts = judge(
+        [r.draws for r in results],
+        margin=opts.margin,
+        confidence=opts.confidence,
+        seed=opts.seed,
+        open_ended=[r.open_ended for r in results],
+    )
     runs = []
     for item, res, v in zip(items, results, verdicts):
         at = res.entry.get("at", [{}])[0] if res.entry.get("at") else {}
@@ -124,9 +136,11 @@ def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: Ran
         final = {"mean": _num(at.get("mean")), "pi80": at.get("pi80"), "pi95": at.get("pi95")}
         if final["mean"] is None and res.draws is not None:  # the level seen, or held
             d = res.draws
-            final = {"mean": float(d.mean()),
-                     "pi80": [float(np.percentile(d, 10)), float(np.percentile(d, 90))],
-                     "pi95": [float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))]}
+            final = {
+                "mean": float(d.mean()),
+                "pi80": [float(np.percentile(d, 10)), float(np.percentile(d, 90))],
+                "pi95": [float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))],
+            }
         left = max(0.0, float(horizon) - last) if last is not None else 0.0
         saved = {"steps": None, "gpu_hours": None, "hours": None}
         if v["recommendation"] == STOP:
@@ -138,23 +152,41 @@ def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: Ran
         note = res.note
         if res.kind == "forecast" and res.entry.get("note"):
             note = res.entry["note"]
-        runs.append({
-            "run": item.name, "metric": item.metric,
-            "seen": {"steps": [_step_out(item.steps[0]), _step_out(last)] if item.steps.size else [None, None],
-                     "n_points": int(item.steps.size)},
-            "final": final, "p_best": v["p_best"], "p_within_margin": v["p_within_margin"],
-            "recommendation": v["recommendation"], "saved": saved, "basis": res.kind, "note": note,
-        })
+        runs.append(
+            {
+                "run": item.name,
+                "metric": item.metric,
+                "seen": {
+                    "steps": [_step_out(item.steps[0]), _step_out(last)] if item.steps.size else [None, None],
+                    "n_points": int(item.steps.size),
+                },
+                "final": final,
+                "p_best": v["p_best"],
+                "p_within_margin": v["p_within_margin"],
+                "recommendation": v["recommendation"],
+                "saved": saved,
+                "basis": res.kind,
+                "note": note,
+            }
+        )
     ranked = [r for r in runs if r["p_best"] is not None]
     best = max(ranked, key=lambda r: r["p_best"])["run"] if ranked else None
-    doc = {"schema": SCHEMAS["rank"], "horizon": {"step": _step_out(horizon), "source": source},
-           "margin": opts.margin, "confidence": opts.confidence, "runs": runs, "best": best}
+    doc = {
+        "schema": SCHEMAS["rank"],
+        "horizon": {"step": _step_out(horizon), "source": source},
+        "margin": opts.margin,
+        "confidence": opts.confidence,
+        "runs": runs,
+        "best": best,
+    }
     if opts.until is not None:
         doc["until"] = opts.until
     missing = len(runs) - len(ranked)
     if missing:
-        doc["note"] = (f"{missing} of {len(runs)} runs cannot be forecast yet and take no part in p_best: "
-                       "the probabilities are among the others, and a run of those may still end best")
+        doc["note"] = (
+            f"{missing} of {len(runs)} runs cannot be forecast yet and take no part in p_best: "
+            "the probabilities are among the others, and a run of those may still end best"
+        )
     return RankOutcome(doc, list(zip(items, results)))
 
 
@@ -170,9 +202,13 @@ def _expand(spec: str) -> list[str]:
     if any(ch in spec for ch in "*?["):
         hits = sorted(glob.glob(spec, recursive=True))
         if not hits:
-            raise UsageError(f"{spec}: the pattern matches no file", fix="check the glob pattern (quote it for the shell)")
+            raise UsageError(
+                f"{spec}: the pattern matches no file", fix="check the glob pattern (quote it for the shell)"
+            )
         return hits
-    raise UsageError(f"{spec}: no such file or directory", fix="check the path, or use FILE::RUN to pick one run of a file")
+    raise UsageError(
+        f"{spec}: no such file or directory", fix="check the path, or use FILE::RUN to pick one run of a file"
+    )
 
 
 def common_horizon(runs, items, option) -> tuple[float, str]:
@@ -194,8 +230,8 @@ def rank_paths(paths: list[str], opts: RankOptions) -> RankOutcome:
     """Read every run under ``paths`` (files, folders, globs, ``FILE::RUN``), cut at ``--until``,
     and rank them."""
     from grpofit.fitting.analysis import resolve_column
-    from grpofit.readers.plan import batch_size
     from grpofit.readers import read_path
+    from grpofit.readers.plan import batch_size
     from grpofit.readers.selection import matches, no_match
 
     check_options(opts)
@@ -217,8 +253,19 @@ def rank_paths(paths: list[str], opts: RankOptions) -> RankOutcome:
                     steps, values = steps[keep], values[keep]
                 batch, _ = batch_size(run.config, opts.batch_size)
                 runs.append(run)
-                items.append(RankItem(run.name, column, np.asarray(steps, float), np.asarray(values, float),
-                                      batch, step_seconds(run), gpu_count(run.config), rest, full_last))
+                items.append(
+                    RankItem(
+                        run.name,
+                        column,
+                        np.asarray(steps, float),
+                        np.asarray(values, float),
+                        batch,
+                        step_seconds(run),
+                        gpu_count(run.config),
+                        rest,
+                        full_last,
+                    )
+                )
         except GrpofitError as e:
             if len(expanded) == 1:
                 raise
@@ -226,10 +273,15 @@ def rank_paths(paths: list[str], opts: RankOptions) -> RankOutcome:
     if opts.run_pattern and not items and not errors:
         raise no_match(opts.run_pattern, paths)
     if not items and errors:
-        raise UsageError(f"no run could be read: {errors[0]['error']}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
-                         fix="pass log files or run folders of the sweep")
+        raise UsageError(
+            f"no run could be read: {errors[0]['error']}"
+            + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
+            fix="pass log files or run folders of the sweep",
+        )
     if not items:
-        raise UsageError(f"no run could be read from {' '.join(paths)}", fix="pass log files or run folders of the sweep")
+        raise UsageError(
+            f"no run could be read from {' '.join(paths)}", fix="pass log files or run folders of the sweep"
+        )
     empty = [it.name for it in items if not it.steps.size]
     if len(empty) == len(items):
         raise UsageError(f"no run has a step at or before --until {opts.until}", fix="pass a later --until step")

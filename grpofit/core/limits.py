@@ -125,7 +125,9 @@ def check_range(what: str, value: float, lo: float, hi: float, fix: str | None =
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise UsageError(f"{what} must be a number, not {value!r}", fix=fix or f"use a value in [{_fmt(lo)}, {_fmt(hi)}]") from None
+        raise UsageError(
+            f"{what} must be a number, not {value!r}", fix=fix or f"use a value in [{_fmt(lo)}, {_fmt(hi)}]"
+        ) from None
     if not math.isfinite(x) or not lo <= x <= hi:
         raise UsageError(
             f"{what}{sep}{_fmt(x)} is out of range",
@@ -140,7 +142,11 @@ def check_step(option: str, value: float, *, example: str, positive: bool = Fals
     x = float(value)
     ok = math.isfinite(x) and abs(x) <= MAX_STEP and (x > 0 or not positive)
     if not ok:
-        kind = f"a positive step of at most {_fmt(MAX_STEP)}" if positive else f"a step in [{_fmt(-MAX_STEP)}, {_fmt(MAX_STEP)}]"
+        kind = (
+            f"a positive step of at most {_fmt(MAX_STEP)}"
+            if positive
+            else f"a step in [{_fmt(-MAX_STEP)}, {_fmt(MAX_STEP)}]"
+        )
         raise UsageError(f"{option} {_fmt(x)} is out of range", fix=f"{option} takes {kind}, e.g. {option} {example}")
     return x
 
@@ -151,7 +157,12 @@ def check_thresholds(values: dict[str, float]) -> dict[str, float]:
     for name, value in values.items():
         lo, hi = THRESHOLD_RANGES.get(name, DEFAULT_RANGE)
         out[name] = check_range(
-            f"--threshold {name}", value, lo, hi, fix=f"{name} takes a finite value in [{_fmt(lo)}, {_fmt(hi)}]", sep="="
+            f"--threshold {name}",
+            value,
+            lo,
+            hi,
+            fix=f"{name} takes a finite value in [{_fmt(lo)}, {_fmt(hi)}]",
+            sep="=",
         )
     return out
 
@@ -172,8 +183,19 @@ def cap_jobs(jobs: int, runs: int) -> int:
     return max(1, min(int(jobs), cpus, max(runs, 1)))
 
 
-def check_simulate(*, arms: int, correct: int, lr: float, momentum: float, refresh_interval: int, group_size: int,
-                   groups: int, beta: float, steps: int, seed: int) -> None:
+def check_simulate(
+    *,
+    arms: int,
+    correct: int,
+    lr: float,
+    momentum: float,
+    refresh_interval: int,
+    group_size: int,
+    groups: int,
+    beta: float,
+    steps: int,
+    seed: int,
+) -> None:
     """``simulate bandit`` options inside the bounds that keep a run within memory and hours."""
     check_range("--arms", arms, 2, MAX_SIM_ARMS)
     check_range("--correct", correct, 1, MAX_SIM_ARMS)
@@ -192,7 +214,9 @@ def check_simulate(*, arms: int, correct: int, lr: float, momentum: float, refre
         )
 
 
-def check_predict(*, lr, momentum, refresh_interval, curvature, group_size, noise, beta, arms, correct, what_if) -> None:
+def check_predict(
+    *, lr, momentum, refresh_interval, curvature, group_size, noise, beta, arms, correct, what_if
+) -> None:
     """``predict`` options finite and inside the range where the closed forms hold."""
     if lr is not None:
         check_range("--lr", lr, 1e-300, MAX_PREDICT_LR, fix=f"--lr takes a finite value in (0, {MAX_PREDICT_LR:g}]")
@@ -201,7 +225,13 @@ def check_predict(*, lr, momentum, refresh_interval, curvature, group_size, nois
     if refresh_interval is not None:
         check_range("--refresh-interval", refresh_interval, 1.0, MAX_REFRESH)
     if curvature is not None:
-        check_range("--curvature", curvature, 1e-300, MAX_CURVATURE, fix=f"--curvature takes a finite value in (0, {MAX_CURVATURE:g}]")
+        check_range(
+            "--curvature",
+            curvature,
+            1e-300,
+            MAX_CURVATURE,
+            fix=f"--curvature takes a finite value in (0, {MAX_CURVATURE:g}]",
+        )
     if noise is not None:
         check_range("--noise", noise, 0.0, MAX_NOISE)
     if group_size is not None:

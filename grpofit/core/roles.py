@@ -196,7 +196,11 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"policy_ratio",
     ),
     "is_std": (r"rollout_corr/rollout_is_std", r".*rollout_is_std", r".*importance_sampling_ratio/std"),
-    "is_ess": (r"rollout_corr/rollout_is_eff_sample_size", r".*eff(?:ective)?_sample_size(?:_frac(?:tion)?)?", r".*ess_frac(?:tion)?"),
+    "is_ess": (
+        r"rollout_corr/rollout_is_eff_sample_size",
+        r".*eff(?:ective)?_sample_size(?:_frac(?:tion)?)?",
+        r".*ess_frac(?:tion)?",
+    ),
     "rollout_kl": (
         r"rollout_corr/kl",
         r"rollout_corr/k3_kl",

@@ -186,8 +186,10 @@ def make_run(
             # within a block of equal steps, keep the last finite value of each column
             steps, cols = _merge_duplicates(steps, cols)
             if float(np.max(np.abs(steps))) > FLOAT_EXACT:
-                warnings.append(f"{ndup} step(s) above 2^53 fall on the same float as a neighbour; kept the last "
-                                f"value of each: count {step_label!r} from 0 (subtract its first value) to keep them apart")
+                warnings.append(
+                    f"{ndup} step(s) above 2^53 fall on the same float as a neighbour; kept the last "
+                    f"value of each: count {step_label!r} from 0 (subtract its first value) to keep them apart"
+                )
             else:
                 warnings.append(f"{ndup} duplicated step(s), e.g. after a resume; kept the last value of each")
             stats["duplicates"] = ndup
@@ -234,8 +236,10 @@ def _rebase_big_integer_steps(table, step_col: str | None, warnings: list[str]):
         return table
     rebased = dict(table)
     rebased[step_col] = (raw.astype(object) - lo).astype(np.int64) if raw.dtype.kind == "u" else raw - lo
-    warnings.append(f"steps in {step_col!r} are above 2^53 (from {lo}), where floats cannot tell them apart; "
-                    f"counted them from {lo} (step 0 is {lo})")
+    warnings.append(
+        f"steps in {step_col!r} are above 2^53 (from {lo}), where floats cannot tell them apart; "
+        f"counted them from {lo} (step 0 is {lo})"
+    )
     return rebased
 
 

@@ -13,15 +13,14 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 import numpy as np
 
+from grpofit.core.vocabulary import MODES, STATUS_RANK, STATUSES  # noqa: F401  (re-exported)
 from grpofit.fitting.collapse import Collapse, default_window, noise_sd, rolling_median
 
-from grpofit.core.vocabulary import MODES, STATUS_RANK, STATUSES  # noqa: F401  (re-exported)
-
 if TYPE_CHECKING:  # names for the annotations only (no import cycle, nothing loaded at run time)
+    from grpofit.core.runs import Run
     from grpofit.diagnostics.findings import Finding
     from grpofit.diagnostics.thresholds import Thresholds
     from grpofit.fitting.results import FitResult
-    from grpofit.core.runs import Run
 
 #: one value of a verdict's or a finding's ``details`` (the numbers behind the evidence): a number,
 #: a flag, a text, nothing, or a list or a string-keyed dict of them (a collapse's or a rise's
@@ -253,7 +252,11 @@ class Context:
             s, v = self.run.series(r["filter_pass_rate"])
             scale = 100.0 if v.size and np.nanmax(v) > 1.0 else 1.0  # OpenRLHF logs a percentage
             return s, 1.0 - v / scale
-        if role == "truncation" and r.get("truncated_count") in self.run.metrics and r.get("rollout_count") in self.run.metrics:
+        if (
+            role == "truncation"
+            and r.get("truncated_count") in self.run.metrics
+            and r.get("rollout_count") in self.run.metrics
+        ):
             s1, c = self.run.series(r["truncated_count"])
             s2, n = self.run.series(r["rollout_count"])
             common, i1, i2 = np.intersect1d(s1, s2, return_indices=True)

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.fitting.collapse import rolling_median
 from grpofit.diagnostics.base import Context, Verdict, fmt, quick_exponential, worst
+from grpofit.fitting.collapse import rolling_median
 
 
 def symmetric_level(values: np.ndarray, window: int) -> np.ndarray:
@@ -62,7 +62,7 @@ def half_gain_step(ctx: Context) -> float | None:
         return None
     w = min(ctx.window, max(3, v.size // 5) | 1)
     lev = symmetric_level(v, w)
-    start = float(np.median(v[:_start_points(s, ctx.reward_timescale, w)]))
+    start = float(np.median(v[: _start_points(s, ctx.reward_timescale, w)]))
     half = start + 0.5 * (end - start)
     hit = np.flatnonzero(lev >= half) if end > start else np.flatnonzero(lev <= half)
     return float(s[hit[0]]) if hit.size else None
@@ -79,7 +79,7 @@ def check(ctx: Context) -> Verdict:
     w = min(ctx.window, max(3, h.size // 5) | 1)
     q = quick_exponential(s, h)
     T_h = q.timescale if (q is not None and q.gain < 0 and q.r2 > 0.2) else None
-    h0 = float(np.median(h[:_start_points(s, T_h, w)]))
+    h0 = float(np.median(h[: _start_points(s, T_h, w)]))
     if not h0 > 0:
         return Verdict("unknown", f"{col} does not start positive ({fmt(h0)}); cannot judge concentration")
     lev = symmetric_level(h, w)
@@ -93,12 +93,22 @@ def check(ctx: Context) -> Verdict:
     found = []  # (status, text, start)
     if left_half is not None and left_half <= th.entropy_half_warn:
         st = "fail" if left_half <= th.entropy_half_fail else "warn"
-        found.append((st, f"{col} down to {100 * left_half:.0f}% of its start {fmt(h0)} by step {half:g}, when the reward is only half-way to its plateau", half))
+        found.append(
+            (
+                st,
+                f"{col} down to {100 * left_half:.0f}% of its start {fmt(h0)} by step {half:g}, when the reward is only half-way to its plateau",
+                half,
+            )
+        )
     if ratio is not None:
         if ratio >= th.entropy_ratio_fail and drop >= 0.5:
-            found.append(("fail", f"entropy timescale {fmt(T_h)} vs reward {fmt(T_r)} steps (x{ratio:.1f} faster)", None))
+            found.append(
+                ("fail", f"entropy timescale {fmt(T_h)} vs reward {fmt(T_r)} steps (x{ratio:.1f} faster)", None)
+            )
         elif ratio >= th.entropy_ratio_warn and drop >= th.entropy_min_drop:
-            found.append(("warn", f"entropy timescale {fmt(T_h)} vs reward {fmt(T_r)} steps (x{ratio:.1f} faster)", None))
+            found.append(
+                ("warn", f"entropy timescale {fmt(T_h)} vs reward {fmt(T_r)} steps (x{ratio:.1f} faster)", None)
+            )
     if left_end <= th.entropy_floor_warn:
         found.append(("warn", f"{col} ends at {100 * left_end:.0f}% of its start (near-deterministic policy)", None))
 
@@ -106,8 +116,14 @@ def check(ctx: Context) -> Verdict:
     target = h0 * (1.0 - 0.5 * max(drop, 0.0))
     hit = np.flatnonzero(lev <= target)
     mid_step = float(s[hit[0]]) if hit.size and drop > 0 else None
-    details = {"entropy_start": h0, "entropy_left_end": left_end, "entropy_left_at_reward_half": left_half,
-               "entropy_timescale": T_h, "reward_timescale": T_r, "timescale_ratio": ratio}
+    details = {
+        "entropy_start": h0,
+        "entropy_left_end": left_end,
+        "entropy_left_at_reward_half": left_half,
+        "entropy_timescale": T_h,
+        "reward_timescale": T_r,
+        "timescale_ratio": ratio,
+    }
     if found:
         status = worst(f[0] for f in found)
         starts = [f[2] for f in found if f[2] is not None] + ([mid_step] if mid_step is not None else [])

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.fitting.collapse import noise_sd, rolling_median
 from grpofit.diagnostics.base import Context, Verdict, fmt, quick_exponential
 from grpofit.diagnostics.evals import divergence, divergence_text
+from grpofit.fitting.collapse import noise_sd, rolling_median
 
 
 def check(ctx: Context) -> Verdict:
@@ -62,14 +62,17 @@ def check(ctx: Context) -> Verdict:
 
     # eval falls from its peak while train does not fall
     fall = e_peak - e_end
-    fall_thr = max(th.eval_drop * max(e_peak - e0, 0.0), th.eval_noise_k * sd_e * np.sqrt(2.0), th.eval_fall_min * abs(e_peak))
+    fall_thr = max(
+        th.eval_drop * max(e_peak - e0, 0.0), th.eval_noise_k * sd_e * np.sqrt(2.0), th.eval_fall_min * abs(e_peak)
+    )
     train_after = t_end - float(tr[pk])
     if pk < n - 1 and fall >= fall_thr and train_after >= -th.eval_noise_k * sd_t:
         return Verdict(
             "fail",
             f"{col} falls from {fmt(e_peak)} at step {s[pk]:g} to {fmt(e_end)} at step {s[-1]:g} "
             f"while the train reward goes {fmt(float(tr[pk]))} -> {fmt(t_end)}",
-            start_step=float(s[pk]), details=details,
+            start_step=float(s[pk]),
+            details=details,
         )
 
     # eval stalls in the second half while train keeps rising
@@ -88,7 +91,8 @@ def check(ctx: Context) -> Verdict:
             "warn",
             f"{col} stalls from step {s[m]:g} ({fmt(e_mid)} -> {fmt(e_end)}) while the train reward still gains "
             f"{fmt(t2)} ({100 * share:.0f}% of its gain)",
-            start_step=float(s[m]), details=details,
+            start_step=float(s[m]),
+            details=details,
         )
 
     text = f"{col} gain {fmt(e_gain)} vs train {fmt(t_gain)} over steps {s[0]:g}-{s[-1]:g}"
@@ -96,17 +100,33 @@ def check(ctx: Context) -> Verdict:
         qe = quick_exponential(s, e)
         qt = quick_exponential(*ctx.pre)
         if qe is not None and qt is not None:
-            details.update(eval_timescale=qe.timescale, train_timescale=qt.timescale,
-                           eval_fitted_gain=qe.gain, train_fitted_gain=qt.gain)
-            text = (f"eval timescale {fmt(qe.timescale)} vs train {fmt(qt.timescale)} steps; "
-                    f"fitted eval gain {fmt(qe.gain)} vs train {fmt(qt.gain)} ({col}, {n} points)")
+            details.update(
+                eval_timescale=qe.timescale,
+                train_timescale=qt.timescale,
+                eval_fitted_gain=qe.gain,
+                train_fitted_gain=qt.gain,
+            )
+            text = (
+                f"eval timescale {fmt(qe.timescale)} vs train {fmt(qt.timescale)} steps; "
+                f"fitted eval gain {fmt(qe.gain)} vs train {fmt(qt.gain)} ({col}, {n} points)"
+            )
         # the eval's rate or plateau diverging from the train reward's, judged on 95% intervals
-        d = divergence(s, e, *ctx.pre, ratio=th.eval_timescale_ratio, plateau_ratio=th.eval_plateau_ratio,
-                       names=(col, ctx.roles.get("reward") or ""))
+        d = divergence(
+            s,
+            e,
+            *ctx.pre,
+            ratio=th.eval_timescale_ratio,
+            plateau_ratio=th.eval_plateau_ratio,
+            names=(col, ctx.roles.get("reward") or ""),
+        )
         if d is not None:
             details["divergence"] = d
             if d["diverges"]:
                 Te = details.get("eval_timescale") or 0.0
-                return Verdict("warn", f"{col} {divergence_text(d)} ({text})",
-                               start_step=float(s[0] + 3 * Te) if Te else float(s[-1]), details=details)
+                return Verdict(
+                    "warn",
+                    f"{col} {divergence_text(d)} ({text})",
+                    start_step=float(s[0] + 3 * Te) if Te else float(s[-1]),
+                    details=details,
+                )
     return Verdict("pass", text, details=details)

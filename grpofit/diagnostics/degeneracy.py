@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.fitting.collapse import rolling_median
 from grpofit.diagnostics.base import Context, Verdict, fmt, late, onset_to_end
+from grpofit.fitting.collapse import rolling_median
 
 #: G assumed for the mean-field expectation when the run's group size is unknown: the smallest
 #: common GRPO group, which gives the largest (most forgiving) expectation
@@ -98,8 +98,12 @@ def check(ctx: Context) -> Verdict:
     details = {"zero_std_late": z_late, "expected_zero_std": expected, "reward_late": p_late, "group_size": G}
 
     if degenerate and top and not pinned_low and explained:
-        return Verdict("warn", f"learning signal exhausted: {numbers}; the reward has saturated (the run is done)",
-                       start_step=start, details=details)
+        return Verdict(
+            "warn",
+            f"learning signal exhausted: {numbers}; the reward has saturated (the run is done)",
+            start_step=start,
+            details=details,
+        )
     if degenerate:
         why = "dead run" if (pinned_low or (in01 and p_late < 0.5 and explained)) else "degenerate advantages"
         if not explained:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.fitting.collapse import rolling_median
 from grpofit.diagnostics.base import Context, fmt
 from grpofit.diagnostics.findings import Finding, Panel, constant, sustained
+from grpofit.fitting.collapse import rolling_median
 
 
 def rules(ctx: Context) -> list[Finding]:
@@ -41,11 +41,26 @@ def rules(ctx: Context) -> list[Finding]:
     onset, length = sustained(s, lev >= th.entropy_blowup_factor * base, min_points)
     peak_i = int(np.argmax(lev))
     ratio = float(lev[peak_i] / base)
-    panel = Panel("entropy blow-up", col, s, h, [(base, "early median", "0.5"),
-                  (th.entropy_blowup_factor * base, f"x{th.entropy_blowup_factor:g}", "red")], logy=bool(np.min(h) > 0))
+    panel = Panel(
+        "entropy blow-up",
+        col,
+        s,
+        h,
+        [(base, "early median", "0.5"), (th.entropy_blowup_factor * base, f"x{th.entropy_blowup_factor:g}", "red")],
+        logy=bool(np.min(h) > 0),
+    )
     details = {"entropy_baseline": base, "peak": float(lev[peak_i]), "peak_step": float(s[peak_i]), "peak_ratio": ratio}
     if onset is None:
-        return [Finding("entropy_blowup", "pass", f"{col} peaks at x{ratio:.1f} its early median {fmt(base)}", None, details, panel=panel)]
+        return [
+            Finding(
+                "entropy_blowup",
+                "pass",
+                f"{col} peaks at x{ratio:.1f} its early median {fmt(base)}",
+                None,
+                details,
+                panel=panel,
+            )
+        ]
     i0 = int(np.searchsorted(s, onset))
     mid_level = np.sqrt(base * lev[peak_i])
     after = np.flatnonzero((lev >= mid_level) & (np.arange(n) >= i0))
@@ -63,8 +78,19 @@ def rules(ctx: Context) -> list[Finding]:
         spread = float(np.ptp(ctx.level)) if ctx.level.size else 0.0
         fell = (r_before - r_after) > max(3.0 * sd, 0.1 * spread)
     details.update(onset_step=onset, half_way_step=mid_step, reward_before=r_before, reward_after=r_after)
-    text = (f"{col} blows up x{ratio:.0f} above its early median {fmt(base)} (to {fmt(float(lev[peak_i]))} by step {s[peak_i]:g}); "
-            f"several-fold from step {onset:g}, half-way (log scale) at step {mid_step:g}")
+    text = (
+        f"{col} blows up x{ratio:.0f} above its early median {fmt(base)} (to {fmt(float(lev[peak_i]))} by step {s[peak_i]:g}); "
+        f"several-fold from step {onset:g}, half-way (log scale) at step {mid_step:g}"
+    )
     if fell:
-        return [Finding("entropy_blowup", "fail", text + f" while the reward falls {fmt(r_before)} -> {fmt(r_after)}", mid_step, details, panel=panel)]
+        return [
+            Finding(
+                "entropy_blowup",
+                "fail",
+                text + f" while the reward falls {fmt(r_before)} -> {fmt(r_after)}",
+                mid_step,
+                details,
+                panel=panel,
+            )
+        ]
     return [Finding("entropy_blowup", "warn", text + " (the reward does not fall)", mid_step, details, panel=panel)]

@@ -91,17 +91,57 @@ def rules(ctx: Context) -> list[Finding]:
     rising, rise = still_rising(ctx, k)
     floor = h_last < th.entropy_floor_abs
     fall = h_last < (1.0 - th.entropy_fall) * h_first
-    details = {"entropy_first": h_first, "entropy_last": h_last, "window": k, "reward_still_rising": rising, "reward_late_rise": rise}
-    panel = Panel("entropy floor", col, s, h, [(th.entropy_floor_abs, f"floor {th.entropy_floor_abs:g}", "red"),
-                  ((1.0 - th.entropy_fall) * h_first, f"-{100 * th.entropy_fall:.0f}%", "orange")])
+    details = {
+        "entropy_first": h_first,
+        "entropy_last": h_last,
+        "window": k,
+        "reward_still_rising": rising,
+        "reward_late_rise": rise,
+    }
+    panel = Panel(
+        "entropy floor",
+        col,
+        s,
+        h,
+        [
+            (th.entropy_floor_abs, f"floor {th.entropy_floor_abs:g}", "red"),
+            ((1.0 - th.entropy_fall) * h_first, f"-{100 * th.entropy_fall:.0f}%", "orange"),
+        ],
+    )
     text = f"{col} {fmt(h_first)} -> {fmt(h_last)} (mean of the first and last {k} points)"
     start = float(s[-k])
     if rising and floor:
-        return [Finding("entropy_collapse", "fail", f"entropy collapsed below {th.entropy_floor_abs:g} while the reward still rises "
-                        f"({fmt(rise)} over the last {k} points): {text}", start, details, panel=panel)]
+        return [
+            Finding(
+                "entropy_collapse",
+                "fail",
+                f"entropy collapsed below {th.entropy_floor_abs:g} while the reward still rises "
+                f"({fmt(rise)} over the last {k} points): {text}",
+                start,
+                details,
+                panel=panel,
+            )
+        ]
     if rising and fall:
-        return [Finding("entropy_collapse", "warn", f"entropy fell {100 * (1 - h_last / h_first):.0f}% while the reward still rises: {text}",
-                        start, details, panel=panel)]
+        return [
+            Finding(
+                "entropy_collapse",
+                "warn",
+                f"entropy fell {100 * (1 - h_last / h_first):.0f}% while the reward still rises: {text}",
+                start,
+                details,
+                panel=panel,
+            )
+        ]
     if floor or fall:
-        return [Finding("entropy_collapse", "pass", f"{text}; low after the reward saturated (the run is done)", None, details, panel=panel)]
+        return [
+            Finding(
+                "entropy_collapse",
+                "pass",
+                f"{text}; low after the reward saturated (the run is done)",
+                None,
+                details,
+                panel=panel,
+            )
+        ]
     return [Finding("entropy_collapse", "pass", text, None, details, panel=panel)]

@@ -43,8 +43,16 @@ def fit_law(h: np.ndarray, r: np.ndarray) -> dict | None:
     rho = min(max(rho if np.isfinite(rho) else 0.0, 0.0), 0.95)
     se = np.sqrt(s2 * (1.0 / n + (1.0 - xm) ** 2 / sxx)) * np.sqrt((1 + rho) / (1 - rho))
     ceiling = b - a
-    return {"a": a, "b": b, "ceiling": ceiling, "stderr": float(se), "ci95": [ceiling - 1.96 * se, ceiling + 1.96 * se],
-            "r2": r2, "n": n, "residual_lag1": rho}
+    return {
+        "a": a,
+        "b": b,
+        "ceiling": ceiling,
+        "stderr": float(se),
+        "ci95": [ceiling - 1.96 * se, ceiling + 1.96 * se],
+        "r2": r2,
+        "n": n,
+        "residual_lag1": rho,
+    }
 
 
 def _plateau(ctx: Context):
@@ -75,28 +83,54 @@ def rules(ctx: Context) -> list[Finding]:
     col = ctx.roles["entropy"]
     law = fit_law(h, r)
     if law is None:
-        return [Finding("entropy_reward_law", "unknown", f"too few points or no spread in {col} to fit R = -a exp(H) + b")]
+        return [
+            Finding("entropy_reward_law", "unknown", f"too few points or no spread in {col} to fit R = -a exp(H) + b")
+        ]
     plat = _plateau(ctx)
     details = dict(law)
     if plat is not None:
         details.update(plateau=plat[0], plateau_ci95=[plat[1], plat[2]])
     order = np.argsort(h)
     hx = h[order]
-    panel = Panel("entropy-reward law R = -a exp(H) + b", f"reward vs {col}", h, r,
-                  [(law["ceiling"], f"ceiling b-a {fmt(law['ceiling'])}", "red")]
-                  + ([(plat[0], f"plateau {fmt(plat[0])}", "tab:orange")] if plat else []),
-                  other=(hx, law["b"] - law["a"] * np.exp(hx), "law"))
+    panel = Panel(
+        "entropy-reward law R = -a exp(H) + b",
+        f"reward vs {col}",
+        h,
+        r,
+        [(law["ceiling"], f"ceiling b-a {fmt(law['ceiling'])}", "red")]
+        + ([(plat[0], f"plateau {fmt(plat[0])}", "tab:orange")] if plat else []),
+        other=(hx, law["b"] - law["a"] * np.exp(hx), "law"),
+    )
     if law["a"] <= 0 or law["r2"] < ctx.th.entropy_law_min_r2:
         why = "the reward does not rise as the entropy falls" if law["a"] <= 0 else f"R2 {law['r2']:.2f}"
-        return [Finding("entropy_reward_law", "unknown", f"the law R = -a exp(H) + b does not hold here ({why})", None, details, panel=panel)]
+        return [
+            Finding(
+                "entropy_reward_law",
+                "unknown",
+                f"the law R = -a exp(H) + b does not hold here ({why})",
+                None,
+                details,
+                panel=panel,
+            )
+        ]
     lo, hi = law["ci95"]
     text = f"entropy-reward law ceiling b - a = {fmt(law['ceiling'])} [{fmt(lo)}, {fmt(hi)}] (a {fmt(law['a'])}, R2 {law['r2']:.2f})"
     if plat is None:
-        return [Finding("entropy_reward_law", "pass", text + "; no fitted plateau to compare", None, details, panel=panel)]
+        return [
+            Finding("entropy_reward_law", "pass", text + "; no fitted plateau to compare", None, details, panel=panel)
+        ]
     p, plo, phi = plat
     ptext = f"fitted plateau {fmt(p)}" + (f" [{fmt(plo)}, {fmt(phi)}]" if plo is not None and phi is not None else "")
     floor = plo if plo is not None else p
     if floor > hi:
-        return [Finding("entropy_reward_law", "warn", f"the plateau forecast exceeds what the entropy can still buy: {ptext} "
-                        f"above the {text}", None, details, panel=panel)]
+        return [
+            Finding(
+                "entropy_reward_law",
+                "warn",
+                f"the plateau forecast exceeds what the entropy can still buy: {ptext} above the {text}",
+                None,
+                details,
+                panel=panel,
+            )
+        ]
     return [Finding("entropy_reward_law", "pass", f"{text}; {ptext}", None, details, panel=panel)]

@@ -47,8 +47,11 @@ def eval_columns(columns: Sequence[str], pattern: str | None = None, *, exclude:
     cols = [c for c in columns if c not in exclude]
     if pattern is not None:
         return [c for c in cols if fnmatch.fnmatchcase(c, pattern)]
-    found = [c for c in cols if not _EXCLUDE.match(c) and "num_turns" not in c
-             and any(p.match(c) for p in _COMPILED["eval_reward"])]
+    found = [
+        c
+        for c in cols
+        if not _EXCLUDE.match(c) and "num_turns" not in c and any(p.match(c) for p in _COMPILED["eval_reward"])
+    ]
     if any(c.startswith("val-core/") for c in found):
         found = [c for c in found if not c.startswith("val-aux/")]
     # TRL's per-reward-function parts of an eval reward are not benchmarks: dropped when the
@@ -139,8 +142,21 @@ def profile_fit(steps: np.ndarray, values: np.ndarray, *, n_grid: int = 64, perc
         "y_min": float(np.min(values)),
         "y_max": float(np.max(values)),
         "r2": 1.0 - float(sse[k]) / sst if sst > 0 else 0.0,
-        "headroom_share": _share(ceiling(float(np.min(values)), float(np.max(values)), percent),
-                                 y.mean(), a, b, em, var, s2, n, n_eff, accepted, k, rising, falling),
+        "headroom_share": _share(
+            ceiling(float(np.min(values)), float(np.max(values)), percent),
+            y.mean(),
+            a,
+            b,
+            em,
+            var,
+            s2,
+            n,
+            n_eff,
+            accepted,
+            k,
+            rising,
+            falling,
+        ),
     }
 
 
@@ -179,7 +195,7 @@ def _share(c, ybar, a, b, em, var, s2, n, n_eff, accepted, k, rising, falling) -
     share = -b[ok] / d[ok]
     var_b = s2[ok] / var[ok] * (n / n_eff)
     var_m = s2[ok] / n_eff
-    se = np.sqrt(((c - ybar) ** 2 * var_b + b[ok] ** 2 * var_m)) / d[ok] ** 2
+    se = np.sqrt((c - ybar) ** 2 * var_b + b[ok] ** 2 * var_m) / d[ok] ** 2
     lo, hi = float(np.min(share - 1.96 * se)), float(np.max(share + 1.96 * se))
     return {"value": float(-b[k] / d[k]), "ci95": [None if falling else lo, None if rising else hi], "ceiling": c}
 
@@ -193,8 +209,16 @@ def headroom_share(fit: dict) -> dict | None:
     return fit.get("headroom_share")
 
 
-def divergence(eval_steps: np.ndarray, eval_values: np.ndarray, train_steps: np.ndarray, train_values: np.ndarray,
-               *, ratio: float, plateau_ratio: float = 4.0, names: tuple[str, str] = ("", "")) -> dict | None:
+def divergence(
+    eval_steps: np.ndarray,
+    eval_values: np.ndarray,
+    train_steps: np.ndarray,
+    train_values: np.ndarray,
+    *,
+    ratio: float,
+    plateau_ratio: float = 4.0,
+    names: tuple[str, str] = ("", ""),
+) -> dict | None:
     """Does the eval's rate or plateau diverge from the train reward's? Interval-based, so that
     noise alone does not flag (a noisy curve's profile accepts a wide range of timescales).
 
@@ -240,15 +264,23 @@ def divergence(eval_steps: np.ndarray, eval_values: np.ndarray, train_steps: np.
             plateau = "lower"
         elif e_lo is not None and t_hi is not None and e_lo > 0 and e_lo > plateau_ratio * max(t_hi, 0.0):
             plateau = "higher"
-        elif (None not in (e_lo, e_hi, t_lo, t_hi) and min(e_lo, t_lo) > 0
-              and max(e_hi, t_hi) <= plateau_ratio * min(e_lo, t_lo)):
+        elif (
+            None not in (e_lo, e_hi, t_lo, t_hi)
+            and min(e_lo, t_lo) > 0
+            and max(e_hi, t_hi) <= plateau_ratio * min(e_lo, t_lo)
+        ):
             plateau = "same"
     return {
-        "timescale_ratio": fe["timescale"] / ft["timescale"], "timescale_ratio_ci95": [lo, hi],
-        "eval_timescale_ci95": fe["timescale_ci95"], "train_timescale_ci95": ft["timescale_ci95"],
-        "eval_ahead_ci95": fe["ahead_ci95"], "train_ahead_ci95": ft["ahead_ci95"],
-        "eval_plateau_share": se, "train_plateau_share": st,
-        "rate": rate, "plateau": plateau,
+        "timescale_ratio": fe["timescale"] / ft["timescale"],
+        "timescale_ratio_ci95": [lo, hi],
+        "eval_timescale_ci95": fe["timescale_ci95"],
+        "train_timescale_ci95": ft["timescale_ci95"],
+        "eval_ahead_ci95": fe["ahead_ci95"],
+        "train_ahead_ci95": ft["ahead_ci95"],
+        "eval_plateau_share": se,
+        "train_plateau_share": st,
+        "rate": rate,
+        "plateau": plateau,
         "diverges": rate == "faster" or plateau == "lower",
     }
 
@@ -266,8 +298,10 @@ def divergence_text(d: dict) -> str:
     if d["rate"] == "faster":
         parts.append(f"saturates early: eval timescale x{d['timescale_ratio']:.2g} the train's, 95% {rng}")
     if d["plateau"] == "lower":
-        parts.append(f"levels off low: its plateau gains {_share_text(d['eval_plateau_share'])} of its headroom, "
-                     f"the train reward's {_share_text(d['train_plateau_share'])}")
+        parts.append(
+            f"levels off low: its plateau gains {_share_text(d['eval_plateau_share'])} of its headroom, "
+            f"the train reward's {_share_text(d['train_plateau_share'])}"
+        )
     return "; ".join(parts)
 
 
@@ -277,8 +311,16 @@ def benchmark_entry(ctx: Context, column: str) -> tuple[dict, Verdict]:
 
     sub = replace(ctx, roles={**ctx.roles, "eval_reward": column})
     verdict = decoupling.check(sub)
-    entry: dict = {"metric": column, "benchmark": benchmark_name(column), "points": 0, "gain": None,
-                   "plateau": {"value": None, "ci95": None, "kind": None}, "timescale": None, "timescale_ci95": None, "timescale_ratio": None}
+    entry: dict = {
+        "metric": column,
+        "benchmark": benchmark_name(column),
+        "points": 0,
+        "gain": None,
+        "plateau": {"value": None, "ci95": None, "kind": None},
+        "timescale": None,
+        "timescale_ci95": None,
+        "timescale_ratio": None,
+    }
     series = sub.series("eval_reward", before_collapse=True)
     if series is not None:
         s, e = series
@@ -288,8 +330,12 @@ def benchmark_entry(ctx: Context, column: str) -> tuple[dict, Verdict]:
         fit = profile_fit(s, e)
         if fit is not None:
             T_r = ctx.reward_timescale
-            entry.update(gain=fit["gain"], plateau={"value": fit["plateau"], "ci95": fit["ci95"], "kind": fit["kind"]},
-                         timescale=None if fit["timescale_at_bound"] else fit["timescale"], r2=fit["r2"])
+            entry.update(
+                gain=fit["gain"],
+                plateau={"value": fit["plateau"], "ci95": fit["ci95"], "kind": fit["kind"]},
+                timescale=None if fit["timescale_at_bound"] else fit["timescale"],
+                r2=fit["r2"],
+            )
             if entry["timescale"] is not None and T_r:
                 entry["timescale_ratio"] = entry["timescale"] / T_r
             entry["timescale_ci95"] = None if entry["timescale"] is None else fit["timescale_ci95"]
@@ -324,8 +370,10 @@ def judge(ctx: Context, base: Verdict) -> tuple[Verdict, list[dict]]:
         start = None
     else:
         text = f"none of {len(cols)} benchmarks decouples: " + "; ".join(
-            f"{e['benchmark']} gain {fmt(e['gain'])}" + (f", timescale x{e['timescale_ratio']:.2g} the train's" if e["timescale_ratio"] else "")
-            for e in entries)
+            f"{e['benchmark']} gain {fmt(e['gain'])}"
+            + (f", timescale x{e['timescale_ratio']:.2g} the train's" if e["timescale_ratio"] else "")
+            for e in entries
+        )
         start = None
     details = {"benchmarks": [e["benchmark"] for e in entries], "decoupling": [e["benchmark"] for e, _ in bad]}
     return Verdict(status, text, start_step=start, details=details), entries

@@ -83,9 +83,15 @@ def fold(base: Verdict, findings: list[Finding]) -> Verdict:
     else:
         parts, start = [base.evidence], base.start_step
     causes = (("check",) if base.status == status else ()) + tuple(f.rule for f in gating if f.status == status)
-    return replace(base, status=status, evidence="; ".join(p for p in parts if p), start_step=start,
-                   findings=list(base.findings) + list(findings), own_status=base.own_status or base.status,
-                   causes=causes if status in ("warn", "fail") else ())
+    return replace(
+        base,
+        status=status,
+        evidence="; ".join(p for p in parts if p),
+        start_step=start,
+        findings=list(base.findings) + list(findings),
+        own_status=base.own_status or base.status,
+        causes=causes if status in ("warn", "fail") else (),
+    )
 
 
 def sustained(steps: np.ndarray, mask: np.ndarray, min_points: int) -> tuple[float | None, int]:

@@ -39,8 +39,11 @@ class GatePolicy:
         return self.fail_on is None or mode in self.fail_on
 
     def summary(self) -> dict:
-        return {"fail_on": None if self.fail_on is None else list(self.fail_on), "min_r2": self.min_r2,
-                "strict": self.strict}
+        return {
+            "fail_on": None if self.fail_on is None else list(self.fail_on),
+            "min_r2": self.min_r2,
+            "strict": self.strict,
+        }
 
 
 def preferred_r2(fit: dict | None) -> float | None:

@@ -32,17 +32,46 @@ def rules(ctx: Context) -> list[Finding]:
     details = {"column": col, "late_mean": mean_late, "window": k}
     panel = Panel("within-group reward std", col, s, sd, [(th.group_std_floor, f"floor {th.group_std_floor:g}", "red")])
     if mean_late >= th.group_std_floor:
-        return [Finding("within_group_std", "pass", f"{col} {fmt(mean_late)} over the last {k} points", None, details, panel=panel)]
+        return [
+            Finding(
+                "within_group_std",
+                "pass",
+                f"{col} {fmt(mean_late)} over the last {k} points",
+                None,
+                details,
+                panel=panel,
+            )
+        ]
     rv = ctx.values
     in01 = bool(rv.min() >= -1e-9 and rv.max() <= 1.0 + 1e-9)
     p_late = float(np.median(late(rv, th.late_fraction, ctx.window)))
     r_start, r_end, rose = ctx.reward_gain
     top = (in01 and p_late >= 0.5) or (not in01 and rose and r_end > r_start)
     low = sd < th.group_std_floor
-    start = float(s[np.flatnonzero(~low)[-1] + 1]) if (~low).any() and low[-1] and np.flatnonzero(~low)[-1] + 1 < s.size else float(s[-k])
+    start = (
+        float(s[np.flatnonzero(~low)[-1] + 1])
+        if (~low).any() and low[-1] and np.flatnonzero(~low)[-1] + 1 < s.size
+        else float(s[-k])
+    )
     text = f"{col} {fmt(mean_late)} over the last {k} points (below {th.group_std_floor:g}), reward {fmt(p_late)}"
     if top:
-        return [Finding("within_group_std", "warn", f"no within-group spread left: {text}; the reward has saturated (the run is done)",
-                        start, details, panel=panel)]
-    return [Finding("within_group_std", "fail", f"DAPO failure, groups all-right or all-wrong while the reward is far from its ceiling: {text}",
-                    start, details, panel=panel)]
+        return [
+            Finding(
+                "within_group_std",
+                "warn",
+                f"no within-group spread left: {text}; the reward has saturated (the run is done)",
+                start,
+                details,
+                panel=panel,
+            )
+        ]
+    return [
+        Finding(
+            "within_group_std",
+            "fail",
+            f"DAPO failure, groups all-right or all-wrong while the reward is far from its ceiling: {text}",
+            start,
+            details,
+            panel=panel,
+        )
+    ]

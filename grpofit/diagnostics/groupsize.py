@@ -213,8 +213,10 @@ def policy_fluctuation(run: Any, fit: Any) -> dict | None:
         resolved = logged - samp > 2.0 * se
         out["variance"] = logged - samp if resolved else None
         if not resolved:
-            out["note"] = (f"not resolved: the logged variance {logged:.3g} is within 2 standard errors ({se:.2g}) "
-                           f"of the binomial sampling variance {samp:.3g}")
+            out["note"] = (
+                f"not resolved: the logged variance {logged:.3g} is within 2 standard errors ({se:.2g}) "
+                f"of the binomial sampling variance {samp:.3g}"
+            )
         return out
     out.update(variance=logged, measures=MEASURES[2], source="logged reward")
     return out
@@ -338,8 +340,11 @@ def group_size_analysis(items: list) -> dict:
         sentences.append(f"{pname} {c['verdict']}" + (f" (chi2 p={pv:.2g})" if pv is not None else ""))
     gv = [(int(g), float(v)) for _, _, g, v in with_g if v is not None and np.isfinite(v) and v > 0]
     measured = next(m for m in reversed(MEASURES) if m in measures) if measures else MEASURES[2]
-    label = {MEASURES[0]: "policy variance", MEASURES[1]: "policy variance (sampling part subtracted)",
-             MEASURES[2]: "logged-reward variance (includes sampling noise, not the policy's alone)"}[measured]
+    label = {
+        MEASURES[0]: "policy variance",
+        MEASURES[1]: "policy variance (sampling part subtracted)",
+        MEASURES[2]: "logged-reward variance (includes sampling noise, not the policy's alone)",
+    }[measured]
     if len({g for g, _ in gv}) >= 2:
         sl = _slope(gv)
         sl["measures"] = measured
@@ -348,11 +353,17 @@ def group_size_analysis(items: list) -> dict:
             sentences.append(f"{label} slope {sl['slope']:.2f} vs -1 expected (too few runs for an interval)")
         else:
             lo, hi = sl["ci95"]
-            tell = "cannot tell" if not sl["decided"] else ("consistent with 1/G" if sl["consistent_with_1_over_G"] else "not 1/G")
+            tell = (
+                "cannot tell"
+                if not sl["decided"]
+                else ("consistent with 1/G" if sl["consistent_with_1_over_G"] else "not 1/G")
+            )
             if measured == MEASURES[2]:
                 sl["decided"] = False
-                tell = ("not a test of the policy's 1/G law: the sampling part falls with the batch by "
-                        "construction (log expected_reward, or the batch size, to separate them)")
+                tell = (
+                    "not a test of the policy's 1/G law: the sampling part falls with the batch by "
+                    "construction (log expected_reward, or the batch size, to separate them)"
+                )
             sentences.append(f"{label} slope {sl['slope']:.2f} [{lo:.2f}, {hi:.2f}] vs -1 expected: {tell}")
     else:
         out["variance_scaling"] = {"testable": False}
@@ -371,8 +382,21 @@ _BOOKKEEPING = re.compile(
     re.IGNORECASE,
 )
 #: the bandit simulator's sidecar: its inputs (outputs such as the fixed point are derived)
-_BANDIT_INPUTS = ("arms", "correct", "lr", "momentum", "refresh_interval", "groups", "beta", "steps",
-                  "importance_ratio", "advantage", "eps", "kl_at", "reference")
+_BANDIT_INPUTS = (
+    "arms",
+    "correct",
+    "lr",
+    "momentum",
+    "refresh_interval",
+    "groups",
+    "beta",
+    "steps",
+    "importance_ratio",
+    "advantage",
+    "eps",
+    "kl_at",
+    "reference",
+)
 
 
 def _is_group_size_key(key: str) -> bool:
@@ -411,7 +435,7 @@ def name_without_group_size(name: str) -> str:
     base = _LOG_SUFFIX.sub("", os.path.basename(str(name).split("::", 1)[-1]))
     m = _NAME.search(base)
     if m:
-        base = base[: m.start()] + base[m.end():]
+        base = base[: m.start()] + base[m.end() :]
     base = _NAME_NOISE.sub("", base.lower())
     return re.sub(r"[^a-z0-9.]+", "-", base).strip("-")
 
@@ -449,8 +473,11 @@ def group_size_by_experiment(diagnoses: list) -> dict:
     labels = {}
     for folder, key in groups:
         same_folder = sum(1 for f, _ in groups if f == folder)
-        labels[(folder, key)] = folder if same_folder == 1 else (
-            f"{folder} [{key[1]}]" if key[0] == "name" else f"{folder} [settings {len(labels) + 1}]")
+        labels[(folder, key)] = (
+            folder
+            if same_folder == 1
+            else (f"{folder} [{key[1]}]" if key[0] == "name" else f"{folder} [settings {len(labels) + 1}]")
+        )
     analyses = {labels[k]: group_size_analysis(items) for k, items in groups.items()}
     testable = {label: a for label, a in analyses.items() if a.get("testable")}
     if not testable:
@@ -458,10 +485,17 @@ def group_size_by_experiment(diagnoses: list) -> dict:
         if out.get("testable"):  # distinct G exist, but only across unrelated runs
             out = {k: v for k, v in out.items() if k in ("runs", "runs_with_group_size", "group_sizes")}
             folders = {experiment_of(d.name) for d in diagnoses if _unpack(d)[2] is not None}
-            why = ("runs with different G are in different folders (different experiments); put the runs of "
-                   "one G sweep in one folder") if len(folders) > 1 else (
-                "the runs with different G differ in more than G (their settings, or their names once G, "
-                "seeds and timestamps are removed), so their plateaus say nothing about G")
+            why = (
+                (
+                    "runs with different G are in different folders (different experiments); put the runs of "
+                    "one G sweep in one folder"
+                )
+                if len(folders) > 1
+                else (
+                    "the runs with different G differ in more than G (their settings, or their names once G, "
+                    "seeds and timestamps are removed), so their plateaus say nothing about G"
+                )
+            )
             out.update(testable=False, summary=f"group-size predictions not testable: {why}")
         return out
     if len(testable) == 1:

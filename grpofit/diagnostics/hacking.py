@@ -28,9 +28,9 @@ import re
 
 import numpy as np
 
-from grpofit.fitting.collapse import rolling_median
 from grpofit.diagnostics.base import Context, fmt, late, onset_to_end  # noqa: F401
 from grpofit.diagnostics.findings import Finding, Panel, constant, sustained
+from grpofit.fitting.collapse import rolling_median
 
 #: step-size KLs (PPO's approximate KL between consecutive policies), not a KL to the reference
 _STEP_KL = re.compile(r".*(?:ppo_kl|approx_kl).*")
@@ -98,21 +98,37 @@ def _slopes(ctx: Context, kl, gates: bool) -> Finding:
     k = np.interp(s, ks, kv)
     w = int(th.hack_window)
     if s.size < w + 1 or w < 3:
-        return Finding("kl_reward_slope", "unknown", f"fewer than {w + 1} points with both the reward and {col}", gates=gates)
+        return Finding(
+            "kl_reward_slope", "unknown", f"fewer than {w + 1} points with both the reward and {col}", gates=gates
+        )
     rs, kslope = rolling_slopes(s, r, w), rolling_slopes(s, k, w)
     hit = (rs > 0) & (kslope > th.kl_slope_min) & (kslope > th.kl_reward_slope_ratio * rs)
     starts = s[: s.size - w + 1]
     first, run_length = sustained(starts, hit, max(3, w // 2))
-    panel = Panel("KL slope per step (sliding window)", f"slope of {col}", starts, kslope,
-                  [(th.kl_slope_min, f"{th.kl_slope_min:g}/step", "orange")])
-    details = {"kl_column": col, "windows": int(hit.size), "windows_hit": int(hit.sum()), "max_kl_slope": float(kslope.max())}
+    panel = Panel(
+        "KL slope per step (sliding window)",
+        f"slope of {col}",
+        starts,
+        kslope,
+        [(th.kl_slope_min, f"{th.kl_slope_min:g}/step", "orange")],
+    )
+    details = {
+        "kl_column": col,
+        "windows": int(hit.size),
+        "windows_hit": int(hit.sum()),
+        "max_kl_slope": float(kslope.max()),
+    }
     if first is not None:
         i = int(np.searchsorted(starts, first))
         ratio = kslope[i] / rs[i]
-        text = (f"{col} climbs {fmt(kslope[i])}/step while the reward climbs {fmt(rs[i])}/step (x{ratio:.0f}) "
-                f"from step {starts[i]:g} for {run_length} consecutive windows of {w} points")
+        text = (
+            f"{col} climbs {fmt(kslope[i])}/step while the reward climbs {fmt(rs[i])}/step (x{ratio:.0f}) "
+            f"from step {starts[i]:g} for {run_length} consecutive windows of {w} points"
+        )
         return Finding("kl_reward_slope", "warn", text, float(starts[i]), details, gates, panel)
-    return Finding("kl_reward_slope", "pass", f"{col} slope at most {fmt(float(kslope.max()))}/step", None, details, gates, panel)
+    return Finding(
+        "kl_reward_slope", "pass", f"{col} slope at most {fmt(float(kslope.max()))}/step", None, details, gates, panel
+    )
 
 
 def _length(ctx: Context, kl_found: bool, gates: bool) -> Finding | None:
@@ -142,7 +158,9 @@ def _length(ctx: Context, kl_found: bool, gates: bool) -> Finding | None:
         strong = abs(corr) > th.length_corr_strong
         status = "fail" if strong and kl_found else "warn"
         why = "strong, with a KL sign of hacking" if status == "fail" else ("strong" if strong else "moderate")
-        return Finding("length_correlation", status, f"reward tracks response length ({why}): {text}", start, details, gates, panel)
+        return Finding(
+            "length_correlation", status, f"reward tracks response length ({why}): {text}", start, details, gates, panel
+        )
     return Finding("length_correlation", "pass", text, None, details, gates, panel)
 
 
@@ -155,15 +173,37 @@ def _target(ctx: Context, kl, gates: bool) -> Finding:
         return Finding("kl_target", "unknown", f"{what} ({how}); the KL target applies to penalised runs", gates=gates)
     lev = rolling_median(v, min(ctx.window, max(3, v.size // 5) | 1))
     k_late = float(np.median(late(v, th.late_fraction, ctx.window)))
-    panel = Panel("KL to the reference", col, s, v, [(th.kl_target_warn, "warn", "orange"), (th.kl_target_fail, "fail", "red")],
-                  logy=bool(np.nanmin(v) > 0))
+    panel = Panel(
+        "KL to the reference",
+        col,
+        s,
+        v,
+        [(th.kl_target_warn, "warn", "orange"), (th.kl_target_fail, "fail", "red")],
+        logy=bool(np.nanmin(v) > 0),
+    )
     details = {"kl_column": col, "kl_late": k_late, "kl_max_level": float(np.max(lev))}
     if k_late > th.kl_target_warn:
         status = "fail" if k_late > th.kl_target_fail else "warn"
         start = onset_to_end(s, lev > th.kl_target_warn)
-        return Finding("kl_target", status, f"{col} {fmt(k_late)} over the late run, above the target {th.kl_target_warn:g}"
-                       + (f" from step {start:g}" if start is not None else ""), start, details, gates, panel)
-    return Finding("kl_target", "pass", f"{col} {fmt(k_late)} over the late run (target {th.kl_target_warn:g})", None, details, gates, panel)
+        return Finding(
+            "kl_target",
+            status,
+            f"{col} {fmt(k_late)} over the late run, above the target {th.kl_target_warn:g}"
+            + (f" from step {start:g}" if start is not None else ""),
+            start,
+            details,
+            gates,
+            panel,
+        )
+    return Finding(
+        "kl_target",
+        "pass",
+        f"{col} {fmt(k_late)} over the late run (target {th.kl_target_warn:g})",
+        None,
+        details,
+        gates,
+        panel,
+    )
 
 
 def rules(ctx: Context) -> list[Finding]:

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.fitting.collapse import default_window, early_baseline, find_rise, rolling_median
 from grpofit.diagnostics.base import Context, Verdict, fmt, model_param, worst
+from grpofit.fitting.collapse import default_window, early_baseline, find_rise, rolling_median
 
 _METRICS = (("grad_norm", "grad_norm"), ("is_ratio", "importance ratio"), ("clip_ratio", "clip fraction"))
 
@@ -33,7 +33,8 @@ def _rise_check(ctx: Context, role: str):
     s, v = series
     col = ctx.roles[role]
     rise = find_rise(
-        s, v,
+        s,
+        v,
         factor=th.rise_warn,
         min_duration=th.rise_min_duration,
         baseline_fraction=th.baseline_fraction,
@@ -82,8 +83,12 @@ def _oscillation(ctx: Context):
         return None  # the verdict rests on an overshoot observed in the data (grpofit.fitting.overshoot)
     status = "fail" if zeta <= ctx.th.oscillation_fail_zeta else "warn"
     seen = f", observed overshoot {100 * ob['value']:.0f}% of the gain at step {ob['peak_step']:g}"
-    return (status, f"reward oscillates (underdamped, damping ratio {zeta:.2f}{seen})", float(ctx.steps[0]),
-            {"damping_ratio": zeta, "observed_overshoot": ob})
+    return (
+        status,
+        f"reward oscillates (underdamped, damping ratio {zeta:.2f}{seen})",
+        float(ctx.steps[0]),
+        {"damping_ratio": zeta, "observed_overshoot": ob},
+    )
 
 
 def check(ctx: Context) -> Verdict:
@@ -98,7 +103,9 @@ def check(ctx: Context) -> Verdict:
         found.append(osc)
     if ctx.collapse is not None:
         c = ctx.collapse
-        found.append(("fail", c.describe() + f", detected at step {c.detected_step:g}", c.step, {"collapse": c.summary()}))
+        found.append(
+            ("fail", c.describe() + f", detected at step {c.detected_step:g}", c.step, {"collapse": c.summary()})
+        )
     bad = [f for f in found if f[0] in ("warn", "fail")]
     if bad:
         status = worst(f[0] for f in bad)

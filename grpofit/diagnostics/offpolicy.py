@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.fitting.collapse import rolling_median
 from grpofit.diagnostics.base import Context, fmt
 from grpofit.diagnostics.findings import Finding, Panel, constant, sustained
+from grpofit.fitting.collapse import rolling_median
 
 
 def _bounds(ctx: Context, role: str):
@@ -54,7 +54,11 @@ def _rule(ctx: Context, role: str) -> Finding | None:
             bad |= a > hi
         return bad
 
-    rng = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else (f">= {fmt(lo)}" if lo is not None else f"<= {fmt(hi)}")
+    rng = (
+        f"[{fmt(lo)}, {fmt(hi)}]"
+        if lo is not None and hi is not None
+        else (f">= {fmt(lo)}" if lo is not None else f"<= {fmt(hi)}")
+    )
     lines = [(b, label, "red") for b, label in ((lo, "low"), (hi, "high")) if b is not None]
     panel = Panel(what, col, s, x, lines, logy=bool(np.min(x) > 0 and np.max(x) / np.min(x) > 50))
     details = {"column": col, "healthy_range": [lo, hi], "median": float(np.median(x)), "worst_level": None}
@@ -64,13 +68,26 @@ def _rule(ctx: Context, role: str) -> Finding | None:
         seg = lev[i : i + n_run]
         worst = float(seg.min() if lo is not None and seg.min() < lo else seg.max())
         details["worst_level"] = worst
-        return Finding(role, "fail", f"{col} ({what}) out of its healthy range {rng} from step {start:g} for {n_run} points "
-                       f"(level {fmt(worst)})", start, details, panel=panel)
+        return Finding(
+            role,
+            "fail",
+            f"{col} ({what}) out of its healthy range {rng} from step {start:g} for {n_run} points "
+            f"(level {fmt(worst)})",
+            start,
+            details,
+            panel=panel,
+        )
     bad = out(x)
     if bad.any():
         first = float(s[np.flatnonzero(bad)[0]])
-        return Finding(role, "warn", f"{col} ({what}) out of {rng} on {int(bad.sum())} point(s), first at step {first:g} (not sustained)",
-                       first, details, panel=panel)
+        return Finding(
+            role,
+            "warn",
+            f"{col} ({what}) out of {rng} on {int(bad.sum())} point(s), first at step {first:g} (not sustained)",
+            first,
+            details,
+            panel=panel,
+        )
     return Finding(role, "pass", f"{col} within {rng} (median {fmt(float(np.median(x)))})", None, details, panel=panel)
 
 

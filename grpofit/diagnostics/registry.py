@@ -31,8 +31,10 @@ def _load() -> dict[str, Callable]:
 
 
 def _load_rules() -> dict[str, tuple[Callable, ...]]:
-    return {mode: tuple(import_module(f"grpofit.diagnostics.{name}").rules for name in RULE_MODULES.get(mode, ()))
-            for mode in (m.name for m in MODE_TABLE)}
+    return {
+        mode: tuple(import_module(f"grpofit.diagnostics.{name}").rules for name in RULE_MODULES.get(mode, ()))
+        for mode in (m.name for m in MODE_TABLE)
+    }
 
 
 #: mode name -> ``check(ctx) -> Verdict``, in contract order

@@ -13,10 +13,10 @@ from grpofit.diagnostics.registry import CHECKS, RULES
 from grpofit.diagnostics.thresholds import Thresholds
 
 if TYPE_CHECKING:  # names for the annotations only
+    from grpofit.core.runs import Run
+    from grpofit.diagnostics.groupsize import GroupSize
     from grpofit.fitting.collapse import Collapse
     from grpofit.fitting.results import FitResult, ModelFit
-    from grpofit.diagnostics.groupsize import GroupSize
-    from grpofit.core.runs import Run
 
 
 @dataclass
@@ -32,7 +32,9 @@ class RunDiagnosis:
     late_variance: float | None = None  #: variance of the fit residuals over the last third of the fitted part
     fluctuation: dict | None = None  #: the policy's late fluctuation (grpofit.diagnostics.groupsize.policy_fluctuation)
     evals: list = field(default_factory=list)  #: one entry per eval series (benchmark), see grpofit.diagnostics.evals
-    settings: dict | None = None  #: the run's settings but G (grpofit.diagnostics.groupsize.run_settings), to tell related runs
+    settings: dict | None = (
+        None  #: the run's settings but G (grpofit.diagnostics.groupsize.run_settings), to tell related runs
+    )
 
     @property
     def verdict(self) -> str:
@@ -66,18 +68,20 @@ class RunDiagnosis:
     def _summary_doc(self) -> dict:
         from grpofit.core.jsonout import Encoded
 
-        return Encoded.of({
-            "run": self.name,
-            "fit": self.fit.summary() if self.fit is not None else None,
-            "diagnostics": {m: self.diagnostics[m].summary() for m in MODES},
-            "verdict": self.verdict,
-            "collapse": self.collapse.summary() if self.collapse is not None else None,
-            "group_size": self.group_size.summary() if self.group_size is not None else None,
-            "roles": self.roles,
-            "late_variance": self.late_variance,
-            "fluctuation": self.fluctuation,
-            **({"evals": self.evals} if self.evals else {}),
-        })
+        return Encoded.of(
+            {
+                "run": self.name,
+                "fit": self.fit.summary() if self.fit is not None else None,
+                "diagnostics": {m: self.diagnostics[m].summary() for m in MODES},
+                "verdict": self.verdict,
+                "collapse": self.collapse.summary() if self.collapse is not None else None,
+                "group_size": self.group_size.summary() if self.group_size is not None else None,
+                "roles": self.roles,
+                "late_variance": self.late_variance,
+                "fluctuation": self.fluctuation,
+                **({"evals": self.evals} if self.evals else {}),
+            }
+        )
 
 
 def _late_variance(fit: FitResult | None) -> float | None:
@@ -112,11 +116,10 @@ def diagnose_run(
     ``warm``: kept between refits of a growing run, the fit starts from the last one's optimum
     (:func:`grpofit.fitting.analysis.fit_run`).
     """
-    from grpofit.fitting.analysis import fit_run, resolve_column
-    from grpofit.diagnostics.groupsize import group_size_of, policy_fluctuation, run_settings
     from grpofit.core.roles import detect_roles
-
     from grpofit.diagnostics import evals
+    from grpofit.diagnostics.groupsize import group_size_of, policy_fluctuation, run_settings
+    from grpofit.fitting.analysis import fit_run, resolve_column
 
     th = thresholds or Thresholds()
     reward = resolve_column(run, "reward", metric)
@@ -126,12 +129,15 @@ def diagnose_run(
         eval_cols = evals.eval_columns(columns, eval_metric, exclude=(reward,))
         if not eval_cols:
             from grpofit.core.errors import MetricNotFound
-
             from grpofit.fitting.analysis import _listing
 
-            raise MetricNotFound(f"no column matches --eval-metric {eval_metric!r} in run {run.name}", path=run.source,
-                                 columns=columns, option=f"--eval-metric {eval_metric!r}",
-                                 fix="pass a glob or a column among the numeric columns: " + _listing(columns))
+            raise MetricNotFound(
+                f"no column matches --eval-metric {eval_metric!r} in run {run.name}",
+                path=run.source,
+                columns=columns,
+                option=f"--eval-metric {eval_metric!r}",
+                fix="pass a glob or a column among the numeric columns: " + _listing(columns),
+            )
         overrides["eval_reward"] = eval_cols[0]
     elif eval_metric is not None:
         overrides["eval_reward"] = resolve_column(run, "eval_reward", eval_metric)
@@ -142,13 +148,26 @@ def diagnose_run(
     if roles.get("eval_reward") and roles["eval_reward"] not in eval_cols:
         eval_cols.insert(0, roles["eval_reward"])
     fit = fit_run(
-        run, metric=reward, seed=fit_seed,
-        collapse_options={"min_drop": th.collapse_min_drop, "noise_k": th.collapse_noise_k}, warm=warm,
+        run,
+        metric=reward,
+        seed=fit_seed,
+        collapse_options={"min_drop": th.collapse_min_drop, "noise_k": th.collapse_noise_k},
+        warm=warm,
     )
     collapse, steps, values = fit.collapse, fit.column_steps, fit.column_values
     gs = group_size_of(run, group_size)
-    ctx = Context(run=run, roles=roles, reward_column=reward, steps=steps, values=values,
-                  collapse=collapse, fit=fit, group_size=gs.value, th=th, eval_columns=tuple(eval_cols))
+    ctx = Context(
+        run=run,
+        roles=roles,
+        reward_column=reward,
+        steps=steps,
+        values=values,
+        collapse=collapse,
+        fit=fit,
+        group_size=gs.value,
+        th=th,
+        eval_columns=tuple(eval_cols),
+    )
     base = {mode: CHECKS[mode](ctx) for mode in MODES}
     base["train_eval_decoupling"], eval_entries = evals.judge(ctx, base["train_eval_decoupling"])
     findings = {mode: [f for rule in RULES[mode] for f in rule(ctx)] for mode in MODES}
@@ -157,8 +176,15 @@ def diagnose_run(
             f.gates = True
     diagnostics = {mode: fold(base[mode], findings[mode]) for mode in MODES}
     return RunDiagnosis(
-        name=run.name, fit=fit, diagnostics=diagnostics, collapse=collapse, group_size=gs, roles=roles,
-        late_variance=_late_variance(fit), evals=eval_entries, fluctuation=policy_fluctuation(run, fit),
+        name=run.name,
+        fit=fit,
+        diagnostics=diagnostics,
+        collapse=collapse,
+        group_size=gs,
+        roles=roles,
+        late_variance=_late_variance(fit),
+        evals=eval_entries,
+        fluctuation=policy_fluctuation(run, fit),
         settings=run_settings(run),
     )
 

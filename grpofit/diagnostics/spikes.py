@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.fitting.collapse import default_window, find_rise
 from grpofit.diagnostics.base import Context, fmt
 from grpofit.diagnostics.findings import Finding, Panel, constant
+from grpofit.fitting.collapse import default_window, find_rise
 
 
 def clusters(steps: np.ndarray, ratio: np.ndarray, factor: float, gap: float) -> list[dict]:
@@ -30,8 +30,15 @@ def clusters(steps: np.ndarray, ratio: np.ndarray, factor: float, gap: float) ->
             if ratio[i] > c["max_ratio"]:
                 c["max_ratio"], c["max_step"] = float(ratio[i]), float(steps[i])
         else:
-            out.append({"first": float(steps[i]), "last": float(steps[i]), "points": 1,
-                        "max_ratio": float(ratio[i]), "max_step": float(steps[i])})
+            out.append(
+                {
+                    "first": float(steps[i]),
+                    "last": float(steps[i]),
+                    "points": 1,
+                    "max_ratio": float(ratio[i]),
+                    "max_step": float(steps[i]),
+                }
+            )
     return out
 
 
@@ -40,8 +47,15 @@ def _failure_step(ctx: Context, s: np.ndarray, v: np.ndarray) -> float | None:
     steps = []
     if ctx.collapse is not None:
         steps.append(float(ctx.collapse.step))
-    rise = find_rise(s, v, factor=th.rise_warn, min_duration=th.rise_min_duration, baseline_fraction=th.baseline_fraction,
-                     spike_factor=th.spike_factor, lookback=th.precursor_lookback)
+    rise = find_rise(
+        s,
+        v,
+        factor=th.rise_warn,
+        min_duration=th.rise_min_duration,
+        baseline_fraction=th.baseline_fraction,
+        spike_factor=th.spike_factor,
+        lookback=th.precursor_lookback,
+    )
     if rise is not None:
         steps.append(float(rise.step))
     return min(steps) if steps else None
@@ -65,15 +79,38 @@ def rules(ctx: Context) -> list[Finding]:
     before = s < failure
     ratio = v[before] / base
     found = clusters(s[before], ratio, th.spike_warn, th.spike_cluster_gap * float(s[-1] - s[0]))
-    panel = Panel("gradient-norm spikes", col, s, v, [(base, "early median", "0.5"), (th.spike_warn * base, f"x{th.spike_warn:g}", "orange")],
-                  logy=bool(np.min(v) > 0))
+    panel = Panel(
+        "gradient-norm spikes",
+        col,
+        s,
+        v,
+        [(base, "early median", "0.5"), (th.spike_warn * base, f"x{th.spike_warn:g}", "orange")],
+        logy=bool(np.min(v) > 0),
+    )
     details = {"baseline": base, "failure_step": failure, "clusters": found}
     if not found:
         top = float(ratio.max()) if ratio.size else float("nan")
-        return [Finding("grad_norm_spikes", "pass", f"no {col} point reaches x{th.spike_warn:g} its early median {fmt(base)} "
-                        f"before step {failure:g} (max x{top:.1f})", None, details, panel=panel)]
-    parts = [f"steps {c['first']:g}-{c['last']:g} ({c['points']} points, up to x{c['max_ratio']:.0f} at step {c['max_step']:g})"
-             if c["points"] > 1 else f"step {c['first']:g} (x{c['max_ratio']:.0f})" for c in found[:4]]
+        return [
+            Finding(
+                "grad_norm_spikes",
+                "pass",
+                f"no {col} point reaches x{th.spike_warn:g} its early median {fmt(base)} "
+                f"before step {failure:g} (max x{top:.1f})",
+                None,
+                details,
+                panel=panel,
+            )
+        ]
+    parts = [
+        f"steps {c['first']:g}-{c['last']:g} ({c['points']} points, up to x{c['max_ratio']:.0f} at step {c['max_step']:g})"
+        if c["points"] > 1
+        else f"step {c['first']:g} (x{c['max_ratio']:.0f})"
+        for c in found[:4]
+    ]
     more = f" and {len(found) - 4} more" if len(found) > 4 else ""
-    text = f"{col} spikes >= x{th.spike_warn:g} its early median {fmt(base)} before step {failure:g}: " + "; ".join(parts) + more
+    text = (
+        f"{col} spikes >= x{th.spike_warn:g} its early median {fmt(base)} before step {failure:g}: "
+        + "; ".join(parts)
+        + more
+    )
     return [Finding("grad_norm_spikes", "warn", text, found[0]["first"], details, panel=panel)]

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.fitting.collapse import rolling_median
 from grpofit.diagnostics.base import Context, fmt, late, onset_to_end
 from grpofit.diagnostics.findings import Finding, Panel
-
+from grpofit.fitting.collapse import rolling_median
 
 #: a change of the truncation rate smaller than this (absolute) is "steady"
 _MOVE = 0.02
@@ -40,14 +39,25 @@ def _rate(ctx: Context) -> Finding | None:
     late_rate = float(np.median(late(v, th.late_fraction, w)))
     healthy_share = float(np.mean(v <= th.truncation_healthy))
     details = {"column": col, "early": early, "late": late_rate, "share_healthy_steps": healthy_share}
-    panel = Panel("truncated responses", col, s, v, [(th.truncation_healthy, "healthy", "0.5"),
-                  (th.truncation_warn, "warn", "orange"), (th.truncation_fail, "fail", "red")])
+    panel = Panel(
+        "truncated responses",
+        col,
+        s,
+        v,
+        [
+            (th.truncation_healthy, "healthy", "0.5"),
+            (th.truncation_warn, "warn", "orange"),
+            (th.truncation_fail, "fail", "red"),
+        ],
+    )
     text = f"{col} {100 * early:.1f}% -> {100 * late_rate:.1f}% ({100 * healthy_share:.0f}% of steps at or below {100 * th.truncation_healthy:g}%)"
     if late_rate >= th.truncation_warn:
         start = onset_to_end(s, lev >= th.truncation_warn)
         rose = early < th.truncation_healthy or late_rate >= 2.0 * early
         if late_rate >= th.truncation_fail and rose:
-            return Finding("truncation", "fail", f"responses run into the length cap: {text}", start, details, panel=panel)
+            return Finding(
+                "truncation", "fail", f"responses run into the length cap: {text}", start, details, panel=panel
+            )
         why = "high" if rose else "high but falling" if late_rate < early - _MOVE else "steadily high"
         return Finding("truncation", "warn", f"truncation rate {why}: {text}", start, details, panel=panel)
     return Finding("truncation", "pass", text, None, details, panel=panel)
@@ -73,9 +83,23 @@ def _cap(ctx: Context) -> Finding | None:
         suffix = np.cumsum(at_cap[::-1])[::-1] / np.arange(at_cap.size, 0, -1)
         hold = np.flatnonzero(at_cap & (suffix >= max(th.length_cap_share, 0.8 * share)))
         start = float(s[hold[0]]) if hold.size else float(s[np.flatnonzero(at_cap)[0]])
-        return Finding("length_cap", "fail", f"{col} pinned at its maximum {fmt(top)} on {100 * share:.0f}% of the late steps "
-                       f"(every response truncated at the cap) from step {start:g}", start, details, panel=panel)
-    return Finding("length_cap", "pass", f"{col} at its maximum {fmt(top)} on {100 * share:.0f}% of the late steps", None, details, panel=panel)
+        return Finding(
+            "length_cap",
+            "fail",
+            f"{col} pinned at its maximum {fmt(top)} on {100 * share:.0f}% of the late steps "
+            f"(every response truncated at the cap) from step {start:g}",
+            start,
+            details,
+            panel=panel,
+        )
+    return Finding(
+        "length_cap",
+        "pass",
+        f"{col} at its maximum {fmt(top)} on {100 * share:.0f}% of the late steps",
+        None,
+        details,
+        panel=panel,
+    )
 
 
 def rules(ctx: Context) -> list[Finding]:

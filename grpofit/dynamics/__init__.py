@@ -46,43 +46,24 @@ Only numpy is imported at package import; matplotlib is imported by :func:`plot_
 
 from __future__ import annotations
 
-from grpofit.dynamics._common import _check, _f
 from grpofit.dynamics.closed import (
-    CRITICAL_TOL,
-    PAPER_LAG,
     ClosedForm,
     closed_form,
     heavy_ball_from_adam,
     measure_curvature,
     stationary_variance,
 )
-from grpofit.dynamics.curve import _series_cs, oscillator_curve
+from grpofit.dynamics.coefficients import Prediction, predict
+from grpofit.dynamics.curve import oscillator_curve
 from grpofit.dynamics.exact import (
-    _LAG_TEXT,
-    EIG_DELAY,
-    MAX_FIXED_DELAY,
-    MAX_FIXED_THRESHOLD,
-    MAX_SAWTOOTH_INTERVAL,
     ExactStability,
-    _as_int_interval,
-    _discrete_regime,
-    _dominant,
-    _fixed_companion,
-    _fixed_radius,
-    _fixed_stable,
-    _polish,
-    _sawtooth_monodromy,
-    _sawtooth_radius,
-    _winding,
     critical_refresh_interval,
     exact_fixed_delay,
     exact_sawtooth,
     linear_recursion,
 )
-from grpofit.dynamics.fromrun import RunPrediction, _param, from_run
-from grpofit.dynamics.coefficients import Prediction, _group_section, predict
+from grpofit.dynamics.fromrun import RunPrediction, from_run
 from grpofit.dynamics.whatif import WhatIf, plot_what_if, what_if
-
 
 __all__ = [
     "ClosedForm",

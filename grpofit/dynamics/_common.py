@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 
 from grpofit.core.errors import UsageError
-from grpofit.core.numbers import finite as _f  # JSON-safe float: NaN/inf -> None
+from grpofit.core.numbers import finite
+
+#: JSON-safe float: NaN/inf -> None (the dynamics modules' short name for it)
+_f = finite
 
 
 def _check(lr: float, momentum: float, refresh_interval: float, curvature: float | None = None) -> None:

@@ -102,8 +102,15 @@ def _kl_grad(logpi: np.ndarray, log_ref: np.ndarray) -> tuple[np.ndarray, float]
     return pi * (d - kl), kl
 
 
-def _pg_expected(theta: np.ndarray, theta_old: np.ndarray, correct: int, group_size: int,
-                 importance_ratio: bool, advantage: str, eps: float) -> np.ndarray:
+def _pg_expected(
+    theta: np.ndarray,
+    theta_old: np.ndarray,
+    correct: int,
+    group_size: int,
+    importance_ratio: bool,
+    advantage: str,
+    eps: float,
+) -> np.ndarray:
     """Exact expected policy gradient (see the module docstring)."""
     pi_old = np.exp(_log_softmax(theta_old))
     p_old = float(pi_old[:correct].sum())
@@ -132,9 +139,17 @@ def _log_ref(arms: int, ref: Sequence[float] | None) -> np.ndarray:
 
 
 def mean_field_gradient(
-    theta: np.ndarray, theta_old: np.ndarray | None = None, *, correct: int = 1, beta: float = 1.0,
-    ref: Sequence[float] | None = None, group_size: int = 0, importance_ratio: bool = False,
-    advantage: str = "std", eps: float = EPS, kl_at: str = "sampling",
+    theta: np.ndarray,
+    theta_old: np.ndarray | None = None,
+    *,
+    correct: int = 1,
+    beta: float = 1.0,
+    ref: Sequence[float] | None = None,
+    group_size: int = 0,
+    importance_ratio: bool = False,
+    advantage: str = "std",
+    eps: float = EPS,
+    kl_at: str = "sampling",
 ) -> np.ndarray:
     """Exact expected GRPO ascent direction ``E[g_pg] - beta grad KL(pi || pi_ref)``.
 
@@ -158,9 +173,17 @@ def _kl_theta(theta, theta_old, kl_at):
 
 
 def surrogate(
-    theta: np.ndarray, theta_old: np.ndarray, *, correct: int = 1, beta: float = 1.0,
-    ref: Sequence[float] | None = None, group_size: int = 0, importance_ratio: bool = False,
-    advantage: str = "std", eps: float = EPS, kl_at: str = "sampling",
+    theta: np.ndarray,
+    theta_old: np.ndarray,
+    *,
+    correct: int = 1,
+    beta: float = 1.0,
+    ref: Sequence[float] | None = None,
+    group_size: int = 0,
+    importance_ratio: bool = False,
+    advantage: str = "std",
+    eps: float = EPS,
+    kl_at: str = "sampling",
 ) -> float:
     """The objective whose gradient in ``theta`` is :func:`mean_field_gradient`.
 
@@ -226,6 +249,7 @@ def _solve_theta(arms, correct, beta, ref, group_size, advantage, eps) -> np.nda
 
     kw = dict(correct=correct, beta=beta, ref=ref, group_size=group_size, advantage=advantage, eps=eps)
     if ref is None or np.allclose(np.asarray(ref) / np.sum(ref), 1.0 / arms):
+
         def th(x):
             t = np.zeros(arms)
             t[:correct] = x
@@ -256,24 +280,43 @@ def _solve_theta(arms, correct, beta, ref, group_size, advantage, eps) -> np.nda
 
 
 def fixed_point(
-    arms: int = 8, correct: int = 1, beta: float = 1.0, group_size: int = 0, *,
-    ref: Sequence[float] | None = None, advantage: str = "std", eps: float = EPS, importance_ratio: bool = False,
+    arms: int = 8,
+    correct: int = 1,
+    beta: float = 1.0,
+    group_size: int = 0,
+    *,
+    ref: Sequence[float] | None = None,
+    advantage: str = "std",
+    eps: float = EPS,
+    importance_ratio: bool = False,
     kl_at: str = "sampling",
 ) -> FixedPoint:
     """Fixed point ``p*`` of the exact (finite-``G`` or ``G -> inf``) mean-field flow and ``K``."""
     if beta <= 0:
         raise UsageError("with beta = 0 the bandit has no interior fixed point (p -> 1)", fix="use beta > 0")
     theta = _solve_theta(arms, correct, beta, ref, group_size, advantage, eps)
-    kw = dict(correct=correct, beta=beta, ref=ref, group_size=group_size, advantage=advantage, eps=eps,
-              importance_ratio=importance_ratio, kl_at=kl_at)
+    kw = dict(
+        correct=correct,
+        beta=beta,
+        ref=ref,
+        group_size=group_size,
+        advantage=advantage,
+        eps=eps,
+        importance_ratio=importance_ratio,
+        kl_at=kl_at,
+    )
     h = 1e-6
     J_lag = np.empty((arms, arms))
     J_now = np.empty((arms, arms))
     for j in range(arms):
         d = np.zeros(arms)
         d[j] = h
-        J_lag[:, j] = (mean_field_gradient(theta, theta + d, **kw) - mean_field_gradient(theta, theta - d, **kw)) / (2 * h)
-        J_now[:, j] = (mean_field_gradient(theta + d, theta, **kw) - mean_field_gradient(theta - d, theta, **kw)) / (2 * h)
+        J_lag[:, j] = (mean_field_gradient(theta, theta + d, **kw) - mean_field_gradient(theta, theta - d, **kw)) / (
+            2 * h
+        )
+        J_now[:, j] = (mean_field_gradient(theta + d, theta, **kw) - mean_field_gradient(theta - d, theta, **kw)) / (
+            2 * h
+        )
     J = J_lag + J_now
     lam, V = np.linalg.eig(J)
     W = np.linalg.inv(V)
@@ -288,8 +331,14 @@ def fixed_point(
     return FixedPoint(theta, p, K, K_lag, K_now, int(group_size))
 
 
-def plateau_at_group_size(beta: float = 1.0, arms: int = 8, correct: int = 1, group_size: int = 0,
-                          advantage: str = "std", ref: Sequence[float] | None = None) -> float:
+def plateau_at_group_size(
+    beta: float = 1.0,
+    arms: int = 8,
+    correct: int = 1,
+    group_size: int = 0,
+    advantage: str = "std",
+    ref: Sequence[float] | None = None,
+) -> float:
     """Fixed point ``p*`` of the exact finite-``G`` expected gradient (``group_size=0``: ``G -> inf``).
 
     Solves ``phi_G(p) (u_C - u_W) = beta grad KL(pi || pi_ref)``; ``phi_G`` is :func:`group_signal`.
@@ -297,8 +346,21 @@ def plateau_at_group_size(beta: float = 1.0, arms: int = 8, correct: int = 1, gr
     return fixed_point(arms, correct, beta, group_size, ref=ref, advantage=advantage).p
 
 
-def _noise_force_variance(fp: FixedPoint, *, arms, correct, beta, ref, group_size, groups, advantage, eps,
-                          importance_ratio, seed, batches: int = 400) -> float:
+def _noise_force_variance(
+    fp: FixedPoint,
+    *,
+    arms,
+    correct,
+    beta,
+    ref,
+    group_size,
+    groups,
+    advantage,
+    eps,
+    importance_ratio,
+    seed,
+    batches: int = 400,
+) -> float:
     """Monte-Carlo variance of ``zeta = grad p . g_batch`` at the fixed point (per step)."""
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
     theta = fp.theta
@@ -317,7 +379,6 @@ def _noise_force_variance(fp: FixedPoint, *, arms, correct, beta, ref, group_siz
     return float(zeta.var())
 
 
-
 def _advantages(r: np.ndarray, advantage: str, eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group-normalised advantages over the last axis; returns ``(A, population std, group mean)``."""
     G = r.shape[-1]
@@ -329,4 +390,3 @@ def _advantages(r: np.ndarray, advantage: str, eps: float) -> tuple[np.ndarray, 
         d = s * math.sqrt(G / (G - 1)) if advantage == "sample_std" and G > 1 else s
         A = (r - mean) / (d + eps)
     return A, s[..., 0], mean[..., 0]
-

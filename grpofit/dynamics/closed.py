@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from grpofit.dynamics._common import _check
 from grpofit.core.errors import UsageError
+from grpofit.dynamics._common import _check
 
 __all__ = [
     "ClosedForm",
@@ -47,7 +47,9 @@ def heavy_ball_from_adam(lr: float, beta1: float) -> tuple[float, float]:
     return lr * (1.0 - beta1), beta1
 
 
-def measure_curvature(timescale: float, lr: float, momentum: float, refresh_interval: float, delta: float = 1.0) -> float:
+def measure_curvature(
+    timescale: float, lr: float, momentum: float, refresh_interval: float, delta: float = 1.0
+) -> float:
     """Curvature from a fitted timescale: ``K = (1 - mu) / (eta (T/delta + K_ref))``.
 
     Inverts ``T = C / K_eff = delta (1 - mu - eta K K_ref) / (eta K)`` of the closed form.

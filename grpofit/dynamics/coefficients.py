@@ -6,11 +6,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from grpofit.core.errors import UsageError
+from grpofit.core.vocabulary import SCHEMAS
 from grpofit.dynamics._common import _f
 from grpofit.dynamics.closed import PAPER_LAG, ClosedForm, closed_form, stationary_variance
 from grpofit.dynamics.exact import ExactStability, exact_fixed_delay, exact_sawtooth
-from grpofit.core.errors import UsageError
-from grpofit.core.vocabulary import SCHEMAS
 
 __all__ = ["Prediction", "predict", "threshold_ratios"]
 
@@ -119,6 +119,7 @@ class Prediction:
 
     def report(self) -> list[tuple[str, str]]:
         """Rows ``(quantity, value)`` for a table."""
+
         def fmt(v):
             if v is None:
                 return "-"
@@ -130,11 +131,16 @@ class Prediction:
 
         c = self.closed
         rows = [
-            ("mass M", fmt(c.mass)), ("damping C", fmt(c.damping)), ("stiffness K_eff", fmt(c.stiffness)),
-            ("damping ratio", fmt(c.damping_ratio)), ("regime (closed form)", c.regime),
-            ("stable (closed form)", fmt(c.stable)), ("critical K_ref (closed form)", fmt(c.critical_refresh_interval)),
+            ("mass M", fmt(c.mass)),
+            ("damping C", fmt(c.damping)),
+            ("stiffness K_eff", fmt(c.stiffness)),
+            ("damping ratio", fmt(c.damping_ratio)),
+            ("regime (closed form)", c.regime),
+            ("stable (closed form)", fmt(c.stable)),
+            ("critical K_ref (closed form)", fmt(c.critical_refresh_interval)),
             ("critical lr (closed form)", fmt(c.critical_lr)),
-            ("timescale C/K_eff", fmt(c.timescale)), ("inertia M/C", fmt(c.inertia)),
+            ("timescale C/K_eff", fmt(c.timescale)),
+            ("inertia M/C", fmt(c.inertia)),
         ]
         for ex in (self.fixed, self.sawtooth):
             if ex is None:
@@ -195,12 +201,19 @@ def predict(
         notes.append("the closed form says stable but an exact lag model does not: trust the exact answer")
     ratios = threshold_ratios(cf, fixed, saw)
     if ratios:
-        parts = [f"{label} {crit} = {r:.3g}x" for label, crit, r in (
-            ("exact fixed delay", fixed and fixed.critical_refresh_interval, ratios.get("fixed_delay")),
-            ("exact sawtooth", saw and saw.critical_refresh_interval, ratios.get("sawtooth"))) if r is not None]
-        notes.append(f"critical refresh interval, computed for these inputs: {', '.join(parts)} the closed "
-                     f"form's {cf.critical_refresh_interval:.4g} (the ratio depends on mu and eta K; "
-                     "no fixed factor holds)")
+        parts = [
+            f"{label} {crit} = {r:.3g}x"
+            for label, crit, r in (
+                ("exact fixed delay", fixed and fixed.critical_refresh_interval, ratios.get("fixed_delay")),
+                ("exact sawtooth", saw and saw.critical_refresh_interval, ratios.get("sawtooth")),
+            )
+            if r is not None
+        ]
+        notes.append(
+            f"critical refresh interval, computed for these inputs: {', '.join(parts)} the closed "
+            f"form's {cf.critical_refresh_interval:.4g} (the ratio depends on mu and eta K; "
+            "no fixed factor holds)"
+        )
     noise_source = None
     group = None
     if group_size is not None:
@@ -208,14 +221,28 @@ def predict(
             raise UsageError(f"group size must be >= 0, got {group_size}", fix="pass --group-size G with G >= 1")
         # D is the strength of the forcing in p-space per step; it is not p*(1-p*) (the variance
         # of one binary reward), which would overstate the fluctuation by orders of magnitude
-        noise_source = "given" if noise is not None else (
-            "not given: pass --noise D (e.g. noise_D from grpofit simulate bandit's .meta.json)"
+        noise_source = (
+            "given"
+            if noise is not None
+            else ("not given: pass --noise D (e.g. noise_D from grpofit simulate bandit's .meta.json)")
         )
         group = _group_section(group_size, plateau, bandit)
     return Prediction(
-        lr=lr, momentum=momentum, refresh_interval=refresh_interval, curvature=curvature, delta=delta,
-        closed=cf, fixed=fixed, sawtooth=saw, curvature_current=curvature_current, group_size=group_size,
-        noise=noise, noise_source=noise_source, plateau=plateau, group=group, notes=notes,
+        lr=lr,
+        momentum=momentum,
+        refresh_interval=refresh_interval,
+        curvature=curvature,
+        delta=delta,
+        closed=cf,
+        fixed=fixed,
+        sawtooth=saw,
+        curvature_current=curvature_current,
+        group_size=group_size,
+        noise=noise,
+        noise_source=noise_source,
+        plateau=plateau,
+        group=group,
+        notes=notes,
     )
 
 
@@ -240,8 +267,12 @@ def _group_section(G: int, plateau: float | None, bandit: Mapping[str, Any] | No
         out["advantage_signal_factor"] = float(sig)
         out["zero_std_fraction"] = float(plateau**G + (1 - plateau) ** G)
     if bandit is not None:
-        kw = dict(beta=bandit["beta"], arms=bandit.get("arms", 8), correct=bandit.get("correct", 1),
-                  advantage=bandit.get("advantage", "std"))
+        kw = dict(
+            beta=bandit["beta"],
+            arms=bandit.get("arms", 8),
+            correct=bandit.get("correct", 1),
+            advantage=bandit.get("advantage", "std"),
+        )
         out["plateau_at_group_size"] = float(sim.plateau_at_group_size(group_size=G, **kw))
         out["plateau_exact"] = float(sim.plateau_at_group_size(group_size=0, **kw))
     return out

@@ -31,7 +31,9 @@ def _series_cs(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return c, s
 
 
-def oscillator_curve(t: np.ndarray, plateau: float, initial: float, mass: float, damping: float, stiffness: float) -> np.ndarray:
+def oscillator_curve(
+    t: np.ndarray, plateau: float, initial: float, mass: float, damping: float, stiffness: float
+) -> np.ndarray:
     """Deterministic oscillator from rest: ``p(t) = p* + e(t)``, ``e(0) = initial - p*``, ``e'(0) = 0``.
 
     ``M e'' + C e' + K_eff e = 0``; with ``a = C/(2M)``, ``b^2 = a^2 - K_eff/M``:
@@ -48,7 +50,9 @@ def oscillator_curve(t: np.ndarray, plateau: float, initial: float, mass: float,
     return _unstable_curve(t, plateau, initial, mass, damping, stiffness)
 
 
-def _unstable_curve(t: np.ndarray, plateau: float, initial: float, mass: float, damping: float, stiffness: float) -> np.ndarray:
+def _unstable_curve(
+    t: np.ndarray, plateau: float, initial: float, mass: float, damping: float, stiffness: float
+) -> np.ndarray:
     """The same solution for coefficients :func:`grpofit.laws.models.oscillator` cannot take."""
     e0 = initial - plateau
     a = damping / (2.0 * mass)

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from grpofit.dynamics._common import _check, _f
 from grpofit.core.errors import UsageError
+from grpofit.dynamics._common import _check, _f
 
 __all__ = [
     "ExactStability",
@@ -224,9 +224,7 @@ def _sawtooth_monodromy(lr, momentum, kref, k_lag, k_now) -> np.ndarray:
     ``S`` is one step ``e_{n+1} = (1 + mu - eta K_now) e_n - mu e_{n-1} - eta K_lag e_refresh``;
     ``R`` is the refresh ``e_refresh <- e_n`` at the start of each period.
     """
-    S = np.array(
-        [[1.0 + momentum - lr * k_now, -momentum, -lr * k_lag], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
-    )
+    S = np.array([[1.0 + momentum - lr * k_now, -momentum, -lr * k_lag], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
     R = np.array([[1.0, 0, 0], [0, 1.0, 0], [1.0, 0, 0]])
     return np.linalg.matrix_power(S, int(kref)) @ R
 
@@ -303,8 +301,13 @@ def critical_refresh_interval(
 
 
 def exact_fixed_delay(
-    lr: float, momentum: float, refresh_interval: float, curvature: float, curvature_current: float = 0.0,
-    *, with_threshold: bool = True,
+    lr: float,
+    momentum: float,
+    refresh_interval: float,
+    curvature: float,
+    curvature_current: float = 0.0,
+    *,
+    with_threshold: bool = True,
 ) -> ExactStability:
     """Exact (R) with a constant delay ``L = K_ref``: eigenvalues of its companion matrix.
 
@@ -322,16 +325,31 @@ def exact_fixed_delay(
     if crit is None and with_threshold:
         note = f"no instability found up to L = {MAX_FIXED_THRESHOLD}"
     if L > MAX_FIXED_DELAY:
-        return ExactStability("fixed", L, None, None, None, "unknown", None, None, crit,
-                              note=f"delay {L} > {MAX_FIXED_DELAY}: not computed")
+        return ExactStability(
+            "fixed",
+            L,
+            None,
+            None,
+            None,
+            "unknown",
+            None,
+            None,
+            crit,
+            note=f"delay {L} > {MAX_FIXED_DELAY}: not computed",
+        )
     ev, r = _fixed_radius(lr, momentum, L, k_lag, curvature_current)
     regime, period = _discrete_regime(ev, r)
     return ExactStability("fixed", L, r, None, _decays(r), regime, ev, period, crit, note)
 
 
 def exact_sawtooth(
-    lr: float, momentum: float, refresh_interval: float, curvature: float, curvature_current: float = 0.0,
-    *, with_threshold: bool = True,
+    lr: float,
+    momentum: float,
+    refresh_interval: float,
+    curvature: float,
+    curvature_current: float = 0.0,
+    *,
+    with_threshold: bool = True,
 ) -> ExactStability:
     """Exact (R) with the gradient frozen at the last refresh: the monodromy over one period.
 
@@ -343,7 +361,11 @@ def exact_sawtooth(
     kref = _as_int_interval(refresh_interval)
     k_lag = curvature - curvature_current
     crit = critical_refresh_interval(lr, momentum, curvature, "sawtooth", curvature_current) if with_threshold else None
-    note = None if crit is not None or not with_threshold else f"no instability found up to K_ref = {MAX_SAWTOOTH_INTERVAL}"
+    note = (
+        None
+        if crit is not None or not with_threshold
+        else f"no instability found up to K_ref = {MAX_SAWTOOTH_INTERVAL}"
+    )
     ev, rP = _sawtooth_radius(lr, momentum, kref, k_lag, curvature_current)
     r = rP ** (1.0 / kref) if math.isfinite(rP) else math.inf
     regime, period = _discrete_regime(ev, rP, per=kref)
@@ -351,8 +373,14 @@ def exact_sawtooth(
 
 
 def linear_recursion(
-    lr: float, momentum: float, refresh_interval: int, curvature: float, steps: int, e0: float = 1.0,
-    lag_model: str = "sawtooth", curvature_current: float = 0.0,
+    lr: float,
+    momentum: float,
+    refresh_interval: int,
+    curvature: float,
+    steps: int,
+    e0: float = 1.0,
+    lag_model: str = "sawtooth",
+    curvature_current: float = 0.0,
 ) -> np.ndarray:
     """Iterate (R) from rest (``e_0 = e0``, empty momentum buffer, ``e_n = e0`` for n < 0).
 

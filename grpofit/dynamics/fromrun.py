@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from grpofit.core.errors import UsageError
 from grpofit.dynamics._common import _f
 from grpofit.dynamics.closed import closed_form, measure_curvature
 from grpofit.dynamics.coefficients import Prediction, predict
-from grpofit.core.errors import UsageError
 
 __all__ = ["RunPrediction", "from_run"]
 
@@ -58,9 +58,13 @@ class RunPrediction:
             "curvature_ci95": None if self.curvature_ci95 is None else [_f(v) for v in self.curvature_ci95],
             "fitted_timescale": _f(self.fitted_timescale),
             "fitted_inertia": _f(self.fitted_inertia),
-            "fitted_inertia_ci95": None if self.fitted_inertia_ci95 is None else [_f(v) for v in self.fitted_inertia_ci95],
+            "fitted_inertia_ci95": None
+            if self.fitted_inertia_ci95 is None
+            else [_f(v) for v in self.fitted_inertia_ci95],
             "predicted_inertia": _f(self.predicted_inertia),
-            "predicted_inertia_range": None if self.predicted_inertia_range is None else [_f(v) for v in self.predicted_inertia_range],
+            "predicted_inertia_range": None
+            if self.predicted_inertia_range is None
+            else [_f(v) for v in self.predicted_inertia_range],
             "agrees": self.agrees,
             "plateau": _f(self.plateau),
             "initial": _f(self.initial),
@@ -72,8 +76,13 @@ class RunPrediction:
 
 
 def from_run(
-    fit: Any, lr: float, momentum: float, refresh_interval: float, delta: float = 1.0,
-    group_size: int | None = None, noise: float | None = None,
+    fit: Any,
+    lr: float,
+    momentum: float,
+    refresh_interval: float,
+    delta: float = 1.0,
+    group_size: int | None = None,
+    noise: float | None = None,
 ) -> RunPrediction:
     """Measure ``K`` from the fitted timescale, then predict the inertia and compare.
 

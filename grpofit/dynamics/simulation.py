@@ -46,6 +46,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from grpofit.core.errors import UsageError
+from grpofit.core.vocabulary import SCHEMAS
 from grpofit.dynamics.bandit import (  # the theory; re-exported for existing callers
     ADVANTAGES,
     EPS,
@@ -63,8 +65,6 @@ from grpofit.dynamics.bandit import (  # the theory; re-exported for existing ca
     plateau_at_group_size,
     surrogate,
 )
-from grpofit.core.errors import UsageError
-from grpofit.core.vocabulary import SCHEMAS
 
 __all__ = [
     "EPS",
@@ -120,26 +120,27 @@ class BanditRun:
             return None
         P = self.params
         k_now = min(max(self.fixed.curvature_current, 0.0), self.fixed.curvature)
-        return predict(P["lr"], P["momentum"], P["refresh_interval"], self.fixed.curvature,
-                       curvature_current=k_now)
+        return predict(P["lr"], P["momentum"], P["refresh_interval"], self.fixed.curvature, curvature_current=k_now)
 
     def summary(self) -> dict[str, Any]:
         """JSON-safe: hyperparameters at the top level (readable as a run config), then results."""
-        from grpofit.dynamics import _f
+        from grpofit.dynamics._common import _f
 
         out: dict[str, Any] = {"schema": SCHEMA, **self.params}
         fp = self.fixed
-        out.update({
-            "fixed_point": None if fp is None else _f(fp.p),
-            "plateau_exact": _f(self.plateau_exact),
-            "curvature": None if fp is None else _f(fp.curvature),
-            "curvature_lagged": None if fp is None else _f(fp.curvature_lagged),
-            "curvature_current": None if fp is None else _f(fp.curvature_current),
-            "curvature_method": "Jacobian of the mean-field flow at the fixed point, mode that moves p",
-            "noise_D": _f(self.noise_D),
-            "n_rows": int(len(self.steps)),
-            "diverged_at_step": self.diverged_at,
-        })
+        out.update(
+            {
+                "fixed_point": None if fp is None else _f(fp.p),
+                "plateau_exact": _f(self.plateau_exact),
+                "curvature": None if fp is None else _f(fp.curvature),
+                "curvature_lagged": None if fp is None else _f(fp.curvature_lagged),
+                "curvature_current": None if fp is None else _f(fp.curvature_current),
+                "curvature_method": "Jacobian of the mean-field flow at the fixed point, mode that moves p",
+                "noise_D": _f(self.noise_D),
+                "n_rows": int(len(self.steps)),
+                "diverged_at_step": self.diverged_at,
+            }
+        )
         out.update({k: _f(v) for k, v in self.late_stats().items()})
         pred = self.prediction()
         if fp is not None and len(self.steps):
@@ -147,15 +148,18 @@ class BanditRun:
             growth = None
             if noisy and pred is not None and pred.sawtooth is not None:
                 growth = pred.sawtooth.spectral_radius  # the simulator's lag model, K split
-            out["trajectory"] = classify_trajectory(self.columns["expected_reward"], fp.p,
-                                                    noisy=noisy, growth=growth)
+            out["trajectory"] = classify_trajectory(self.columns["expected_reward"], fp.p, noisy=noisy, growth=growth)
         if pred is not None:
             s = pred.summary()
             out["predicted"] = {
-                "damping_ratio": s["damping_ratio"], "regime": s["regime"], "stable": s["stable"],
-                "timescale": s["timescale"], "inertia": s["inertia"],
+                "damping_ratio": s["damping_ratio"],
+                "regime": s["regime"],
+                "stable": s["stable"],
+                "timescale": s["timescale"],
+                "inertia": s["inertia"],
                 "critical_refresh_interval": s["critical_refresh_interval"],
-                "exact_sawtooth": s["exact_sawtooth"], "exact_fixed_delay": s["exact_fixed_delay"],
+                "exact_sawtooth": s["exact_sawtooth"],
+                "exact_fixed_delay": s["exact_fixed_delay"],
                 "note": "closed form and exact recursions with K split into lagged and current parts",
             }
             if self.noise_D is not None and pred.stable:
@@ -180,10 +184,23 @@ class BanditRun:
 
 
 def simulate_bandit(
-    arms: int = 8, correct: int = 1, lr: float = 0.1, momentum: float = 0.0, refresh_interval: int = 1,
-    group_size: int = 16, beta: float = 1.0, steps: int = 500, seed: int = 0, ref: Sequence[float] | None = None,
-    importance_ratio: bool = False, advantage: str = "std", groups: int = 16, eps: float = EPS,
-    kl_at: str = "sampling", measure: bool = True, theta0: np.ndarray | None = None,
+    arms: int = 8,
+    correct: int = 1,
+    lr: float = 0.1,
+    momentum: float = 0.0,
+    refresh_interval: int = 1,
+    group_size: int = 16,
+    beta: float = 1.0,
+    steps: int = 500,
+    seed: int = 0,
+    ref: Sequence[float] | None = None,
+    importance_ratio: bool = False,
+    advantage: str = "std",
+    groups: int = 16,
+    eps: float = EPS,
+    kl_at: str = "sampling",
+    measure: bool = True,
+    theta0: np.ndarray | None = None,
 ) -> BanditRun:
     """Simulate GRPO with heavy-ball momentum and a stale sampling policy on a softmax bandit.
 
@@ -193,11 +210,15 @@ def simulate_bandit(
     A run whose parameters leave the float range stops there (``diverged_at``).
     """
     if not 1 <= correct < arms:
-        raise UsageError(f"need 1 <= correct < arms, got correct={correct}, arms={arms}", fix="e.g. --arms 8 --correct 1")
+        raise UsageError(
+            f"need 1 <= correct < arms, got correct={correct}, arms={arms}", fix="e.g. --arms 8 --correct 1"
+        )
     if refresh_interval < 1 or int(refresh_interval) != refresh_interval:
         raise UsageError("the refresh interval must be a whole number >= 1", fix="--refresh-interval 1 is on-policy")
     if group_size < 0 or groups < 1 or steps < 1:
-        raise UsageError("need group_size >= 0, groups >= 1 and steps >= 1", fix="--group-size 0 is the mean-field limit")
+        raise UsageError(
+            "need group_size >= 0, groups >= 1 and steps >= 1", fix="--group-size 0 is the mean-field limit"
+        )
     if not 0 <= momentum < 1 or lr <= 0 or beta < 0:
         raise UsageError("need lr > 0, 0 <= momentum < 1, beta >= 0", fix="check --lr, --momentum and --beta")
     if advantage not in ADVANTAGES:
@@ -256,27 +277,57 @@ def simulate_bandit(
             cols = {k: c[: n + 1] for k, c in cols.items()}
             break
     params = {
-        "arms": int(arms), "correct": int(correct), "lr": float(lr), "momentum": float(momentum),
-        "refresh_interval": kref, "group_size": G, "groups": int(groups), "beta": float(beta),
-        "steps": int(steps), "seed": int(seed), "importance_ratio": bool(importance_ratio),
-        "advantage": advantage, "eps": float(eps), "kl_at": kl_at,
+        "arms": int(arms),
+        "correct": int(correct),
+        "lr": float(lr),
+        "momentum": float(momentum),
+        "refresh_interval": kref,
+        "group_size": G,
+        "groups": int(groups),
+        "beta": float(beta),
+        "steps": int(steps),
+        "seed": int(seed),
+        "importance_ratio": bool(importance_ratio),
+        "advantage": advantage,
+        "eps": float(eps),
+        "kl_at": kl_at,
         "reference": "uniform" if ref is None else [float(x) for x in np.exp(log_ref)],
     }
     fp = plateau = D = None
     if measure and beta > 0:
-        fp = fixed_point(arms, correct, beta, G, ref=ref, advantage=advantage, eps=eps,
-                         importance_ratio=importance_ratio, kl_at=kl_at)
+        fp = fixed_point(
+            arms,
+            correct,
+            beta,
+            G,
+            ref=ref,
+            advantage=advantage,
+            eps=eps,
+            importance_ratio=importance_ratio,
+            kl_at=kl_at,
+        )
         plateau = fp.p if G == 0 else fixed_point(arms, correct, beta, 0, ref=ref, advantage=advantage, eps=eps).p
         if G > 0:
-            var = _noise_force_variance(fp, arms=arms, correct=correct, beta=beta, ref=ref, group_size=G,
-                                        groups=groups, advantage=advantage, eps=eps,
-                                        importance_ratio=importance_ratio, seed=seed)
+            var = _noise_force_variance(
+                fp,
+                arms=arms,
+                correct=correct,
+                beta=beta,
+                ref=ref,
+                group_size=G,
+                groups=groups,
+                advantage=advantage,
+                eps=eps,
+                importance_ratio=importance_ratio,
+                seed=seed,
+            )
             D = lr**2 * G * var  # so that D / G is the variance of the force on e per step
     return BanditRun(params, cols, fp, plateau, D, diverged)
 
 
-def classify_trajectory(p: np.ndarray, p_star: float, tol: float | None = None, *,
-                        noisy: bool = False, growth: float | None = None) -> dict[str, Any]:
+def classify_trajectory(
+    p: np.ndarray, p_star: float, tol: float | None = None, *, noisy: bool = False, growth: float | None = None
+) -> dict[str, Any]:
     """Label a trajectory of ``p`` around ``p*``: monotone / oscillatory / unstable / diverged.
 
     ``e = p - p*``; ``tol`` defaults to ``1e-3 |e_0|``. Without noise (``noisy=False``, the
@@ -296,21 +347,24 @@ def classify_trajectory(p: np.ndarray, p_star: float, tol: float | None = None, 
     """
     p = np.asarray(p, dtype=float)
     if len(p) < 8 or not np.all(np.isfinite(p)):
-        return {"label": "diverged" if len(p) and not np.all(np.isfinite(p)) else "unknown",
-                "overshoot": None, "late_amplitude": None}
+        return {
+            "label": "diverged" if len(p) and not np.all(np.isfinite(p)) else "unknown",
+            "overshoot": None,
+            "late_amplitude": None,
+        }
     e = p - p_star
     e0 = abs(e[0]) or 1.0
     tol = 1e-3 * e0 if tol is None else tol
     n = len(e)
-    late = float(np.abs(e[3 * n // 4:]).max())
-    prev = float(np.abs(e[n // 2: 3 * n // 4]).max())
+    late = float(np.abs(e[3 * n // 4 :]).max())
+    prev = float(np.abs(e[n // 2 : 3 * n // 4]).max())
     overshoot = float(max(0.0, (-np.sign(e[0]) * e).max()))
     out: dict[str, Any] = {}
     no_decay = late > tol and late >= 0.9 * prev
     if not noisy:
         label = "unstable" if no_decay else ("oscillatory" if overshoot > tol else "monotone")
     else:
-        sd = float(np.std(e[n // 2:]))
+        sd = float(np.std(e[n // 2 :]))
         out["late_sd"] = sd / e0
         out["growth_factor"] = growth
         significant = overshoot > max(tol, 3.0 * sd)
@@ -341,8 +395,8 @@ def write_log(run: BanditRun, out: str | Path) -> Path:
 
     NaN cells are empty in CSV and ``null`` in JSONL.
     """
-    from grpofit.runtime.atomic import replacing
     from grpofit.core.jsonout import dumps
+    from grpofit.runtime.atomic import replacing
 
     out = Path(out)
     suffix = out.suffix.lower()

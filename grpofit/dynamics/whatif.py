@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from grpofit.core.errors import UsageError
 from grpofit.dynamics._common import _f
+from grpofit.dynamics.coefficients import Prediction, predict
 from grpofit.dynamics.curve import oscillator_curve
 from grpofit.dynamics.exact import linear_recursion
 from grpofit.dynamics.fromrun import RunPrediction
-from grpofit.dynamics.coefficients import Prediction, predict
-from grpofit.core.errors import UsageError
 
 __all__ = ["WhatIf", "what_if", "plot_what_if"]
 
@@ -72,8 +72,12 @@ def what_if(
         base.lr if lr is None else lr,
         base.momentum if momentum is None else momentum,
         base.refresh_interval if refresh_interval is None else refresh_interval,
-        base.curvature, group_size=base.group_size, noise=base.noise, delta=base.delta,
-        curvature_current=base.curvature_current, plateau=base.plateau,
+        base.curvature,
+        group_size=base.group_size,
+        noise=base.noise,
+        delta=base.delta,
+        curvature_current=base.curvature_current,
+        plateau=base.plateau,
     )
     if steps is None:
         tau = base.timescale or 50.0
@@ -83,8 +87,9 @@ def what_if(
     n = int(math.ceil(t.max())) + 1 if len(t) else 1
     kref = max(1, int(round(new.refresh_interval)))
     with np.errstate(over="ignore", invalid="ignore"):
-        e = linear_recursion(new.lr, new.momentum, kref, new.curvature, n, e0=initial - plateau,
-                             curvature_current=new.curvature_current)
+        e = linear_recursion(
+            new.lr, new.momentum, kref, new.curvature, n, e0=initial - plateau, curvature_current=new.curvature_current
+        )
     disc = plateau + np.interp(t, np.arange(n), e)
     return WhatIf(t, curve(base), curve(new), disc, base, new, plateau, initial)
 
@@ -117,11 +122,21 @@ def plot_what_if(
         ax.plot(observed[0], observed[1], ".", ms=2, color="0.6", label="run")
     b, n = result.base, result.new
     lr_name = "lr_eff" if adam_beta1 is not None else "lr"  # the model's heavy-ball rate
-    ax.plot(result.steps, clip(result.baseline), color="C0",
-            label=f"baseline: {lr_name}={b.lr:g} mu={b.momentum:g} Kref={b.refresh_interval:g} ({b.regime})")
-    ax.plot(result.steps, clip(result.predicted), color="C3",
-            label=f"what-if: {lr_name}={n.lr:g} mu={n.momentum:g} Kref={n.refresh_interval:g} ({n.regime})")
-    ax.plot(result.steps, clip(result.predicted_discrete), color="C3", ls=":", label="what-if, exact sawtooth recursion")
+    ax.plot(
+        result.steps,
+        clip(result.baseline),
+        color="C0",
+        label=f"baseline: {lr_name}={b.lr:g} mu={b.momentum:g} Kref={b.refresh_interval:g} ({b.regime})",
+    )
+    ax.plot(
+        result.steps,
+        clip(result.predicted),
+        color="C3",
+        label=f"what-if: {lr_name}={n.lr:g} mu={n.momentum:g} Kref={n.refresh_interval:g} ({n.regime})",
+    )
+    ax.plot(
+        result.steps, clip(result.predicted_discrete), color="C3", ls=":", label="what-if, exact sawtooth recursion"
+    )
     ax.axhline(result.plateau, color="0.5", lw=0.8, ls="--", label=f"plateau {result.plateau:.4g}")
     shown = n.lr if lr_passed is None else lr_passed
     if adam_beta1 is not None:

@@ -1,6 +1,6 @@
 """Intervals for what-if predictions: the measured curvature's interval (from the fitted
 timescale's) propagated through the closed form (theory.md §2), and the regime decided only where
-the whole interval agrees (issue 33, item 6).
+the whole interval agrees.
 
 ``K = (1 - mu) / (eta (T + K_ref))`` is measured on a grid over the fitted timescale's 95% interval
 (and, when the momentum was not found in the run's logs or config, over the momenta it could
@@ -32,9 +32,19 @@ def _grid(lo: float, hi: float, n: int = GRID) -> np.ndarray:
     return np.exp(np.linspace(math.log(lo), math.log(hi), n))
 
 
-def what_if_intervals(*, timescale: float, timescale_ci95, lr: float, momentum: float, refresh_interval: float,
-                      changes: dict, adam: bool = False, lr_raw: float | None = None,
-                      momentum_assumed: bool = False, delta: float = 1.0) -> dict[str, Any]:
+def what_if_intervals(
+    *,
+    timescale: float,
+    timescale_ci95,
+    lr: float,
+    momentum: float,
+    refresh_interval: float,
+    changes: dict,
+    adam: bool = False,
+    lr_raw: float | None = None,
+    momentum_assumed: bool = False,
+    delta: float = 1.0,
+) -> dict[str, Any]:
     """The what-if's timescale, inertia and damping ratio with 95% intervals, its regime and
     stability over the interval ("cannot tell" where they differ).
 
@@ -43,7 +53,7 @@ def what_if_intervals(*, timescale: float, timescale_ci95, lr: float, momentum: 
     rate is mapped with the momentum of each grid point). ``momentum_assumed``: the momentum came
     from a flag, not the run's logs: it is varied over :data:`ASSUMED_MOMENTA` as well.
     """
-    lo, hi = (timescale_ci95 if timescale_ci95 is not None else (timescale, timescale))
+    lo, hi = timescale_ci95 if timescale_ci95 is not None else (timescale, timescale)
     ts = _grid(float(lo), float(hi)) if lo and hi and lo > 0 else np.array([timescale])
     moms = sorted({float(momentum)} | (set(ASSUMED_MOMENTA) if momentum_assumed else set()))
     rows = []
@@ -62,9 +72,20 @@ def what_if_intervals(*, timescale: float, timescale_ci95, lr: float, momentum: 
                 c = closed_form(new_eta, new_mu, new_kref, K, delta)
             except Exception:  # noqa: BLE001 - a grid point outside the closed form's domain is skipped
                 continue
-            rows.append({"mu": mu, "T": float(T), "K": K, "timescale": c.timescale, "inertia": c.inertia,
-                         "damping_ratio": c.damping_ratio, "regime": c.regime, "stable": bool(c.stable),
-                         "at_given": mu == float(momentum), "lr_eff": new_eta})
+            rows.append(
+                {
+                    "mu": mu,
+                    "T": float(T),
+                    "K": K,
+                    "timescale": c.timescale,
+                    "inertia": c.inertia,
+                    "damping_ratio": c.damping_ratio,
+                    "regime": c.regime,
+                    "stable": bool(c.stable),
+                    "at_given": mu == float(momentum),
+                    "lr_eff": new_eta,
+                }
+            )
     if not rows:
         return {"note": "the closed form has no value over the measured interval"}
 
@@ -93,11 +114,12 @@ def what_if_intervals(*, timescale: float, timescale_ci95, lr: float, momentum: 
     if momentum_assumed:
         out["assumed"] = {"momentum": list(moms), "why": "the momentum is not in the run's logs or config"}
         if out["regime"] == "cannot tell" and out["regime_at_given_momentum"] != "cannot tell":
-            out["note"] = (f"the regime depends on the assumed momentum: {out['regime_at_given_momentum']} at "
-                           f"{momentum:g}, but not for every momentum in {list(moms)}; the logs do not name it")
+            out["note"] = (
+                f"the regime depends on the assumed momentum: {out['regime_at_given_momentum']} at "
+                f"{momentum:g}, but not for every momentum in {list(moms)}; the logs do not name it"
+            )
     if timescale_ci95 is None:
-        out["note"] = ("the fitted timescale has no 95% interval: the regime is the point estimate's, "
-                       "and may not hold")
+        out["note"] = "the fitted timescale has no 95% interval: the regime is the point estimate's, and may not hold"
     if out["regime"] == "cannot tell" and "note" not in out:
         out["note"] = "the measured interval does not decide the regime: it differs across the curvature's 95% interval"
     return out

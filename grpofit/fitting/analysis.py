@@ -12,8 +12,8 @@ from grpofit.core.errors import MetricNotFound, TooFewPoints
 from grpofit.core.roles import detect_roles
 
 if TYPE_CHECKING:
-    from grpofit.fitting import FitResult
     from grpofit.core.runs import Run
+    from grpofit.fitting import FitResult
 
 
 def resolve_column(run: "Run", role: str, name: str | None = None) -> str:
@@ -86,7 +86,6 @@ def fit_run(
     and the part before a collapse each from its own.
     """
     from grpofit.fitting import MIN_POINTS, fit_series
-
     from grpofit.fitting.outliers import exclude
 
     column = resolve_column(run, "reward", metric)
@@ -101,12 +100,17 @@ def fit_run(
         merged = run.stats.get("duplicates") and run.steps.size and float(np.max(np.abs(run.steps))) > FLOAT_EXACT
         raise TooFewPoints(
             f"{column!r} has {steps.size} finite point(s) in run {run.name}; a fit needs at least {MIN_POINTS}"
-            + (f" ({run.stats['duplicates']} steps above 2^53 merged: floats cannot tell them apart)" if merged else ""),
+            + (
+                f" ({run.stats['duplicates']} steps above 2^53 merged: floats cannot tell them apart)" if merged else ""
+            ),
             path=run.source,
             n=int(steps.size),
             minimum=MIN_POINTS,
-            fix=(f"count {run.step_column!r} from 0 (subtract its first value), or pass --step with another column"
-                 if merged else "log more steps, or choose another column with --metric"),
+            fix=(
+                f"count {run.step_column!r} from 0 (subtract its first value), or pass --step with another column"
+                if merged
+                else "log more steps, or choose another column with --metric"
+            ),
         )
     collapse, result = None, None
     from grpofit.fitting.fitcheck import metric_kind
@@ -116,8 +120,15 @@ def fit_run(
     if cut_collapse:
         collapse, result = _confirmed_collapse(run, column, steps, values, seed, collapse_options or {}, warm)
     if result is None:
-        result = fit_series(steps, values, run=run.name, metric=column, step_column=run.step_column, seed=seed,
-                            warm=None if warm is None else warm.setdefault("whole", {}))
+        result = fit_series(
+            steps,
+            values,
+            run=run.name,
+            metric=column,
+            step_column=run.step_column,
+            seed=seed,
+            warm=None if warm is None else warm.setdefault("whole", {}),
+        )
     from grpofit.core.roles import choose_reward
 
     choice = choose_reward(run.numeric_columns(), column)
@@ -150,8 +161,15 @@ def _confirmed_collapse(run, column, steps, values, seed, options, warm=None):
     from grpofit.fitting import fit_series
 
     def fit(s, v, part="whole"):
-        return fit_series(s, v, run=run.name, metric=column, step_column=run.step_column, seed=seed,
-                          warm=None if warm is None else warm.setdefault(part, {}))
+        return fit_series(
+            s,
+            v,
+            run=run.name,
+            metric=column,
+            step_column=run.step_column,
+            seed=seed,
+            warm=None if warm is None else warm.setdefault(part, {}),
+        )
 
     return confirmed_collapse(steps, values, options=options, fit=fit)
 
@@ -168,10 +186,11 @@ def confirmed_collapse(steps, values, *, options: dict | None = None, fit=None, 
     level to fall from and ends the search. ``fit(steps, values, part)`` fits a part
     (default :func:`~grpofit.fitting.fit_series`, seed 0); ``whole``: the whole run's fit when
     the caller has it already."""
-    from grpofit.fitting.collapse import explained_by_law, find_collapse
     from grpofit.fitting import MIN_POINTS, fit_series
+    from grpofit.fitting.collapse import explained_by_law, find_collapse
 
     if fit is None:
+
         def fit(s, v, part="whole"):
             return fit_series(s, v)
 
@@ -187,8 +206,12 @@ def confirmed_collapse(steps, values, *, options: dict | None = None, fit=None, 
         before = fit(steps[keep], values[keep], "before")
         whole = whole or fit(steps, values)
         w_osc, b_osc = whole.models.get("oscillator"), before.models.get("oscillator")
-        if _below_start(collapse, before) or w_osc is None or b_osc is None or not explained_by_law(
-                collapse, steps, values, w_osc.predict(steps), b_osc.predict(steps)):
+        if (
+            _below_start(collapse, before)
+            or w_osc is None
+            or b_osc is None
+            or not explained_by_law(collapse, steps, values, w_osc.predict(steps), b_osc.predict(steps))
+        ):
             return collapse, before
         after = collapse.detected_step
     return None, whole

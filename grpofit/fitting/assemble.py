@@ -20,8 +20,8 @@ from grpofit.fitting.results import Estimate, ModelFit, num
 from grpofit.fitting.solve import Solution
 from grpofit.fitting.statespace_ci import Points
 from grpofit.fitting.turnover import turnover_test
-from grpofit.laws.registry import MODELS
 from grpofit.laws.models import EXPONENTIAL, LEVELS, OSCILLATOR, CurveModel, damping_ratio
+from grpofit.laws.registry import MODELS
 
 __all__ = ["exponential_fit", "oscillator_fit", "law_fit", "failed", "degenerate", "gain_stat", "on_points"]
 
@@ -29,13 +29,19 @@ _AT_ZERO = 1e-4  # inertia / timescale below this counts as "at its bound 0"
 
 
 def failed(model: CurveModel, message: str, step0: float, n: int) -> ModelFit:
-    params = {k: Estimate(None, None, None, "fit failed")
-              for k in (*model.param_names, *model.derived_names)}
+    params = {k: Estimate(None, None, None, "fit failed") for k in (*model.param_names, *model.derived_names)}
     return ModelFit(
-        model.name, None, None, None, params,
+        model.name,
+        None,
+        None,
+        None,
+        params,
         regime="indeterminate" if model.reports_regime else None,
         regime_reason="the fit failed" if model.reports_regime else None,
-        ok=False, message=message, step0=step0, n_points=n,
+        ok=False,
+        message=message,
+        step0=step0,
+        n_points=n,
     )
 
 
@@ -69,8 +75,10 @@ def on_points(jacobian, x, t, y, func=None):
         return jac, (p + (p0 - p) * jac[:, 1] if func is None else func(t, *x)) - y
     r = np.empty(n)
     for lo in range(0, n, block):
-        tb = t[lo:lo + block]
-        r[lo:lo + block] = (p + (p0 - p) * jacobian(tb, *x)[:, 1] if func is None else func(tb, *x)) - y[lo:lo + block]
+        tb = t[lo : lo + block]
+        r[lo : lo + block] = (p + (p0 - p) * jacobian(tb, *x)[:, 1] if func is None else func(tb, *x)) - y[
+            lo : lo + block
+        ]
     return (lambda lo, hi: jacobian(t[lo:hi], *x)), r
 
 
@@ -110,8 +118,9 @@ def exponential_fit(sol: Solution, ctx: Ctx, step0: float, full=None):
     widen_to_grid(params, ("timescale",), ctx)
     ssr = float(r @ r)
     r2, aic, bic = _stats(ssr, ctx, 3)
-    fit = ModelFit("exponential", r2, aic, bic, params, ok=True, message=sol.message,
-                   step0=step0, ssr=ssr, n_points=ctx.n)
+    fit = ModelFit(
+        "exponential", r2, aic, bic, params, ok=True, message=sol.message, step0=step0, ssr=ssr, n_points=ctx.n
+    )
     return fit, cov
 
 
@@ -126,8 +135,9 @@ def no_signal(fit: ModelFit, signal: Signal) -> None:
         fit.regime, fit.regime_reason = "indeterminate", signal.reason
 
 
-def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, step0: float,
-                   signal: Signal | None = None, full=None) -> ModelFit:
+def oscillator_fit(
+    sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, step0: float, signal: Signal | None = None, full=None
+) -> ModelFit:
     """The oscillator's ModelFit: HAC intervals, the damping-ratio profile, the regime
     (``full`` as in :func:`exponential_fit`)."""
     if not sol.ok:
@@ -148,12 +158,14 @@ def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, ste
     names = OSCILLATOR.param_names
     ssr = float(r @ r)
     r2, aic, bic = _stats(ssr, ctx, 4)
-    fit = ModelFit("oscillator", r2, aic, bic, {}, ok=True, message=sol.message,
-                   step0=step0, ssr=ssr, n_points=ctx.n)
+    fit = ModelFit("oscillator", r2, aic, bic, {}, ok=True, message=sol.message, step0=step0, ssr=ssr, n_points=ctx.n)
     cov_lv = cov_full if cov_full is not None else cov_red
     if (signal is not None and not signal.detected) or prof is None:
-        params = estimates(names, x, cov_lv, ctx) if cov_lv is not None and cov_lv.shape[0] == 4 \
+        params = (
+            estimates(names, x, cov_lv, ctx)
+            if cov_lv is not None and cov_lv.shape[0] == 4
             else {**estimates(names[:3], x[:3], cov_lv, ctx), "inertia": Estimate(float(ti))}
+        )
         params["damping_ratio"] = Estimate(num(zeta))
         fit.params = params
         if prof is None:
@@ -172,8 +184,7 @@ def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, ste
     else:
         params = estimates(names[:3], x[:3], cov_red, ctx)
         note = "at its bound 0" if at_zero else "consistent with 0"
-        params["inertia"] = Estimate(float(ti), None, pi.inertia,
-                                     f"{note}; 95% interval from the profile likelihood")
+        params["inertia"] = Estimate(float(ti), None, pi.inertia, f"{note}; 95% interval from the profile likelihood")
     # the levels and the timescale along the accepted profile belong in their intervals too
     for name, rng in (("plateau", pi.plateau), ("initial", pi.initial), ("timescale", pi.timescale)):
         extend(params[name], rng[0], rng[1], ctx.bounds[name], name)
@@ -200,16 +211,27 @@ def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, ste
         forced = None
         if rev.shown:  # ... and once the forcing is allowed for (theory §6)
             ok = np.isfinite(prof.ssr)
-            forced = turnover_test(ctx.t, ctx.y, prof.zeta[ok], prof.ts[ok], float(zeta), float(ts),
-                                   ctx.bounds["timescale"], ssr / ctx.n, Points.of_fit(ctx))
+            forced = turnover_test(
+                ctx.t,
+                ctx.y,
+                prof.zeta[ok],
+                prof.ts[ok],
+                float(zeta),
+                float(ts),
+                ctx.bounds["timescale"],
+                ssr / ctx.n,
+                Points.of_fit(ctx),
+            )
         if forced is not None and not forced.shown:
             # the regime only, as the observed-overshoot test does (grpofit.fitting.overshoot): the
             # intervals stay those of the fitted law (widening the damping ratio's to the
             # accepted no-turn-over curves took grpofit compare's power to tell refresh
             # interval 1 from 32 by the damping ratio from 37 to 9 of 40 pairs)
             fit.regime, fit.regime_reason = "indeterminate", forced.reason
-            note += ("; the fitted law's interval: with the forcing allowed for, a curve without a "
-                     "turn-over in the window also fits (regime indeterminate)")
+            note += (
+                "; the fitted law's interval: with the forcing allowed for, a curve without a "
+                "turn-over in the window also fits (regime indeterminate)"
+            )
         if not rev.shown:
             fit.regime, fit.regime_reason = "indeterminate", rev.reason
             why = "widened to the curves without a turn-over in the window (not observed)"
@@ -217,8 +239,11 @@ def oscillator_fit(sol: Solution, prof: Profile | None, b: Binned, ctx: Ctx, ste
             extend(params["timescale"], *rev.timescale, ctx.bounds["timescale"], "timescale", why)
             # kept for the state-space intervals that replace these (statespace_ci); the inertia's
             # is widened there too, after its profile interval has set the state-space grid
-            ctx.__dict__["_widen"] = [("plateau", *rev.plateau, why), ("timescale", *rev.timescale, why),
-                                      ("inertia", *rev.inertia, why)]
+            ctx.__dict__["_widen"] = [
+                ("plateau", *rev.plateau, why),
+                ("timescale", *rev.timescale, why),
+                ("inertia", *rev.inertia, why),
+            ]
             hi = None if math.isinf(rev.zeta_hi) else max(zeta_ci[1], rev.zeta_hi)
             zeta_ci = (zeta_ci[0], hi)
             note += "; widened: the turn-over is not observed"
@@ -231,19 +256,30 @@ def degenerate(y, ctx: Ctx, step0: float) -> dict[str, ModelFit]:
     """Constant values (or a single step): levels only, nothing else identifiable."""
     c = float(np.mean(y))
     why = "constant series: no rise, not identifiable" if ctx.sst <= 0 else "all points at one step"
-    lv = Estimate(c, 0.0 if ctx.sst <= 0 else None, (c, c) if ctx.sst <= 0 else None,
-                  "constant series" if ctx.sst <= 0 else why)
+    lv = Estimate(
+        c, 0.0 if ctx.sst <= 0 else None, (c, c) if ctx.sst <= 0 else None, "constant series" if ctx.sst <= 0 else why
+    )
     out = {}
     for model in MODELS.values():
-        params = {k: lv if k in LEVELS else Estimate(None, None, None, why)
-                  for k in (*model.param_names, *model.derived_names)}
+        params = {
+            k: lv if k in LEVELS else Estimate(None, None, None, why)
+            for k in (*model.param_names, *model.derived_names)
+        }
         ssr = float(np.sum((y - c) ** 2))
         aic, bic = information_criteria(ssr, ctx.n, len(model.param_names))
         out[model.name] = ModelFit(
-            model.name, None, aic, bic, params,
+            model.name,
+            None,
+            aic,
+            bic,
+            params,
             regime="indeterminate" if model.reports_regime else None,
             regime_reason=why if model.reports_regime else None,
-            ok=True, message=why, step0=step0, ssr=ssr, n_points=ctx.n,
+            ok=True,
+            message=why,
+            step0=step0,
+            ssr=ssr,
+            n_points=ctx.n,
         )
     return out
 
@@ -264,8 +300,7 @@ def law_fit(sol: Solution, ctx: Ctx, step0: float, signal: Signal | None = None)
         params[name] = Estimate(num(value), None, None, "derived from the fitted parameters")
     ssr = float(r @ r)
     r2, aic, bic = _stats(ssr, ctx, len(model.param_names))
-    fit = ModelFit(model.name, r2, aic, bic, params, ok=True, message=sol.message, step0=step0,
-                   ssr=ssr, n_points=ctx.n)
+    fit = ModelFit(model.name, r2, aic, bic, params, ok=True, message=sol.message, step0=step0, ssr=ssr, n_points=ctx.n)
     if model.reports_regime:
         fit.regime, fit.regime_reason = "indeterminate", "no regime rule for this law"
     if signal is not None and not signal.detected:

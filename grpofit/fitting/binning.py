@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def bin_tail(t: np.ndarray, columns: list[np.ndarray], head: int, max_points: int
-             ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+def bin_tail(
+    t: np.ndarray, columns: list[np.ndarray], head: int, max_points: int
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
     """``(t, columns, counts)`` binned as the module says (call only when ``t.size > max_points``)."""
     nb = max_points - head
     edges = np.linspace(t[head], t[-1], nb + 1)

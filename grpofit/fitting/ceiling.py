@@ -121,6 +121,6 @@ def r2_ceiling(y: np.ndarray) -> tuple[float | None, float | None]:
     if B < 2 or sd <= 0:
         return value, None if sd > 0 else 0.0
     edges = np.linspace(0, d.size, B + 1).astype(int)
-    reps = np.array([_sd(np.concatenate([d[: edges[b]], d[edges[b + 1]:]]), True, lattice)[0] for b in range(B)])
+    reps = np.array([_sd(np.concatenate([d[: edges[b]], d[edges[b + 1] :]]), True, lattice)[0] for b in range(B)])
     se_sd = math.sqrt((B - 1) / B * float(np.sum((reps - reps.mean()) ** 2)))
     return value, 2.0 * (1.0 - value) * se_sd / sd

@@ -157,10 +157,7 @@ class Collapse:
 
     def describe(self) -> str:
         rel = f", -{100 * self.relative_drop:.0f}%" if self.relative_drop is not None else ""
-        return (
-            f"reward collapses at step {self.step:g} "
-            f"({self.level_before:.3g} -> {self.level_after:.3g}{rel})"
-        )
+        return f"reward collapses at step {self.step:g} ({self.level_before:.3g} -> {self.level_after:.3g}{rel})"
 
 
 @dataclass
@@ -309,7 +306,9 @@ def _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd):
     np.maximum(thr, 1e-12, out=thr)
     below = np.empty(n, dtype=bool)
     for a in range(0, n, _BLOCK):  # peak - level >= thr by blocks: no third point-long array
-        np.greater_equal(np.subtract(peak[a:a + _BLOCK], level[a:a + _BLOCK]), thr[a:a + _BLOCK], out=below[a:a + _BLOCK])
+        np.greater_equal(
+            np.subtract(peak[a : a + _BLOCK], level[a : a + _BLOCK]), thr[a : a + _BLOCK], out=below[a : a + _BLOCK]
+        )
     below[: i0 + w] = False
     for i, _ in _runs_of(below, i0 + w):
         p, t = float(peak[i]), float(thr[i])
@@ -369,8 +368,9 @@ def _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd):
     return None, None
 
 
-def early_baseline(values: np.ndarray, *, factor: float = 3.0, baseline_fraction: float = 0.2,
-                   window: int | None = None) -> tuple[float, int]:
+def early_baseline(
+    values: np.ndarray, *, factor: float = 3.0, baseline_fraction: float = 0.2, window: int | None = None
+) -> tuple[float, int]:
     """``(baseline, start)``: the median of ``max(w, baseline_fraction * n)`` points from
     ``start``, the end of the initial transient (module docstring; ``start = 0`` without one)."""
     v = np.asarray(values, dtype=float)
@@ -453,8 +453,9 @@ def find_rise(
 BREAK_DELTA_BIC = 6.0
 
 
-def break_evidence(collapse: Collapse, steps: np.ndarray, values: np.ndarray, whole_curve: np.ndarray,
-                   pre_curve: np.ndarray) -> float | None:
+def break_evidence(
+    collapse: Collapse, steps: np.ndarray, values: np.ndarray, whole_curve: np.ndarray, pre_curve: np.ndarray
+) -> float | None:
     """``BIC(law on the whole run) - BIC(break)``: positive when a break explains the data better.
 
     The break model is the law fitted to the part before the onset plus a constant level after
@@ -478,8 +479,9 @@ def break_evidence(collapse: Collapse, steps: np.ndarray, values: np.ndarray, wh
     return float(n * np.log(ssr_whole / ssr_break) - 2.0 * np.log(n))
 
 
-def explained_by_law(collapse: Collapse, steps: np.ndarray, values: np.ndarray, whole_curve: np.ndarray,
-                     pre_curve: np.ndarray) -> bool:
+def explained_by_law(
+    collapse: Collapse, steps: np.ndarray, values: np.ndarray, whole_curve: np.ndarray, pre_curve: np.ndarray
+) -> bool:
     """True when the law fitted to the whole run explains the fall about as well as a break
     does (:func:`break_evidence` at most :data:`BREAK_DELTA_BIC`): an oscillation it rings
     through, not a collapse. No evidence either way (None): not explained (the candidate stands)."""

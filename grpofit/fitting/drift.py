@@ -25,7 +25,7 @@ def persistence(y) -> float:
     """The level a run has reached: the mean of the last tenth of its points (at least one).
     The forecast's baseline ("it stays where it is") and the prior centre of its plateau."""
     y = np.asarray(y, dtype=float)
-    return float(y[-max(1, y.size // 10):].mean())
+    return float(y[-max(1, y.size // 10) :].mean())
 
 
 @dataclass
@@ -37,8 +37,7 @@ class Drift:
     from_step: float | None
 
     def summary(self) -> dict:
-        return {"slope_per_step": self.slope, "stderr": self.stderr, "rising": self.rising,
-                "from_step": self.from_step}
+        return {"slope_per_step": self.slope, "stderr": self.stderr, "rising": self.rising, "from_step": self.from_step}
 
 
 def late_slope(steps: np.ndarray, values: np.ndarray, fraction: float = 0.5) -> Drift:

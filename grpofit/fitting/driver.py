@@ -25,8 +25,8 @@ from grpofit.fitting.results import FitResult, ModelFit
 from grpofit.fitting.scaling import scaled, scales, unscale
 from grpofit.fitting.solve import better, binned_ssr, solve
 from grpofit.fitting.statespace_ci import apply_to_models
-from grpofit.laws.registry import MODELS
 from grpofit.laws.models import EXPONENTIAL, OSCILLATOR, median
+from grpofit.laws.registry import MODELS
 
 __all__ = ["fit_series", "MIN_POINTS"]
 
@@ -54,8 +54,9 @@ def _clean(steps, values, run: str, metric: str):
     return steps, values
 
 
-def fit_series(steps, values, *, run: str = "", metric: str = "", step_column: str = "",
-               seed: int = 0, warm: dict | None = None) -> FitResult:
+def fit_series(
+    steps, values, *, run: str = "", metric: str = "", step_column: str = "", seed: int = 0, warm: dict | None = None
+) -> FitResult:
     """Fit every law of :data:`grpofit.laws.registry.MODELS` to ``values`` against ``steps``
     (non-finite points are dropped).
 
@@ -121,8 +122,7 @@ def _fit(steps, values, run, metric, step_column, warm: dict | None = None) -> F
         osc = better(osc, solve(OSCILLATOR, binned, start, bounds))
     if osc.ok and not exp.ok:
         p, p0, ts, ti = osc.x
-        exp = solve(EXPONENTIAL, binned, {"plateau": p, "initial": p0, "timescale": ts + ti},
-                    bounds)
+        exp = solve(EXPONENTIAL, binned, {"plateau": p, "initial": p0, "timescale": ts + ti}, bounds)
     if warm is not None:  # the next refit of this series starts here
         warm.update({sol.model.name: sol.x.copy() for sol in (exp, osc) if sol.ok})
     # every statistic on every point needs the curve and its Jacobian there: one evaluation
@@ -141,8 +141,11 @@ def _fit(steps, values, run, metric, step_column, warm: dict | None = None) -> F
         ctx.cv = critical_value(ctx.bw / n)
 
     # every other law of the registry from its own guess (none by default)
-    others = {m.name: solve(m, binned, m.guess(t, y), bounds)
-              for m in MODELS.values() if m is not EXPONENTIAL and m is not OSCILLATOR}
+    others = {
+        m.name: solve(m, binned, m.guess(t, y), bounds)
+        for m in MODELS.values()
+        if m is not EXPONENTIAL and m is not OSCILLATOR
+    }
     exp_fit, exp_cov = exponential_fit(exp, ctx, step0, full=exp_full)
     exp_full = None  # a long series' residuals: not held past their last use
     gain, gain_se = gain_stat(exp.x, exp_cov) if exp.ok else (None, None)
@@ -159,8 +162,7 @@ def _fit(steps, values, run, metric, step_column, warm: dict | None = None) -> F
         no_signal(exp_fit, signal)
     fits = {
         "exponential": exp_fit,
-        "oscillator": oscillator_fit(osc, prof if osc.ok else None, binned, ctx, step0, signal,
-                                     full=osc_full),
+        "oscillator": oscillator_fit(osc, prof if osc.ok else None, binned, ctx, step0, signal, full=osc_full),
     }
     osc_full = None
     fits.update({name: law_fit(sol, ctx, step0, signal) for name, sol in others.items()})
@@ -218,8 +220,7 @@ def _on_points(model, sol, t, y):
     return on_points(model.raw_jacobian or model.jacobian, sol.x, t, y)  # inside fit_series' errstate
 
 
-def _result(run, metric, step_column, steps, values, models, noise_sd, ctx: Ctx,
-            signal) -> FitResult:
+def _result(run, metric, step_column, steps, values, models, noise_sd, ctx: Ctx, signal) -> FitResult:
     preferred, reason = _prefer(models, signal)
     best = models.get(preferred) if preferred else None
     var_y = ctx.sst / ctx.n if ctx.n else 0.0
@@ -239,8 +240,7 @@ def _result(run, metric, step_column, steps, values, models, noise_sd, ctx: Ctx,
         sig = {"detected": False, "reason": "constant series" if ctx.sst <= 0 else "one step"}
     else:
         sig = signal.summary()
-    return FitResult(run, metric, step_column, steps, values, int(ctx.n), models, preferred,
-                     noise, reason, sig)
+    return FitResult(run, metric, step_column, steps, values, int(ctx.n), models, preferred, noise, reason, sig)
 
 
 def _ceiling_se(values) -> float | None:

@@ -12,8 +12,15 @@ from typing import Any
 import numpy as np
 
 
-def late_level_check(fit: Any, *, fraction: float = 0.25, minimum: int = 10, z: float = 3.0,
-                     share_min: float = 0.75, gain_share: float = 0.05) -> dict | None:
+def late_level_check(
+    fit: Any,
+    *,
+    fraction: float = 0.25,
+    minimum: int = 10,
+    z: float = 3.0,
+    share_min: float = 0.75,
+    gain_share: float = 0.05,
+) -> dict | None:
     """``{"late_mean", "late_steps", "n", "plateau", "difference", "share_beyond", "disagrees",
     "note"}`` for a fit result (its fitted ``steps``/``values`` and preferred model), or None.
 
@@ -45,10 +52,20 @@ def late_level_check(fit: Any, *, fraction: float = 0.25, minimum: int = 10, z: 
     note = None
     if disagrees:
         where = "above" if sign > 0 else "below"
-        note = (f"p* {plateau:.3g} misses the late data: steps {lo:g}-{hi:g} ({n} points) average {mean:.3g}, "
-                f"{share:.0%} of them {where} p*")
-    return {"late_mean": mean, "late_steps": [lo, hi], "n": n, "plateau": float(plateau), "difference": diff,
-            "share_beyond": share, "disagrees": disagrees, "note": note}
+        note = (
+            f"p* {plateau:.3g} misses the late data: steps {lo:g}-{hi:g} ({n} points) average {mean:.3g}, "
+            f"{share:.0%} of them {where} p*"
+        )
+    return {
+        "late_mean": mean,
+        "late_steps": [lo, hi],
+        "n": n,
+        "plateau": float(plateau),
+        "difference": diff,
+        "share_beyond": share,
+        "disagrees": disagrees,
+        "note": note,
+    }
 
 
 def _centred_median5(x: np.ndarray) -> np.ndarray:
@@ -64,13 +81,13 @@ def _centred_median5(x: np.ndarray) -> np.ndarray:
     if n >= k:
         windows = sliding_window_view(x, k)
         # finite windows of 5: the median is the middle order statistic
-        med[h:n - h] = np.partition(windows, h, axis=1)[:, h] if finite else np.median(windows, axis=1)
+        med[h : n - h] = np.partition(windows, h, axis=1)[:, h] if finite else np.median(windows, axis=1)
         ends = [*range(h), *range(n - h, n)]
     else:
         ends = range(n)
     pick = median if finite else np.median
     for i in ends:
-        med[i] = pick(x[max(0, i - h): i + h + 1])
+        med[i] = pick(x[max(0, i - h) : i + h + 1])
     return med
 
 
@@ -97,19 +114,24 @@ def still_moving(steps, values) -> dict | None:
     if values.size > SLOPE_POINTS:
         k = values.size // SLOPE_POINTS
         m = k * SLOPE_POINTS
-        steps = steps[values.size - m:].reshape(SLOPE_POINTS, k).mean(axis=1)
-        values = values[values.size - m:].reshape(SLOPE_POINTS, k).mean(axis=1)
+        steps = steps[values.size - m :].reshape(SLOPE_POINTS, k).mean(axis=1)
+        values = values[values.size - m :].reshape(SLOPE_POINTS, k).mean(axis=1)
     d = late_slope(steps, values)
     direction = "rising" if d.rising else "falling" if d.falling else None
-    return {"direction": direction, "slope_per_step": d.slope, "stderr": d.stderr, "from_step": d.from_step,
-            "level": level}
+    return {
+        "direction": direction,
+        "slope_per_step": d.slope,
+        "stderr": d.stderr,
+        "from_step": d.from_step,
+        "level": level,
+    }
 
 
 def whole_trend(steps, values) -> tuple[float, float] | None:
     """``(z, critical value)`` of the model-free slope test (:func:`~grpofit.fitting.drift.late_slope`)
     over the whole run (long series on :data:`SLOPE_POINTS` block means); None below 16 points."""
-    from grpofit.fitting.hac import critical_value
     from grpofit.fitting.drift import late_slope
+    from grpofit.fitting.hac import critical_value
 
     steps = np.asarray(steps, float)
     values = np.asarray(values, float)
@@ -118,8 +140,8 @@ def whole_trend(steps, values) -> tuple[float, float] | None:
     if values.size > SLOPE_POINTS:
         k = values.size // SLOPE_POINTS
         m = k * SLOPE_POINTS
-        steps = steps[values.size - m:].reshape(SLOPE_POINTS, k).mean(axis=1)
-        values = values[values.size - m:].reshape(SLOPE_POINTS, k).mean(axis=1)
+        steps = steps[values.size - m :].reshape(SLOPE_POINTS, k).mean(axis=1)
+        values = values[values.size - m :].reshape(SLOPE_POINTS, k).mean(axis=1)
     d = late_slope(steps, values, 1.0)
     if d.slope is None or not d.stderr:
         return None
@@ -168,11 +190,13 @@ def bound_note(plateau: dict, moving: dict) -> str:
     # an interval that runs to the fit bounds is the box's, not the data's: not quoted
     pinned = "not pinned down" not in str(plateau.get("note") or "")
     ci_text = f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci and None not in ci and pinned else ""
-    return (f"still {moving['direction']}: the slope from step {moving['from_step']:g} is {slope:.3g} per step{z}; "
-            f"the last tenth averages {moving['level']:.3g}, {'above' if rising else 'below'} the fitted p* "
-            f"{plateau['value']:.4g}{ci_text}: the plateau is at {'least' if rising else 'most'} "
-            f"{moving['level']:.3g}, and the fitted timescale is that of the rise up to p*, not of the drift past it "
-            "(grpofit forecast gives the plateau's interval)")
+    return (
+        f"still {moving['direction']}: the slope from step {moving['from_step']:g} is {slope:.3g} per step{z}; "
+        f"the last tenth averages {moving['level']:.3g}, {'above' if rising else 'below'} the fitted p* "
+        f"{plateau['value']:.4g}{ci_text}: the plateau is at {'least' if rising else 'most'} "
+        f"{moving['level']:.3g}, and the fitted timescale is that of the rise up to p*, not of the drift past it "
+        "(grpofit forecast gives the plateau's interval)"
+    )
 
 
 def fit_checks(summary: dict | None, fit: Any) -> tuple[dict | None, dict | None]:
@@ -272,9 +296,17 @@ def trend_check(summary: dict, late: dict | None = None) -> dict | None:
         if late and late.get("late_mean") is not None:
             lo, hi = late.get("late_steps") or (None, None)
             seen = f", {late['late_mean']:.3g} over steps {lo:g}-{hi:g}"
-        note = (f"{metric} is falling: {a:.3g} at the start{seen}{tau_text}; p* {b:.3g} is where the fall "
-                "leads, not a plateau reached by learning")
+        note = (
+            f"{metric} is falling: {a:.3g} at the start{seen}{tau_text}; p* {b:.3g} is where the fall "
+            "leads, not a plateau reached by learning"
+        )
     else:
         note = None
-    return {"direction": direction, "expected": expected, "unexpected": direction != expected,
-            "from": float(a), "to": float(b), "note": note}
+    return {
+        "direction": direction,
+        "expected": expected,
+        "unexpected": direction != expected,
+        "from": float(a),
+        "to": float(b),
+        "note": note,
+    }

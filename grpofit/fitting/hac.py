@@ -13,9 +13,18 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-
-__all__ = ["noise_floor", "bandwidth", "critical_value", "hac_meat", "hac_scalar", "sandwich",
-           "MIN_BANDWIDTH_FRACTION", "BLOCK", "Parts", "blocked_parts"]
+__all__ = [
+    "noise_floor",
+    "bandwidth",
+    "critical_value",
+    "hac_meat",
+    "hac_scalar",
+    "sandwich",
+    "MIN_BANDWIDTH_FRACTION",
+    "BLOCK",
+    "Parts",
+    "blocked_parts",
+]
 
 #: the HAC bandwidth is at least this fraction of the series (fixed-b): the slow forcing of a
 #: training curve is often too weak to detect in the residual autocorrelation (c ~ 0.01) yet
@@ -60,8 +69,8 @@ def _lagged_sums(r: np.ndarray, maxlag: int, block: int | None = None) -> np.nda
     nfft = 1 << (block + maxlag - 1).bit_length()
     ac = np.zeros(maxlag)
     for a in range(0, r.size, block):
-        x = r[a:a + block] - mean
-        y = r[a:a + block + maxlag] - mean
+        x = r[a : a + block] - mean
+        y = r[a : a + block + maxlag] - mean
         ac += np.fft.irfft(np.conj(np.fft.rfft(x, nfft)) * np.fft.rfft(y, nfft), nfft)[:maxlag]
     return ac
 
@@ -78,7 +87,7 @@ def bandwidth(r: np.ndarray) -> int:
     ``L = 1.1447 (alpha n)^(1/3)``, clipped to ``[max(n^(1/4), MIN_BANDWIDTH_FRACTION n), n/2]``.
     """
     n = r.size
-    lo = max(1, int(math.ceil(max(n ** 0.25, MIN_BANDWIDTH_FRACTION * n))))
+    lo = max(1, int(math.ceil(max(n**0.25, MIN_BANDWIDTH_FRACTION * n))))
     if n < 12:
         return lo
     m = max(4, min(n // 3, 400))
@@ -137,9 +146,9 @@ def _window_sums(s: np.ndarray, bw: int, axis: int) -> np.ndarray:
     # window m is ext[m + bw] - ext[m]
     ext = np.empty((n + 2 * bw - 1, *s.shape[1:]))
     ext[:bw] = 0.0
-    np.cumsum(s, axis=0, out=ext[bw:bw + n])
-    ext[bw + n:] = ext[bw + n - 1]
-    return ext[bw:] - ext[:n + bw - 1]
+    np.cumsum(s, axis=0, out=ext[bw : bw + n])
+    ext[bw + n :] = ext[bw + n - 1]
+    return ext[bw:] - ext[: n + bw - 1]
 
 
 def hac_meat(s: np.ndarray, bw: int) -> np.ndarray:
@@ -166,8 +175,9 @@ class Parts(NamedTuple):
     meat: np.ndarray
 
 
-def blocked_parts(jac_rows: Callable[[int, int], np.ndarray], r: np.ndarray, bw: int,
-                  block: int | None = None) -> Parts:
+def blocked_parts(
+    jac_rows: Callable[[int, int], np.ndarray], r: np.ndarray, bw: int, block: int | None = None
+) -> Parts:
     """:class:`Parts` of the Jacobian given by row blocks (``jac_rows(lo, hi)``: rows
     ``lo..hi-1``, a new array each call, which is overwritten) and residuals ``r``, holding one
     block of rows at a time.
@@ -218,13 +228,19 @@ class _RunningSum:
             return s
         out = np.empty((size, s.shape[1]))
         out[: lo - j] = 0.0
-        out[lo - j: hi - j] = s
-        out[hi - j:] = self.total
+        out[lo - j : hi - j] = s
+        out[hi - j :] = self.total
         return out
 
 
-def sandwich(jac: np.ndarray | None, r: np.ndarray | None, bw: int, meat: np.ndarray | None = None,
-             *, bread: np.ndarray | None = None) -> np.ndarray | None:
+def sandwich(
+    jac: np.ndarray | None,
+    r: np.ndarray | None,
+    bw: int,
+    meat: np.ndarray | None = None,
+    *,
+    bread: np.ndarray | None = None,
+) -> np.ndarray | None:
     """HAC covariance ``B^-1 Omega B^-1`` (``None`` if ``J'J`` is singular); ``bread`` and
     ``meat`` when the caller has them (:class:`Parts` of a long series)."""
     if bread is None:

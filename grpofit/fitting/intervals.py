@@ -22,8 +22,18 @@ from grpofit.fitting.profile import ZETA_GRID, Binned, Profile, refine
 from grpofit.fitting.results import Estimate
 from grpofit.laws.models import damping_ratio, median, raw_relaxation_shape
 
-__all__ = ["Ctx", "estimates", "clip_interval", "widen_to_grid", "thresholds", "agrees",
-           "reconcile_stderr", "profile_intervals", "ProfileIntervals", "PROFILE_CALIBRATION"]
+__all__ = [
+    "Ctx",
+    "estimates",
+    "clip_interval",
+    "widen_to_grid",
+    "thresholds",
+    "agrees",
+    "reconcile_stderr",
+    "profile_intervals",
+    "ProfileIntervals",
+    "PROFILE_CALIBRATION",
+]
 
 #: profile-likelihood thresholds are ``PROFILE_CALIBRATION * cv^2 * HAC(v r)/sum(v^2)``: with
 #: the plain cut (1.0) the damping-ratio interval covered the truth in 82-87% of the synthetic
@@ -119,8 +129,7 @@ def widen_to_grid(params: dict[str, Estimate], names, ctx: Ctx) -> None:
         e = params.get(name)
         if e is not None and e.ci95 is not None and e.ci95[0] is not None and e.ci95[1] is not None:
             lo, hi = ctx.bounds[name]
-            e.ci95 = (max(lo if name != "inertia" else 0.0, e.ci95[0] - half),
-                      min(hi, e.ci95[1] + half))
+            e.ci95 = (max(lo if name != "inertia" else 0.0, e.ci95[0] - half), min(hi, e.ci95[1] + half))
 
 
 def agrees(value, stderr, ci, tol: float = 0.2) -> bool:
@@ -130,8 +139,7 @@ def agrees(value, stderr, ci, tol: float = 0.2) -> bool:
     width = ci[1] - ci[0]
     if not width > 0:
         return False
-    return (abs(value - 1.96 * stderr - ci[0]) <= tol * width
-            and abs(value + 1.96 * stderr - ci[1]) <= tol * width)
+    return abs(value - 1.96 * stderr - ci[0]) <= tol * width and abs(value + 1.96 * stderr - ci[1]) <= tol * width
 
 
 NO_STDERR = "no ± stderr: the interval is not value ± 1.96 stderr"
@@ -186,8 +194,9 @@ def mark_at_bound(e: Estimate, upper: float, name: str) -> None:
     e.note = f"{e.note}; {at_bounds_note(name)}" if e.note else at_bounds_note(name)
 
 
-def thresholds(zeta, ts, plat, init, f_hat, r, b: Binned, ctx: Ctx, scale: float,
-               g: np.ndarray | None = None) -> np.ndarray:
+def thresholds(
+    zeta, ts, plat, init, f_hat, r, b: Binned, ctx: Ctx, scale: float, g: np.ndarray | None = None
+) -> np.ndarray:
     """``PROFILE_CALIBRATION * cv^2 * LRV(v r) / sum(v^2)`` per row (``v`` = the row's curve
     minus the fitted curve; LRV never below the uncorrelated value ``sum v^2 r^2``:
     training-curve residuals are positively correlated, a smaller HAC value is noise).
@@ -221,8 +230,9 @@ def _rows_thresholds(rows: dict, idx: np.ndarray, f_hat, r, b, ctx, scale) -> np
     if near.any():
         c = idx[near]
         g = rows["g"][c] if "g" in rows else None
-        thr[near] = thresholds(rows["zeta"][c], rows["ts"][c], rows["plat"][c], rows["init"][c],
-                               f_hat, r, b, ctx, scale, g)
+        thr[near] = thresholds(
+            rows["zeta"][c], rows["ts"][c], rows["plat"][c], rows["init"][c], f_hat, r, b, ctx, scale, g
+        )
     known = thr[np.isfinite(thr)]
     if "thr" in rows:
         known = np.concatenate([known, rows["thr"][np.isfinite(rows["thr"])]])
@@ -252,8 +262,7 @@ def profile_intervals(prof: Profile, x, r, b: Binned, ctx: Ctx, f_hat) -> Profil
     scale = float(r @ r) / max(ctx.n - 4, 1)
     finite = np.isfinite(prof.ssr)
     table = np.column_stack([prof.zeta, prof.ssr, prof.ts, prof.plateau, prof.initial])
-    table = np.vstack([table[finite], [damping_ratio(ts_fit, ti_fit), prof.best_ssr, ts_fit,
-                                       p_fit, p0_fit]])
+    table = np.vstack([table[finite], [damping_ratio(ts_fit, ti_fit), prof.best_ssr, ts_fit, p_fit, p0_fit]])
     rows = dict(zip(("zeta", "ssr", "ts", "plat", "init"), table.T))
     if prof.curves is not None:  # the fit's own row is never thresholded: NaN for its curve
         curves = prof.curves[finite]
@@ -265,8 +274,13 @@ def profile_intervals(prof: Profile, x, r, b: Binned, ctx: Ctx, f_hat) -> Profil
     out, ends = _hull(rows, fit_zeta, ctx)
     new = [e for e in ends if e is not None and np.isfinite(e[0]) and e[0] > 0] if REFINE_ENDS else []
     if new:
-        extra = refine(b, np.array([e[0] for e in new]), np.array([e[1] for e in new]),
-                       ctx.bounds["plateau"], ctx.bounds["timescale"])
+        extra = refine(
+            b,
+            np.array([e[0] for e in new]),
+            np.array([e[1] for e in new]),
+            ctx.bounds["plateau"],
+            ctx.bounds["timescale"],
+        )
         keep = np.isfinite(extra.ssr)
         if keep.any():
             add = (extra.zeta, extra.ssr, extra.ts, extra.plateau, extra.initial)
@@ -276,8 +290,7 @@ def profile_intervals(prof: Profile, x, r, b: Binned, ctx: Ctx, f_hat) -> Profil
             if "g" in rows:
                 rows["g"] = np.concatenate([rows["g"], extra.curves[keep]])
             idx = np.arange(n0, rows["zeta"].size)
-            rows["thr"] = np.append(rows["thr"],
-                                    _rows_thresholds(rows, idx, f_hat, r, b, ctx, scale))
+            rows["thr"] = np.append(rows["thr"], _rows_thresholds(rows, idx, f_hat, r, b, ctx, scale))
             out, _ = _hull(rows, fit_zeta, ctx)
     thr = rows["thr"][np.isfinite(rows["thr"])]
     out.threshold = median(thr) if thr.size else math.nan
@@ -334,6 +347,7 @@ def _hull(rows: dict, fit_zeta: float, ctx: Ctx):
     zeta_ci = (0.0 if math.isinf(x_hi) else 1.0 / x_hi, None if x_lo <= 0 else 1.0 / x_lo)
     ti_lo = 0.0 if i_lo == 0 else float(min(edges_ti))
     ti_hi = ctx.bounds["inertia"][1] if math.isinf(x_hi) else float(max(edges_ti))
-    out = ProfileIntervals(idx.size == len(xs), zeta_ci, (ti_lo, ti_hi), (lows[0], highs[0]),
-                           (lows[1], highs[1]), (lows[2], highs[2]))
+    out = ProfileIntervals(
+        idx.size == len(xs), zeta_ci, (ti_lo, ti_hi), (lows[0], highs[0]), (lows[1], highs[1]), (lows[2], highs[2])
+    )
     return out, ends

@@ -59,17 +59,24 @@ class LMResult:
     @property
     def ok(self) -> bool:
         """Converged (codes 1-4, 6, 7) to finite parameters and sum of squares."""
-        return self.info in (1, 2, 3, 4, 6, 7) and bool(
-            np.all(np.isfinite(self.x)) and math.isfinite(self.ssr))
+        return self.info in (1, 2, 3, 4, 6, 7) and bool(np.all(np.isfinite(self.x)) and math.isfinite(self.ssr))
 
     @property
     def message(self) -> str:
         return MESSAGES.get(self.info, f"info {self.info}")
 
 
-def levenberg_marquardt(fun: Callable, jac: Callable[[np.ndarray], np.ndarray] | None, x0, *,
-                        ftol: float = 1.49012e-8, xtol: float = 1.49012e-8, gtol: float = 0.0,
-                        max_nfev: int | None = None, lam0: float = 1e-3) -> LMResult:
+def levenberg_marquardt(
+    fun: Callable,
+    jac: Callable[[np.ndarray], np.ndarray] | None,
+    x0,
+    *,
+    ftol: float = 1.49012e-8,
+    xtol: float = 1.49012e-8,
+    gtol: float = 0.0,
+    max_nfev: int | None = None,
+    lam0: float = 1e-3,
+) -> LMResult:
     """Minimise ``||fun(x)||^2`` from ``x0``; ``jac(x)`` is ``d fun / dx`` as an ``(n, k)`` array.
 
     With ``jac=None``, ``fun(x)`` returns ``(r, J)`` at once: the Jacobian of a trial point is

@@ -49,12 +49,18 @@ class Outliers:
     def warning(self, column: str) -> str:
         shown = ", ".join(f"{_num(v)} at step {_num(s)}" for s, v in zip(self.steps[:3], self.values[:3]))
         more = f" and {self.count - 3} more" if self.count > 3 else ""
-        return (f"{self.count} outlier value(s) of {column!r} excluded ({shown}{more}): far outside the run's "
-                f"own range [{_num(self.lo)}, {_num(self.hi)}]; check the log for corrupted values")
+        return (
+            f"{self.count} outlier value(s) of {column!r} excluded ({shown}{more}): far outside the run's "
+            f"own range [{_num(self.lo)}, {_num(self.hi)}]; check the log for corrupted values"
+        )
 
     def summary(self) -> dict:
-        return {"count": self.count, "steps": [float(s) for s in self.steps[:20]],
-                "values": [float(v) for v in self.values[:20]], "range": [self.lo, self.hi]}
+        return {
+            "count": self.count,
+            "steps": [float(s) for s in self.steps[:20]],
+            "values": [float(v) for v in self.values[:20]],
+            "range": [self.lo, self.hi],
+        }
 
 
 def _num(x: float) -> str:

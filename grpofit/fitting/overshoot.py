@@ -52,14 +52,21 @@ class Overshoot:
         def r(x):
             return None if x is None or not math.isfinite(x) else round(float(x), 4)
 
-        return {"value": r(self.value), "peak_step": self.peak_step, "reversal": r(self.reversal),
-                "z": r(self.z), "significant": bool(self.significant), "reason": self.reason}
+        return {
+            "value": r(self.value),
+            "peak_step": self.peak_step,
+            "reversal": r(self.reversal),
+            "z": r(self.z),
+            "significant": bool(self.significant),
+            "reason": self.reason,
+        }
 
     def text(self) -> str:
         if self.value is None:
             return "observed overshoot: -"
         return f"observed overshoot {100 * self.value:.0f}% of the gain" + (
-            f" at step {self.peak_step:g}, came back {100 * (self.reversal or 0):.0f}%" if self.value > 0 else "")
+            f" at step {self.peak_step:g}, came back {100 * (self.reversal or 0):.0f}%" if self.value > 0 else ""
+        )
 
 
 def observed_overshoot(steps, values) -> Overshoot:
@@ -103,11 +110,15 @@ def observed_overshoot(steps, values) -> Overshoot:
     if over <= 0:
         reason = "the smoothed reward never goes past the level it settles at"
     elif significant:
-        reason = (f"past the settled level by {100 * over / g:.0f}% of the gain and back by {100 * back / g:.0f}% "
-                  f"({z:.1f} standard errors)")
+        reason = (
+            f"past the settled level by {100 * over / g:.0f}% of the gain and back by {100 * back / g:.0f}% "
+            f"({z:.1f} standard errors)"
+        )
     else:
-        reason = (f"past the settled level by {100 * over / g:.1f}% of the gain and back by {100 * back / g:.1f}%: "
-                  f"within the noise ({z:.1f} standard errors, needs {Z:g})")
+        reason = (
+            f"past the settled level by {100 * over / g:.1f}% of the gain and back by {100 * back / g:.1f}%: "
+            f"within the noise ({z:.1f} standard errors, needs {Z:g})"
+        )
     return Overshoot(over / g, float(s[ip]) if over > 0 else None, back / g, z, significant, reason)
 
 
@@ -122,5 +133,7 @@ def apply_to_fit(result) -> None:
     osc.observed_overshoot = ob.summary()
     if osc.regime == "underdamped" and not ob.significant:
         osc.regime = "indeterminate"
-        osc.regime_reason = ("the fitted damping ratio is below one (the continuous-time law), but the "
-                             f"data show no significant overshoot: {ob.reason}")
+        osc.regime_reason = (
+            "the fitted damping ratio is below one (the continuous-time law), but the "
+            f"data show no significant overshoot: {ob.reason}"
+        )

@@ -16,8 +16,7 @@ import numpy as np
 
 from grpofit.laws.models import median, raw_relaxation_shape
 
-__all__ = ["Binned", "log_bins", "linear_levels", "Profile", "profile", "refine", "at_timescales",
-           "ZETA_GRID"]
+__all__ = ["Binned", "log_bins", "linear_levels", "Profile", "profile", "refine", "at_timescales", "ZETA_GRID"]
 
 #: damping ratios of the profile grid (plus infinity = inertia 0)
 ZETA_GRID = np.geomspace(0.15, 12.0, 19)
@@ -110,16 +109,22 @@ class Profile:
     def row(self, k: int, *, exponential: bool = False) -> dict[str, float]:
         """Row ``k`` as a start for the fitter (``inertia = Ts / (4 zeta^2)``)."""
         z = self.zeta[k]
-        start = {"plateau": float(self.plateau[k]), "initial": float(self.initial[k]),
-                 "timescale": float(self.ts[k])}
+        start = {"plateau": float(self.plateau[k]), "initial": float(self.initial[k]), "timescale": float(self.ts[k])}
         if not exponential:
             start["inertia"] = 0.0 if np.isinf(z) else float(self.ts[k] / (4.0 * z * z))
         return start
 
     def subset(self, keep: np.ndarray) -> "Profile":
-        return Profile(self.zeta[keep], self.ssr[keep], self.ts[keep], self.plateau[keep],
-                       self.initial[keep], self.center, self.best_ssr,
-                       curves=None if self.curves is None else self.curves[keep])
+        return Profile(
+            self.zeta[keep],
+            self.ssr[keep],
+            self.ts[keep],
+            self.plateau[keep],
+            self.initial[keep],
+            self.center,
+            self.best_ssr,
+            curves=None if self.curves is None else self.curves[keep],
+        )
 
     def timescale_range(self, best: float, thr: float, rows=None) -> tuple[float, float] | None:
         """Profile-likelihood range of the timescale on the first-stage grid: the timescales
@@ -165,8 +170,9 @@ def _clip(x, lo, hi):
     return np.minimum(np.maximum(x, lo), hi)
 
 
-def profile(b: Binned, center: float, lv: tuple[float, float], tb: tuple[float, float],
-            zetas: np.ndarray | None = None) -> Profile:
+def profile(
+    b: Binned, center: float, lv: tuple[float, float], tb: tuple[float, float], zetas: np.ndarray | None = None
+) -> Profile:
     """Binned SSR minimised over timescale and levels, for each damping ratio of the grid.
 
     Timescales ``center * (0.2 .. 5)`` (9 log-spaced values), then two parabolic steps in
@@ -187,16 +193,31 @@ def profile(b: Binned, center: float, lv: tuple[float, float], tb: tuple[float, 
     near = (km[:, None] + np.arange(-1, 2)).T  # (3, R): the grid neighbours of each minimum
     v = _parabola_vertex(s_grid[near], ssr[rows, near])
     v = _clip(_clip(v, best_s - h, best_s + h), lo_s, hi_s)
-    best, curves = _second_stage(b, zetas, v, h / 3.0, lo_s, hi_s, lv,
-                                 first=(best_s, ssr[rows, k], plat[rows, k], init[rows, k]),
-                                 first_g=g[rows, k])
-    return Profile(zeta=zetas, ssr=best[1], ts=np.exp(best[0]), plateau=best[2],
-                   initial=best[3], center=float(center), grid_ts=np.exp(s_grid), grid_ssr=ssr,
-                   curves=curves)
+    best, curves = _second_stage(
+        b,
+        zetas,
+        v,
+        h / 3.0,
+        lo_s,
+        hi_s,
+        lv,
+        first=(best_s, ssr[rows, k], plat[rows, k], init[rows, k]),
+        first_g=g[rows, k],
+    )
+    return Profile(
+        zeta=zetas,
+        ssr=best[1],
+        ts=np.exp(best[0]),
+        plateau=best[2],
+        initial=best[3],
+        center=float(center),
+        grid_ts=np.exp(s_grid),
+        grid_ssr=ssr,
+        curves=curves,
+    )
 
 
-def _second_stage(b: Binned, zetas, v, h3: float, lo_s: float, hi_s: float, lv, first=None,
-                  first_g=None):
+def _second_stage(b: Binned, zetas, v, h3: float, lo_s: float, hi_s: float, lv, first=None, first_g=None):
     """Per row: three ``log Ts`` values ``h3`` apart around ``v``, their parabola's vertex, and
     the best of those four (and of ``first``, the grid's minimum with its curves ``first_g``,
     when given): ``((log Ts, ssr, plateau, initial) arrays, curves (R, bins))``."""
@@ -216,8 +237,9 @@ def _second_stage(b: Binned, zetas, v, h3: float, lo_s: float, hi_s: float, lv, 
     return cand[:, rows, j], np.concatenate(curves, axis=1)[rows, j]
 
 
-def refine(b: Binned, zetas: np.ndarray, ts_guess: np.ndarray, lv: tuple[float, float],
-           tb: tuple[float, float]) -> Profile:
+def refine(
+    b: Binned, zetas: np.ndarray, ts_guess: np.ndarray, lv: tuple[float, float], tb: tuple[float, float]
+) -> Profile:
     """Rows at new damping ratios whose best timescale is known to be near ``ts_guess`` (the
     interval ends between two profiled rows, ``ts_guess`` interpolated between theirs): the
     second stage of :func:`profile` only (three timescales a third of a grid step apart,
@@ -227,13 +249,26 @@ def refine(b: Binned, zetas: np.ndarray, ts_guess: np.ndarray, lv: tuple[float, 
     h3 = (_LOG_TS[1] - _LOG_TS[0]) / 3.0
     v = _clip(np.log(np.asarray(ts_guess, dtype=float)), lo_s, hi_s)
     best, curves = _second_stage(b, zetas, v, h3, lo_s, hi_s, lv)
-    return Profile(zeta=zetas, ssr=best[1], ts=np.exp(best[0]), plateau=best[2],
-                   initial=best[3], center=float(np.exp(np.mean(v))) if v.size else 1.0,
-                   curves=curves)
+    return Profile(
+        zeta=zetas,
+        ssr=best[1],
+        ts=np.exp(best[0]),
+        plateau=best[2],
+        initial=best[3],
+        center=float(np.exp(np.mean(v))) if v.size else 1.0,
+        curves=curves,
+    )
 
 
 def at_timescales(b: Binned, zetas: np.ndarray, ts: np.ndarray, lv) -> Profile:
     """Rows at given ``(zeta, ts)`` pairs (levels solved linearly)."""
     ssr, plat, init, g = _evaluate(b, zetas, np.asarray(ts, dtype=float)[:, None], lv)
-    return Profile(zetas, ssr[:, 0], np.asarray(ts, dtype=float), plat[:, 0], init[:, 0],
-                   median(ts) if len(ts) else 1.0, curves=g[:, 0])
+    return Profile(
+        zetas,
+        ssr[:, 0],
+        np.asarray(ts, dtype=float),
+        plat[:, 0],
+        init[:, 0],
+        median(ts) if len(ts) else 1.0,
+        curves=g[:, 0],
+    )

@@ -22,8 +22,17 @@ import numpy as np
 from grpofit.fitting.intervals import Ctx, thresholds
 from grpofit.fitting.profile import Binned, Profile, at_timescales
 
-__all__ = ["CRITICAL_BAND", "PREFER_DELTA_BIC", "regime_rule", "information_criteria",
-           "signal_test", "Signal", "reversal_test", "Reversal", "peak_time"]
+__all__ = [
+    "CRITICAL_BAND",
+    "PREFER_DELTA_BIC",
+    "regime_rule",
+    "information_criteria",
+    "signal_test",
+    "Signal",
+    "reversal_test",
+    "Reversal",
+    "peak_time",
+]
 
 #: ``critical`` only when the whole 95% interval of the damping ratio lies in this band
 CRITICAL_BAND = (0.9, 1.1)
@@ -68,8 +77,13 @@ class Signal:
     trend_z: float | None = None  #: the whole run's slope / HAC stderr (model-free), when tested
 
     def summary(self) -> dict:
-        return {"detected": self.detected, "reason": self.reason,
-                "delta_bic_vs_constant": self.delta_bic, "gain_z": self.gain_z, "trend_z": self.trend_z}
+        return {
+            "detected": self.detected,
+            "reason": self.reason,
+            "delta_bic_vs_constant": self.delta_bic,
+            "gain_z": self.gain_z,
+            "trend_z": self.trend_z,
+        }
 
 
 def with_trend(signal: Signal, trend: tuple[float, float] | None) -> Signal:
@@ -85,13 +99,16 @@ def with_trend(signal: Signal, trend: tuple[float, float] | None) -> Signal:
         return signal
     word = "rise" if z > 0 else "fall"
     gz = "0" if signal.gain_z is None else f"{signal.gain_z:.2g}"
-    reason = (f"a significant {word} (its slope is {abs(z):.2g} standard errors from 0), but no plateau: the "
-              f"law's gain is {gz} standard errors from 0; the data cannot tell the dynamics")
+    reason = (
+        f"a significant {word} (its slope is {abs(z):.2g} standard errors from 0), but no plateau: the "
+        f"law's gain is {gz} standard errors from 0; the data cannot tell the dynamics"
+    )
     return Signal(False, reason, signal.delta_bic, signal.gain_z, z)
 
 
-def signal_test(sst: float, n: int, fits: list[tuple[float | None, int]],
-                gain: float | None, gain_se: float | None, cv: float) -> Signal:
+def signal_test(
+    sst: float, n: int, fits: list[tuple[float | None, int]], gain: float | None, gain_se: float | None, cv: float
+) -> Signal:
     """A rise (or fall) is *detected* when both hold:
 
     - the better law beats a constant by more than :data:`PREFER_DELTA_BIC` in BIC
@@ -106,13 +123,23 @@ def signal_test(sst: float, n: int, fits: list[tuple[float | None, int]],
     delta = (bic_c - min(bics)) if (bic_c is not None and bics) else None
     z = (abs(gain) / gain_se) if (gain is not None and gain_se and gain_se > 0) else None
     if delta is not None and delta <= PREFER_DELTA_BIC:
-        return Signal(False, f"no significant rise: no law beats a constant (BIC gain "
-                             f"{delta:.1f}, needs > {PREFER_DELTA_BIC:g}); the data cannot tell "
-                             "the dynamics", delta, z)
+        return Signal(
+            False,
+            f"no significant rise: no law beats a constant (BIC gain "
+            f"{delta:.1f}, needs > {PREFER_DELTA_BIC:g}); the data cannot tell "
+            "the dynamics",
+            delta,
+            z,
+        )
     if gain is not None and (z is None and gain == 0 or z is not None and z <= cv):
         zt = "0" if z is None else f"{z:.2g}"
-        return Signal(False, f"no significant rise: the gain is {zt} standard errors from 0 "
-                             f"(95% needs {cv:.2f}); the data cannot tell the dynamics", delta, z)
+        return Signal(
+            False,
+            f"no significant rise: the gain is {zt} standard errors from 0 "
+            f"(95% needs {cv:.2f}); the data cannot tell the dynamics",
+            delta,
+            z,
+        )
     return Signal(True, "significant rise" if (gain or 0) >= 0 else "significant fall", delta, z)
 
 
@@ -136,8 +163,7 @@ class Reversal:
     inertia: tuple[float, float] | None = None  #: range of their inertias ``Ts / (4 zeta^2)``
 
 
-def reversal_test(prof: Profile, fit_zeta: float, fit_ts: float, b: Binned, ctx: Ctx, f_hat,
-                  r) -> Reversal:
+def reversal_test(prof: Profile, fit_zeta: float, fit_ts: float, b: Binned, ctx: Ctx, f_hat, r) -> Reversal:
     """Is the turn-over of an underdamped fit in the data?
 
     Alternatives: every profile row with ``zeta >= 1`` and, for ``zeta < 1`` (the grid and the
@@ -162,15 +188,26 @@ def reversal_test(prof: Profile, fit_zeta: float, fit_ts: float, b: Binned, ctx:
     mono = {"zeta": [], "ts": [], "plat": [], "init": [], "ssr": [], "g": []}
     ok = ~need[:-1]
     curves = keep_rows.curves is not None
-    for key, src in (("zeta", keep_rows.zeta), ("ts", keep_rows.ts), ("plat", keep_rows.plateau),
-                     ("init", keep_rows.initial), ("ssr", keep_ssr[:-1]),
-                     ("g", keep_rows.curves if curves else None)):
+    for key, src in (
+        ("zeta", keep_rows.zeta),
+        ("ts", keep_rows.ts),
+        ("plat", keep_rows.plateau),
+        ("init", keep_rows.initial),
+        ("ssr", keep_ssr[:-1]),
+        ("g", keep_rows.curves if curves else None),
+    ):
         if src is not None:
             mono[key].append(src[ok])
     if z_b.size:
         bound = at_timescales(b, z_b, ts_b, lv)
-        for key, src in (("zeta", bound.zeta), ("ts", bound.ts), ("plat", bound.plateau),
-                         ("init", bound.initial), ("ssr", bound.ssr), ("g", bound.curves)):
+        for key, src in (
+            ("zeta", bound.zeta),
+            ("ts", bound.ts),
+            ("plat", bound.plateau),
+            ("init", bound.initial),
+            ("ssr", bound.ssr),
+            ("g", bound.curves),
+        ):
             mono[key].append(src)
     if not curves:
         del mono["g"]
@@ -184,16 +221,31 @@ def reversal_test(prof: Profile, fit_zeta: float, fit_ts: float, b: Binned, ctx:
     cand = np.flatnonzero(d <= ctx.cv**2 * 40.0 * scale)
     accepted = np.zeros(d.size, dtype=bool)
     if cand.size:
-        thr = thresholds(mono["zeta"][cand], mono["ts"][cand], mono["plat"][cand],
-                         mono["init"][cand], f_hat, r, b, ctx, scale,
-                         mono["g"][cand] if "g" in mono else None)
+        thr = thresholds(
+            mono["zeta"][cand],
+            mono["ts"][cand],
+            mono["plat"][cand],
+            mono["init"][cand],
+            f_hat,
+            r,
+            b,
+            ctx,
+            scale,
+            mono["g"][cand] if "g" in mono else None,
+        )
         accepted[cand] = d[cand] <= thr
     over = mono["zeta"] >= 1.0
     k_best = int(np.argmin(mono["ssr"]))
     if not accepted.any():
-        return Reversal(True, f"the turn-over is in the data: the best curve without a turning "
-                              f"point before step {t_end:g} fits worse by dSSR "
-                              f"{d[k_best]:.3g}", None, None, None)
+        return Reversal(
+            True,
+            f"the turn-over is in the data: the best curve without a turning "
+            f"point before step {t_end:g} fits worse by dSSR "
+            f"{d[k_best]:.3g}",
+            None,
+            None,
+            None,
+        )
     use = accepted.copy()
     if over.any():
         use[np.flatnonzero(over)[np.argmin(mono["ssr"][over])]] = True
@@ -202,7 +254,9 @@ def reversal_test(prof: Profile, fit_zeta: float, fit_ts: float, b: Binned, ctx:
     zeta_hi = float(mono["zeta"][use].max())
     ti = mono["ts"][use] / (4.0 * mono["zeta"][use] ** 2)  # zeta = inf (inertia 0): 0
     inertia = (float(ti.min()), float(ti.max()))
-    reason = ("turn-over not observed: a curve with no turning point inside the window fits "
-              "within the noise, so the data cannot tell an underdamped overshoot from an "
-              "overdamped approach")
+    reason = (
+        "turn-over not observed: a curve with no turning point inside the window fits "
+        "within the noise, so the data cannot tell an underdamped overshoot from an "
+        "overdamped approach"
+    )
     return Reversal(False, reason, plat, tss, zeta_hi, inertia)

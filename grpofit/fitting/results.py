@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from grpofit.laws.registry import MODELS
 from grpofit.core.numbers import finite
+from grpofit.laws.registry import MODELS
 
 if TYPE_CHECKING:
     from grpofit.fitting.collapse import Collapse
@@ -172,8 +172,7 @@ class FitResult:
             "noise": {k: num(v) for k, v in self.noise.items()},
         }
         if self.signal:
-            out["signal"] = {k: (num(v) if isinstance(v, float) else v)
-                             for k, v in self.signal.items()}
+            out["signal"] = {k: (num(v) if isinstance(v, float) else v) for k, v in self.signal.items()}
         if self.role != "reward":
             out["role"] = self.role
         if self.metric_note:

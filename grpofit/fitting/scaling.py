@@ -17,8 +17,8 @@ import math
 import numpy as np
 
 from grpofit.fitting.results import Estimate, FitResult
-from grpofit.laws.registry import MODELS
 from grpofit.laws.models import LEVELS, median
+from grpofit.laws.registry import MODELS
 
 __all__ = ["scales", "scaled", "unscale"]
 
@@ -75,8 +75,9 @@ def _estimate(e: Estimate, a: float, b: float, err_scale: float) -> Estimate:
     return Estimate(value, stderr, ci, note)
 
 
-def unscale(res: FitResult, steps: np.ndarray, values: np.ndarray, step0: float, tau: float,
-            c: float, s: float) -> FitResult:
+def unscale(
+    res: FitResult, steps: np.ndarray, values: np.ndarray, step0: float, tau: float, c: float, s: float
+) -> FitResult:
     """Map a fit of the rescaled series back to the original units (module docstring)."""
     shift = 2.0 * math.log(s)  # ln s^2
     for fit in res.models.values():

@@ -197,8 +197,17 @@ def _minpack(problem: _Problem, x0: np.ndarray):
     # full_output=False: MINPACK's covariance is not wanted (grpofit computes HAC ones)
     with warnings.catch_warnings():  # ier 5 (maxfev) warns; it is reported in the message
         warnings.simplefilter("ignore", RuntimeWarning)
-        q, ier = leastsq(problem.residual, q0, Dfun=problem.jacobian, col_deriv=1,
-                         full_output=False, ftol=TOL, xtol=TOL, gtol=0.0, maxfev=_MAX_NFEV)
+        q, ier = leastsq(
+            problem.residual,
+            q0,
+            Dfun=problem.jacobian,
+            col_deriv=1,
+            full_output=False,
+            ftol=TOL,
+            xtol=TOL,
+            gtol=0.0,
+            maxfev=_MAX_NFEV,
+        )
     x = problem.to_external(np.atleast_1d(q))
     return x, "MINPACK " + _MESSAGES.get(int(ier), f"lmder returned {ier}")
 
@@ -208,8 +217,7 @@ def _leastsq(problem: _Problem, x0: np.ndarray):
     MINPACK itself only when it reports failure. Returns ``(x, message, used_minpack, ssr)``
     (``ssr`` is None after MINPACK: its caller computes it)."""
     q0 = problem.to_internal(x0)
-    res = levenberg_marquardt(problem.evaluate, None, q0, ftol=TOL, xtol=TOL, gtol=0.0,
-                              max_nfev=_MAX_NFEV)
+    res = levenberg_marquardt(problem.evaluate, None, q0, ftol=TOL, xtol=TOL, gtol=0.0, max_nfev=_MAX_NFEV)
     if res.ok:
         return problem.to_external(res.x), res.message, False, res.ssr
     x, msg = _minpack(problem, x0)
@@ -300,8 +308,7 @@ def solve(model: CurveModel, b: Binned, start: dict, bounds: dict) -> Solution:
     return Solution(model, x, ssr if ok else math.inf, ok, msg, method)
 
 
-def solve_many(models: tuple[CurveModel, ...], b: Binned, starts: list[dict],
-               bounds: dict) -> list[Solution]:
+def solve_many(models: tuple[CurveModel, ...], b: Binned, starts: list[dict], bounds: dict) -> list[Solution]:
     """:func:`solve` for each model with its start."""
     return [solve(m, b, s, bounds) for m, s in zip(models, starts)]
 
@@ -312,14 +319,23 @@ def _bound_maps(lo: float, hi: float):
     if math.isinf(lo) and math.isinf(hi):
         return (lambda v: v), (lambda q: q), (lambda q: 1.0)
     if math.isinf(hi):
-        return (lambda v: math.sqrt((v - lo + 1.0) ** 2 - 1.0), lambda q: lo - 1.0 + math.sqrt(q * q + 1.0),
-                lambda q: q / math.sqrt(q * q + 1.0))
+        return (
+            lambda v: math.sqrt((v - lo + 1.0) ** 2 - 1.0),
+            lambda q: lo - 1.0 + math.sqrt(q * q + 1.0),
+            lambda q: q / math.sqrt(q * q + 1.0),
+        )
     if math.isinf(lo):
-        return (lambda v: math.sqrt((hi - v + 1.0) ** 2 - 1.0), lambda q: hi + 1.0 - math.sqrt(q * q + 1.0),
-                lambda q: -q / math.sqrt(q * q + 1.0))
+        return (
+            lambda v: math.sqrt((hi - v + 1.0) ** 2 - 1.0),
+            lambda q: hi + 1.0 - math.sqrt(q * q + 1.0),
+            lambda q: -q / math.sqrt(q * q + 1.0),
+        )
     half = (hi - lo) / 2.0
-    return (lambda v: math.asin(min(max(2.0 * (v - lo) / (hi - lo) - 1.0, -1.0), 1.0)),
-            lambda q: lo + (math.sin(q) + 1.0) * half, lambda q: math.cos(q) * half)
+    return (
+        lambda v: math.asin(min(max(2.0 * (v - lo) / (hi - lo) - 1.0, -1.0), 1.0)),
+        lambda q: lo + (math.sin(q) + 1.0) * half,
+        lambda q: math.cos(q) * half,
+    )
 
 
 def solve_bounded(model: CurveModel, b: Binned, start: dict, bounds: dict) -> Solution:
@@ -379,7 +395,8 @@ def solve_lmfit(model: CurveModel, b: Binned, start: dict, bounds: dict) -> Solu
     try:
         with np.errstate(all="ignore"):
             res = lmfit.Minimizer(residual, params, calc_covar=False).leastsq(
-                Dfun=jacobian, max_nfev=_MAX_NFEV, ftol=TOL, xtol=TOL)
+                Dfun=jacobian, max_nfev=_MAX_NFEV, ftol=TOL, xtol=TOL
+            )
             x = np.array([res.params[n].value for n in names], dtype=float)
             ssr = binned_ssr(b, model, x)
     except Exception as exc:  # lmfit/scipy failure: report, never raise

@@ -51,13 +51,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.runtime.compiled import compiled_filter
 from grpofit.fitting.binning import bin_tail
 from grpofit.fitting.intervals import agrees, at_bounds_note, extend, mark_at_bound
 from grpofit.laws.models import median, oscillator_roots
+from grpofit.runtime.compiled import compiled_filter
 
-__all__ = ["SSIntervals", "Spec", "Points", "state_space_intervals", "intervals_for", "apply_to_models", "agrees", "MAX_POINTS",
-           "point_noise_var"]
+__all__ = [
+    "SSIntervals",
+    "Spec",
+    "Points",
+    "state_space_intervals",
+    "intervals_for",
+    "apply_to_models",
+    "agrees",
+    "MAX_POINTS",
+    "point_noise_var",
+]
 
 #: points the likelihood sees: the first :data:`RAW_HEAD` as logged, then equal-width bins
 MAX_POINTS = 32
@@ -123,8 +132,7 @@ class SSIntervals:
     forcing_ratio: float  #: posterior median of forcing sd / observation sd
 
 
-_ERFC_POLY = (-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196,
-              1.00002368)
+_ERFC_POLY = (-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196, 1.00002368)
 
 
 def _ncdf(x: np.ndarray) -> np.ndarray:
@@ -182,8 +190,10 @@ class Cells:
 
     @staticmethod
     def join(parts: list["Cells"]) -> "Cells":
-        return Cells(*(np.concatenate([getattr(c, k) for c in parts]) for k in ("ts", "ti", "r", "cols")),
-                     max(c.modes for c in parts))
+        return Cells(
+            *(np.concatenate([getattr(c, k) for c in parts]) for k in ("ts", "ti", "r", "cols")),
+            max(c.modes for c in parts),
+        )
 
 
 def _modes(ts, ti):
@@ -417,8 +427,16 @@ def _levels(G, logdet, q, n, noise_var):
     if kernel is None or K == 0:
         return _levels_numpy(G, logdet, q, n, noise_var)
     out = tuple(np.empty(K) for _ in range(5))
-    kernel.levels(m, K, n, -1.0 if noise_var is None else float(noise_var),
-                  np.ascontiguousarray(q, dtype=np.int64), _f64(G), _f64(logdet), *out)
+    kernel.levels(
+        m,
+        K,
+        n,
+        -1.0 if noise_var is None else float(noise_var),
+        np.ascontiguousarray(q, dtype=np.int64),
+        _f64(G),
+        _f64(logdet),
+        *out,
+    )
     return out
 
 
@@ -471,8 +489,13 @@ def _levels_numpy(G, logdet, q, n, noise_var):
         var = Qf / dof * inv00
     bad = ~(np.isfinite(nll) & ok) | (q == 0)
     skip = q == 0
-    return (np.where(bad, np.inf, nll), np.where(skip, 0.0, b0), np.where(skip, 0.0, var),
-            np.where(bad, np.inf, ml), np.where(bad, np.inf, Qf))
+    return (
+        np.where(bad, np.inf, nll),
+        np.where(skip, 0.0, b0),
+        np.where(skip, 0.0, var),
+        np.where(bad, np.inf, ml),
+        np.where(bad, np.inf, Qf),
+    )
 
 
 def _innovations(y, count, c: Cells, step_of, FQ, wb):
@@ -488,8 +511,23 @@ def _innovations(y, count, c: Cells, step_of, FQ, wb):
         Z, logdet = _innovations_numpy(y, count, c, step_of, FQ, wb)
         return _gram(Z), logdet
     G, logdet = np.empty((m, m, K)), np.empty(K)
-    kernel.innovations(n, m, K, FQ.shape[1], c.modes, np.ascontiguousarray(step_of, dtype=np.int64), _f64(FQ),
-                       _f64(y), _f64(c.cols), _f64(wb), _f64(count), _f64(c.ts - c.ti), _f64(c.r), G, logdet)
+    kernel.innovations(
+        n,
+        m,
+        K,
+        FQ.shape[1],
+        c.modes,
+        np.ascontiguousarray(step_of, dtype=np.int64),
+        _f64(FQ),
+        _f64(y),
+        _f64(c.cols),
+        _f64(wb),
+        _f64(count),
+        _f64(c.ts - c.ti),
+        _f64(c.r),
+        G,
+        logdet,
+    )
     return G, logdet
 
 
@@ -512,7 +550,7 @@ def _innovations_numpy(y, count, c: Cells, step_of, FQ, wb):
     B = np.empty((n, m, K))
     B[:, 0, :] = y[:, None]
     B[:, 1, :] = 1.0
-    B[:, 2:, :] = c.cols[:, :, :c.modes].transpose(1, 2, 0)
+    B[:, 2:, :] = c.cols[:, :, : c.modes].transpose(1, 2, 0)
     f11, f12, f21, f22, q11, q12, q22 = FQ
     S = FQ.shape[1]
     # P = (p11, p12, p22) <- F P F' + Q, as one (3 x 3) map per step and cell
@@ -674,14 +712,18 @@ def _two_cells(t, count, ts0, ratios, d=None) -> Cells | None:
         return None
     Sm = _tile(slow, fast.size)  # every (fast, slow), slow innermost
     # each mode's column once, then spread over the grid
-    cols = np.stack([np.repeat(_columns(t, count, fast, np.zeros(fast.size), d), slow.size, axis=0),
-                     np.tile(_columns(t, count, slow, np.zeros(slow.size), d), (fast.size, 1))], axis=2)
+    cols = np.stack(
+        [
+            np.repeat(_columns(t, count, fast, np.zeros(fast.size), d), slow.size, axis=0),
+            np.tile(_columns(t, count, slow, np.zeros(slow.size), d), (fast.size, 1)),
+        ],
+        axis=2,
+    )
     nr = ratios.size  # the ratio innermost, as in _law_cells
     return Cells(Sm.repeat(nr), np.zeros(Sm.size * nr), _tile(ratios, Sm.size), cols.repeat(nr, axis=0), 2)
 
 
-def state_space_intervals(law: str, t, y, times, guide=None, t_bounds=None,
-                          inertia_guide=None) -> SSIntervals | None:
+def state_space_intervals(law: str, t, y, times, guide=None, t_bounds=None, inertia_guide=None) -> SSIntervals | None:
     """The plateau's and timescale's 95% intervals of one law (see :func:`intervals_for`)."""
     return intervals_for(t, y, [Spec(law, tuple(times), guide, t_bounds, inertia_guide)])[0]
 
@@ -738,7 +780,7 @@ def intervals_for(t, y, specs: list[Spec], points: Points | None = None) -> list
             terms = (terms[0] - R_PRIOR * np.log(joined.r),) + tuple(terms[1:])
             k0 = 0
             for i, size, shape in meta:
-                results[i] = (tuple(x[k0:k0 + size] for x in terms), shape)
+                results[i] = (tuple(x[k0 : k0 + size] for x in terms), shape)
                 k0 += size
             if round_ == 0 and two is not None:
                 two_terms = tuple(x[k0:] for x in terms)
@@ -836,8 +878,9 @@ def _mixture_interval(w, m, s, probs=(0.025, 0.975)):
     x = [min(max(mu + sd * (-1.959964 if q < 0.5 else 1.959964), lo), hi) for q in probs]
     kernel = compiled_filter()
     if kernel is not None and len(probs) == 2:
-        return kernel.mixture(_f64(w), _f64(m), _f64(s), float(probs[0]), float(probs[1]), lo, hi,
-                              x[0], x[1], 1e-5 * sd)
+        return kernel.mixture(
+            _f64(w), _f64(m), _f64(s), float(probs[0]), float(probs[1]), lo, hi, x[0], x[1], 1e-5 * sd
+        )
     p = np.asarray(probs, dtype=float)
     return _mixture_newton(w, m, s, p, np.full(p.size, lo), np.full(p.size, hi), np.array(x), 1e-5 * sd)
 
@@ -867,8 +910,7 @@ def _mixture_newton(w, m, s, p, lo, hi, x, tol):
     return (xs[0], xs[1])
 
 
-NOTE = ("95% interval from the state-space likelihood (forcing + observation noise), "
-        "joined with the least-squares one")
+NOTE = "95% interval from the state-space likelihood (forcing + observation noise), joined with the least-squares one"
 
 
 def apply_to_models(models: dict, ctx, signal) -> None:
@@ -905,8 +947,9 @@ def _statespace(models: dict, ctx) -> None:
             continue
         inertia = p.get("inertia")
         times = (ts,) if law == "one" else (ts, inertia.value or 0.0)
-        specs.append(Spec(law, times, p["timescale"].ci95, ctx.bounds["timescale"],
-                          None if inertia is None else inertia.ci95))
+        specs.append(
+            Spec(law, times, p["timescale"].ci95, ctx.bounds["timescale"], None if inertia is None else inertia.ci95)
+        )
         fits.append(fit)
     if not specs:
         return
@@ -916,8 +959,7 @@ def _statespace(models: dict, ctx) -> None:
 
 
 def _publish(params: dict, ss: SSIntervals, ctx) -> None:
-    for name, (lo, hi), sd in (("plateau", ss.plateau, ss.plateau_sd),
-                               ("timescale", ss.timescale, ss.timescale_sd)):
+    for name, (lo, hi), sd in (("plateau", ss.plateau, ss.plateau_sd), ("timescale", ss.timescale, ss.timescale_sd)):
         e = params[name]
         if e.value is None:
             continue

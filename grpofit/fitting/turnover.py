@@ -55,7 +55,6 @@ import math
 import numpy as np
 
 from grpofit.fitting.regime import Reversal, peak_time
-from grpofit.laws.models import damping_ratio
 from grpofit.fitting.statespace_ci import (
     R_HI,
     R_LO,
@@ -66,6 +65,7 @@ from grpofit.fitting.statespace_ci import (
     _fixed,
     _kalman_cells,
 )
+from grpofit.laws.models import damping_ratio
 
 __all__ = ["turnover_test", "LR_CRITICAL"]
 
@@ -89,8 +89,10 @@ _MULT = _fixed(np.exp(np.linspace(-SPREAD, SPREAD, N_TS)))
 _BOUNDARY = _fixed(np.array([1.0, math.exp(0.5)]))
 #: the local grids' offsets in units of the steps, ``{-1, 0, 1}^d`` (the last coordinate
 #: innermost), for ``d`` = 2 and 3 moving coordinates
-_OFFSETS = {d: _fixed(np.stack(np.meshgrid(*([np.array([-1.0, 0.0, 1.0])] * d), indexing="ij"), -1).reshape(-1, d))
-            for d in (2, 3)}
+_OFFSETS = {
+    d: _fixed(np.stack(np.meshgrid(*([np.array([-1.0, 0.0, 1.0])] * d), indexing="ij"), -1).reshape(-1, d))
+    for d in (2, 3)
+}
 
 
 def _cells(pts: Points, ts, ti, r) -> Cells:
@@ -186,11 +188,11 @@ def _quadratic_step(u, f):
         return None
     coef = _fit_map(u) @ (f - f.min())
     coef = coef.tolist()
-    g = coef[1:d + 1]
+    g = coef[1 : d + 1]
     H = [[0.0] * d for _ in range(d)]
-    for (i, j), c in zip(((i, j) for i in range(d) for j in range(i, d)), coef[d + 1:]):
-        H[i][j] += c
-        H[j][i] += c  # the diagonal gets 2c: d^2/du^2 of c u^2
+    for (r, k), c in zip(((i, j) for i in range(d) for j in range(i, d)), coef[d + 1 :]):
+        H[r][k] += c
+        H[k][r] += c  # the diagonal gets 2c: d^2/du^2 of c u^2
     if not all(math.isfinite(x) for row in H for x in row) or not all(math.isfinite(x) for x in g):
         return None
     if d == 2:
@@ -207,8 +209,13 @@ def _quadratic_step(u, f):
     det = a * A + b * B + c * C
     if not (a > 0 and m2 > 0 and det > 0):
         return None
-    return np.array([-(A * g[0] + B * g[1] + C * g[2]) / det, -(B * g[0] + E * g[1] + F * g[2]) / det,
-                     -(C * g[0] + F * g[1] + I * g[2]) / det])
+    return np.array(
+        [
+            -(A * g[0] + B * g[1] + C * g[2]) / det,
+            -(B * g[0] + E * g[1] + F * g[2]) / det,
+            -(C * g[0] + F * g[1] + I * g[2]) / det,
+        ]
+    )
 
 
 def _refine(lik, starts: dict, t_end: float, tb: tuple) -> dict:
@@ -270,8 +277,17 @@ def _refine(lik, starts: dict, t_end: float, tb: tuple) -> dict:
     return {k: v for k, (_, v) in best.items()}
 
 
-def turnover_test(t, y, rows_zeta, rows_ts, fit_zeta: float, fit_ts: float,
-                  t_bounds: tuple, resid_var: float | None = None, points: Points | None = None) -> Reversal | None:
+def turnover_test(
+    t,
+    y,
+    rows_zeta,
+    rows_ts,
+    fit_zeta: float,
+    fit_ts: float,
+    t_bounds: tuple,
+    resid_var: float | None = None,
+    points: Points | None = None,
+) -> Reversal | None:
     """The reversal test under the state-space likelihood (module docstring): ``shown`` when
     the best curve without a turning point inside the window is rejected at 95%
     (``LR > LR_CRITICAL``). ``rows_zeta``, ``rows_ts``: the least-squares profile's rows (damping
@@ -342,16 +358,29 @@ def turnover_test(t, y, rows_zeta, rows_ts, fit_zeta: float, fit_ts: float,
     top = min(best["all"], float(np.min(cells["nll"])))
     lr = 2.0 * (best["h0"] - top)
     if not math.isfinite(best["h0"]) or lr > LR_CRITICAL:
-        return Reversal(True, f"the turn-over is in the data under the state-space likelihood "
-                              f"(likelihood ratio {'at least ' if settled else ''}{lr:.3g} against the best "
-                              f"curve without a turning point before step {t_end:g}, needs > "
-                              f"{LR_CRITICAL:.2f})", None, None, None)
+        return Reversal(
+            True,
+            f"the turn-over is in the data under the state-space likelihood "
+            f"(likelihood ratio {'at least ' if settled else ''}{lr:.3g} against the best "
+            f"curve without a turning point before step {t_end:g}, needs > "
+            f"{LR_CRITICAL:.2f})",
+            None,
+            None,
+            None,
+        )
     h0 = _no_turn(cells["ts"], cells["ti"], t_end)
     use = h0 & (2.0 * (cells["nll"] - top) <= LR_CRITICAL)
     plat, tss = cells["plat"][use], cells["ts"][use]
-    reason = (f"turn-over not shown once the forcing is allowed for: a curve with no turning point "
-              f"before step {t_end:g} fits within the state-space likelihood's 95% (likelihood ratio "
-              f"{lr:.3g}, needs > {LR_CRITICAL:.2f}), so the data cannot tell an underdamped overshoot "
-              "from a forced excursion")
-    return Reversal(False, reason, (float(plat.min()), float(plat.max())),
-                    (float(tss.min()), float(tss.max())), float(damping_ratio(tss, cells["ti"][use]).max()))
+    reason = (
+        f"turn-over not shown once the forcing is allowed for: a curve with no turning point "
+        f"before step {t_end:g} fits within the state-space likelihood's 95% (likelihood ratio "
+        f"{lr:.3g}, needs > {LR_CRITICAL:.2f}), so the data cannot tell an underdamped overshoot "
+        "from a forced excursion"
+    )
+    return Reversal(
+        False,
+        reason,
+        (float(plat.min()), float(plat.max())),
+        (float(tss.min()), float(tss.max())),
+        float(damping_ratio(tss, cells["ti"][use]).max()),
+    )

@@ -27,8 +27,23 @@ import numpy as np
 __all__ = ["Bounds", "metric_bounds", "parse_bounds", "lattice", "edge", "RATE_WORDS"]
 
 #: words in a metric's name that make it a share in [0, 1]
-RATE_WORDS = ("acc", "accuracy", "rate", "pass@", "pass_at", "passk", "success", "correct", "solved",
-              "win_rate", "exact_match", "em", "frac", "fraction", "percent_correct")
+RATE_WORDS = (
+    "acc",
+    "accuracy",
+    "rate",
+    "pass@",
+    "pass_at",
+    "passk",
+    "success",
+    "correct",
+    "solved",
+    "win_rate",
+    "exact_match",
+    "em",
+    "frac",
+    "fraction",
+    "percent_correct",
+)
 #: observed values are kept this share of the range away from the bounds before the logit
 #: (at least; a lattice of logged values or a batch size sets it when known)
 MIN_EDGE = 1e-5
@@ -79,7 +94,9 @@ def parse_bounds(text: str | None) -> Bounds | None:
     try:
         lo, hi = (float(p) for p in parts)
     except ValueError:
-        raise UsageError(f"--bounds {text!r} is not two numbers", fix="pass the metric's range, e.g. --bounds 0,1") from None
+        raise UsageError(
+            f"--bounds {text!r} is not two numbers", fix="pass the metric's range, e.g. --bounds 0,1"
+        ) from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise UsageError(f"--bounds {text!r}: need finite LO < HI", fix="pass the metric's range, e.g. --bounds 0,1")
     return Bounds(lo, hi, "--bounds")
@@ -112,8 +129,14 @@ def _is_rate(metric: str | None) -> bool:
     return any(w in words for w in RATE_WORDS) or any(w in name for w in ("pass@", "accuracy", "success_rate"))
 
 
-def metric_bounds(metric: str | None, values, *, option: Bounds | None = None,
-                  config: Mapping[str, Any] | None = None, batch: int | None = None) -> Bounds:
+def metric_bounds(
+    metric: str | None,
+    values,
+    *,
+    option: Bounds | None = None,
+    config: Mapping[str, Any] | None = None,
+    batch: int | None = None,
+) -> Bounds:
     """The bounds of a metric (see the module docstring for the order); :data:`UNBOUNDED`
     when none applies. Values outside name-derived bounds void them (the name misled)."""
     if option is not None:
@@ -143,7 +166,7 @@ def lattice(bounds: Bounds, values: np.ndarray) -> int | None:
     if gaps.size == 0:
         return None
     ns = np.arange(1, MAX_LATTICE + 1, dtype=float)[:, None]
-    head = p[: 20]  # candidates from a few values, then checked on all of them
+    head = p[:20]  # candidates from a few values, then checked on all of them
     x = head[None, :] * ns
     for n in ns[np.all(np.abs(x - np.round(x)) < 1e-6, axis=1), 0]:
         if np.all(np.abs(p * n - np.round(p * n)) < 1e-6):

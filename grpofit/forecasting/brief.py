@@ -20,8 +20,14 @@ def diagnose_forecast(run: Any, fit: Any, *, full: bool = False, horizon: float 
 
     steps = np.asarray(getattr(fit, "steps", []), dtype=float)
     values = np.asarray(getattr(fit, "values", []), dtype=float)
-    out = {"still_rising": None, "computed": False, "horizon": None, "expected_final": None,
-           "steps_to_95": None, "note": None}
+    out = {
+        "still_rising": None,
+        "computed": False,
+        "horizon": None,
+        "expected_final": None,
+        "steps_to_95": None,
+        "note": None,
+    }
     if steps.size >= 2:
         out["still_rising"] = bool(late_slope(steps, values).rising)
     if not full or steps.size == 0:
@@ -37,13 +43,15 @@ def diagnose_forecast(run: Any, fit: Any, *, full: bool = False, horizon: float 
     fc = forecast_series(steps, values, horizon_step=step, horizon_source=source, batch=batch)
     doc = fc.doc
     at = (doc.get("at") or [{}])[0]
-    out.update({
-        "computed": True,
-        "horizon": doc.get("horizon"),
-        "expected_final": {"step": at.get("step"), "mean": at.get("mean"), "pi95": at.get("pi95")},
-        "steps_to_95": doc.get("steps_to_95"),
-        "note": doc.get("note"),
-    })
+    out.update(
+        {
+            "computed": True,
+            "horizon": doc.get("horizon"),
+            "expected_final": {"step": at.get("step"), "mean": at.get("mean"), "pi95": at.get("pi95")},
+            "steps_to_95": doc.get("steps_to_95"),
+            "note": doc.get("note"),
+        }
+    )
     if doc.get("still_rising") is not None:
         out["still_rising"] = bool(doc["still_rising"])
     return out

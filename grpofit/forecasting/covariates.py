@@ -14,6 +14,8 @@ __all__ = ["COVARIATES", "covariates_of", "parse_covariates"]
 
 #: canonical covariates and the transform the closed forms suggest
 COVARIATES = ("lr", "momentum", "refresh", "group_size", "kl", "size")
+
+
 def _transform(name: str, v: float) -> float | None:
     try:
         v = float(v)
@@ -45,8 +47,13 @@ def covariates_of(run) -> dict:
 
     out: dict = {}
     hp = hyperparameters(run.config or {})
-    for q, name in (("learning_rate", "lr"), ("momentum", "momentum"), ("refresh", "refresh"),
-                    ("group_size", "group_size"), ("kl_beta", "kl")):
+    for q, name in (
+        ("learning_rate", "lr"),
+        ("momentum", "momentum"),
+        ("refresh", "refresh"),
+        ("group_size", "group_size"),
+        ("kl_beta", "kl"),
+    ):
         if q in hp:
             out[name] = float(hp[q]["value"])
     path = str(run.name).split("::")[0]
@@ -56,8 +63,13 @@ def covariates_of(run) -> dict:
             with open(meta, encoding="utf-8") as f:
                 m = json.load(f)
             if m.get("schema") == SCHEMAS["bandit"]:
-                for key, name in (("lr", "lr"), ("momentum", "momentum"), ("refresh_interval", "refresh"),
-                                  ("group_size", "group_size"), ("beta", "kl")):
+                for key, name in (
+                    ("lr", "lr"),
+                    ("momentum", "momentum"),
+                    ("refresh_interval", "refresh"),
+                    ("group_size", "group_size"),
+                    ("beta", "kl"),
+                ):
                     if isinstance(m.get(key), (int, float)):
                         out.setdefault(name, float(m[key]))
         except (OSError, ValueError):
@@ -83,14 +95,22 @@ def parse_covariates(items) -> dict:
     for item in items or ():
         name, _, value = str(item).partition("=")
         name = name.strip().replace("-", "_")
-        name = {"learning_rate": "lr", "beta": "kl", "kl_beta": "kl", "refresh_interval": "refresh",
-                "model_size": "size", "g": "group_size"}.get(name, name)
+        name = {
+            "learning_rate": "lr",
+            "beta": "kl",
+            "kl_beta": "kl",
+            "refresh_interval": "refresh",
+            "model_size": "size",
+            "g": "group_size",
+        }.get(name, name)
         try:
             v = float(value)
         except ValueError:
             v = float("nan")
         if name not in COVARIATES or _transform(name, v) is None:
-            raise UsageError(f"--covariate {item!r} is not NAME=NUMBER with NAME one of {', '.join(COVARIATES)}",
-                             fix="e.g. --covariate lr=1e-5 --covariate size=7e9")
+            raise UsageError(
+                f"--covariate {item!r} is not NAME=NUMBER with NAME one of {', '.join(COVARIATES)}",
+                fix="e.g. --covariate lr=1e-5 --covariate size=7e9",
+            )
         out[name] = v
     return out

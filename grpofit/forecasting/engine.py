@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grpofit.forecasting.bounds import Bounds, edge, lattice, metric_bounds
+from grpofit.core.numbers import finite as _num
 from grpofit.fitting.drift import late_slope, persistence
+from grpofit.forecasting.bounds import Bounds, edge, lattice, metric_bounds
 from grpofit.forecasting.likelihood import fit_law, reduce_series
 from grpofit.forecasting.predictive import TEMPER, law_weights, sample_future
 from grpofit.forecasting.statespace import LAWS
-from grpofit.core.numbers import finite as _num
 
 __all__ = ["forecast_series", "Forecast", "MIN_POINTS"]
 
@@ -66,8 +66,10 @@ def _step_out(x):
 
 def empty_doc(steps, horizon_step, horizon_source, at_steps, note: str) -> dict:
     """Every field present, every number null, and the reason in ``note``."""
-    seen = {"steps": [_step_out(steps[0]), _step_out(steps[-1])] if len(steps) else [None, None],
-            "n_points": int(len(steps))}
+    seen = {
+        "steps": [_step_out(steps[0]), _step_out(steps[-1])] if len(steps) else [None, None],
+        "n_points": int(len(steps)),
+    }
     at = [{"step": _step_out(horizon_step), "mean": None, "pi80": None, "pi95": None}]
     at += [{"step": _step_out(s), "mean": None, "pi80": None, "pi95": None} for s in at_steps]
     null = {"value": None, "ci95": None, "kind": None}
@@ -103,21 +105,36 @@ def _fallen_back(steps: np.ndarray, values: np.ndarray) -> str | None:
     drift = late_slope(steps, values)
     if not drift.falling:
         return None
-    start = float(values[:max(1, values.size // 10)].mean())
+    start = float(values[: max(1, values.size // 10)].mean())
     now = persistence(values)
     if now > start:
         return None
-    return (f"cannot forecast: the reward is falling ({drift.slope:.3g} per step since step "
-            f"{_step_out(drift.from_step)}) and is back at or below where the run started ({now:.3g} over the "
-            f"last tenth of the steps seen, {start:.3g} over the first); a relaxation toward a plateau does "
-            "not describe it (a collapse under way, or an unstable run: see grpofit diagnose)")
+    return (
+        f"cannot forecast: the reward is falling ({drift.slope:.3g} per step since step "
+        f"{_step_out(drift.from_step)}) and is back at or below where the run started ({now:.3g} over the "
+        f"last tenth of the steps seen, {start:.3g} over the first); a relaxation toward a plateau does "
+        "not describe it (a collapse under way, or an unstable run: see grpofit diagnose)"
+    )
 
 
-def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at_steps=(),
-                    batch: int | None = None, final_steps=None, seed: int = 0,
-                    laws=None, warm: dict | None = None, walk: bool = True,
-                    validate: bool = True, bounds: Bounds | None = None, metric: str | None = None,
-                    collapse_check: bool = True) -> Forecast:
+def forecast_series(
+    steps,
+    values,
+    *,
+    horizon_step=None,
+    horizon_source=None,
+    at_steps=(),
+    batch: int | None = None,
+    final_steps=None,
+    seed: int = 0,
+    laws=None,
+    warm: dict | None = None,
+    walk: bool = True,
+    validate: bool = True,
+    bounds: Bounds | None = None,
+    metric: str | None = None,
+    collapse_check: bool = True,
+) -> Forecast:
     """Forecast a run from ``(steps, values)`` seen so far (see the module docstring).
 
     ``final_steps``: the steps whose mean reward a backtest compares with (``Forecast.final``).
@@ -137,8 +154,15 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
         bounds = metric_bounds(metric, values, batch=batch)
     n = steps.size
     if n < MIN_POINTS:
-        return _refused(steps, values, horizon_step, horizon_source, at_steps, bounds,
-                        f"cannot forecast yet: {n} points seen, a forecast needs at least {MIN_POINTS}")
+        return _refused(
+            steps,
+            values,
+            horizon_step,
+            horizon_source,
+            at_steps,
+            bounds,
+            f"cannot forecast yet: {n} points seen, a forecast needs at least {MIN_POINTS}",
+        )
     from grpofit.fitting import fit_series
     from grpofit.fitting.analysis import confirmed_collapse
 
@@ -146,10 +170,26 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     # the collapse fit and diagnose name (one computation for every surface)
     collapse = confirmed_collapse(steps, values, whole=baseline)[0] if collapse_check else None
     if collapse is not None:
-        return _after_collapse(collapse, steps, values, baseline, bounds,
-                               dict(horizon_step=horizon_step, horizon_source=horizon_source, at_steps=at_steps,
-                                    batch=batch, final_steps=final_steps, seed=seed, laws=laws, walk=walk,
-                                    validate=validate, bounds=bounds, collapse_check=False))
+        return _after_collapse(
+            collapse,
+            steps,
+            values,
+            baseline,
+            bounds,
+            dict(
+                horizon_step=horizon_step,
+                horizon_source=horizon_source,
+                at_steps=at_steps,
+                batch=batch,
+                final_steps=final_steps,
+                seed=seed,
+                laws=laws,
+                walk=walk,
+                validate=validate,
+                bounds=bounds,
+                collapse_check=False,
+            ),
+        )
     falling = _fallen_back(steps, values)
     if falling is not None:
         out = _refused(steps, values, horizon_step, horizon_source, at_steps, bounds, falling)
@@ -171,15 +211,23 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     fitter = fit_walk_law if walk else fit_law
     fits, prior = [], None
     for law in laws or LAWS:
-        f = fitter(law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior,
-                   warm=(warm or {}).get(law))
+        f = fitter(
+            law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior, warm=(warm or {}).get(law)
+        )
         if f is not None:
             fits.append(f)
             if law == "one":
                 prior = f.theta
     if not fits:
-        out = _refused(steps, values, horizon_step, horizon_source, at_steps, bounds,
-                       "cannot forecast: no law could be fitted to the seen steps")
+        out = _refused(
+            steps,
+            values,
+            horizon_step,
+            horizon_source,
+            at_steps,
+            bounds,
+            "cannot forecast: no law could be fitted to the seen steps",
+        )
         out.extra["baseline"] = baseline
         return out
 
@@ -187,8 +235,12 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     fan_end = far if far > t_last else 2.0 * t_last
     fan_t = np.linspace(t_last, fan_end, FAN_POINTS)
     # a step before the first seen one has no forecast (the law starts at the first step)
-    pieces = [np.array([t_last]), np.array([] if horizon_t is None else [max(horizon_t, 0.0)]),
-              np.array([max(s - step0, 0.0) for s in at_steps]), fan_t]
+    pieces = [
+        np.array([t_last]),
+        np.array([] if horizon_t is None else [max(horizon_t, 0.0)]),
+        np.array([max(s - step0, 0.0) for s in at_steps]),
+        fan_t,
+    ]
     if final_steps is not None and len(final_steps):
         fs = np.asarray(final_steps, dtype=float) - step0
         if fs.size > 20:
@@ -211,8 +263,9 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
 
         point = rolling_origin(fits, weights, series, t, link.z, target, seed=seed)
     draws = sample_future(fits, series, tf, seed=seed, unlink=link.unlink, temper=temper)
-    _discrepancy(draws, point, tf - t_last, target, _tail_noise_var(fits, weights, link, t),
-                 np.random.default_rng(seed + 2))
+    _discrepancy(
+        draws, point, tf - t_last, target, _tail_noise_var(fits, weights, link, t), np.random.default_rng(seed + 2)
+    )
     rng = np.random.default_rng(seed + 1)
     lat = link.metric(draws.latent)
 
@@ -223,25 +276,34 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     offs = np.cumsum([0] + sizes)
     now = lat[:, 0]
     at_entries = []
-    h_cols = lat[:, offs[1]:offs[2]]
+    h_cols = lat[:, offs[1] : offs[2]]
     if horizon_t is not None:
-        at_entries.append(_at_entry(horizon_step, logged(offs[1], offs[1] + 1)[:, 0]) if horizon_t >= 0 else
-                          {"step": _step_out(horizon_step), "mean": None, "pi80": None, "pi95": None})
+        at_entries.append(
+            _at_entry(horizon_step, logged(offs[1], offs[1] + 1)[:, 0])
+            if horizon_t >= 0
+            else {"step": _step_out(horizon_step), "mean": None, "pi80": None, "pi95": None}
+        )
     else:
         at_entries.append({"step": None, "mean": None, "pi80": None, "pi95": None})
     for j, s in enumerate(at_steps):
-        at_entries.append(_at_entry(s, logged(offs[2] + j, offs[2] + j + 1)[:, 0]) if s >= step0 else
-                          {"step": _step_out(s), "mean": None, "pi80": None, "pi95": None})
+        at_entries.append(
+            _at_entry(s, logged(offs[2] + j, offs[2] + j + 1)[:, 0])
+            if s >= step0
+            else {"step": _step_out(s), "mean": None, "pi80": None, "pi95": None}
+        )
     fan_draws = logged(offs[3], offs[4])
     fan = {"step": fan_t + step0, "mean": fan_draws.mean(axis=0)}
     for name, q in (("q025", 2.5), ("q10", 10.0), ("q50", 50.0), ("q90", 90.0), ("q975", 97.5)):
         fan[name] = np.percentile(fan_draws, q, axis=0)
     final = None
     if len(pieces) > 4:
-        level = link.window_mean(draws.latent[:, offs[4]:offs[5]], draws.obs_sd, len(final_steps), rng)
-        final = {"mean": float(level.mean()), "median": float(np.median(level)),
-                 "pi95": [float(np.percentile(level, 2.5)), float(np.percentile(level, 97.5))],
-                 "kind": "interval"}
+        level = link.window_mean(draws.latent[:, offs[4] : offs[5]], draws.obs_sd, len(final_steps), rng)
+        final = {
+            "mean": float(level.mean()),
+            "median": float(np.median(level)),
+            "pi95": [float(np.percentile(level, 2.5)), float(np.percentile(level, 97.5))],
+            "kind": "interval",
+        }
         final["model_median"] = final["median"]
     pers = persistence(values)
 
@@ -256,28 +318,40 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
     doc["steps_to_95"] = _steps_to(draws.t95, step0)
     if horizon_t is not None and horizon_t >= 0:
         gain = h_cols[:, 0] - now
-        doc["remaining_gain"] = {"value": float(np.mean(gain)),
-                                 "ci95": [float(np.percentile(gain, 2.5)), float(np.percentile(gain, 97.5))],
-                                 "kind": "estimate"}
+        doc["remaining_gain"] = {
+            "value": float(np.mean(gain)),
+            "ci95": [float(np.percentile(gain, 2.5)), float(np.percentile(gain, 97.5))],
+            "kind": "estimate",
+        }
     else:
         doc["remaining_gain"] = {"value": None, "ci95": None, "kind": None}
     doc["recommendation"] = _recommend(doc, steps, horizon_step, _small_gain(bounds, values))
-    doc["note"] = None if horizon_step is not None else (
-        "cannot forecast yet: no plan length (the run's config names no trainer.total_training_steps "
-        "or max_steps; pass --horizon N); the plateau and the steps to 90/95% are still given")
+    doc["note"] = (
+        None
+        if horizon_step is not None
+        else (
+            "cannot forecast yet: no plan length (the run's config names no trainer.total_training_steps "
+            "or max_steps; pass --horizon N); the plateau and the steps to 90/95% are still given"
+        )
+    )
     if horizon_t is not None and horizon_t < 0:
-        doc["note"] = (f"the planned end (step {_step_out(horizon_step)}) lies before the first seen step "
-                       f"({_step_out(step0)}): no forecast there")
+        doc["note"] = (
+            f"the planned end (step {_step_out(horizon_step)}) lies before the first seen step "
+            f"({_step_out(step0)}): no forecast there"
+        )
     doc["bounds"] = bounds.doc()
-    doc["current"] = {"step": _step_out(steps[-1]), "mean": float(np.mean(now)),
-                      "ci95": [float(np.percentile(now, 2.5)), float(np.percentile(now, 97.5))]}
-    doc["point"] = {"method": "model", "persistence": pers, "model_weight": 1.0, "floor": None,
-                    "validation": point}
+    doc["current"] = {
+        "step": _step_out(steps[-1]),
+        "mean": float(np.mean(now)),
+        "ci95": [float(np.percentile(now, 2.5)), float(np.percentile(now, 97.5))],
+    }
+    doc["point"] = {"method": "model", "persistence": pers, "model_weight": 1.0, "floor": None, "validation": point}
     doc["still_rising"] = bool(drift.rising)
     doc["late_slope"] = drift.summary()
-    doc["laws"] = {f.law: {"weight": float(w), "bic": float(f.bic), "params": f.params()}
-                   for f, w in zip(fits, weights)}
-    doc["observation_noise"] = (f"binomial, batch {batch}" if link.point_var is not None else "estimated")
+    doc["laws"] = {
+        f.law: {"weight": float(w), "bic": float(f.bic), "params": f.params()} for f, w in zip(fits, weights)
+    }
+    doc["observation_noise"] = f"binomial, batch {batch}" if link.point_var is not None else "estimated"
     doc["link"] = "logit" if link.linked else "identity"
     best = fits[int(np.argmax(weights))]
     from grpofit.forecasting.likelihood import unpack
@@ -285,9 +359,14 @@ def forecast_series(steps, values, *, horizon_step=None, horizon_source=None, at
 
     ct = np.linspace(0.0, fan_end, 200)
     curve = (ct + step0, link.metric(design(best.law, ct, unpack(best.law, best.theta)[0]) @ best.beta))
-    return Forecast(doc, steps, values, fan, final, extra={"baseline": baseline, "draws": draws,
-                                                            "fits": fits, "curve": curve,
-                                                            "law": best.law, "link": link})
+    return Forecast(
+        doc,
+        steps,
+        values,
+        fan,
+        final,
+        extra={"baseline": baseline, "draws": draws, "fits": fits, "curve": curve, "law": best.law, "link": link},
+    )
 
 
 def _tail_noise_var(fits, weights, link: "_Link", t: np.ndarray) -> float:
@@ -330,20 +409,33 @@ def _after_collapse(collapse, steps, values, baseline, bounds: Bounds, options: 
     """A run that collapsed: the forecast of the level it fell to, from the points after the
     fall was detected, with the collapse named; refused when too few points follow it."""
     after = steps > collapse.detected_step
-    named = (f"the reward collapsed at step {_step_out(collapse.step)} (from {collapse.level_before:.3g} to "
-             f"{collapse.level_after:.3g})")
+    named = (
+        f"the reward collapsed at step {_step_out(collapse.step)} (from {collapse.level_before:.3g} to "
+        f"{collapse.level_after:.3g})"
+    )
     k = int(after.sum())
     if k < MIN_POINTS:
-        out = _refused(steps, values, options["horizon_step"], options["horizon_source"], options["at_steps"], bounds,
-                       f"cannot forecast yet: {named} and only {k} points follow the fall; a forecast of the "
-                       f"level after it needs at least {MIN_POINTS}")
+        out = _refused(
+            steps,
+            values,
+            options["horizon_step"],
+            options["horizon_source"],
+            options["at_steps"],
+            bounds,
+            f"cannot forecast yet: {named} and only {k} points follow the fall; a forecast of the "
+            f"level after it needs at least {MIN_POINTS}",
+        )
         out.extra["baseline"] = baseline
         out.extra["collapse"] = collapse
         return out
     fc = forecast_series(steps[after], values[after], **options)
     fc.doc["seen"] = {"steps": [_step_out(steps[0]), _step_out(steps[-1])], "n_points": int(steps.size)}
-    fc.doc["collapse"] = {"step": _step_out(collapse.step), "detected_step": _step_out(collapse.detected_step),
-                          "level_before": float(collapse.level_before), "level_after": float(collapse.level_after)}
+    fc.doc["collapse"] = {
+        "step": _step_out(collapse.step),
+        "detected_step": _step_out(collapse.detected_step),
+        "level_before": float(collapse.level_before),
+        "level_after": float(collapse.level_after),
+    }
     text = f"{named}; forecast from the {k} points after the fall (the level it sits at, not the plateau before it)"
     fc.doc["note"] = text if fc.doc.get("note") is None else f"{text}; {fc.doc['note']}"
     if fc.doc.get("recommendation"):

@@ -60,7 +60,7 @@ def _bounded(values: np.ndarray) -> bool:
 def _level_draws(values: np.ndarray, rng, *, spread: str) -> np.ndarray:
     """Normal draws around the mean of the last tenth: ``spread="se"`` its standard error,
     ``"sd"`` the scatter of the points themselves."""
-    tail = values[-max(3, values.size // 10):]
+    tail = values[-max(3, values.size // 10) :]
     mean = float(tail.mean())
     sd = float(tail.std(ddof=1)) if tail.size > 1 else 0.0
     if spread == "se":
@@ -80,8 +80,9 @@ def _accelerating(steps: np.ndarray, values: np.ndarray) -> bool:
     return bool(second > first)
 
 
-def horizon_draws(steps, values, horizon: float, *, horizon_source: str | None = None,
-                  batch: int | None = None, seed: int = 0) -> HorizonDraws:
+def horizon_draws(
+    steps, values, horizon: float, *, horizon_source: str | None = None, batch: int | None = None, seed: int = 0
+) -> HorizonDraws:
     """Draws of the run's expected reward at step ``horizon`` from ``(steps, values)`` seen so
     far (see the module docstring for what is drawn when the engine refuses)."""
     from grpofit.forecasting.engine import forecast_series
@@ -90,8 +91,7 @@ def horizon_draws(steps, values, horizon: float, *, horizon_source: str | None =
     values = np.asarray(values, dtype=float)
     keep = np.isfinite(steps) & np.isfinite(values)
     steps, values = steps[keep], values[keep]
-    fc = forecast_series(steps, values, horizon_step=horizon, horizon_source=horizon_source,
-                         batch=batch, seed=seed)
+    fc = forecast_series(steps, values, horizon_step=horizon, horizon_source=horizon_source, batch=batch, seed=seed)
     doc = fc.doc
     at = doc["at"][0] if doc.get("at") else {}
     rng = np.random.default_rng(seed + 7)
@@ -111,14 +111,27 @@ def horizon_draws(steps, values, horizon: float, *, horizon_source: str | None =
         p95 = at.get("pi95") or [None, None]
         # no upper end, or still rising faster than before (a sigmoid start, which the laws read
         # as an early plateau): nothing is stopped on the law's extrapolation
-        open_ended = (at.get("kind") == "lower_bound" or p95[1] is None
-                      or (bool(doc.get("still_rising")) and _accelerating(steps, values)))
+        open_ended = (
+            at.get("kind") == "lower_bound"
+            or p95[1] is None
+            or (bool(doc.get("still_rising")) and _accelerating(steps, values))
+        )
         return HorizonDraws(lat[pick], doc, "forecast", None, fc, open_ended)
     note = doc.get("note")
     if steps.size >= 3 and seen_all:
-        return HorizonDraws(_level_draws(values[steps <= horizon], rng, spread="se"), doc, "seen",
-                            "the seen steps reach the horizon: its level is the mean of the last tenth", fc)
+        return HorizonDraws(
+            _level_draws(values[steps <= horizon], rng, spread="se"),
+            doc,
+            "seen",
+            "the seen steps reach the horizon: its level is the mean of the last tenth",
+            fc,
+        )
     if steps.size >= 3 and note and note.startswith("cannot forecast:"):
-        return HorizonDraws(_level_draws(values, rng, spread="sd"), doc, "current level",
-                            note + "; taken to stay at its current level", fc)
+        return HorizonDraws(
+            _level_draws(values, rng, spread="sd"),
+            doc,
+            "current level",
+            note + "; taken to stay at its current level",
+            fc,
+        )
     return HorizonDraws(None, doc, "none", note, fc)

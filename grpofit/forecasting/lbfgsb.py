@@ -21,6 +21,11 @@ def minimize(f, x0, lo, hi, *, maxiter: int, eps: float, ftol: float) -> tuple[n
     lo = np.asarray(lo, dtype=float)
     hi = np.asarray(hi, dtype=float)
     x0 = np.clip(np.atleast_1d(np.asarray(x0, dtype=float)).ravel(), lo, hi)
-    res = scipy_minimize(f, x0, method="L-BFGS-B", bounds=list(zip(lo.tolist(), hi.tolist())),
-                         options={"maxiter": maxiter, "eps": eps, "ftol": ftol})
+    res = scipy_minimize(
+        f,
+        x0,
+        method="L-BFGS-B",
+        bounds=list(zip(lo.tolist(), hi.tolist())),
+        options={"maxiter": maxiter, "eps": eps, "ftol": ftol},
+    )
     return res.x, float(res.fun)

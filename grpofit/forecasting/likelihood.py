@@ -111,9 +111,16 @@ def tri_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``scipy.linalg.solve_triangular(L, b, lower=True, check_finite=False)``: the same LAPACK
     call (``trtrs``) with the same arguments, without the wrapper's per-call validation (the
     likelihood's search makes tens of thousands of these calls on small matrices)."""
-    if not (isinstance(L, np.ndarray) and isinstance(b, np.ndarray) and L.dtype == np.float64
-            and b.dtype == np.float64 and L.ndim == 2 and b.ndim in (1, 2) and b.size
-            and L.shape[0] == L.shape[1] == b.shape[0]):
+    if not (
+        isinstance(L, np.ndarray)
+        and isinstance(b, np.ndarray)
+        and L.dtype == np.float64
+        and b.dtype == np.float64
+        and L.ndim == 2
+        and b.ndim in (1, 2)
+        and b.size
+        and L.shape[0] == L.shape[1] == b.shape[0]
+    ):
         from scipy.linalg import solve_triangular
 
         return solve_triangular(L, b, lower=True, check_finite=False)
@@ -123,14 +130,20 @@ def tri_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
     else:  # the transposed system, as solve_triangular solves a C-ordered matrix
         x, info = trtrs(L.T, b, overwrite_b=False, lower=False, trans=True, unitdiag=False)
     if info > 0:
-        raise np.linalg.LinAlgError(f"singular matrix: resolution failed at diagonal {info-1}")
+        raise np.linalg.LinAlgError(f"singular matrix: resolution failed at diagonal {info - 1}")
     if info < 0:
         raise ValueError(f"illegal value in {-info}-th argument of internal trtrs")
     return x
 
 
-def reduce_series(t: np.ndarray, y: np.ndarray, point_var: np.ndarray | None = None, *,
-                  level_sd: float | None = None, rel_var: np.ndarray | None = None) -> Series:
+def reduce_series(
+    t: np.ndarray,
+    y: np.ndarray,
+    point_var: np.ndarray | None = None,
+    *,
+    level_sd: float | None = None,
+    rel_var: np.ndarray | None = None,
+) -> Series:
     """Bin a long series to at most :data:`MAX_POINTS` points (the head stays as logged).
 
     ``level_sd``: the prior sd of the levels (default twice the data's range). ``rel_var``:
@@ -238,8 +251,9 @@ class _Static:
 
 def _static(series: Series) -> _Static:
     """The series' :class:`_Static` (kept while its times, counts and variances are the same arrays)."""
-    return memo(series, "static", (series.t, series.count, series.point_var, series.rel_var),
-                lambda: _Static(series.obs_var()))
+    return memo(
+        series, "static", (series.t, series.count, series.point_var, series.rel_var), lambda: _Static(series.obs_var())
+    )
 
 
 def _level_prior(static: _Static, p: int, level: float, unit: float):
@@ -415,8 +429,7 @@ def _starts(law: str, series: Series, t_guess: float, prior=None) -> list[np.nda
     return [np.asarray(s, dtype=float) for s in out]
 
 
-def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=None,
-            warm=None) -> LawFit | None:
+def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=None, warm=None) -> LawFit | None:
     """Maximise ``law``'s marginal likelihood; ``None`` when every start fails.
 
     ``warm``: a ``theta`` of the same law fitted before (``grpofit watch`` refitting a run that
@@ -437,8 +450,9 @@ def fit_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=Non
     if not math.isfinite(ev.reml):
         return None
     cov = laplace_cov(f, theta, lo, hi)
-    return LawFit(law, theta, lo, hi, cov, ev.reml, ev.nll, ev.beta, ev.beta_cov, ev.sigma, ev.dof,
-                  int(series.t.size), known)
+    return LawFit(
+        law, theta, lo, hi, cov, ev.reml, ev.nll, ev.beta, ev.beta_cov, ev.sigma, ev.dof, int(series.t.size), known
+    )
 
 
 def minimise(f, lo: np.ndarray, hi: np.ndarray, starts, warm=None):

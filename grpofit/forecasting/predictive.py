@@ -192,9 +192,17 @@ def _propose(fit: LawFit, count: int, rng):
     return th, np.logaddexp(lq1, lq2) + math.log(0.5)
 
 
-def sample_future(fits: list[LawFit], series: Series, tf: np.ndarray, *, seed: int = 0,
-                  n_param: int = N_PARAM, n_total: int = N_PARAM * N_LATENT, unlink=None,
-                  temper: float = 1.0) -> Draws:
+def sample_future(
+    fits: list[LawFit],
+    series: Series,
+    tf: np.ndarray,
+    *,
+    seed: int = 0,
+    n_param: int = N_PARAM,
+    n_total: int = N_PARAM * N_LATENT,
+    unlink=None,
+    temper: float = 1.0,
+) -> Draws:
     """Joint draws of the latent expected reward at ``tf``, mixed over laws (BIC weights) and
     over each law's parameters (importance sampling of its marginal likelihood, flat prior in
     the log coordinates within the bounds). ``unlink``: the series is a link of the metric
@@ -242,8 +250,16 @@ def sample_future(fits: list[LawFit], series: Series, tf: np.ndarray, *, seed: i
             which.append(np.full(k, li))
     if not latent:
         raise ValueError("no usable draw")
-    return Draws(tf, np.concatenate(latent), np.concatenate(obs_sd), np.asarray(plateau),
-                 np.asarray(t90), np.asarray(t95), np.concatenate(slow), np.concatenate(which))
+    return Draws(
+        tf,
+        np.concatenate(latent),
+        np.concatenate(obs_sd),
+        np.asarray(plateau),
+        np.asarray(t90),
+        np.asarray(t95),
+        np.concatenate(slow),
+        np.concatenate(which),
+    )
 
 
 def _osc_slow(times) -> float:

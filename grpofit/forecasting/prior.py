@@ -103,7 +103,7 @@ def _levels(t: np.ndarray, y: np.ndarray) -> list:
     for c in LEVEL_CUTS:
         seen = y[t <= c * span]
         seen = seen if seen.size else y[:1]
-        out.append(float(seen[-max(1, seen.size // 10):].mean()))
+        out.append(float(seen[-max(1, seen.size // 10) :].mean()))
     return out
 
 
@@ -195,8 +195,9 @@ def summarise_run(name: str, steps, values, covariates: dict | None = None) -> R
     misfit = final - float(np.mean(_law(t[window], z)))
     params = dict(zip(PARAMS, map(float, z)))
     params["log_noise"] = float(math.log(max(sigma, 1e-12))) if math.isfinite(sigma) else None
-    return RunSummary(str(name), params, final, float(misfit), span, int(steps.size), dict(covariates or {}),
-                      _levels(t, values))
+    return RunSummary(
+        str(name), params, final, float(misfit), span, int(steps.size), dict(covariates or {}), _levels(t, values)
+    )
 
 
 # ---------------------------------------------------------------------------------- population
@@ -237,7 +238,7 @@ def _ridge(X: np.ndarray, y: np.ndarray, x0: np.ndarray):
         H = Z @ Ainv @ Z.T + 1.0 / n
         r = yc - Z @ (Ainv @ (Z.T @ yc))
         loo = r / np.clip(1.0 - np.diag(H), 1e-3, None)
-        score = float(np.mean(loo ** 2))
+        score = float(np.mean(loo**2))
         if best is None or score < best[0]:
             best = (score, Ainv, r, H)
     _, Ainv, r, H = best
@@ -304,9 +305,15 @@ def population(summaries: list[RunSummary], covariates: dict | None) -> Populati
     cov = R * np.outer(sd, sd) + np.eye(len(PARAMS)) * 1e-12
     ln_sd = float(np.std(noise, ddof=1)) if noise.size > 1 else 1.0
     mis = np.array([s.misfit for s in summaries])
-    mis_sd = float(np.sqrt(np.mean(mis ** 2))) if mis.size else 0.0
-    return Population(mean, cov, (float(np.median(noise)) if noise.size else math.log(sig),
-                                  math.sqrt(max(ln_sd, 0.2) ** 2 * _inflate(n))), mis_sd, used, n)
+    mis_sd = float(np.sqrt(np.mean(mis**2))) if mis.size else 0.0
+    return Population(
+        mean,
+        cov,
+        (float(np.median(noise)) if noise.size else math.log(sig), math.sqrt(max(ln_sd, 0.2) ** 2 * _inflate(n))),
+        mis_sd,
+        used,
+        n,
+    )
 
 
 # ---------------------------------------------------------------------------------- forecasting
@@ -344,14 +351,25 @@ def _check(pop: Population, prior_draws, t_seen, y_seen, sigma) -> tuple[dict, f
     seen_mean = _window_mean(sub, prior_draws[:400])
     sig_pop = math.exp(pop.log_noise[0])
     m_pred = float(np.nanmean(seen_mean))
-    sd_pred = math.sqrt(float(np.nanvar(seen_mean)) + pop.misfit_sd ** 2 + sig_pop ** 2 / n_seen)
+    sd_pred = math.sqrt(float(np.nanvar(seen_mean)) + pop.misfit_sd**2 + sig_pop**2 / n_seen)
     z_level = (float(y_seen.mean()) - m_pred) / max(sd_pred, 1e-12)
     z_noise = (math.log(sigma) - pop.log_noise[0]) / max(pop.log_noise[1], 1e-6)
-    d2 = z_level ** 2 + z_noise ** 2
+    d2 = z_level**2 + z_noise**2
     q95 = 5.991
     w = 1.0 if d2 <= q95 else float((q95 / d2) ** 2)
-    return ({"seen_level": float(y_seen.mean()), "prior_level": m_pred, "prior_level_sd": sd_pred,
-             "z_level": z_level, "noise": sigma, "prior_noise": sig_pop, "z_noise": z_noise, "distance2": d2}, w)
+    return (
+        {
+            "seen_level": float(y_seen.mean()),
+            "prior_level": m_pred,
+            "prior_level_sd": sd_pred,
+            "z_level": z_level,
+            "noise": sigma,
+            "prior_noise": sig_pop,
+            "z_noise": z_noise,
+            "distance2": d2,
+        },
+        w,
+    )
 
 
 def _law_draws(pop, t_seen, y_seen, sigma, w, t_final, n_final, rng, prior_draws):
@@ -392,7 +410,7 @@ def _stay_draws(summaries, frac, level_now, w, rng):
     if level_now is None:
         return None
     g = np.array([s.final_level - level_at(s.levels, frac) for s in summaries])
-    sd = math.sqrt(float(np.mean(g ** 2)) / max(w, 1e-6)) if g.size else 1.0
+    sd = math.sqrt(float(np.mean(g**2)) / max(w, 1e-6)) if g.size else 1.0
     return level_now + max(sd, 1e-9) * rng.standard_t(max(n - 1, 1), size=N_DRAWS)
 
 
@@ -433,15 +451,22 @@ class Prior:
 
     def to_json(self) -> dict:
         pop = population(self.runs, None) if len(self.runs) > 1 else None
-        doc = {"schema": PRIOR_SCHEMA, "law": "oscillator (plateau, initial, log timescale, log inertia)",
-               "n_runs": len(self.runs), "source": self.source,
-               "runs": [asdict(r) for r in self.runs], "skipped": self.skipped,
-               "calibration": self.calibration}
+        doc = {
+            "schema": PRIOR_SCHEMA,
+            "law": "oscillator (plateau, initial, log timescale, log inertia)",
+            "n_runs": len(self.runs),
+            "source": self.source,
+            "runs": [asdict(r) for r in self.runs],
+            "skipped": self.skipped,
+            "calibration": self.calibration,
+        }
         if pop is not None:
-            doc["population"] = {"mean": dict(zip(PARAMS, map(float, pop.mean))),
-                                 "sd": dict(zip(PARAMS, map(float, np.sqrt(np.diag(pop.cov))))),
-                                 "log_noise": {"mean": pop.log_noise[0], "sd": pop.log_noise[1]},
-                                 "misfit_sd": pop.misfit_sd}
+            doc["population"] = {
+                "mean": dict(zip(PARAMS, map(float, pop.mean))),
+                "sd": dict(zip(PARAMS, map(float, np.sqrt(np.diag(pop.cov))))),
+                "log_noise": {"mean": pop.log_noise[0], "sd": pop.log_noise[1]},
+                "misfit_sd": pop.misfit_sd,
+            }
         return doc
 
     def save(self, path: str) -> None:
@@ -456,9 +481,19 @@ class Prior:
         k = min(self.calibration, key=lambda x: abs(float(x) - frac))
         return {**default, **self.calibration[k]}
 
-    def forecast(self, steps, values, final_steps, *, covariates: dict | None = None, n_final: int | None = None,
-                 fraction: float | None = None, seed: int = 0, first_step: float | None = None,
-                 calibration: dict | None = None) -> PriorForecast:
+    def forecast(
+        self,
+        steps,
+        values,
+        final_steps,
+        *,
+        covariates: dict | None = None,
+        n_final: int | None = None,
+        fraction: float | None = None,
+        seed: int = 0,
+        first_step: float | None = None,
+        calibration: dict | None = None,
+    ) -> PriorForecast:
         """The prior-combined forecast of the mean over ``final_steps`` from ``(steps, values)``
         seen (empty: before the first step; then ``first_step`` says where the run starts)."""
         from grpofit.fitting.drift import persistence
@@ -492,9 +527,11 @@ class Prior:
             stay = _stay_draws(self.runs, fraction, persistence(values), w, rng)
             weight = _precision_share(prior_level, law, w)
             if w < 0.5:
-                note = (f"the run is unlike the prior's runs (its seen level {values.mean():.3g} against the "
-                        f"prior's {check['prior_level']:.3g} ± {check['prior_level_sd']:.2g}, noise {sigma:.2g} "
-                        f"against {sig_pop:.2g}): the prior was tempered to weight {w:.2g}, the run's own data decide")
+                note = (
+                    f"the run is unlike the prior's runs (its seen level {values.mean():.3g} against the "
+                    f"prior's {check['prior_level']:.3g} ± {check['prior_level_sd']:.2g}, noise {sigma:.2g} "
+                    f"against {sig_pop:.2g}): the prior was tempered to weight {w:.2g}, the run's own data decide"
+                )
         else:
             law, plateau = prior_level, prior_draws[:, 0]
             gain = _gain_draws(self.runs, covariates, fraction, None, 1.0, rng)
@@ -504,17 +541,25 @@ class Prior:
         parts = {"law": law, "gain": gain, "stay": stay}
         shares = {m: float(cal["shares"].get(m, 0.0)) for m in METHODS if parts[m] is not None}
         level = _mixture(parts, shares, cal["factors"], rng)
-        bounded = bool(all(0.0 <= r.final_level <= 1.0 for r in self.runs)) and \
-            (values.size == 0 or (values.min() >= 0.0 and values.max() <= 1.0))
+        bounded = bool(all(0.0 <= r.final_level <= 1.0 for r in self.runs)) and (
+            values.size == 0 or (values.min() >= 0.0 and values.max() <= 1.0)
+        )
         if bounded:
             level = np.clip(level, 0.0, 1.0)
         q = lambda p: float(np.percentile(level, p))
         # the mean of the draws winsorised at 1/99%: a few wild extrapolations do not move it
         lo1, hi99 = np.percentile(level, [1.0, 99.0])
-        out = {"mean": float(np.clip(level, lo1, hi99).mean()), "median": q(50), "pi80": [q(10), q(90)],
-               "pi95": [q(2.5), q(97.5)]}
-        pl = {"value": float(np.median(plateau)), "ci95": [float(np.percentile(plateau, 2.5)),
-                                                           float(np.percentile(plateau, 97.5))], "kind": "estimate"}
+        out = {
+            "mean": float(np.clip(level, lo1, hi99).mean()),
+            "median": q(50),
+            "pi80": [q(10), q(90)],
+            "pi95": [q(2.5), q(97.5)],
+        }
+        pl = {
+            "value": float(np.median(plateau)),
+            "ci95": [float(np.percentile(plateau, 2.5)), float(np.percentile(plateau, 97.5))],
+            "kind": "estimate",
+        }
         return PriorForecast(out, pl, weight, w, check, pop.used, note, parts, shares)
 
 
@@ -538,7 +583,7 @@ def _mixture(parts, shares, factors, rng) -> np.ndarray:
 def _factor(zs: np.ndarray) -> float:
     """Spread factor from standardised errors: root mean square pooled with one pseudo-
     observation at 1, never below 1."""
-    return max(1.0, math.sqrt((1.0 + float(np.sum(zs ** 2))) / (1.0 + zs.size))) if zs.size else 1.0
+    return max(1.0, math.sqrt((1.0 + float(np.sum(zs**2))) / (1.0 + zs.size))) if zs.size else 1.0
 
 
 def _z(draws, actual) -> tuple[float, float]:
@@ -570,8 +615,15 @@ def _calibrate(runs: list[RunSummary], series: dict, cuts=CAL_CUTS, seed: int = 
             window = steps >= steps[-1] - FINAL_FRACTION * span
             seen = steps <= steps[0] + c * span if c > 0 else np.zeros(steps.size, bool)
             try:
-                pf = others.forecast(steps[seen], values[seen], steps[window], covariates=s.covariates, fraction=c,
-                                     first_step=float(steps[0]), calibration=flat)
+                pf = others.forecast(
+                    steps[seen],
+                    values[seen],
+                    steps[window],
+                    covariates=s.covariates,
+                    fraction=c,
+                    first_step=float(steps[0]),
+                    calibration=flat,
+                )
             except (np.linalg.LinAlgError, ValueError):
                 continue
             for m in METHODS:
@@ -609,18 +661,30 @@ def from_json(doc: dict, source: str = "") -> Prior:
     from grpofit.core.errors import UsageError
 
     if not isinstance(doc, dict) or doc.get("schema") != PRIOR_SCHEMA:
-        raise UsageError(f"{source or 'the prior'} is not a {PRIOR_SCHEMA} document",
-                         fix="build one with grpofit forecast --prior RUNS... --save-prior FILE")
+        raise UsageError(
+            f"{source or 'the prior'} is not a {PRIOR_SCHEMA} document",
+            fix="build one with grpofit forecast --prior RUNS... --save-prior FILE",
+        )
     runs = []
     for r in doc.get("runs", []):
-        runs.append(RunSummary(r["run"], dict(r["params"]), float(r["final_level"]), float(r["misfit"]),
-                               float(r["span"]), int(r["n_points"]), dict(r.get("covariates") or {}),
-                               list(r.get("levels") or [])))
+        runs.append(
+            RunSummary(
+                r["run"],
+                dict(r["params"]),
+                float(r["final_level"]),
+                float(r["misfit"]),
+                float(r["span"]),
+                int(r["n_points"]),
+                dict(r.get("covariates") or {}),
+                list(r.get("levels") or []),
+            )
+        )
     return Prior(runs, dict(doc.get("calibration") or {}), doc.get("source") or source, list(doc.get("skipped") or []))
 
 
-def load_prior(paths, *, metric: str | None = None, step: str | None = None, exclude=(), calibrate: bool = True,
-               on_run=None) -> Prior:
+def load_prior(
+    paths, *, metric: str | None = None, step: str | None = None, exclude=(), calibrate: bool = True, on_run=None
+) -> Prior:
     """A prior from ``paths``: saved ``grpofit.prior/1`` documents and/or finished runs (files,
     folders). Runs named in ``exclude`` are left out (the run being forecast)."""
     from grpofit.core.errors import GrpofitError, UsageError
@@ -638,7 +702,9 @@ def load_prior(paths, *, metric: str | None = None, step: str | None = None, exc
                         saved.append(from_json(json.load(f), str(path)))
                     continue
             except (OSError, ValueError) as e:
-                raise UsageError(f"{path}: cannot read the prior ({e})", fix="pass a grpofit.prior/1 JSON or finished runs") from None
+                raise UsageError(
+                    f"{path}: cannot read the prior ({e})", fix="pass a grpofit.prior/1 JSON or finished runs"
+                ) from None
         for run in read_path(path, step=step):
             if run.name in exclude:
                 continue
@@ -651,8 +717,10 @@ def load_prior(paths, *, metric: str | None = None, step: str | None = None, exc
     built = build_prior(items, source=", ".join(map(str, paths)), calibrate=calibrate and not saved) if items else None
     if not saved:
         if built is None or not built.runs:
-            raise UsageError(f"--prior {' '.join(map(str, paths))}: no finished run could be summarised",
-                             fix="pass finished runs with a reward column, or a saved grpofit.prior/1 file")
+            raise UsageError(
+                f"--prior {' '.join(map(str, paths))}: no finished run could be summarised",
+                fix="pass finished runs with a reward column, or a saved grpofit.prior/1 file",
+            )
         return built
     runs = [r for p in saved for r in p.runs if r.run not in exclude] + (built.runs if built else [])
     calib = saved[0].calibration if len(saved) == 1 and built is None else {}
@@ -661,11 +729,16 @@ def load_prior(paths, *, metric: str | None = None, step: str | None = None, exc
 
 def prior_block(prior: Prior, pf: PriorForecast) -> dict:
     """The contract's ``"prior"`` entry of a forecast run."""
-    return {"runs": len(prior.runs), "source": prior.source, "weight": round(pf.weight, 4),
-            "tempering": round(pf.tempering, 4), "covariates": pf.used, "check": pf.check or None,
-            "used": [r.run for r in prior.runs][:200], "note": pf.note}
-
-
+    return {
+        "runs": len(prior.runs),
+        "source": prior.source,
+        "weight": round(pf.weight, 4),
+        "tempering": round(pf.tempering, 4),
+        "covariates": pf.used,
+        "check": pf.check or None,
+        "used": [r.run for r in prior.runs][:200],
+        "note": pf.note,
+    }
 
 
 def resolve_prior(prior, *, metric: str | None = None, step: str | None = None) -> Prior | None:
@@ -694,12 +767,15 @@ def _recommend(gain: dict, horizon_step, last: float) -> str:
     if hi <= SMALL_GAIN:
         return f"no further gain expected (with the prior): at most {hi:.3g} more by step {h}"
     if lo > 0:
-        return f"keep going (with the prior): {v:.3g} of reward still expected before step {h} (95%: {lo:.3g} to {hi:.3g})"
+        return (
+            f"keep going (with the prior): {v:.3g} of reward still expected before step {h} (95%: {lo:.3g} to {hi:.3g})"
+        )
     return f"cannot tell yet (with the prior): the gain by step {h} is between {lo:.3g} and {hi:.3g}"
 
 
-def apply_prior(entry: dict, prior: Prior, steps, values, horizon_step, *, covariates: dict | None = None,
-                seed: int = 0) -> PriorForecast | None:
+def apply_prior(
+    entry: dict, prior: Prior, steps, values, horizon_step, *, covariates: dict | None = None, seed: int = 0
+) -> PriorForecast | None:
     """Combine ``prior`` with the run's seen ``(steps, values)`` for the horizon step and write
     it into the forecast ``entry``: ``at[0]`` gets the prior-combined mean and intervals (the
     forecast without the prior is kept under ``without_prior``), ``remaining_gain`` follows, and
@@ -714,25 +790,45 @@ def apply_prior(entry: dict, prior: Prior, steps, values, horizon_step, *, covar
     if any(r.run in exclude for r in prior.runs):
         prior = Prior([r for r in prior.runs if r.run not in exclude], prior.calibration, prior.source, prior.skipped)
     if len(prior.runs) < 2:
-        entry["prior"] = {"runs": len(prior.runs), "source": prior.source, "weight": 0.0,
-                          "note": "a prior needs at least two finished runs other than this one"}
+        entry["prior"] = {
+            "runs": len(prior.runs),
+            "source": prior.source,
+            "weight": 0.0,
+            "note": "a prior needs at least two finished runs other than this one",
+        }
         return None
     if horizon_step is None:
-        entry["prior"] = {"runs": len(prior.runs), "source": prior.source, "weight": 0.0,
-                          "note": "no plan length (pass --horizon N): the prior forecasts the planned end"}
+        entry["prior"] = {
+            "runs": len(prior.runs),
+            "source": prior.source,
+            "weight": 0.0,
+            "note": "no plan length (pass --horizon N): the prior forecasts the planned end",
+        }
         return None
     first = float(steps[0]) if steps.size else 0.0
-    pf = prior.forecast(steps, values, [float(horizon_step)], covariates=covariates, n_final=1, seed=seed,
-                        first_step=first)
+    pf = prior.forecast(
+        steps, values, [float(horizon_step)], covariates=covariates, n_final=1, seed=seed, first_step=first
+    )
     at0 = entry["at"][0]
     at0["without_prior"] = {k: at0.get(k) for k in ("mean", "pi80", "pi95")}
-    at0.update({"mean": pf.final["mean"], "median": pf.final["median"], "pi80": pf.final["pi80"],
-                "pi95": pf.final["pi95"], "kind": "interval", "method": "prior"})
+    at0.update(
+        {
+            "mean": pf.final["mean"],
+            "median": pf.final["median"],
+            "pi80": pf.final["pi80"],
+            "pi95": pf.final["pi95"],
+            "kind": "interval",
+            "method": "prior",
+        }
+    )
     if steps.size:
         now = persistence(values)
-        entry["remaining_gain"] = {"value": pf.final["median"] - now,
-                                   "ci95": [pf.final["pi95"][0] - now, pf.final["pi95"][1] - now],
-                                   "kind": "estimate", "source": "prior"}
+        entry["remaining_gain"] = {
+            "value": pf.final["median"] - now,
+            "ci95": [pf.final["pi95"][0] - now, pf.final["pi95"][1] - now],
+            "kind": "estimate",
+            "source": "prior",
+        }
         entry["recommendation"] = _recommend(entry["remaining_gain"], horizon_step, float(steps[-1]))
     for key in ("plateau", "steps_to_90", "steps_to_95"):  # the run's own law: said so, not mixed with the prior's
         if isinstance(entry.get(key), dict) and entry[key].get("value") is not None:

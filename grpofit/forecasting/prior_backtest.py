@@ -63,24 +63,41 @@ def loo_backtest(items, *, cuts=PRIOR_CUTS, without: bool = True, seed: int = 0)
         spread = [finals[o[0]] for o in others]
         for c in cuts:
             seen = s <= s[0] + c * span if c > 0 else np.zeros(s.size, bool)
-            pf = prior.forecast(s[seen], v[seen], s[window], covariates=cov, fraction=c, first_step=float(s[0]),
-                                seed=seed)
+            pf = prior.forecast(
+                s[seen], v[seen], s[window], covariates=cov, fraction=c, first_step=float(s[0]), seed=seed
+            )
             lo, hi = pf.final["pi95"]
-            cut = {"fraction": c, "n_seen": int(seen.sum()), "actual": actual,
-                   "prior": {"median": pf.final["median"], "pi95": [lo, hi], "covered": bool(lo <= actual <= hi),
-                             "error": abs(pf.final["median"] - actual), "weight": pf.weight,
-                             "tempering": pf.tempering, "note": pf.note}}
+            cut = {
+                "fraction": c,
+                "n_seen": int(seen.sum()),
+                "actual": actual,
+                "prior": {
+                    "median": pf.final["median"],
+                    "pi95": [lo, hi],
+                    "covered": bool(lo <= actual <= hi),
+                    "error": abs(pf.final["median"] - actual),
+                    "weight": pf.weight,
+                    "tempering": pf.tempering,
+                    "note": pf.note,
+                },
+            }
             base = persistence(v[seen]) if seen.sum() else float(np.mean(spread))
-            cut["baseline"] = {"name": "persistence" if seen.sum() else "mean of the other runs' final levels",
-                               "prediction": base, "error": abs(base - actual)}
+            cut["baseline"] = {
+                "name": "persistence" if seen.sum() else "mean of the other runs' final levels",
+                "prediction": base,
+                "error": abs(base - actual),
+            }
             cut["sweep_spread"] = float(max(spread + [actual]) - min(spread + [actual]))
             if without and seen.sum() >= 2:
                 fc = forecast_series(s[seen], v[seen], horizon_step=float(s[-1]), final_steps=s[window], seed=seed)
                 if fc.final is not None:
                     flo, fhi = fc.final["pi95"]
-                    cut["without"] = {"median": fc.final["median"], "pi95": [flo, fhi],
-                                      "covered": bool(flo <= actual and (fhi is None or actual <= fhi)),
-                                      "error": abs(fc.final["median"] - actual)}
+                    cut["without"] = {
+                        "median": fc.final["median"],
+                        "pi95": [flo, fhi],
+                        "covered": bool(flo <= actual and (fhi is None or actual <= fhi)),
+                        "error": abs(fc.final["median"] - actual),
+                    }
                 else:
                     cut["without"] = {"median": None, "note": fc.doc.get("note")}
             entry["cuts"].append(cut)
@@ -106,12 +123,19 @@ def loo_summary(runs: list[dict]) -> dict:
         wo = [c["without"] for c in cs if c.get("without") and c["without"].get("median") is not None]
         out[f"{f:.0%}"] = {
             "n": len(cs),
-            "prior": {"coverage": float(np.mean([c["prior"]["covered"] for c in cs])) if cs else None,
-                      "median_error": pe, "ratio_to_baseline": None if not be else pe / be,
-                      "median_width": _med(widths), "median_weight": _med([c["prior"]["weight"] for c in cs])},
+            "prior": {
+                "coverage": float(np.mean([c["prior"]["covered"] for c in cs])) if cs else None,
+                "median_error": pe,
+                "ratio_to_baseline": None if not be else pe / be,
+                "median_width": _med(widths),
+                "median_weight": _med([c["prior"]["weight"] for c in cs]),
+            },
             "baseline": {"name": cs[0]["baseline"]["name"] if cs else None, "median_error": be},
-            "without": {"n": len(wo), "coverage": float(np.mean([w["covered"] for w in wo])) if wo else None,
-                        "median_error": _med([w["error"] for w in wo])},
+            "without": {
+                "n": len(wo),
+                "coverage": float(np.mean([w["covered"] for w in wo])) if wo else None,
+                "median_error": _med([w["error"] for w in wo]),
+            },
             "sweep_spread": _med([c["sweep_spread"] for c in cs]),
         }
     return out
@@ -130,33 +154,55 @@ def loo_doc(runs, *, metric=None, without: bool = True, seed: int = 0) -> dict:
         cuts = []
         for c in e["cuts"]:
             p = c["prior"]
-            cuts.append({"fraction": c["fraction"], "n_seen": c["n_seen"],
-                         "predicted": {"mean": p["median"], "median": p["median"], "pi95": p["pi95"], "kind": "interval"},
-                         "actual": c["actual"], "covered": p["covered"], "error": p["error"],
-                         "baselines": {"persistence" if c["n_seen"] else "others_mean":
-                                       {"prediction": c["baseline"]["prediction"], "error": c["baseline"]["error"]}},
-                         "prior": {"weight": p["weight"], "tempering": p["tempering"], "note": p["note"]},
-                         "without": c.get("without")})
+            cuts.append(
+                {
+                    "fraction": c["fraction"],
+                    "n_seen": c["n_seen"],
+                    "predicted": {"mean": p["median"], "median": p["median"], "pi95": p["pi95"], "kind": "interval"},
+                    "actual": c["actual"],
+                    "covered": p["covered"],
+                    "error": p["error"],
+                    "baselines": {
+                        "persistence" if c["n_seen"] else "others_mean": {
+                            "prediction": c["baseline"]["prediction"],
+                            "error": c["baseline"]["error"],
+                        }
+                    },
+                    "prior": {"weight": p["weight"], "tempering": p["tempering"], "note": p["note"]},
+                    "without": c.get("without"),
+                }
+            )
         out.append({"run": e["run"], "covariates": e["covariates"], "cuts": cuts, "note": e.get("note")})
     made = [c for r in out for c in r["cuts"]]
-    summary = {"n_cuts": len(made),
-               "coverage": float(np.mean([c["covered"] for c in made])) if made else None,
-               "median_error": _med([c["error"] for c in made]),
-               "prior_from_others": loo_summary(entries)}
-    return {"schema": SCHEMAS["backtest"], "mode": "prior from the other runs (leave one out)",
-            "final_level": f"mean of the last {FF:.0%} of steps", "runs": out, "summary": summary}
+    summary = {
+        "n_cuts": len(made),
+        "coverage": float(np.mean([c["covered"] for c in made])) if made else None,
+        "median_error": _med([c["error"] for c in made]),
+        "prior_from_others": loo_summary(entries),
+    }
+    return {
+        "schema": SCHEMAS["backtest"],
+        "mode": "prior from the other runs (leave one out)",
+        "final_level": f"mean of the last {FF:.0%} of steps",
+        "runs": out,
+        "summary": summary,
+    }
 
 
 def loo_markdown(summary: dict) -> str:
     """The per-cut summary as a markdown table."""
     f = lambda x, nd=3: "-" if x is None else f"{x:.{nd}g}"
-    lines = ["| cut | n | pi95 coverage | median error | baseline | baseline's error | ratio | median pi95 width "
-             "| sweep spread | prior weight | without prior: n, coverage, median error |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| cut | n | pi95 coverage | median error | baseline | baseline's error | ratio | median pi95 width "
+        "| sweep spread | prior weight | without prior: n, coverage, median error |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for cut, s in summary.items():
         p, b, w = s["prior"], s["baseline"], s["without"]
         wo = "-" if not w["n"] else f"{w['n']}, {f(w['coverage'], 2)}, {f(w['median_error'])}"
-        lines.append(f"| {cut} | {s['n']} | {f(p['coverage'], 2)} | {f(p['median_error'])} | {b['name']} | "
-                     f"{f(b['median_error'])} | {f(p['ratio_to_baseline'], 2)} | {f(p['median_width'])} | "
-                     f"{f(s['sweep_spread'])} | {f(p['median_weight'], 2)} | {wo} |")
+        lines.append(
+            f"| {cut} | {s['n']} | {f(p['coverage'], 2)} | {f(p['median_error'])} | {b['name']} | "
+            f"{f(b['median_error'])} | {f(p['ratio_to_baseline'], 2)} | {f(p['median_width'])} | "
+            f"{f(s['sweep_spread'])} | {f(p['median_weight'], 2)} | {wo} |"
+        )
     return "\n".join(lines) + "\n"

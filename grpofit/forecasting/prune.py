@@ -36,9 +36,17 @@ class SweepJudge:
     ``check_every``: steps between two decisions for one trial (default a tenth of the horizon);
     ``min_step``: no decision before this step (default a tenth of the horizon)."""
 
-    def __init__(self, horizon: float, *, margin: float = 0.0, confidence: float = 0.95,
-                 check_every: float | None = None, min_step: float | None = None,
-                 maximize: bool = True, seed: int = 0):
+    def __init__(
+        self,
+        horizon: float,
+        *,
+        margin: float = 0.0,
+        confidence: float = 0.95,
+        check_every: float | None = None,
+        min_step: float | None = None,
+        maximize: bool = True,
+        seed: int = 0,
+    ):
         if not horizon or horizon <= 0:
             raise ValueError("horizon must be the positive step every trial would end at")
         if not 0.5 < confidence < 1:
@@ -111,8 +119,13 @@ class SweepJudge:
         draws = [None if r is None else r.draws for r in res]
         if draws[keys.index(trial)] is None:
             return False
-        verdicts = judge(draws, margin=self.margin, confidence=self.confidence, seed=self.seed,
-                         open_ended=[r is not None and r.open_ended for r in res])
+        verdicts = judge(
+            draws,
+            margin=self.margin,
+            confidence=self.confidence,
+            seed=self.seed,
+            open_ended=[r is not None and r.open_ended for r in res],
+        )
         v = verdicts[keys.index(trial)]
         t.stopped = v["recommendation"] == STOP
         self.decisions.append((trial, step, v["p_within_margin"], t.stopped))

@@ -38,8 +38,14 @@ def decide(p_within: float | None, confidence: float) -> str:
     return KEEP if p_within >= 0.5 else UNSURE
 
 
-def judge(draws: list[np.ndarray | None], *, margin: float = 0.01, confidence: float = 0.95,
-          seed: int = 0, open_ended: list[bool] | None = None) -> list[dict]:
+def judge(
+    draws: list[np.ndarray | None],
+    *,
+    margin: float = 0.01,
+    confidence: float = 0.95,
+    seed: int = 0,
+    open_ended: list[bool] | None = None,
+) -> list[dict]:
     """Per run ``{"p_best", "p_within_margin", "recommendation"}`` from each run's draws at the
     horizon (None: no draws; such a run takes no part and gets nulls and ``cannot tell yet``).
     ``open_ended[i]``: run i is still rising and speeding up, or its forecast has no upper end
@@ -74,8 +80,15 @@ def judge(draws: list[np.ndarray | None], *, margin: float = 0.01, confidence: f
 
 
 #: columns holding the seconds one step took, and columns of seconds since the start
-STEP_TIME_COLUMNS = ("timing_s/step", "perf/time_per_step", "time/step", "train/step_time", "step_time",
-                     "time_per_step", "timing/step")
+STEP_TIME_COLUMNS = (
+    "timing_s/step",
+    "perf/time_per_step",
+    "time/step",
+    "train/step_time",
+    "step_time",
+    "time_per_step",
+    "timing/step",
+)
 ELAPSED_COLUMNS = ("_runtime", "train/runtime", "elapsed", "time_elapsed", "wall_time")
 GPU_KEYS = (("trainer.n_gpus_per_node", "trainer.nnodes"), ("n_gpus",), ("world_size",), ("num_gpus",))
 

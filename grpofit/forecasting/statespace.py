@@ -55,10 +55,13 @@ class Law:
 
 
 ONE = Law("one", ("plateau", "amplitude"), ("timescale",), "one mode + forcing")
-OSCILLATOR = Law("oscillator", ("plateau", "amplitude"), ("timescale", "inertia"),
-                 "damped oscillator + forcing")
-TWO = Law("two", ("plateau", "fast_amplitude", "slow_amplitude"), ("fast_timescale", "slow_timescale"),
-          "fast + slow modes + forcing")
+OSCILLATOR = Law("oscillator", ("plateau", "amplitude"), ("timescale", "inertia"), "damped oscillator + forcing")
+TWO = Law(
+    "two",
+    ("plateau", "fast_amplitude", "slow_amplitude"),
+    ("fast_timescale", "slow_timescale"),
+    "fast + slow modes + forcing",
+)
 #: the forecaster's laws by name, and the laws it mixes, in this order (simplest first: the fit of
 #: ``one`` is the starting point of the others' searches): one mode, the damped oscillator (slow
 #: start, overshoot) and a fast + a slow mode with independent amplitudes (two classes of prompts).

@@ -56,8 +56,9 @@ def _sub(series, upto: float):
     keep = series.t <= upto
     pv = None if series.point_var is None else series.point_var[keep]
     rv = None if series.rel_var is None else series.rel_var[keep]
-    sub = dataclasses.replace(series, t=series.t[keep], y=series.y[keep], count=series.count[keep], point_var=pv,
-                              rel_var=rv)
+    sub = dataclasses.replace(
+        series, t=series.t[keep], y=series.y[keep], count=series.count[keep], point_var=pv, rel_var=rv
+    )
     sub.level = persistence(sub.y)
     return sub
 

@@ -24,9 +24,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpofit.forecasting.likelihood import (LawFit, Series, _level_prior, _static, _times_parts, bounds_for, covariance,
-                                            gaussian_nll, lags, laplace_cov, minimise, prior_unit, system, tri_solve,
-                                            unpack)
+from grpofit.forecasting.likelihood import (
+    LawFit,
+    Series,
+    _level_prior,
+    _static,
+    _times_parts,
+    bounds_for,
+    covariance,
+    gaussian_nll,
+    lags,
+    laplace_cov,
+    minimise,
+    prior_unit,
+    system,
+    tri_solve,
+    unpack,
+)
 from grpofit.forecasting.likelihood import _starts as law_starts
 
 __all__ = ["WalkFit", "walk_cov", "walk_system", "fit_walk_law", "walk_q"]
@@ -39,9 +53,23 @@ class WalkFit(LawFit):
     walk: bool = True
 
     def params(self) -> dict:
-        out = LawFit.params(LawFit(self.law, self.theta[:-1], self.lower[:-1], self.upper[:-1],
-                                   self.theta_cov[:-1, :-1], self.reml, self.nll, self.beta, self.beta_cov,
-                                   self.sigma, self.dof, self.n, self.known_noise))
+        out = LawFit.params(
+            LawFit(
+                self.law,
+                self.theta[:-1],
+                self.lower[:-1],
+                self.upper[:-1],
+                self.theta_cov[:-1, :-1],
+                self.reml,
+                self.nll,
+                self.beta,
+                self.beta_cov,
+                self.sigma,
+                self.dof,
+                self.n,
+                self.known_noise,
+            )
+        )
         q = math.exp(float(self.theta[-1]))
         out["drift_sd_per_step"] = float(math.sqrt(q) * (1.0 if self.known_noise else self.sigma))
         return out
@@ -122,8 +150,7 @@ def walk_bounds(series: Series) -> tuple[float, float]:
     return lo, max(hi, lo + 1.0)
 
 
-def fit_walk_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=None,
-                 warm=None) -> WalkFit | None:
+def fit_walk_law(law: str, series: Series, *, t_guess: float, t_max: float, prior=None, warm=None) -> WalkFit | None:
     """Maximise the law's marginal likelihood with the walk (``None`` when every start fails).
 
     ``warm``: a ``theta`` of the same law (with its walk) fitted before, as ``grpofit watch``
@@ -141,8 +168,9 @@ def fit_walk_law(law: str, series: Series, *, t_guess: float, t_max: float, prio
     prior_law = None if prior is None else np.asarray(prior)[:-1]
 
     f = search_objective(law, series)
-    best = minimise(f, lo, hi, lambda: [np.append(start, q_mid)
-                                        for start in law_starts(law, series, t_guess, prior_law)], warm)
+    best = minimise(
+        f, lo, hi, lambda: [np.append(start, q_mid) for start in law_starts(law, series, t_guess, prior_law)], warm
+    )
     if best is None:
         return None
     theta = np.clip(best.x, lo, hi)
@@ -151,5 +179,18 @@ def fit_walk_law(law: str, series: Series, *, t_guess: float, t_max: float, prio
         return None
     beta, beta_cov, sigma = levels
     cov = laplace_cov(f, theta, lo, hi)
-    return WalkFit(law, theta, lo, hi, cov, nll, nll, beta, beta_cov, sigma, int(series.t.size),
-                   int(series.t.size), series.point_var is not None)
+    return WalkFit(
+        law,
+        theta,
+        lo,
+        hi,
+        cov,
+        nll,
+        nll,
+        beta,
+        beta_cov,
+        sigma,
+        int(series.t.size),
+        int(series.t.size),
+        series.point_var is not None,
+    )

@@ -14,8 +14,9 @@ import numpy as np
 __all__ = ["diminishing"]
 
 
-def diminishing(steps, values, horizon: float | None, *, min_gain: float = 0.01, confidence: float = 0.95,
-                seed: int = 0) -> dict | None:
+def diminishing(
+    steps, values, horizon: float | None, *, min_gain: float = 0.01, confidence: float = 0.95, seed: int = 0
+) -> dict | None:
     """``{"event": "diminishing", "status": "stop", "step", "p", "expected_gain", "message"}`` when
     the run should stop, else None (also when the planned end is unknown or already reached)."""
     from grpofit.forecasting.horizon import horizon_draws
@@ -29,14 +30,21 @@ def diminishing(steps, values, horizon: float | None, *, min_gain: float = 0.01,
     res = horizon_draws(steps, values, horizon, seed=seed)
     if res.draws is None or res.kind != "forecast":
         return None
-    now = float(values[-max(3, values.size // 10):].mean())
+    now = float(values[-max(3, values.size // 10) :].mean())
     gain = res.draws - now
     p = float(np.mean(gain < min_gain))
     if p < confidence:
         return None
     left = int(round(horizon - steps[-1]))
-    return {"event": "diminishing", "status": "stop", "step": float(steps[-1]), "p": p,
-            "expected_gain": float(gain.mean()),
-            "message": (f"diminishing returns: {float(gain.mean()):.3g} of reward still expected in the "
-                        f"{left} steps before step {int(round(horizon))}; below {min_gain:g} with probability "
-                        f"{p:.0%} (>= {confidence:.0%}): stopping")}
+    return {
+        "event": "diminishing",
+        "status": "stop",
+        "step": float(steps[-1]),
+        "p": p,
+        "expected_gain": float(gain.mean()),
+        "message": (
+            f"diminishing returns: {float(gain.mean()):.3g} of reward still expected in the "
+            f"{left} steps before step {int(round(horizon))}; below {min_gain:g} with probability "
+            f"{p:.0%} (>= {confidence:.0%}): stopping"
+        ),
+    }

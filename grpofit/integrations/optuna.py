@@ -32,10 +32,19 @@ class GrpofitPruner(optuna.pruners.BasePruner):
     """Prune a trial when its forecast says it will not end within ``margin`` of the best trial
     (see the module docstring)."""
 
-    def __init__(self, horizon: int, *, margin: float = 0.0, confidence: float = 0.95,
-                 check_every: int | None = None, min_step: int | None = None, seed: int = 0):
-        self._args = dict(horizon=horizon, margin=margin, confidence=confidence, check_every=check_every,
-                          min_step=min_step, seed=seed)
+    def __init__(
+        self,
+        horizon: int,
+        *,
+        margin: float = 0.0,
+        confidence: float = 0.95,
+        check_every: int | None = None,
+        min_step: int | None = None,
+        seed: int = 0,
+    ):
+        self._args = dict(
+            horizon=horizon, margin=margin, confidence=confidence, check_every=check_every, min_step=min_step, seed=seed
+        )
         SweepJudge(horizon, margin=margin, confidence=confidence)  # checks the arguments now
         self._judges: dict = {}
 

@@ -30,14 +30,31 @@ class GrpofitStopper(Stopper):
     """Stop a trial when its forecast says it will not end within ``margin`` of the best trial
     (see the module docstring)."""
 
-    def __init__(self, metric: str, horizon: int, *, step_key: str = "training_iteration", mode: str = "max",
-                 margin: float = 0.0, confidence: float = 0.95, check_every: int | None = None,
-                 min_step: int | None = None, seed: int = 0):
+    def __init__(
+        self,
+        metric: str,
+        horizon: int,
+        *,
+        step_key: str = "training_iteration",
+        mode: str = "max",
+        margin: float = 0.0,
+        confidence: float = 0.95,
+        check_every: int | None = None,
+        min_step: int | None = None,
+        seed: int = 0,
+    ):
         if mode not in ("max", "min"):
             raise ValueError(f"mode must be 'max' or 'min', not {mode!r}")
         self.metric, self.step_key = metric, step_key
-        self.judge = SweepJudge(horizon, margin=margin, confidence=confidence, check_every=check_every,
-                                min_step=min_step, maximize=mode == "max", seed=seed)
+        self.judge = SweepJudge(
+            horizon,
+            margin=margin,
+            confidence=confidence,
+            check_every=check_every,
+            min_step=min_step,
+            maximize=mode == "max",
+            seed=seed,
+        )
 
     def __call__(self, trial_id: str, result: dict) -> bool:
         value, step = result.get(self.metric), result.get(self.step_key)

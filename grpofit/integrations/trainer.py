@@ -97,10 +97,20 @@ def _number(v) -> float | None:
 class GrpofitCallback(_Base):
     """Live fit, forecast, verdicts and alerts for a Trainer run (module docstring)."""
 
-    def __init__(self, every: int = 10, stop_on: str | None = None, *, metric: str | None = None,
-                 forecast: bool = True, name: str = "trainer", group_size: int | None = None,
-                 background: bool = True, logger: logging.Logger | None = None,
-                 min_gain: float = 0.01, confidence: float = 0.95) -> None:
+    def __init__(
+        self,
+        every: int = 10,
+        stop_on: str | None = None,
+        *,
+        metric: str | None = None,
+        forecast: bool = True,
+        name: str = "trainer",
+        group_size: int | None = None,
+        background: bool = True,
+        logger: logging.Logger | None = None,
+        min_gain: float = 0.01,
+        confidence: float = 0.95,
+    ) -> None:
         if not isinstance(every, int) or isinstance(every, bool) or every < 1:
             raise ValueError(f"every={every!r}: a positive number of steps")
         if stop_on not in (None, "fail", "warn", "diminishing"):
@@ -265,8 +275,7 @@ class GrpofitCallback(_Base):
             if s95 is not None:
                 numbers["grpofit/steps_to_95"] = float(s95)
             stop = self._diminishing(st) if self.stop_on == "diminishing" else self._broken(st, events)
-        return {"events": events, "numbers": numbers, "stop": stop,
-                "step": None if st is None else st.last_step}
+        return {"events": events, "numbers": numbers, "stop": stop, "step": None if st is None else st.last_step}
 
     def _diminishing(self, st) -> dict | None:
         """``stop_on="diminishing"``: the stop when the gain still expected before ``max_steps``
@@ -294,8 +303,12 @@ class GrpofitCallback(_Base):
         for (mode, status), alert in st.alerts.items():
             now = st.verdicts.get(mode)
             if alert.source == "diagnose" and now == status and stops(now, st.causes.get(mode, ()), self.stop_on):
-                return {**alert.event(), "evidence": st.evidence.get(mode, alert.evidence),
-                        "causes": list(st.causes.get(mode, ())), "step": st.last_step}
+                return {
+                    **alert.event(),
+                    "evidence": st.evidence.get(mode, alert.evidence),
+                    "causes": list(st.causes.get(mode, ())),
+                    "step": st.last_step,
+                }
         return None
 
     def _collect(self) -> None:
@@ -311,8 +324,9 @@ class GrpofitCallback(_Base):
             for e in res["events"]:
                 self.events.append(e)
                 if e["event"] == "alert":
-                    log.warning("grpofit alert at step %s: %s %s: %s", _step(e["step"]), e["mode"], e["status"],
-                                e["evidence"])
+                    log.warning(
+                        "grpofit alert at step %s: %s %s: %s", _step(e["step"]), e["mode"], e["status"], e["evidence"]
+                    )
             if res["numbers"] is not None:
                 self._numbers = res["numbers"]
             stop = res["stop"]
@@ -336,16 +350,19 @@ class GrpofitCallback(_Base):
         s = self.stopped_by or {}
         good = s.get("last_good_step")
         line = "=" * 72
-        return "\n".join([
-            line,
-            f"grpofit stopped training at step {_step(s.get('step'))}: {s.get('mode')} {s.get('status')}"
-            + (f" (problem from step {_step(s['onset'])})" if s.get("onset") is not None else ""),
-            f"evidence: {s.get('evidence')}",
-            "last good step: " + (_step(good) if good is not None else "none judged good before the problem")
-            + " (its checkpoint, when saved, is the one to resume from)",
-            "stop_on=None never stops a run; the alerts stay in the log either way",
-            line,
-        ])
+        return "\n".join(
+            [
+                line,
+                f"grpofit stopped training at step {_step(s.get('step'))}: {s.get('mode')} {s.get('status')}"
+                + (f" (problem from step {_step(s['onset'])})" if s.get("onset") is not None else ""),
+                f"evidence: {s.get('evidence')}",
+                "last good step: "
+                + (_step(good) if good is not None else "none judged good before the problem")
+                + " (its checkpoint, when saved, is the one to resume from)",
+                "stop_on=None never stops a run; the alerts stay in the log either way",
+                line,
+            ]
+        )
 
 
 def _step(x) -> str:

@@ -40,7 +40,6 @@ __all__ = [
     "regime_of",
     "CurveModel",
     "LEVELS",
-    "MODELS",
     "EXPONENTIAL",
     "OSCILLATOR",
     "lmfit_model",
@@ -48,11 +47,13 @@ __all__ = [
     "oscillator_roots",
 ]
 
+
 #: extreme but legitimate inputs (values or steps near 1e300, timescales near 1e-300) may
 #: overflow to inf or give NaN in intermediate products: the fitter treats non-finite curves
 #: as failed evaluations, so the model functions do not warn about them
 def _huge_ok():
     return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
+
 
 # The ``raw_*`` functions are the same computations without a ``np.errstate`` of their own (it
 # costs about as much as evaluating a curve of a hundred points): for the fitter, which runs
@@ -188,7 +189,8 @@ def raw_relaxation_derivatives(t, timescale, inertia, *, derivatives: bool = Tru
     """:func:`relaxation_derivatives` without its ``np.errstate`` (see the ``raw_`` note)."""
     t = np.asarray(t, dtype=float)
     if (isinstance(timescale, float) and isinstance(inertia, float)) or (
-            np.ndim(timescale) == 0 and np.ndim(inertia) == 0):
+        np.ndim(timescale) == 0 and np.ndim(inertia) == 0
+    ):
         ts, ti = float(timescale), max(float(inertia), 0.0)
         disc = 1.0 - 4.0 * ti / ts
         fn = _overdamped if disc >= _U_SWITCH**2 else _near_critical
@@ -287,8 +289,7 @@ def _nc_series(t, a, z, ts, derivatives):
     # C, S, S' at once: powers of z (|z| < _Z_SERIES) times the coefficient table
     acc = np.power.outer(z, _POWERS) @ _SERIES_T
     e = np.exp(-a * t)
-    return _nc_finish(t, a, ts, e * acc[..., 0], e * acc[..., 1],
-                      e * acc[..., 2] if derivatives else None, derivatives)
+    return _nc_finish(t, a, ts, e * acc[..., 0], e * acc[..., 1], e * acc[..., 2] if derivatives else None, derivatives)
 
 
 def _nc_closed(t, a, beta, z, ts, derivatives):
@@ -525,7 +526,7 @@ def _smooth(y: np.ndarray) -> np.ndarray:
         i = np.arange(a, min(n, a + _SMOOTH_BLOCK))
         lo = np.maximum(i - h, 0)
         hi = np.minimum(i + h + 1, n)
-        out[a:a + i.size] = (c[hi] - c[lo]) / (hi - lo)
+        out[a : a + i.size] = (c[hi] - c[lo]) / (hi - lo)
     return out
 
 
@@ -682,8 +683,7 @@ class CurveModel:
     def __post_init__(self):
         missing = [k for k in LEVELS if k not in self.param_names]
         if missing:
-            raise ValueError(f"law {self.name!r} lacks the level parameter(s) {missing}: "
-                             f"every law has {LEVELS}")
+            raise ValueError(f"law {self.name!r} lacks the level parameter(s) {missing}: every law has {LEVELS}")
 
     def __call__(self, t, params: dict[str, float]) -> np.ndarray:
         return self.func(t, *(params[k] for k in self.param_names))
@@ -718,8 +718,13 @@ OSCILLATOR = CurveModel(
     derived_names=("damping_ratio",),
     reports_regime=True,
     statespace_law="oscillator",
-    titles={"plateau": "plateau p*", "initial": "initial p0", "timescale": "timescale 1/K_eff",
-            "inertia": "inertia M/C", "damping_ratio": "damping ratio"},
+    titles={
+        "plateau": "plateau p*",
+        "initial": "initial p0",
+        "timescale": "timescale 1/K_eff",
+        "inertia": "inertia M/C",
+        "damping_ratio": "damping ratio",
+    },
     style={"color": "tab:red", "ls": "-"},
 )
 
@@ -763,8 +768,7 @@ def lmfit_model(name: str, t=None, y=None):
             params = self.make_params()
             for key in spec.param_names:
                 lo, hi = bounds[key]
-                params[self.prefix + key].set(value=float(np.clip(start[key], lo, hi)),
-                                              min=lo, max=hi)
+                params[self.prefix + key].set(value=float(np.clip(start[key], lo, hi)), min=lo, max=hi)
             return lmfit.models.update_param_vals(params, self.prefix, **kws)
 
     model = GrpofitModel(spec.func, independent_vars=["t"], name=name)

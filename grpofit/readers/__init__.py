@@ -17,7 +17,7 @@ import sys
 from typing import TYPE_CHECKING, Callable
 
 from grpofit.core.errors import MetricNotFound, ReadError, UnknownFormat
-from grpofit.readers.discover import RunSource, discover, dir_kind, newest_checkpoint
+from grpofit.readers.discover import RunSource, dir_kind, discover, newest_checkpoint
 from grpofit.readers.registry import FORMATS
 from grpofit.readers.sniff import sniff
 from grpofit.readers.source import PEEK, SUPPORTED_HINT, Source
@@ -62,7 +62,11 @@ def read_path(path: str, *, step: str | None = None) -> list[Run]:
         try:
             data = read_stream(stdin, "-")
         except OSError as exc:
-            raise ReadError(f"standard input cannot be read ({exc.strerror or exc})", path="-", fix="pipe a log into grpofit or pass a file") from None
+            raise ReadError(
+                f"standard input cannot be read ({exc.strerror or exc})",
+                path="-",
+                fix="pipe a log into grpofit or pass a file",
+            ) from None
         return read_bytes(data, "-", step=step)
     mode = check_exists(path).st_mode  # one stat for every check below
     if stat.S_ISDIR(mode):
@@ -103,7 +107,9 @@ def _read(src: Source, step: str | None) -> list:
             head = _head_with_rows(src, MAX_HEADER)
         tail = src.tail(PEEK)
     except OSError as exc:
-        raise ReadError(f"cannot be read ({exc.strerror or exc})", path=src.name, fix="check the path and permissions") from None
+        raise ReadError(
+            f"cannot be read ({exc.strerror or exc})", path=src.name, fix="check the path and permissions"
+        ) from None
     fmt = sniff(head, src.name, tail)
     reader = _reader(fmt)
     try:
@@ -111,9 +117,13 @@ def _read(src: Source, step: str | None) -> list:
     except (ReadError, MetricNotFound):
         raise
     except MemoryError:
-        raise ReadError("is too large to read into memory", path=src.name, fix="split the log or read it on a larger machine") from None
+        raise ReadError(
+            "is too large to read into memory", path=src.name, fix="split the log or read it on a larger machine"
+        ) from None
     except UnicodeDecodeError as exc:
-        raise UnknownFormat(f"is not text ({exc.reason})", path=src.name, fix=f"grpofit reads {SUPPORTED_HINT}") from None
+        raise UnknownFormat(
+            f"is not text ({exc.reason})", path=src.name, fix=f"grpofit reads {SUPPORTED_HINT}"
+        ) from None
 
 
 def _head_with_rows(src: Source, cap: int) -> bytes:
@@ -187,8 +197,8 @@ def _read_wandb_binary(src: Source, fmt: str, *, step: str | None = None) -> lis
 
 def _read_binary(src: Source, fmt: str, read_file: Callable, step: str | None) -> list:
     """A binary container read by ``read_file(path) -> (table, warnings)`` (stdin via a temp file)."""
-    from grpofit.runtime.interrupts import deferred
     from grpofit.readers.common import build_run
+    from grpofit.runtime.interrupts import deferred
 
     cleanup = None
     try:
@@ -300,7 +310,9 @@ def require_column(run, role_or_name: str, *, overrides: dict | None = None) -> 
             return col
         flag = "--eval-metric" if role_or_name == "eval_reward" else "--metric"
         message = f"no column {col!r}" if col is not None else f"no {role_or_name.replace('_', ' ')} column found"
-        raise MetricNotFound(message, path=run.name, columns=numeric, fix=f"pass {flag} with one of: " + _short(numeric))
+        raise MetricNotFound(
+            message, path=run.name, columns=numeric, fix=f"pass {flag} with one of: " + _short(numeric)
+        )
     if role_or_name in run.metrics:
         return role_or_name
     raise MetricNotFound(

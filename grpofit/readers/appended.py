@@ -65,9 +65,12 @@ def split_runs(
         if unmarked.size:
             groups.append((None, unmarked))
         if len(present) > 1:
-            warnings.append(f"holds {len(present)} runs told apart by {ids.field!r} ("
-                            + ", ".join(names[c] for c in present[:5]) + (", ..." if len(present) > 5 else "")
-                            + "); read them as separate runs")
+            warnings.append(
+                f"holds {len(present)} runs told apart by {ids.field!r} ("
+                + ", ".join(names[c] for c in present[:5])
+                + (", ..." if len(present) > 5 else "")
+                + "); read them as separate runs"
+            )
     step_col = pick_step_column(list(table), step)
     out: list[tuple[str | None, dict[str, np.ndarray]]] = []
     resets = 0
@@ -83,8 +86,10 @@ def split_runs(
             suffix = f"run{k}" if name is None else f"{name}/run{k}"
             out.append((suffix, {key: v[a:b] for key, v in part.items()}))
     if resets:
-        warnings.append(f"holds {len(out)} runs appended one after another (the step falls back to its start "
-                        f"{resets} time(s)); read them as separate runs ::run1, ::run2, ...")
+        warnings.append(
+            f"holds {len(out)} runs appended one after another (the step falls back to its start "
+            f"{resets} time(s)); read them as separate runs ::run1, ::run2, ..."
+        )
     if len(out) == 1 and out[0][0] is not None and (codes is None or len(groups) == 1):
         out = [(None, out[0][1])]  # one run id only: the file's own name
     return out, warnings

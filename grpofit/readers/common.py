@@ -8,9 +8,8 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from grpofit.core.errors import ReadError
-from grpofit.readers.source import SUPPORTED_HINT, Source
 from grpofit.core.runs import Run, has_finite, make_run
-
+from grpofit.readers.source import SUPPORTED_HINT, Source
 
 #: rows ``wandb.Api().run(...).history()`` samples by default
 HISTORY_SAMPLE = 500

@@ -10,10 +10,10 @@ import ast
 import re
 
 from grpofit.core.errors import ReadError
+from grpofit.core.runs import Run, parse_number
 from grpofit.readers.common import RowColumns, build_run, text_lines
 from grpofit.readers.sniff import ANSI
 from grpofit.readers.source import Source
-from grpofit.core.runs import Run, parse_number
 
 _VERL_STEP = re.compile(r"(?:^|[\s)>\]|])step:\s*(\d+)\s+-\s+(.*)$")
 _PREFIX = re.compile(r"^\s*\([^()]*pid=\d+[^()]*\)\s*")
@@ -75,14 +75,20 @@ def read_verl_console(src: Source, fmt: str = "verl-console", *, step: str | Non
                 dump_done = config is not None
                 dump, depth, size = [], 0, 0
     if not rows.n:
-        raise ReadError("has no verl metric lines (step:N - key:value)", path=src.name, fix="point at the training stdout log")
+        raise ReadError(
+            "has no verl metric lines (step:N - key:value)", path=src.name, fix="point at the training stdout log"
+        )
     table = rows.build()
     cfg, cfg_src = None, None
     if config:
         from grpofit.readers.config import flatten
 
         cfg, cfg_src = flatten(config), f"{src.name} (config dump)"
-    return [build_run(src, "verl-console", table, step=step, config=cfg, config_source=cfg_src, stats={"metric_lines": rows.n})]
+    return [
+        build_run(
+            src, "verl-console", table, step=step, config=cfg, config_source=cfg_src, stats={"metric_lines": rows.n}
+        )
+    ]
 
 
 def _literal_config(text: str) -> dict | None:
@@ -138,7 +144,9 @@ def read_trl_console(src: Source, fmt: str = "trl-console", *, step: str | None 
                     counted += 1
             rows.append(row)
     if not rows.n:
-        raise ReadError("has no metric dict lines ({'loss': ...})", path=src.name, fix="point at the training stdout log")
+        raise ReadError(
+            "has no metric dict lines ({'loss': ...})", path=src.name, fix="point at the training stdout log"
+        )
     table = rows.build()
     warnings = []
     counter = table.pop(_COUNTER, None)

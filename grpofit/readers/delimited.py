@@ -20,10 +20,10 @@ from itertools import repeat
 import numpy as np
 
 from grpofit.core.errors import ReadError
+from grpofit.core.runs import Run
 from grpofit.readers.common import build_run
 from grpofit.readers.sniff import sniff_delimiter
 from grpofit.readers.source import Source, decode
-from grpofit.core.runs import Run
 
 _UNNAMED = re.compile(r"Unnamed: \d+\Z")
 
@@ -72,9 +72,18 @@ def _runs(src: Source, fmt: str, table: dict, step: str | None, warnings: list[s
     from grpofit.readers.appended import split_runs
 
     parts, split_warnings = split_runs(dict(table), step) if not src.piece else ([(None, table)], [])
-    return [build_run(src, fmt, part, step=step, warnings=warnings + split_warnings if i == 0 else [], stats=stats,
-                      name=None if suffix is None else f"{src.name}::{suffix}")
-            for i, (suffix, part) in enumerate(parts)]
+    return [
+        build_run(
+            src,
+            fmt,
+            part,
+            step=step,
+            warnings=warnings + split_warnings if i == 0 else [],
+            stats=stats,
+            name=None if suffix is None else f"{src.name}::{suffix}",
+        )
+        for i, (suffix, part) in enumerate(parts)
+    ]
 
 
 #: files up to this size may take the pandas-free path
@@ -84,8 +93,25 @@ CHUNKED_FILE = 32 * 1024 * 1024
 CHUNK_ROWS = 100_000
 #: cells pandas reads as missing by default
 _NA = {
-    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
-    "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+    "",
+    "#N/A",
+    "#N/A N/A",
+    "#NA",
+    "-1.#IND",
+    "-1.#QNAN",
+    "-NaN",
+    "-nan",
+    "1.#IND",
+    "1.#QNAN",
+    "<NA>",
+    "N/A",
+    "NA",
+    "NULL",
+    "NaN",
+    "None",
+    "n/a",
+    "nan",
+    "null",
 }
 
 
@@ -467,7 +493,11 @@ def _unclosed_quote_span(f, limit: int, block: int = 1 << 20) -> tuple[int, int,
     begin, end, number = opened
     f.seek(begin)
     shown = f.read(min(40, end - begin)).split(b"\n")[0]
-    return begin, end, f"line {number + 1} opens a quote that is never closed ({decode(shown).strip()!r}); skipped that line"
+    return (
+        begin,
+        end,
+        f"line {number + 1} opens a quote that is never closed ({decode(shown).strip()!r}); skipped that line",
+    )
 
 
 def _read_frame(src: Source, delim: str, chunksize: int | None = None):
@@ -498,7 +528,13 @@ def _pandas_read(src: Source, delim: str, chunksize: int | None):
 
 def _csv_options(delim: str) -> dict:
     """What every ``pandas.read_csv`` call of this module is given besides its input."""
-    return {"sep": delim, "engine": "c", "encoding": "utf-8-sig", "encoding_errors": "replace", "skip_blank_lines": True}
+    return {
+        "sep": delim,
+        "engine": "c",
+        "encoding": "utf-8-sig",
+        "encoding_errors": "replace",
+        "skip_blank_lines": True,
+    }
 
 
 @contextmanager
@@ -586,7 +622,9 @@ def _long(src: Source, df, step: str | None) -> Run:
     import pandas as pd
 
     low = {str(c).lower(): c for c in df.columns}
-    step_col = next(low[h] for h in ("step", "global_step", "train/global_step", "_step", "steps", "iteration", "iter") if h in low)
+    step_col = next(
+        low[h] for h in ("step", "global_step", "train/global_step", "_step", "steps", "iteration", "iter") if h in low
+    )
     key_col = next(low[h] for h in ("key", "metric", "tag", "name", "metric_name", "series") if h in low)
     val_col = next(low[h] for h in ("value", "val", "metric_value", "y") if h in low)
     steps = pd.to_numeric(df[step_col], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)

@@ -223,7 +223,9 @@ def discover(paths: list[str], skipped: list[Skipped] | None = None) -> list[Run
                 try:
                     os.listdir(p)
                 except OSError as exc:
-                    raise ReadError(f"cannot be read ({exc.strerror or exc})", path=p, fix="check the folder's permissions") from None
+                    raise ReadError(
+                        f"cannot be read ({exc.strerror or exc})", path=p, fix="check the folder's permissions"
+                    ) from None
                 raise ReadError(
                     "holds no training logs",
                     path=p,
@@ -253,7 +255,9 @@ def check_exists(path: str) -> os.stat_result:
         if exc.errno == errno.ENAMETOOLONG:
             raise ReadError("the path is too long for this system", path=path, fix="use a shorter path") from None
         if exc.errno in (errno.EACCES, errno.EPERM):
-            raise ReadError("cannot be reached (permission denied)", path=path, fix="check the permissions of its folders") from None
+            raise ReadError(
+                "cannot be reached (permission denied)", path=path, fix="check the permissions of its folders"
+            ) from None
         if exc.errno == errno.ELOOP:
             raise ReadError("is a symlink loop", path=path, fix="point at the real file") from None
         raise ReadError(f"cannot be read ({exc.strerror or exc})", path=path, fix="check the path") from None
@@ -296,7 +300,13 @@ def _walk(root: str, skipped: list[Skipped]) -> list[RunSource]:
                 entries = sorted(it, key=lambda e: (e.is_symlink(), e.name))
         except OSError as exc:
             if folder != root:
-                skipped.append(Skipped(folder, f"this folder cannot be read ({exc.strerror or exc}); its runs were not judged", error=True))
+                skipped.append(
+                    Skipped(
+                        folder,
+                        f"this folder cannot be read ({exc.strerror or exc}); its runs were not judged",
+                        error=True,
+                    )
+                )
             continue
         names = [e.name for e in entries]
         kind = _kind(folder, names)

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from grpofit.core.errors import ReadError, UnknownFormat
-from grpofit.readers.common import RowColumns, build_run, check_columns
-from grpofit.readers.jsonscan import JsonScanner
-from grpofit.readers.jsonl import flatten_row
-from grpofit.readers.source import SUPPORTED_HINT, Source
 from grpofit.core.runs import Run, _to_float
+from grpofit.readers.common import RowColumns, build_run, check_columns
+from grpofit.readers.jsonl import flatten_row
+from grpofit.readers.jsonscan import JsonScanner
+from grpofit.readers.source import SUPPORTED_HINT, Source
 
 #: keys of the summary row the Trainer appends at the end of training
 SUMMARY_KEYS = ("train_runtime", "train_loss", "train_samples_per_second", "total_flos")
@@ -83,9 +83,15 @@ def read_hf(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
     else:
         raise UnknownFormat("is JSON but not a list of log rows", path=src.name, fix=f"grpofit reads {SUPPORTED_HINT}")
     if merger.not_rows:
-        raise UnknownFormat("is a JSON array whose items are not log rows (objects)", path=src.name, fix=f"grpofit reads {SUPPORTED_HINT}")
+        raise UnknownFormat(
+            "is a JSON array whose items are not log rows (objects)",
+            path=src.name,
+            fix=f"grpofit reads {SUPPORTED_HINT}",
+        )
     if not merger.rows:
-        raise ReadError("log_history is empty", path=src.name, fix="the run has not logged a step yet; point at a later checkpoint")
+        raise ReadError(
+            "log_history is empty", path=src.name, fix="the run has not logged a step yet; point at a later checkpoint"
+        )
     table, stats = merger.build()
     config, config_source = None, None
     if src.path is not None:

@@ -11,7 +11,9 @@ from grpofit.core.numbers import finite
 MAX_GAPS = 10
 
 
-def step_gaps(steps: np.ndarray, factor: float = 2.0, limit: int = MAX_GAPS) -> tuple[float | None, list[list[float]], int]:
+def step_gaps(
+    steps: np.ndarray, factor: float = 2.0, limit: int = MAX_GAPS
+) -> tuple[float | None, list[list[float]], int]:
     """Median step interval and the gaps wider than ``factor`` times it.
 
     Returns ``(median, [[from, to], ...] (at most ``limit``), total number of gaps)``.
@@ -34,8 +36,8 @@ def _num(x: float) -> float | int | None:
 def inspect_run(run) -> dict[str, Any]:
     """A JSON-safe description of a run: format, step column and range, interval, gaps,
     duplicates, role -> column (with finite points), numeric columns, hyperparameters, warnings."""
-    from grpofit.readers.config import hyperparameters
     from grpofit.core.roles import choose_reward, detect_roles
+    from grpofit.readers.config import hyperparameters
 
     steps = run.steps
     med, gaps, ngaps = step_gaps(steps)
@@ -43,11 +45,7 @@ def inspect_run(run) -> dict[str, Any]:
     roles = detect_roles(numeric)
     choice = choose_reward(numeric)  # what fit and diagnose fit, and why
     role_info = {
-        role: (
-            {"column": col, "points": int(np.isfinite(run.metrics[col]).sum())}
-            if col is not None
-            else None
-        )
+        role: ({"column": col, "points": int(np.isfinite(run.metrics[col]).sum())} if col is not None else None)
         for role, col in roles.items()
     }
     return {

@@ -18,12 +18,12 @@ import re
 import numpy as np
 
 from grpofit.core.errors import ReadError
+from grpofit.core.runs import Run, to_float_array
 from grpofit.readers.appended import RunIds, split_runs
-from grpofit.readers.common import build_run, rows_to_columns
+from grpofit.readers.common import build_run
 from grpofit.readers.source import Source
 from grpofit.readers.typed import Kinds
 from grpofit.readers.typed import finish as finish_typed
-from grpofit.core.runs import Run, to_float_array
 
 BLOCK = 4 * 1024 * 1024
 _TRANSLATE = bytes.maketrans(b":", b",")
@@ -112,8 +112,7 @@ def read_jsonl(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
                 if torn is not None:
                     stats["torn_lines"] += 1
                     warnings.append(
-                        f"last line ({len(torn)} bytes) is incomplete, probably a run still being "
-                        "written; skipped it"
+                        f"last line ({len(torn)} bytes) is incomplete, probably a run still being written; skipped it"
                     )
             if body and not body.isspace():
                 if plan is None:
@@ -135,8 +134,9 @@ def read_jsonl(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
     if builder.n == 0:
         raise ReadError("holds no JSON rows", path=src.name, fix="point at a JSONL log with one object per line")
     stats.pop("fast_rows")
-    return _runs(src, first_fmt, builder.build(), step=step, kinds=kinds, ids=ids, text=text, warnings=warnings,
-                 stats=stats)
+    return _runs(
+        src, first_fmt, builder.build(), step=step, kinds=kinds, ids=ids, text=text, warnings=warnings, stats=stats
+    )
 
 
 def read_json_stream(src: Source, *, step: str | None = None) -> list[Run] | None:
@@ -171,15 +171,26 @@ def read_json_stream(src: Source, *, step: str | None = None) -> list[Run] | Non
         if line.strip():
             text.add(line.encode())
     table = {k: _float_column([r.get(k) for r in rows]) for k in _keys(rows)}
-    return _runs(src, "jsonl", table, step=step, kinds=kinds, ids=ids, text=text, warnings=[],
-                 stats={"rows_read": len(rows)})
+    return _runs(
+        src, "jsonl", table, step=step, kinds=kinds, ids=ids, text=text, warnings=[], stats={"rows_read": len(rows)}
+    )
 
 
 _LINE_BRACE = re.compile(r"^\{", re.M)
 
 
-def _runs(src: Source, fmt: str, table: dict[str, np.ndarray], *, step: str | None, kinds: Kinds, ids: RunIds,
-          text: TextLines, warnings: list[str], stats: dict) -> list[Run]:
+def _runs(
+    src: Source,
+    fmt: str,
+    table: dict[str, np.ndarray],
+    *,
+    step: str | None,
+    kinds: Kinds,
+    ids: RunIds,
+    text: TextLines,
+    warnings: list[str],
+    stats: dict,
+) -> list[Run]:
     """The runs of a table of JSON rows: appended runs split, typed records named, text noted."""
     first_fmt = fmt
     if text.count:
@@ -195,8 +206,17 @@ def _runs(src: Source, fmt: str, table: dict[str, np.ndarray], *, step: str | No
             fmt = "wandb-history"
         name = None if suffix is None else f"{src.name}::{suffix}"
         # the file's own warnings are said once, with its first run
-        runs.append(build_run(src, fmt, part, step=part_step, warnings=(warnings if i == 0 else []) + typed_warnings,
-                              stats={**stats, **typed_stats}, name=name))
+        runs.append(
+            build_run(
+                src,
+                fmt,
+                part,
+                step=part_step,
+                warnings=(warnings if i == 0 else []) + typed_warnings,
+                stats={**stats, **typed_stats},
+                name=name,
+            )
+        )
     return runs
 
 
@@ -213,8 +233,10 @@ class TextLines:
         self.count += 1
 
     def note(self) -> str:
-        return (f"skipped {self.count} line(s) of text between the JSON rows "
-                f"(e.g. {self.first.decode('utf-8', 'replace')!r})")
+        return (
+            f"skipped {self.count} line(s) of text between the JSON rows "
+            f"(e.g. {self.first.decode('utf-8', 'replace')!r})"
+        )
 
 
 def _is_text(line: bytes) -> bool:
@@ -239,8 +261,14 @@ def _split_torn_tail(body: bytes) -> tuple[bytes, bytes | None]:
     return body, None
 
 
-def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = None, ids: RunIds | None = None,
-                text: TextLines | None = None) -> tuple[dict[str, np.ndarray], int]:
+def _slow_block(
+    body: bytes,
+    name: str,
+    line_offset: int,
+    kinds: Kinds | None = None,
+    ids: RunIds | None = None,
+    text: TextLines | None = None,
+) -> tuple[dict[str, np.ndarray], int]:
     from grpofit.core.limits import MAX_COLUMNS
 
     rows = []
@@ -256,9 +284,7 @@ def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = 
                 if text is not None:
                     text.add(line)
                 continue
-            reason = getattr(exc, "msg", None) or (
-                "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            )
+            reason = getattr(exc, "msg", None) or ("nested too deeply" if isinstance(exc, RecursionError) else str(exc))
             raise ReadError(
                 f"line {line_offset + i + 1} is not valid JSON ({reason})",
                 path=name,
@@ -268,7 +294,7 @@ def _slow_block(body: bytes, name: str, line_offset: int, kinds: Kinds | None = 
             raise ReadError(
                 f"line {line_offset + i + 1} is not a JSON object",
                 path=name,
-                fix="each line must be one object of metrics, e.g. {\"step\": 1, \"reward\": 0.5}",
+                fix='each line must be one object of metrics, e.g. {"step": 1, "reward": 0.5}',
             )
         row = flatten_row(obj) if dict in map(type, obj.values()) else obj  # flat: nothing to join
         row = ids.mark(row) if ids is not None else row

@@ -76,8 +76,7 @@ class JsonScanner:
                     raise
                 self._more()
                 continue
-            if self.eof or end < len(self.buf) and not (
-                    self.buf[end] in _NUMBER_TAIL and type(obj) in (int, float)):
+            if self.eof or end < len(self.buf) and not (self.buf[end] in _NUMBER_TAIL and type(obj) in (int, float)):
                 self.i = end
                 return obj
             self._more()

@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 
 from grpofit.core.errors import ReadError
+from grpofit.core.runs import Run, parse_number
 from grpofit.readers.common import RowColumns, build_run, text_lines
 from grpofit.readers.sniff import ANSI
 from grpofit.readers.source import Source
-from grpofit.core.runs import Run, parse_number
 
 MIN_PAIRS = 3
 #: longer lines and segments are not progress lines (and keep the key search linear)
@@ -29,7 +29,14 @@ _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?|[-+]?(?:nan|inf)"
 _PAIR = re.compile(r"(?:^|(?<=[\s\]\)>]))([A-Za-z_][\w ./@\-]*?)\s*[:=]\s*(" + _NUMBER + r")\s*$", re.IGNORECASE)
 _COUNTER = re.compile(r"\((\d+)\s*/\s*(\d+)\)")
 _EPOCH = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d+)\s*/\s*(\d+)\s*\]?", re.IGNORECASE)
-_STEP_KEYS = {"step": "step", "global step": "step", "global_step": "step", "iteration": "step", "iter": "step", "steps": "step"}
+_STEP_KEYS = {
+    "step": "step",
+    "global step": "step",
+    "global_step": "step",
+    "iteration": "step",
+    "iter": "step",
+    "steps": "step",
+}
 #: how many lines of the head the sniffer looks at
 SNIFF_LINES = 200
 

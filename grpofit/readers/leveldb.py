@@ -23,8 +23,19 @@ from typing import BinaryIO, Iterable, Iterator
 
 from grpofit.readers.tensorboard import masked_crc32c
 
-__all__ = ["HEADER", "CHUNK", "BLOCK", "FULL", "FIRST", "MIDDLE", "LAST", "Framing", "chunk_ok", "records",
-           "file_windows"]
+__all__ = [
+    "HEADER",
+    "CHUNK",
+    "BLOCK",
+    "FULL",
+    "FIRST",
+    "MIDDLE",
+    "LAST",
+    "Framing",
+    "chunk_ok",
+    "records",
+    "file_windows",
+]
 
 HEADER = struct.Struct("<4sHB")
 CHUNK = struct.Struct("<IHB")

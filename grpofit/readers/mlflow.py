@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from grpofit.core.errors import ReadError
-from grpofit.readers.source import Source
 from grpofit.core.runs import Run
+from grpofit.readers.source import Source
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 FIX = "pass an MLflow run folder (mlruns/<experiment>/<run>/), the mlruns/ folder or the mlruns.db SQLite store"
@@ -161,8 +161,11 @@ def _metric_file(path: str) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
     except (OSError, ValueError) as exc:
         from grpofit.core.errors import ReadError
 
-        raise ReadError(f"metric file {os.path.basename(path)!r} cannot be read ({exc})", path=path,
-                        fix="check the file, or remove it from the run's metrics folder") from None
+        raise ReadError(
+            f"metric file {os.path.basename(path)!r} cannot be read ({exc})",
+            path=path,
+            fix="check the file, or remove it from the run's metrics folder",
+        ) from None
 
 
 def _parse_metric_file(path: str, *, text: bool) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
@@ -172,13 +175,24 @@ def _parse_metric_file(path: str, *, text: bool) -> tuple[tuple[np.ndarray, np.n
     bad = 0
     first_line = 0
     try:
-        chunks = pd.read_csv(path, sep=" ", header=None, names=[0, 1, 2, 3], dtype=str if text else np.float64,
-                             chunksize=1 << 17, skip_blank_lines=False, on_bad_lines="skip", engine="c",
-                             na_filter=not text)
+        chunks = pd.read_csv(
+            path,
+            sep=" ",
+            header=None,
+            names=[0, 1, 2, 3],
+            dtype=str if text else np.float64,
+            chunksize=1 << 17,
+            skip_blank_lines=False,
+            on_bad_lines="skip",
+            engine="c",
+            na_filter=not text,
+        )
         for chunk in chunks:
             if text:
                 fields = [chunk[i].to_numpy(object) == "" for i in range(4)]
-                ts, value, step = (pd.to_numeric(chunk[i], errors="coerce").to_numpy(float, copy=True) for i in range(3))
+                ts, value, step = (
+                    pd.to_numeric(chunk[i], errors="coerce").to_numpy(float, copy=True) for i in range(3)
+                )
             else:
                 ts, value, step, extra = (chunk[i].to_numpy(float, copy=True) for i in range(4))
                 fields = [np.isnan(ts), np.isnan(value), np.isnan(step), np.isnan(extra)]
@@ -278,8 +292,11 @@ def _on_disk(src: Source):
                 shutil.copyfile(src.path + "-wal", tmp + "-wal")
     except OSError as exc:
         shutil.rmtree(folder, ignore_errors=True)
-        raise ReadError(f"cannot copy the WAL-mode store to read it whole ({exc.strerror or exc})", path=src.name,
-                        fix="free space in the temporary folder (TMPDIR), or checkpoint the store") from None
+        raise ReadError(
+            f"cannot copy the WAL-mode store to read it whole ({exc.strerror or exc})",
+            path=src.name,
+            fix="free space in the temporary folder (TMPDIR), or checkpoint the store",
+        ) from None
     return tmp, lambda: shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -350,11 +367,14 @@ def _query(path: str, name: str):
         run_cols = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
         name_col = "name" if "name" in run_cols else "NULL"
         stage_col = "lifecycle_stage" if "lifecycle_stage" in run_cols else "NULL"
-        runs_rows = [tuple(str(x) if x is not None and i < 2 else x for i, x in enumerate(r)) for r in con.execute(
-            f"SELECT run_uuid, {name_col}, {stage_col} FROM runs ORDER BY start_time, run_uuid"
-            if "start_time" in run_cols
-            else f"SELECT run_uuid, {name_col}, {stage_col} FROM runs ORDER BY run_uuid"
-        )]
+        runs_rows = [
+            tuple(str(x) if x is not None and i < 2 else x for i, x in enumerate(r))
+            for r in con.execute(
+                f"SELECT run_uuid, {name_col}, {stage_col} FROM runs ORDER BY start_time, run_uuid"
+                if "start_time" in run_cols
+                else f"SELECT run_uuid, {name_col}, {stage_col} FROM runs ORDER BY run_uuid"
+            )
+        ]
         deleted = {r[0] for r in runs_rows if r[2] == "deleted"}
         metric_cols = {r[1] for r in con.execute("PRAGMA table_info(metrics)")}
         step_col = "step" if "step" in metric_cols else "0"

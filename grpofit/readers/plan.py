@@ -18,10 +18,8 @@ from grpofit.core.limits import MAX_STEP
 
 __all__ = ["planned_last_step", "batch_size"]
 
-HORIZON_KEYS = ("trainer.total_training_steps", "total_training_steps", "max_steps",
-                "trainer_state.max_steps")
-EPOCH_KEYS = ("trainer.total_epochs", "num_train_epochs", "total_epochs", "epochs",
-              "trainer_state.num_train_epochs")
+HORIZON_KEYS = ("trainer.total_training_steps", "total_training_steps", "max_steps", "trainer_state.max_steps")
+EPOCH_KEYS = ("trainer.total_epochs", "num_train_epochs", "total_epochs", "epochs", "trainer_state.num_train_epochs")
 PER_EPOCH_KEYS = ("steps_per_epoch", "num_update_steps_per_epoch", "trainer.steps_per_epoch")
 
 

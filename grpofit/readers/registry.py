@@ -18,8 +18,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-from grpofit.readers.discover import TFEVENTS_PREFIX, holds_tfevents, is_checkpoint, is_hf_output, is_wandb_run
 from grpofit.readers import sniff as sn
+from grpofit.readers.discover import TFEVENTS_PREFIX, holds_tfevents, is_checkpoint, is_hf_output, is_wandb_run
 
 
 @dataclass(frozen=True)

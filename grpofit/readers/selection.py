@@ -33,8 +33,12 @@ def matches(run, pattern: str | None) -> bool:
     if not pattern:
         return True
     name = getattr(run, "name", str(run))
-    return run_label(run) == pattern or name == pattern or fnmatchcase(run_label(run), pattern) \
+    return (
+        run_label(run) == pattern
+        or name == pattern
+        or fnmatchcase(run_label(run), pattern)
         or fnmatchcase(name, pattern)
+    )
 
 
 def select_runs(runs: list, pattern: str | None, source: str, *, option: str = "--run") -> list:
@@ -70,5 +74,7 @@ def no_match(pattern: str, paths: list):
     from grpofit.core.errors import UsageError
 
     where = ", ".join(str(p) for p in paths[:3]) + (" ..." if len(paths) > 3 else "")
-    return UsageError(f"--run {pattern!r} matches no run in {where}",
-                      fix="check the run names with grpofit inspect, or use a glob such as '*GRPO*'")
+    return UsageError(
+        f"--run {pattern!r} matches no run in {where}",
+        fix="check the run names with grpofit inspect, or use a glob such as '*GRPO*'",
+    )

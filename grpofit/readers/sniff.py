@@ -302,7 +302,9 @@ def _reject_binary(p: Probe) -> None:
             path=name,
             fix="point at MLflow's mlruns.db, or export the metrics as CSV",
         )
-    if b"\x00" in head and head.count(b"\x00") > max(4, len(head) // 10_000):  # a few stray NULs (NCCL prints one) are still text
+    if b"\x00" in head and head.count(b"\x00") > max(
+        4, len(head) // 10_000
+    ):  # a few stray NULs (NCCL prints one) are still text
         raise UnknownFormat("binary content that is not a known log", path=name, fix=f"grpofit reads {SUPPORTED}")
     text = p.text
     if text.count("\ufffd") > max(8, len(text) // 100):
@@ -370,7 +372,9 @@ def _delimited(text: str, name: str) -> Delimited:
     delim = sniff_delimiter(text)
     lines = _first_lines(text, 52)  # the header, 50 complete rows and one the head may cut
     if not lines:  # only characters that str treats as whitespace or line breaks (\x1c, \x85, ...)
-        raise ReadError("holds no text but blanks and control characters", path=name, fix="point at a log that has rows")
+        raise ReadError(
+            "holds no text but blanks and control characters", path=name, fix="point at a log that has rows"
+        )
     header = split_header(lines[0], delim)
     complete = lines[1:-1] if len(lines) > 2 else lines[1:]  # the head may cut the last line
     if not lines[1:]:

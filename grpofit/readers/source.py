@@ -170,7 +170,9 @@ def read_stream(stream: BinaryIO, name: str, limit: int | None = None) -> bytes:
         return b"".join(parts)
     except MemoryError:
         parts.clear()
-        raise ReadError("is a stream too large to hold in memory", path=name, fix="save it to a file and pass the file") from None
+        raise ReadError(
+            "is a stream too large to hold in memory", path=name, fix="save it to a file and pass the file"
+        ) from None
 
 
 def _check_binary_head(head: bytes, name: str) -> None:
@@ -188,6 +190,7 @@ def decode(raw: bytes) -> str:
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     return raw.decode("utf-8", errors="replace")
+
 
 #: short list of what grpofit reads, for error messages
 SUPPORTED_HINT = (

@@ -29,10 +29,10 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from grpofit.core.errors import ReadError
+from grpofit.core.runs import Run
 from grpofit.readers import protobuf as pb
 from grpofit.readers.leveldb import HEADER, Framing, file_windows, records
 from grpofit.readers.source import Source
-from grpofit.core.runs import Run
 
 IDENT = b":SWL"
 MAGIC = 0xE1D6
@@ -217,8 +217,8 @@ def read_backup(src: Source, fmt: str = "swanlab", *, step: str | None = None) -
 def read_run_folder(path: str, step: str | None = None) -> list[Run]:
     """One run from ``swanlog/run-*/`` (its log; the config from ``files/config.yaml`` when
     present, SwanLab's ``{key: {value: ...}}`` wrapping removed)."""
-    from grpofit.readers.config import load_config_file
     from grpofit.core.runs import make_run
+    from grpofit.readers.config import load_config_file
 
     try:
         log = run_file(path, os.listdir(path))

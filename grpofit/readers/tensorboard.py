@@ -145,8 +145,7 @@ def _frame_spans(buf: bytes, name: str, warnings: list[str]) -> list[tuple[int, 
             if not spans:
                 raise ReadError("too short to be a TensorBoard event file", path=name, fix=FIX)
             warnings.append(
-                f"{_base(name)}: ends in a partial record (still being written?); "
-                f"kept {len(spans)} complete record(s)"
+                f"{_base(name)}: ends in a partial record (still being written?); kept {len(spans)} complete record(s)"
             )
             break
         length, length_crc = _HEADER.unpack_from(buf, pos)
@@ -156,12 +155,9 @@ def _frame_spans(buf: bytes, name: str, warnings: list[str]) -> list[tuple[int, 
             expected = header_crcs[length_bytes] = masked_crc32c(length_bytes)
         if expected != length_crc:
             if not spans:
-                raise ReadError(
-                    "not a TensorBoard event file (bad record header checksum)", path=name, fix=FIX
-                )
+                raise ReadError("not a TensorBoard event file (bad record header checksum)", path=name, fix=FIX)
             warnings.append(
-                f"{_base(name)}: corrupt record header at byte {pos}; "
-                f"stopped reading, kept {len(spans)} record(s)"
+                f"{_base(name)}: corrupt record header at byte {pos}; stopped reading, kept {len(spans)} record(s)"
             )
             break
         end = pos + _HEADER.size + length
@@ -248,8 +244,21 @@ _DTYPE_FORMAT = {
 _DT_STRING = 7
 #: plugins whose tensors are never scalar curves
 _NON_SCALAR_PLUGINS = frozenset(
-    {"images", "image", "audio", "histograms", "distributions", "text", "hparams", "pr_curves",
-     "mesh", "graph_run_metadata", "graph_keras_model", "custom_scalars", "projector"}
+    {
+        "images",
+        "image",
+        "audio",
+        "histograms",
+        "distributions",
+        "text",
+        "hparams",
+        "pr_curves",
+        "mesh",
+        "graph_run_metadata",
+        "graph_keras_model",
+        "custom_scalars",
+        "projector",
+    }
 )
 
 
@@ -549,9 +558,7 @@ def _read_bytes(path: str) -> bytes:
 def _read_directory(path: str) -> tuple[dict[str, np.ndarray], list[str]]:
     files = event_files(path)
     if not files:
-        raise ReadError(
-            "no TensorBoard event files in this directory or its subfolders", path=path, fix=FIX
-        )
+        raise ReadError("no TensorBoard event files in this directory or its subfolders", path=path, fix=FIX)
     warnings: list[str] = []
     by_folder: dict[str, dict[str, dict[int, float]]] = {}
     overwritten = 0
@@ -574,9 +581,7 @@ def _read_directory(path: str) -> tuple[dict[str, np.ndarray], list[str]]:
 
 def _note_overwritten(count: int, warnings: list[str]) -> None:
     if count:
-        warnings.append(
-            f"{count} value(s) were logged again at an already-seen step (a restart?); kept the last"
-        )
+        warnings.append(f"{count} value(s) were logged again at an already-seen step (a restart?); kept the last")
 
 
 def _to_table(series: dict[str, dict[int, float]]) -> dict[str, np.ndarray]:

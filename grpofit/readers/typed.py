@@ -51,8 +51,25 @@ STEP_KEYS = frozenset(
 #: kind names training loops give their train records (``"event": "metrics"``): with no kind
 #: named ``train`` and one of these, its columns are named ``train/<field>`` so the train reward,
 #: entropy or KL of the run is found as such (not the eval series of the other kind)
-TRAIN_KINDS = ("metrics", "metric", "log", "logs", "step", "steps", "batch", "update", "updates",
-               "grpo", "rl", "actor", "policy", "optim", "optimizer", "training", "learner")
+TRAIN_KINDS = (
+    "metrics",
+    "metric",
+    "log",
+    "logs",
+    "step",
+    "steps",
+    "batch",
+    "update",
+    "updates",
+    "grpo",
+    "rl",
+    "actor",
+    "policy",
+    "optim",
+    "optimizer",
+    "training",
+    "learner",
+)
 #: a column name's kind marker while reading (replaced by ``/`` or dropped at the end)
 SEP = "\x1f"
 #: the per-row kind code column while reading
@@ -137,7 +154,9 @@ def finish(
         + (f"; {alias!r} records are the train records (columns 'train/<field>')" if alias else "")
     ]
     if repeated:
-        warnings.append(f"{repeated} record(s) repeat a step of their kind (e.g. after a resume); kept the last of each")
+        warnings.append(
+            f"{repeated} record(s) repeat a step of their kind (e.g. after a resume); kept the last of each"
+        )
         stats["duplicates"] = repeated
     if without:
         stats["rows_without_step"] = without

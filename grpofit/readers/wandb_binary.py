@@ -23,7 +23,18 @@ import numpy as np
 from grpofit.core.errors import ReadError
 from grpofit.readers import protobuf as pb
 from grpofit.readers.leveldb import (  # noqa: F401 - the framing's names, used by the tail and the writers
-    BLOCK, CHUNK, FIRST, FULL, HEADER, LAST, MIDDLE, TYPE_SEED, Framing, chunk_ok, file_windows, records,
+    BLOCK,
+    CHUNK,
+    FIRST,
+    FULL,
+    HEADER,
+    LAST,
+    MIDDLE,
+    TYPE_SEED,
+    Framing,
+    chunk_ok,
+    file_windows,
+    records,
 )
 
 if TYPE_CHECKING:
@@ -223,9 +234,7 @@ def _rows_to_table(rows: list[dict[str, float]], name: str | None = None) -> dic
     return table
 
 
-def parse_wandb(
-    data: bytes, name: str = "<stream>"
-) -> tuple[dict[str, np.ndarray], list[str], dict[str, Any]]:
+def parse_wandb(data: bytes, name: str = "<stream>") -> tuple[dict[str, np.ndarray], list[str], dict[str, Any]]:
     """``(table, warnings, config)`` of ``.wandb`` bytes; see :func:`read_wandb_file`."""
     warnings: list[str] = []
     rows, config = _decode_records(iter_wandb_records(bytes(data), name, warnings), name, warnings)
@@ -350,10 +359,12 @@ def read_config_yaml(path: str) -> dict[str, Any]:
     except RecursionError:
         raise ReadError("cannot read config.yaml: nested too deeply", path=path, fix="fix or remove the file") from None
     except (OSError, yaml.YAMLError) as exc:
-        first = (exc.strerror if isinstance(exc, OSError) else None) or str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ReadError(
-            f"cannot read config.yaml: {first}", path=path, fix="fix or remove the file"
-        ) from None
+        first = (
+            (exc.strerror if isinstance(exc, OSError) else None) or str(exc).splitlines()[0]
+            if str(exc)
+            else type(exc).__name__
+        )
+        raise ReadError(f"cannot read config.yaml: {first}", path=path, fix="fix or remove the file") from None
     try:
         return _flatten_config(raw if isinstance(raw, dict) else {})
     except ReadError as exc:
@@ -394,14 +405,11 @@ def read_wandb_run_dir(path: str, *, step: str | None = None) -> list[Run]:
         subruns = [
             os.path.join(path, d)
             for d in sorted(_listdir(path))
-            if (d.startswith("run-") or d.startswith("offline-run-"))
-            and is_wandb_run_dir(os.path.join(path, d))
+            if (d.startswith("run-") or d.startswith("offline-run-")) and is_wandb_run_dir(os.path.join(path, d))
         ]
         if subruns:
             return [run for sub in subruns for run in read_wandb_run_dir(sub, step=step)]
-        raise ReadError(
-            "no run-<id>.wandb file and no files/wandb-history.jsonl in this folder", path=path, fix=FIX
-        )
+        raise ReadError("no run-<id>.wandb file and no files/wandb-history.jsonl in this folder", path=path, fix=FIX)
     warnings: list[str] = []
     config: dict[str, Any] = {}
     config_source = None
@@ -428,7 +436,8 @@ def read_wandb_run_dir(path: str, *, step: str | None = None) -> list[Run]:
         warnings += file_warnings
     if table is None:
         raise ReadError(
-            "the run folder has no readable history", path=path,
+            "the run folder has no readable history",
+            path=path,
             fix="the run may not have logged yet; " + FIX,
         )
     config_yaml = os.path.join(path, "files", "config.yaml")

@@ -33,13 +33,26 @@ def save_backtest_figure(run, entry: dict, plot_dir) -> Path:
                 x = w0 + (i + 1) * (last - w0) / (len(cuts) + 1)
                 lo, hi = pred["pi95"]
                 if hi is None:  # a lower bound: an arrow up from it
-                    ax.annotate("", xy=(x, max(pred["median"], lo) + 0.05 * (max(values) - min(values))),
-                                xytext=(x, lo), arrowprops={"arrowstyle": "->", "color": color})
-                    ax.plot([x], [pred["median"]], "o", color=color, ms=4,
-                            label=f"cut {c['fraction']:.0%}: lower bound")
+                    ax.annotate(
+                        "",
+                        xy=(x, max(pred["median"], lo) + 0.05 * (max(values) - min(values))),
+                        xytext=(x, lo),
+                        arrowprops={"arrowstyle": "->", "color": color},
+                    )
+                    ax.plot(
+                        [x], [pred["median"]], "o", color=color, ms=4, label=f"cut {c['fraction']:.0%}: lower bound"
+                    )
                     continue
-                ax.errorbar([x], [pred["median"]], yerr=[[pred["median"] - lo], [hi - pred["median"]]], fmt="o",
-                            color=color, ms=4, capsize=3, label=f"cut {c['fraction']:.0%}: 95% PI")
+                ax.errorbar(
+                    [x],
+                    [pred["median"]],
+                    yerr=[[pred["median"] - lo], [hi - pred["median"]]],
+                    fmt="o",
+                    color=color,
+                    ms=4,
+                    capsize=3,
+                    label=f"cut {c['fraction']:.0%}: 95% PI",
+                )
     ax.set_title(short_title(run.name), fontsize=8)
     ax.set_xlabel("step")
     ax.legend(fontsize=7, loc="lower right")
@@ -51,5 +64,7 @@ def save_backtest_figure(run, entry: dict, plot_dir) -> Path:
         with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)
             fig.savefig(tmp, dpi=100, format="png")
     except UsageError as e:
-        raise UsageError(f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable --plot-dir") from None
+        raise UsageError(
+            f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable --plot-dir"
+        ) from None
     return path

@@ -7,8 +7,12 @@ from typing import Any
 
 from grpofit.render.tables import esc, num
 
-TITLES = {"plateau": "plateau p*", "timescale": "timescale 1/K_eff", "inertia": "inertia M/C",
-          "damping_ratio": "damping ratio"}
+TITLES = {
+    "plateau": "plateau p*",
+    "timescale": "timescale 1/K_eff",
+    "inertia": "inertia M/C",
+    "damping_ratio": "damping ratio",
+}
 
 
 def _ci(ci) -> str:
@@ -28,15 +32,24 @@ def compare_table(doc: dict) -> Any:
         runs = side.get("runs") or []
         return runs[0] if len(runs) == 1 else f"{len(runs)} runs"
 
-    table = Table(title=esc(f"A: {who(a)}   B: {who(b)}"), title_justify="left",
-                  caption=esc(f"law: {doc.get('law')}; 'same' = 95% interval of B - A inside the margin"))
+    table = Table(
+        title=esc(f"A: {who(a)}   B: {who(b)}"),
+        title_justify="left",
+        caption=esc(f"law: {doc.get('law')}; 'same' = 95% interval of B - A inside the margin"),
+    )
     for col in ("quantity", "A", "B", "B - A [95%]", "p", "verdict"):
         table.add_column(col, justify="left" if col in ("quantity", "verdict") else "right")
     for q, d in (doc.get("differences") or {}).items():
         a_txt = num(d.get("a")) + (f" {_ci(d['a_ci95'])}" if d.get("a_ci95") else "")
         b_txt = num(d.get("b")) + (f" {_ci(d['b_ci95'])}" if d.get("b_ci95") else "")
-        table.add_row(TITLES.get(q, q), a_txt, b_txt, (f"{num(d.get('difference'))} {_ci(d.get('ci95'))}" if d.get("ci95") else num(d.get("difference"))),
-                      num(d.get("p_value"), 2), d.get("verdict") or "-")
+        table.add_row(
+            TITLES.get(q, q),
+            a_txt,
+            b_txt,
+            (f"{num(d.get('difference'))} {_ci(d.get('ci95'))}" if d.get("ci95") else num(d.get("difference"))),
+            num(d.get("p_value"), 2),
+            d.get("verdict") or "-",
+        )
     return table
 
 
@@ -61,17 +74,25 @@ def save_compare_figure(a_fits: list, b_fits: list, path: Path) -> None:
             osc = f.models.get("oscillator")
             if osc is not None and osc.ok:
                 grid = np.linspace(float(f.steps[0]), float(f.steps[-1]), 400)
-                ax.plot(grid, osc.predict(grid), "-", color=colour, lw=1.6,
-                        label=safe_label(f"{label}: {f.run}") if i == 0 else None)
+                ax.plot(
+                    grid,
+                    osc.predict(grid),
+                    "-",
+                    color=colour,
+                    lw=1.6,
+                    label=safe_label(f"{label}: {f.run}") if i == 0 else None,
+                )
     ax.set_xlabel("step")
     ax.set_ylabel("reward")
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    from grpofit.runtime.atomic import replacing
     from grpofit.core.errors import UsageError
+    from grpofit.runtime.atomic import replacing
 
     try:
         with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)
             fig.savefig(tmp, dpi=110, format=Path(path).suffix.lower().lstrip("."))
     except UsageError as e:
-        raise UsageError(f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable path") from None
+        raise UsageError(
+            f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable path"
+        ) from None

@@ -36,7 +36,9 @@ FLAGGED = ("warn", "fail")
 def extra_panels(diagnosis: Any, run: Any) -> list[tuple]:
     """Every panel a run's figure could carry: ``("rule", mode, finding)`` for every finding with a
     panel, then ``("eval", entry)`` per benchmark when the run has two or more."""
-    items: list[tuple] = [("rule", mode, f) for mode, v in diagnosis.diagnostics.items() for f in v.findings if f.panel is not None]
+    items: list[tuple] = [
+        ("rule", mode, f) for mode, v in diagnosis.diagnostics.items() for f in v.findings if f.panel is not None
+    ]
     entries = [e for e in getattr(diagnosis, "evals", []) if e["metric"] in run.metrics]
     if len(entries) >= 2:
         items += [("eval", e) for e in entries]
@@ -130,7 +132,9 @@ def draw_rule(ax, mode: str, f: Any) -> None:
 
     p = f.panel
     scatter = p.title.startswith("entropy-reward law")
-    ax.plot(*thin(p.steps, p.values), "." if scatter else "-", ms=2, lw=0.9, color="tab:purple", label=safe_label(p.label))
+    ax.plot(
+        *thin(p.steps, p.values), "." if scatter else "-", ms=2, lw=0.9, color="tab:purple", label=safe_label(p.label)
+    )
     for level, label, colour in p.lines:
         if level is not None and np.isfinite(level):
             ax.axhline(level, color=colour, ls="--", lw=0.9, label=safe_label(label))
@@ -148,8 +152,14 @@ def draw_rule(ax, mode: str, f: Any) -> None:
     values = np.asarray(p.values, float)
     if p.logy and np.all(values[np.isfinite(values)] > 0):
         ax.set_yscale("log")
-    ax.set_title(safe_label(f"{f.rule} ({mode}): {f.status}" + ("" if f.gates else ", reported only")), fontsize=7,
-                 loc="left", color=_COLOUR.get(f.status, "k"), y=1.0, pad=3)
+    ax.set_title(
+        safe_label(f"{f.rule} ({mode}): {f.status}" + ("" if f.gates else ", reported only")),
+        fontsize=7,
+        loc="left",
+        color=_COLOUR.get(f.status, "k"),
+        y=1.0,
+        pad=3,
+    )
     ax.set_xlabel("entropy H" if scatter else "", fontsize=7)
     ax.set_ylabel(safe_label(p.title), fontsize=7)
     ax.tick_params(labelsize=6)
@@ -166,8 +176,13 @@ def draw_eval(ax, e: dict, diagnosis: Any, run: Any) -> None:
     pf = profile_fit(s, v) if s.size >= 5 else None
     if pf is not None:
         tt = np.linspace(s[0], s[-1], 200)
-        ax.plot(tt, pf["plateau"] + (pf["initial"] - pf["plateau"]) * np.exp(-(tt - pf["t0"]) / pf["timescale"]), "--",
-                color="tab:orange", label="exponential")
+        ax.plot(
+            tt,
+            pf["plateau"] + (pf["initial"] - pf["plateau"]) * np.exp(-(tt - pf["t0"]) / pf["timescale"]),
+            "--",
+            color="tab:orange",
+            label="exponential",
+        )
     plat = e.get("plateau") or {}
     ci = plat.get("ci95")
     if plat.get("value") is not None and plat.get("kind") == "estimate":
@@ -187,5 +202,3 @@ def draw_eval(ax, e: dict, diagnosis: Any, run: Any) -> None:
     ax.set_ylabel(safe_label(e["benchmark"]), fontsize=7)
     ax.tick_params(labelsize=6)
     ax.legend(fontsize=6, loc="lower right")
-
-

@@ -54,13 +54,16 @@ def _one_sided(ax, fc) -> None:
     bounds are drawn, as lines with the region above them shaded up to the frame (open, no
     upper edge), and the point forecast dashed."""
     s = fc.fan["step"]
-    top = max(float(np.nanmax(fc.values)) if fc.values is not None and fc.values.size else 0.0,
-              float(np.nanmax(fc.fan["q50"])))
+    top = max(
+        float(np.nanmax(fc.values)) if fc.values is not None and fc.values.size else 0.0,
+        float(np.nanmax(fc.fan["q50"])),
+    )
     lo, hi = ax.get_ylim()
     span = max(top - min(lo, float(np.nanmin(fc.fan["q025"]))), 1e-12)
     ceiling = max(hi, top + 0.15 * span)
-    ax.fill_between(s, fc.fan["q025"], ceiling, color="tab:orange", alpha=0.12, lw=0, hatch="//",
-                    edgecolor="tab:orange")
+    ax.fill_between(
+        s, fc.fan["q025"], ceiling, color="tab:orange", alpha=0.12, lw=0, hatch="//", edgecolor="tab:orange"
+    )
     ax.plot(s, fc.fan["q025"], "-", color="tab:orange", lw=1.0, label="95% lower bound (upper end unknown)")
     ax.plot(s, fc.fan["q10"], "-", color="tab:orange", lw=1.8, label="80% lower bound")
     ax.plot(s, fc.fan["q50"], "--", color="tab:orange", lw=1.2, label="point forecast")
@@ -89,4 +92,6 @@ def save_fan_figure(items: list, path: Path) -> None:
         with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)
             fig.savefig(tmp, dpi=110, format=path.suffix.lower().lstrip("."))
     except UsageError as e:
-        raise UsageError(f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable path") from None
+        raise UsageError(
+            f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable path"
+        ) from None

@@ -70,10 +70,20 @@ def forecast_tables(doc: dict) -> list[Any]:
 
     out = []
     for r in doc.get("runs", []):
-        rows = [("metric", r.get("metric")),
-                ("seen", f"steps {num(r['seen']['steps'][0])}..{num(r['seen']['steps'][1])} ({r['seen']['n_points']} points)")]
+        rows = [
+            ("metric", r.get("metric")),
+            (
+                "seen",
+                f"steps {num(r['seen']['steps'][0])}..{num(r['seen']['steps'][1])} ({r['seen']['n_points']} points)",
+            ),
+        ]
         h = r.get("horizon") or {}
-        rows.append(("planned end", f"step {num(h.get('step'))} ({h.get('source')})" if h.get("step") is not None else "unknown"))
+        rows.append(
+            (
+                "planned end",
+                f"step {num(h.get('step'))} ({h.get('source')})" if h.get("step") is not None else "unknown",
+            )
+        )
         bd = r.get("bounds") or {}
         if bd.get("low") is not None and bd.get("high") is not None:
             rows.append(("bounds", f"[{num(bd['low'])}, {num(bd['high'])}] ({bd.get('source')})"))
@@ -106,11 +116,19 @@ def _cut_rows(doc: dict):
         for c in r.get("cuts", []):
             pred = c.get("predicted") or {}
             base = c.get("baselines") or {}
-            yield [r.get("run"), f"{c['fraction']:.0%}", num(c.get("step")), num(pred.get("median", pred.get("mean"))),
-                   _interval(pred.get("pi95")), num(c.get("actual")),
-                   {True: "yes", False: "NO", None: "-"}[c.get("covered")], num(c.get("error")),
-                   num((base.get("persistence") or {}).get("error")), num((base.get("exponential") or {}).get("error")),
-                   c.get("note") or ""]
+            yield [
+                r.get("run"),
+                f"{c['fraction']:.0%}",
+                num(c.get("step")),
+                num(pred.get("median", pred.get("mean"))),
+                _interval(pred.get("pi95")),
+                num(c.get("actual")),
+                {True: "yes", False: "NO", None: "-"}[c.get("covered")],
+                num(c.get("error")),
+                num((base.get("persistence") or {}).get("error")),
+                num((base.get("exponential") or {}).get("error")),
+                c.get("note") or "",
+            ]
 
 
 HEAD = ["run", "cut", "step", "forecast", "95% PI", "actual", "covered", "error", "persistence", "exponential", "note"]
@@ -121,21 +139,29 @@ def _summary_lines(doc: dict) -> list[str]:
 
     s = doc.get("summary") or {}
     b = s.get("baselines") or {}
-    lines = [f"forecasts made: {s.get('n_forecasts')} of {s.get('n_cuts')} cuts; 95% interval coverage "
-             f"{num(s.get('coverage'))}"
-             + (f" ({s['lower_bounds']} of them lower bounds: still rising, end not seen)" if s.get("lower_bounds") else "")
-             + f"; error median {num(s.get('median_error'))}, worst {num(s.get('worst_error'))}"]
+    lines = [
+        f"forecasts made: {s.get('n_forecasts')} of {s.get('n_cuts')} cuts; 95% interval coverage "
+        f"{num(s.get('coverage'))}"
+        + (f" ({s['lower_bounds']} of them lower bounds: still rising, end not seen)" if s.get("lower_bounds") else "")
+        + f"; error median {num(s.get('median_error'))}, worst {num(s.get('worst_error'))}"
+    ]
     for name in ("persistence", "exponential"):
         x = b.get(name) or {}
-        lines.append(f"{name} (same cuts): error median {num(x.get('median_error'))}, worst {num(x.get('worst_error'))}")
+        lines.append(
+            f"{name} (same cuts): error median {num(x.get('median_error'))}, worst {num(x.get('worst_error'))}"
+        )
     for frac, x in (s.get("by_fraction") or {}).items():
-        lines.append(f"cut {frac}: coverage {num(x.get('coverage'))}, median error {num(x.get('median_error'))} "
-                     f"(persistence {num(x.get('persistence_median_error'))}, exponential {num(x.get('exponential_median_error'))})")
+        lines.append(
+            f"cut {frac}: coverage {num(x.get('coverage'))}, median error {num(x.get('median_error'))} "
+            f"(persistence {num(x.get('persistence_median_error'))}, exponential {num(x.get('exponential_median_error'))})"
+        )
     stops = s.get("stop_recommendations")
     if stops:
-        lines.append(f"'done' / 'no further gain expected' at {stops['calls']} cuts; wrong (the final level then rose by more "
-                     f"than 5% of the metric's range) at {stops['wrong']}"
-                     + (f" ({stops['wrong_rate']:.0%})" if stops.get("wrong_rate") is not None else ""))
+        lines.append(
+            f"'done' / 'no further gain expected' at {stops['calls']} cuts; wrong (the final level then rose by more "
+            f"than 5% of the metric's range) at {stops['wrong']}"
+            + (f" ({stops['wrong_rate']:.0%})" if stops.get("wrong_rate") is not None else "")
+        )
     return lines
 
 
@@ -144,8 +170,10 @@ def backtest_table(doc: dict):
 
     from grpofit.render.tables import esc, short_names
 
-    table = Table(title="backtest: forecast of the final level (mean of the last 10% of steps) from each cut",
-                  title_justify="left")
+    table = Table(
+        title="backtest: forecast of the final level (mean of the last 10% of steps) from each cut",
+        title_justify="left",
+    )
     for h in HEAD:
         table.add_column(h)
     rows = list(_cut_rows(doc))

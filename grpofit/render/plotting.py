@@ -34,8 +34,10 @@ def check_suffix(path: Path, option: str | None = None) -> None:
     """A :class:`UsageError` unless ``path`` ends in .png, .svg or .pdf (``option`` names the flag)."""
     if Path(path).suffix.lower() not in SUFFIXES:
         if option:
-            raise UsageError(f"{option} {path}: cannot tell the figure format from the suffix",
-                             fix="end the file name in .png, .svg or .pdf")
+            raise UsageError(
+                f"{option} {path}: cannot tell the figure format from the suffix",
+                fix="end the file name in .png, .svg or .pdf",
+            )
         raise UsageError(
             f"cannot tell the figure format from {Path(path).name!r}",
             path=str(path),
@@ -51,10 +53,17 @@ def _save(fig, path: Path, *, tight: bool = True) -> None:
     try:
         with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)
             fmt = path.suffix.lower().lstrip(".")
-            fig.savefig(tmp, dpi=110 if tight else DPI, bbox_inches="tight" if tight else None, format=fmt,
-                        **({"pil_kwargs": {"compress_level": 1}} if fmt == "png" else {}))  # zlib's fastest: ~10% larger
+            fig.savefig(
+                tmp,
+                dpi=110 if tight else DPI,
+                bbox_inches="tight" if tight else None,
+                format=fmt,
+                **({"pil_kwargs": {"compress_level": 1}} if fmt == "png" else {}),
+            )  # zlib's fastest: ~10% larger
     except UsageError as e:
-        raise UsageError(f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable path") from None
+        raise UsageError(
+            f"cannot write the figure: {e.message}", path=str(path), fix="choose a writable path"
+        ) from None
     finally:
         pass  # a Figure outside pyplot needs no closing: it is freed with its last reference
 
@@ -69,7 +78,7 @@ def clip_line(line: str, limit: int = MAX_LABEL) -> str:
     if len(line) <= limit:
         return line
     head = (limit - 1) * 2 // 3
-    return line[:head] + "\u2026" + line[len(line) - (limit - 1 - head):]
+    return line[:head] + "\u2026" + line[len(line) - (limit - 1 - head) :]
 
 
 def clip_lines(text: str, limit: int = MAX_LABEL) -> str:
@@ -139,8 +148,9 @@ def plateau_title(result: Any, value: float) -> str:
     return f"p* {value:.3g}" + (" (misses the late data)" if check["disagrees"] else "")
 
 
-def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdict: str | None = None,
-             distinct: bool = False) -> None:
+def draw_fit(
+    result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdict: str | None = None, distinct: bool = False
+) -> None:
     """Data, every fitted law's curve and the plateau with its 95% interval; residuals below, with a
     legend per model. The title carries the metric, p*, regime and (when given) the verdict.
     ``distinct``: a law whose curve the preferred law's already draws (within 1% of the data's
@@ -176,15 +186,27 @@ def draw_fit(result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdi
             label += f"; {', '.join(same[name])}: the same curve"
         ax_data.plot(grid, curves[name], lw=1.8, label=label, **style)
         if ax_resid is not None:
-            ax_resid.plot(steps, values - model.predict(steps), ".", ms=2, color=style.get("color"), alpha=0.6,
-                          label=f"{name} residual")
+            ax_resid.plot(
+                steps,
+                values - model.predict(steps),
+                ".",
+                ms=2,
+                color=style.get("color"),
+                alpha=0.6,
+                label=f"{name} residual",
+            )
     from grpofit.fitting.fitcheck import plateau_statement
 
     plateau = plateau_statement(result)  # what the tables say: an estimate, or a bound
     if plateau is not None and plateau["kind"] != "estimate":
         sign = "≥" if plateau["kind"] == "lower_bound" else "≤"
-        ax_data.axhline(plateau["value"], color="tab:blue", lw=1, ls="--",
-                        label=f"plateau p* {sign} {plateau['value']:.3g} (still moving)")
+        ax_data.axhline(
+            plateau["value"],
+            color="tab:blue",
+            lw=1,
+            ls="--",
+            label=f"plateau p* {sign} {plateau['value']:.3g} (still moving)",
+        )
     elif plateau is not None:
         ax_data.axhline(plateau["value"], color="tab:blue", lw=1, label=f"plateau p* ({result.preferred})")
         if plateau["ci95"]:
@@ -249,19 +271,20 @@ def overlay_figure(results: list):
         plateau = result.param("plateau")
         p = f", p* {plateau.value:.3g}" if plateau is not None and plateau.value is not None else ""
         grid = np.linspace(result.steps[0], result.steps[-1], 400)
-        ax.plot(grid, model.predict(grid), lw=1.8, color=colour,
-                label=safe_label(f"{name}: {result.preferred}{p}"))
+        ax.plot(grid, model.predict(grid), lw=1.8, color=colour, label=safe_label(f"{name}: {result.preferred}{p}"))
         ax_resid.plot(result.steps, result.values - model.predict(result.steps), ".", ms=2, color=colour, alpha=0.6)
     metrics = sorted({str(r.metric) for r in results})
     ax.set_ylabel(safe_label(", ".join(metrics)))
     of = f" of {source}" if source else ""
-    ax.set_title(safe_label(f"{len(results)} runs{of} overlaid: {', '.join(metrics)} with each run's preferred fit"),
-                 fontsize=9)
+    ax.set_title(
+        safe_label(f"{len(results)} runs{of} overlaid: {', '.join(metrics)} with each run's preferred fit"), fontsize=9
+    )
     ax.legend(fontsize=7, loc="best")
     ax_resid.axhline(0, color="k", lw=0.8)
     ax_resid.set_ylabel("residual")
-    ax_resid.set_xlabel(safe_label(step_label(results[0].step_column) if len({r.step_column for r in results}) == 1
-                                   else "step"))
+    ax_resid.set_xlabel(
+        safe_label(step_label(results[0].step_column) if len({r.step_column for r in results}) == 1 else "step")
+    )
     return fig
 
 
@@ -345,20 +368,26 @@ def _threshold_lines(role: str, steps, values, th, fit: Any = None) -> list[tupl
     first, last = float(s[0]), float(s[-1])
     if role == "zero_std_frac":
         late = float(s[-max(1, int(round(th.late_fraction * v.size)))])
-        return [(th.zero_std_warn, "warn (late run)", "orange", late, last),
-                (th.zero_std_fail, "fail (late run)", "red", late, last)]
+        return [
+            (th.zero_std_warn, "warn (late run)", "orange", late, last),
+            (th.zero_std_fail, "fail (late run)", "red", late, last),
+        ]
     if role == "entropy":
         half = _half_gain_step(fit) if fit is not None else None
         if half is None:
             return []
         w = 0.04 * (last - first)
-        return [(th.entropy_half_warn * base, "warn at the reward's half-gain step", "orange", half - w, half + w),
-                (th.entropy_half_fail * base, "fail at the reward's half-gain step", "red", half - w, half + w)]
+        return [
+            (th.entropy_half_warn * base, "warn at the reward's half-gain step", "orange", half - w, half + w),
+            (th.entropy_half_fail * base, "fail at the reward's half-gain step", "red", half - w, half + w),
+        ]
     if role in ("grad_norm", "is_ratio", "clip_ratio") and base > 0:
         end_base = float(s[nb - 1])
-        return [(base, "baseline", "0.5", first, end_base),
-                (th.rise_warn * base, f"x{th.rise_warn:g} warn", "orange", end_base, last),
-                (th.rise_fail * base, f"x{th.rise_fail:g} fail", "red", end_base, last)]
+        return [
+            (base, "baseline", "0.5", first, end_base),
+            (th.rise_warn * base, f"x{th.rise_warn:g} warn", "orange", end_base, last),
+            (th.rise_fail * base, f"x{th.rise_fail:g} fail", "red", end_base, last),
+        ]
     return []
 
 
@@ -379,8 +408,11 @@ def _grid(fig, top: float, n: int, cols: int, row_h: float, height: float):
         r, c = divmod(i, cols)
         x0 = left + c * (width + gap)
         y1 = top + r * row_h + title
-        axes.append(fig.add_axes([x0 / WIDTH, 1 - (y1 + row_h - title - 0.38) / height,
-                                  width / WIDTH, (row_h - title - 0.38) / height]))
+        axes.append(
+            fig.add_axes(
+                [x0 / WIDTH, 1 - (y1 + row_h - title - 0.38) / height, width / WIDTH, (row_h - title - 0.38) / height]
+            )
+        )
     return axes
 
 
@@ -412,16 +444,18 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
     head, reward_h, row_h = 0.12 + 0.15 * len(lines), 3.0, 2.35  # inches
     height = head + reward_h + rows * row_h + 0.1
     fig = new_figure(figsize=(WIDTH, height), dpi=DPI)
-    ax = fig.add_axes([0.75 / WIDTH, 1 - (head + reward_h - 0.45) / height, (WIDTH - 1.3) / WIDTH,
-                       (reward_h - 0.45) / height])
+    ax = fig.add_axes(
+        [0.75 / WIDTH, 1 - (head + reward_h - 0.45) / height, (WIDTH - 1.3) / WIDTH, (reward_h - 0.45) / height]
+    )
     draw_fit(fit, ax, None, collapse_values=_after_collapse(fit), verdict=verdict, distinct=True)
     ax.set_xlabel(safe_label(step_label(run.step_column)), fontsize=8)
     ax.set_title(safe_label("\n".join(lines)), fontsize=8, y=1.0, pad=4)
     ax.locator_params(nbins=6)  # each tick label is text to lay out and draw  # y given: no search above the ticks
     axes = _grid(fig, head + reward_h, n, cols, row_h, height)
     series = [(a, p) for a, p in zip(axes, panels) if p[0] == "series"]
-    draw_extra([a for a, p in zip(axes, panels) if p[0] != "series"], [p for p in panels if p[0] != "series"],
-               diagnosis, run)
+    draw_extra(
+        [a for a, p in zip(axes, panels) if p[0] != "series"], [p for p in panels if p[0] != "series"], diagnosis, run
+    )
     for a, (_, mode, role) in series:
         draw_series(a, role, run, diagnosis, thresholds, mode)
     for i, a in enumerate(axes):  # the bottom panel of each column names the step
@@ -459,8 +493,14 @@ def draw_series(ax, role: str, run: Any, diagnosis: Any, thresholds: Any, mode: 
         twin.tick_params(labelsize=6)
         ax.set_zorder(twin.get_zorder() + 1)  # the eval drawn over the train points
         ax.patch.set_visible(False)
-    ax.plot(*thin(steps, values), ".-" if role == "eval_reward" else "-", lw=0.9, ms=3, color="tab:purple",
-            label=safe_label(column))
+    ax.plot(
+        *thin(steps, values),
+        ".-" if role == "eval_reward" else "-",
+        lw=0.9,
+        ms=3,
+        color="tab:purple",
+        label=safe_label(column),
+    )
     for level, label, colour, x0, x1 in _threshold_lines(role, steps, values, thresholds, fit):
         ax.hlines(level, x0, x1, color=colour, ls="--", lw=0.9, label=label)
     if role in ("grad_norm", "is_ratio") and np.nanmin(values) > 0:
@@ -468,8 +508,9 @@ def draw_series(ax, role: str, run: Any, diagnosis: Any, thresholds: Any, mode: 
     if diagnosis.collapse is not None:
         ax.axvline(diagnosis.collapse.step, color="k", ls=":", lw=1.0)
     status = diagnosis.diagnostics[mode].own_status or diagnosis.diagnostics[mode].status
-    ax.set_title(safe_label(f"{title} ({mode}): {status}"), fontsize=7, loc="left", color=_COLOUR.get(status, "k"),
-                 y=1.0, pad=3)
+    ax.set_title(
+        safe_label(f"{title} ({mode}): {status}"), fontsize=7, loc="left", color=_COLOUR.get(status, "k"), y=1.0, pad=3
+    )
     ax.set_ylabel(title, fontsize=7)
     ax.tick_params(labelsize=6)
     ax.legend(fontsize=6, loc="best")
@@ -490,8 +531,9 @@ def figure_name(run_name: str, suffix: str = ".png") -> str:
     return f"{stem[-150:]}-{digest}{suffix}"
 
 
-def save_diagnosis_figure(diagnosis: Any, run: Any, plot_dir: Path, thresholds: Any, suffix: str = ".png",
-                          entry: dict | None = None) -> Path:
+def save_diagnosis_figure(
+    diagnosis: Any, run: Any, plot_dir: Path, thresholds: Any, suffix: str = ".png", entry: dict | None = None
+) -> Path:
     """Write one judged run's figure into ``plot_dir`` (created); returns its path. ``entry``: the
     run's gated JSON entry (its verdict goes into the title)."""
     path = Path(plot_dir) / figure_name(diagnosis.name, suffix)

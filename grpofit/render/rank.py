@@ -4,8 +4,6 @@ figure, from the forecasts the document was made from)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["rank_table", "rank_markdown", "save_rank_figure"]
 
 HEAD = ["run", "seen to", "final at horizon (80% / 95%)", "p best", "p within margin", "recommendation", "saved"]
@@ -52,19 +50,37 @@ def _saved(r: dict) -> str:
 def _rows(doc: dict):
     from grpofit.render.tables import num
 
-    order = sorted(doc.get("runs", []), key=lambda r: (r.get("p_best") is None, -(r.get("p_best") or 0.0),
-                                                        -((r.get("final") or {}).get("mean") or -1e300)))
+    order = sorted(
+        doc.get("runs", []),
+        key=lambda r: (
+            r.get("p_best") is None,
+            -(r.get("p_best") or 0.0),
+            -((r.get("final") or {}).get("mean") or -1e300),
+        ),
+    )
     for r in order:
-        yield r, [r["run"], num(r["seen"]["steps"][1]), _final(r.get("final")), _pct(r.get("p_best")),
-                  _pct(r.get("p_within_margin")), r["recommendation"], _saved(r)]
+        yield (
+            r,
+            [
+                r["run"],
+                num(r["seen"]["steps"][1]),
+                _final(r.get("final")),
+                _pct(r.get("p_best")),
+                _pct(r.get("p_within_margin")),
+                r["recommendation"],
+                _saved(r),
+            ],
+        )
 
 
 def _summary_lines(doc: dict) -> list[str]:
     from grpofit.render.tables import num
 
     h = doc["horizon"]
-    lines = [f"horizon: step {num(h['step'])} ({h['source']}); margin {num(doc.get('margin'))}, "
-             f"confidence {num(doc.get('confidence'))}"]
+    lines = [
+        f"horizon: step {num(h['step'])} ({h['source']}); margin {num(doc.get('margin'))}, "
+        f"confidence {num(doc.get('confidence'))}"
+    ]
     if doc.get("until") is not None:
         lines.append(f"runs cut at step {num(doc['until'])} (--until)")
     lines.append(f"most likely best: {doc['best']}" if doc.get("best") else "most likely best: cannot tell")
@@ -116,8 +132,8 @@ def save_rank_figure(outcome, path) -> None:
     from matplotlib.figure import Figure
 
     from grpofit.core.errors import UsageError
-    from grpofit.render.plotting import check_suffix
     from grpofit.readers.selection import run_label
+    from grpofit.render.plotting import check_suffix
 
     path = Path(path)
     check_suffix(path)
@@ -153,4 +169,6 @@ def save_rank_figure(outcome, path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=110)
     except OSError as e:
-        raise UsageError(f"cannot write the figure: {e.strerror}", path=str(path), fix="choose a writable path") from None
+        raise UsageError(
+            f"cannot write the figure: {e.strerror}", path=str(path), fix="choose a writable path"
+        ) from None

@@ -167,15 +167,22 @@ def fit_tables(runs: list[dict]) -> list[Any]:
             table.add_row(title, *[num(m.get(key), 5 if key != "r2" else 3) for m in models.values()])
         misses = bool((r.get("fit_check") or {}).get("disagrees"))
         for key, title in param_rows(models):
-            table.add_row(title, *[_param_text(m, key, misses and key == "plateau" and name == r.get("preferred"))
-                                   for name, m in models.items()])
+            table.add_row(
+                title,
+                *[
+                    _param_text(m, key, misses and key == "plateau" and name == r.get("preferred"))
+                    for name, m in models.items()
+                ],
+            )
         table.add_row("regime", *[m.get("regime") or "" for m in models.values()])
         ratio = (r.get("noise") or {}).get("fit_vs_noise")
         if ratio is not None:  # the preferred law's residual sd over the point-to-point noise
             cell = f"{ratio:.2g}x" + (" (misfit)" if ratio >= MISFIT_RATIO else "")
             table.add_row("fit error / noise", *[cell if name == r.get("preferred") else "" for name in models])
         if any(m.get("observed_overshoot") for m in models.values()):
-            table.add_row("observed overshoot", *[_overshoot_text(m.get("observed_overshoot")) for m in models.values()])
+            table.add_row(
+                "observed overshoot", *[_overshoot_text(m.get("observed_overshoot")) for m in models.values()]
+            )
         out.append(table)
     return out
 
@@ -211,9 +218,14 @@ def _fit_caption(r: dict) -> str:
     if noise.get("noise_sd") is not None:
         ceiling = noise.get("r2_ceiling")
         parts.append(
-            f"noise floor sd {num(noise['noise_sd'])}" + (f", R² noise ceiling {num(ceiling)}"
-                                                          + (f" ± {num(noise['r2_ceiling_se'], 2)}" if noise.get("r2_ceiling_se") else "")
-                                                          + " (an estimate, not a bound)" if ceiling is not None else "")
+            f"noise floor sd {num(noise['noise_sd'])}"
+            + (
+                f", R² noise ceiling {num(ceiling)}"
+                + (f" ± {num(noise['r2_ceiling_se'], 2)}" if noise.get("r2_ceiling_se") else "")
+                + " (an estimate, not a bound)"
+                if ceiling is not None
+                else ""
+            )
         )
     if r.get("collapse"):
         parts.append(f"reward collapses at step {step_text(r['collapse'].get('step'))}: fitted the part before it")
@@ -255,8 +267,10 @@ def misfit_note(r: dict) -> str | None:
     ratio = (r.get("noise") or {}).get("fit_vs_noise")
     if ratio is None or ratio < MISFIT_RATIO:
         return None
-    return (f"misfit: the fit's residual sd is {ratio:.1f}x the point-to-point noise; the law misses "
-            "structure in the data (a drift, a second timescale, a break): see grpofit forecast")
+    return (
+        f"misfit: the fit's residual sd is {ratio:.1f}x the point-to-point noise; the law misses "
+        "structure in the data (a drift, a second timescale, a break): see grpofit forecast"
+    )
 
 
 # --------------------------------------------------------------------------- diagnose
@@ -356,7 +370,7 @@ def elide(name: str, width: int) -> str:
                 return short
     keep = width - 1
     head = keep * 2 // 5
-    return name[:head] + ELLIPSIS + name[len(name) - (keep - head):]
+    return name[:head] + ELLIPSIS + name[len(name) - (keep - head) :]
 
 
 def _modes_of(runs: list[dict]) -> list[str]:
@@ -421,8 +435,11 @@ def _build_table(doc: dict, modes: list[str], full: bool, names: list[str]) -> A
     from rich.table import Table
 
     runs = doc.get("runs", [])
-    table = Table(title="grpofit diagnose", title_justify="left") if full else \
-        Table(title="grpofit diagnose", title_justify="left", show_edge=False, pad_edge=False)
+    table = (
+        Table(title="grpofit diagnose", title_justify="left")
+        if full
+        else Table(title="grpofit diagnose", title_justify="left", show_edge=False, pad_edge=False)
+    )
     table.add_column("run", no_wrap=True)
     fit_columns = ("R²", "p*", "1/K_eff", "inertia", "regime") if full else ("R²", "p*", "regime")
     for col in fit_columns:
@@ -431,7 +448,7 @@ def _build_table(doc: dict, modes: list[str], full: bool, names: list[str]) -> A
         table.add_column(_mode_title(m, full), no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     fc = _forecast_shown(runs)
-    for col in (FORECAST_COLUMNS if fc else ()):
+    for col in FORECAST_COLUMNS if fc else ():
         table.add_column(col, no_wrap=True, justify="right")
     for name, r in zip(names, runs):
         fit = _fit_cells(r.get("fit"), r.get("fit_check"), r.get("trend"))
@@ -440,12 +457,21 @@ def _build_table(doc: dict, modes: list[str], full: bool, names: list[str]) -> A
             fit = [DASH if r2 is None else f"{r2:.2f}", fit[1], SHORT_REGIME.get(fit[4], fit[4])]
         cells = [_styled(*_mode_status_text(r, m, full)) for m in modes]
         verdict = r.get("verdict", "unknown")
-        table.add_row(esc(name), *[esc(c) for c in fit], *cells,
-                      _styled(verdict, verdict if full else SHORT_STATUS.get(verdict, verdict)),
-                      *([esc(c) for c in _forecast_cells(r)] if fc else []))
-    for name in names[len(runs):]:
-        table.add_row(esc(name), *[DASH] * len(fit_columns), *[DASH] * len(modes), "[bold red]error[/]",
-                      *([DASH] * len(FORECAST_COLUMNS) if fc else []))
+        table.add_row(
+            esc(name),
+            *[esc(c) for c in fit],
+            *cells,
+            _styled(verdict, verdict if full else SHORT_STATUS.get(verdict, verdict)),
+            *([esc(c) for c in _forecast_cells(r)] if fc else []),
+        )
+    for name in names[len(runs) :]:
+        table.add_row(
+            esc(name),
+            *[DASH] * len(fit_columns),
+            *[DASH] * len(modes),
+            "[bold red]error[/]",
+            *([DASH] * len(FORECAST_COLUMNS) if fc else []),
+        )
     return table
 
 
@@ -465,7 +491,9 @@ def _forecast_cells(r: dict) -> list[str]:
     if final.get("mean") is not None:
         lo, hi = final.get("pi95") or (None, None)
         # upper end unknown (the rise's end is not in the seen steps): a lower bound only
-        text = f"{num(final['mean'])} [{num(lo)}, {num(hi)}]" if hi is not None else f"{num(final['mean'])} [≥ {num(lo)}]"
+        text = (
+            f"{num(final['mean'])} [{num(lo)}, {num(hi)}]" if hi is not None else f"{num(final['mean'])} [≥ {num(lo)}]"
+        )
     s95d = f.get("steps_to_95") or {}
     s95 = s95d.get("value")
     s95_text = DASH if s95 is None else (f"≥ {num(s95)}" if s95d.get("kind") == "lower_bound" else num(s95))
@@ -489,7 +517,9 @@ def print_diagnose(doc: dict) -> None:
     console = _console()
     _emit(console, diagnose_table(doc, width=console.width))
     if any(_gate_of(r).get("not_gating") for r in doc.get("runs", [])):
-        _emit(console, f"{NOT_GATING_MARK} a fail in a mode outside --fail-on: shown, counted as a warning, does not gate")
+        _emit(
+            console, f"{NOT_GATING_MARK} a fail in a mode outside --fail-on: shown, counted as a warning, does not gate"
+        )
     _emit(console, esc(gate_text(doc)))
 
 
@@ -539,16 +569,30 @@ def diagnose_markdown(doc: dict) -> str:
     runs = doc.get("runs", [])
     modes = _modes_of(runs)
     fc = _forecast_shown(runs)
-    head = ["run", "R²", "p*", "1/K_eff", "inertia", "regime", *[_mode_title(m, True) for m in modes], "verdict",
-            *(FORECAST_COLUMNS if fc else ())]
+    head = [
+        "run",
+        "R²",
+        "p*",
+        "1/K_eff",
+        "inertia",
+        "regime",
+        *[_mode_title(m, True) for m in modes],
+        "verdict",
+        *(FORECAST_COLUMNS if fc else ()),
+    ]
     lines = ["## grpofit diagnose", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in runs:
         cells = []
         for m in modes:
             status, _ = _mode_status_text(r, m)
             cells.append("⚪ fail (not gating)" if status == "not_gating" else icons.get(status, status))
-        row = [_md(r.get("run", "")), *_fit_cells(r.get("fit"), r.get("fit_check"), r.get("trend")), *cells, icons.get(r.get("verdict"), ""),
-               *(_forecast_cells(r) if fc else [])]
+        row = [
+            _md(r.get("run", "")),
+            *_fit_cells(r.get("fit"), r.get("fit_check"), r.get("trend")),
+            *cells,
+            icons.get(r.get("verdict"), ""),
+            *(_forecast_cells(r) if fc else []),
+        ]
         lines.append("| " + " | ".join(row) + " |")
     for e in doc.get("errors", []):
         lines.append("| " + " | ".join([_md(e["run"]), *[DASH] * (len(head) - 2), "❌ error"]) + " |")
@@ -588,7 +632,7 @@ def diagnose_junit(doc: dict) -> str:
     xml_text = _xml
 
     suites = ET.Element("testsuites", name="grpofit diagnose")
-    policy = ((doc.get("gate") or {}).get("policy") or {})
+    policy = (doc.get("gate") or {}).get("policy") or {}
     for r in doc.get("runs", []):
         g = _gate_of(r)
         not_gating = set(g.get("not_gating") or [])
@@ -604,8 +648,12 @@ def diagnose_junit(doc: dict) -> str:
             counts["tests"] += 1
             status = d.get("status", "unknown")
             gating_fail = status == "fail" and m not in not_gating
-            gating_warn = status == "warn" and policy.get("strict") and m not in not_gating and \
-                any(x.startswith(f"{m} warn") for x in g.get("reasons", []))
+            gating_warn = (
+                status == "warn"
+                and policy.get("strict")
+                and m not in not_gating
+                and any(x.startswith(f"{m} warn") for x in g.get("reasons", []))
+            )
             if gating_fail or gating_warn:
                 counts["failures"] += 1
                 ET.SubElement(case, "failure", message=evidence, type=status).text = evidence
@@ -707,25 +755,45 @@ def predict_tables(doc: dict) -> list[Any]:
     from rich.table import Table
 
     keys = ("mass", "damping", "stiffness", "damping_ratio", "regime", "stable", "timescale", "inertia", "critical_lr")
-    out = [key_value_table("closed form (step units)",
-                           [(k.replace("_", " "), doc.get(k)) for k in keys])]
+    out = [key_value_table("closed form (step units)", [(k.replace("_", " "), doc.get(k)) for k in keys])]
     table = Table(title="stability by lag model", title_justify="left")
     for col in ("lag model", "growth per step", "stable", "regime", "critical refresh interval"):
         table.add_column(col, justify="left" if col in ("lag model", "regime") else "right")
-    table.add_row("closed form (paper)", "-", num(doc.get("stable")), doc.get("regime") or "-",
-                  num(doc.get("critical_refresh_interval")))
-    for key, label in (("exact_fixed_delay", "exact, fixed delay"), ("exact_sawtooth", "exact, sawtooth (frozen gradient)")):
+    table.add_row(
+        "closed form (paper)",
+        "-",
+        num(doc.get("stable")),
+        doc.get("regime") or "-",
+        num(doc.get("critical_refresh_interval")),
+    )
+    for key, label in (
+        ("exact_fixed_delay", "exact, fixed delay"),
+        ("exact_sawtooth", "exact, sawtooth (frozen gradient)"),
+    ):
         ex = doc.get(key)
         if ex:
-            table.add_row(label, num(ex.get("spectral_radius"), 4), num(ex.get("stable")), ex.get("regime") or "-",
-                          num(ex.get("critical_refresh_interval")))
+            table.add_row(
+                label,
+                num(ex.get("spectral_radius"), 4),
+                num(ex.get("stable")),
+                ex.get("regime") or "-",
+                num(ex.get("critical_refresh_interval")),
+            )
     out.append(table)
     inputs = doc.get("input_sources")  # predict --from-run: {name: {value, source}}
     if inputs:
-        out.append(key_value_table("inputs (flags override the run's config)",
-                                   [(k.replace("_", " "), f"{_plain(v.get('value'))}  ({v.get('source')})"
-                                     if isinstance(v, dict) else _plain(v))
-                                    for k, v in inputs.items()]))
+        out.append(
+            key_value_table(
+                "inputs (flags override the run's config)",
+                [
+                    (
+                        k.replace("_", " "),
+                        f"{_plain(v.get('value'))}  ({v.get('source')})" if isinstance(v, dict) else _plain(v),
+                    )
+                    for k, v in inputs.items()
+                ],
+            )
+        )
     for key in ("group", "from_run", "what_if"):
         if doc.get(key):
             out.append(key_value_table(key.replace("_", " "), flat_items(doc[key])))
@@ -775,7 +843,10 @@ def simulate_tables(doc: dict, out: str) -> list[Any]:
         ("late mean / variance of p", f"{num(doc.get('late_mean'))} / {num(doc.get('late_variance'))}"),
         ("predicted regime (closed form)", pred.get("regime")),
         ("predicted damping ratio", pred.get("damping_ratio")),
-        ("critical refresh interval: closed form / sawtooth", f"{num(pred.get('critical_refresh_interval'))} / {num(saw.get('critical_refresh_interval'))}"),
+        (
+            "critical refresh interval: closed form / sawtooth",
+            f"{num(pred.get('critical_refresh_interval'))} / {num(saw.get('critical_refresh_interval'))}",
+        ),
         ("diverged at step", doc.get("diverged_at_step")),
     ]
     return [key_value_table("simulated GRPO on a softmax bandit", rows)]
@@ -815,8 +886,15 @@ def _eval_rows(rows: list, name_width: int) -> Any:
     from rich.table import Table
 
     table = Table(title="eval series (train-eval decoupling per benchmark)", title_justify="left")
-    for col, justify in (("run", "left"), ("benchmark", "left"), ("points", "right"), ("gain", "right"),
-                         ("plateau [95%]", "right"), ("T_eval/T_train [95%]", "right"), ("decouples", "left")):
+    for col, justify in (
+        ("run", "left"),
+        ("benchmark", "left"),
+        ("points", "right"),
+        ("gain", "right"),
+        ("plateau [95%]", "right"),
+        ("T_eval/T_train [95%]", "right"),
+        ("decouples", "left"),
+    ):
         table.add_column(col, justify=justify, no_wrap=col in ("run", "benchmark"), overflow="fold")
     names = short_names([run for run, _ in rows])
     for name, (_, e) in zip(names, rows):
@@ -831,9 +909,15 @@ def _eval_rows(rows: list, name_width: int) -> Any:
         rci = div.get("timescale_ratio_ci95")
         if rci:  # the interval the divergence test decides on (eval and train fitted over the eval's steps)
             ratio += f" [{num(rci[0])}, {'inf' if rci[1] is None else num(rci[1])}]"
-        table.add_row(esc(elide(name, name_width)), esc(elide(str(e.get("benchmark", "")), name_width)),
-                      str(e.get("points", 0)), num(e.get("gain")), text, ratio,
-                      _styled(status, "yes" if e.get("decouples") else status))
+        table.add_row(
+            esc(elide(name, name_width)),
+            esc(elide(str(e.get("benchmark", "")), name_width)),
+            str(e.get("points", 0)),
+            num(e.get("gain")),
+            text,
+            ratio,
+            _styled(status, "yes" if e.get("decouples") else status),
+        )
     return table
 
 

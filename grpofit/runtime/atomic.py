@@ -49,7 +49,9 @@ def _as_usage_error(shown: Path):
     try:
         yield
     except OSError as e:
-        raise UsageError(f"cannot write {shown}: {e.strerror or e}", path=str(shown), fix="choose a writable path") from None
+        raise UsageError(
+            f"cannot write {shown}: {e.strerror or e}", path=str(shown), fix="choose a writable path"
+        ) from None
 
 
 @contextlib.contextmanager

@@ -43,5 +43,8 @@ def check_not_input(output, option: str, inputs) -> None:
         if os.path.isdir(base):
             continue
         if same_file(out, base):
-            raise UsageError(f"{option} {out} is also an input: writing it would overwrite the log being read",
-                             path=out, fix=f"choose another path for {option}")
+            raise UsageError(
+                f"{option} {out} is also an input: writing it would overwrite the log being read",
+                path=out,
+                fix=f"choose another path for {option}",
+            )

@@ -136,7 +136,9 @@ def make_planted_run(
     }
 
 
-def make_dead_run(*, seed: int, n_steps: int = 300, group_size: int = 8, batch_prompts: int = 16) -> dict[str, np.ndarray]:
+def make_dead_run(
+    *, seed: int, n_steps: int = 300, group_size: int = 8, batch_prompts: int = 16
+) -> dict[str, np.ndarray]:
     """A dead run: reward near 0, 75-100% zero-variance groups, tiny gradients, flat entropy."""
     rng = np.random.default_rng(seed)
     t = np.arange(n_steps, dtype=float)
@@ -204,7 +206,9 @@ def make_rule_run(rule: str | None, *, seed: int, n_steps: int = 300) -> dict[st
     rng = np.random.default_rng(10_000 + seed)
     n = n_steps
     t = np.arange(n, dtype=float)
-    cols = make_planted_run("dynamical_instability" if rule == "grad_norm_spikes" else None, seed=seed, n_steps=n, kind="collapse")
+    cols = make_planted_run(
+        "dynamical_instability" if rule == "grad_norm_spikes" else None, seed=seed, n_steps=n, kind="collapse"
+    )
     noise = lambda sd: rng.normal(0.0, sd, n)  # noqa: E731
     del cols["kl"]
     cols["kl_coef"] = np.full(n, 0.04)
@@ -262,7 +266,9 @@ def make_rule_run(rule: str | None, *, seed: int, n_steps: int = 300) -> dict[st
     elif rule == "is_mean":
         cols["rollout_corr/rollout_is_mean"] = cols["rollout_corr/rollout_is_mean"] - 0.7 * second
     elif rule == "is_ess":
-        cols["rollout_corr/rollout_is_eff_sample_size"] = np.clip(cols["rollout_corr/rollout_is_eff_sample_size"] - 0.8 * second, 0, 1)
+        cols["rollout_corr/rollout_is_eff_sample_size"] = np.clip(
+            cols["rollout_corr/rollout_is_eff_sample_size"] - 0.8 * second, 0, 1
+        )
     elif rule == "is_std":
         cols["rollout_corr/rollout_is_std"] = cols["rollout_corr/rollout_is_std"] * (1.0 + 10.0 * second)
     elif rule == "rollout_kl":

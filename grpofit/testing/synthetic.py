@@ -27,8 +27,17 @@ import numpy as np
 
 from grpofit.laws.models import oscillator
 
-__all__ = ["sample_truth", "make_run_table", "recovery_set", "settling_time", "forced_path",
-           "make_forced_run", "sample_forced_truth", "forced_recovery_set", "FORCING_LEVELS"]
+__all__ = [
+    "sample_truth",
+    "make_run_table",
+    "recovery_set",
+    "settling_time",
+    "forced_path",
+    "make_forced_run",
+    "sample_forced_truth",
+    "forced_recovery_set",
+    "FORCING_LEVELS",
+]
 
 
 def settling_time(timescale: float, damping_ratio: float) -> float:
@@ -79,9 +88,7 @@ def make_run_table(truth: dict, *, seed: int | np.random.SeedSequence = 0) -> di
     stride = int(truth.get("stride", 1))
     start = int(truth.get("start", 0))
     t_all = np.arange(length + 1, dtype=float)
-    expected_all = oscillator(
-        t_all, truth["plateau"], truth["initial"], truth["timescale"], truth.get("inertia", 0.0)
-    )
+    expected_all = oscillator(t_all, truth["plateau"], truth["initial"], truth["timescale"], truth.get("inertia", 0.0))
     sd = float(truth.get("forcing_sd", 0.0))
     x = np.zeros(t_all.size)
     if sd > 0:
@@ -142,14 +149,30 @@ def sample_forced_truth(rng: np.random.Generator, *, regime: str, forcing_sd: fl
     plateau = float(rng.uniform(0.5, 0.9))
     initial = float(rng.uniform(0.05, min(0.35, plateau - 0.2)))
     length = int(rng.choice([300, 600, 1000]))
-    truth = {"plateau": plateau, "initial": initial, "length": length, "stride": 1, "start": 1,
-             "batch": int(rng.choice([128, 256, 512])), "forcing_sd": float(forcing_sd), "regime": regime}
+    truth = {
+        "plateau": plateau,
+        "initial": initial,
+        "length": length,
+        "stride": 1,
+        "start": 1,
+        "batch": int(rng.choice([128, 256, 512])),
+        "forcing_sd": float(forcing_sd),
+        "regime": regime,
+    }
     if regime == "two_class":
         t_fast = _loguniform(rng, 3.0, length / 40.0)
         t_slow = _loguniform(rng, max(6.0 * t_fast, length / 12.0), length / 5.0)
         w_fast = float(rng.uniform(0.4, 0.8))
-        truth.update({"fast_timescale": t_fast, "slow_timescale": t_slow, "fast_weight": w_fast,
-                      "timescale": t_slow, "inertia": 0.0, "damping_ratio": None})
+        truth.update(
+            {
+                "fast_timescale": t_fast,
+                "slow_timescale": t_slow,
+                "fast_weight": w_fast,
+                "timescale": t_slow,
+                "inertia": 0.0,
+                "damping_ratio": None,
+            }
+        )
     else:
         zeta = _loguniform(rng, 1.5, 3.0) if regime == "overdamped" else _loguniform(rng, 0.35, 0.7)
         factor = max(1.0, 1.0 / (2.0 * zeta**2))
@@ -169,26 +192,33 @@ def make_forced_run(truth: dict, *, seed: int | np.random.SeedSequence = 0) -> d
     if "fast_timescale" in truth:
         wf = truth["fast_weight"]
         gain = p0 - p
-        expected = p + gain * (wf * np.exp(-t_all / truth["fast_timescale"])
-                               + (1.0 - wf) * np.exp(-t_all / truth["slow_timescale"]))
-        forced = forced_path(length, "two", (truth["fast_timescale"], truth["slow_timescale"]),
-                             truth.get("forcing_sd", 0.0), rng)
+        expected = p + gain * (
+            wf * np.exp(-t_all / truth["fast_timescale"]) + (1.0 - wf) * np.exp(-t_all / truth["slow_timescale"])
+        )
+        forced = forced_path(
+            length, "two", (truth["fast_timescale"], truth["slow_timescale"]), truth.get("forcing_sd", 0.0), rng
+        )
     else:
         expected = oscillator(t_all, p, p0, truth["timescale"], truth.get("inertia", 0.0))
-        forced = forced_path(length, "oscillator", (truth["timescale"], max(truth.get("inertia", 0.0), 1e-6)),
-                             truth.get("forcing_sd", 0.0), rng)
+        forced = forced_path(
+            length,
+            "oscillator",
+            (truth["timescale"], max(truth.get("inertia", 0.0), 1e-6)),
+            truth.get("forcing_sd", 0.0),
+            rng,
+        )
     latent = np.clip(expected + forced, 0.0, 1.0)
     stride = int(truth.get("stride", 1))
     idx = np.arange(0, length + 1, stride)
     batch = int(truth.get("batch", 256))
     reward = rng.binomial(batch, latent[idx]) / batch
     start = int(truth.get("start", 0))
-    return {"step": (start + idx).astype(float), "reward": reward, "expected": expected[idx],
-            "latent": latent[idx]}
+    return {"step": (start + idx).astype(float), "reward": reward, "expected": expected[idx], "latent": latent[idx]}
 
 
-def forced_recovery_set(n_per_stratum: int = 10, seed: int = 0, *, levels=FORCING_LEVELS,
-                        regimes=("overdamped", "underdamped", "two_class")) -> list[tuple[dict, dict]]:
+def forced_recovery_set(
+    n_per_stratum: int = 10, seed: int = 0, *, levels=FORCING_LEVELS, regimes=("overdamped", "underdamped", "two_class")
+) -> list[tuple[dict, dict]]:
     """Seeded ``(truth, table)`` pairs, ``n_per_stratum`` for every forcing level x regime."""
     out = []
     root = np.random.SeedSequence([seed, 0x5EED])

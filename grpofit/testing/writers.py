@@ -17,8 +17,8 @@ from typing import Any, Iterable
 import numpy as np
 
 from grpofit.readers import protobuf as pb
-from grpofit.readers.tensorboard import _U32, masked_crc32c
 from grpofit.readers.leveldb import BLOCK, CHUNK, FIRST, FULL, HEADER, LAST, MIDDLE, TYPE_SEED
+from grpofit.readers.tensorboard import _U32, masked_crc32c
 from grpofit.readers.wandb_binary import IDENT, MAGIC, VERSION
 
 __all__ = [
@@ -169,20 +169,14 @@ def _json(value: Any) -> str:
 
 def encode_history(row: dict[str, Any], step: int) -> bytes:
     """A serialized ``Record{history=2}`` for one logged row (keys with ``/`` kept whole)."""
-    items = b"".join(
-        field_bytes(1, field_bytes(1, str(k)) + field_bytes(16, _json(v)))
-        for k, v in row.items()
-    )
+    items = b"".join(field_bytes(1, field_bytes(1, str(k)) + field_bytes(16, _json(v))) for k, v in row.items())
     history = items + field_bytes(2, field_varint(1, step))
     return field_bytes(2, history)
 
 
 def encode_config(config: dict[str, Any]) -> bytes:
     """A serialized ``Record{config=5}`` with one ConfigItem per key."""
-    items = b"".join(
-        field_bytes(1, field_bytes(1, str(k)) + field_bytes(16, _json(v)))
-        for k, v in config.items()
-    )
+    items = b"".join(field_bytes(1, field_bytes(1, str(k)) + field_bytes(16, _json(v))) for k, v in config.items())
     return field_bytes(5, items)
 
 

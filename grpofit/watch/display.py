@@ -67,22 +67,33 @@ def table(monitor: Monitor, *, title: str = "grpofit watch", footer: str | None 
     t.add_column("alerts (first step)", overflow="fold", max_width=40)
     for st in monitor.runs.values():
         if st.problem:
-            t.add_row(st.name, _f(st.last_step, "g"), "–", Text(st.problem, style="dim"), "–",
-                      *["–" for _ in _modes()], "–")
+            t.add_row(
+                st.name, _f(st.last_step, "g"), "–", Text(st.problem, style="dim"), "–", *["–" for _ in _modes()], "–"
+            )
             continue
         verdicts = [Text(st.verdicts.get(m, "–"), style=_STYLE.get(st.verdicts.get(m, ""), "")) for m in _modes()]
-        t.add_row(st.name, _f(st.last_step, "g"), _f(st.level), forecast_text(st, short=True), steps_to_95_text(st),
-                  *verdicts, Text(alerts_text(st), style=_STYLE.get(st.status, "")))
+        t.add_row(
+            st.name,
+            _f(st.last_step, "g"),
+            _f(st.level),
+            forecast_text(st, short=True),
+            steps_to_95_text(st),
+            *verdicts,
+            Text(alerts_text(st), style=_STYLE.get(st.status, "")),
+        )
     return t
 
 
 def alert_line(event: dict) -> str:
     onset = f" onset={event['onset']}" if event.get("onset") is not None else ""
-    return (f"ALERT {event['status']} {event['mode']} run={event['run']} step={event['step']}{onset}: "
-            f"{event['evidence']}")
+    return (
+        f"ALERT {event['status']} {event['mode']} run={event['run']} step={event['step']}{onset}: {event['evidence']}"
+    )
 
 
 def update_line(st: RunState) -> str:
     verdicts = " ".join(f"{MODE_TITLES.get(m, m)}={st.verdicts.get(m, '–')}" for m in _modes())
-    return (f"UPDATE run={st.name} step={_f(st.last_step, 'g')} reward={_f(st.level)} "
-            f"forecast={forecast_text(st)} steps_to_95={steps_to_95_text(st)} {verdicts}")
+    return (
+        f"UPDATE run={st.name} step={_f(st.last_step, 'g')} reward={_f(st.level)} "
+        f"forecast={forecast_text(st)} steps_to_95={steps_to_95_text(st)} {verdicts}"
+    )

@@ -43,16 +43,19 @@ class Follower:
         for: the trainer may not have created its output folder yet."""
         for p in self.paths:
             if p == "-":
-                raise ReadError("watch cannot follow standard input", path="-", fix="write the log to a file and watch that file")
+                raise ReadError(
+                    "watch cannot follow standard input", path="-", fix="write the log to a file and watch that file"
+                )
             if not os.path.exists(p):
                 if wait and os.path.isdir(os.path.dirname(os.path.abspath(p))):
                     self.waiting[p] = "does not exist yet: waiting for it to appear"
                     continue
-                raise ReadError("no such file or directory", path=p, fix="check the path (a folder may be empty, but it must exist)")
+                raise ReadError(
+                    "no such file or directory", path=p, fix="check the path (a folder may be empty, but it must exist)"
+                )
 
     def _scan(self) -> None:
         from grpofit.readers import discover
-
         from grpofit.readers.discover import dir_kind
 
         for p in self.paths:

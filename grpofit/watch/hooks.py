@@ -81,8 +81,15 @@ def run_hook(command: str, fields: dict, err: IO[str], stop: Callable[[], bool] 
     env = dict(os.environ)
     env.update({k: env_value(v) for k, v in fields.items()})
     try:
-        proc = subprocess.Popen(command, shell=True, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            shell=True,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     except (OSError, ValueError) as e:
         _say(err, f"warning: --on-fail command could not run: {e}")
         return

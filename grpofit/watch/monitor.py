@@ -51,8 +51,9 @@ def forecast_entry(run: Any, *, metric: str | None = None, horizon: float | None
     return forecast_fit(run, metric=metric, horizon=horizon)[0]
 
 
-def forecast_fit(run: Any, *, metric: str | None = None, horizon: float | None = None,
-                 warm: dict | None = None) -> tuple[dict | None, dict | None]:
+def forecast_fit(
+    run: Any, *, metric: str | None = None, horizon: float | None = None, warm: dict | None = None
+) -> tuple[dict | None, dict | None]:
     """``(entry, thetas)``: the run's ``grpofit.forecast/1`` entry and each fitted law's
     parameters (law -> ``theta``, the next refit's ``warm`` start), or ``(None, None)`` when
     this grpofit has no forecaster. The seam between watch and the forecaster: the only place
@@ -84,9 +85,17 @@ class Alert:
 
     def event(self) -> dict:
         return {
-            "schema": SCHEMA, "event": "alert", "time": round(time.time(), 3), "run": self.run,
-            "mode": self.mode, "status": self.status, "step": _num(self.step), "onset": _num(self.onset),
-            "evidence": self.evidence, "source": self.source, "causes": list(self.causes),
+            "schema": SCHEMA,
+            "event": "alert",
+            "time": round(time.time(), 3),
+            "run": self.run,
+            "mode": self.mode,
+            "status": self.status,
+            "step": _num(self.step),
+            "onset": _num(self.onset),
+            "evidence": self.evidence,
+            "source": self.source,
+            "causes": list(self.causes),
         }
 
 
@@ -181,8 +190,9 @@ class Monitor:
         self.catchup_spent = 0.0  #: CPU seconds it spent on first judgements (not rationed)
 
     # ------------------------------------------------------------------ updating
-    def update(self, run: Any, *, force_fit: bool = False, defer: bool = False, replaced: bool = False,
-               final: bool = False) -> list[dict]:
+    def update(
+        self, run: Any, *, force_fit: bool = False, defer: bool = False, replaced: bool = False, final: bool = False
+    ) -> list[dict]:
         """Take a new snapshot of ``run``; return the events it caused (alerts, forecasts).
 
         ``defer``: a due re-judgement is queued for :meth:`judge_pending` instead of done now
@@ -232,13 +242,26 @@ class Monitor:
         st.first_step = float(s[0])
         st.last_step = float(s[-1])
         st.reward = float(v[-1])
-        st.level = float(np.median(v[-min(s.size, 9):]))
+        st.level = float(np.median(v[-min(s.size, 9) :]))
         if self.rules:
             for sig in self._rules(run, st, s, v):
-                events += self._alert(st, Alert(run.name, sig.mode, sig.status, sig.step, sig.onset,
-                                                sig.evidence, f"rule:{sig.rule}", (sig.rule,)))
+                events += self._alert(
+                    st,
+                    Alert(
+                        run.name,
+                        sig.mode,
+                        sig.status,
+                        sig.step,
+                        sig.onset,
+                        sig.evidence,
+                        f"rule:{sig.rule}",
+                        (sig.rule,),
+                    ),
+                )
         force_fit = force_fit or final
-        due = force_fit or st.fitted_n == 0 or st.n - st.fitted_n >= max(self.refit_min, self.refit_growth * st.fitted_n)
+        due = (
+            force_fit or st.fitted_n == 0 or st.n - st.fitted_n >= max(self.refit_min, self.refit_growth * st.fitted_n)
+        )
         if due and st.n >= 10:
             if defer and not force_fit:
                 self.pending[run.name] = (run, col)
@@ -284,7 +307,10 @@ class Monitor:
                 self._forecast(run, self.runs[name], col)
             touched.add(name)
         self.catchup_spent = time.process_time() - c0 if first or first_fc else 0.0
-        for queue, attr, work in ((self.pending, "fitted_n", self._diagnose), (self.pending_fc, "forecast_n", self._forecast)):
+        for queue, attr, work in (
+            (self.pending, "fitted_n", self._diagnose),
+            (self.pending_fc, "forecast_n", self._forecast),
+        ):
             for name in sorted(queue, key=lambda n: grown(n, attr)):
                 if spent >= budget:
                     break
@@ -304,7 +330,8 @@ class Monitor:
     def catching_up(self) -> bool:
         """Runs still waiting for their first judgement or first forecast."""
         return any(self.runs[n].fitted_n == 0 for n in self.pending) or any(
-            self.runs[n].forecast_n == 0 for n in self.pending_fc)
+            self.runs[n].forecast_n == 0 for n in self.pending_fc
+        )
 
     def _rules(self, run, st: RunState, s, v):
         from grpofit.watch.rules import GradSpike, RewardDrop
@@ -339,8 +366,14 @@ class Monitor:
         events: list[dict] = []
         st.fitted_n = st.n
         try:
-            d = diagnose_run(run, metric=col, eval_metric=self.eval_metric, thresholds=self.thresholds,
-                             group_size=self.group_size, warm=st.fit_warm if self.warm_start else None)
+            d = diagnose_run(
+                run,
+                metric=col,
+                eval_metric=self.eval_metric,
+                thresholds=self.thresholds,
+                group_size=self.group_size,
+                warm=st.fit_warm if self.warm_start else None,
+            )
         except GrpofitError as e:
             st.verdicts = {}
             st.evidence = {"fit": e.one_line()}
@@ -363,9 +396,19 @@ class Monitor:
                     first_n = pending.setdefault(mode, st.n)
                     if not self._confirmed(mode, first_n, st, run):
                         status = "warn"  # not confirmed yet
-                events += self._alert(st, Alert(run.name, mode, status, st.last_step,
-                                                verdict.start_step, verdict.evidence, "diagnose",
-                                                causes_of(verdict)))
+                events += self._alert(
+                    st,
+                    Alert(
+                        run.name,
+                        mode,
+                        status,
+                        st.last_step,
+                        verdict.start_step,
+                        verdict.evidence,
+                        "diagnose",
+                        causes_of(verdict),
+                    ),
+                )
         return events
 
     def _forecast(self, run, st: RunState, col: str) -> None:
@@ -412,9 +455,16 @@ class Monitor:
     def forecast_event(self, st: RunState) -> dict:
         mean, pi95 = st.forecast_final()
         return {
-            "schema": SCHEMA, "event": "forecast", "time": round(time.time(), 3), "run": st.name,
-            "step": _num(st.last_step), "n_points": st.n, "reward": st.reward,
-            "forecast_final": mean, "pi95": pi95, "steps_to_95": st.steps_to_95(),
+            "schema": SCHEMA,
+            "event": "forecast",
+            "time": round(time.time(), 3),
+            "run": st.name,
+            "step": _num(st.last_step),
+            "n_points": st.n,
+            "reward": st.reward,
+            "forecast_final": mean,
+            "pi95": pi95,
+            "steps_to_95": st.steps_to_95(),
             "note": st.forecast_note if mean is None else (st.forecast or {}).get("note"),
             "verdicts": dict(st.verdicts),
         }
@@ -428,8 +478,14 @@ class Monitor:
         return min(hits, key=lambda a: a.step) if hits else None
 
 
-PLAN_KEYS = ("trainer.total_training_steps", "total_training_steps", "max_steps", "trainer_state.max_steps",
-             "args.max_steps", "training_args.max_steps")
+PLAN_KEYS = (
+    "trainer.total_training_steps",
+    "total_training_steps",
+    "max_steps",
+    "trainer_state.max_steps",
+    "args.max_steps",
+    "training_args.max_steps",
+)
 
 
 def planned_steps(config: dict) -> float | None:

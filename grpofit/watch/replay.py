@@ -20,9 +20,16 @@ from grpofit.watch.monitor import Alert, Monitor
 
 def prefix(run: Run, k: int) -> Run:
     """The first ``k`` rows of ``run`` (what a watcher had seen after ``k`` logged steps)."""
-    return Run(name=run.name, source=run.source, format=run.format, steps=run.steps[:k],
-               step_column=run.step_column, metrics={c: v[:k] for c, v in run.metrics.items()},
-               config=run.config, config_source=run.config_source)
+    return Run(
+        name=run.name,
+        source=run.source,
+        format=run.format,
+        steps=run.steps[:k],
+        step_column=run.step_column,
+        metrics={c: v[:k] for c, v in run.metrics.items()},
+        config=run.config,
+        config_source=run.config_source,
+    )
 
 
 @dataclass
@@ -34,7 +41,9 @@ class Replay:
     problem: str | None = None
 
     def first(self, status: str = "fail", mode: str | None = None) -> Alert | None:
-        hits = [a for a in self.alerts if STATUS_RANK[a.status] >= STATUS_RANK[status] and (mode is None or a.mode == mode)]
+        hits = [
+            a for a in self.alerts if STATUS_RANK[a.status] >= STATUS_RANK[status] and (mode is None or a.mode == mode)
+        ]
         return min(hits, key=lambda a: a.step) if hits else None
 
 
@@ -92,15 +101,23 @@ class Detection:
 
     def row(self) -> dict:
         return {
-            "run": self.run, "label": self.label, "onset": self.onset, "end": self.end,
-            "first_warn": self.first_warn, "first_fail": self.first_fail, "delay": self.delay,
-            "fail_delay": self.fail_delay, "warn_source": self.warn_source, "fail_source": self.fail_source,
+            "run": self.run,
+            "label": self.label,
+            "onset": self.onset,
+            "end": self.end,
+            "first_warn": self.first_warn,
+            "first_fail": self.first_fail,
+            "delay": self.delay,
+            "fail_delay": self.fail_delay,
+            "warn_source": self.warn_source,
+            "fail_source": self.fail_source,
             "problem": self.problem,
         }
 
 
-def detection(run: Run, label: str, onset: float | None, *, mode: str | None = None, every: int = 1,
-              metric: str | None = None) -> Detection:
+def detection(
+    run: Run, label: str, onset: float | None, *, mode: str | None = None, every: int = 1, metric: str | None = None
+) -> Detection:
     """Replay ``run`` and compare its first alerts with ``onset`` (``mode``: count only that
     mode's alerts for a failing run; a healthy run counts every alert as false)."""
     rep = replay(run, every=every, metric=metric)
@@ -110,10 +127,14 @@ def detection(run: Run, label: str, onset: float | None, *, mode: str | None = N
     warn_only = [a for a in rep.alerts if a.status == "warn" and (only is None or a.mode == only)]
     fw = min(warn_only, key=lambda a: a.step) if warn_only else None
     return Detection(
-        run=run.name, label=label, onset=onset, end=rep.last_step,
+        run=run.name,
+        label=label,
+        onset=onset,
+        end=rep.last_step,
         first_warn=fw.step if fw else (w.step if w and w.status == "warn" else None),
         first_fail=f.step if f else None,
-        warn_source=fw.source if fw else None, fail_source=f.source if f else None,
+        warn_source=fw.source if fw else None,
+        fail_source=f.source if f else None,
         problem=rep.problem,
     )
 
@@ -128,7 +149,8 @@ def fmt_table(rows: list[Detection]) -> str:
 
     for d in rows:
         name = d.run if len(d.run) <= 60 else "..." + d.run[-57:]
-        lines.append(f"{name:60} {d.label[:34]:34} {n(d.onset):>7} {n(d.end):>6} {n(d.first_warn):>7} "
-                     f"{n(d.first_fail):>7} {n(d.delay):>6} {n(d.fail_delay):>10}"
-                     + (f"  ({d.problem})" if d.problem else ""))
+        lines.append(
+            f"{name:60} {d.label[:34]:34} {n(d.onset):>7} {n(d.end):>6} {n(d.first_warn):>7} "
+            f"{n(d.first_fail):>7} {n(d.delay):>6} {n(d.fail_delay):>10}" + (f"  ({d.problem})" if d.problem else "")
+        )
     return "\n".join(lines)

@@ -91,7 +91,7 @@ class RewardDrop:
                     rows = np.lib.stride_tricks.sliding_window_view(v[k - w + 1 :], w)
                     new = np.median(rows, axis=1)
                 else:
-                    new = trailing_median(v[: n], w)[k:]
+                    new = trailing_median(v[:n], w)[k:]
                     new[: max(0, w - 1 - k)] = np.nan
                 self._level.extend(new)
         else:

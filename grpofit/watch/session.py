@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from grpofit.core.errors import ReadError, UsageError
-from grpofit.watch.follow import Follower
 from grpofit.core.vocabulary import STATUS_RANK
+from grpofit.watch.follow import Follower
 from grpofit.watch.monitor import Monitor
 
 #: a run due for re-judgement waits at most this many polls, even when reading and the rules
@@ -56,7 +56,9 @@ def validate(opts: WatchOptions) -> None:
 
         check_step("--horizon", opts.horizon, example="1000", positive=True)
     if not 0 < opts.cpu_budget <= 1:
-        raise UsageError(f"--cpu-budget {opts.cpu_budget} must be in (0, 1]", fix="e.g. --cpu-budget 0.03 (3% of a core)")
+        raise UsageError(
+            f"--cpu-budget {opts.cpu_budget} must be in (0, 1]", fix="e.g. --cpu-budget 0.03 (3% of a core)"
+        )
     if opts.exit_on not in (None, "fail", "warn"):
         raise UsageError(f"--exit-on {opts.exit_on!r} is not fail or warn", fix="use --exit-on fail or --exit-on warn")
     if opts.jsonl:
@@ -116,7 +118,7 @@ class RunSelection:
         return hit
 
     def keep(self, runs: list, *, final: bool = False) -> list:
-        from grpofit.readers.selection import run_label, select_runs
+        from grpofit.readers.selection import select_runs
 
         kept = [r for r in runs if self._selected(r)]
         self.kept_any |= bool(kept)
@@ -129,8 +131,11 @@ class RunSelection:
                     base = next(b for b in self.bases if os.path.realpath(b) == key)
                     select_runs([_Named(f"{base}::{n}") for n in sorted(self.seen[key])], sel, base, option="::")
         if final and self.pattern and not self.kept_any and self.names_seen:
-            select_runs([_Named(n) for n in self.names_seen], self.pattern,
-                        ", ".join(self.bases[:3]) + (" ..." if len(self.bases) > 3 else ""))
+            select_runs(
+                [_Named(n) for n in self.names_seen],
+                self.pattern,
+                ", ".join(self.bases[:3]) + (" ..." if len(self.bases) > 3 else ""),
+            )
         return kept
 
 
@@ -153,9 +158,14 @@ class Session:
             self.follower.own_outputs.add(os.path.realpath(opts.jsonl))
         self.follower.check_paths(wait=not self.opts.once)
         th = Thresholds.from_overrides(opts.thresholds) if opts.thresholds else None
-        self.monitor = Monitor(metric=opts.metric, eval_metric=opts.eval_metric, thresholds=th,
-                               group_size=opts.group_size, forecast=opts.forecast,
-                               horizon=opts.horizon)
+        self.monitor = Monitor(
+            metric=opts.metric,
+            eval_metric=opts.eval_metric,
+            thresholds=th,
+            group_size=opts.group_size,
+            forecast=opts.forecast,
+            horizon=opts.horizon,
+        )
         self.stop = False
         self.exit_code = 0
         self.jsonl: IO[str] | None = None
@@ -172,8 +182,11 @@ class Session:
             try:
                 self.jsonl = open(self.opts.jsonl, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
             except OSError as e:
-                raise UsageError(f"cannot append to {self.opts.jsonl}: {e.strerror}", path=self.opts.jsonl,
-                                 fix="choose a writable --jsonl path") from None
+                raise UsageError(
+                    f"cannot append to {self.opts.jsonl}: {e.strerror}",
+                    path=self.opts.jsonl,
+                    fix="choose a writable --jsonl path",
+                ) from None
 
     def close(self) -> None:
         if self.jsonl is not None:
@@ -220,8 +233,9 @@ class Session:
             self.tokens = min(cap, self.tokens + self.opts.cpu_budget * (now - self.last_poll))
         self.last_poll = now
         for run in self.selection.keep(res.changed, final=final or self.opts.once):
-            events += self.monitor.update(run, force_fit=final, defer=not final, replaced=run.name in res.replaced,
-                                          final=self.opts.once)
+            events += self.monitor.update(
+                run, force_fit=final, defer=not final, replaced=run.name in res.replaced, final=self.opts.once
+            )
         # once caught up, the budget pays for the whole poll: reading and the rules first, then
         # re-judgements with what is left (a poll that judged a run for the first time is free)
         budget = max(self.tokens - (time.process_time() - cpu0), 0.0)
@@ -246,7 +260,9 @@ class Session:
             (path, why), *more = res.problems.items()
             line = why if path in why else f"{path}: {why}"
             more_text = f" (and {len(more)} more path(s) that could not be read)" if more else ""
-            fix = None if "; " in line else "nothing to judge with --once (without it, watch waits for the first records)"
+            fix = (
+                None if "; " in line else "nothing to judge with --once (without it, watch waits for the first records)"
+            )
             raise ReadError(line + more_text, fix=fix)
         if self.opts.once and self.monitor.runs and all(st.problem for st in self.monitor.runs.values()):
             # --once and no run has anything to judge (no reward column): exit 2 as diagnose does
@@ -261,7 +277,9 @@ class Session:
         for e in events:
             if e["event"] == "alert" and e["status"] == "fail" and self.opts.on_fail:
                 self._hook(e)
-        if self.opts.exit_on and any(e["event"] == "alert" and STATUS_RANK[e["status"]] >= STATUS_RANK[self.opts.exit_on] for e in events):
+        if self.opts.exit_on and any(
+            e["event"] == "alert" and STATUS_RANK[e["status"]] >= STATUS_RANK[self.opts.exit_on] for e in events
+        ):
             self.exit_code = max(self.exit_code, 1)
         return events
 
@@ -296,8 +314,11 @@ class Session:
                 jsonl.close()
             except OSError:
                 pass
-            raise UsageError(f"--jsonl: cannot append to it ({e.strerror or e})", path=self.opts.jsonl,
-                             fix="free space there or choose another --jsonl path") from None
+            raise UsageError(
+                f"--jsonl: cannot append to it ({e.strerror or e})",
+                path=self.opts.jsonl,
+                fix="free space there or choose another --jsonl path",
+            ) from None
 
     def _report(self, events: list[dict], live) -> None:
         from grpofit.watch import display
@@ -318,8 +339,7 @@ class Session:
                 print(line, file=self.out, flush=True)
 
     def _footer(self) -> str:
-        return (f"{len(self.monitor.runs)} run(s), poll {self.polls} every {self.opts.interval:g}s; "
-                "Ctrl-C stops")
+        return f"{len(self.monitor.runs)} run(s), poll {self.polls} every {self.opts.interval:g}s; Ctrl-C stops"
 
     def _live(self):
         live = self.opts.live
@@ -336,15 +356,20 @@ class Session:
     def _hook(self, event: dict) -> None:
         from grpofit.watch.hooks import run_hook
 
-        run_hook(self.opts.on_fail, {
-            "GRPOFIT_RUN": event["run"],
-            "GRPOFIT_MODE": event["mode"],
-            "GRPOFIT_STATUS": event["status"],
-            "GRPOFIT_EVIDENCE": event["evidence"],
-            "GRPOFIT_STEP": "" if event["step"] is None else event["step"],
-            "GRPOFIT_ONSET": "" if event.get("onset") is None else event["onset"],
-            "GRPOFIT_SOURCE": event.get("source", ""),
-        }, self.err, stop=lambda: self.stop)
+        run_hook(
+            self.opts.on_fail,
+            {
+                "GRPOFIT_RUN": event["run"],
+                "GRPOFIT_MODE": event["mode"],
+                "GRPOFIT_STATUS": event["status"],
+                "GRPOFIT_EVIDENCE": event["evidence"],
+                "GRPOFIT_STEP": "" if event["step"] is None else event["step"],
+                "GRPOFIT_ONSET": "" if event.get("onset") is None else event["onset"],
+                "GRPOFIT_SOURCE": event.get("source", ""),
+            },
+            self.err,
+            stop=lambda: self.stop,
+        )
 
     # ------------------------------------------------------------------ signals
     def _install_signals(self) -> dict:

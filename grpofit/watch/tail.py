@@ -32,8 +32,17 @@ from grpofit.core.runs import ROW_INDEX, Run, make_run
 from grpofit.watch.grow import Grow
 
 #: text formats read as appended complete lines
-TEXT_FORMATS = ("csv", "tsv", "csv-long", "wandb-export", "wandb-history", "jsonl", "verl-jsonl",
-                "verl-console", "trl-console")
+TEXT_FORMATS = (
+    "csv",
+    "tsv",
+    "csv-long",
+    "wandb-export",
+    "wandb-history",
+    "jsonl",
+    "verl-jsonl",
+    "verl-console",
+    "trl-console",
+)
 #: at most this many new bytes are parsed per poll (a huge backlog is caught up over several polls)
 MAX_READ = 64 * 1024 * 1024
 #: bytes of the consumed part of a followed file checked again before each read (see Tail.mark)
@@ -143,14 +152,30 @@ class Columns:
         metrics = self.metrics
         if s.size > 1 and not np.all(s[1:] > s[:-1]):
             key = "\x00step"
-            r = make_run(name, source, self.fmt, {key: s, **metrics}, step=key,
-                         config=self.config, config_source=self.config_source)
+            r = make_run(
+                name,
+                source,
+                self.fmt,
+                {key: s, **metrics},
+                step=key,
+                config=self.config,
+                config_source=self.config_source,
+            )
             r.step_column = self.step_column
             r.warnings = [w for w in r.warnings if "duplicated" not in w] + list(self.warnings)
             return r
-        return Run(name=name, source=source, format=self.fmt, steps=s, step_column=self.step_column,
-                   metrics=metrics, config=dict(self.config), config_source=self.config_source,
-                   warnings=list(self.warnings), stats={"rows": int(s.size)})
+        return Run(
+            name=name,
+            source=source,
+            format=self.fmt,
+            steps=s,
+            step_column=self.step_column,
+            metrics=metrics,
+            config=dict(self.config),
+            config_source=self.config_source,
+            warnings=list(self.warnings),
+            stats={"rows": int(s.size)},
+        )
 
 
 class Tail:
@@ -269,7 +294,7 @@ class TextTail(Tail):
         if delimited and not self.header:
             nl = body.find(b"\n")
             self.header = body[: nl + 1] if nl >= 0 else body + b"\n"
-            payload = body[len(self.header):]
+            payload = body[len(self.header) :]
         else:
             payload = body
         if not payload.strip():
@@ -402,8 +427,18 @@ class EventsDirTail(Tail):
                 col = metrics.setdefault(key, np.full(steps.size, np.nan))
                 ok = np.isfinite(v)
                 col[idx[ok]] = v[ok]
-        return [Run(name=self.path, source=self.path, format="tensorboard", steps=steps, step_column="step",
-                    metrics=metrics, config=dict(self.config), config_source=self.config_source)]
+        return [
+            Run(
+                name=self.path,
+                source=self.path,
+                format="tensorboard",
+                steps=steps,
+                step_column="step",
+                metrics=metrics,
+                config=dict(self.config),
+                config_source=self.config_source,
+            )
+        ]
 
 
 class WandbTail(Tail):
@@ -498,8 +533,15 @@ class WandbTail(Tail):
         if not rows:
             return False
         table = wb._rows_to_table(rows)
-        run = make_run(self.path, self.path, "wandb-run", table, step=self.step,
-                       config=self.config, config_source=self.config_source)
+        run = make_run(
+            self.path,
+            self.path,
+            "wandb-run",
+            table,
+            step=self.step,
+            config=self.config,
+            config_source=self.config_source,
+        )
         self._add([run])
         return True
 
@@ -557,8 +599,10 @@ class WholeTail(Tail):
             return list(self.snapshot)
         # a trainer's output folder is one run: its checkpoint-N/ folders are views of it, so the
         # run is named by the folder (the same name from one save to the next), not the checkpoint
-        return [replace(r, name=self.path if len(self.snapshot) == 1 else f"{self.path}::{r.name.rsplit('::', 1)[-1]}")
-                for r in self.snapshot]
+        return [
+            replace(r, name=self.path if len(self.snapshot) == 1 else f"{self.path}::{r.name.rsplit('::', 1)[-1]}")
+            for r in self.snapshot
+        ]
 
     def n_rows(self) -> int:
         return sum(r.steps.size for r in self.snapshot)
@@ -600,7 +644,12 @@ def open_tail(path: str, kind: str, *, step: str | None = None) -> Tail | None:
         head = f.read(_HEAD)
     if not head.strip():
         return None
-    if b"\n" not in head and len(head) < _HEAD and not head.startswith((b":W&B", b"PAR1")) and head[:1] not in (b"{", b"["):
+    if (
+        b"\n" not in head
+        and len(head) < _HEAD
+        and not head.startswith((b":W&B", b"PAR1"))
+        and head[:1] not in (b"{", b"[")
+    ):
         return None  # not even one complete line yet: wait
     fmt = sniff(head, path)
     if fmt == "wandb-history" and head.lstrip()[:1] == b"{":
