@@ -31,7 +31,6 @@ The document is ``grpofit.compare/1`` (see the README).
 
 from __future__ import annotations
 
-import glob
 import math
 import os
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from typing import Any
 
 from grpofit.core.errors import UsageError
 from grpofit.core.numbers import finite as _f
+from grpofit.readers.selection import expand_argument
 
 __all__ = ["QUANTITIES", "MARGIN", "Interval", "published", "resolve_side", "compare_fits", "compare_paths"]
 
@@ -121,25 +121,6 @@ class Side:
         }
 
 
-def _expand(spec: str) -> list[str]:
-    """Paths of one input: itself when it exists (or is '-' or ``FILE::RUN``), else its glob."""
-    if spec == "-" or os.path.exists(spec):
-        return [spec]
-    base, sep, _ = spec.partition("::")
-    if sep and os.path.isfile(base):
-        return [spec]
-    if any(ch in spec for ch in "*?["):
-        hits = sorted(glob.glob(spec, recursive=True))
-        if not hits:
-            raise UsageError(
-                f"{spec}: the pattern matches no file", fix="check the glob pattern (quote it for the shell)"
-            )
-        return hits
-    raise UsageError(
-        f"{spec}: no such file or directory", fix="check the path, or use FILE::RUN to pick one run of a file"
-    )
-
-
 def resolve_side(
     label: str, specs: list[str], *, metric: str | None = None, step: str | None = None, run_pattern: str | None = None
 ) -> Side:
@@ -153,7 +134,7 @@ def resolve_side(
 
     side = Side(label, list(specs))
     for spec in specs:
-        for path in _expand(spec):
+        for path in expand_argument(spec):
             base, sep, name = path.partition("::")
             if sep and os.path.isfile(base):
                 runs = read_path(base, step=step)

@@ -6,13 +6,13 @@ decision and :mod:`grpofit.forecasting.horizon` for the draws."""
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from grpofit.core.errors import GrpofitError, UsageError
 from grpofit.forecasting.rank import STOP, gpu_count, judge, step_seconds
+from grpofit.readers.selection import expand_argument
 
 __all__ = ["RankOptions", "RankItem", "RankOutcome", "check_options", "rank_series", "rank_paths", "common_horizon"]
 
@@ -190,27 +190,6 @@ def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: Ran
     return RankOutcome(doc, list(zip(items, results)))
 
 
-def _expand(spec: str) -> list[str]:
-    """Paths of one argument: itself when it exists (or is '-' or ``FILE::RUN``), else its glob."""
-    import glob
-
-    if spec == "-" or os.path.exists(spec):
-        return [spec]
-    base, sep, _ = spec.partition("::")
-    if sep and os.path.isfile(base):
-        return [spec]
-    if any(ch in spec for ch in "*?["):
-        hits = sorted(glob.glob(spec, recursive=True))
-        if not hits:
-            raise UsageError(
-                f"{spec}: the pattern matches no file", fix="check the glob pattern (quote it for the shell)"
-            )
-        return hits
-    raise UsageError(
-        f"{spec}: no such file or directory", fix="check the path, or use FILE::RUN to pick one run of a file"
-    )
-
-
 def common_horizon(runs, items, option) -> tuple[float, str]:
     """``--horizon``; else the latest planned end in the configs; else the longest run's last step
     (as logged: with ``--until`` the sweep is replayed up to where its runs went)."""
@@ -236,7 +215,7 @@ def rank_paths(paths: list[str], opts: RankOptions) -> RankOutcome:
 
     check_options(opts)
     runs, items, warnings, errors = [], [], [], []
-    expanded = [p for spec in paths for p in _expand(spec)]
+    expanded = [p for spec in paths for p in expand_argument(spec)]
     for path in expanded:
         try:
             for run in read_path(path, step=opts.step):

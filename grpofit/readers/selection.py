@@ -78,3 +78,27 @@ def no_match(pattern: str, paths: list):
         f"--run {pattern!r} matches no run in {where}",
         fix="check the run names with grpofit inspect, or use a glob such as '*GRPO*'",
     )
+
+
+def expand_argument(spec: str) -> list[str]:
+    """Paths of one command-line argument: itself when it exists (or is '-' or ``FILE::RUN``), else
+    the files its glob matches (``compare`` and ``rank`` take globs the shell did not expand)."""
+    import glob
+
+    from grpofit.core.errors import UsageError
+
+    if spec == "-" or os.path.exists(spec):
+        return [spec]
+    base, sep, _ = spec.partition("::")
+    if sep and os.path.isfile(base):
+        return [spec]
+    if any(ch in spec for ch in "*?["):
+        hits = sorted(glob.glob(spec, recursive=True))
+        if not hits:
+            raise UsageError(
+                f"{spec}: the pattern matches no file", fix="check the glob pattern (quote it for the shell)"
+            )
+        return hits
+    raise UsageError(
+        f"{spec}: no such file or directory", fix="check the path, or use FILE::RUN to pick one run of a file"
+    )
