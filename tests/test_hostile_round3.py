@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_cli
+from tests.reallogs import real_log
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "real_logs"
-HETERO = REAL / "heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv"
+HETERO = real_log("heterorl_qwen3_1p7b_grpo_gepo_gspo.wandb_TrainReward.csv")
 HANG_S = 60
 
 
@@ -60,7 +60,6 @@ def healthy_series(n: int = 400, seed: int = 1):
 # ------------------------------------------------------------------ 1. one bad value
 
 
-@pytest.mark.skipif(not HETERO.is_file(), reason="shared/real_logs not present")
 @pytest.mark.parametrize("bad", ["40", "-1e9", "1e300"])
 def test_one_corrupted_value_does_not_pass_the_real_collapsed_run(capsys, tmp_path, bad):
     rows = list(csv.reader(open(HETERO, newline="")))

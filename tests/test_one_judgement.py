@@ -13,17 +13,12 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_cli
+from tests.reallogs import REAL_LOGS
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def real_logs_dir() -> Path:
-    """The shared real logs: the vendored copy (tests/data/real_logs) when there, else ../shared/real_logs."""
-    vendored = ROOT / "tests" / "data" / "real_logs"
-    return vendored if vendored.is_dir() else (ROOT / ".." / "shared" / "real_logs").resolve()
-
-
-REAL = real_logs_dir()
+REAL = REAL_LOGS
 PLANTED = (
     "healthy",
     "train_eval_decoupling",
@@ -142,7 +137,6 @@ def test_planted_runs_get_one_judgement(capsys, tmp_path, mode):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not real_files(), reason="no shared real logs")
 @pytest.mark.parametrize("name", [p.name for p in real_files()])
 def test_real_logs_get_one_judgement(capsys, tmp_path, name):
     check_one_path(capsys, tmp_path, REAL / name)
