@@ -889,6 +889,28 @@ def bench(rep, sizes, work, repeats: int) -> None:
         shared = []
         planted = planted_detections(seeds=(0,), healthy_seeds=(0,), kinds=("collapse",))
     raw["detection"] = {"shared": [d.row() for d in shared], "planted": [d.row() for d in planted]}
+    _detection_rows(rep, sec, shared, planted)
+    # warm-started refits
+    r = refit_costs(refit_cases(quick=not full), last=None if full else 2)
+    raw["refits"] = r
+    _refit_row(rep, sec, r)
+    # memory over a long run, in process
+    m = memory_replay(steps=10_000 if full else 1_000, per_poll=100, forecast=full, workdir=str(work))
+    raw["memory"] = m
+    _memory_row(rep, sec, m)
+    # load
+    if full:
+        res = load(runs=100, interval=10.0, duration=240.0, long_steps=10_000, workdir=str(work))
+        raw["load"] = res
+        _load_rows(rep, sec, res)
+    else:
+        rep.add(sec, "100 live runs polled every 10 s", "skipped (--quick)")
+    rep.raw["watch"] = raw
+
+
+def _detection_rows(rep, sec: str, shared: list, planted: list) -> None:
+    """Add the detection rows: each shared failing replay, each planted failure kind, and the
+    healthy runs with a fail alert."""
     for d in (x for x in shared if not x.healthy and x.label != "unclear"):
         hetero = "GRPO_online" in d.run
         ok = (d.fail_delay is not None and 0 <= d.fail_delay <= 50) if hetero else d.first_alert is not None
@@ -927,9 +949,10 @@ def bench(rep, sizes, work, repeats: int) -> None:
                 "0",
                 "ok" if not bad else "MISS",
             )
-    # warm-started refits
-    r = refit_costs(refit_cases(quick=not full), last=None if full else 2)
-    raw["refits"] = r
+
+
+def _refit_row(rep, sec: str, r: dict) -> None:
+    """Add the row comparing warm-started and cold forecast refreshes (``r``: :func:`refit_costs`)."""
     cut = 1 - r["warm_cpu_s_per_refresh"] / r["cold_cpu_s_per_refresh"]
     rep.add(
         sec,
@@ -939,9 +962,10 @@ def bench(rep, sizes, work, repeats: int) -> None:
         "warm < cold",
         "ok" if cut > 0 else "MISS",
     )
-    # memory over a long run, in process
-    m = memory_replay(steps=10_000 if full else 1_000, per_poll=100, forecast=full, workdir=str(work))
-    raw["memory"] = m
+
+
+def _memory_row(rep, sec: str, m: dict) -> None:
+    """Add the row of the resident memory while one followed run grows (``m``: :func:`memory_replay`)."""
     growth = m["rss_last_mb"] - m["rss_mid_mb"]
     rep.add(
         sec,
@@ -955,26 +979,23 @@ def bench(rep, sizes, work, repeats: int) -> None:
         if m["mb_per_10k_steps_second_half"] < 5
         else "MISS",
     )
-    # load
-    if full:
-        res = load(runs=100, interval=10.0, duration=240.0, long_steps=10_000, workdir=str(work))
-        raw["load"] = res
-        rep.add(
-            sec,
-            f"{res['runs']} live runs polled every {res['interval']:g} s: CPU once caught up",
-            f"{100 * res['cpu_share_caught_up']:.1f}% of one core",
-            f"{res['duration']:g} s measured",
-            "< 5%",
-            "ok" if res["cpu_share_caught_up"] < 0.05 else "MISS",
-        )
-        rep.add(
-            sec,
-            f"  its RSS while one more run grew to {res['long_run_steps']:,} steps",
-            f"{res['rss_mb_first']:.0f} -> {res['rss_mb_last']:.0f} MB",
-            f"max {res['rss_mb_max']:.0f} MB",
-            "flat",
-            "",
-        )
-    else:
-        rep.add(sec, "100 live runs polled every 10 s", "skipped (--quick)")
-    rep.raw["watch"] = raw
+
+
+def _load_rows(rep, sec: str, res: dict) -> None:
+    """Add the rows of one watch process's CPU share and memory on live runs (``res``: :func:`load`)."""
+    rep.add(
+        sec,
+        f"{res['runs']} live runs polled every {res['interval']:g} s: CPU once caught up",
+        f"{100 * res['cpu_share_caught_up']:.1f}% of one core",
+        f"{res['duration']:g} s measured",
+        "< 5%",
+        "ok" if res["cpu_share_caught_up"] < 0.05 else "MISS",
+    )
+    rep.add(
+        sec,
+        f"  its RSS while one more run grew to {res['long_run_steps']:,} steps",
+        f"{res['rss_mb_first']:.0f} -> {res['rss_mb_last']:.0f} MB",
+        f"max {res['rss_mb_max']:.0f} MB",
+        "flat",
+        "",
+    )

@@ -237,27 +237,14 @@ def compare_quantity(quantity: str, a_docs: list[dict], b_docs: list[dict], marg
     bounds = {side: _bounds(docs, quantity) for side, docs in (("A", a_docs), ("B", b_docs))}
     if bounds["A"] or bounds["B"]:
         which = "; ".join(f"{side}: {', '.join(b)}" for side, b in bounds.items() if b)
-        return {
-            "a": None,
-            "b": None,
-            "difference": None,
-            "ci95": None,
-            "p_value": None,
-            "verdict": "cannot tell",
-            "reason": f"a bound, not an estimate ({which}): bounds are not compared",
-        }
+        out = _undecided()
+        out["reason"] = f"a bound, not an estimate ({which}): bounds are not compared"
+        return out
     ia = [published(d, quantity) for d in a_docs]
     ib = [published(d, quantity) for d in b_docs]
     a0 = [iv.value for iv in ia if iv.value is not None]
     b0 = [iv.value for iv in ib if iv.value is not None]
-    out: dict[str, Any] = {
-        "a": None,
-        "b": None,
-        "difference": None,
-        "ci95": None,
-        "p_value": None,
-        "verdict": "cannot tell",
-    }
+    out = _undecided()
     if not a0 or not b0:
         out["reason"] = "not identified in " + ("A" if not a0 else "B")
         return out
@@ -274,13 +261,7 @@ def compare_quantity(quantity: str, a_docs: list[dict], b_docs: list[dict], marg
         out["b_ci95"] = [ib[0].lo, ib[0].hi] if ib[0].has_ci else None
     if se_a is None or se_b is None:
         # no standard error: only disjoint 95% intervals can tell
-        ca, cb = out.get("a_ci95"), out.get("b_ci95")
-        disjoint = False
-        if ca and cb:
-            (alo, ahi), (blo, bhi) = ca, cb
-            disjoint = (ahi is not None and blo is not None and ahi < blo) or (
-                bhi is not None and alo is not None and bhi < alo
-            )
+        disjoint = _disjoint(out.get("a_ci95"), out.get("b_ci95"))
         out["verdict"] = "differs" if disjoint else "cannot tell"
         out["reason"] = (
             "the 95% intervals do not overlap"
@@ -293,30 +274,52 @@ def compare_quantity(quantity: str, a_docs: list[dict], b_docs: list[dict], marg
     crit = _crit(df)
     lo, hi = diff - crit * se, diff + crit * se
     out["ci95"] = [lo, hi]
-    if se == 0:
-        out["p_value"] = 1.0 if diff == 0 else 0.0
-    else:
-        out["p_value"] = _p_two_sided(diff / se, df)
-    if df is None:
-        # a side with one run: nothing measures the run-to-run scatter; the test rests on the
-        # fits' profile intervals (requiring disjoint 95% intervals instead would be a test at
-        # about 0.6%, with the power that costs)
-        out["test"] = "z test on the difference (one run on a side)"
-        if out["p_value"] < 0.05:
-            out["verdict"] = "differs"
-        elif -tol <= lo and hi <= tol:
-            out["verdict"] = "same"
-        else:
-            out["verdict"] = "cannot tell"
-        return out
-    out["test"] = "Student t on the runs' scatter"
-    if out["p_value"] < 0.05:
-        out["verdict"] = "differs"
-    elif -tol <= lo and hi <= tol:
-        out["verdict"] = "same"
-    else:
-        out["verdict"] = "cannot tell"
+    out["p_value"] = _p_value(diff, se, df)
+    # a side with one run: nothing measures the run-to-run scatter; the test rests on the
+    # fits' profile intervals (requiring disjoint 95% intervals instead would be a test at
+    # about 0.6%, with the power that costs)
+    out["test"] = "z test on the difference (one run on a side)" if df is None else "Student t on the runs' scatter"
+    out["verdict"] = _test_verdict(out["p_value"], lo, hi, tol)
     return out
+
+
+def _undecided() -> dict[str, Any]:
+    """A ``differences`` entry with nothing compared yet: no numbers, verdict ``cannot tell``."""
+    return {
+        "a": None,
+        "b": None,
+        "difference": None,
+        "ci95": None,
+        "p_value": None,
+        "verdict": "cannot tell",
+    }
+
+
+def _disjoint(ca, cb) -> bool:
+    """Whether two 95% intervals (``[lo, hi]`` or ``None``; an end may be ``None``: open) are
+    known not to overlap."""
+    if not (ca and cb):
+        return False
+    (alo, ahi), (blo, bhi) = ca, cb
+    return (ahi is not None and blo is not None and ahi < blo) or (bhi is not None and alo is not None and bhi < alo)
+
+
+def _p_value(diff: float, se: float, df: int | None) -> float:
+    """The two-sided p value of the difference (``df=None``: a z test); with no standard error,
+    1 for no difference and 0 otherwise."""
+    if se == 0:
+        return 1.0 if diff == 0 else 0.0
+    return _p_two_sided(diff / se, df)
+
+
+def _test_verdict(p_value: float, lo: float, hi: float, tol: float) -> str:
+    """``differs`` below p = 0.05, ``same`` when the 95% interval ``[lo, hi]`` lies within the
+    margin ``±tol``, else ``cannot tell``."""
+    if p_value < 0.05:
+        return "differs"
+    if -tol <= lo and hi <= tol:
+        return "same"
+    return "cannot tell"
 
 
 def _sentence(quantity: str, d: dict) -> str:

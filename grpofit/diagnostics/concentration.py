@@ -77,8 +77,7 @@ def check(ctx: Context) -> Verdict:
     s, h = es
     col = ctx.roles["entropy"]
     w = min(ctx.window, max(3, h.size // 5) | 1)
-    q = quick_exponential(s, h)
-    T_h = q.timescale if (q is not None and q.gain < 0 and q.r2 > 0.2) else None
+    T_h = _entropy_timescale(s, h)
     h0 = float(np.median(h[: _start_points(s, T_h, w)]))
     if not h0 > 0:
         return Verdict("unknown", f"{col} does not start positive ({fmt(h0)}); cannot judge concentration")
@@ -101,21 +100,13 @@ def check(ctx: Context) -> Verdict:
             )
         )
     if ratio is not None:
-        if ratio >= th.entropy_ratio_fail and drop >= 0.5:
-            found.append(
-                ("fail", f"entropy timescale {fmt(T_h)} vs reward {fmt(T_r)} steps (x{ratio:.1f} faster)", None)
-            )
-        elif ratio >= th.entropy_ratio_warn and drop >= th.entropy_min_drop:
-            found.append(
-                ("warn", f"entropy timescale {fmt(T_h)} vs reward {fmt(T_r)} steps (x{ratio:.1f} faster)", None)
-            )
+        st = _ratio_status(th, ratio, drop)
+        if st is not None:
+            found.append((st, f"entropy timescale {fmt(T_h)} vs reward {fmt(T_r)} steps (x{ratio:.1f} faster)", None))
     if left_end <= th.entropy_floor_warn:
         found.append(("warn", f"{col} ends at {100 * left_end:.0f}% of its start (near-deterministic policy)", None))
 
-    # where the entropy has lost half of its total drop
-    target = h0 * (1.0 - 0.5 * max(drop, 0.0))
-    hit = np.flatnonzero(lev <= target)
-    mid_step = float(s[hit[0]]) if hit.size and drop > 0 else None
+    mid_step = _half_drop_step(s, lev, h0, drop)
     details = {
         "entropy_start": h0,
         "entropy_left_end": left_end,
@@ -135,3 +126,28 @@ def check(ctx: Context) -> Verdict:
     if left_half is not None:
         text += f"; {100 * left_half:.0f}% left at the reward's half-gain step {half:g}"
     return Verdict("pass", text, details=details)
+
+
+def _entropy_timescale(s: np.ndarray, h: np.ndarray) -> float | None:
+    """The timescale of a falling exponential fitted to the entropy (``None`` unless it falls
+    and explains more than 20% of the variance)."""
+    q = quick_exponential(s, h)
+    return q.timescale if (q is not None and q.gain < 0 and q.r2 > 0.2) else None
+
+
+def _ratio_status(th, ratio: float, drop: float) -> str | None:
+    """``fail``/``warn`` when the entropy falls that many times faster than the reward rises and
+    has dropped enough (half for a fail, ``entropy_min_drop`` for a warn), else ``None``."""
+    if ratio >= th.entropy_ratio_fail and drop >= 0.5:
+        return "fail"
+    if ratio >= th.entropy_ratio_warn and drop >= th.entropy_min_drop:
+        return "warn"
+    return None
+
+
+def _half_drop_step(s: np.ndarray, lev: np.ndarray, h0: float, drop: float) -> float | None:
+    """The first step where the entropy's level has lost half of its total drop (``None`` if it
+    did not drop)."""
+    target = h0 * (1.0 - 0.5 * max(drop, 0.0))
+    hit = np.flatnonzero(lev <= target)
+    return float(s[hit[0]]) if hit.size and drop > 0 else None

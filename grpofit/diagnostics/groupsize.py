@@ -320,24 +320,37 @@ def group_size_analysis(items: list) -> dict:
     out["testable"] = True
     sentences = []
     for pname in ("plateau", "timescale"):
-        pr = []
-        for _, fit, g, _ in with_g:
-            v, se = _estimate(fit, pname)
-            if v is not None and se is not None:
-                pr.append((int(g), v, se))
-        if len({r[0] for r in pr}) < 2:
-            out[pname] = {"testable": False}
-            sentences.append(f"{pname}: too few runs with an interval")
-            continue
-        c = _consistency(pr)
-        c["testable"] = True
-        if c["median_relative_stderr"] > 0.5:
-            c["verdict"] = "intervals too wide to tell"
-        else:
-            c["verdict"] = "no significant dependence on G" if c["consistent"] else "depends on G"
-        out[pname] = c
-        pv = c["p_value"]
-        sentences.append(f"{pname} {c['verdict']}" + (f" (chi2 p={pv:.2g})" if pv is not None else ""))
+        out[pname], sentence = _parameter_test(with_g, pname)
+        sentences.append(sentence)
+    out["variance_scaling"], sentence = _variance_test(with_g, measures)
+    sentences.append(sentence)
+    out["summary"] = "; ".join(sentences)
+    return out
+
+
+def _parameter_test(with_g: list, pname: str) -> tuple[dict, str]:
+    """The group-size consistency test of the fitted ``pname`` (plateau or timescale) across the
+    runs with a known G, and its sentence for the summary."""
+    pr = []
+    for _, fit, g, _ in with_g:
+        v, se = _estimate(fit, pname)
+        if v is not None and se is not None:
+            pr.append((int(g), v, se))
+    if len({r[0] for r in pr}) < 2:
+        return {"testable": False}, f"{pname}: too few runs with an interval"
+    c = _consistency(pr)
+    c["testable"] = True
+    if c["median_relative_stderr"] > 0.5:
+        c["verdict"] = "intervals too wide to tell"
+    else:
+        c["verdict"] = "no significant dependence on G" if c["consistent"] else "depends on G"
+    pv = c["p_value"]
+    return c, f"{pname} {c['verdict']}" + (f" (chi2 p={pv:.2g})" if pv is not None else "")
+
+
+def _variance_test(with_g: list, measures: set) -> tuple[dict, str]:
+    """The late-run variance's slope against G on log axes (the ``1/G`` law), what it measures,
+    and its sentence for the summary."""
     gv = [(int(g), float(v)) for _, _, g, v in with_g if v is not None and np.isfinite(v) and v > 0]
     measured = next(m for m in reversed(MEASURES) if m in measures) if measures else MEASURES[2]
     label = {
@@ -345,32 +358,29 @@ def group_size_analysis(items: list) -> dict:
         MEASURES[1]: "policy variance (sampling part subtracted)",
         MEASURES[2]: "logged-reward variance (includes sampling noise, not the policy's alone)",
     }[measured]
-    if len({g for g, _ in gv}) >= 2:
-        sl = _slope(gv)
-        sl["measures"] = measured
-        out["variance_scaling"] = sl
-        if sl["ci95"] is None:
-            sentences.append(f"{label} slope {sl['slope']:.2f} vs -1 expected (too few runs for an interval)")
-        else:
-            lo, hi = sl["ci95"]
-            tell = (
-                "cannot tell"
-                if not sl["decided"]
-                else ("consistent with 1/G" if sl["consistent_with_1_over_G"] else "not 1/G")
-            )
-            if measured == MEASURES[2]:
-                sl["decided"] = False
-                tell = (
-                    "not a test of the policy's 1/G law: the sampling part falls with the batch by "
-                    "construction (log expected_reward, or the batch size, to separate them)"
-                )
-            sentences.append(f"{label} slope {sl['slope']:.2f} [{lo:.2f}, {hi:.2f}] vs -1 expected: {tell}")
-    else:
-        out["variance_scaling"] = {"testable": False}
-        out["variance_scaling"]["measures"] = measured
-        sentences.append(f"variance scaling: no late-run {label.split(' (')[0]}s")
-    out["summary"] = "; ".join(sentences)
-    return out
+    if len({g for g, _ in gv}) < 2:
+        return {"testable": False, "measures": measured}, f"variance scaling: no late-run {label.split(' (')[0]}s"
+    sl = _slope(gv)
+    sl["measures"] = measured
+    if sl["ci95"] is None:
+        return sl, f"{label} slope {sl['slope']:.2f} vs -1 expected (too few runs for an interval)"
+    lo, hi = sl["ci95"]
+    tell = _variance_verdict(sl, measured)
+    return sl, f"{label} slope {sl['slope']:.2f} [{lo:.2f}, {hi:.2f}] vs -1 expected: {tell}"
+
+
+def _variance_verdict(sl: dict, measured: str) -> str:
+    """What the variance slope ``sl`` says about the ``1/G`` law; the logged reward's variance is
+    no test of it (``sl["decided"]`` is then set False)."""
+    if measured == MEASURES[2]:
+        sl["decided"] = False
+        return (
+            "not a test of the policy's 1/G law: the sampling part falls with the batch by "
+            "construction (log expected_reward, or the batch size, to separate them)"
+        )
+    if not sl["decided"]:
+        return "cannot tell"
+    return "consistent with 1/G" if sl["consistent_with_1_over_G"] else "not 1/G"
 
 
 #: config keys that name, place or seed a run rather than set its training (ignored when runs are

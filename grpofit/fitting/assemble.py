@@ -146,14 +146,7 @@ def oscillator_fit(
     p, p0, ts, ti = x
     jac, r = _full(OSCILLATOR, x, ctx, full)
     at_zero = ti <= _AT_ZERO * ts
-    if callable(jac):  # a long series: J'J and the meat summed by blocks
-        parts = blocked_parts(jac, r, ctx.bw)
-        cov_full = None if at_zero else sandwich(None, r, ctx.bw, parts.meat, bread=parts.bread)
-        cov_red = sandwich(None, r, ctx.bw, parts.meat[:3, :3], bread=parts.bread[:3, :3])
-    else:
-        meat = hac_meat(jac * r[:, None], ctx.bw)
-        cov_full = None if at_zero else sandwich(jac, r, ctx.bw, meat)
-        cov_red = sandwich(jac[:, :3], r, ctx.bw, meat[:3, :3])
+    cov_full, cov_red = _oscillator_covariances(jac, r, ctx.bw, at_zero)
     zeta = damping_ratio(ts, ti)
     names = OSCILLATOR.param_names
     ssr = float(r @ r)
@@ -161,18 +154,7 @@ def oscillator_fit(
     fit = ModelFit("oscillator", r2, aic, bic, {}, ok=True, message=sol.message, step0=step0, ssr=ssr, n_points=ctx.n)
     cov_lv = cov_full if cov_full is not None else cov_red
     if (signal is not None and not signal.detected) or prof is None:
-        params = (
-            estimates(names, x, cov_lv, ctx)
-            if cov_lv is not None and cov_lv.shape[0] == 4
-            else {**estimates(names[:3], x[:3], cov_lv, ctx), "inertia": Estimate(float(ti))}
-        )
-        params["damping_ratio"] = Estimate(num(zeta))
-        fit.params = params
-        if prof is None:
-            fit.regime, fit.regime_reason = "indeterminate", "profile likelihood not available"
-        else:
-            no_signal(fit, signal)
-        return fit
+        return _without_profile(fit, x, cov_lv, ctx, zeta, prof, signal)
 
     f_hat = OSCILLATOR.func(b.t, *x)
     pi = profile_intervals(prof, x, r, b, ctx, f_hat)
@@ -194,11 +176,7 @@ def oscillator_fit(
     if ts_rng is not None:
         extend(params["timescale"], ts_rng[0], ts_rng[1], ctx.bounds["timescale"], "timescale")
     widen_to_grid(params, ("timescale", "inertia"), ctx)
-    zeta_se = None
-    if cov_full is not None and ti > 0:
-        gvec = np.array([0.5 * zeta / ts, -0.5 * zeta / ti])
-        var = gvec @ cov_full[2:, 2:] @ gvec
-        zeta_se = math.sqrt(var) if var >= 0 else None
+    zeta_se = _damping_ratio_se(cov_full, zeta, ts, ti)
     note = "95% interval from the profile likelihood"
     if inertia_zero_inside:
         note += "; no upper end (inertia consistent with 0)"
@@ -207,49 +185,100 @@ def oscillator_fit(
     if pi.flat:
         fit.regime, fit.regime_reason = "indeterminate", "inertia not identifiable (flat profile)"
     elif fit.regime == "underdamped":
-        rev = reversal_test(prof, float(zeta), float(ts), b, ctx, f_hat, r)
-        forced = None
-        if rev.shown:  # ... and once the forcing is allowed for (theory §6)
-            ok = np.isfinite(prof.ssr)
-            forced = turnover_test(
-                ctx.t,
-                ctx.y,
-                prof.zeta[ok],
-                prof.ts[ok],
-                float(zeta),
-                float(ts),
-                ctx.bounds["timescale"],
-                ssr / ctx.n,
-                Points.of_fit(ctx),
-            )
-        if forced is not None and not forced.shown:
-            # the regime only, as the observed-overshoot test does (grpofit.fitting.overshoot): the
-            # intervals stay those of the fitted law (widening the damping ratio's to the
-            # accepted no-turn-over curves took grpofit compare's power to tell refresh
-            # interval 1 from 32 by the damping ratio from 37 to 9 of 40 pairs)
-            fit.regime, fit.regime_reason = "indeterminate", forced.reason
-            note += (
-                "; the fitted law's interval: with the forcing allowed for, a curve without a "
-                "turn-over in the window also fits (regime indeterminate)"
-            )
-        if not rev.shown:
-            fit.regime, fit.regime_reason = "indeterminate", rev.reason
-            why = "widened to the curves without a turn-over in the window (not observed)"
-            extend(params["plateau"], *rev.plateau, ctx.bounds["plateau"], "plateau", why)
-            extend(params["timescale"], *rev.timescale, ctx.bounds["timescale"], "timescale", why)
-            # kept for the state-space intervals that replace these (statespace_ci); the inertia's
-            # is widened there too, after its profile interval has set the state-space grid
-            ctx.__dict__["_widen"] = [
-                ("plateau", *rev.plateau, why),
-                ("timescale", *rev.timescale, why),
-                ("inertia", *rev.inertia, why),
-            ]
-            hi = None if math.isinf(rev.zeta_hi) else max(zeta_ci[1], rev.zeta_hi)
-            zeta_ci = (zeta_ci[0], hi)
-            note += "; widened: the turn-over is not observed"
+        zeta_ci, note = _check_turnover(fit, params, prof, float(zeta), float(ts), b, ctx, f_hat, r, ssr, zeta_ci, note)
     params["damping_ratio"] = Estimate(num(zeta), zeta_se, zeta_ci, note)
     fit.params = {k: params[k] for k in (*names, "damping_ratio")}
     return fit
+
+
+def _oscillator_covariances(jac, r: np.ndarray, bw, at_zero: bool) -> tuple:
+    """The oscillator's HAC covariances: of all four parameters (``None`` with the inertia at its
+    bound 0) and of the three without the inertia. ``jac`` callable: a long series, J'J and the
+    meat summed by blocks."""
+    if callable(jac):
+        parts = blocked_parts(jac, r, bw)
+        cov_full = None if at_zero else sandwich(None, r, bw, parts.meat, bread=parts.bread)
+        cov_red = sandwich(None, r, bw, parts.meat[:3, :3], bread=parts.bread[:3, :3])
+    else:
+        meat = hac_meat(jac * r[:, None], bw)
+        cov_full = None if at_zero else sandwich(jac, r, bw, meat)
+        cov_red = sandwich(jac[:, :3], r, bw, meat[:3, :3])
+    return cov_full, cov_red
+
+
+def _without_profile(fit: ModelFit, x, cov_lv, ctx: Ctx, zeta, prof: Profile | None, signal) -> ModelFit:
+    """``fit`` with the delta-method estimates only and an indeterminate regime: no profile
+    likelihood, or no signal detected."""
+    names = OSCILLATOR.param_names
+    params = (
+        estimates(names, x, cov_lv, ctx)
+        if cov_lv is not None and cov_lv.shape[0] == 4
+        else {**estimates(names[:3], x[:3], cov_lv, ctx), "inertia": Estimate(float(x[3]))}
+    )
+    params["damping_ratio"] = Estimate(num(zeta))
+    fit.params = params
+    if prof is None:
+        fit.regime, fit.regime_reason = "indeterminate", "profile likelihood not available"
+    else:
+        no_signal(fit, signal)
+    return fit
+
+
+def _damping_ratio_se(cov_full, zeta, ts: float, ti: float) -> float | None:
+    """The damping ratio's delta-method standard error from the timescale's and the inertia's
+    covariance (``None`` without it, with the inertia at 0 or a negative variance)."""
+    if cov_full is None or not ti > 0:
+        return None
+    gvec = np.array([0.5 * zeta / ts, -0.5 * zeta / ti])
+    var = gvec @ cov_full[2:, 2:] @ gvec
+    return math.sqrt(var) if var >= 0 else None
+
+
+def _check_turnover(fit, params, prof, zeta: float, ts: float, b, ctx: Ctx, f_hat, r, ssr: float, zeta_ci, note: str):
+    """For an underdamped fit: test that the turn-over is observed and survives the forcing
+    (theory §6); when not, set the regime indeterminate and (turn-over not observed) widen the
+    intervals. Returns the damping ratio's interval and its note."""
+    rev = reversal_test(prof, zeta, ts, b, ctx, f_hat, r)
+    forced = None
+    if rev.shown:  # ... and once the forcing is allowed for (theory §6)
+        ok = np.isfinite(prof.ssr)
+        forced = turnover_test(
+            ctx.t,
+            ctx.y,
+            prof.zeta[ok],
+            prof.ts[ok],
+            zeta,
+            ts,
+            ctx.bounds["timescale"],
+            ssr / ctx.n,
+            Points.of_fit(ctx),
+        )
+    if forced is not None and not forced.shown:
+        # the regime only, as the observed-overshoot test does (grpofit.fitting.overshoot): the
+        # intervals stay those of the fitted law (widening the damping ratio's to the
+        # accepted no-turn-over curves took grpofit compare's power to tell refresh
+        # interval 1 from 32 by the damping ratio from 37 to 9 of 40 pairs)
+        fit.regime, fit.regime_reason = "indeterminate", forced.reason
+        note += (
+            "; the fitted law's interval: with the forcing allowed for, a curve without a "
+            "turn-over in the window also fits (regime indeterminate)"
+        )
+    if not rev.shown:
+        fit.regime, fit.regime_reason = "indeterminate", rev.reason
+        why = "widened to the curves without a turn-over in the window (not observed)"
+        extend(params["plateau"], *rev.plateau, ctx.bounds["plateau"], "plateau", why)
+        extend(params["timescale"], *rev.timescale, ctx.bounds["timescale"], "timescale", why)
+        # kept for the state-space intervals that replace these (statespace_ci); the inertia's
+        # is widened there too, after its profile interval has set the state-space grid
+        ctx.__dict__["_widen"] = [
+            ("plateau", *rev.plateau, why),
+            ("timescale", *rev.timescale, why),
+            ("inertia", *rev.inertia, why),
+        ]
+        hi = None if math.isinf(rev.zeta_hi) else max(zeta_ci[1], rev.zeta_hi)
+        zeta_ci = (zeta_ci[0], hi)
+        note += "; widened: the turn-over is not observed"
+    return zeta_ci, note
 
 
 def degenerate(y, ctx: Ctx, step0: float) -> dict[str, ModelFit]:

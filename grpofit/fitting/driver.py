@@ -105,24 +105,10 @@ def _fit(steps, values, run, metric, step_column, warm: dict | None = None) -> F
     prof = profile(binned, g_exp["timescale"], lv, tb)
     k = int(np.argmin(prof.ssr))
     last = prof.zeta.size - 1
-    if np.isfinite(prof.ssr[k]):
-        osc_start = prof.row(k)
-    else:
-        osc_start = {**g_exp, "inertia": 0.0}
-    if np.isfinite(prof.ssr[last]):
-        exp_start = prof.row(last, exponential=True)
-    else:
-        exp_start = g_exp
+    osc_start, exp_start = _grid_starts(prof, k, last, g_exp)
     exp = _solve_from(EXPONENTIAL, binned, exp_start, bounds, warm, float(prof.ssr[last]))
     osc = _solve_from(OSCILLATOR, binned, osc_start, bounds, warm, float(prof.ssr[k]))
-    # poor fits: the oscillator nests the exponential (inertia 0), so it must not fit worse
-    if exp.ok and (not osc.ok or osc.ssr > exp.ssr * (1 + 1e-9)):
-        p, p0, ts = exp.x
-        start = {"plateau": p, "initial": p0, "timescale": ts, "inertia": 0.02 * ts}
-        osc = better(osc, solve(OSCILLATOR, binned, start, bounds))
-    if osc.ok and not exp.ok:
-        p, p0, ts, ti = osc.x
-        exp = solve(EXPONENTIAL, binned, {"plateau": p, "initial": p0, "timescale": ts + ti}, bounds)
+    exp, osc = _nested_repair(exp, osc, binned, bounds)
     if warm is not None:  # the next refit of this series starts here
         warm.update({sol.model.name: sol.x.copy() for sol in (exp, osc) if sol.ok})
     # every statistic on every point needs the curve and its Jacobian there: one evaluation
@@ -152,12 +138,7 @@ def _fit(steps, values, run, metric, step_column, warm: dict | None = None) -> F
     osc_ssr = float(osc_full[1] @ osc_full[1]) if osc.ok else None
     ssrs = [(exp_fit.ssr, 3), (osc_ssr, 4)]
     ssrs += [(_point_ssr(sol, t, y), len(sol.model.param_names)) for sol in others.values()]
-    signal = signal_test(ctx.sst, n, ssrs, gain, gain_se, ctx.cv)
-    if not signal.detected and "standard errors from 0" in signal.reason:
-        from grpofit.fitting.fitcheck import whole_trend
-        from grpofit.fitting.regime import with_trend
-
-        signal = with_trend(signal, whole_trend(t, y))  # a rise whose plateau is not identified
+    signal = _with_trend(signal_test(ctx.sst, n, ssrs, gain, gain_se, ctx.cv), t, y)
     if not signal.detected and exp_fit.ok:
         no_signal(exp_fit, signal)
     fits = {
@@ -169,10 +150,48 @@ def _fit(steps, values, run, metric, step_column, warm: dict | None = None) -> F
     models = {name: fits[name] for name in MODELS}  # the registry's order
     # the plateau's and timescale's intervals from the likelihood with the forcing (theory §6)
     apply_to_models(models, ctx, signal)
-    for fit in models.values():  # every ± stderr, once every interval is final
+    _reconcile_all(models)
+    return _result(run, metric, step_column, steps, values, models, noise_sd, ctx, signal)
+
+
+def _grid_starts(prof, k: int, last: int, g_exp: dict) -> tuple[dict, dict]:
+    """The oscillator's and the exponential's starting points: the profile grid's best row
+    ``k`` and its last (exponential) row ``last``, or the data-driven guess where they are not finite."""
+    osc_start = prof.row(k) if np.isfinite(prof.ssr[k]) else {**g_exp, "inertia": 0.0}
+    exp_start = prof.row(last, exponential=True) if np.isfinite(prof.ssr[last]) else g_exp
+    return osc_start, exp_start
+
+
+def _nested_repair(exp, osc, binned, bounds: dict) -> tuple:
+    """``(exp, osc)`` after repairing poor fits: the oscillator nests the exponential (inertia 0),
+    so it is re-solved from the exponential when it failed or fits worse, and a failed
+    exponential is solved from the oscillator."""
+    if exp.ok and (not osc.ok or osc.ssr > exp.ssr * (1 + 1e-9)):
+        p, p0, ts = exp.x
+        start = {"plateau": p, "initial": p0, "timescale": ts, "inertia": 0.02 * ts}
+        osc = better(osc, solve(OSCILLATOR, binned, start, bounds))
+    if osc.ok and not exp.ok:
+        p, p0, ts, ti = osc.x
+        exp = solve(EXPONENTIAL, binned, {"plateau": p, "initial": p0, "timescale": ts + ti}, bounds)
+    return exp, osc
+
+
+def _with_trend(signal, t, y):
+    """``signal``, or, when it was refused only for a plateau not identified, the same with the
+    whole run's trend (a rise whose plateau is not identified)."""
+    if not signal.detected and "standard errors from 0" in signal.reason:
+        from grpofit.fitting.fitcheck import whole_trend
+        from grpofit.fitting.regime import with_trend
+
+        return with_trend(signal, whole_trend(t, y))
+    return signal
+
+
+def _reconcile_all(models: dict) -> None:
+    """Reconcile every parameter's ± stderr with its interval (once every interval is final)."""
+    for fit in models.values():
         for e in fit.params.values():
             reconcile_stderr(e)
-    return _result(run, metric, step_column, steps, values, models, noise_sd, ctx, signal)
 
 
 def _bounds(t, y) -> dict[str, tuple[float, float]]:

@@ -110,12 +110,7 @@ def levenberg_marquardt(
             np.maximum(d, norms, out=d)
             if np.minimum.reduce(d) == 0.0:
                 d[d == 0.0] = 1.0
-            g = r @ J
-            if gtol > 0.0:  # gradient test: cosine between r and each column of J
-                cos = np.abs(g) / (np.where(norms > 0.0, norms, np.inf) * math.sqrt(ssr))
-                if float(np.max(cos)) <= gtol:
-                    return LMResult(x, ssr, 4, nfev, njev)
-            elif g @ g == 0.0:
+            if _gradient_converged(r @ J, norms, ssr, gtol):
                 return LMResult(x, ssr, 4, nfev, njev)
             u, sv, vt = np.linalg.svd(J / d, full_matrices=False)
             utr = r @ u
@@ -148,18 +143,47 @@ def levenberg_marquardt(
                     lam *= nu
                     nu *= 2.0
                     accepted = False
-                info = 0
-                if abs(actred) <= ftol and prered <= ftol and 0.5 * rho <= 1.0:
-                    info = 1
-                if pnorm <= xtol * xnorm:
-                    info = 3 if info == 1 else 2
+                info = _stop_code(actred, prered, rho, pnorm, xnorm, lam, ftol, xtol, nfev >= max_nfev)
                 if info:
                     return LMResult(x, ssr, info, nfev, njev)
-                if nfev >= max_nfev:
-                    return LMResult(x, ssr, 5, nfev, njev)
-                if abs(actred) <= _EPS and prered <= _EPS and 0.5 * rho <= 1.0:
-                    return LMResult(x, ssr, 6, nfev, njev)
-                if pnorm <= _EPS * xnorm or not math.isfinite(lam) or lam > 1e300:
-                    return LMResult(x, ssr, 7, nfev, njev)
                 if accepted:
                     break
+
+
+def _gradient_converged(g: np.ndarray, norms: np.ndarray, ssr: float, gtol: float) -> bool:
+    """The gradient test: with ``gtol > 0``, whether the cosine between ``r`` and every column of
+    ``J`` is at most ``gtol`` (``g = r @ J``); with ``gtol = 0``, whether the gradient is exactly 0."""
+    if gtol > 0.0:
+        cos = np.abs(g) / (np.where(norms > 0.0, norms, np.inf) * math.sqrt(ssr))
+        return float(np.max(cos)) <= gtol
+    return g @ g == 0.0
+
+
+def _stop_code(
+    actred: float,
+    prered: float,
+    rho: float,
+    pnorm: float,
+    xnorm: float,
+    lam: float,
+    ftol: float,
+    xtol: float,
+    out_of_evaluations: bool,
+) -> int:
+    """MINPACK's ``info`` after a trial step: 1 (relative reduction within ``ftol``), 2 (step within
+    ``xtol``), 3 (both), 5 (``max_nfev`` reached), 6/7 (``ftol``/``xtol`` too small for machine
+    precision, or the damping overflowed); 0 to go on."""
+    info = 0
+    if abs(actred) <= ftol and prered <= ftol and 0.5 * rho <= 1.0:
+        info = 1
+    if pnorm <= xtol * xnorm:
+        info = 3 if info == 1 else 2
+    if info:
+        return info
+    if out_of_evaluations:
+        return 5
+    if abs(actred) <= _EPS and prered <= _EPS and 0.5 * rho <= 1.0:
+        return 6
+    if pnorm <= _EPS * xnorm or not math.isfinite(lam) or lam > 1e300:
+        return 7
+    return 0

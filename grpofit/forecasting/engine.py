@@ -209,15 +209,7 @@ def forecast_series(
     from grpofit.forecasting.walk import fit_walk_law
 
     fitter = fit_walk_law if walk else fit_law
-    fits, prior = [], None
-    for law in laws or LAWS:
-        f = fitter(
-            law, series, t_guess=t_guess, t_max=T_MAX_FACTOR * max(far, t_last), prior=prior, warm=(warm or {}).get(law)
-        )
-        if f is not None:
-            fits.append(f)
-            if law == "one":
-                prior = f.theta
+    fits = _fit_laws(fitter, laws or LAWS, series, t_guess, T_MAX_FACTOR * max(far, t_last), warm)
     if not fits:
         out = _refused(
             steps,
@@ -234,29 +226,13 @@ def forecast_series(
     # the times the future is drawn at: now, the horizon, --at steps, a fan grid, the final window
     fan_end = far if far > t_last else 2.0 * t_last
     fan_t = np.linspace(t_last, fan_end, FAN_POINTS)
-    # a step before the first seen one has no forecast (the law starts at the first step)
-    pieces = [
-        np.array([t_last]),
-        np.array([] if horizon_t is None else [max(horizon_t, 0.0)]),
-        np.array([max(s - step0, 0.0) for s in at_steps]),
-        fan_t,
-    ]
-    if final_steps is not None and len(final_steps):
-        fs = np.asarray(final_steps, dtype=float) - step0
-        if fs.size > 20:
-            fs = fs[np.linspace(0, fs.size - 1, 20).round().astype(int)]
-        pieces.append(fs)
+    pieces = _draw_times(t_last, horizon_t, at_steps, step0, fan_t, final_steps)
     sizes = [p.size for p in pieces]
     tf = np.concatenate(pieces)
     drift = late_slope(steps, values)
     temper = TEMPER if drift.rising else 1.0
     weights = law_weights(fits, temper)
-    if final_steps is not None and len(final_steps):
-        target = float(np.mean(np.asarray(final_steps, dtype=float))) - step0 - t_last
-    elif horizon_t is not None and horizon_t > t_last:
-        target = horizon_t - t_last
-    else:
-        target = fan_end - t_last
+    target = _validation_target(final_steps, horizon_t, step0, t_last, fan_end)
     point = None
     if validate and target > 0:
         from grpofit.forecasting.validate import rolling_origin
@@ -275,36 +251,13 @@ def forecast_series(
 
     offs = np.cumsum([0] + sizes)
     now = lat[:, 0]
-    at_entries = []
     h_cols = lat[:, offs[1] : offs[2]]
-    if horizon_t is not None:
-        at_entries.append(
-            _at_entry(horizon_step, logged(offs[1], offs[1] + 1)[:, 0])
-            if horizon_t >= 0
-            else {"step": _step_out(horizon_step), "mean": None, "pi80": None, "pi95": None}
-        )
-    else:
-        at_entries.append({"step": None, "mean": None, "pi80": None, "pi95": None})
-    for j, s in enumerate(at_steps):
-        at_entries.append(
-            _at_entry(s, logged(offs[2] + j, offs[2] + j + 1)[:, 0])
-            if s >= step0
-            else {"step": _step_out(s), "mean": None, "pi80": None, "pi95": None}
-        )
-    fan_draws = logged(offs[3], offs[4])
-    fan = {"step": fan_t + step0, "mean": fan_draws.mean(axis=0)}
-    for name, q in (("q025", 2.5), ("q10", 10.0), ("q50", 50.0), ("q90", 90.0), ("q975", 97.5)):
-        fan[name] = np.percentile(fan_draws, q, axis=0)
+    at_entries = _at_entries(horizon_step, horizon_t, at_steps, step0, logged, offs)
+    fan = _fan(fan_t + step0, logged(offs[3], offs[4]))
     final = None
     if len(pieces) > 4:
         level = link.window_mean(draws.latent[:, offs[4] : offs[5]], draws.obs_sd, len(final_steps), rng)
-        final = {
-            "mean": float(level.mean()),
-            "median": float(np.median(level)),
-            "pi95": [float(np.percentile(level, 2.5)), float(np.percentile(level, 97.5))],
-            "kind": "interval",
-        }
-        final["model_median"] = final["median"]
+        final = _final_interval(level)
     pers = persistence(values)
 
     doc = {
@@ -316,29 +269,9 @@ def forecast_series(
     doc["plateau"] = _plateau(link.metric(draws.plateau), now, drift.rising, bounds.two_sided or saturated)
     doc["steps_to_90"] = _steps_to(draws.t90, step0)
     doc["steps_to_95"] = _steps_to(draws.t95, step0)
-    if horizon_t is not None and horizon_t >= 0:
-        gain = h_cols[:, 0] - now
-        doc["remaining_gain"] = {
-            "value": float(np.mean(gain)),
-            "ci95": [float(np.percentile(gain, 2.5)), float(np.percentile(gain, 97.5))],
-            "kind": "estimate",
-        }
-    else:
-        doc["remaining_gain"] = {"value": None, "ci95": None, "kind": None}
+    doc["remaining_gain"] = _remaining_gain(h_cols, now, horizon_t)
     doc["recommendation"] = _recommend(doc, steps, horizon_step, _small_gain(bounds, values))
-    doc["note"] = (
-        None
-        if horizon_step is not None
-        else (
-            "cannot forecast yet: no plan length (the run's config names no trainer.total_training_steps "
-            "or max_steps; pass --horizon N); the plateau and the steps to 90/95% are still given"
-        )
-    )
-    if horizon_t is not None and horizon_t < 0:
-        doc["note"] = (
-            f"the planned end (step {_step_out(horizon_step)}) lies before the first seen step "
-            f"({_step_out(step0)}): no forecast there"
-        )
+    doc["note"] = _horizon_note(horizon_step, horizon_t, step0)
     doc["bounds"] = bounds.doc()
     doc["current"] = {
         "step": _step_out(steps[-1]),
@@ -366,6 +299,116 @@ def forecast_series(
         fan,
         final,
         extra={"baseline": baseline, "draws": draws, "fits": fits, "curve": curve, "law": best.law, "link": link},
+    )
+
+
+def _fit_laws(fitter, laws, series, t_guess: float, t_max: float, warm: dict | None) -> list:
+    """The fits of ``laws`` (in order) that succeeded; the single exponential's ``theta`` is the
+    prior of the laws after it, and ``warm`` (law -> ``theta``) starts each search."""
+    fits, prior = [], None
+    for law in laws:
+        f = fitter(law, series, t_guess=t_guess, t_max=t_max, prior=prior, warm=(warm or {}).get(law))
+        if f is not None:
+            fits.append(f)
+            if law == "one":
+                prior = f.theta
+    return fits
+
+
+def _draw_times(t_last: float, horizon_t, at_steps, step0: float, fan_t: np.ndarray, final_steps) -> list:
+    """The pieces of times (from the first seen step) the future is drawn at, in order: now, the
+    horizon (if any), the ``--at`` steps, the fan grid and (if given) up to 20 of the final window's
+    steps. A step before the first seen one is drawn at the first step (the law starts there)."""
+    pieces = [
+        np.array([t_last]),
+        np.array([] if horizon_t is None else [max(horizon_t, 0.0)]),
+        np.array([max(s - step0, 0.0) for s in at_steps]),
+        fan_t,
+    ]
+    if final_steps is not None and len(final_steps):
+        fs = np.asarray(final_steps, dtype=float) - step0
+        if fs.size > 20:
+            fs = fs[np.linspace(0, fs.size - 1, 20).round().astype(int)]
+        pieces.append(fs)
+    return pieces
+
+
+def _validation_target(final_steps, horizon_t, step0: float, t_last: float, fan_end: float) -> float:
+    """The distance past the last seen step the rolling-origin check measures at: the final
+    window's mean step, else the horizon (if still ahead), else the fan's end."""
+    if final_steps is not None and len(final_steps):
+        return float(np.mean(np.asarray(final_steps, dtype=float))) - step0 - t_last
+    if horizon_t is not None and horizon_t > t_last:
+        return horizon_t - t_last
+    return fan_end - t_last
+
+
+def _at_entries(horizon_step, horizon_t, at_steps, step0: float, logged, offs) -> list[dict]:
+    """The ``doc["at"]`` entries: the horizon's first, then each ``--at`` step's, drawn in that
+    order with ``logged(j0, j1)``; a step before the first seen one gets no numbers."""
+    empty = {"mean": None, "pi80": None, "pi95": None}
+    entries = []
+    if horizon_t is not None:
+        entries.append(
+            _at_entry(horizon_step, logged(offs[1], offs[1] + 1)[:, 0])
+            if horizon_t >= 0
+            else {"step": _step_out(horizon_step), **empty}
+        )
+    else:
+        entries.append({"step": None, **empty})
+    for j, s in enumerate(at_steps):
+        entries.append(
+            _at_entry(s, logged(offs[2] + j, offs[2] + j + 1)[:, 0]) if s >= step0 else {"step": _step_out(s), **empty}
+        )
+    return entries
+
+
+def _fan(fan_steps: np.ndarray, fan_draws: np.ndarray) -> dict:
+    """The fan chart: its steps, the draws' mean and their 2.5/10/50/90/97.5 percentiles."""
+    fan = {"step": fan_steps, "mean": fan_draws.mean(axis=0)}
+    for name, q in (("q025", 2.5), ("q10", 10.0), ("q50", 50.0), ("q90", 90.0), ("q975", 97.5)):
+        fan[name] = np.percentile(fan_draws, q, axis=0)
+    return fan
+
+
+def _final_interval(level: np.ndarray) -> dict:
+    """``Forecast.final`` from draws of the final window's mean: mean, median, 95% interval."""
+    final = {
+        "mean": float(level.mean()),
+        "median": float(np.median(level)),
+        "pi95": [float(np.percentile(level, 2.5)), float(np.percentile(level, 97.5))],
+        "kind": "interval",
+    }
+    final["model_median"] = final["median"]
+    return final
+
+
+def _remaining_gain(h_cols: np.ndarray, now: np.ndarray, horizon_t) -> dict:
+    """``doc["remaining_gain"]``: the expected gain from now to the horizon with its 95% interval,
+    or all ``None`` without a horizon (or one before the first seen step)."""
+    if horizon_t is not None and horizon_t >= 0:
+        gain = h_cols[:, 0] - now
+        return {
+            "value": float(np.mean(gain)),
+            "ci95": [float(np.percentile(gain, 2.5)), float(np.percentile(gain, 97.5))],
+            "kind": "estimate",
+        }
+    return {"value": None, "ci95": None, "kind": None}
+
+
+def _horizon_note(horizon_step, horizon_t, step0: float) -> str | None:
+    """``doc["note"]``: why there is no forecast at the horizon (none given, or it lies before the
+    first seen step), else ``None``."""
+    if horizon_t is not None and horizon_t < 0:
+        return (
+            f"the planned end (step {_step_out(horizon_step)}) lies before the first seen step "
+            f"({_step_out(step0)}): no forecast there"
+        )
+    if horizon_step is not None:
+        return None
+    return (
+        "cannot forecast yet: no plan length (the run's config names no trainer.total_training_steps "
+        "or max_steps; pass --horizon N); the plateau and the steps to 90/95% are still given"
     )
 
 

@@ -295,18 +295,8 @@ def _walk(root: str, skipped: list[Skipped]) -> list[RunSource]:
         if real in visited:
             continue
         visited.add(real)
-        try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: (e.is_symlink(), e.name))
-        except OSError as exc:
-            if folder != root:
-                skipped.append(
-                    Skipped(
-                        folder,
-                        f"this folder cannot be read ({exc.strerror or exc}); its runs were not judged",
-                        error=True,
-                    )
-                )
+        entries = _scan(folder, root, skipped)
+        if entries is None:
             continue
         names = [e.name for e in entries]
         kind = _kind(folder, names)
@@ -327,14 +317,7 @@ def _walk(root: str, skipped: list[Skipped]) -> list[RunSource]:
                 if e.name.startswith(".") or e.name in _SKIP_DIRS:
                     continue
                 if e.is_symlink():
-                    target = os.path.realpath(e.path)
-                    if not _inside(target, real_root):
-                        skipped.append(Skipped(e.path, f"a link to {target}, outside {root}; not followed"))
-                        continue
-                    if _inside(real, target):
-                        skipped.append(Skipped(e.path, "a link back up the tree (a loop); not followed"))
-                        continue
-                    links.append(e.path)
+                    _follow_link(e, real, real_root, root, links, skipped)
                     continue
                 if _CHECKPOINT.match(e.name) and os.path.isfile(os.path.join(e.path, "trainer_state.json")):
                     # only the newest checkpoint stands for the run (none if the output dir has
@@ -346,17 +329,56 @@ def _walk(root: str, skipped: list[Skipped]) -> list[RunSource]:
             elif shape is not None and shape.run and e.name.startswith(TFEVENTS_PREFIX):
                 continue  # read as part of the TensorBoard folder
             elif not e.name.startswith(".") and is_candidate_file(e.name):  # hidden files are never runs
-                try:
-                    regular = e.is_file()
-                    mode = None if regular else os.stat(e.path).st_mode
-                except OSError as exc:  # a dangling link, or no permission
-                    skipped.append(Skipped(e.path, f"cannot be read ({exc.strerror or exc}); skipped"))
-                    continue
-                if not regular:
-                    skipped.append(Skipped(e.path, f"is {_kind_of_special(mode)}, not a log file; skipped"))
-                    continue
-                if e.name.lower().endswith(_suffixes()[1]) and not looks_like_log(e.path):
-                    continue
-                found.append(RunSource(e.path, "file"))
+                run = _log_file(e, skipped)
+                if run is not None:
+                    found.append(run)
         stack.extend(reversed(subdirs))
     return found
+
+
+def _scan(folder: str, root: str, skipped: list[Skipped]) -> list | None:
+    """The entries of ``folder``, links last, each group by name; ``None`` if it cannot be read
+    (noted in ``skipped`` unless it is the root itself)."""
+    try:
+        with os.scandir(folder) as it:
+            return sorted(it, key=lambda e: (e.is_symlink(), e.name))
+    except OSError as exc:
+        if folder != root:
+            skipped.append(
+                Skipped(
+                    folder,
+                    f"this folder cannot be read ({exc.strerror or exc}); its runs were not judged",
+                    error=True,
+                )
+            )
+        return None
+
+
+def _follow_link(e, real: str, real_root: str, root: str, links: list[str], skipped: list[Skipped]) -> None:
+    """Queue the linked folder ``e`` in ``links`` if it stays inside the tree and does not loop
+    back up it (seen from the folder whose real path is ``real``); else note why in ``skipped``."""
+    target = os.path.realpath(e.path)
+    if not _inside(target, real_root):
+        skipped.append(Skipped(e.path, f"a link to {target}, outside {root}; not followed"))
+        return
+    if _inside(real, target):
+        skipped.append(Skipped(e.path, "a link back up the tree (a loop); not followed"))
+        return
+    links.append(e.path)
+
+
+def _log_file(e, skipped: list[Skipped]) -> RunSource | None:
+    """The run the candidate file ``e`` holds, or ``None``: unreadable or not a regular file
+    (noted in ``skipped``), or a file with the ambiguous suffix that does not look like a log."""
+    try:
+        regular = e.is_file()
+        mode = None if regular else os.stat(e.path).st_mode
+    except OSError as exc:  # a dangling link, or no permission
+        skipped.append(Skipped(e.path, f"cannot be read ({exc.strerror or exc}); skipped"))
+        return None
+    if not regular:
+        skipped.append(Skipped(e.path, f"is {_kind_of_special(mode)}, not a log file; skipped"))
+        return None
+    if e.name.lower().endswith(_suffixes()[1]) and not looks_like_log(e.path):
+        return None
+    return RunSource(e.path, "file")

@@ -364,62 +364,85 @@ def _query(path: str, name: str):
                 path=name,
                 fix="point at the MLflow tracking database (e.g. mlruns.db)",
             )
-        run_cols = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
-        name_col = "name" if "name" in run_cols else "NULL"
-        stage_col = "lifecycle_stage" if "lifecycle_stage" in run_cols else "NULL"
-        runs_rows = [
-            tuple(str(x) if x is not None and i < 2 else x for i, x in enumerate(r))
-            for r in con.execute(
-                f"SELECT run_uuid, {name_col}, {stage_col} FROM runs ORDER BY start_time, run_uuid"
-                if "start_time" in run_cols
-                else f"SELECT run_uuid, {name_col}, {stage_col} FROM runs ORDER BY run_uuid"
-            )
-        ]
+        runs_rows = _run_rows(con)
         deleted = {r[0] for r in runs_rows if r[2] == "deleted"}
-        metric_cols = {r[1] for r in con.execute("PRAGMA table_info(metrics)")}
-        step_col = "step" if "step" in metric_cols else "0"
-        nan_col = "is_nan" if "is_nan" in metric_cols else "0"
-        cur = con.execute(
-            f"SELECT run_uuid, key, value, timestamp, {step_col}, {nan_col} FROM metrics ORDER BY run_uuid, key"
-        )
-        by_run: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
-        current: tuple | None = None
-        parts = _parts()
-        bad = 0
-
-        def flush():
-            nonlocal bad
-            if current is None or current[0] in deleted or not parts[0]:
-                return
-            s, ts, v = (np.frombuffer(p, dtype=np.float64) for p in parts)
-            ok = np.isfinite(s)
-            bad += int((~ok).sum())
-            if ok.any():
-                ts = np.where(np.isnan(ts[ok]), 0.0, ts[ok])
-                by_run.setdefault(current[0], {})[current[1]] = _latest(s[ok], ts, v[ok])
-
-        while True:
-            rows = cur.fetchmany(BATCH)
-            if not rows:
-                break
-            for run_uuid, key, value, ts, st, is_nan in rows:
-                ident = (str(run_uuid), str(key))
-                if ident != current:
-                    flush()
-                    current, parts = ident, _parts()
-                parts[0].append(0.0 if st is None else _float(st))
-                parts[1].append(0.0 if ts is None else _float(ts))
-                parts[2].append(float("nan") if is_nan or value is None else _float(value))
-        flush()
+        by_run, bad = _read_metrics(_metric_rows(con), deleted)
         if bad:
             warnings.append(f"{bad} metric row(s) whose step is not a finite number skipped")
-        params: dict[str, dict[str, str]] = {}
-        if "params" in tables:
-            for key, value, run_uuid in con.execute("SELECT key, value, run_uuid FROM params"):
-                params.setdefault(str(run_uuid), {})[str(key)] = value if isinstance(value, str) else str(value)
+        params = _params(con) if "params" in tables else {}
     except sqlite3.Error as exc:
         detail = " ".join(str(exc).split())
         raise ReadError(f"is not a readable MLflow SQLite store ({detail})", path=name, fix=FIX) from None
     finally:
         con.close()
     return runs_rows, by_run, params, warnings
+
+
+def _run_rows(con) -> list[tuple]:
+    """The runs table's ``(run_uuid, name, lifecycle_stage)`` rows (``None`` for a missing column),
+    by start time when the store has one, then by id."""
+    run_cols = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
+    name_col = "name" if "name" in run_cols else "NULL"
+    stage_col = "lifecycle_stage" if "lifecycle_stage" in run_cols else "NULL"
+    return [
+        tuple(str(x) if x is not None and i < 2 else x for i, x in enumerate(r))
+        for r in con.execute(
+            f"SELECT run_uuid, {name_col}, {stage_col} FROM runs ORDER BY start_time, run_uuid"
+            if "start_time" in run_cols
+            else f"SELECT run_uuid, {name_col}, {stage_col} FROM runs ORDER BY run_uuid"
+        )
+    ]
+
+
+def _metric_rows(con):
+    """A cursor over the metrics table's ``(run_uuid, key, value, timestamp, step, is_nan)`` rows
+    (0 for a missing step or is_nan column), by run and key."""
+    metric_cols = {r[1] for r in con.execute("PRAGMA table_info(metrics)")}
+    step_col = "step" if "step" in metric_cols else "0"
+    nan_col = "is_nan" if "is_nan" in metric_cols else "0"
+    return con.execute(
+        f"SELECT run_uuid, key, value, timestamp, {step_col}, {nan_col} FROM metrics ORDER BY run_uuid, key"
+    )
+
+
+def _read_metrics(cur, deleted: set) -> tuple[dict[str, dict[str, tuple[np.ndarray, np.ndarray]]], int]:
+    """``({run: {key: (steps, values)}}, rows skipped for a non-finite step)`` from the metric rows
+    of ``cur`` (read in batches; deleted runs left out)."""
+    by_run: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+    current: tuple | None = None
+    parts = _parts()
+    bad = 0
+
+    def flush():
+        nonlocal bad
+        if current is None or current[0] in deleted or not parts[0]:
+            return
+        s, ts, v = (np.frombuffer(p, dtype=np.float64) for p in parts)
+        ok = np.isfinite(s)
+        bad += int((~ok).sum())
+        if ok.any():
+            ts = np.where(np.isnan(ts[ok]), 0.0, ts[ok])
+            by_run.setdefault(current[0], {})[current[1]] = _latest(s[ok], ts, v[ok])
+
+    while True:
+        rows = cur.fetchmany(BATCH)
+        if not rows:
+            break
+        for run_uuid, key, value, ts, st, is_nan in rows:
+            ident = (str(run_uuid), str(key))
+            if ident != current:
+                flush()
+                current, parts = ident, _parts()
+            parts[0].append(0.0 if st is None else _float(st))
+            parts[1].append(0.0 if ts is None else _float(ts))
+            parts[2].append(float("nan") if is_nan or value is None else _float(value))
+    flush()
+    return by_run, bad
+
+
+def _params(con) -> dict[str, dict[str, str]]:
+    """``{run: {key: value}}`` from the params table, every value as text."""
+    params: dict[str, dict[str, str]] = {}
+    for key, value, run_uuid in con.execute("SELECT key, value, run_uuid FROM params"):
+        params.setdefault(str(run_uuid), {})[str(key)] = value if isinstance(value, str) else str(value)
+    return params

@@ -59,19 +59,7 @@ def finding_panels(diagnosis: Any, run: Any) -> tuple[list[tuple], list[str]]:
     drawn: set[str] = set()
     roles = diagnosis.roles or {}
     for mode, v in diagnosis.diagnostics.items():
-        own = v.own_status or v.status
-        worse = {roles.get(r) for r in MODE_ROLES.get(mode, ()) if own == "fail"} - {None}
-        for f in v.findings:
-            if f.status not in FLAGGED:
-                continue
-            if f.panel is None:
-                unshown.append(f"{f.rule} {f.status}")
-                continue
-            if f.status == "warn" and str(f.panel.label) in worse:  # the check's own fail on the same series is drawn
-                unshown.append(f"{f.rule} {f.status} (on the {f.panel.label} panel's series)")
-                continue
-            panels.append(("rule", mode, f))
-            drawn.add(str(f.panel.label))
+        _add_rule_panels(mode, v, roles, panels, unshown, drawn)
     evals = [e for e in getattr(diagnosis, "evals", []) if e["metric"] in run.metrics]
     for mode, v in diagnosis.diagnostics.items():
         own = v.own_status or v.status
@@ -83,10 +71,7 @@ def finding_panels(diagnosis: Any, run: Any) -> tuple[list[tuple], list[str]]:
             drawn.update(e["metric"] for e in flagged)
             if flagged:
                 continue
-        columns = [(role, roles.get(role)) for role in MODE_ROLES.get(mode, ())]
-        columns = [(role, c) for role, c in columns if c and c in run.metrics and c not in drawn]
-        if mode in FIRST_ONLY:
-            columns = columns[:1]
+        columns = _undrawn_columns(mode, roles, run, drawn)
         if not columns:
             if not any(p[0] == "rule" and p[1] == mode for p in panels):
                 from grpofit.core.vocabulary import MODE_TITLES
@@ -97,6 +82,35 @@ def finding_panels(diagnosis: Any, run: Any) -> tuple[list[tuple], list[str]]:
             panels.append(("series", mode, role))
             drawn.add(column)
     return panels, unshown
+
+
+def _add_rule_panels(mode: str, v: Any, roles: dict, panels: list, unshown: list, drawn: set) -> None:
+    """Add a ``("rule", mode, finding)`` panel for each of mode ``v``'s flagged findings with a
+    series (noting its series in ``drawn``); name in ``unshown`` those without one, and a warn on
+    a series the mode's own failing check draws."""
+    own = v.own_status or v.status
+    worse = {roles.get(r) for r in MODE_ROLES.get(mode, ()) if own == "fail"} - {None}
+    for f in v.findings:
+        if f.status not in FLAGGED:
+            continue
+        if f.panel is None:
+            unshown.append(f"{f.rule} {f.status}")
+            continue
+        if f.status == "warn" and str(f.panel.label) in worse:  # the check's own fail on the same series is drawn
+            unshown.append(f"{f.rule} {f.status} (on the {f.panel.label} panel's series)")
+            continue
+        panels.append(("rule", mode, f))
+        drawn.add(str(f.panel.label))
+
+
+def _undrawn_columns(mode: str, roles: dict, run: Any, drawn: set) -> list[tuple[str, str]]:
+    """The ``(role, column)`` pairs the mode's check reads that the run logs and no panel draws
+    yet (only the first for a mode in ``FIRST_ONLY``)."""
+    columns = [(role, roles.get(role)) for role in MODE_ROLES.get(mode, ())]
+    columns = [(role, c) for role, c in columns if c and c in run.metrics and c not in drawn]
+    if mode in FIRST_ONLY:
+        columns = columns[:1]
+    return columns
 
 
 def thin(x, y, limit: int = 1500):

@@ -227,15 +227,39 @@ class Session:
         cpu0 = time.process_time()
         res = self.follower.poll(final=final)
         events: list[dict] = []
+        self._refill_tokens()
+        for run in self.selection.keep(res.changed, final=final or self.opts.once):
+            events += self.monitor.update(
+                run, force_fit=final, defer=not final, replaced=run.name in res.replaced, final=self.opts.once
+            )
+        events += self._judge_pending(cpu0)
+        if any(e["event"] == "forecast" for e in events):  # a run was re-judged this poll
+            from grpofit.runtime.trim import release
+
+            release()  # its temporaries, freed, go back to the OS (see trim.py)
+        self._charge(cpu0)
+        self._option_errors(final=final or self.opts.once)
+        if (final or self.opts.once) and res.problems and not self.monitor.runs:
+            _raise_unreadable(res.problems)
+        if self.opts.once and self.monitor.runs and all(st.problem for st in self.monitor.runs.values()):
+            # --once and no run has anything to judge (no reward column): exit 2 as diagnose does
+            first, *more = [st.problem for st in self.monitor.runs.values()]
+            raise ReadError(first + (f" (and {len(more)} more run(s) with nothing to judge)" if more else ""))
+        self._warn_problems(res.problems)
+        self._act_on(events)
+        return events
+
+    def _refill_tokens(self) -> None:
+        """Credit the CPU budget for the wall time since the last poll (capped) and note this poll's time."""
         now = time.monotonic()
         if self.last_poll is not None:
             cap = max(5.0, 10 * self.opts.cpu_budget * self.opts.interval)
             self.tokens = min(cap, self.tokens + self.opts.cpu_budget * (now - self.last_poll))
         self.last_poll = now
-        for run in self.selection.keep(res.changed, final=final or self.opts.once):
-            events += self.monitor.update(
-                run, force_fit=final, defer=not final, replaced=run.name in res.replaced, final=self.opts.once
-            )
+
+    def _judge_pending(self, cpu0: float) -> list[dict]:
+        """The events of re-judging pending runs with the CPU budget left after this poll's reading
+        (``cpu0``: the process time at its start); after ``STARVED_POLLS`` starved polls, one all the same."""
         # once caught up, the budget pays for the whole poll: reading and the rules first, then
         # re-judgements with what is left (a poll that judged a run for the first time is free)
         budget = max(self.tokens - (time.process_time() - cpu0), 0.0)
@@ -243,35 +267,28 @@ class Session:
             self.starved += 1
             if self.starved >= STARVED_POLLS:  # reading and the rules alone use up the budget:
                 budget = max(budget, 1e-9)  # one re-judgement (the most grown run) all the same
-        events += self.monitor.judge_pending(budget)
+        events = self.monitor.judge_pending(budget)
         if self.monitor.rejudge_spent or self.monitor.catchup_spent:
             self.starved = 0
-        if any(e["event"] == "forecast" for e in events):  # a run was re-judged this poll
-            from grpofit.runtime.trim import release
+        return events
 
-            release()  # its temporaries, freed, go back to the OS (see trim.py)
+    def _charge(self, cpu0: float) -> None:
+        """Take this poll's CPU time (since ``cpu0``) off the budget; catching up empties it instead."""
         if self.monitor.catchup_spent:
             self.tokens = 0.0  # catching up is free, and earns no credit for the polls after it
         else:
             self.tokens -= time.process_time() - cpu0
-        self._option_errors(final=final or self.opts.once)
-        if (final or self.opts.once) and res.problems and not self.monitor.runs:
-            # --once and not one run could be read: bad input (exit 2, one line, nothing on stdout)
-            (path, why), *more = res.problems.items()
-            line = why if path in why else f"{path}: {why}"
-            more_text = f" (and {len(more)} more path(s) that could not be read)" if more else ""
-            fix = (
-                None if "; " in line else "nothing to judge with --once (without it, watch waits for the first records)"
-            )
-            raise ReadError(line + more_text, fix=fix)
-        if self.opts.once and self.monitor.runs and all(st.problem for st in self.monitor.runs.values()):
-            # --once and no run has anything to judge (no reward column): exit 2 as diagnose does
-            first, *more = [st.problem for st in self.monitor.runs.values()]
-            raise ReadError(first + (f" (and {len(more)} more run(s) with nothing to judge)" if more else ""))
-        for path, why in res.problems.items():
+
+    def _warn_problems(self, problems: dict) -> None:
+        """A warning on stderr for each path's problem, once per distinct message."""
+        for path, why in problems.items():
             if self.problems_shown.get(path) != why:
                 self.problems_shown[path] = why
                 print(f"warning: {why}" if path in why else f"warning: {path}: {why}", file=self.err, flush=True)
+
+    def _act_on(self, events: list[dict]) -> None:
+        """Write the events to ``--jsonl``, run ``--on-fail`` for each failing alert and set the
+        exit code for an alert at or above ``--exit-on``."""
         for e in events:
             self._write(e)
         for e in events:
@@ -281,7 +298,6 @@ class Session:
             e["event"] == "alert" and STATUS_RANK[e["status"]] >= STATUS_RANK[self.opts.exit_on] for e in events
         ):
             self.exit_code = max(self.exit_code, 1)
-        return events
 
     def _option_errors(self, *, final: bool) -> None:
         """An option value no run has (``--metric nope``): with ``--once`` an error (exit 2, one
@@ -405,3 +421,13 @@ def _compact(event: dict) -> str:
     from grpofit.core.jsonout import jsonable
 
     return json.dumps(jsonable(event), separators=(",", ":"), allow_nan=False)
+
+
+def _raise_unreadable(problems: dict) -> None:
+    """Raise the ``ReadError`` for ``--once`` when not one run could be read: bad input (exit 2,
+    one line naming the first path's problem and how many more, nothing on stdout)."""
+    (path, why), *more = problems.items()
+    line = why if path in why else f"{path}: {why}"
+    more_text = f" (and {len(more)} more path(s) that could not be read)" if more else ""
+    fix = None if "; " in line else "nothing to judge with --once (without it, watch waits for the first records)"
+    raise ReadError(line + more_text, fix=fix)
