@@ -94,3 +94,50 @@ def test_a_rise_whose_plateau_is_not_identified_is_still_called_a_rise(capsys):
     t = np.arange(1, 301, dtype=float)
     flat = fit_series(t, 0.5 + 0.05 * rng.standard_normal(t.size)).signal
     assert not flat["detected"] and "significant rise (" not in flat["reason"]
+
+
+def _quoted_windows_hold(evidence: str, steps, evals, train_steps, train) -> None:
+    """Every eval value the train-eval sentence quotes is the median of the evals at the steps it
+    names, and the train values are the train reward's medians over the same steps."""
+    import re
+
+    m = re.search(
+        r"falls from (\S+) \(median of the \d+ evals at steps (\S+)-(\S+)\) to (\S+) "
+        r"\(median of the \d+ evals at steps (\S+)-(\S+)\) while the train reward goes (\S+) -> (\S+) over",
+        evidence,
+    )
+    assert m, evidence
+    e_a, a0, a1, e_b, b0, b1, t_a, t_b = (float(x) for x in m.groups())
+    for e, lo, hi, t in ((e_a, a0, a1, t_a), (e_b, b0, b1, t_b)):
+        inside = (steps >= lo) & (steps <= hi)
+        assert np.median(evals[inside]) == pytest.approx(e, rel=5e-3)
+        assert np.median(train[(train_steps >= lo) & (train_steps <= hi)]) == pytest.approx(t, rel=5e-3, abs=1e-3)
+    assert t_b >= t_a - 0.05 * abs(t_a)  # a decoupling: the train reward did not fall over those steps
+
+
+@pytest.mark.real_logs
+def test_train_eval_quotes_the_values_at_the_quoted_steps_and_needs_a_train_reward_that_did_not_fall(capsys):
+    # issue 37: "eval_acc falls from 53.6 at step 50 to 35.2 at step 500 while the train reward
+    # goes 1 -> 1.38" where eval_acc at step 500 is 39.0 and the train reward fell (its medians
+    # over the same steps 1.62 -> 0.5): not a decoupling
+    from tests.reallogs import REAL_LOGS
+
+    path = REAL_LOGS / "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv"
+    code, out, _ = run_cli(capsys, "diagnose", str(path), "--format", "json")
+    d = json.loads(out)["runs"][0]["diagnostics"]["train_eval_decoupling"]
+    assert d["status"] != "fail" and "35.2 at step 500" not in d["evidence"], d["evidence"]
+
+
+def test_train_eval_fail_quotes_medians_over_named_steps(capsys):
+    from grpofit.readers import read_path
+
+    path = "sample_logs/wandb/run-20261129_120000-hack01"
+    code, out, _ = run_cli(capsys, "diagnose", path, "--format", "json")
+    d = json.loads(out)["runs"][0]["diagnostics"]["train_eval_decoupling"]
+    assert d["status"] == "fail"  # a real decoupling still fails
+    run = read_path(path)[0]
+    s = np.asarray(run.steps, dtype=float)
+    ev, tr = (np.asarray(run.metrics[c], dtype=float) for c in ("eval/reward", "train/reward"))
+    _quoted_windows_hold(
+        d["evidence"], s[np.isfinite(ev)], ev[np.isfinite(ev)], s[np.isfinite(tr)], tr[np.isfinite(tr)]
+    )

@@ -6,9 +6,11 @@ at the eval steps, both before any reward collapse. With ``n`` eval points (``< 
 eval peak is the maximum of the eval's rolling median; ``sd`` are the sds of those medians.
 
 - **fail**, eval falls: ``peak - end >= max(eval_drop * eval gain, eval_noise_k * sd,
-  eval_fall_min * peak)`` while the train reward over the same steps does not fall (by more than
-  ``eval_noise_k`` sds); the last term keeps a flat benchmark (no gain, tiny noise: a large eval
-  set far from the training data) from "falling" by a point;
+  eval_fall_min * peak)`` while the train reward over the same steps does not fall (its medians
+  over the steps of the peak's window and of the last ``k`` evals, by more than ``eval_noise_k``
+  of their standard errors); the sentence quotes those windows' medians and names their steps
+  (no value "at step S" that is not the value at S); the last term keeps a flat benchmark (no
+  gain, tiny noise: a large eval set far from the training data) from "falling" by a point;
 - **warn**, eval stalls: the train still makes ``>= eval_stall_share`` of its gain in the second
   half (significantly), and the eval's second-half gain is below a quarter of what the same share
   of its first-half gain would give (by more than ``eval_noise_k`` sds);
@@ -60,18 +62,25 @@ def check(ctx: Context) -> Verdict:
     e_gain = e_end - e0
     details = {"eval_points": n, "eval_gain": e_gain, "train_gain": t_gain}
 
-    # eval falls from its peak while train does not fall
+    # eval falls from its peak while train does not fall; every number quoted is the median of
+    # the points of a named window of steps, the train reward's over the same steps
     fall = e_peak - e_end
     fall_thr = max(
         th.eval_drop * max(e_peak - e0, 0.0), th.eval_noise_k * sd_e * np.sqrt(2.0), th.eval_fall_min * abs(e_peak)
     )
-    train_after = t_end - float(tr[pk])
-    if pk < n - 1 and fall >= fall_thr and train_after >= -th.eval_noise_k * sd_t:
+    h = (min(k, 5) | 1) // 2
+    peak_win = (0, k - 1) if e0 > lev_e[pk] else (max(0, pk - h), min(n - 1, pk + h))
+    end_win = (n - k, n - 1)
+    t_a, se_a = _train_over(ctx, s[peak_win[0]], s[peak_win[1]])
+    t_b, se_b = _train_over(ctx, s[end_win[0]], s[end_win[1]])
+    train_after = t_b - t_a if np.isfinite(t_a) and np.isfinite(t_b) else t_end - float(tr[pk])
+    train_thr = -th.eval_noise_k * (np.hypot(se_a, se_b) if np.isfinite(t_a) and np.isfinite(t_b) else sd_t)
+    if peak_win[1] < end_win[0] and fall >= fall_thr and train_after >= train_thr:
         return Verdict(
             "fail",
-            f"{col} falls from {fmt(e_peak)} at step {s[pk]:g} to {fmt(e_end)} at step {s[-1]:g} "
-            f"while the train reward goes {fmt(float(tr[pk]))} -> {fmt(t_end)}",
-            start_step=float(s[pk]),
+            f"{col} falls from {fmt(e_peak)} {_span(s, peak_win)} to {fmt(e_end)} {_span(s, end_win)} "
+            f"while the train reward goes {fmt(t_a)} -> {fmt(t_b)} over the same steps (medians)",
+            start_step=float(s[peak_win[0]]),
             details=details,
         )
 
@@ -130,3 +139,21 @@ def check(ctx: Context) -> Verdict:
                     details=details,
                 )
     return Verdict("pass", text, details=details)
+
+
+def _train_over(ctx: Context, a: float, b: float) -> tuple[float, float]:
+    """The median of the train reward (before any collapse) at steps ``a .. b`` and its standard error."""
+    st, v = ctx.pre
+    inside = (st >= a) & (st <= b)
+    c = int(inside.sum())
+    if c == 0:
+        return float("nan"), float("nan")
+    return float(np.median(v[inside])), max(ctx.noise, 1e-9) * 1.25 / np.sqrt(c)
+
+
+def _span(s: np.ndarray, win: tuple[int, int]) -> str:
+    """``at step 50`` or ``(median of the evals at steps 1-100)``."""
+    i, j = win
+    if i == j:
+        return f"at step {s[i]:g}"
+    return f"(median of the {j - i + 1} evals at steps {s[i]:g}-{s[j]:g})"
