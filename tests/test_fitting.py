@@ -42,7 +42,11 @@ def test_recovery_targets(recovery):
     assert recovery["confident_wrong"] <= 0.03
     assert 0.80 <= recovery["plateau_coverage"] <= 1.0
     assert recovery["regime_wrong"] <= 0.04
-    assert recovery["regime_indeterminate"] <= 0.35
+    # the observed-overshoot test's null includes the wander the settled run shows (issue 37:
+    # overdamped runs under process noise were called oscillating); on these runs' own OU forcing
+    # it leaves more weak underdamped overshoots (zeta 0.6-0.7) unproven: indeterminate 0.33 ->
+    # 0.5 here, 0.34/0.27/0.24 -> 0.47/0.39/0.36 on 120 runs of seeds 0/1/2; never a wrong regime
+    assert recovery["regime_indeterminate"] <= 0.5
 
 
 def test_recovery_results_are_json_safe(recovery):

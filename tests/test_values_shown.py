@@ -140,8 +140,11 @@ CONDITIONAL = REAL / "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv"
 @pytest.mark.real_logs
 def test_a_plateau_that_misses_the_late_data_is_marked_in_the_fit_table_and_plot(capsys, monkeypatch):
     """The unsloth run rises to ~1.6; the preferred oscillator's p* 0.895 is a sine arc's centre.
-    diagnose marked it '0.895 !'; fit's own table and the plot title said '0.895' plainly."""
+    diagnose marked it '0.895 !'; fit's own table and the plot title said '0.895' plainly. (That
+    oscillator is degenerate and no longer preferred: test_a_degenerate_oscillator_is_not_preferred;
+    the old preference is restored here to keep the marking tested on the run that showed it.)"""
     monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr("grpofit.fitting.driver.degenerate_fit", lambda fit, bounds: None)
     code, out, _ = run_cli(capsys, "fit", UNSLOTH)
     cells = _row(out, "plateau p*")
     assert cells[2].startswith("0.895") and cells[2].endswith(" !")  # the preferred law's cell
@@ -183,3 +186,22 @@ def test_inertia_interval_is_widened_with_the_damping_ratio_when_the_turn_over_i
     assert ti["ci95"][1] == pytest.approx(4990.0) and "interval reaches the fit bounds" in ti["note"]
     # the still-rising note does not quote the box [-2, 4] as the plateau's interval
     assert "[-2, 4]" not in doc["models"]["oscillator"]["params"]["plateau"]["bound_note"]
+
+
+@pytest.mark.real_logs
+def test_a_degenerate_oscillator_is_not_preferred(capsys, monkeypatch):
+    """issue 37: the unsloth run's oscillator (inertia 2489 at the fit box's edge 2490, damping
+    ratio 0.013 with an open interval: a sine arc) was preferred by 2.2 in BIC, and diagnose
+    printed its 1/K_eff 1.68 as the run's timescale."""
+    import grpofit
+
+    (run,) = grpofit.read(str(UNSLOTH))
+    res = grpofit.fit(run)
+    assert res.preferred == "exponential"
+    reason = res.summary()["preferred_reason"]
+    assert "degenerate" in reason and "fit box's edge" in reason
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run_cli(capsys, "diagnose", UNSLOTH)
+    head = _row(out.replace("┃", "│"), "1/K_eff")
+    cells = dict(zip(head, _row(out, "unsloth")))
+    assert cells["1/K_eff"] != "1.68" and cells["p*"] != "0.895 !"

@@ -240,7 +240,7 @@ def _on_points(model, sol, t, y):
 
 
 def _result(run, metric, step_column, steps, values, models, noise_sd, ctx: Ctx, signal) -> FitResult:
-    preferred, reason = _prefer(models, signal)
+    preferred, reason = _prefer(models, signal, ctx.bounds)
     best = models.get(preferred) if preferred else None
     var_y = ctx.sst / ctx.n if ctx.n else 0.0
     resid_sd = None
@@ -269,11 +269,36 @@ def _ceiling_se(values) -> float | None:
     return r2_ceiling(values)[1]
 
 
-def _prefer(models: dict[str, ModelFit], signal) -> tuple[str | None, str]:
+#: a damping ratio below this, with no upper end to its interval, is a degenerate oscillator
+DEGENERATE_ZETA = 0.05
+#: a parameter within this fraction of its box's width from the box's edge sits at the edge
+EDGE = 0.005
+
+
+def degenerate_fit(fit: ModelFit, bounds: dict | None) -> str | None:
+    """Why ``fit`` is a degenerate fit that nothing in the data identifies (None if it is not):
+    its inertia at the fit box's edge, or a damping ratio near 0 whose interval has no upper
+    end (a sine arc of an unbounded period: the law's extra parameters stand in for a curve)."""
+    why = []
+    for name in ("inertia",):
+        e, box = fit.params.get(name), (bounds or {}).get(name)
+        if e is None or e.value is None or box is None:
+            continue
+        lo, hi = box
+        if math.isfinite(hi) and e.value >= hi - EDGE * (hi - lo):
+            why.append(f"{name} {e.value:.4g} at the fit box's edge {hi:.4g}")
+    z = fit.params.get("damping_ratio")
+    if z is not None and z.value is not None and z.value < DEGENERATE_ZETA and (z.ci95 is None or z.ci95[1] is None):
+        why.append(f"damping ratio {z.value:.2g} near 0, its interval open")
+    return "; ".join(why) or None
+
+
+def _prefer(models: dict[str, ModelFit], signal, bounds: dict | None = None) -> tuple[str | None, str]:
     """The preferred law, walking the registry's order (the simplest law first): a later law
-    replaces the current choice when its BIC is lower by more than :data:`PREFER_DELTA_BIC`
-    and the series shows a significant rise. With two laws: the oscillator when it beats the
-    exponential so, else the exponential (the simpler law wins ties)."""
+    replaces the current choice when its BIC is lower by more than :data:`PREFER_DELTA_BIC`,
+    the series shows a significant rise and its fit is not :func:`degenerate_fit`. With two laws:
+    the oscillator when it beats the exponential so, else the exponential (the simpler law wins
+    ties)."""
     ok = [(name, fit) for name, fit in models.items() if fit.ok]
     if not ok:
         return None, "no model could be fitted"
@@ -283,11 +308,17 @@ def _prefer(models: dict[str, ModelFit], signal) -> tuple[str | None, str]:
         return ok[0][0], f"{signal.reason}: the simpler law"
     best, best_fit = ok[0]
     reason = None
+    skipped = []
     for name, fit in ok[1:]:
         delta = best_fit.bic - fit.bic
-        if delta > PREFER_DELTA_BIC:
+        why = degenerate_fit(fit, bounds) if delta > PREFER_DELTA_BIC else None
+        if why:
+            skipped.append(f"the {name}'s BIC is lower by {delta:.1f}, but its fit is degenerate ({why})")
+        elif delta > PREFER_DELTA_BIC:
             best, best_fit = name, fit
             reason = f"BIC lower by {delta:.1f} > {PREFER_DELTA_BIC:g}"
+    if reason is None and skipped:
+        reason = "; ".join(skipped) + ": the simpler law"
     if reason is None:
         others = " or ".join(f"the {name}" for name, _ in ok[1:])
         reason = f"BIC of {others} not lower by more than {PREFER_DELTA_BIC:g}"
