@@ -141,3 +141,21 @@ def test_train_eval_fail_quotes_medians_over_named_steps(capsys):
     _quoted_windows_hold(
         d["evidence"], s[np.isfinite(ev)], ev[np.isfinite(ev)], s[np.isfinite(tr)], tr[np.isfinite(tr)]
     )
+
+
+@pytest.mark.parametrize("seed", [21, 22, 23, 24])
+def test_a_flat_run_s_plateau_is_its_level_not_the_fit_box(seed):
+    # issue 37: a flat run with no rise printed p* 1.75 [-0.875, 1.75] (the fit box), another
+    # 0.707 [-0.935, 0.707] while its last tenth averaged 0.023: the law's extrapolated noise
+    from grpofit.fitting import fit_series
+    from grpofit.fitting.fitcheck import plateau_statement
+
+    rng = np.random.default_rng(seed)
+    n = 300
+    y = rng.normal(0.5, 0.3, n) if seed % 2 else rng.binomial(8, 0.03, n) / 8
+    res = fit_series(np.arange(1, n + 1.0), y, run="flat", metric="reward", step_column="step")
+    assert not res.signal["detected"]
+    st = plateau_statement(res)
+    lo, hi = st["ci95"]
+    assert st["kind"] == "estimate" and lo < float(np.mean(y)) < hi
+    assert hi - lo < 0.15 and abs(st["value"] - float(np.mean(y[-n // 10 :]))) < 0.15

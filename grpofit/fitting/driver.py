@@ -21,7 +21,7 @@ from grpofit.fitting.hac import bandwidth, critical_value, noise_floor
 from grpofit.fitting.intervals import Ctx, reconcile_stderr
 from grpofit.fitting.profile import log_bins, profile
 from grpofit.fitting.regime import PREFER_DELTA_BIC, signal_test
-from grpofit.fitting.results import FitResult, ModelFit
+from grpofit.fitting.results import Estimate, FitResult, ModelFit
 from grpofit.fitting.scaling import scaled, scales, unscale
 from grpofit.fitting.solve import better, binned_ssr, solve
 from grpofit.fitting.statespace_ci import apply_to_models
@@ -150,6 +150,8 @@ def _fit(steps, values, run, metric, step_column, warm: dict | None = None) -> F
     models = {name: fits[name] for name in MODELS}  # the registry's order
     # the plateau's and timescale's intervals from the likelihood with the forcing (theory §6)
     apply_to_models(models, ctx, signal)
+    if signal is not None and not signal.detected and signal.reason.startswith("no significant"):
+        level_plateau(models, y)  # a flat run: its plateau is its level, not a law's extrapolation
     _reconcile_all(models)
     return _result(run, metric, step_column, steps, values, models, noise_sd, ctx, signal)
 
@@ -192,6 +194,32 @@ def _reconcile_all(models: dict) -> None:
     for fit in models.values():
         for e in fit.params.values():
             reconcile_stderr(e)
+
+
+#: batches of the run whose means give a flat run's level its standard error (serial correlation)
+LEVEL_BATCHES = 10
+
+
+def level_plateau(models: dict[str, ModelFit], y) -> None:
+    """A run without a significant rise or fall (no law beats a constant, no significant
+    slope): every law's plateau is the run's level, its mean, with the 95% interval of
+    :data:`LEVEL_BATCHES` batch means (robust to serial correlation). The law's p* of such a
+    run is an extrapolation of noise that can sit at the fit box's edge."""
+    y = np.asarray(y, dtype=float)
+    y = y[np.isfinite(y)]
+    if y.size < 2 * LEVEL_BATCHES:
+        return
+    mean = float(np.mean(y))
+    batches = np.array([float(np.mean(b)) for b in np.array_split(y, LEVEL_BATCHES)])
+    se = float(np.std(batches, ddof=1)) / math.sqrt(LEVEL_BATCHES)
+    q = 2.262  # Student t, 9 degrees of freedom, 97.5%
+    note = (
+        f"no significant rise: the plateau is the run's level (its mean over {y.size} points; 95% interval "
+        f"from {LEVEL_BATCHES} batch means)"
+    )
+    for fit in models.values():
+        if fit.ok and "plateau" in fit.params:
+            fit.params["plateau"] = Estimate(mean, se, (mean - q * se, mean + q * se), note)
 
 
 def _bounds(t, y) -> dict[str, tuple[float, float]]:
