@@ -8,9 +8,8 @@ better-calibrated predictive, bounded metrics, population priors) changes this m
 The draws are of the *expected* reward at the horizon (the latent curve, not one logged step's
 sampling noise): "which run ends best" is about the level a run reaches, and one step's batch
 noise would blur every comparison equally. They are the engine's joint predictive draws at the
-horizon, moved by the same shift the engine applies to its point forecast (the blend with
-persistence, :class:`~.engine._Blend`), and kept inside ``[0, 1]`` when every seen reward lies
-there. The intervals shown (``entry``) are the engine's own, for the logged reward, exactly as
+horizon, mapped back from the coordinates the laws were fitted in (the logit of a bounded metric's
+position) by the engine's own link, so they lie inside the metric's bounds. The intervals shown (``entry``) are the engine's own, for the logged reward, exactly as
 ``grpofit forecast`` prints them. When the engine gives no upper end at the horizon, or the run is
 still rising (its late slope significantly positive) and faster over the second half of its
 points than over the first, ``open_ended`` is set: the draws' upper tail is the law's guess, not
@@ -100,13 +99,9 @@ def horizon_draws(
     if draws is not None:
         step0 = float(steps[0])
         col = int(np.argmin(np.abs(draws.tf - (float(horizon) - step0))))
-        lat = draws.latent[:, col]
-        if _bounded(values):
-            lat = np.clip(lat, 0.0, 1.0)
-        # the engine's point forecast (the blend with persistence) moves every draw alike
-        lat = lat + (float(at["mean"]) - float(lat.mean()))
-        if _bounded(values):
-            lat = np.clip(lat, 0.0, 1.0)
+        # the draws are in the coordinates the laws were fitted in (the logit of a bounded
+        # metric's position): the engine's link maps them back, inside the bounds by construction
+        lat = fc.extra["link"].metric(draws.latent[:, col])
         pick = rng.choice(lat.size, N_DRAWS, replace=lat.size < N_DRAWS)
         p95 = at.get("pi95") or [None, None]
         # no upper end, or still rising faster than before (a sigmoid start, which the laws read
