@@ -78,6 +78,8 @@ def find_outliers(steps: np.ndarray, values: np.ndarray) -> Outliers | None:
     part = np.partition(values, (trim, n - 1 - trim))
     lo, hi = float(part[trim]), float(part[n - 1 - trim])
     d = np.abs(np.diff(values))
+    # the median of |diff| alone, not the noise floor (ceiling.diff_sd): on lattice-valued rewards
+    # that one takes var(diff) / 2, which the very value under test would inflate
     noise = float(np.median(d)) * 1.4826 / np.sqrt(2.0)
     span = max(hi - lo, abs(lo), abs(hi), 10.0 * noise)
     if not np.isfinite(span) or span <= 0:
