@@ -1,18 +1,23 @@
-"""The README's "Contributing" examples are real: each code block is planted as the module it
-names, its registry row is added, and the result is checked end to end."""
+"""The "Contributing" examples are real and complete: the package is copied, each code block of
+CONTRIBUTING.md is written into the copy as the module it names, its registry row is added to the
+copy's registry source, and the commands run on the copy in a child process. Nothing is patched
+in memory, so an example that needs a change the guide does not name fails here."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.doc_pages import docs_text
+
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
 
 ROOT = Path(__file__).resolve().parents[1]
 HEALTHY = ROOT / "sample_logs" / "healthy_slow_start.csv"
@@ -20,58 +25,115 @@ HEALTHY = ROOT / "sample_logs" / "healthy_slow_start.csv"
 
 def _example(marker: str) -> str:
     """The python block after ``<!-- contributing:MARKER -->`` in CONTRIBUTING.md."""
-    text = docs_text()
-    found = re.search(rf"<!-- contributing:{marker} -->\s*```python\n(.*?)```", text, re.S)
-    assert found, f"README lost its {marker} example"
+    found = re.search(rf"<!-- contributing:{marker} -->\s*```python\n(.*?)```", docs_text(), re.S)
+    assert found, f"CONTRIBUTING.md lost its {marker} example"
     return found.group(1)
 
 
-def _plant(monkeypatch, name: str, code: str) -> types.ModuleType:
-    module = types.ModuleType(name)
-    exec(compile(code, f"README:{name}", "exec"), module.__dict__)
-    monkeypatch.setitem(sys.modules, name, module)
-    return module
+def _registry_lines(code: str) -> tuple[str, list[str]]:
+    """``(registry path, lines)``: the registry file the example's closing comment names and the
+    lines it adds there (the comment's indented lines)."""
+    header = re.search(r"^# (grpofit/\S+\.py), .*$", code, re.M)
+    assert header, "the example does not say which registry its row goes to"
+    tail = code[header.end() :]
+    return header.group(1), [m.group(1) for m in re.finditer(r"^#     (.+)$", tail, re.M)]
 
 
-def test_the_format_example_is_sniffed_read_and_discovered(tmp_path, monkeypatch, capsys):
-    from grpofit.readers import discover, registry
+class Copy:
+    """A copy of the package under ``tmp_path`` and the commands run on it."""
 
-    steplog = _plant(monkeypatch, "grpofit.readers.steplog", _example("format"))
-    row = registry.Format("steplog", "grpofit.readers.steplog:read_steplog", steplog.is_steplog, suffixes=(".steplog",))
-    table = (row,) + registry.FORMATS_TABLE
-    monkeypatch.setattr(registry, "FORMATS_TABLE", table)
-    monkeypatch.setattr(registry, "_BY_NAME", {f.name: f for f in table})
-    discover_module = sys.modules["grpofit.readers.discover"]
-    monkeypatch.setattr(discover_module, "_SUFFIXES", None)
-    path = tmp_path / "run.steplog"
+    def __init__(self, tmp_path: Path):
+        self.root = tmp_path / "copy"
+        shutil.copytree(ROOT / "grpofit", self.root / "grpofit", ignore=shutil.ignore_patterns("__pycache__"))
+        self.work = tmp_path / "work"
+        self.work.mkdir()
+
+    def add(self, marker: str, edit) -> str:
+        """Write the example's module; ``edit(source, lines)`` adds its row to the registry's source."""
+        code = _example(marker)
+        module = re.match(r"# (grpofit/\S+\.py)\n", code)
+        assert module, f"the {marker} example does not name its module"
+        target = self.root / module.group(1)
+        assert not target.exists(), f"{target} exists already"
+        target.write_text(code)
+        registry, lines = _registry_lines(code)
+        path = self.root / registry
+        imports = [line for line in lines if line.startswith("from ")]
+        rows = [line for line in lines if not line.startswith("from ")]
+        source = path.read_text()
+        if imports:
+            future = "from __future__ import annotations\n"
+            assert future in source
+            source = source.replace(future, future + "".join(line + "\n" for line in imports), 1)
+        new = edit(source, rows)
+        assert new != source, f"the {marker} row changed nothing in {registry}"
+        path.write_text(new)
+        return code
+
+    def run(self, *args, module: str = "grpofit") -> tuple[int, str, str]:
+        env = dict(os.environ, PYTHONPATH=str(self.root))
+        cmd = [sys.executable, "-m", module, *(str(a) for a in args)] if module else [sys.executable, *args]
+        done = subprocess.run(cmd, cwd=self.work, env=env, capture_output=True, text=True, timeout=900)
+        return done.returncode, done.stdout, done.stderr
+
+    def json(self, *args) -> dict:
+        code, out, err = self.run(*args, "--format", "json")
+        assert code == 0, err
+        return json.loads(out)
+
+
+def _replace_line(source: str, row: str) -> str:
+    """``source`` with the line that starts as ``row`` does (up to its ``=`` or ``:``) replaced."""
+    key = re.match(r'\s*("[^"]+":|[A-Za-z_][\w\[\], .]*(?::[^=]*)?=)', row)
+    assert key, row
+    pattern = re.compile(r"^[ \t]*" + re.escape(key.group(1).strip()) + r".*$", re.M)
+    assert len(pattern.findall(source)) == 1, f"no single line to replace for {row!r}"
+    indent = re.search(r"^([ \t]*)" + re.escape(key.group(1).strip()), source, re.M).group(1)
+    return pattern.sub(lambda _: indent + row.strip(), source, count=1)
+
+
+def test_the_copy_runs_from_the_copy(tmp_path):
+    copy = Copy(tmp_path)
+    code, out, err = copy.run("-c", "import grpofit; print(grpofit.__file__)", module="")
+    assert code == 0, err
+    assert Path(out.strip()).resolve().is_relative_to(copy.root.resolve())
+
+
+def test_the_format_example_is_sniffed_read_and_discovered(tmp_path):
+    copy = Copy(tmp_path)
+
+    def at_the_start_of_the_table(source, rows):
+        start = source.index("FORMATS_TABLE: tuple[Format, ...] = (\n") + len("FORMATS_TABLE: tuple[Format, ...] = (\n")
+        return source[:start] + "".join("    " + r + "\n" for r in rows) + source[start:]
+
+    copy.add("format", at_the_start_of_the_table)
+    logs = copy.work / "logs"
+    logs.mkdir()
+    path = logs / "run.steplog"
     lines = [f"{s} {0.8 - 0.6 * 0.97**s:.4f}" for s in range(0, 300, 2)]
     path.write_text("#steplog\n" + "\n".join(lines) + "\n")
-    code, out, err = run_cli(capsys, "inspect", path, "--format", "json")
-    assert code == 0, err
-    info = json.loads(out)
+    info = copy.json("inspect", path)
     assert info["format"] == "steplog" and info["runs"][0]["n_steps"] == 150
-    code, out, err = run_cli(capsys, "fit", tmp_path, "--format", "json")  # found in a folder too
-    assert code == 0, err
-    fit = json.loads(out)["runs"][0]
+    fit = copy.json("fit", logs)["runs"][0]  # found in a folder too
     assert abs(fit["models"]["exponential"]["params"]["plateau"]["value"] - 0.8) < 0.01
-    assert [s.path for s in discover([str(tmp_path)])] == [str(path)]
-    monkeypatch.setattr(discover_module, "_SUFFIXES", None)
+    code, out, err = copy.run("-c", "import grpofit.readers.registry as r; print(r.FORMATS[0])", module="")
+    assert code == 0 and out.strip() == "steplog", err  # the copy's table holds it, first
 
 
-def test_the_rule_example_adds_its_finding_to_the_mode(monkeypatch, capsys):
-    from grpofit.diagnostics import registry
-
-    module = _plant(monkeypatch, "grpofit.diagnostics.reward_floor", _example("rule"))
+def test_the_rule_example_adds_its_finding_to_the_mode(tmp_path):
+    copy = Copy(tmp_path)
+    copy.add("rule", lambda source, rows: _replace_line(source, rows[0]))
     mode = "dynamical_instability"
-    monkeypatch.setitem(registry.RULE_MODULES, mode, registry.RULE_MODULES[mode] + ("reward_floor",))
-    monkeypatch.setitem(registry.RULES, mode, registry._load_rules()[mode])
-    assert registry.RULES[mode][-1] is module.rules
-    code, out, err = run_cli(capsys, "diagnose", HEALTHY, "--format", "json")
-    rule = json.loads(out)["runs"][0]["diagnostics"][mode]["rules"]["reward_floor"]
+    doc = copy.json("diagnose", HEALTHY)
+    rule = doc["runs"][0]["diagnostics"][mode]["rules"]["reward_floor"]
     assert rule["status"] == "pass" and "above its start" in rule["evidence"]
+    falling = copy.work / "falling.csv"
+    falling.write_text("step,reward\n" + "".join(f"{s},{0.6 - 0.001 * s:.4f}\n" for s in range(300)))
+    rule = copy.json("diagnose", falling)["runs"][0]["diagnostics"][mode]["rules"]["reward_floor"]
+    assert rule["status"] == "warn" and "below its start" in rule["evidence"]
 
 
-def _law_run(path, law, seed):
+def _law_run(path: Path, law, seed: int) -> Path:
     """A 400-step reward run of ``law`` (plateau 0.8 from 0.2, timescale 60) with seeded noise."""
     import numpy as np
 
@@ -81,39 +143,48 @@ def _law_run(path, law, seed):
     return path
 
 
-@pytest.mark.slow
-def test_the_law_example_is_fitted_selected_tabled_and_plotted(tmp_path, monkeypatch, capsys):
-    import grpofit
-    from grpofit.laws import registry as laws
-    from grpofit.laws.models import exponential
+def test_the_law_example_is_fitted_forecast_compared_and_plotted(tmp_path):
+    from grpofit.laws import registry
+    from grpofit.laws.exponential import exponential
 
-    law = _plant(monkeypatch, "grpofit.laws.hyperbolic", _example("law"))
-    monkeypatch.setattr(laws, "LAWS", laws.LAWS + (law.HYPERBOLIC,))
-    monkeypatch.setitem(laws.MODELS, "hyperbolic", law.HYPERBOLIC)
-    hyper = _law_run(tmp_path / "hyper.csv", law.hyperbolic, 1)
-    code, out, err = run_cli(capsys, "fit", hyper, "--format", "json")
-    assert code == 0, err
-    run = json.loads(out)["runs"][0]
-    assert list(run["models"]) == ["exponential", "oscillator", "hyperbolic"]
+    copy = Copy(tmp_path)
+    code = copy.add("law", lambda source, rows: _replace_line(source, rows[0]))
+    scope: dict = {}
+    exec(compile(code, "CONTRIBUTING:law", "exec"), scope)  # the curve, to generate its run
+    hyper = _law_run(copy.work / "hyper.csv", scope["hyperbolic"], 1)
+    expo = _law_run(copy.work / "expo.csv", exponential, 2)
+
+    # fit: a column of the JSON after the registry's laws, preferred on its own run
+    run = copy.json("fit", hyper)["runs"][0]
+    assert list(run["models"]) == [*registry.MODELS, "hyperbolic"]
     fitted = run["models"]["hyperbolic"]
     assert run["preferred"] == "hyperbolic", run["preferred_reason"]
-    assert run["preferred_reason"].startswith("BIC lower by")
     assert abs(fitted["params"]["plateau"]["value"] - 0.8) < 0.02
     assert abs(fitted["params"]["timescale"]["value"] - 60.0) < 6.0
     lo, hi = fitted["params"]["timescale"]["ci95"]
     assert lo < 60.0 < hi and "regime" not in fitted
-    assert fitted["r2"] > run["models"]["exponential"]["r2"]
-    # the table has its column, its parameters under the registry's titles
-    code, out, err = run_cli(capsys, "fit", hyper)
-    assert code == 0, err
-    assert "hyperbolic (preferred)" in out and "timescale 1/K_eff" in out
-    # an exponential run: the hyperbolic law is fitted too but not preferred
-    expo = _law_run(tmp_path / "expo.csv", exponential, 2)
-    code, out, err = run_cli(capsys, "fit", expo, "--format", "json")
-    run = json.loads(out)["runs"][0]
-    assert run["preferred"] != "hyperbolic" and run["models"]["hyperbolic"]["params"]["plateau"]["value"] is not None
+    code_, out, err = copy.run("fit", hyper)
+    assert code_ == 0 and "hyperbolic (preferred)" in out, err
+    other = copy.json("fit", expo)["runs"][0]
+    assert other["preferred"] != "hyperbolic" and other["models"]["hyperbolic"]["params"]["plateau"]["value"]
+
+    # forecast: mixed with the registry's state-space laws, with its weight and parameters
+    laws = copy.json("forecast", hyper)["runs"][0]["laws"]
+    assert list(laws) == [*registry.STATESPACE, "hyperbolic"]
+    assert laws["hyperbolic"]["weight"] > 0.5, laws
+    assert abs(laws["hyperbolic"]["params"]["timescale"] - 60.0) < 15.0
+
+    # compare: its plateau and timescale compared under laws
+    doc = copy.json("compare", hyper, expo)
+    assert set(doc["laws"]["hyperbolic"]) == {"plateau", "timescale"}
+    assert doc["laws"]["hyperbolic"]["plateau"]["a"] == pytest.approx(fitted["params"]["plateau"]["value"])
+
     # the plot draws it in its registry style
-    fig = grpofit.fit(grpofit.read(str(hyper))[0]).plot()
-    ax = fig.axes[0]
-    lines = {line.get_label().split(" ")[0]: line for line in ax.get_lines()}
-    assert lines["hyperbolic"].get_color() == "tab:green" and lines["hyperbolic"].get_linestyle() == ":"
+    probe = (
+        "import json, grpofit; fig = grpofit.fit(grpofit.read(%r)[0]).plot(); "
+        "print(json.dumps({l.get_label().split(' ')[0]: [l.get_color(), l.get_linestyle()] "
+        "for l in fig.axes[0].get_lines()}))" % str(hyper)
+    )
+    code_, out, err = copy.run("-c", probe, module="")
+    assert code_ == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["hyperbolic"] == ["tab:green", ":"]

@@ -56,7 +56,7 @@ def compare(
     if plot is not None:
         from grpofit.render.compare import save_compare_figure
 
-        save_compare_figure(side_a.fits, side_b.fits, plot)
+        save_compare_figure(side_a.fits, side_b.fits, plot, doc["law"])
     for e in side_a.errors + side_b.errors:
         echo_err(f"error: {e}")
     return ExitCode.BAD_INPUT if (side_a.errors or side_b.errors) else ExitCode.OK

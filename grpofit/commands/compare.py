@@ -26,6 +26,9 @@ Per quantity (``plateau``, ``timescale``, ``inertia``, ``damping_ratio``):
   tests at 2.5% each); else ``cannot tell``. Without a standard error: ``differs`` only when
   the two 95% intervals are disjoint (p-value ``null``), else ``cannot tell``.
 
+Every other law ``fit`` fits (the law registry) is compared the same way on its own quantities,
+under ``laws`` (:func:`law_differences`); the verdicts and the summary rest on the oscillator.
+
 The document is ``grpofit.compare/1`` (see the README).
 """
 
@@ -40,7 +43,16 @@ from grpofit.core.errors import UsageError
 from grpofit.core.numbers import finite as _f
 from grpofit.readers.selection import expand_argument
 
-__all__ = ["QUANTITIES", "MARGIN", "Interval", "published", "resolve_side", "compare_fits", "compare_paths"]
+__all__ = [
+    "QUANTITIES",
+    "MARGIN",
+    "Interval",
+    "published",
+    "resolve_side",
+    "compare_fits",
+    "compare_paths",
+    "law_differences",
+]
 
 QUANTITIES = ("plateau", "timescale", "inertia", "damping_ratio")
 #: default equivalence margin, as a fraction of each quantity's scale
@@ -205,12 +217,12 @@ def _crit(df: int | None) -> float:
     return float(student.ppf(0.975, df))
 
 
-def _scale(quantity: str, a_docs: list[dict], b_docs: list[dict], a: float, b: float) -> float:
+def _scale(quantity: str, a_docs: list[dict], b_docs: list[dict], a: float, b: float, law: str = LAW) -> float:
     if quantity == "plateau":
         gains = []
         for d in a_docs + b_docs:
-            p0 = published(d, "initial").value
-            p = published(d, "plateau").value
+            p0 = published(d, "initial", law).value
+            p = published(d, "plateau", law).value
             if p0 is not None and p is not None:
                 gains.append(abs(p - p0))
         if gains:
@@ -218,11 +230,11 @@ def _scale(quantity: str, a_docs: list[dict], b_docs: list[dict], a: float, b: f
     return 0.5 * (abs(a) + abs(b))
 
 
-def _bounds(docs: list[dict], quantity: str) -> list[str]:
+def _bounds(docs: list[dict], quantity: str, law: str = LAW) -> list[str]:
     """The runs whose ``quantity`` ``fit`` states as a bound (still moving past the law's value)."""
     out = []
     for d in docs:
-        p = ((d.get("models") or {}).get(LAW) or {}).get("params", {}).get(quantity) or {}
+        p = ((d.get("models") or {}).get(law) or {}).get("params", {}).get(quantity) or {}
         if p.get("kind") in ("lower_bound", "upper_bound"):
             out.append(
                 f"{d.get('run')} ({'still rising: at least' if p['kind'] == 'lower_bound' else 'still falling: at most'} "
@@ -231,17 +243,20 @@ def _bounds(docs: list[dict], quantity: str) -> list[str]:
     return out
 
 
-def compare_quantity(quantity: str, a_docs: list[dict], b_docs: list[dict], margin: float = MARGIN) -> dict:
-    """One entry of ``differences`` (module docstring). A quantity ``fit`` states as a bound on
-    either side (a run still moving past the law's plateau) is not compared: ``cannot tell``."""
-    bounds = {side: _bounds(docs, quantity) for side, docs in (("A", a_docs), ("B", b_docs))}
+def compare_quantity(
+    quantity: str, a_docs: list[dict], b_docs: list[dict], margin: float = MARGIN, law: str = LAW
+) -> dict:
+    """One entry of ``differences`` (module docstring), on ``law``'s published parameters. A
+    quantity ``fit`` states as a bound on either side (a run still moving past the law's plateau)
+    is not compared: ``cannot tell``."""
+    bounds = {side: _bounds(docs, quantity, law) for side, docs in (("A", a_docs), ("B", b_docs))}
     if bounds["A"] or bounds["B"]:
         which = "; ".join(f"{side}: {', '.join(b)}" for side, b in bounds.items() if b)
         out = _undecided()
         out["reason"] = f"a bound, not an estimate ({which}): bounds are not compared"
         return out
-    ia = [published(d, quantity) for d in a_docs]
-    ib = [published(d, quantity) for d in b_docs]
+    ia = [published(d, quantity, law) for d in a_docs]
+    ib = [published(d, quantity, law) for d in b_docs]
     a0 = [iv.value for iv in ia if iv.value is not None]
     b0 = [iv.value for iv in ib if iv.value is not None]
     out = _undecided()
@@ -252,7 +267,7 @@ def compare_quantity(quantity: str, a_docs: list[dict], b_docs: list[dict], marg
     a, se_a, na = _group(ia, b_mean)
     b, se_b, nb = _group(ib, a_mean)
     diff = b - a
-    scale = _scale(quantity, a_docs, b_docs, a, b)
+    scale = _scale(quantity, a_docs, b_docs, a, b, law)
     tol = margin * scale
     out.update({"a": a, "b": b, "difference": diff, "n_a": na, "n_b": nb, "margin": tol})
     if na == 1:
@@ -369,10 +384,31 @@ def compare_fits(a: Side, b: Side, *, margin: float = MARGIN) -> dict:
         "differences": diffs,
         "summary": summary,
         "law": LAW,
+        "laws": law_differences(a_docs, b_docs, margin),
         "margin": margin,
         "method": "published 95% intervals of each fit; one run a side: z test on b - a with each side's standard "
         "error read off its interval on the side facing the other; groups: Student t on the runs' scatter; "
         "'differs' = p < 0.05, 'same' = 95% interval of the difference inside +-margin x scale",
+    }
+
+
+def law_quantities(law) -> tuple[str, ...]:
+    """The quantities compared for a law of the registry: the plateau, its parameters in steps
+    and its derived quantities (the levels' ``initial`` is the start, not a property of the run)."""
+    return ("plateau",) + tuple(law.time_params) + tuple(law.derived_names)
+
+
+def law_differences(a_docs: list[dict], b_docs: list[dict], margin: float = MARGIN) -> dict:
+    """``laws`` of the document: the same comparison on every other law ``fit`` fits (the rows of
+    :data:`grpofit.laws.registry.MODELS` besides :data:`LAW`, whose comparison is
+    ``differences``), each on its own quantities (:func:`law_quantities`). They are reported,
+    not summarised: the verdict of the comparison is the one on :data:`LAW`."""
+    from grpofit.laws.registry import MODELS
+
+    return {
+        name: {q: compare_quantity(q, a_docs, b_docs, margin, name) for q in law_quantities(law)}
+        for name, law in MODELS.items()
+        if name != LAW
     }
 
 

@@ -937,7 +937,10 @@ def _statespace(models: dict, ctx) -> None:
     specs, fits = [], []
     from grpofit.laws.registry import MODELS
 
-    for name, law in ((m.name, m.statespace_law) for m in MODELS.values() if m.statespace_law):
+    for m in MODELS.values():
+        if not (m.statespace_intervals and m.statespace is not None):
+            continue
+        name, law = m.name, m.statespace.name
         fit = models.get(name)
         if fit is None or not fit.ok:
             continue
@@ -946,7 +949,7 @@ def _statespace(models: dict, ctx) -> None:
         if ts is None or not ts > 0:
             continue
         inertia = p.get("inertia")
-        times = (ts,) if law == "one" else (ts, inertia.value or 0.0)
+        times = (ts,) + tuple(p[k].value or 0.0 for k in m.time_params if k != "timescale")
         specs.append(
             Spec(law, times, p["timescale"].ci95, ctx.bounds["timescale"], None if inertia is None else inertia.ci95)
         )

@@ -19,14 +19,14 @@ __all__ = ["system", "kalman_loglik"]
 
 
 def system(law: str, times, sd: float):
-    """``(A, B, H)`` of the forced part of ``law`` (forcing sd ``sd``, see :mod:`.statespace`)."""
-    if law in ("one", "two"):
-        T = float(times[0] if law == "one" else times[1])
-        return np.array([[-1.0 / T]]), np.array([[math.sqrt(2.0 * sd * sd / T)]]), np.array([[1.0]])
-    ts, ti = float(times[0]), float(times[1])
-    q = math.sqrt(2.0 * sd * sd / ts)
-    A = np.array([[0.0, 1.0], [-1.0 / (ti * ts), -1.0 / ti]])
-    return A, np.array([[0.0], [q / ti]]), np.array([[1.0, 0.0]])
+    """``(A, B, H)`` of the forced part of ``law`` (forcing sd ``sd``, see :mod:`.statespace`):
+    the law's form's ``kalman``."""
+    from grpofit.forecasting.statespace import LAWS
+
+    form = LAWS[law]
+    if form.kalman is None:
+        raise ValueError(f"the law {law!r} has no Kalman form")
+    return form.kalman(times, sd)
 
 
 def _discrete(A, B, dt):

@@ -178,19 +178,13 @@ def _reduce(t: np.ndarray, y: np.ndarray, point_var) -> Series:
 
 
 def unpack(law: str, theta: np.ndarray):
-    """``(times, sd)`` from the log-coordinates ``theta``.
-
-    ``two``: ``theta[0] = log T_slow``, ``theta[1] = log(T_slow / (2 T_fast)) >= 0``: the modes
-    never swap and the slow one stays within its bound. ``sd`` is the forcing's stationary sd
+    """``(times, sd)`` from the log-coordinates ``theta``: the law's form reads its times off
+    the first coordinates (``from_log``, e.g. ``two``'s ``theta[0] = log T_slow``,
+    ``theta[1] = log(T_slow / (2 T_fast)) >= 0``: the modes never swap and the slow one stays
+    within its bound), the next one is ``log sd``. ``sd`` is the forcing's stationary sd
     when the observation noise is known, else its ratio to the per-point observation sd."""
     theta = np.asarray(theta, dtype=float)
-    if law == "two":
-        slow = math.exp(theta[0])
-        return (slow / (2.0 * math.exp(theta[1])), slow), math.exp(theta[2])
-    if law == "oscillator":
-        times = (math.exp(theta[0]), math.exp(theta[1]))
-    else:
-        times = (math.exp(theta[0]),)
+    times = LAWS[law].from_log(theta)
     return times, math.exp(theta[len(times)])
 
 
@@ -388,16 +382,8 @@ def bounds_for(law: str, series: Series, t_max: float):
     """Box bounds of ``theta`` (log coordinates)."""
     t_lo = math.log(max(series.dt / 4.0, 1e-300))  # relative to the stride: steps 1e-10 apart work too
     t_hi = max(math.log(max(t_max, 10.0 * series.dt, 1e-300)), t_lo + math.log(40.0))
-    lo, hi = [], []
-    if law == "two":
-        lo += [t_lo + math.log(2.0), 0.0]
-        hi += [t_hi, max(t_hi - t_lo, 1.0)]
-    elif law == "oscillator":
-        lo += [t_lo, math.log(max(series.dt / 50.0, 1e-300))]
-        hi += [t_hi, t_hi]
-    else:
-        lo.append(t_lo)
-        hi.append(t_hi)
+    lo, hi = LAWS[law].log_bounds(t_lo, t_hi, series.dt)
+    lo, hi = list(lo), list(hi)
     if series.point_var is not None:  # the forcing sd itself
         lo.append(math.log(1e-4 * series.noise))
         hi.append(math.log(0.5 * series.scale))
@@ -408,24 +394,14 @@ def bounds_for(law: str, series: Series, t_max: float):
 
 
 def _starts(law: str, series: Series, t_guess: float, prior=None) -> list[np.ndarray]:
-    """Starting points; ``prior`` is the fitted ``one`` law's ``theta`` (its timescale and
-    forcing start the richer laws, so they cannot end worse than it for a bad start)."""
+    """Starting points (the law's form's ``starts``); ``prior`` is the fitted ``one`` law's
+    ``theta`` (its timescale and forcing start the richer laws, so they cannot end worse than
+    it for a bad start)."""
     if series.point_var is not None:
         sd0 = [0.3 * series.noise, 0.05 * series.scale + 0.1 * series.noise]
     else:
         sd0 = [0.3, 0.05 * series.scale / series.noise + 0.1]
-    out = []
-    if law == "one":
-        out.append([math.log(t_guess), math.log(sd0[0])])
-        out.append([math.log(3.0 * t_guess), math.log(sd0[1])])
-    elif law == "oscillator":
-        T, sd = (prior[0], prior[1]) if prior is not None else (math.log(t_guess), math.log(sd0[0]))
-        out.append([T, T + math.log(0.1), sd])
-        out.append([T, T + math.log(0.3), math.log(sd0[0])])
-    else:
-        T, sd = (prior[0], prior[1]) if prior is not None else (math.log(t_guess), math.log(sd0[0]))
-        out.append([T + math.log(10.0), math.log(5.0), sd])  # the fitted mode is the fast one
-        out.append([T + math.log(1.5), math.log(4.0), sd])  # ... or the slow one
+    out = LAWS[law].starts(t_guess, sd0, prior)
     return [np.asarray(s, dtype=float) for s in out]
 
 

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpofit.forecasting.likelihood import LOG2PI, LawFit, Series, lags, tri_solve
-from grpofit.forecasting.statespace import design, process_cov
-from grpofit.laws.models import relaxation
+from grpofit.forecasting.statespace import LAWS, design, process_cov
 
 __all__ = ["Draws", "law_weights", "sample_future"]
 
@@ -111,16 +110,16 @@ def _gain_times(law: str, times, betas: np.ndarray, fractions=(0.9, 0.95)) -> np
     shape ``(len(betas), len(fractions))``; ``inf`` beyond 60 slowest timescales, ``nan``
     without a gain."""
     grid = np.concatenate([[0.0], np.geomspace(min(times) * 1e-3, max(times) * 60.0, 400)])
-    if law == "two":
-        a1, a2 = betas[:, 1:2], betas[:, 2:3]
-        total = a1 + a2
+    cols = LAWS[law].columns(grid, times)
+    if len(cols) > 1:  # amplitudes of their own (``two``): the shape differs between draws
+        amps = [betas[:, i : i + 1] for i in range(1, len(cols) + 1)]
+        total = sum(amps[1:], amps[0])
         with np.errstate(all="ignore"):
-            g = (a1 * np.exp(-grid / times[0]) + a2 * np.exp(-grid / times[1])) / total
+            g = sum((a * c for a, c in zip(amps[1:], cols[1:])), amps[0] * cols[0]) / total
         g[np.abs(total[:, 0]) < 1e-12] = np.nan
         return _crossings(grid, g, fractions)
     # one shape for every draw (the amplitude cancels): computed once
-    one = relaxation(grid, float(times[0]), float(times[1])) if law == "oscillator" else np.exp(-grid / times[0])
-    return np.repeat(_crossings(grid, one[None, :], fractions), betas.shape[0], axis=0)
+    return np.repeat(_crossings(grid, cols[0][None, :], fractions), betas.shape[0], axis=0)
 
 
 def _gain_times_link(law: str, times, betas: np.ndarray, unlink, fractions=(0.9, 0.95)) -> np.ndarray:
@@ -160,10 +159,6 @@ def _crossings(grid: np.ndarray, g: np.ndarray, fractions) -> np.ndarray:
     return out
 
 
-#: the coordinate of ``theta`` that sets each law's slowest timescale
-SLOW_INDEX = {"one": 0, "oscillator": 0, "two": 0}
-
-
 def _mvn_logpdf(x: np.ndarray, mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
     """Log density of a multivariate normal at the rows of ``x`` (``cov`` positive definite)."""
     w, V = np.linalg.eigh(cov)
@@ -179,7 +174,7 @@ def _propose(fit: LawFit, count: int, rng):
     would hide the runs that saturate soon and those that keep rising."""
     theta, lo, hi = fit.theta, fit.lower, fit.upper
     cov = 2.25 * fit.theta_cov
-    j = SLOW_INDEX[fit.law]
+    j = LAWS[fit.law].slow_index  # the coordinate of ``theta`` that sets the slowest timescale
     n1 = count // 2
     a = rng.multivariate_normal(theta, cov, size=n1, method="eigh")
     b = rng.multivariate_normal(theta, cov, size=count - n1, method="eigh")
@@ -246,7 +241,7 @@ def sample_future(
             t95.extend(gt[:, 1])
             plateau.extend(b[:, 0])
             obs_sd.append(np.full(k, 0.0 if sigma is None else sigma))
-            slow.append(np.full(k, max(times) if fit.law != "oscillator" else _osc_slow(times)))
+            slow.append(np.full(k, LAWS[fit.law].slowest(times)))
             which.append(np.full(k, li))
     if not latent:
         raise ValueError("no usable draw")
@@ -260,13 +255,3 @@ def sample_future(
         np.concatenate(slow),
         np.concatenate(which),
     )
-
-
-def _osc_slow(times) -> float:
-    """The oscillator's slowest decay time: ``T1`` overdamped, ``2 Ti`` underdamped."""
-    from grpofit.laws.models import oscillator_roots
-
-    ts, ti = float(times[0]), float(times[1])
-    if ti <= 0.0:  # no inertia: one mode
-        return ts
-    return -1.0 / oscillator_roots(ts, ti)[0].real

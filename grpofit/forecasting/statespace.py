@@ -16,58 +16,30 @@ Gaussian one; this module gives the two pieces it needs for any of the laws belo
   with ``m = min(s, t)`` (both exponents are <= 0, so nothing overflows). This is the same
   matrix a Kalman filter propagates (``P_{k+1} = F P_k F' + Q``); :mod:`.kalman` checks it.
 
-Laws (``t`` in steps from the first logged step):
+The laws are the state-space forms of the law registry
+(:data:`grpofit.laws.registry.STATESPACE`, each law's :class:`grpofit.laws.base.StateSpaceForm`
+in its own module: ``one`` the exponential, ``oscillator`` the damped oscillator, ``two`` a fast
+and a slow mode); this module holds the arithmetic they share and looks each law's own pieces
+(its mean's columns, its modes, the times its forcing depends on) up by name.
 
-- ``one``: one mode, ``e' = -e/T + q xi`` (the single exponential with Ornstein-Uhlenbeck
-  forcing): levels ``(p*, p0 - p*)``, nonlinear ``(T, sd)``.
-- ``oscillator``: ``Ti e'' + e' + e/Ts = q xi`` started at rest (theory §1 and §6; forcing enters
-  the velocity): levels ``(p*, p0 - p*)``, nonlinear ``(Ts, Ti, sd)``.
-- ``two``: two classes of prompts (theory §7), a fast and a slow mode with independent
-  amplitudes, ``e = a1 exp(-t/T1) + a2 exp(-t/T2)``, forcing on the slow mode (the fast mode's
-  forcing decorrelates within a few steps and is indistinguishable from observation noise):
-  levels ``(p*, a1, a2)``, nonlinear ``(T1, T2, sd)``.
-
-``sd`` is the forcing's stationary standard deviation of ``e`` (``q^2 = 2 sd^2 / T`` for one
-mode, ``q^2 = 2 sd^2 / Ts`` for the oscillator: theory §3's ``Var(e) = D / (2 G C K_eff)``).
-Every law also carries the observation noise's standard deviation per logged point (fixed
-when the batch size is known, see :mod:`.noise`).
+``sd`` is the forcing's stationary standard deviation of ``e`` (``q^2 = 2 sd^2 / T`` with ``T``
+the law's first forcing time: theory §3's ``Var(e) = D / (2 G C K_eff)``). Every law also
+carries the observation noise's standard deviation per logged point (fixed when the batch size
+is known, see :mod:`.noise`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from grpofit.laws.models import oscillator_roots, relaxation
+from grpofit.laws.registry import STATESPACE
 
-__all__ = ["Law", "LAWS", "process_cov", "design"]
+__all__ = ["LAWS", "process_cov", "design"]
 
-
-@dataclass(frozen=True)
-class Law:
-    """One state-space law: its names and how many levels / nonlinear parameters it has."""
-
-    name: str
-    levels: tuple[str, ...]
-    times: tuple[str, ...]  #: nonlinear time parameters (searched in log space)
-    title: str
-
-
-ONE = Law("one", ("plateau", "amplitude"), ("timescale",), "one mode + forcing")
-OSCILLATOR = Law("oscillator", ("plateau", "amplitude"), ("timescale", "inertia"), "damped oscillator + forcing")
-TWO = Law(
-    "two",
-    ("plateau", "fast_amplitude", "slow_amplitude"),
-    ("fast_timescale", "slow_timescale"),
-    "fast + slow modes + forcing",
-)
-#: the forecaster's laws by name, and the laws it mixes, in this order (simplest first: the fit of
-#: ``one`` is the starting point of the others' searches): one mode, the damped oscillator (slow
-#: start, overshoot) and a fast + a slow mode with independent amplitudes (two classes of prompts).
-#: The one list: :func:`grpofit.forecasting.engine.forecast_series` fits every row, a fit law's
-#: ``statespace_law`` (:data:`grpofit.laws.registry.LAWS`) names one of them
-LAWS = {law.name: law for law in (ONE, OSCILLATOR, TWO)}
+#: the forecaster's laws by name (the law registry's state-space forms), mixed in this order
+#: (simplest first: the fit of ``one`` is the starting point of the others' searches):
+#: :func:`grpofit.forecasting.engine.forecast_series` fits every row
+LAWS = STATESPACE
 
 
 def design(law: str, t: np.ndarray, times) -> np.ndarray:
@@ -75,36 +47,18 @@ def design(law: str, t: np.ndarray, times) -> np.ndarray:
     t = np.asarray(t, dtype=float)
     if law not in LAWS:  # pragma: no cover - programming error
         raise ValueError(law)
-    X = np.empty(t.shape + (len(LAWS[law].levels),))
+    form = LAWS[law]
+    X = np.empty(t.shape + (len(form.levels),))
     X[..., 0] = 1.0
-    if law == "one":
-        X[..., 1] = np.exp(-t / times[0])
-    elif law == "oscillator":
-        X[..., 1] = relaxation(t, float(times[0]), float(times[1]))
-    else:
-        X[..., 1] = np.exp(-t / times[0])
-        X[..., 2] = np.exp(-t / times[1])
+    for i, col in enumerate(form.columns(t, times), start=1):
+        X[..., i] = col
     return X
 
 
 def _modes(law: str, times, sd: float):
     """``(l, r, q)``: eigenvalues, impulse-response weights and forcing strength."""
-    if law == "one":
-        T = float(times[0])
-        return np.array([-1.0 / T]), np.array([1.0]), np.sqrt(2.0 * sd * sd / T)
-    if law == "two":
-        T = float(times[1])  # the forcing drives the slow mode
-        return np.array([-1.0 / T]), np.array([1.0]), np.sqrt(2.0 * sd * sd / T)
-    ts, ti = float(times[0]), max(float(times[1]), 1e-9 * float(times[0]))
-    # a repeated root nudged off (the covariance is continuous there)
-    small, big, under = oscillator_roots(ts, ti, apart=1e-6)
-    lam = np.array([small, big])
-    # Ti h'' + h' + h/Ts = delta: h(u) = (exp(l1 u) - exp(l2 u)) / (Ti (l1 - l2))
-    w = 1.0 / (ti * (small - big))
-    r = np.array([w, -w])
-    if not under:  # two real roots: real arithmetic
-        lam, r = lam.real.copy(), r.real.copy()
-    return lam, r, np.sqrt(2.0 * sd * sd / ts)
+    lam, r = LAWS[law].modes(times)
+    return lam, r, forcing_q(law, times, sd)
 
 
 def process_cov(law: str, s: np.ndarray, t: np.ndarray, times, sd: float, *, lag=None) -> np.ndarray:
@@ -138,15 +92,15 @@ def process_cov_parts(law: str, s: np.ndarray, t: np.ndarray, times, *, lag=None
 
 
 def forcing_times(law: str, times) -> tuple:
-    """The times :func:`process_cov_parts` depends on: ``two``'s forcing drives its slow mode
-    alone, so its fast time does not enter."""
-    return (float(times[1]),) if law == "two" else tuple(float(x) for x in times)
+    """The times :func:`process_cov_parts` depends on (``two``'s forcing drives its slow mode
+    alone, so its fast time does not enter): the form's ``forcing``."""
+    return tuple(float(times[i]) for i in LAWS[law].forcing)
 
 
 def forcing_q(law: str, times, sd: float):
-    """The forcing strength ``q`` of :func:`process_cov` (``q^2 = 2 sd^2 / T``), as
-    :func:`_modes` computes it (``T``: the slow time, the oscillator's ``Ts``)."""
-    T = float(times[1]) if law == "two" else float(times[0])
+    """The forcing strength ``q`` of :func:`process_cov` (``q^2 = 2 sd^2 / T``, ``T`` the law's
+    first forcing time: the slow time, the oscillator's ``Ts``)."""
+    T = float(times[LAWS[law].forcing[0]])
     return np.sqrt(2.0 * sd * sd / T)
 
 

@@ -53,8 +53,9 @@ def compare_table(doc: dict) -> Any:
     return table
 
 
-def save_compare_figure(a_fits: list, b_fits: list, path: Path) -> None:
-    """Data and fitted oscillator curves of both sides on one axis (A blue, B orange).
+def save_compare_figure(a_fits: list, b_fits: list, path: Path, law: str = "oscillator") -> None:
+    """Data and the fitted curves of ``law`` (the document's ``law``) of both sides on one axis
+    (A blue, B orange).
 
     Draws on a :class:`matplotlib.figure.Figure` (the user's pyplot backend is never switched)."""
     import numpy as np
@@ -71,7 +72,7 @@ def save_compare_figure(a_fits: list, b_fits: list, path: Path) -> None:
             if steps is None:
                 steps, values = f.steps, f.values
             ax.plot(steps, values, ".", ms=2, color=colour, alpha=0.35)
-            osc = f.models.get("oscillator")
+            osc = f.models.get(law)
             if osc is not None and osc.ok:
                 grid = np.linspace(float(f.steps[0]), float(f.steps[-1]), 400)
                 ax.plot(
