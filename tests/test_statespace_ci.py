@@ -10,6 +10,7 @@ import pytest
 from grpofit.fitting import fit_series
 from grpofit.fitting.statespace_ci import Cells, _kalman_cells, agrees, state_space_intervals
 from grpofit.forecasting.statespace import design, process_cov
+from grpofit.laws.registry import MODELS
 from grpofit.testing.synthetic import forced_recovery_set
 
 
@@ -65,7 +66,7 @@ def test_forcing_widens_the_plateau_interval():
 def test_fit_publishes_state_space_intervals_and_drops_disagreeing_stderr():
     truth, table = forced_recovery_set(1, seed=2, levels=(0.015,), regimes=("overdamped",))[0]
     res = fit_series(table["step"], table["reward"])
-    for model in ("exponential", "oscillator"):
+    for model in [m.name for m in MODELS.values() if m.statespace_intervals]:
         for name in ("plateau", "timescale"):
             e = res.models[model].params[name]
             assert e.ci95 is not None and e.ci95[0] <= e.value <= e.ci95[1]

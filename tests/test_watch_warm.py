@@ -112,9 +112,9 @@ def test_a_cold_refit_comes_back_once_the_run_grew_by_half(run, monkeypatch):
 
 
 def _fit_numbers(fit):
-    """The preferred law, the SSR and the parameters of both laws (what the verdicts read)."""
+    """The preferred law, the SSR and the parameters of every law (what the verdicts read)."""
     out = {"preferred": fit.preferred, "collapse": None if fit.collapse is None else fit.collapse.step}
-    for name in ("exponential", "oscillator"):
+    for name in MODELS:
         m = fit.models[name]
         out[name] = (m.ssr, {k: p.value for k, p in m.params.items()})
     return out
@@ -174,7 +174,7 @@ def test_warm_curve_fit_reaches_the_cold_optimum_with_fewer_evaluations(source, 
         n_cold += calls["n"]
         a, b = _fit_numbers(w), _fit_numbers(c)
         assert (a["preferred"], a["collapse"]) == (b["preferred"], b["collapse"]), k
-        for law in ("exponential", "oscillator"):
+        for law in MODELS:
             (sa, pa), (sb, pb) = a[law], b[law]
             assert sa == pytest.approx(sb, rel=1e-5, abs=1e-12), (k, law)  # the solver's tolerance is 1e-6
             for name, x in pb.items():
@@ -197,7 +197,7 @@ def test_a_warm_start_worse_than_the_grid_is_dropped():
     cold = fit_series(s, v)
     bad = {"exponential": np.array([5.0, -5.0, 1e-3]), "oscillator": np.array([5.0, -5.0, 1e-3, 0.0])}
     warm = fit_series(s, v, warm=bad)
-    for law in ("exponential", "oscillator"):
+    for law in bad:
         assert warm.models[law].ssr == pytest.approx(cold.models[law].ssr, rel=1e-9)
     assert bad["exponential"][0] != 5.0  # the optimum found was stored back
 
