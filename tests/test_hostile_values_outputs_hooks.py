@@ -1,5 +1,5 @@
-"""reliability, round three (one bad value, outputs over inputs, partly read stores,
-quadratic time, internal errors, hooks and signals). Class numbers refer to the adversarial sweep's classes.
+"""Hostile inputs, second file: one bad value, outputs over inputs, partly read stores,
+quadratic time, internal errors, hooks and signals.
 
 Each case builds its input here (small, generated) or copies a shared real log, runs the command
 line and asserts the exit code, the one-line message and the numbers that must not move.

@@ -1,4 +1,5 @@
-"""Bad input in the new formats: exit code 2 and ONE line on stderr naming the file and the fix,
+"""Bad input in the typed-JSONL, MLflow (SQLite and file store), Parquet, SwanLab and progress-line
+formats: exit code 2 and ONE line on stderr naming the file and the fix,
 never a traceback and never a silently merged series."""
 
 from __future__ import annotations
