@@ -1,0 +1,46 @@
+"""The ``--jobs`` worker pool records the workers it forks and stops exactly those (through the
+public ``multiprocessing`` process handles): the API path, where no ``os._exit`` ends the process
+and no parent death takes the workers with it."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import time
+
+import pytest
+
+from grpofit.runtime.pool import WorkerPool, map_items, stop_pool
+
+pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="forks workers")
+
+
+def _square(x, extra):
+    return x * x + extra
+
+
+def test_the_pool_records_its_workers_and_stop_pool_ends_them_mid_item():
+    before = set(multiprocessing.active_children())
+    pool = WorkerPool(multiprocessing.get_context("fork"), 2)
+    futures = pool.submit_all([(time.sleep, 30.0), (time.sleep, 30.0)])
+    assert len(pool.workers) == 2 and not set(pool.workers) & before
+    deadline = time.monotonic() + 20.0
+    while not all(f.running() for f in futures) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop_pool(pool)
+    assert not any(p.is_alive() for p in pool.workers)
+    assert set(multiprocessing.active_children()) <= before  # nothing of the pool is left
+
+
+def test_map_items_keeps_the_order_and_leaves_no_worker():
+    before = set(multiprocessing.active_children())
+    out = map_items(_square, list(range(20)), 1, jobs=2, lost=lambda item: None)
+    assert out == [x * x + 1 for x in range(20)]
+    assert set(multiprocessing.active_children()) <= before
+
+
+def test_the_pool_reads_no_private_attribute_of_the_executor():
+    import inspect
+
+    source = inspect.getsource(sys.modules[WorkerPool.__module__])
+    assert "._processes" not in source and "_executor_manager" not in source
