@@ -30,13 +30,16 @@ def _example(marker: str) -> str:
     return found.group(1)
 
 
-def _registry_lines(code: str) -> tuple[str, list[str]]:
-    """``(registry path, lines)``: the registry file the example's closing comment names and the
-    lines it adds there (the comment's indented lines)."""
-    header = re.search(r"^# (grpofit/\S+\.py), .*$", code, re.M)
-    assert header, "the example does not say which registry its row goes to"
-    tail = code[header.end() :]
-    return header.group(1), [m.group(1) for m in re.finditer(r"^#     (.+)$", tail, re.M)]
+def _registry_lines(code: str) -> dict[str, list[str]]:
+    """Registry file -> the lines the example adds there: each ``# grpofit/....py, ...`` comment
+    after the module names a file, its indented comment lines are what goes in."""
+    headers = list(re.finditer(r"^# (grpofit/\S+\.py), .*$", code, re.M))
+    assert headers, "the example does not say which registry its row goes to"
+    out = {}
+    for h, nxt in zip(headers, headers[1:] + [None]):
+        part = code[h.end() : nxt.start() if nxt else len(code)]
+        out[h.group(1)] = [m.group(1) for m in re.finditer(r"^#     (.+)$", part, re.M)]
+    return out
 
 
 class Copy:
@@ -49,25 +52,29 @@ class Copy:
         self.work.mkdir()
 
     def add(self, marker: str, edit) -> str:
-        """Write the example's module; ``edit(source, lines)`` adds its row to the registry's source."""
+        """Write the example's module; ``edit(source, lines)`` adds its rows to a registry's source
+        (``edit``: one function for one registry, else registry path -> function)."""
         code = _example(marker)
         module = re.match(r"# (grpofit/\S+\.py)\n", code)
         assert module, f"the {marker} example does not name its module"
         target = self.root / module.group(1)
         assert not target.exists(), f"{target} exists already"
         target.write_text(code)
-        registry, lines = _registry_lines(code)
-        path = self.root / registry
-        imports = [line for line in lines if line.startswith("from ")]
-        rows = [line for line in lines if not line.startswith("from ")]
-        source = path.read_text()
-        if imports:
-            future = "from __future__ import annotations\n"
-            assert future in source
-            source = source.replace(future, future + "".join(line + "\n" for line in imports), 1)
-        new = edit(source, rows)
-        assert new != source, f"the {marker} row changed nothing in {registry}"
-        path.write_text(new)
+        registries = _registry_lines(code)
+        edits = edit if isinstance(edit, dict) else {next(iter(registries)): edit}
+        assert set(edits) == set(registries), (sorted(edits), sorted(registries))
+        for registry, lines in registries.items():
+            path = self.root / registry
+            imports = [line for line in lines if line.startswith("from ")]
+            rows = [line for line in lines if not line.startswith("from ")]
+            source = path.read_text()
+            if imports:
+                future = "from __future__ import annotations\n"
+                assert future in source
+                source = source.replace(future, future + "".join(line + "\n" for line in imports), 1)
+            new = edits[registry](source, rows)
+            assert new != source, f"the {marker} row changed nothing in {registry}"
+            path.write_text(new)
         return code
 
     def run(self, *args, module: str = "grpofit") -> tuple[int, str, str]:
@@ -76,9 +83,9 @@ class Copy:
         done = subprocess.run(cmd, cwd=self.work, env=env, capture_output=True, text=True, timeout=900)
         return done.returncode, done.stdout, done.stderr
 
-    def json(self, *args) -> dict:
+    def json(self, *args, expect: int = 0) -> dict:
         code, out, err = self.run(*args, "--format", "json")
-        assert code == 0, err
+        assert code == expect, err
         return json.loads(out)
 
 
@@ -90,6 +97,18 @@ def _replace_line(source: str, row: str) -> str:
     assert len(pattern.findall(source)) == 1, f"no single line to replace for {row!r}"
     indent = re.search(r"^([ \t]*)" + re.escape(key.group(1).strip()), source, re.M).group(1)
     return pattern.sub(lambda _: indent + row.strip(), source, count=1)
+
+
+def _at_the_end_of(name: str):
+    """An edit that adds the rows at the end of the literal assigned to ``name``."""
+
+    def edit(source: str, rows: list[str]) -> str:
+        start = re.search(rf"^{name}\b[^=]*= [({{]\n", source, re.M)
+        assert start, name
+        end = re.compile(r"^[)}]", re.M).search(source, start.end()).start()
+        return source[:end] + "".join("    " + r + "\n" for r in rows) + source[end:]
+
+    return edit
 
 
 def test_the_copy_runs_from_the_copy(tmp_path):
@@ -188,3 +207,36 @@ def test_the_law_example_is_fitted_forecast_compared_and_plotted(tmp_path):
     code_, out, err = copy.run("-c", probe, module="")
     assert code_ == 0, err
     assert json.loads(out.strip().splitlines()[-1])["hyperbolic"] == ["tab:green", ":"]
+
+
+def test_the_failure_mode_example_is_judged_gated_and_planted(tmp_path):
+    copy = Copy(tmp_path)
+    copy.add(
+        "mode",
+        {
+            "grpofit/core/vocabulary.py": _at_the_end_of("MODE_TABLE"),
+            "grpofit/testing/planted.py": _at_the_end_of("PLANTS"),
+        },
+    )
+    write = (
+        "import sys; from grpofit.testing.planted import make_planted_run\n"
+        "cols = make_planted_run(sys.argv[1] if sys.argv[1] != 'healthy' else None, seed=int(sys.argv[2]))\n"
+        "names = list(cols)\n"
+        "print(','.join(names))\n"
+        "for i in range(len(cols['step'])): print(','.join(repr(float(cols[k][i])) for k in names))\n"
+    )
+    for label, seed in (("reward_stall", 0), ("healthy", 1)):
+        code, out, err = copy.run("-c", write, label, str(seed), module="")
+        assert code == 0, err
+        (copy.work / f"{label}.csv").write_text(out)
+    stalled = copy.json("diagnose", copy.work / "reward_stall.csv", expect=1)["runs"][0]  # the gate fails
+    verdict = stalled["diagnostics"]["reward_stall"]
+    assert verdict["status"] == "fail" and "has not moved since step" in verdict["evidence"], verdict
+    assert stalled["verdict"] == "fail"
+    healthy = copy.json("diagnose", copy.work / "healthy.csv")["runs"][0]
+    assert healthy["diagnostics"]["reward_stall"]["status"] == "pass", healthy["diagnostics"]["reward_stall"]
+    # --fail-on takes it, and the table shows its column
+    code, out, err = copy.run("diagnose", copy.work / "reward_stall.csv", "--fail-on", "reward_stall")
+    assert code == 1 and "stall" in out, (code, err)
+    code, _, err = copy.run("diagnose", copy.work / "healthy.csv", "--fail-on", "reward_stall")
+    assert code == 0, err

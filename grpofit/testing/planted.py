@@ -27,6 +27,8 @@ into a healthy control that logs every metric those rules read.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from grpofit.core.vocabulary import MODES
@@ -50,6 +52,74 @@ def _saturating(t, start, end, timescale):
     return end - (end - start) * np.exp(-t / timescale)
 
 
+class Control:
+    """The healthy control's pieces, before the batch is drawn: what a planted failure changes.
+
+    ``t`` steps from 0, ``n`` their count, ``p`` the mean success per step (``p0`` to ``p_star``
+    over the timescale ``T``), ``kappa`` the prompt heterogeneity per step, ``h0``/``h_end``/``T_h``
+    the entropy's start, end and timescale, ``grad`` and ``clip`` the grad norm and clip fraction
+    per step, ``e0``/``e_star``/``p_eval`` the eval success's start, end and curve, ``kind`` the
+    variant asked for (``dynamical_instability``: collapse, grad_growth or oscillation)."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    def set(self, **kw) -> None:
+        """Change pieces by name (for a plant written as one expression)."""
+        self.__dict__.update(kw)
+
+
+def _decoupling(c: Control) -> None:
+    c.T = c.n * 0.4
+    c.p = _saturating(c.t, c.p0, 0.9, c.T)
+    tp = 0.35 * c.n
+    peak = _saturating(tp, c.e0, c.e_star, 0.12 * c.n)
+    c.p_eval = np.where(
+        c.t <= tp, _saturating(c.t, c.e0, c.e_star, 0.12 * c.n), peak - 0.6 * (peak - c.e0) * (c.t - tp) / (c.n - tp)
+    )
+
+
+def _degeneracy(c: Control) -> None:
+    c.p = _saturating(c.t, c.p0, c.rng.uniform(0.4, 0.55), c.T)
+    ramp = np.clip((c.t - 0.4 * c.n) / (0.2 * c.n), 0, 1)
+    c.kappa = np.exp((1 - ramp) * np.log(6.0) + ramp * np.log(0.02))
+
+
+def _concentration(c: Control) -> None:
+    c.T_h, c.h_end = c.T / 8.0, 0.05 * c.h0
+
+
+def _instability(c: Control) -> None:
+    t, n = c.t, c.n
+    if c.kind == "collapse":
+        tc = 0.65 * n
+        low = c.p0 + 0.3 * (c.p_star - c.p0)
+        c.p = np.where(t < tc, c.p, low + (c.p - low) * np.exp(-(t - tc) / (0.02 * n)))
+        base = np.median(c.grad)
+        c.grad = np.where(t >= tc - 0.02 * n, c.grad * 8.0, c.grad)
+        c.grad[int(tc - 0.15 * n)] = 9.0 * base
+        c.clip = np.where(t >= tc, c.clip * 15.0, c.clip)
+    elif c.kind == "grad_growth":
+        c.grad = c.grad * np.exp(np.log(20.0) * np.clip((t - 0.5 * n) / (0.5 * n), 0, 1))
+    elif c.kind == "oscillation":
+        zeta, w0, c.p_star = 0.25, 2 * np.pi / (0.3 * n), 0.6
+        a, wd = zeta * w0, w0 * np.sqrt(1 - zeta**2)
+        e = (c.p0 - c.p_star) * np.exp(-a * t) * (np.cos(wd * t) + a / wd * np.sin(wd * t))
+        c.p = np.clip(c.p_star + e, 0.01, 0.99)
+    else:
+        raise ValueError(f"unknown instability kind {c.kind!r}: collapse, grad_growth or oscillation")
+
+
+#: each failure mode of the vocabulary -> how its planted run changes the healthy control
+#: (``tests/test_diagnostics.py`` requires every mode's planted run to fail it)
+PLANTS: dict[str, Callable[[Control], None]] = {
+    "train_eval_decoupling": _decoupling,
+    "advantage_degeneracy": _degeneracy,
+    "policy_concentration": _concentration,
+    "dynamical_instability": _instability,
+}
+
+
 def make_planted_run(
     mode: str | None,
     *,
@@ -62,67 +132,41 @@ def make_planted_run(
     kind: str = "collapse",
     curve=None,
 ) -> dict[str, np.ndarray]:
-    """Columns of one synthetic run (module docstring); ``mode=None`` is a healthy control.
+    """Columns of one synthetic run (module docstring); ``mode=None`` is a healthy control, a
+    mode has its failure planted by its row of :data:`PLANTS`.
 
     ``curve``, a function of ``t = 0, 1, ...`` giving the mean reward, replaces the healthy
     exponential (e.g. an overdamped oscillator with a slow start); eval follows it at 90%.
     """
     if mode is not None and mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; use one of {MODES} or None")
+    if mode is not None and mode not in PLANTS:
+        raise ValueError(f"no planted run for the mode {mode!r}: add its row to PLANTS in {__name__}")
     rng = np.random.default_rng(seed)
     t = np.arange(n_steps, dtype=float)
     n = float(n_steps)
     p0, p_star = rng.uniform(0.1, 0.25), rng.uniform(0.6, 0.8)
     T = n * rng.uniform(0.12, 0.2)
-    p = _saturating(t, p0, p_star, T)
-    kappa = np.full(n_steps, 6.0)
-    h0 = rng.uniform(0.8, 1.2)
-    h_end, T_h = h0 * rng.uniform(0.4, 0.6), T * rng.uniform(1.5, 3.0)
-    grad = rng.uniform(0.1, 0.3) * np.exp(rng.normal(0, 0.25, n_steps))
-    clip = 0.005 * np.exp(rng.normal(0, 0.3, n_steps))
-    e0, e_star = p0 * 0.8, p_star * 0.9
-    p_eval = _saturating(t, e0, e_star, T)
+    c = Control(t=t, n=n, rng=rng, kind=kind, p0=p0, p_star=p_star, T=T, p=_saturating(t, p0, p_star, T))
+    c.kappa = np.full(n_steps, 6.0)
+    c.h0 = h0 = rng.uniform(0.8, 1.2)
+    c.h_end, c.T_h = h0 * rng.uniform(0.4, 0.6), T * rng.uniform(1.5, 3.0)
+    c.grad = rng.uniform(0.1, 0.3) * np.exp(rng.normal(0, 0.25, n_steps))
+    c.clip = 0.005 * np.exp(rng.normal(0, 0.3, n_steps))
+    c.e0, c.e_star = p0 * 0.8, p_star * 0.9
+    c.p_eval = _saturating(t, c.e0, c.e_star, T)
     if curve is not None:
-        p = np.asarray(curve(t), dtype=float)
-        p_eval = 0.9 * p
+        c.p = np.asarray(curve(t), dtype=float)
+        c.p_eval = 0.9 * c.p
+    if mode is not None:
+        PLANTS[mode](c)
 
-    if mode == "train_eval_decoupling":
-        T = n * 0.4
-        p = _saturating(t, p0, 0.9, T)
-        tp = 0.35 * n
-        peak = _saturating(tp, e0, e_star, 0.12 * n)
-        p_eval = np.where(t <= tp, _saturating(t, e0, e_star, 0.12 * n), peak - 0.6 * (peak - e0) * (t - tp) / (n - tp))
-    elif mode == "advantage_degeneracy":
-        p = _saturating(t, p0, rng.uniform(0.4, 0.55), T)
-        ramp = np.clip((t - 0.4 * n) / (0.2 * n), 0, 1)
-        kappa = np.exp((1 - ramp) * np.log(6.0) + ramp * np.log(0.02))
-    elif mode == "policy_concentration":
-        T_h, h_end = T / 8.0, 0.05 * h0
-    elif mode == "dynamical_instability":
-        if kind == "collapse":
-            tc = 0.65 * n
-            low = p0 + 0.3 * (p_star - p0)
-            p = np.where(t < tc, p, low + (p - low) * np.exp(-(t - tc) / (0.02 * n)))
-            base = np.median(grad)
-            grad = np.where(t >= tc - 0.02 * n, grad * 8.0, grad)
-            grad[int(tc - 0.15 * n)] = 9.0 * base
-            clip = np.where(t >= tc, clip * 15.0, clip)
-        elif kind == "grad_growth":
-            grad = grad * np.exp(np.log(20.0) * np.clip((t - 0.5 * n) / (0.5 * n), 0, 1))
-        elif kind == "oscillation":
-            zeta, w0, p_star = 0.25, 2 * np.pi / (0.3 * n), 0.6
-            a, wd = zeta * w0, w0 * np.sqrt(1 - zeta**2)
-            e = (p0 - p_star) * np.exp(-a * t) * (np.cos(wd * t) + a / wd * np.sin(wd * t))
-            p = np.clip(p_star + e, 0.01, 0.99)
-        else:
-            raise ValueError(f"unknown instability kind {kind!r}: collapse, grad_growth or oscillation")
-
-    reward, std, zero = _batch(p, kappa, rng, group_size, batch_prompts)
-    entropy = _saturating(t, h0, h_end, T_h) * np.exp(rng.normal(0, 0.03, n_steps))
-    kl = 0.02 * (1 - np.exp(-t / T)) + np.abs(rng.normal(0, 0.002, n_steps))
+    reward, std, zero = _batch(c.p, c.kappa, rng, group_size, batch_prompts)
+    entropy = _saturating(t, c.h0, c.h_end, c.T_h) * np.exp(rng.normal(0, 0.03, n_steps))
+    kl = 0.02 * (1 - np.exp(-t / c.T)) + np.abs(rng.normal(0, 0.002, n_steps))
     eval_reward = np.full(n_steps, np.nan)
     idx = np.arange(0, n_steps, eval_every)
-    eval_reward[idx] = rng.binomial(eval_size, np.clip(p_eval[idx], 0, 1)) / eval_size
+    eval_reward[idx] = rng.binomial(eval_size, np.clip(c.p_eval[idx], 0, 1)) / eval_size
     return {
         "step": t + 1,
         "reward": reward,
@@ -131,8 +175,8 @@ def make_planted_run(
         "frac_reward_zero_std": zero,
         "entropy": entropy,
         "kl": kl,
-        "grad_norm": grad,
-        "clip_ratio": clip,
+        "grad_norm": c.grad,
+        "clip_ratio": c.clip,
     }
 
 
