@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grpofit.core.vocabulary import MODES
 from tests.conftest import run_cli
 from tests.reallogs import REAL_LOGS
 
@@ -19,14 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 REAL = REAL_LOGS
-PLANTED = (
-    "healthy",
-    "train_eval_decoupling",
-    "advantage_degeneracy",
-    "policy_concentration",
-    "dynamical_instability",
-    "dead",
-)
+PLANTED = ("healthy", *MODES, "dead")  # every failure mode of the vocabulary, and the controls
 
 
 def real_files() -> list[Path]:
