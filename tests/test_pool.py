@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from grpofit.runtime.pool import WorkerPool, map_items, stop_pool
+from grpofit.commands.pipeline import _new_pool, map_items, stop_pool
+from grpofit.runtime.pool import WorkerPool
 
 pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="forks workers")
 
@@ -21,8 +22,8 @@ def _square(x, extra):
 
 def test_the_pool_records_its_workers_and_stop_pool_ends_them_mid_item():
     before = set(multiprocessing.active_children())
-    pool = WorkerPool(multiprocessing.get_context("fork"), 2)
-    futures = pool.submit_all([(time.sleep, 30.0), (time.sleep, 30.0)])
+    pool = _new_pool(multiprocessing.get_context("fork"), 2)
+    futures = [pool.submit(time.sleep, 30.0) for _ in range(2)]
     assert len(pool.workers) == 2 and not set(pool.workers) & before
     deadline = time.monotonic() + 20.0
     while not all(f.running() for f in futures) and time.monotonic() < deadline:
@@ -42,5 +43,6 @@ def test_map_items_keeps_the_order_and_leaves_no_worker():
 def test_the_pool_reads_no_private_attribute_of_the_executor():
     import inspect
 
-    source = inspect.getsource(sys.modules[WorkerPool.__module__])
-    assert "._processes" not in source and "_executor_manager" not in source
+    for module in (WorkerPool.__module__, stop_pool.__module__):
+        source = inspect.getsource(sys.modules[module])
+        assert "._processes" not in source and "_executor_manager" not in source, module

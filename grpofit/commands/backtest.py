@@ -298,7 +298,7 @@ def _lost(task: _Task) -> tuple[list, list, list]:
 
 def _run_tasks(tasks: list[_Task], jobs: int) -> list:
     """:func:`_work` on every task, in ``jobs`` workers of the ``--jobs`` pool
-    (:func:`grpofit.runtime.pool.map_items`: workers stopped on a signal, none orphaned, the pool
+    (:func:`grpofit.commands.pipeline.map_items`: workers stopped on a signal, none orphaned, the pool
     rebuilt after a worker dies)."""
     if jobs > 1 and len(tasks) > 1:
         from grpofit.core.limits import cap_jobs
@@ -310,7 +310,7 @@ def _run_tasks(tasks: list[_Task], jobs: int) -> list:
         import grpofit.fitting  # noqa: F401
         import grpofit.forecasting.engine  # noqa: F401
         import grpofit.readers.delimited  # noqa: F401
-        from grpofit.runtime.pool import map_items
+        from grpofit.commands.pipeline import map_items
 
         if tasks[0].plot_dir is not None:
             import grpofit.render.backtest_plot  # noqa: F401

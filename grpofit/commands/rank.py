@@ -95,7 +95,7 @@ def _forecast_all(items: list[RankItem], horizon, source, seed, jobs) -> list:
     if jobs > 1 and len(items) > 1:
         import grpofit.fitting  # noqa: F401 - imported once here for the forked workers
         import grpofit.forecasting.engine  # noqa: F401
-        from grpofit.runtime.pool import map_items
+        from grpofit.commands.pipeline import map_items
 
         try:
             return map_items(_draws_one, items, extra, jobs=jobs, lost=_lost, chunk=1)
