@@ -57,3 +57,22 @@ def test_every_form_is_consistent_with_its_law():
         for start in form.starts(50.0, [0.1, 0.2], None):
             assert len(start) == len(form.times) + 1, row.name
         assert form.slowest(times) >= min(times) > 0, row.name
+
+
+def test_every_law_is_a_consistent_object():
+    """Each row's guess lies in its bounds, its curve starts at ``initial`` and its Jacobian is
+    the derivative of its curve (central differences), at the guess for a seeded rising run."""
+    t = np.arange(0.0, 400.0, 2.0)
+    y = 0.8 - 0.6 * np.exp(-t / 60.0) + np.random.default_rng(3).normal(0.0, 0.01, t.size)
+    for row in laws.LAWS:
+        guess, bounds = row.guess(t, y), row.bounds(t, y)
+        assert set(guess) == set(bounds) == set(row.param_names), row.name
+        p = {k: float(np.clip(guess[k], *bounds[k])) for k in row.param_names}
+        p = {k: v if v > 0 or k in ("plateau", "initial") else 0.3 for k, v in p.items()}
+        assert row(np.array([0.0]), p)[0] == pytest.approx(p["initial"], abs=1e-9), row.name
+        jac = row.jacobian(t, *(p[k] for k in row.param_names))
+        assert jac.shape == (t.size, len(row.param_names)), row.name
+        for j, k in enumerate(row.param_names):
+            h = 1e-6 * max(1.0, abs(p[k]))
+            up, down = dict(p, **{k: p[k] + h}), dict(p, **{k: p[k] - h})
+            np.testing.assert_allclose(jac[:, j], (row(t, up) - row(t, down)) / (2 * h), atol=1e-6, err_msg=row.name)
