@@ -39,10 +39,6 @@ def huge_ok():
     return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
 
 
-# The ``raw_*`` functions are the same computations without a ``np.errstate`` of their own (it
-# costs about as much as evaluating a curve of a hundred points): for the fitter, which runs
-
-
 #: exponents are floored here before ``exp``: ``exp(-700) ~ 1e-304`` is still a normal double,
 #: while results that underflow take libm's slow path (~4x the time of a normal ``exp``); the
 #: curves change by less than ``1e-304``
