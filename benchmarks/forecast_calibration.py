@@ -18,7 +18,9 @@ logged reward, the share of pi95 misses above the band, and the median absolute 
 (against the true expected reward) beside persistence's (the mean of the last tenth seen).
 
 The full run adds the shared real logs with a trend cut at 25% and 50% (:func:`real_lines`: 95%
-coverage of the final level, median error beside persistence's and a plain exponential's) and the
+coverage of the final level, median error beside persistence's and a plain exponential's), how often
+the steps to 90/95% of the gain jump between neighbouring cuts 5% apart by more than their 95%
+intervals allow (:func:`jump_lines`, on the real logs and :data:`JUMP_BANDITS` bandit runs) and the
 same tables measured before this round's forecast (:data:`BEFORE`). ``--tune`` runs the tuning grid instead.
 ``--record`` writes the tables to :data:`DOC` (``docs/forecast_calibration.md``);
 ``tests/test_forecast_calibration.py`` runs a small version. Run with ``OPENBLAS_NUM_THREADS=1``
@@ -193,6 +195,100 @@ def table(rows: list[dict], title: str) -> list[str]:
     return out + [""]
 
 
+#: the cuts the steps to 90/95% of the gain are followed over (item: neighbouring cuts 5% apart)
+JUMP_CUTS = tuple(round(0.1 + 0.05 * i, 2) for i in range(17))
+JUMP_KEYS = ("steps_to_90", "steps_to_95")
+#: bandit runs (the first of the grid) the steps are followed on
+JUMP_BANDITS = 12
+
+
+def step_rows(item, cuts=JUMP_CUTS) -> list[dict]:
+    """The forecast's steps to 90/95% of the gain at each of ``cuts`` (shares of the points) of
+    one item, to its last step: ``{"name", "cut", "key", "value", "ci95", "kind"}`` per cut and key."""
+    from grpofit.forecasting.engine import forecast_series
+
+    name, s, y = item[:3]
+    rows = []
+    for c in cuts:
+        k = int(round(c * s.size))
+        fc = forecast_series(s[:k], y[:k], horizon_step=float(s[-1]), seed=k)
+        for key in JUMP_KEYS:
+            d = fc.doc.get(key) or {}
+            rows.append(
+                {
+                    "name": name,
+                    "cut": c,
+                    "key": key,
+                    "value": d.get("value"),
+                    "ci95": d.get("ci95"),
+                    "kind": d.get("kind"),
+                }
+            )
+    return rows
+
+
+def _span(d: dict) -> tuple[float, float]:
+    """The interval a printed step claims: its 95% interval (an open upper end: infinity; a lower
+    bound: from the value up)."""
+    lo, hi = d["ci95"] if d.get("ci95") else (d["value"], d["value"])
+    if d.get("kind") == "lower_bound":
+        lo, hi = d["value"], None
+    return (-np.inf if lo is None else lo), (np.inf if hi is None else hi)
+
+
+def jumps(rows: list[dict]) -> dict:
+    """Per key: neighbouring cuts of one run that both print a step (``pairs``) and those whose
+    steps jump, each outside the other's interval (``jumps``: the second lies outside the first's
+    95% interval and the first outside the second's), and the printed steps in all."""
+    out = {}
+    for key in JUMP_KEYS:
+        pairs = jumped = printed = 0
+        names = dict.fromkeys(r["name"] for r in rows)
+        for name in names:
+            seq = sorted((r for r in rows if r["name"] == name and r["key"] == key), key=lambda r: r["cut"])
+            printed += sum(r["value"] is not None for r in seq)
+            for a, b in zip(seq, seq[1:]):
+                if a["value"] is None or b["value"] is None:
+                    continue
+                pairs += 1
+                la, ha = _span(a)
+                lb, hb = _span(b)
+                if not (la <= b["value"] <= ha) and not (lb <= a["value"] <= hb):
+                    jumped += 1
+        out[key] = {"pairs": pairs, "jumps": jumped, "printed": printed, "cuts": sum(r["key"] == key for r in rows)}
+    return out
+
+
+def jump_lines(groups: dict) -> list[str]:
+    """The table of :func:`jumps` per data set (``{title: rows}``)."""
+    out = [
+        "### steps to 90/95% of the gain between neighbouring cuts",
+        "",
+        f"Cuts at {JUMP_CUTS[0]:.0%}, {JUMP_CUTS[1]:.0%}, ..., {JUMP_CUTS[-1]:.0%} of each run's points, forecast to its "
+        "last step. A jump: two neighbouring cuts both print a step and each lies outside the other's 95% "
+        "interval (a lower bound's interval runs from it upward).",
+        "",
+        "| data | quantity | cuts | printed a step | neighbouring pairs | jumps | share |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for title, rows in groups.items():
+        for key, j in jumps(rows).items():
+            share = f"{j['jumps'] / j['pairs']:.0%}" if j["pairs"] else "-"
+            out.append(f"| {title} | {key} | {j['cuts']} | {j['printed']} | {j['pairs']} | {j['jumps']} | {share} |")
+    return out + [""]
+
+
+def run_steps(items, jobs: int = 1) -> list[dict]:
+    if jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(jobs) as pool:
+            parts = list(pool.map(step_rows, items))
+    else:
+        parts = [step_rows(it) for it in items]
+    return [r for p in parts for r in p]
+
+
 def real_lines(jobs: int = 1) -> list[str]:
     """The shared real logs with a trend (:func:`benchmarks.forecast_measure.trend_runs`), cut at 25% and
     50%: 95% coverage of the final level and the median errors beside persistence's and a plain
@@ -243,7 +339,14 @@ def main(argv=None) -> int:
     lines += table(gen, f"generated runs with forcing and slow starts, {ng * 9} runs")
     if not quick:
         lines += real_lines(jobs)
-    if not quick:
+        from benchmarks.forecast_measure import trend_runs
+
+        lines += jump_lines(
+            {
+                "real logs with a trend": run_steps(trend_runs(), jobs),
+                f"bandit, {JUMP_BANDITS} runs": run_steps(bandit_items(JUMP_BANDITS, seed), jobs),
+            }
+        )
         lines += [BEFORE]
     text = "\n".join(lines)
     print(text)

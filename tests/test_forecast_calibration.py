@@ -76,3 +76,20 @@ def test_committed_tables_name_their_data():
     for cut in ("10%", "25%", "50%"):
         assert f"| {cut} | moved |" in text and f"| {cut} | settled |" in text
     assert "shared real logs with a trend" in text
+
+
+def test_jumps_count_only_steps_outside_both_intervals():
+    def row(cut, value, lo, hi, kind="estimate", key="steps_to_95"):
+        return {"name": "r", "cut": cut, "key": key, "value": value, "ci95": [lo, hi], "kind": kind}
+
+    rows = [
+        row(0.10, 500, 400, 600),
+        row(0.15, 550, 450, 700),  # inside the first's interval: no jump
+        row(0.20, 900, 850, 950),  # outside 450-700, and 550 outside 850-950: a jump
+        row(0.25, None, None, None, kind=None),  # no step printed: no pair
+        row(0.30, 300, 300, None, kind="lower_bound"),
+        row(0.35, 1800, 1700, 1900),  # inside the lower bound's [300, inf): no jump
+    ]
+    j = fc.jumps(rows)["steps_to_95"]
+    assert j == {"pairs": 3, "jumps": 1, "printed": 5, "cuts": 6}
+    assert fc.jumps(rows)["steps_to_90"]["pairs"] == 0
