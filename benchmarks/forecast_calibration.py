@@ -157,8 +157,9 @@ def table(rows: list[dict], title: str) -> list[str]:
     out = [
         f"### {title}",
         "",
-        "| cut | stratum | targets | forecast | pi80 | pi95 | misses above | pi80 != pi95 | median error | persistence's | ratio |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| cut | stratum | targets | forecast | pi80 | pi95 | misses above | pi80 != pi95 | median error | persistence's | ratio "
+        "| median pi95 width |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for c in CUTS:
         for stratum in ("moved", "settled"):
@@ -171,7 +172,7 @@ def table(rows: list[dict], title: str) -> list[str]:
             if not sel:
                 continue
             if not made:
-                out.append(f"| {c:.0%} | {stratum} | {len(sel)} | 0 | - | - | - | - | - | - | - |")
+                out.append(f"| {c:.0%} | {stratum} | {len(sel)} | 0 | - | - | - | - | - | - | - | - |")
                 continue
             miss = [r for r in made if not r["in95"]]
             above = sum(r["above"] for r in miss)
@@ -180,7 +181,8 @@ def table(rows: list[dict], title: str) -> list[str]:
             out.append(
                 f"| {c:.0%} | {stratum} | {len(sel)} | {len(made)} | {np.mean([r['in80'] for r in made]):.0%} "
                 f"| {np.mean([r['in95'] for r in made]):.0%} | {above}/{len(miss)} "
-                f"| {np.mean([r['distinct'] for r in made]):.0%} | {me:.3f} | {pe:.3f} | {me / pe if pe > 0 else float('nan'):.2f} |"
+                f"| {np.mean([r['distinct'] for r in made]):.0%} | {me:.3f} | {pe:.3f} | {me / pe if pe > 0 else float('nan'):.2f} "
+                f"| {float(np.median([r['width95'] for r in made])):.3f} |"
             )
     calls = [r for r in rows if r.get("target") == "recommendation"]
     wrong = sum(r["wrong"] for r in calls)
@@ -314,6 +316,10 @@ def real_lines(jobs: int = 1) -> list[str]:
     return out + [""]
 
 
+#: the same tables measured on commit 6fed7f7 (before this session's change) by this script, evaluation seed 202
+BEFORE_SESSION = "## Before this session's change (commit 6fed7f7: the levels' prior sd 4 in the logit), the same script and evaluation seed\n\n#### `grpofit simulate bandit`, 40 runs\n\n| cut | stratum | targets | forecast | pi80 | pi95 | misses above | pi80 != pi95 | median error | persistence's | ratio | median pi95 width |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n| 10% | moved | 50 | 50 | 68% | 84% | 6/8 | 100% | 0.169 | 0.426 | 0.40 | 0.711 |\n| 10% | settled | 30 | 30 | 87% | 93% | 2/2 | 100% | 0.093 | 0.019 | 4.94 | 0.777 |\n| 25% | moved | 35 | 35 | 66% | 80% | 6/7 | 100% | 0.060 | 0.218 | 0.28 | 0.312 |\n| 25% | settled | 45 | 43 | 93% | 95% | 2/2 | 98% | 0.021 | 0.008 | 2.44 | 0.250 |\n| 50% | moved | 19 | 19 | 74% | 79% | 4/4 | 100% | 0.046 | 0.106 | 0.43 | 0.406 |\n| 50% | settled | 61 | 61 | 82% | 85% | 9/9 | 97% | 0.006 | 0.008 | 0.72 | 0.062 |\n\n'done' / 'no further gain expected' printed 28 times; wrong (the run then rose by more than 0.05) 0 times (0%).\n\n#### generated runs with forcing and slow starts, 36 runs\n\n| cut | stratum | targets | forecast | pi80 | pi95 | misses above | pi80 != pi95 | median error | persistence's | ratio | median pi95 width |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n| 10% | moved | 41 | 41 | 98% | 98% | 1/1 | 100% | 0.090 | 0.130 | 0.69 | 0.748 |\n| 10% | settled | 31 | 31 | 97% | 100% | 0/0 | 100% | 0.055 | 0.024 | 2.28 | 0.664 |\n| 25% | moved | 23 | 23 | 78% | 100% | 0/0 | 100% | 0.059 | 0.066 | 0.91 | 0.434 |\n| 25% | settled | 49 | 49 | 98% | 100% | 0/0 | 100% | 0.017 | 0.024 | 0.69 | 0.315 |\n| 50% | moved | 4 | 4 | 25% | 100% | 0/0 | 100% | 0.070 | 0.067 | 1.04 | 0.230 |\n| 50% | settled | 68 | 68 | 96% | 99% | 0/1 | 100% | 0.010 | 0.011 | 0.91 | 0.240 |\n\n'done' / 'no further gain expected' printed 1 times; wrong (the run then rose by more than 0.05) 0 times (0%).\n\n#### shared real logs with a trend (final level: mean of the last 10% of steps)\n\n| cut | runs | forecast | pi95 | median error | persistence's | exponential's |\n| --- | --- | --- | --- | --- | --- | --- |\n| 25% | 21 | 21 | 95% | 0.0253 | 0.0205 | 0.0223 |\n| 50% | 21 | 20 | 100% | 0.0091 | 0.0079 | 0.0137 |\n\n"
+
+
 #: the same tables measured on commit b999d61 (before this round's forecast) by this script, evaluation seed 202
 BEFORE = "## Before this round's forecast (commit b999d61, the same script and evaluation seed)\n\nOne-sided intervals (lower bounds) counted as covered above; real logs at 25% / 50%: median error 0.0160 / 0.0057 against persistence's 0.0185 / 0.0070 (docs/forecast_real_runs.md at b999d61).\n\n#### `grpofit simulate bandit`, 40 runs\n\n| cut | stratum | targets | forecast | pi80 | pi95 | misses above | pi80 != pi95 | median error | persistence's | ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n| 10% | moved | 50 | 45 | 47% | 58% | 19/19 | 100% | 0.278 | 0.451 | 0.62 |\n| 10% | settled | 30 | 25 | 100% | 100% | 0/0 | 96% | 0.019 | 0.019 | 1.00 |\n| 25% | moved | 35 | 34 | 71% | 76% | 6/8 | 100% | 0.108 | 0.221 | 0.49 |\n| 25% | settled | 45 | 42 | 100% | 100% | 0/0 | 100% | 0.008 | 0.008 | 1.01 |\n| 50% | moved | 19 | 19 | 79% | 79% | 2/4 | 100% | 0.083 | 0.106 | 0.78 |\n| 50% | settled | 61 | 61 | 95% | 98% | 1/1 | 100% | 0.006 | 0.008 | 0.79 |\n\n'done' / 'no further gain expected' printed 43 times; wrong (the run then rose by more than 0.05) 16 times (37%).\n\n#### generated runs with forcing and slow starts, 36 runs\n\n| cut | stratum | targets | forecast | pi80 | pi95 | misses above | pi80 != pi95 | median error | persistence's | ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n| 10% | moved | 41 | 41 | 76% | 88% | 5/5 | 100% | 0.084 | 0.130 | 0.65 |\n| 10% | settled | 31 | 31 | 87% | 100% | 0/0 | 100% | 0.030 | 0.024 | 1.26 |\n| 25% | moved | 23 | 23 | 83% | 96% | 1/1 | 100% | 0.047 | 0.066 | 0.72 |\n| 25% | settled | 49 | 49 | 88% | 100% | 0/0 | 100% | 0.011 | 0.024 | 0.47 |\n| 50% | moved | 4 | 4 | 25% | 100% | 0/0 | 100% | 0.066 | 0.067 | 0.98 |\n| 50% | settled | 68 | 68 | 85% | 96% | 0/3 | 100% | 0.012 | 0.011 | 1.06 |\n\n'done' / 'no further gain expected' printed 54 times; wrong (the run then rose by more than 0.05) 5 times (9%).\n"
 
@@ -347,7 +353,7 @@ def main(argv=None) -> int:
                 f"bandit, {JUMP_BANDITS} runs": run_steps(bandit_items(JUMP_BANDITS, seed), jobs),
             }
         )
-        lines += [BEFORE]
+        lines += [BEFORE_SESSION, BEFORE]
     text = "\n".join(lines)
     print(text)
     if "--record" in argv and not quick:

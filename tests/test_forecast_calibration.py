@@ -41,6 +41,7 @@ def test_table_counts_strata_and_miss_sides():
             "distinct": True,
             "error": 0.2,
             "persistence_error": 0.4,
+            "width95": 0.3,
         },
         {
             "cut": 0.1,
@@ -54,11 +55,12 @@ def test_table_counts_strata_and_miss_sides():
             "distinct": True,
             "error": 0.01,
             "persistence_error": 0.01,
+            "width95": 0.1,
         },
         {"cut": 0.1, "target": "recommendation", "stop_call": True, "wrong": False},
     ]
     text = "\n".join(fc.table(rows, "t"))
-    assert "| 10% | moved | 1 | 1 | 0% | 0% | 1/1 | 100% | 0.200 | 0.400 | 0.50 |" in text
+    assert "| 10% | moved | 1 | 1 | 0% | 0% | 1/1 | 100% | 0.200 | 0.400 | 0.50 | 0.300 |" in text
     assert "| 10% | settled | 1 | 1 | 100% | 100% | 0/0 |" in text
     assert "printed 1 times; wrong (the run then rose by more than 0.05) 0 times" in text
 
@@ -93,3 +95,9 @@ def test_jumps_count_only_steps_outside_both_intervals():
     j = fc.jumps(rows)["steps_to_95"]
     assert j == {"pairs": 3, "jumps": 1, "printed": 5, "cuts": 6}
     assert fc.jumps(rows)["steps_to_90"]["pairs"] == 0
+
+
+def test_committed_doc_measures_the_jumps():
+    text = fc.DOC.read_text()
+    assert "steps to 90/95% of the gain between neighbouring cuts" in text
+    assert "| real logs with a trend | steps_to_95 |" in text

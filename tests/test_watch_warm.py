@@ -77,9 +77,11 @@ def test_monitor_refits_warm_and_agrees_with_a_cold_fit(run):
     width = c["pi95"][1] - c["pi95"][0]
     # the draws come from a tempered posterior: a hair apart in the maxima moves the
     # mean of a wide predictive by a few percent of its width
-    assert abs(w["mean"] - c["mean"]) <= 0.2 * width  # measured after the merge: 0.14 of the width
+    assert abs(w["mean"] - c["mean"]) <= 0.2 * width  # measured: 0.14 of the width (prior sd 4), 0.12 (8)
     # the 95% ends of a still-rising run's wide predictive move more with the draws than its centre
-    assert np.allclose(w["pi95"], c["pi95"], atol=0.4 * width)  # measured after the merge: 0.32 of the width
+    # measured: 0.32 of the width with the levels' prior sd 4 in the logit, 0.36 with 8 (the ends of
+    # the tempered draws; the maxima agree, the BIC check below)
+    assert np.allclose(w["pi95"], c["pi95"], atol=0.4 * width)
     for law, entry in cold["laws"].items():  # each law's maximum: the same, or a hair apart
         assert abs(warm["laws"][law]["bic"] - entry["bic"]) <= 2.0, law
 
