@@ -15,7 +15,8 @@ between the cut and the end and at the last step (batch size unknown, as the CLI
 A target is in the stratum **moved** when the true expected reward there differs from the true one
 at the cut by more than 0.05, else **settled**. Per stratum and cut: pi80 and pi95 coverage of the
 logged reward, the share of pi95 misses above the band, and the median absolute error of the mean
-(against the true expected reward) beside persistence's (the mean of the last tenth seen).
+(against the true expected reward) beside persistence's (the mean of the last tenth seen), and the median
+width of the pi95 bands.
 
 The full run adds the shared real logs with a trend cut at 25% and 50% (:func:`real_lines`: 95%
 coverage of the final level, median error beside persistence's and a plain exponential's), how often
