@@ -121,7 +121,7 @@ def _f(x, nd=3):
 def table(results: dict, stamp: str = "") -> str:
     lines = [
         "| sweep | runs | cut | pi95 coverage | z rms | median error | baseline's | ratio | noise floor | "
-        "hindsight | pi95 width | sweep spread | prior weight | without: n, coverage, median error |",
+        "others' gain | pi95 width | sweep spread | prior weight | without: n, coverage, median error |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, r in results.items():
@@ -129,7 +129,7 @@ def table(results: dict, stamp: str = "") -> str:
             p, b, w = s["prior"], s["baseline"], s["without"]
             wo = "-" if not w["n"] else f"{w['n']}, {_f(w['coverage'], 2)}, {_f(w['median_error'])}"
             fl = (s.get("floor") or {}).get("ratio_to_baseline")
-            hs = (s.get("hindsight") or {}).get("ratio_to_baseline")
+            hs = (s.get("others_gain") or {}).get("ratio_to_baseline")
             lines.append(
                 f"| {name} | {r['runs']} | {cut} | {_f(p['coverage'], 2)} | {_f(s.get('z_rms'), 2)} | "
                 f"{_f(p['median_error'])} | {_f(b['median_error'])} | {_f(p['ratio_to_baseline'], 2)} | "

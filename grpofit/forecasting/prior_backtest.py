@@ -88,7 +88,7 @@ def loo_backtest(items, *, cuts=PRIOR_CUTS, without: bool = True, seed: int = 0)
                 "error": abs(base - actual),
             }
             cut["floor_se"] = _floor_se(v[window])
-            cut["hindsight_error"] = _hindsight(others, finals, c, base if seen.sum() else None, actual)
+            cut["others_gain_error"] = _others_gain(others, finals, c, base if seen.sum() else None, actual)
             cut["sweep_spread"] = float(max(spread + [actual]) - min(spread + [actual]))
             if without and seen.sum() >= 2:
                 fc = forecast_series(s[seen], v[seen], horizon_step=float(s[-1]), final_steps=s[window], seed=seed)
@@ -114,21 +114,17 @@ def _floor_se(final_values) -> float:
     return float(sig / np.sqrt(final_values.size)) if np.isfinite(sig) else 0.0
 
 
-def _hindsight(others, finals, frac, level_now, actual) -> float:
-    """The error of the best single other run chosen in hindsight: its remaining gain from the same
-    cut added to the level reached (before the first step: its final level). A lower bound for a
-    forecaster that copies one other run; when even it misses a target, the other runs do not
-    carry the information the target asks for."""
+def _others_gain(others, finals, frac, level_now, actual) -> float:
+    """The error of the level reached plus the other runs' mean remaining gain from the same cut,
+    taken from their true final levels (before the first step: their mean final level). What
+    the other runs' outcomes give without covariates; when it misses a target on a sweep without
+    covariates, the other runs do not carry the information the target asks for."""
     from grpofit.fitting.drift import persistence
 
-    errs = []
-    for name, s, v, _ in others:
-        if level_now is None:
-            errs.append(abs(finals[name] - actual))
-            continue
-        seen = v[s <= s[0] + frac * (s[-1] - s[0])]
-        errs.append(abs(level_now + finals[name] - persistence(seen) - actual))
-    return float(min(errs))
+    if level_now is None:
+        return abs(float(np.mean([finals[o[0]] for o in others])) - actual)
+    gains = [finals[name] - persistence(v[s <= s[0] + frac * (s[-1] - s[0])]) for name, s, v, _ in others]
+    return abs(level_now + float(np.mean(gains)) - actual)
 
 
 def floor_error(ses, seed: int = 0, draws: int = 2000) -> float | None:
@@ -190,7 +186,7 @@ def loo_summary(runs: list[dict]) -> dict:
             },
             "sweep_spread": _med([c["sweep_spread"] for c in cs]),
             "floor": _ratio(floor_error([c.get("floor_se") for c in cs]), be),
-            "hindsight": _ratio(_med([c.get("hindsight_error") for c in cs]), be),
+            "others_gain": _ratio(_med([c.get("others_gain_error") for c in cs]), be),
             "z_rms": _z_rms(cs),
         }
     return out
