@@ -319,3 +319,25 @@ def test_the_runs_recent_level_overrules_its_law():
     assert pf.shares["law"] < 0.1 * prior.calib(0.25)["shares"]["law"]
     lo, hi = pf.final["pi95"]
     assert lo <= actual <= hi
+
+
+def test_narrowing_needs_evidence_and_keeps_the_runs_own_noise():
+    """The stacked interval is narrowed only when its leave-one-out errors show with 95%
+    confidence that it is too wide, and never below the run's own noise."""
+    from grpofit.forecasting.prior import _narrow, _narrow_at
+
+    assert _narrow(np.full(12, 1.0)) == 1.0 and _narrow(np.full(3, 0.01)) == 1.0
+    assert _narrow(np.full(12, 0.8)) == 1.0  # 12 runs cannot show 0.8 from 1 at 95%
+    assert 0.3 < _narrow(np.full(12, 0.23)) < 0.4  # sqrt(12 * 0.23^2 / chi2_12(0.05) = 5.23)
+    level = np.random.default_rng(0).normal(0.5, 0.1, 4000)
+    f = _narrow_at(level, 0.1, own_var=0.05**2)
+    half = 1.96 * 0.1 * f
+    assert half >= 1.96 * 0.05 * 0.98 and f < 1.0
+    assert _narrow_at(level, 0.1, own_var=0.2**2) == 1.0
+
+
+def test_floor_error_is_the_median_noise_of_the_final_means():
+    from grpofit.forecasting.prior_backtest import floor_error
+
+    assert floor_error([0.1] * 50) == pytest.approx(0.6745 * 0.1, rel=0.05)
+    assert floor_error([]) is None
