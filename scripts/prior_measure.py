@@ -143,13 +143,15 @@ def table(results: dict, stamp: str = "") -> str:
 
 
 def stamp() -> str:
-    """When and on which commit the table was measured (with "+ local changes" when the tree differs)."""
+    """When and on which commit the table was measured ("+ local changes" when the code differs)."""
     import subprocess
 
     def git(*args):
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
-    dirty = " + local changes" if git("status", "--porcelain", "--untracked-files=no") else ""
+    dirty = (
+        " + local changes" if git("status", "--porcelain", "--untracked-files=no", "--", "grpofit", "scripts") else ""
+    )
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     return (
         f"Measured {when} on commit {git('rev-parse', '--short', 'HEAD')}{dirty} (`python scripts/prior_measure.py`)."
