@@ -341,3 +341,14 @@ def test_floor_error_is_the_median_noise_of_the_final_means():
 
     assert floor_error([0.1] * 50) == pytest.approx(0.6745 * 0.1, rel=0.05)
     assert floor_error([]) is None
+
+
+def test_two_runs_of_prior_say_they_add_little():
+    rng = np.random.default_rng(14)
+    others = [(f"o{i}", *_run(rng, p, 60.0), {}) for i, p in enumerate((0.3, 0.95))]
+    prior = build_prior(others)
+    s, v = _run(rng, 0.6, 60.0)
+    w, _ = _final(s, v)
+    seen = s <= s[0] + 0.25 * (s[-1] - s[0])
+    pf = prior.forecast(s[seen], v[seen], s[w], fraction=0.25)
+    assert pf.weight < 0.05 and "too few runs" in pf.note and "own data decide" in pf.note

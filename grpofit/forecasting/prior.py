@@ -592,6 +592,12 @@ class Prior:
                     f"prior's {check['prior_level']:.3g} ± {check['prior_level_sd']:.2g}, noise {sigma:.2g} "
                     f"against {sig_pop:.2g}): the prior was tempered to weight {w:.2g}, the run's own data decide"
                 )
+            elif weight < 0.05:
+                note = (
+                    f"the prior's {len(self.runs)} runs add little here (weight {weight:.2g}"
+                    + (", too few runs to pin a population" if len(self.runs) < 4 else "")
+                    + "): the run's own data decide"
+                )
         else:
             law, plateau = prior_level, prior_draws[:, 0]
             gain = _gain_draws(self.runs, covariates, fraction, None, 1.0, rng)
