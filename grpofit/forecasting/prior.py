@@ -586,18 +586,7 @@ class Prior:
             stay = _stay_draws(self.runs, fraction, persistence(values), w, rng, own)
             weight = _precision_share(prior_level, law, w)
             check["z_reached"] = z_tail
-            if w < 0.5:
-                note = (
-                    f"the run is unlike the prior's runs (its seen level {values.mean():.3g} against the "
-                    f"prior's {check['prior_level']:.3g} ± {check['prior_level_sd']:.2g}, noise {sigma:.2g} "
-                    f"against {sig_pop:.2g}): the prior was tempered to weight {w:.2g}, the run's own data decide"
-                )
-            elif weight < 0.05:
-                note = (
-                    f"the prior's {len(self.runs)} runs add little here (weight {weight:.2g}"
-                    + (", too few runs to pin a population" if len(self.runs) < 4 else "")
-                    + "): the run's own data decide"
-                )
+            note = _seen_note(values, check, sigma, sig_pop, w, weight, len(self.runs))
         else:
             law, plateau = prior_level, prior_draws[:, 0]
             gain = _gain_draws(self.runs, covariates, fraction, None, 1.0, rng)
@@ -630,6 +619,21 @@ class Prior:
             "kind": "estimate",
         }
         return PriorForecast(out, pl, weight, w, check, pop.used, note, parts, shares)
+
+
+def _seen_note(values, check, sigma, sig_pop, w, weight, n_runs) -> str | None:
+    """What a forecast after the first step says about the prior's part: tempered (the run is
+    unlike the prior's runs), or little weight (the run's own data decide), or nothing."""
+    if w < 0.5:
+        return (
+            f"the run is unlike the prior's runs (its seen level {values.mean():.3g} against the "
+            f"prior's {check['prior_level']:.3g} ± {check['prior_level_sd']:.2g}, noise {sigma:.2g} "
+            f"against {sig_pop:.2g}): the prior was tempered to weight {w:.2g}, the run's own data decide"
+        )
+    if weight < 0.05:
+        few = ", too few runs to pin a population" if n_runs < 4 else ""
+        return f"the prior's {n_runs} runs add little here (weight {weight:.2g}{few}): the run's own data decide"
+    return None
 
 
 def _scaled(x: np.ndarray, factor: float) -> np.ndarray:
