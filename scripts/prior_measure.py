@@ -24,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-REAL = os.path.join(ROOT, "..", "shared", "real_logs")
+REAL = os.path.join(ROOT, "tests", "data", "real_logs")  # the vendored real logs
 REAL_SWEEPS = {
     "deepgrpo gamma sweep": ["deepgrpo_wandb_val_gsm8k_gamma_sweep_qwen2.5-0.5b.csv"],
     "deepgrpo group-size sweep": ["deepgrpo_wandb_val_gsm8k_groupsize_sweep_qwen2.5-0.5b.csv"],
@@ -118,22 +118,44 @@ def _f(x, nd=3):
     return "-" if x is None else f"{x:.{nd}g}"
 
 
-def table(results: dict) -> str:
+def table(results: dict, stamp: str = "") -> str:
     lines = [
-        "| sweep | runs | cut | pi95 coverage | median error | baseline's | ratio | pi95 width | sweep spread "
-        "| prior weight | without: n, coverage, median error |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| sweep | runs | cut | pi95 coverage | z rms | median error | baseline's | ratio | noise floor | "
+        "others' gain | pi95 width | sweep spread | prior weight | without: n, coverage, median error |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, r in results.items():
         for cut, s in r["summary"].items():
             p, b, w = s["prior"], s["baseline"], s["without"]
             wo = "-" if not w["n"] else f"{w['n']}, {_f(w['coverage'], 2)}, {_f(w['median_error'])}"
+            fl = (s.get("floor") or {}).get("ratio_to_baseline")
+            hs = (s.get("others_gain") or {}).get("ratio_to_baseline")
             lines.append(
-                f"| {name} | {r['runs']} | {cut} | {_f(p['coverage'], 2)} | {_f(p['median_error'])} | "
-                f"{_f(b['median_error'])} | {_f(p['ratio_to_baseline'], 2)} | {_f(p['median_width'])} | "
+                f"| {name} | {r['runs']} | {cut} | {_f(p['coverage'], 2)} | {_f(s.get('z_rms'), 2)} | "
+                f"{_f(p['median_error'])} | {_f(b['median_error'])} | {_f(p['ratio_to_baseline'], 2)} | "
+                f"{_f(fl, 2)} | {_f(hs, 2)} | {_f(p['median_width'])} | "
                 f"{_f(s['sweep_spread'])} | {_f(p['median_weight'], 2)} | {wo} |"
             )
+    if stamp:
+        lines.append("")
+        lines.append(stamp)
     return "\n".join(lines) + "\n"
+
+
+def stamp() -> str:
+    """When and on which commit the table was measured ("+ local changes" when the code differs)."""
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    dirty = (
+        " + local changes" if git("status", "--porcelain", "--untracked-files=no", "--", "grpofit", "scripts") else ""
+    )
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return (
+        f"Measured {when} on commit {git('rev-parse', '--short', 'HEAD')}{dirty} (`python scripts/prior_measure.py`)."
+    )
 
 
 def main(argv=None) -> int:
@@ -145,11 +167,13 @@ def main(argv=None) -> int:
     ap.add_argument("--render", nargs="+", help="render (and --write) the table from --json files instead of measuring")
     a = ap.parse_args(argv)
     if a.render:
-        results = {}
+        results, stamps = {}, []
         for path in a.render:
             with open(path) as f:
-                results.update(json.load(f))
-        return _out(table(results), a.write)
+                doc = json.load(f)
+            stamps.append(doc.pop("_stamp", ""))
+            results.update(doc)
+        return _out(table(results, " ".join(dict.fromkeys(x for x in stamps if x))), a.write)
     sweeps = {}
     if a.only != "generated":
         sweeps.update({k: [os.path.join(REAL, p) for p in v] for k, v in REAL_SWEEPS.items()})
@@ -157,10 +181,12 @@ def main(argv=None) -> int:
         if a.only != "real":
             sweeps.update(generate(tmp))
         results = measure(sweeps, not a.no_without)
+    st = stamp()
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({k: {kk: vv for kk, vv in v.items() if kk != "entries"} for k, v in results.items()}, f, indent=1)
-    return _out(table(results), a.write)
+            doc = {k: {kk: vv for kk, vv in v.items() if kk != "entries"} for k, v in results.items()}
+            json.dump({**doc, "_stamp": st}, f, indent=1)
+    return _out(table(results, st), a.write)
 
 
 def _out(text: str, write: bool) -> int:

@@ -253,3 +253,102 @@ def test_covariates_from_config_and_name():
     assert cov == {"lr": 1e-6, "momentum": 0.9, "group_size": 8.0, "size": 0.5e9}
     named = make_run("sweep.csv::Qwen3-1.7B-GRPO", "sweep.csv", "csv", {"step": [1, 2], "reward": [0.1, 0.2]})
     assert covariates_of(named) == {"size": 1.7e9}
+
+
+def test_a_noisy_run_is_not_narrowed_by_quiet_ones():
+    """The remaining-gain and persistence members of the stack carry the target's own noise: a
+    prior of quieter runs that have all settled cannot narrow a noisy run's interval below the
+    noise of its own level reached and final window's mean (the run is not unlike them: the
+    similarity check leaves the prior untempered)."""
+    rng = np.random.default_rng(11)
+    items = []
+    for i, sd in enumerate(np.geomspace(0.005, 0.08, 6)):
+        s, v = _run(rng, float(rng.normal(0.7, 0.01)), 20.0, sd=float(sd))
+        items.append((f"quiet{i}", s, v, {}))
+    prior = build_prior(items)
+    s, v = _run(rng, 0.7, 20.0, sd=0.08)
+    w, actual = _final(s, v)
+    seen = s <= s[0] + 0.25 * (s[-1] - s[0])
+    pf = prior.forecast(s[seen], v[seen], s[w], fraction=0.25)
+    own_sd = 0.08 * math.sqrt(1.0 / (seen.sum() // 10) + 1.0 / w.sum())
+    lo, hi = pf.final["pi95"]
+    assert pf.tempering == 1.0 and lo <= actual <= hi
+    for m in ("gain", "stay"):
+        a, b = np.percentile(pf.parts[m], [2.5, 97.5])
+        assert b - a > 2 * 1.96 * own_sd * 0.9
+
+
+@pytest.mark.slow
+def test_rasbt_format_reward_at_25_percent_is_not_a_confident_wrong_answer():
+    """The rasbt chapter-7 format-reward run (rewards up to 2, noisy) forecast at 25% of its steps
+    from the series' four other runs: the interval holds its final level (it was [0.75, 0.91]
+    against 1.315, from the quiet runs' remaining gains alone)."""
+    from grpofit.forecasting.prior_backtest import loo_items
+    from grpofit.readers import read_path
+    from tests.reallogs import real_log
+
+    names = ["3_tracking", "4_clip_ratio", "5_kl_collapse", "6_format_reward_conditional", "6_format_reward"]
+    runs = [r for n in names for r in read_path(str(real_log(f"rasbt_grpo_qwen3-0.6b_7_{n}.csv")))]
+    items = loo_items(runs)
+    (_, s, v, cov), others = items[-1], items[:-1]
+    prior = build_prior(others)
+    w, actual = _final(s, v)
+    seen = s <= s[0] + 0.25 * (s[-1] - s[0])
+    pf = prior.forecast(s[seen], v[seen], s[w], covariates=cov, fraction=0.25)
+    lo, hi = pf.final["pi95"]
+    assert lo <= actual <= hi
+    assert hi - lo > 0.5  # its own noise (sd ~0.8 a step) over ~12 and ~50 steps
+
+
+def test_the_runs_recent_level_overrules_its_law():
+    """A run whose last tenth seen sits far below its fitted law (a drop the law cannot follow)
+    gets a smaller law share in the stack, and the interval still holds its end."""
+    from grpofit.forecasting.prior import _contradiction
+
+    assert _contradiction(None) == 1.0 and _contradiction(1.5) == 1.0
+    assert _contradiction(4.0) < 0.1
+    items, _ = _sweep(seed=12, n_runs=8)
+    prior = build_prior(items[1:])
+    rng = np.random.default_rng(13)
+    s, v = _run(rng, 0.7, 30.0, sd=0.02)
+    v = np.where(s > 88, v - 0.3, v)  # drops at step 88 (of 100 seen) and stays down
+    w, actual = _final(s, v)
+    seen = s <= s[0] + 0.25 * (s[-1] - s[0])
+    pf = prior.forecast(s[seen], v[seen], s[w], fraction=0.25)
+    assert abs(pf.check["z_reached"]) > 3.0
+    assert pf.shares["law"] < 0.1 * prior.calib(0.25)["shares"]["law"]
+    lo, hi = pf.final["pi95"]
+    assert lo <= actual <= hi
+
+
+def test_narrowing_needs_evidence_and_keeps_the_runs_own_noise():
+    """The stacked interval is narrowed only when its leave-one-out errors show with 95%
+    confidence that it is too wide, and never below the run's own noise."""
+    from grpofit.forecasting.prior import _narrow, _narrow_at
+
+    assert _narrow(np.full(12, 1.0)) == 1.0 and _narrow(np.full(3, 0.01)) == 1.0
+    assert _narrow(np.full(12, 0.8)) == 1.0  # 12 runs cannot show 0.8 from 1 at 95%
+    assert 0.3 < _narrow(np.full(12, 0.23)) < 0.4  # sqrt(12 * 0.23^2 / chi2_12(0.05) = 5.23)
+    level = np.random.default_rng(0).normal(0.5, 0.1, 4000)
+    f = _narrow_at(level, 0.1, own_var=0.05**2)
+    half = 1.96 * 0.1 * f
+    assert half >= 1.96 * 0.05 * 0.98 and f < 1.0
+    assert _narrow_at(level, 0.1, own_var=0.2**2) == 1.0
+
+
+def test_floor_error_is_the_median_noise_of_the_final_means():
+    from grpofit.forecasting.prior_backtest import floor_error
+
+    assert floor_error([0.1] * 50) == pytest.approx(0.6745 * 0.1, rel=0.05)
+    assert floor_error([]) is None
+
+
+def test_two_runs_of_prior_say_they_add_little():
+    rng = np.random.default_rng(14)
+    others = [(f"o{i}", *_run(rng, p, 60.0), {}) for i, p in enumerate((0.3, 0.95))]
+    prior = build_prior(others)
+    s, v = _run(rng, 0.6, 60.0)
+    w, _ = _final(s, v)
+    seen = s <= s[0] + 0.25 * (s[-1] - s[0])
+    pf = prior.forecast(s[seen], v[seen], s[w], fraction=0.25)
+    assert pf.weight < 0.05 and "too few runs" in pf.note and "own data decide" in pf.note

@@ -374,7 +374,11 @@ def _check(pop: Population, prior_draws, t_seen, y_seen, sigma) -> tuple[dict, f
 
 def _law_draws(pop, t_seen, y_seen, sigma, w, t_final, n_final, rng, prior_draws):
     """Final-level draws of the law: from the prior alone (nothing seen) or the MAP fit of the
-    seen steps with the tempered prior as a penalty, by its Laplace approximation."""
+    seen steps with the tempered prior as a penalty, by its Laplace approximation. Returns
+    (levels, plateau draws, z): ``z`` is the standardised gap between the level the run has
+    reached (:func:`persistence`'s window) and the fitted law's mean over the same steps (None
+    before the first step)."""
+    z_tail = None
     if t_seen is None:
         Zd = prior_draws
     else:
@@ -396,39 +400,89 @@ def _law_draws(pop, t_seen, y_seen, sigma, w, t_final, n_final, rng, prior_draws
             Zd = rng.multivariate_normal(z, cov, size=N_DRAWS, method="eigh")
         except (np.linalg.LinAlgError, ValueError):
             Zd = np.repeat(z[None, :], N_DRAWS, axis=0)
+        z_tail = _tail_gap(t_seen, y_seen, Zd, sigma)
     final = _window_mean(t_final, Zd)
     ok = np.isfinite(final)
     level = final[ok] + pop.misfit_sd * rng.standard_normal(int(ok.sum()))
     level = level + sigma / math.sqrt(max(n_final, 1)) * rng.standard_normal(level.size)
-    return level, Zd[ok, 0]
+    return level, Zd[ok, 0], z_tail
 
 
-def _stay_draws(summaries, frac, level_now, w, rng):
+def _tail_gap(t_seen, y_seen, Zd, sigma) -> float | None:
+    """The level reached (the mean of the last tenth seen) minus the law's mean over the same
+    steps, over the sd of that difference (the mean's noise and the law's spread there)."""
+    k = max(1, t_seen.size // 10)
+    tail = t_seen[-k:]
+    tail = tail if tail.size <= 20 else tail[np.linspace(0, tail.size - 1, 20).round().astype(int)]
+    m = _window_mean(tail, Zd[:400])
+    m = m[np.isfinite(m)]
+    if not m.size:
+        return None
+    sd = math.sqrt(sigma**2 / k + float(np.var(m)))
+    return (float(y_seen[-k:].mean()) - float(np.median(m))) / max(sd, 1e-12)
+
+
+def _contradiction(z: float | None) -> float:
+    """The law's share factor when the run's own recent level contradicts its fitted law: 1
+    inside the chi-square(1) 95% region, then falling as ``(q95/z^2)^2`` (the similarity check's
+    form, :func:`_check`)."""
+    if z is None:
+        return 1.0
+    q = 3.841
+    z2 = z * z
+    return 1.0 if z2 <= q else float((q / z2) ** 2)
+
+
+def _noise_var(s: RunSummary, frac: float) -> float:
+    """The variance that a run's own noise adds to its remaining gain at ``frac``: the mean of the
+    last tenth seen (``frac`` of its points / 10) and the final window's mean (10% of its points)."""
+    ln = s.params.get("log_noise")
+    if ln is None:
+        return 0.0
+    k = max(1, int(frac * s.n_points) // 10)
+    nf = max(1, int(FINAL_FRACTION * s.n_points))
+    return math.exp(2.0 * ln) * (1.0 / k + 1.0 / nf)
+
+
+def own_noise_var(values, sigma: float, n_final: int) -> float:
+    """The variance that the target's own noise adds to "level reached + gain": the mean of its
+    last tenth seen and the mean of its final window (``n_final`` steps)."""
+    k = max(1, np.asarray(values).size // 10)
+    return sigma**2 * (1.0 / k + 1.0 / max(n_final, 1))
+
+
+def _stay_draws(summaries, frac, level_now, w, rng, own_var=0.0):
     """Persistence as a member of the stack: the level reached stays, with the spread of the
-    population's remaining gains (root mean square, Student-t)."""
+    population's remaining gains (root mean square, less the part the runs' own noise put in it,
+    tempered by ``w``) plus the target's own noise (``own_var``), Student-t."""
     n = len(summaries)
     if level_now is None:
         return None
     g = np.array([s.final_level - level_at(s.levels, frac) for s in summaries])
-    sd = math.sqrt(float(np.mean(g**2)) / max(w, 1e-6)) if g.size else 1.0
+    noise = float(np.mean([_noise_var(s, frac) for s in summaries])) if summaries else 0.0
+    var = max(float(np.mean(g**2)) - noise, 0.0) if g.size else 1.0
+    sd = math.sqrt(var / max(w, 1e-6) + own_var)
     return level_now + max(sd, 1e-9) * rng.standard_t(max(n - 1, 1), size=N_DRAWS)
 
 
-def _gain_draws(summaries, covariates, frac, level_now, w, rng):
+def _gain_draws(summaries, covariates, frac, level_now, w, rng, own_var=0.0):
     """Final-level draws from the population of remaining gains: ``final - persistence`` at the
     same cut fraction (before the first step: the final levels themselves), regressed on the
-    covariates, Student-t with n - 1 degrees of freedom; tempered (``w`` < 1) by widening."""
+    covariates, Student-t with n - 1 degrees of freedom; tempered (``w`` < 1) by widening. After
+    the first step the spread is the population's less the part its runs' own noise put in it,
+    plus the target's own noise (``own_var``): a noisy run is not narrowed by quiet ones."""
     n = len(summaries)
     if level_now is None:
         Y = np.array([[s.final_level] for s in summaries])
-        base = 0.0
+        base, noise = 0.0, 0.0
     else:
         Y = np.array([[s.final_level - level_at(s.levels, frac)] for s in summaries])
         base = level_now
+        noise = float(np.mean([_noise_var(s, frac) for s in summaries]))
     mean, var, _, _ = regress(summaries, Y, covariates)
     var_raw = float(var[0]) / _inflate(n) * (1.0 + 1.0 / n) if n > 1 else 1.0
     dof = max(n - 1, 1)
-    sd = math.sqrt(max(var_raw, 1e-12) / max(w, 1e-6))
+    sd = math.sqrt(max(var_raw - noise, 1e-12) / max(w, 1e-6) + own_var)
     return base + float(mean[0]) + sd * rng.standard_t(dof, size=N_DRAWS)
 
 
@@ -475,7 +529,11 @@ class Prior:
         write_text(path, json.dumps(self.to_json(), indent=1, allow_nan=False) + "\n")
 
     def calib(self, frac: float) -> dict:
-        default = {"factors": {m: 1.0 for m in METHODS}, "shares": {m: 1.0 / len(METHODS) for m in METHODS}}
+        default = {
+            "factors": {m: 1.0 for m in METHODS},
+            "shares": {m: 1.0 / len(METHODS) for m in METHODS},
+            "narrow": 1.0,
+        }
         if not self.calibration:
             return default
         k = min(self.calibration, key=lambda x: abs(float(x) - frac))
@@ -514,24 +572,21 @@ class Prior:
         pop = population(self.runs, covariates)
         sig_pop = math.exp(pop.log_noise[0])
         prior_draws = rng.multivariate_normal(pop.mean, pop.cov, size=N_DRAWS, method="cholesky")
-        prior_level, _ = _law_draws(pop, None, None, sig_pop, 1.0, t_final, n_final, rng, prior_draws)
+        prior_level, _, _ = _law_draws(pop, None, None, sig_pop, 1.0, t_final, n_final, rng, prior_draws)
         seen = steps.size >= 4
-        check, w, note = {}, 1.0, None
+        check, w, note, z_tail, own = {}, 1.0, None, None, 0.0
         if seen:
             t_seen = steps - step0
             sigma = noise_level(values)
             sigma = sigma if math.isfinite(sigma) and sigma > 0 else sig_pop
             check, w = _check(pop, prior_draws, t_seen, values, sigma)
-            law, plateau = _law_draws(pop, t_seen, values, sigma, w, t_final, n_final, rng, prior_draws)
-            gain = _gain_draws(self.runs, covariates, fraction, persistence(values), w, rng)
-            stay = _stay_draws(self.runs, fraction, persistence(values), w, rng)
+            law, plateau, z_tail = _law_draws(pop, t_seen, values, sigma, w, t_final, n_final, rng, prior_draws)
+            own = own_noise_var(values, sigma, n_final)
+            gain = _gain_draws(self.runs, covariates, fraction, persistence(values), w, rng, own)
+            stay = _stay_draws(self.runs, fraction, persistence(values), w, rng, own)
             weight = _precision_share(prior_level, law, w)
-            if w < 0.5:
-                note = (
-                    f"the run is unlike the prior's runs (its seen level {values.mean():.3g} against the "
-                    f"prior's {check['prior_level']:.3g} ± {check['prior_level_sd']:.2g}, noise {sigma:.2g} "
-                    f"against {sig_pop:.2g}): the prior was tempered to weight {w:.2g}, the run's own data decide"
-                )
+            check["z_reached"] = z_tail
+            note = _seen_note(values, check, sigma, sig_pop, w, weight, len(self.runs))
         else:
             law, plateau = prior_level, prior_draws[:, 0]
             gain = _gain_draws(self.runs, covariates, fraction, None, 1.0, rng)
@@ -540,7 +595,10 @@ class Prior:
             note = "before the first step: the forecast is the prior's"
         parts = {"law": law, "gain": gain, "stay": stay}
         shares = {m: float(cal["shares"].get(m, 0.0)) for m in METHODS if parts[m] is not None}
+        if "law" in shares and (stay is not None or gain is not None):
+            shares["law"] *= _contradiction(z_tail)  # the run's own recent level overrules its law
         level = _mixture(parts, shares, cal["factors"], rng)
+        level = _scaled(level, _narrow_at(level, float(cal.get("narrow", 1.0)), own if seen else 0.0))
         bounded = bool(all(0.0 <= r.final_level <= 1.0 for r in self.runs)) and (
             values.size == 0 or (values.min() >= 0.0 and values.max() <= 1.0)
         )
@@ -561,6 +619,21 @@ class Prior:
             "kind": "estimate",
         }
         return PriorForecast(out, pl, weight, w, check, pop.used, note, parts, shares)
+
+
+def _seen_note(values, check, sigma, sig_pop, w, weight, n_runs) -> str | None:
+    """What a forecast after the first step says about the prior's part: tempered (the run is
+    unlike the prior's runs), or little weight (the run's own data decide), or nothing."""
+    if w < 0.5:
+        return (
+            f"the run is unlike the prior's runs (its seen level {values.mean():.3g} against the "
+            f"prior's {check['prior_level']:.3g} ± {check['prior_level_sd']:.2g}, noise {sigma:.2g} "
+            f"against {sig_pop:.2g}): the prior was tempered to weight {w:.2g}, the run's own data decide"
+        )
+    if weight < 0.05:
+        few = ", too few runs to pin a population" if n_runs < 4 else ""
+        return f"the prior's {n_runs} runs add little here (weight {weight:.2g}{few}): the run's own data decide"
+    return None
 
 
 def _scaled(x: np.ndarray, factor: float) -> np.ndarray:
@@ -586,6 +659,34 @@ def _factor(zs: np.ndarray) -> float:
     return max(1.0, math.sqrt((1.0 + float(np.sum(zs**2))) / (1.0 + zs.size))) if zs.size else 1.0
 
 
+def _narrow(zs: np.ndarray) -> float:
+    """The stacked interval's narrowing factor from its leave-one-out standardised errors: the
+    upper 95% confidence bound of their scale, ``sqrt(sum z^2 / chi2_m(0.05))``, when it is below
+    1, else 1. Intervals are narrowed only when the errors show with 95% confidence that they
+    are too wide, and only down to that bound (never below the run's own noise: :func:`_narrow_at`)."""
+    m = zs.size
+    if m < 4:
+        return 1.0
+    # the chi-square's 5% point (Wilson-Hilferty)
+    q = m * (1.0 - 2.0 / (9.0 * m) - 1.6449 * math.sqrt(2.0 / (9.0 * m))) ** 3
+    return min(1.0, math.sqrt(float(np.sum(zs**2)) / q))
+
+
+def _narrow_at(level: np.ndarray, narrow: float, own_var: float) -> float:
+    """The narrowing factor for one forecast: the calibration's applies to the part of the 95%
+    interval beyond the run's own noise (``own_var``: the noise of its level reached and of its
+    final window's mean), which is never narrowed: a noisy run is not narrowed by quiet runs'
+    leave-one-out errors. ``half' = sqrt(narrow^2 (half^2 - own) + own)`` in 95% half-widths."""
+    if narrow >= 1.0 or own_var <= 0.0:
+        return min(1.0, narrow)
+    lo, hi = np.percentile(level, [2.5, 97.5])
+    half = (hi - lo) / 2.0
+    need = 1.96 * math.sqrt(own_var)
+    if half <= need:
+        return 1.0
+    return math.sqrt(narrow**2 * (half**2 - need**2) + need**2) / half
+
+
 def _z(draws, actual) -> tuple[float, float]:
     lo, med, hi = np.percentile(draws, [2.5, 50, 97.5])
     half = max((hi - lo) / 2.0 / 1.96, 1e-12)
@@ -595,7 +696,8 @@ def _z(draws, actual) -> tuple[float, float]:
 def _calibrate(runs: list[RunSummary], series: dict, cuts=CAL_CUTS, seed: int = 0) -> dict:
     """Per cut: each method's spread factor and its share of the stacked mixture, from
     leave-one-out forecasts of the prior's own runs (at most :data:`CAL_RUNS`): the factor from
-    the standardised errors (:func:`_factor`), the shares from the inverse mean squared errors."""
+    the standardised errors (:func:`_factor`), the shares from the inverse mean squared errors;
+    then the stacked forecast's narrowing factor from its own standardised errors (:func:`_narrow`)."""
     if len(runs) < 4:
         return {}
     rng = np.random.default_rng(seed)
@@ -607,6 +709,7 @@ def _calibrate(runs: list[RunSummary], series: dict, cuts=CAL_CUTS, seed: int = 
     for c in cuts:
         z = {m: [] for m in METHODS}
         err = {m: [] for m in METHODS}
+        rows = []
         for i in idx:
             s = runs[i]
             steps, values = series[s.run]
@@ -626,6 +729,7 @@ def _calibrate(runs: list[RunSummary], series: dict, cuts=CAL_CUTS, seed: int = 
                 )
             except (np.linalg.LinAlgError, ValueError):
                 continue
+            rows.append((pf.parts, pf.check.get("z_reached"), s.final_level))
             for m in METHODS:
                 if pf.parts.get(m) is not None:
                     zz, ee = _z(pf.parts[m], s.final_level)
@@ -634,7 +738,14 @@ def _calibrate(runs: list[RunSummary], series: dict, cuts=CAL_CUTS, seed: int = 
         factors = {m: _factor(np.array(z[m])) for m in METHODS}
         inv = {m: 1.0 / max(float(np.mean(np.square(err[m]))), 1e-12) ** 2 for m in METHODS if err[m]}
         total = sum(inv.values()) or 1.0
-        out[f"{c:g}"] = {"factors": factors, "shares": {m: round(v / total, 4) for m, v in inv.items()}}
+        shares = {m: round(v / total, 4) for m, v in inv.items()}
+        zs = []
+        for parts, z_tail, actual in rows:
+            sh = {m: shares.get(m, 0.0) for m in METHODS if parts.get(m) is not None}
+            if "law" in sh and len(sh) > 1:
+                sh["law"] *= _contradiction(z_tail)
+            zs.append(_z(_mixture(parts, sh, factors, rng), actual)[0])
+        out[f"{c:g}"] = {"factors": factors, "shares": shares, "narrow": round(_narrow(np.array(zs)), 4)}
     return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpofit.forecasting.prior import FINAL_FRACTION, build_prior
+from grpofit.forecasting.prior import FINAL_FRACTION, build_prior, noise_level
 
 __all__ = ["PRIOR_CUTS", "loo_backtest", "loo_items", "loo_summary"]
 
@@ -87,6 +87,8 @@ def loo_backtest(items, *, cuts=PRIOR_CUTS, without: bool = True, seed: int = 0)
                 "prediction": base,
                 "error": abs(base - actual),
             }
+            cut["floor_se"] = _floor_se(v[window])
+            cut["others_gain_error"] = _others_gain(others, finals, c, base if seen.sum() else None, actual)
             cut["sweep_spread"] = float(max(spread + [actual]) - min(spread + [actual]))
             if without and seen.sum() >= 2:
                 fc = forecast_series(s[seen], v[seen], horizon_step=float(s[-1]), final_steps=s[window], seed=seed)
@@ -105,9 +107,55 @@ def loo_backtest(items, *, cuts=PRIOR_CUTS, without: bool = True, seed: int = 0)
     return out
 
 
+def _floor_se(final_values) -> float:
+    """The sd of the final window's mean from the run's own (white) noise: what even a forecaster
+    that knew the run's true mean level over that window would err by."""
+    sig = noise_level(final_values)
+    return float(sig / np.sqrt(final_values.size)) if np.isfinite(sig) else 0.0
+
+
+def _others_gain(others, finals, frac, level_now, actual) -> float:
+    """The error of the level reached plus the other runs' mean remaining gain from the same cut,
+    taken from their true final levels (before the first step: their mean final level). What
+    the other runs' outcomes give without covariates; when it misses a target on a sweep without
+    covariates, the other runs do not carry the information the target asks for."""
+    from grpofit.fitting.drift import persistence
+
+    if level_now is None:
+        return abs(float(np.mean([finals[o[0]] for o in others])) - actual)
+    gains = [finals[name] - persistence(v[s <= s[0] + frac * (s[-1] - s[0])]) for name, s, v, _ in others]
+    return abs(level_now + float(np.mean(gains)) - actual)
+
+
+def floor_error(ses, seed: int = 0, draws: int = 2000) -> float | None:
+    """The median (over runs) absolute error of a forecaster that knows each run's true final
+    level, whose errors are the final windows' noise (``ses``): Monte Carlo, averaged over draws."""
+    ses = np.asarray([x for x in ses if x is not None], dtype=float)
+    if not ses.size:
+        return None
+    rng = np.random.default_rng(seed)
+    return float(np.mean(np.median(np.abs(rng.standard_normal((draws, ses.size)) * ses), axis=1)))
+
+
 def _med(xs):
     xs = [x for x in xs if x is not None]
     return float(np.median(xs)) if xs else None
+
+
+def _ratio(x, base):
+    return {"median_error": x, "ratio_to_baseline": None if x is None or not base else x / base}
+
+
+def _z_rms(cs) -> float | None:
+    """Root mean square of the errors standardised by the pi95 half-width / 1.96: 1 for honest
+    intervals, below 1 too wide, above 1 too narrow (finer than coverage on a few runs)."""
+    zs = []
+    for c in cs:
+        lo, hi = c["prior"]["pi95"]
+        half = (hi - lo) / 2.0 / 1.96
+        if half > 0:
+            zs.append((c["actual"] - c["prior"]["median"]) / half)
+    return float(np.sqrt(np.mean(np.square(zs)))) if zs else None
 
 
 def loo_summary(runs: list[dict]) -> dict:
@@ -137,6 +185,9 @@ def loo_summary(runs: list[dict]) -> dict:
                 "median_error": _med([w["error"] for w in wo]),
             },
             "sweep_spread": _med([c["sweep_spread"] for c in cs]),
+            "floor": _ratio(floor_error([c.get("floor_se") for c in cs]), be),
+            "others_gain": _ratio(_med([c.get("others_gain_error") for c in cs]), be),
+            "z_rms": _z_rms(cs),
         }
     return out
 
