@@ -120,3 +120,46 @@ def test_diagnose_json_with_jobs_prints_the_whole_document(capsys):
     assert code == 0
     assert out == dumps(diagnose([str(folder)]).doc) + "\n"
     assert json.loads(out)["group_size"]["testable"]
+
+
+def _fail_to_save(diagnosis, run, plot_dir, thresholds, entry=None):
+    from grpofit.core.errors import UsageError
+
+    raise UsageError(f"cannot write the figure of {diagnosis.name}", fix="choose a writable path")
+
+
+@pytest.mark.slow
+def test_figures_drawn_in_a_second_process_are_those_drawn_in_place(tmp_path, monkeypatch):
+    """``diagnose --jobs 1 --plot-dir``: the figures drawn by the figure process (in parallel with
+    the judging) are byte for byte those drawn in the parent, one per run."""
+    import grpofit.commands.pipeline as pipeline
+    from grpofit.diagnostics import Thresholds
+    from grpofit.diagnostics.gating import GatePolicy
+
+    sent = []
+    submit = pipeline.FigureProcess.submit
+    monkeypatch.setattr(pipeline.FigureProcess, "submit", lambda self, *a, **k: sent.append(a) or submit(self, *a, **k))
+    folder = str(SAMPLES / "group_sweep")
+    pipeline.diagnose_paths([folder], plot_dir=tmp_path / "forked")
+    assert len(sent) == 3  # every figure went to the figure process
+    options = pipeline.JudgeOptions(
+        diagnose=pipeline.DiagnoseOptions(Thresholds.from_overrides({})),
+        plot_dir=str(tmp_path / "here"),
+        policy=GatePolicy(),
+    )
+    for item in pipeline.plan_work([folder])[0]:
+        pipeline.judge_item(item, options)  # outside judge_items: drawn in this process
+    forked = sorted(p.name for p in (tmp_path / "forked").iterdir())
+    assert len(forked) == 3 and forked == sorted(p.name for p in (tmp_path / "here").iterdir())
+    for name in forked:
+        assert (tmp_path / "forked" / name).read_bytes() == (tmp_path / "here" / name).read_bytes(), name
+
+
+@pytest.mark.slow
+def test_an_error_drawing_a_figure_in_the_second_process_is_the_commands_error(tmp_path, monkeypatch, capsys):
+    import grpofit.render.plotting as plotting
+
+    monkeypatch.setattr(plotting, "save_diagnosis_figure", _fail_to_save)
+    code, out, err = run_cli(capsys, "diagnose", SAMPLES / "group_sweep", "--plot-dir", tmp_path / "figs")
+    assert code == 2 and "cannot write the figure of" in err and "choose a writable path" in err
+    assert "Traceback" not in err

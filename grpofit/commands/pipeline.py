@@ -400,7 +400,11 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
         if options.plot_dir is not None:
             from grpofit.render.plotting import save_diagnosis_figure
 
-            save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose.thresholds, entry=entry)
+            draw = (save_diagnosis_figure, diagnosis, run, options.plot_dir, options.diagnose.thresholds)
+            if _FIGURES is not None:  # drawn in a child process while the next run is judged
+                _FIGURES.submit(*draw, entry=entry)
+            else:
+                draw[0](*draw[1:], entry=entry)
         if options.light:
             out.results.append(JudgedRun.of(diagnosis, entry, text=options.encode_json))
             continue
@@ -472,10 +476,19 @@ def judge_items(
     out = Outcome()
     take = sink or out.extend
     if jobs <= 1 or len(items) <= 1:
-        for item in items:
-            take(judge_item(item, options))
-            if progress:
-                progress(1)
+        global _FIGURES
+        figures = _FIGURES = FigureProcess() if options.plot_dir is not None and len(items) > 1 else None
+        try:
+            for item in items:
+                take(judge_item(item, options))
+                if progress:
+                    progress(1)
+            if figures is not None:
+                figures.wait()
+        finally:
+            _FIGURES = None
+            if figures is not None:
+                figures.stop()
     else:
         _preload(options)
         map_items(_judge_one, items, options, jobs=jobs, progress=progress, lost=_lost_item, sink=take)
@@ -491,6 +504,70 @@ def _lost_item(item: Any) -> Outcome:
     return Outcome(errors=[RunError(label, "the worker judging this run died (out of memory or killed)")])
 
 
+#: the figure process of a ``diagnose --jobs 1 --plot-dir`` (set while its runs are judged)
+_FIGURES = None
+
+
+class FigureProcess:
+    """``diagnose --plot-dir`` in one process: the figures are drawn in a second process while
+    the runs are judged (a figure costs as much CPU as judging its run, most of it matplotlib
+    laying out and drawing text). Each judged run goes to it as it is (pickled: its series and
+    its diagnosis), at most :attr:`ahead` waiting, in the runs' order; an error drawing one (an
+    unwritable folder) is raised in the parent, at the latest when the last run is judged.
+    Where ``fork`` is missing the figures are drawn in the parent."""
+
+    ahead = 2  #: figures waiting to be drawn at most (each holds its run's series)
+
+    def __init__(self):
+        import multiprocessing
+        from collections import deque
+
+        _preload_figures()  # the process forked below inherits matplotlib and its font
+        self.pool = None
+        if "fork" in multiprocessing.get_all_start_methods():
+            self.pool = _new_pool(multiprocessing.get_context("fork"), 1)
+        self.pending: deque = deque()
+
+    def submit(self, draw: Callable, *args: Any, **kw: Any) -> None:
+        if self.pool is None:
+            draw(*args, **kw)
+            return
+        while len(self.pending) >= self.ahead:
+            self._take()
+        from grpofit.runtime import interrupts
+
+        with interrupts.deferred():  # the first submit forks the process: see stop_pool
+            self.pending.append(self.pool.submit(draw, *args, **kw))
+
+    def _take(self) -> None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            self.pending.popleft().result()
+        except BrokenProcessPool:
+            raise GrpofitError("the process drawing the figures died (out of memory or killed)") from None
+
+    def wait(self) -> None:
+        """Wait for every figure; raise the first error one ended with."""
+        while self.pending:
+            self._take()
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+
+    def stop(self) -> None:
+        """Stop the figure process now (the command ends on an error or a signal)."""
+        if self.pool is not None:
+            stop_pool(self.pool)
+
+
+def _preload_figures() -> None:
+    """matplotlib imported, and its font loaded, in the parent: each forked figure process
+    inherits them instead of loading them again."""
+    import grpofit.render.plotting
+
+    grpofit.render.plotting.preload()
+
+
 def _preload(options: JudgeOptions) -> None:
     """Import the heavy modules once in the parent: forked workers inherit them."""
     import ctypes  # noqa: F401 - for the workers' _die_with_parent
@@ -501,9 +578,7 @@ def _preload(options: JudgeOptions) -> None:
     import grpofit.readers.delimited  # noqa: F401
 
     if options.plot_dir is not None:
-        import grpofit.render.plotting
-
-        grpofit.render.plotting._pyplot()
+        _preload_figures()
 
 
 # --------------------------------------------------------------------------- the worker pool
