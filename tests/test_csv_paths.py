@@ -132,13 +132,15 @@ def test_unquoted_fast_path_takes_only_clean_tables():
         'step,reward\n1,"0.5"\n',
         "step,reward\n1,0.5,\n",
         "step,reward\n1\n",
-        "step,reward\n1,\n",
         "step,reward\n1,x\n",
+        "step,reward\n1,\n2, \n",  # a blank cell is missing, a space is text: the csv path words it
         "step,step\n1,2\n",
         "step,reward\n",
         '"a,b",c\n1,2\n',
         '"a"b",c\n1,2\n',
     ):
         assert take(text, ",") is None, text
+    _, table, warnings, _ = take("step,reward\n1,\n2,0.5\n", ",")  # a metric logged every few steps
+    assert np.isnan(table["reward"][0]) and table["reward"][1] == 0.5 and warnings == []
     _, table, _, _ = take('"Step","r - train/reward"\n1,0.5\n', ",")  # W&B quotes only the header
     assert list(table) == ["Step", "r - train/reward"] and table["r - train/reward"].tolist() == [0.5]

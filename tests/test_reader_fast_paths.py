@@ -336,3 +336,57 @@ def test_loaded_pandas_takes_a_plain_table_and_gives_the_same_run(tmp_path):
             for r in read_path(str(path))
         ]
         assert here == alone, name
+
+
+# --- blank cells in an unquoted table (a metric logged every few steps) -----------------------
+
+_SPARSE_CELLS = ["", "", "", "nan", "NaN", "-nan", "-NaN", "NAN", "+nan", "-NAN", " 1", "1_000", "-0", "inf", "x", "  "]
+
+
+@st.composite
+def _sparse_csvs(draw):
+    width = draw(st.integers(1, 4))
+    numbers = st.floats(allow_nan=False, allow_infinity=False).map(repr)
+    cell = st.one_of(numbers, numbers, st.sampled_from(_SPARSE_CELLS))
+    rows = [",".join(draw(cell) for _ in range(width)) for _ in range(draw(st.integers(1, 8)))]
+    return ("step,reward,eval_reward,kl"[: [4, 11, 23, 26][width - 1]] + "\n" + "\n".join(rows) + "\n").encode(), ","
+
+
+def _csv_module_table(data: bytes, delim: str, mp):
+    from grpofit.readers import delimited
+
+    mp.setattr(delimited, "_read_unquoted", lambda text, delim: None)
+    return _numpy_table(data, delim, mp)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None)
+@given(case=_sparse_csvs())
+def test_blank_cells_are_read_as_the_csv_path_reads_them(case):
+    """The unquoted path takes a table with blank cells (it sent them all to the csv module, cell by
+    cell: a tenth of a sparse log's judgement); the columns' bytes, the warnings and the dropped
+    count are the csv path's, NaN signs included."""
+    from grpofit.readers import delimited
+
+    data, delim = case
+    quick = delimited._read_unquoted(data.decode(), delim)
+    if quick is None:
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        careful = _csv_module_table(data, delim, mp)
+    assert careful is not None, data
+    (qh, qt, qw, qd), (ch, ct, cw, cd) = quick, careful
+    assert (qh, list(qt), qw, qd) == (ch, list(ct), cw, cd), data
+    for k in ct:
+        assert qt[k].dtype == ct[k].dtype and qt[k].tobytes() == ct[k].tobytes(), (k, data)
+
+
+def test_a_sparse_eval_column_takes_the_unquoted_path():
+    from grpofit.readers import delimited
+
+    rows = [f"{s},{0.01 * s},{'' if s % 10 else 0.5 - 0.01 * s},{'nan' if s == 7 else 0.1}" for s in range(1, 60)]
+    text = "step,reward,eval_reward,kl\n" + "\n".join(rows) + "\n"
+    header, table, warnings, dropped = delimited._read_unquoted(text, ",")
+    assert header == ["step", "reward", "eval_reward", "kl"] and not warnings and not dropped
+    assert np.isnan(table["eval_reward"]).sum() == 54 and np.isnan(table["kl"]).sum() == 1
+    assert not np.signbit(table["eval_reward"]).any()

@@ -17,7 +17,6 @@ from grpofit.cli.common import (
     check_writable,
     echo_err,
     parse_thresholds,
-    print_json,
     shown,
     split_modes,
     warn,
@@ -104,6 +103,12 @@ def diagnose(
         from grpofit.core.limits import check_step
 
         check_step("--horizon", horizon, example="1000", positive=True)
+    stream = None
+    if format is DiagnoseFormat.json:  # each run's entry written as it is judged, in the input's order
+        from grpofit.core.jsonout import RunsStream
+        from grpofit.core.vocabulary import SCHEMAS
+
+        stream = RunsStream(lambda text: typer.echo(text, nl=False), SCHEMAS["diagnose"])
     doc, warnings = diagnose_paths(
         paths,
         metric=metric,
@@ -120,12 +125,15 @@ def diagnose(
         encode_json=format is DiagnoseFormat.json,
         forecast=forecast,
         horizon=horizon,
+        light=True,
+        on_run=None if stream is None else (lambda judged: stream.add(judged.text)),
+        gate_only=stream is not None and junit is None,
     )
     warn(warnings)
     from grpofit.render import tables as render
 
-    if format is DiagnoseFormat.json:
-        print_json(doc)
+    if stream is not None:
+        stream.close(doc)
     elif format is DiagnoseFormat.markdown:
         typer.echo(render.diagnose_markdown(shown(doc)), nl=False)
     else:

@@ -347,6 +347,7 @@ class JudgeOptions:
     forecast: bool = False  #: also forecast each run (expected final reward, steps to 95%)
     horizon: float | None = None  #: planned last step for runs whose config names none
     compact: bool = False  #: keep each diagnosis without its series once judged (:func:`compact_diagnosis`)
+    light: bool = False  #: hand back a :class:`JudgedRun` of each run, not its diagnosis
 
 
 def internal_error(what: str, exc: BaseException) -> str:
@@ -399,11 +400,43 @@ def judge_item(item: Any, options: JudgeOptions) -> Outcome:
         if options.plot_dir is not None:
             from grpofit.render.plotting import save_diagnosis_figure
 
-            save_diagnosis_figure(diagnosis, run, options.plot_dir, options.diagnose.thresholds, entry=entry)
+            draw = (save_diagnosis_figure, diagnosis, run, options.plot_dir, options.diagnose.thresholds)
+            if _FIGURES is not None:  # drawn in a child process while the next run is judged
+                _FIGURES.submit(*draw, entry=entry)
+            else:
+                draw[0](*draw[1:], entry=entry)
+        if options.light:
+            out.results.append(JudgedRun.of(diagnosis, entry, text=options.encode_json))
+            continue
         if options.encode_json:
             entry.text  # noqa: B018 - made here, spliced by grpofit.core.jsonout.dumps
         out.results.append(compact_diagnosis(diagnosis) if options.compact else diagnosis)
     return out
+
+
+@dataclass
+class JudgedRun:
+    """What ``diagnose`` keeps of one judged run of a fleet, made in the worker (a few KB, where
+    the diagnosis with its entry takes about a hundred): the entry's JSON text when the output
+    is JSON (written out as soon as the run's turn comes, then dropped), the part of the entry
+    the tables, the gate and the JUnit report read
+    (:func:`grpofit.render.tables.shown_entry`), and the group-size test's inputs."""
+
+    shown: dict
+    group: Any  #: :class:`grpofit.diagnostics.groupsize.GroupSizeInputs`
+    text: str | None = None  #: the entry as ``json.dumps(entry, indent=2)`` gives it
+
+    @classmethod
+    def of(cls, diagnosis: Any, entry: dict, *, text: bool) -> "JudgedRun":
+        from grpofit.core.jsonout import Encoded
+        from grpofit.diagnostics.groupsize import GroupSizeInputs
+        from grpofit.render.tables import shown_entry
+
+        encoded = (entry if isinstance(entry, Encoded) else Encoded.of(entry)) if text else None
+        return cls(shown_entry(entry), GroupSizeInputs.of(diagnosis), None if encoded is None else encoded.text)
+
+    def summary(self) -> dict:
+        return self.shown
 
 
 def compact_diagnosis(diagnosis: Any) -> Any:
@@ -434,20 +467,31 @@ def judge_items(
     *,
     jobs: int = 1,
     progress: Callable[[int], None] | None = None,
+    sink: Callable[[Outcome], None] | None = None,
 ) -> Outcome:
-    """Judge every work item in ``jobs`` processes; results keep the items' order."""
+    """Judge every work item in ``jobs`` processes; results keep the items' order.
+
+    ``sink``: each item's outcome is handed to it in the items' order as soon as it is judged
+    (:func:`map_items`), and the outcome returned is then empty."""
+    out = Outcome()
+    take = sink or out.extend
     if jobs <= 1 or len(items) <= 1:
-        parts = []
-        for item in items:
-            parts.append(judge_item(item, options))
-            if progress:
-                progress(1)
+        global _FIGURES
+        figures = _FIGURES = FigureProcess() if options.plot_dir is not None and len(items) > 1 else None
+        try:
+            for item in items:
+                take(judge_item(item, options))
+                if progress:
+                    progress(1)
+            if figures is not None:
+                figures.wait()
+        finally:
+            _FIGURES = None
+            if figures is not None:
+                figures.stop()
     else:
         _preload(options)
-        parts = map_items(_judge_one, items, options, jobs=jobs, progress=progress, lost=_lost_item)
-    out = Outcome()
-    for part in parts:
-        out.extend(part)
+        map_items(_judge_one, items, options, jobs=jobs, progress=progress, lost=_lost_item, sink=take)
     return out
 
 
@@ -460,6 +504,70 @@ def _lost_item(item: Any) -> Outcome:
     return Outcome(errors=[RunError(label, "the worker judging this run died (out of memory or killed)")])
 
 
+#: the figure process of a ``diagnose --jobs 1 --plot-dir`` (set while its runs are judged)
+_FIGURES = None
+
+
+class FigureProcess:
+    """``diagnose --plot-dir`` in one process: the figures are drawn in a second process while
+    the runs are judged (a figure costs as much CPU as judging its run, most of it matplotlib
+    laying out and drawing text). Each judged run goes to it as it is (pickled: its series and
+    its diagnosis), at most :attr:`ahead` waiting, in the runs' order; an error drawing one (an
+    unwritable folder) is raised in the parent, at the latest when the last run is judged.
+    Where ``fork`` is missing the figures are drawn in the parent."""
+
+    ahead = 2  #: figures waiting to be drawn at most (each holds its run's series)
+
+    def __init__(self):
+        import multiprocessing
+        from collections import deque
+
+        _preload_figures()  # the process forked below inherits matplotlib and its font
+        self.pool = None
+        if "fork" in multiprocessing.get_all_start_methods():
+            self.pool = _new_pool(multiprocessing.get_context("fork"), 1)
+        self.pending: deque = deque()
+
+    def submit(self, draw: Callable, *args: Any, **kw: Any) -> None:
+        if self.pool is None:
+            draw(*args, **kw)
+            return
+        while len(self.pending) >= self.ahead:
+            self._take()
+        from grpofit.runtime import interrupts
+
+        with interrupts.deferred():  # the first submit forks the process: see stop_pool
+            self.pending.append(self.pool.submit(draw, *args, **kw))
+
+    def _take(self) -> None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            self.pending.popleft().result()
+        except BrokenProcessPool:
+            raise GrpofitError("the process drawing the figures died (out of memory or killed)") from None
+
+    def wait(self) -> None:
+        """Wait for every figure; raise the first error one ended with."""
+        while self.pending:
+            self._take()
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+
+    def stop(self) -> None:
+        """Stop the figure process now (the command ends on an error or a signal)."""
+        if self.pool is not None:
+            stop_pool(self.pool)
+
+
+def _preload_figures() -> None:
+    """matplotlib imported, and its font loaded, in the parent: each forked figure process
+    inherits them instead of loading them again."""
+    import grpofit.render.plotting
+
+    grpofit.render.plotting.preload()
+
+
 def _preload(options: JudgeOptions) -> None:
     """Import the heavy modules once in the parent: forked workers inherit them."""
     import ctypes  # noqa: F401 - for the workers' _die_with_parent
@@ -470,9 +578,7 @@ def _preload(options: JudgeOptions) -> None:
     import grpofit.readers.delimited  # noqa: F401
 
     if options.plot_dir is not None:
-        import grpofit.render.plotting
-
-        grpofit.render.plotting._pyplot()
+        _preload_figures()
 
 
 # --------------------------------------------------------------------------- the worker pool
@@ -558,33 +664,71 @@ def stop_pool(pool, grace: float = 1.0) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _run_round(pool, work, todo: list[int], items, extra, jobs, parts, progress, chunk=None) -> bool:
+class _Drain:
+    """The parts of ``map_items`` as they finish, handed on in the items' order: with a ``sink``
+    each part goes to it as soon as it and every part before it are done (an out-of-order part
+    waits here until then) and is not kept; without one, the parts are kept for the caller."""
+
+    def __init__(self, n: int, sink: Callable[[Any], None] | None):
+        self.parts: list = [_PENDING] * n
+        self.sink = sink
+        self.next = 0  #: the first part not handed on yet
+
+    def put(self, i: int, part: Any) -> None:
+        self.parts[i] = part
+        if self.sink is None:
+            return
+        while self.next < len(self.parts) and self.parts[self.next] is not _PENDING:
+            part, self.parts[self.next] = self.parts[self.next], _DRAINED
+            self.next += 1
+            self.sink(part)
+
+    def pending(self, i: int) -> bool:
+        return self.parts[i] is _PENDING
+
+
+#: chunks a worker pool may run ahead of the first unfinished one (per worker): a chunk finished
+#: out of order waits for those before it (an ordered drain), so this bounds what waits in memory
+_AHEAD = 16
+
+
+def _run_round(pool, work, todo: list[int], items, extra, jobs, drain: _Drain, progress, chunk=None) -> bool:
     """``work`` on ``todo`` in ``pool``; True when a worker died (the pool is then broken)."""
-    from concurrent.futures import as_completed
+    from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
+
+    from grpofit.runtime import interrupts
 
     size = chunk or _chunk_size(len(todo), jobs)
     chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+    running: dict = {}  # future -> its chunk's number
+    submitted = 0
     broken = False
-    from grpofit.runtime import interrupts
-
-    with interrupts.deferred():  # the first submit forks the workers: see stop_pool
-        futures = {pool.submit(_work_chunk, work, idx, [items[i] for i in idx], extra): idx for idx in chunks}
-    for fut in as_completed(futures):
-        idx = futures[fut]
-        try:
-            results = fut.result()
-        except BrokenProcessPool:
-            broken = True
-            continue
-        for i, part in zip(idx, results):
-            parts[i] = part
-        if progress:
-            progress(len(idx))
-    return broken
+    while True:
+        oldest = min(running.values(), default=submitted)
+        with interrupts.deferred():  # the first submit forks the workers: see stop_pool
+            while submitted < len(chunks) and submitted < oldest + _AHEAD * jobs and not broken:
+                idx = chunks[submitted]
+                running[pool.submit(_work_chunk, work, idx, [items[i] for i in idx], extra)] = submitted
+                submitted += 1
+        if not running:
+            return broken
+        done, _ = wait(running, return_when=FIRST_COMPLETED)
+        for fut in sorted(done, key=running.__getitem__):
+            idx = chunks[running.pop(fut)]
+            try:
+                results = fut.result()
+            except BrokenProcessPool:
+                broken = True
+                continue
+            for i, part in zip(idx, results):
+                drain.put(i, part)
+            if progress:
+                progress(len(idx))
 
 
 _PENDING = object()
+_DRAINED = object()
 
 
 def map_items(
@@ -596,12 +740,19 @@ def map_items(
     lost: Callable,
     progress: Callable[[int], None] | None = None,
     chunk: int | None = None,
+    sink: Callable[[Any], None] | None = None,
 ) -> list:
     """``[work(item, extra) for item in items]`` in a pool of ``jobs`` forked workers, in order.
 
     ``chunk``: items per worker call (default :func:`_chunk_size`); 1 for items that take a
     second or more each (a backtest's runs), where a chunk of several leaves a worker idle at
     the end.
+
+    ``sink``: each result is handed to it, in the items' order, as soon as it and every result
+    before it are done, and not kept (the list returned is then empty): a fleet's output is
+    written as it is judged, in the order of the input, and its memory does not grow with the
+    number of items (the workers run at most :data:`_AHEAD` chunks each past the first
+    unfinished one).
 
     ``work`` is a module-level function (workers call it by name). The guarantees of every
     ``--jobs`` command (diagnose, fit, backtest):
@@ -616,7 +767,7 @@ def map_items(
     import multiprocessing
 
     global _STARTED
-    parts: list = [_PENDING] * len(items)
+    drain = _Drain(len(items), sink)
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     _STARTED = context.RawArray("b", len(items)) if "fork" in methods else None
@@ -625,7 +776,7 @@ def map_items(
         while todo:
             pool = _new_pool(context, jobs)
             try:
-                broken = _run_round(pool, work, todo, items, extra, jobs, parts, progress, chunk)
+                broken = _run_round(pool, work, todo, items, extra, jobs, drain, progress, chunk)
                 if not broken:
                     pool.shutdown(wait=True)
             except BaseException:
@@ -633,7 +784,7 @@ def map_items(
                 raise
             if broken:
                 stop_pool(pool)
-            left = [i for i in todo if parts[i] is _PENDING]
+            left = [i for i in todo if drain.pending(i)]
             if not broken or not left:
                 break
             if _STARTED is None:
@@ -642,12 +793,12 @@ def map_items(
                 suspects = [i for i in left if _STARTED[i]]
                 todo = [i for i in left if not _STARTED[i]]
             for i in suspects:
-                parts[i] = _run_alone(context, work, items[i], extra, lost)
+                drain.put(i, _run_alone(context, work, items[i], extra, lost))
                 if progress:
                     progress(1)
     finally:
         _STARTED = None
-    return parts
+    return [] if sink is not None else drain.parts
 
 
 def _run_alone(context, work, item, extra, lost) -> Any:
@@ -687,12 +838,23 @@ def diagnose_paths(
     encode_json: bool = False,
     forecast: bool = False,
     horizon: float | None = None,
+    light: bool = False,
+    on_run: Callable[[JudgedRun], None] | None = None,
+    gate_only: bool = False,
 ) -> tuple[dict, list[str]]:
     """Find, read, judge and gate every run under ``paths``.
 
     Returns the contract's diagnose document and the reading warnings. ``encode_json``: the
     document will be printed as JSON, so each run's entry is encoded where it is judged (in
     parallel with ``jobs``).
+
+    ``light`` (a fleet on the command line): the document's runs are their
+    :func:`~grpofit.render.tables.shown_entry` only, what the tables, the gate and the JUnit
+    report read, and each run's :class:`JudgedRun` (with its entry's JSON text, when
+    ``encode_json``) is handed to ``on_run`` in the input's order as soon as it is judged, so
+    the whole entries are written as they come and never held together. ``gate_only`` (the
+    runs were written by ``on_run`` and no table or JUnit report is made of them): each run of
+    the document keeps only its name and gate.
     """
     from grpofit.core.limits import check_min_r2
     from grpofit.core.vocabulary import SCHEMAS
@@ -713,6 +875,7 @@ def diagnose_paths(
         forecast=forecast or horizon is not None,
         horizon=horizon,
         compact=True,  # only the entries and the fits' parameters are used below
+        light=light,
     )
     items, found = plan_work(paths, step=step)
     if not items and len(found.errors) == 1 and len(paths) == 1:
@@ -720,22 +883,35 @@ def diagnose_paths(
     from grpofit.core.limits import cap_jobs
 
     jobs = cap_jobs(jobs, len(items))
+    groups: list = []  # light: each run's group-size inputs
+    taken = [0]  # light: the items handed on so far (in order)
+
+    def take(part: Outcome) -> None:
+        taken[0] += 1
+        for r in part.results:
+            if on_run is not None:
+                on_run(r)
+            groups.append(r.group)
+            found.results.append({k: r.shown[k] for k in ("run", "gate") if k in r.shown} if gate_only else r.shown)
+        found.errors.extend(part.errors)
+        found.warnings.extend(part.warnings)
+
     with _progress(len(items)) as advance:
         try:
-            judged = judge_items(items, options, jobs=jobs, progress=advance)
+            found.extend(judge_items(items, options, jobs=jobs, progress=advance, sink=take if light else None))
         except OSError as e:  # no process could be started (fork failed: out of memory or processes)
             if jobs <= 1:
                 raise
             found.warnings.append(
                 f"--jobs {jobs}: cannot start worker processes ({e.strerror or e}); judged the runs in one process"
             )
-            judged = judge_items(items, options, jobs=1, progress=advance)
-    found.extend(judged)
+            rest = items[taken[0] :]  # light: the runs before these are written already
+            found.extend(judge_items(rest, options, jobs=1, progress=advance, sink=take if light else None))
     raise_bad_option(found.errors, len(found.results))
     diagnoses = found.results
     if run_pattern and not diagnoses and not found.errors:
         raise _no_match(run_pattern, list(paths))
-    runs = [d.summary() for d in diagnoses]
+    runs = diagnoses if light else [d.summary() for d in diagnoses]
     errors = [e.summary() for e in found.errors]
     doc: dict[str, Any] = {
         "schema": SCHEMAS["diagnose"],
@@ -744,7 +920,7 @@ def diagnose_paths(
     }
     if errors:
         doc["errors"] = errors
-    gs = group_size_by_experiment(diagnoses)
+    gs = group_size_by_experiment(groups if light else diagnoses)
     if gs:
         doc["group_size"] = gs
     return doc, found.warnings

@@ -133,3 +133,37 @@ def _encode(o: Any, parts: list[str], pad: str) -> None:
         parts.append(pad + "}")
     else:
         raise _Unusual
+
+
+_RUNS = '"runs": []'
+
+
+class RunsStream:
+    """A document ``{"schema": ..., "runs": [...], ...}`` written as its runs come: the opening
+    and each run's entry text (:attr:`Encoded.text`) at once, the rest of the document at
+    :meth:`close`. The bytes are those :func:`dumps` gives for the whole document with the
+    entries written as its runs (and a final line break), so a fleet's output needs no copy of
+    all its entries at once."""
+
+    def __init__(self, write, schema: str):
+        self.write = write
+        self.schema = schema
+        self.count = 0
+
+    def add(self, text: str) -> None:
+        """Write one run's entry, given as ``json.dumps(entry, indent=2)``."""
+        if not self.count:
+            head = indented({"schema": self.schema, "runs": []}).partition(_RUNS)[0]
+            self.write(head + '"runs": [\n    ')
+        else:
+            self.write(",\n    ")
+        self.write(text.replace("\n", "\n    "))
+        self.count += 1
+
+    def close(self, doc: dict) -> None:
+        """Write the rest of ``doc`` (its ``runs`` are the entries written, whatever it holds)."""
+        rest = {"schema": self.schema, "runs": [], **{k: v for k, v in doc.items() if k not in ("schema", "runs")}}
+        text = dumps(rest)
+        if self.count:
+            text = "\n  ]" + text.partition(_RUNS)[2]
+        self.write(text + "\n")

@@ -7,6 +7,7 @@ closed form), which costs about a millisecond for a thousand points.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
@@ -130,9 +131,29 @@ def exponential_grid(steps: np.ndarray, values: np.ndarray, n_grid: int) -> Expo
     """For each ``T`` on a log grid from half the step spacing to 5x the span the model
     ``a + b exp(-t/T)`` is linear in ``(a, b)``: their least squares and squared error, all at
     once; None when the steps do not advance. The one grid fit of :func:`quick_exponential` and
-    :func:`grpofit.diagnostics.evals.profile_fit`."""
+    :func:`grpofit.diagnostics.evals.profile_fit`.
+
+    The checks of one run ask for the same series' grid two or three times (the eval series by
+    the decoupling check and by the eval table, the train reward over an eval's steps by each):
+    the last few grids are kept, keyed by the series' bytes, and handed out again (read-only)."""
     t = np.asarray(steps, float)
     y = np.asarray(values, float)
+    if t.ndim != 1 or t.shape != y.shape:
+        return _exponential_grid(t, y, n_grid)
+    return _cached_grid(t.tobytes(), y.tobytes(), int(n_grid))
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_grid(t: bytes, y: bytes, n_grid: int) -> ExponentialGrid | None:
+    g = _exponential_grid(np.frombuffer(t), np.frombuffer(y), n_grid)
+    if g is not None:
+        for a in vars(g).values():
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False  # shared by every caller that asks for this series
+    return g
+
+
+def _exponential_grid(t: np.ndarray, y: np.ndarray, n_grid: int) -> ExponentialGrid | None:
     t = t - t[0]
     span = float(t[-1])
     if span <= 0:

@@ -119,6 +119,8 @@ def group_size_of(run: Any, explicit: int | None = None) -> GroupSize:
 
 def _estimate(fit: Any, name: str) -> tuple[float | None, float | None]:
     """``(value, se)`` with ``se`` from the published 95% interval (larger half-width / 1.96)."""
+    if isinstance(fit, GroupSizeInputs):
+        return fit.estimates[("plateau", "timescale").index(name)]
     try:
         p = fit.param(name, "exponential")
     except AttributeError:  # no fit
@@ -222,7 +224,28 @@ def policy_fluctuation(run: Any, fit: Any) -> dict | None:
     return out
 
 
+@dataclass(frozen=True)
+class GroupSizeInputs:
+    """What :func:`group_size_by_experiment` reads of one judged run, and nothing more (a few
+    hundred bytes): ``diagnose`` keeps this of each run of a fleet, not the run's diagnosis."""
+
+    name: str
+    settings: dict | None
+    group_size: int | None
+    variance: float | None
+    measures: str
+    estimates: tuple  #: ``((value, se) of the plateau, (value, se) of the timescale)``
+
+    @classmethod
+    def of(cls, diagnosis: Any) -> "GroupSizeInputs":
+        name, fit, g, (var, measures) = _unpack(diagnosis)
+        estimates = (_estimate(fit, "plateau"), _estimate(fit, "timescale"))
+        return cls(name, getattr(diagnosis, "settings", None), g, var, measures, estimates)
+
+
 def _unpack(item: Any) -> tuple[str, Any, int | None, float | None]:
+    if isinstance(item, GroupSizeInputs):
+        return item.name, item, item.group_size, (item.variance, item.measures)
     if isinstance(item, tuple):
         obj, g, var = (list(item) + [None, None])[:3]
     else:

@@ -171,13 +171,40 @@ def _read_unquoted(text: str, delim: str):
         return None
     if set(map(str.count, body, repeat(delim))) != {width - 1}:  # a ragged row
         return None
+    cells = delim.join(body).split(delim)
+    blanks = False
     try:
-        values = np.array(delim.join(body).split(delim), dtype=np.float64)
-    except ValueError:
-        return None
-    grid = values.reshape(len(body), width)
-    columns = {name: (grid[:, j].copy(), 0, len(body)) for j, name in enumerate(header)}
-    return (header, *_assemble(columns, len(body)))
+        values = np.array(cells, dtype=np.float64)
+    except ValueError:  # blank cells (a metric logged every few steps: see _with_blanks), or text
+        blanks = True
+    if blanks:
+        try:
+            values = np.array([c or "nan" for c in cells], dtype=np.float64)
+        except ValueError:
+            return None
+    n = len(body)
+    grid = values.reshape(n, width)
+    columns = {name: (grid[:, j].copy(), 0, n) for j, name in enumerate(header)}
+    if blanks:
+        _with_blanks(columns, header, cells, grid)
+    return (header, *_assemble(columns, n))
+
+
+def _with_blanks(columns: dict, header: list[str], cells: list[str], grid: np.ndarray) -> None:
+    """The columns of :func:`_read_unquoted` with blank cells as the ``csv`` path reads them
+    (:func:`_to_numbers`, which converts such a column cell by cell): each missing cell
+    (:data:`_NA`: the blank ones and a NaN spelled ``nan``, ``NaN``, ``-nan`` or ``-NaN``) a NaN
+    without a sign, not counted as present. Only the NaN cells are looked at."""
+    width = len(header)
+    rows, cols = np.nonzero(np.isnan(grid))
+    for j in np.unique(cols).tolist():
+        at = (rows[cols == j] * width + j).tolist()
+        if all(cells[i] for i in at):
+            continue  # no blank cell: the column converts whole, as it is
+        values, _, n = columns[header[j]]
+        missing = [i // width for i in at if cells[i] in _NA]
+        values[missing] = np.nan
+        columns[header[j]] = (values, 0, n - len(missing))
 
 
 def _clean_names(header: list[str]) -> bool:

@@ -403,6 +403,42 @@ def _mode_status_text(r: dict, mode: str, full: bool = True) -> tuple[str, str]:
     return status, text
 
 
+def shown_entry(entry: dict) -> dict:
+    """What the verdict table, the markdown, the JUnit report, the evidence lines, the eval table
+    and the gate read of one ``diagnose`` entry (a tenth of it): ``diagnose`` keeps this of each
+    run of a fleet, not the whole entry (the JSON output writes each entry as it is judged)."""
+    out = {k: entry[k] for k in ("run", "verdict", "gate", "fit_check", "trend", "forecast") if k in entry}
+    fit = entry.get("fit")
+    if fit:
+        models = fit.get("models") or {}
+        keep = (fit.get("preferred") or "", "oscillator")
+        fit = {
+            "preferred": fit.get("preferred"),
+            "models": {name: _shown_model(m) for name, m in models.items() if name in keep},
+        }
+    if "fit" in entry:
+        out["fit"] = fit
+    if "diagnostics" in entry:
+        diags = entry["diagnostics"]
+        out["diagnostics"] = (
+            {m: {k: d[k] for k in ("status", "evidence") if k in d} if d else d for m, d in diags.items()}
+            if diags
+            else diags
+        )
+    if len(entry.get("evals") or []) >= 2:  # the eval table's runs
+        out["evals"] = entry["evals"]
+    return out
+
+
+def _shown_model(model: dict | None) -> dict | None:
+    if not model:
+        return model
+    out = {k: model[k] for k in ("r2", "regime") if k in model}
+    if "params" in model:
+        out["params"] = {k: v for k, v in (model["params"] or {}).items() if k in ("plateau", "timescale", "inertia")}
+    return out
+
+
 def diagnose_table(doc: dict, *, width: int = 200) -> Any:
     """One row per run: fit numbers, the failure modes and the (gated) verdict.
 
