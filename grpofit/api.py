@@ -84,6 +84,12 @@ class Fit(Document):
         }
 
     @property
+    def collapse(self) -> dict | None:
+        """The collapse ``grpofit fit`` and ``diagnose`` name (``step``, ``recovered``,
+        ``recovered_step``, levels, ...), or None: the fit covers the part before it."""
+        return self.doc.get("collapse")
+
+    @property
     def plateau(self) -> dict | None:
         """The plateau as ``grpofit fit`` states it: ``{"kind", "value", "ci95", "law_value"}``;
         ``kind`` ``lower_bound``/``upper_bound`` when the run is still moving past the law's p*

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 REAL = REAL_LOGS
-PLANTED = ("healthy", *MODES, "dead")  # every failure mode of the vocabulary, and the controls
+PLANTED = ("healthy", *MODES, "dead", "recovery")  # every failure mode of the vocabulary, the controls, a collapse that recovers
 
 
 def real_files() -> list[Path]:
@@ -32,7 +32,12 @@ def real_files() -> list[Path]:
 def planted_file(tmp: Path, mode: str) -> Path:
     from grpofit.testing.planted import make_dead_run, make_planted_run
 
-    table = make_dead_run(seed=1) if mode == "dead" else make_planted_run(None if mode == "healthy" else mode, seed=1)
+    if mode == "dead":
+        table = make_dead_run(seed=1)
+    elif mode == "recovery":  # a collapse the run recovers from
+        table = make_planted_run("dynamical_instability", seed=1, kind="recovery")
+    else:
+        table = make_planted_run(None if mode == "healthy" else mode, seed=1)
     path = tmp / f"planted_{mode}.csv"
     cols = list(table)
     rows = np.column_stack([np.asarray(table[c], float) for c in cols])
@@ -58,6 +63,15 @@ def _plateau_of(fit_entry: dict | None):
         return None
     kind = p.get("kind", "estimate")
     return kind, (p["bound"] if kind in ("lower_bound", "upper_bound") else p["value"])
+
+
+def _collapse_of(entry: dict | None):
+    """``(step, recovered_step)`` of the collapse an entry names (recovered_step None unless it
+    recovered), or None."""
+    c = (entry or {}).get("collapse")
+    if not c:
+        return None
+    return c.get("step"), (c.get("recovered_step") if c.get("recovered") else None)
 
 
 def _callback_verdicts(run) -> dict:
@@ -95,10 +109,11 @@ def check_one_path(capsys, tmp_path, path: Path) -> None:
     gate_failed = not diag["gate"]["passed"]
     assert code == (1 if gate_failed else 0), (path.name, code, err)  # watch --once exits as the gate does
     events = [json.loads(line) for line in jsonl.read_text().splitlines()]
-    watched = {}
+    watched, watched_collapse = {}, {}
     for e in events:
         if e["event"] == "forecast":
             watched[e["run"]] = e["verdicts"]
+            watched_collapse[e["run"]] = _collapse_of(e)
     fits = {r["run"]: r for r in fit["runs"]}
     forecasts = {r["run"]: r for r in fc["runs"]}
     api_runs = {r["run"]: r for r in api["runs"]}
@@ -111,10 +126,12 @@ def check_one_path(capsys, tmp_path, path: Path) -> None:
         assert watched.get(name) == verdicts, where
         if name in runs:
             assert _callback_verdicts(runs[name]) == verdicts, where
-        collapse = (r.get("collapse") or {}).get("step")
-        assert (fits[name].get("collapse") or {}).get("step") == collapse, where
+        collapse = _collapse_of(r)
+        assert _collapse_of(fits[name]) == collapse, where
+        assert watched_collapse.get(name) == collapse, where
+        assert _collapse_of(api_runs[name]) == collapse, where
         if name in forecasts:
-            assert (forecasts[name].get("collapse") or {}).get("step") == collapse, where
+            assert _collapse_of(forecasts[name]) == collapse, where
         assert _plateau_of(r.get("fit")) == _plateau_of(fits[name]), where
         if name in runs and fits[name].get("preferred"):
             statement = grpofit.fit(runs[name]).plateau
@@ -148,3 +165,32 @@ def test_compare_names_the_collapse_fit_names(capsys):
     assert [c["step"] for c in doc["a"]["collapses"]] == [grpo["collapse"]["step"]] == [892]
     assert doc["b"]["collapses"] == []
     assert "A collapses" in doc["summary"] and "at step 892" in doc["summary"]
+
+
+@pytest.mark.slow
+def test_a_collapse_that_recovered_is_named_the_same_everywhere(capsys, tmp_path):
+    """A generated run whose reward falls back to its start at step ~121 and climbs back to its
+    plateau at ~196 (the real dip-and-recover run reported no collapse): every surface names
+    the collapse and its recovery at the same steps; the gate warns, it does not fail."""
+    import grpofit
+
+    path = planted_file(tmp_path, "recovery")
+    check_one_path(capsys, tmp_path, path)
+    diag = _json(capsys, "diagnose", path)
+    r = diag["runs"][0]
+    c = r["collapse"]
+    assert c["recovered"] and 110 <= c["step"] <= 125 and 190 <= c["recovered_step"] <= 205
+    dyn = r["diagnostics"]["dynamical_instability"]
+    assert dyn["status"] == "warn" and diag["gate"]["passed"]
+    assert f"collapsed at step {c['step']:g}" in dyn["evidence"]
+    assert f"recovered by step {c['recovered_step']:g}" in dyn["evidence"]
+    code, out, _ = run_cli(capsys, "fit", path)
+    assert f"reward collapsed at step {c['step']:g}, recovered by step {c['recovered_step']:g}" in " ".join(out.split())
+    fc = _json(capsys, "forecast", path, "--horizon", "600")["runs"][0]
+    assert "recovered by step" in fc["note"] and "after the recovery" in fc["note"]
+    doc = _json(capsys, "compare", path, path)
+    assert doc["a"]["collapses"][0]["recovered_step"] == c["recovered_step"]
+    assert f"recovered by step {c['recovered_step']:g}" in doc["summary"]
+    run = grpofit.read(str(path))[0]
+    assert _callback_verdicts(run)["dynamical_instability"] == "warn"
+    assert grpofit.fit(run).collapse["recovered_step"] == c["recovered_step"]

@@ -115,9 +115,15 @@ class Side:
 
     @property
     def collapses(self) -> list[dict]:
-        """``{"run", "step", "recovered"}`` of each run that collapses (the collapse ``fit`` names)."""
+        """``{"run", "step", "recovered", "recovered_step"}`` of each run that collapses (the
+        collapse ``fit`` names; ``recovered_step`` None unless it recovered)."""
         return [
-            {"run": f.run, "step": f.collapse.step, "recovered": bool(getattr(f.collapse, "recovered", False))}
+            {
+                "run": f.run,
+                "step": f.collapse.step,
+                "recovered": bool(f.collapse.recovered),
+                "recovered_step": f.collapse.recovered_step if f.collapse.recovered else None,
+            }
             for f in self.fits
             if getattr(f, "collapse", None) is not None
         ]
@@ -420,7 +426,11 @@ def _collapse_sentence(a: Side, b: Side) -> str | None:
         cs = sd.collapses
         if not cs:
             return f"{label} does not collapse"
-        runs = ", ".join(f"{c['run']} at step {c['step']:g}" + (" then recovers" if c["recovered"] else "") for c in cs)
+        runs = ", ".join(
+            f"{c['run']} at step {c['step']:g}"
+            + (f", recovered by step {c['recovered_step']:g}" if c["recovered"] else "")
+            for c in cs
+        )
         return f"{label} collapses ({runs})"
 
     if not a.collapses and not b.collapses:

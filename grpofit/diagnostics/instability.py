@@ -2,7 +2,9 @@
 
 Rules (thresholds in :class:`~grpofit.diagnostics.thresholds.Thresholds`):
 
-- reward collapse (:func:`grpofit.fitting.collapse.find_collapse`) -> fail, with the break step;
+- reward collapse (:func:`grpofit.fitting.analysis.confirmed_collapse`) -> fail, with the break
+  step; a collapse the reward recovered from (back in its plateau band to the end) -> warn, with
+  the collapse and recovery steps (docs/diagnostics.md says why);
 - ``grad_norm``, importance-sampling ratio, clip fraction: a sustained rise of the rolling
   median to ``rise_fail`` x the early median -> fail, to ``rise_warn`` x -> warn
   (:func:`grpofit.fitting.collapse.find_rise`); the first precursor spike (``spike_factor`` x) before the
@@ -103,8 +105,9 @@ def check(ctx: Context) -> Verdict:
         found.append(osc)
     if ctx.collapse is not None:
         c = ctx.collapse
+        status = "warn" if c.recovered else "fail"  # the run is back at its plateau: a warning, not broken
         found.append(
-            ("fail", c.describe() + f", detected at step {c.detected_step:g}", c.step, {"collapse": c.summary()})
+            (status, c.describe() + f", detected at step {c.detected_step:g}", c.step, {"collapse": c.summary()})
         )
     bad = [f for f in found if f[0] in ("warn", "fail")]
     if bad:

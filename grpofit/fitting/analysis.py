@@ -219,11 +219,17 @@ def confirmed_collapse(steps, values, *, options: dict | None = None, fit=None, 
 
 def _below_start(collapse, before) -> bool:
     """A run that rose (a significant rise before the onset) and then fell to or below where it
-    started without recovering: never an oscillation the law rings through (a relaxation from
-    the start, overshoot and all, stays above its start), whatever a law fitted to the whole run
-    "explains" (a verl-like run at its floor -1 for 250 steps passed the gate that way)."""
+    started, to stay there or to recover later: never an oscillation the law rings through (a
+    relaxation from the start, overshoot and all, stays above its start: each undershoot is
+    smaller than the gain), whatever a law fitted to the whole run "explains" (a verl-like run at
+    its floor -1 for 250 steps passed the gate that way; a run that fell from 1.6 to 0 for 330
+    steps and came back was "explained" by a law started at its plateau, ringing once)."""
     rose = bool((getattr(before, "signal", None) or {}).get("detected"))
-    return rose and not collapse.recovered and collapse.gain_fraction >= 1.0
+    # or a rise in the data the law fitted before the onset cannot tell from a constant (a run
+    # that rose within its first few steps): the level before the onset is the collapse's own
+    # threshold (>= noise_k sds of the level) above where the run started
+    rose = rose or collapse.level_before - collapse.start_level >= collapse.threshold
+    return rose and collapse.gain_fraction is not None and collapse.gain_fraction >= 1.0
 
 
 def fit_summary(result: "FitResult") -> dict:

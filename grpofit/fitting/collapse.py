@@ -138,6 +138,7 @@ class Collapse:
     recovered: bool  #: the level climbed back into the plateau band before the end
     threshold: float  #: the drop threshold that was used
     noise_sd: float  #: point noise of the reward
+    recovered_step: float | None = None  #: first step the level was back in the plateau band
 
     def summary(self) -> dict:
         return {
@@ -151,13 +152,27 @@ class Collapse:
             "gain_fraction": _r(self.gain_fraction),
             "duration": _r(self.duration, 6),
             "recovered": bool(self.recovered),
+            "recovered_step": _r(self.recovered_step, 6),
             "threshold": _r(self.threshold),
             "noise_sd": _r(self.noise_sd),
         }
 
     def describe(self) -> str:
         rel = f", -{100 * self.relative_drop:.0f}%" if self.relative_drop is not None else ""
-        return f"reward collapses at step {self.step:g} ({self.level_before:.3g} -> {self.level_after:.3g}{rel})"
+        text = f"reward collapses at step {self.step:g} ({self.level_before:.3g} -> {self.level_after:.3g}{rel})"
+        if self.recovered:
+            text = (
+                f"reward collapsed at step {self.step:g} ({self.level_before:.3g} -> {self.level_after:.3g}{rel}) "
+                f"and recovered by step {self.recovered_step:g}"
+            )
+        return text
+
+    def phrase(self) -> str:
+        """``collapses at step A`` or ``collapsed at step A, recovered by step B``: the words
+        every surface uses for it."""
+        if self.recovered:
+            return f"collapsed at step {self.step:g}, recovered by step {self.recovered_step:g}"
+        return f"collapses at step {self.step:g}"
 
 
 @dataclass
@@ -266,14 +281,16 @@ def find_collapse(
     sd = noise_sd(v)
     k_sd = noise_k * sd * (level_noise_factor(w) if level_noise else 1.0)
     start = start_level(v, w)
+    dip = None  # the first collapse that recovered; a later one that lasts to the end wins
     for _ in range(MAX_RESETS):
         if n - i0 < 2 * w:
-            return None
-        found, reset = _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd)
+            return dip
+        found, reset, recovered = _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd)
+        dip = dip or recovered
         if reset is None:
-            return found
+            return found or dip
         i0 = reset
-    return None
+    return dip
 
 
 #: how often the running peak may start afresh after an overshoot that settles (ringing)
@@ -294,9 +311,10 @@ def level_noise_factor(w: int) -> float:
 
 
 def _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd):
-    """``(collapse, None)``, ``(None, None)``, or ``(None, i)``: a fall from an overshoot that
-    settles less than the threshold below its peak; the search restarts at ``i`` with a fresh
-    running peak (so a later collapse within the same stretch below the old peak is seen)."""
+    """``(collapse, None, dip)``, ``(None, None, dip)``, or ``(None, i, dip)``: a fall from an
+    overshoot that settles less than the threshold below its peak; the search restarts at ``i``
+    with a fresh running peak (so a later collapse within the same stretch below the old peak is
+    seen). ``dip``: the first collapse in this stretch that recovered (:func:`_recovered`), or None."""
     n = v.size
     peak = np.full(n, -np.inf)
     peak[i0:] = np.maximum.accumulate(level[i0:])
@@ -310,15 +328,18 @@ def _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd):
             np.subtract(peak[a : a + _BLOCK], level[a : a + _BLOCK]), thr[a : a + _BLOCK], out=below[a : a + _BLOCK]
         )
     below[: i0 + w] = False
+    dip = None
     for i, _ in _runs_of(below, i0 + w):
         p, t = float(peak[i]), float(thr[i])
         band = p - 0.5 * t
         rest = _first(level[i:] >= band)
         j = n if rest < 0 else i + rest
+        if j < n and dip is None:
+            dip = _recovered(s, v, level, start, i0, i, j, w, p, t, sd)
         if j < n or n - i < w:
-            continue  # climbed back (oscillation, dip) or too close to the end to tell
+            continue  # climbed back (oscillation, dip, a collapse that recovered) or too close to the end to tell
         if p - median(v[i:]) < t:
-            return None, i  # settled (e.g. after an overshoot) less than the threshold below the peak
+            return None, i, dip  # settled (e.g. after an overshoot) less than the threshold below the peak
         # onset: the last point before i still inside the plateau band
         inside = _last(level[i0:i] >= band)
         k = inside + i0 if inside >= 0 else i
@@ -332,11 +353,11 @@ def _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd):
             lband = float(np.max(level[a:i])) - 0.5 * t
             under = _first(level[i:] < lband)
             if under < 0:
-                return None, i  # never left the settled level's band
+                return None, i, dip  # never left the settled level's band
             i2 = i + under
             back = _first(level[i2:] >= lband)
             if back >= 0:
-                return None, i2 + back
+                return None, i2 + back, dip
             k = _last(level[a:i2] >= lband) + a  # level[a:i] reaches its own max, above lband
         onset = min(k + 1, i)
         peak_idx = i0 + _first(level[i0 : i + 1] >= p)  # p is the max of these levels
@@ -348,24 +369,86 @@ def _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd):
             # not a fall from a settled level: the onset sits in the rise, or the level only
             # settled below an overshoot's peak and never came back to its band; the search
             # starts afresh at the detection (a later fall from the settled level is still seen)
-            return None, i
+            return None, i, dip
         gain = before - start
-        return Collapse(
-            step=float(s[onset]),
-            detected_step=float(s[i]),
-            peak_step=float(s[peak_idx]),
-            level_before=before,
-            level_after=after,
-            start_level=start,
-            drop=drop,
-            relative_drop=drop / abs(before) if before != 0 else None,
-            gain_fraction=drop / gain if gain > 0 else None,
-            duration=float(s[j - 1] - s[onset]),
-            recovered=j < n,
-            threshold=t,
-            noise_sd=sd,
-        ), None
-    return None, None
+        return (
+            Collapse(
+                step=float(s[onset]),
+                detected_step=float(s[i]),
+                peak_step=float(s[peak_idx]),
+                level_before=before,
+                level_after=after,
+                start_level=start,
+                drop=drop,
+                relative_drop=drop / abs(before) if before != 0 else None,
+                gain_fraction=drop / gain if gain > 0 else None,
+                duration=float(s[j - 1] - s[onset]),
+                recovered=False,
+                threshold=t,
+                noise_sd=sd,
+            ),
+            None,
+            dip,
+        )
+    return None, None, dip
+
+
+def _recovered(s, v, level, start, i0, i, j, w, p, t, sd) -> Collapse | None:
+    """A collapse that recovered, or None: the level left the plateau band at the onset, was
+    detected ``t`` below the running peak at ``i`` and first climbed back into the band at ``j``.
+
+    The recovery must hold: it is the first return to the band after which the level never
+    again falls below the midpoint between the level before the onset and the median from
+    detection to ``j`` (a rolling median that flickers into the band once and falls back has
+    not recovered), with at least ``w`` points after it. The collapse counts when it is long
+    and deep: at least ``max(2 w, n // 20)`` points from detection to the first return to the
+    band (a dip of a few batches moves no rolling median; one of a window or so is a dip, not a
+    collapse), the median
+    over them at least the full threshold ``t`` below the level before the onset, and the onset
+    inside the stretch the peak was set in (not long after an overshoot's peak: ringing).
+    Whether the law rings through it is tested after (:func:`explained_by_law`, with the
+    recovery in the break model)."""
+    n = v.size
+    if j - i < max(2 * w, n // 20):
+        return None  # back in the band within a window or two: a dip
+    band = p - 0.5 * t
+    inside = _last(level[i0:i] >= band)
+    k = inside + i0 if inside >= 0 else i
+    m = max(w, n // 10)
+    if i - k > m:
+        return None
+    onset = min(k + 1, i)
+    lo = max(i0, onset - m)
+    before = median(v[lo:onset]) if onset > lo else float(level[onset])
+    mid = 0.5 * (before + median(v[i:j]))
+    low = _last(level[i:] < mid)
+    back = _first(level[i + low + 1 :] >= band) if low >= 0 else 0
+    if back < 0:
+        return None
+    r = i + low + 1 + back if low >= 0 else j
+    if n - r < w:
+        return None
+    after = median(v[i:r])
+    drop = before - after
+    if drop < t:
+        return None
+    gain = before - start
+    return Collapse(
+        step=float(s[onset]),
+        detected_step=float(s[i]),
+        peak_step=float(s[i0 + _first(level[i0 : i + 1] >= p)]),
+        level_before=before,
+        level_after=after,
+        start_level=start,
+        drop=drop,
+        relative_drop=drop / abs(before) if before != 0 else None,
+        gain_fraction=drop / gain if gain > 0 else None,
+        duration=float(s[r - 1] - s[onset]),
+        recovered=True,
+        threshold=t,
+        noise_sd=sd,
+        recovered_step=float(s[r]),
+    )
 
 
 def early_baseline(
@@ -461,7 +544,9 @@ def break_evidence(
     The break model is the law fitted to the part before the onset plus a constant level after
     it (two more parameters: the level and the break step); the alternative is the same law
     fitted to the whole run, which may ring through the fall as an oscillation.
-    ``n ln(SSR_whole / SSR_break) - 2 ln n``; None when either part is too short.
+    ``n ln(SSR_whole / SSR_break) - 2 ln n``; None when either part is too short. A collapse
+    that recovered: the constant level only until the recovery, the law fitted before the fall
+    after it (one more parameter, the recovery step: ``- 3 ln n``).
     """
     s = np.asarray(steps, dtype=float)
     v = np.asarray(values, dtype=float)
@@ -470,13 +555,20 @@ def break_evidence(
     before = s < collapse.step
     if before.sum() < 3 or (~before).sum() < 3:
         return None
-    post = v[~before]
-    ssr_break = float(np.sum((v[before] - pc[before]) ** 2) + np.sum((post - post.mean()) ** 2))
+    after = np.zeros_like(before)
+    extra = 2.0
+    if collapse.recovered and collapse.recovered_step is not None:
+        after = s >= collapse.recovered_step  # back on the law fitted before the fall
+        extra = 3.0  # the recovery step
+    post = v[~before & ~after]
+    ssr_break = float(
+        np.sum((v[before] - pc[before]) ** 2) + np.sum((post - post.mean()) ** 2) + np.sum((v[after] - pc[after]) ** 2)
+    )
     ssr_whole = float(np.sum((v - wc) ** 2))
     n = v.size
     if not (ssr_break > 0 and ssr_whole > 0):
         return None if ssr_break == ssr_whole else (np.inf if ssr_break == 0 else -np.inf)
-    return float(n * np.log(ssr_whole / ssr_break) - 2.0 * np.log(n))
+    return float(n * np.log(ssr_whole / ssr_break) - extra * np.log(n))
 
 
 def explained_by_law(

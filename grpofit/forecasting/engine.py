@@ -450,12 +450,15 @@ def _refused(steps, values, horizon_step, horizon_source, at_steps, bounds: Boun
 
 def _after_collapse(collapse, steps, values, baseline, bounds: Bounds, options: dict) -> Forecast:
     """A run that collapsed: the forecast of the level it fell to, from the points after the
-    fall was detected, with the collapse named; refused when too few points follow it."""
-    after = steps > collapse.detected_step
+    fall was detected, with the collapse named; refused when too few points follow it. A run
+    that recovered from its collapse: the forecast from the points after the recovery."""
+    recovered = bool(collapse.recovered)
+    after = steps >= collapse.recovered_step if recovered else steps > collapse.detected_step
     named = (
         f"the reward collapsed at step {_step_out(collapse.step)} (from {collapse.level_before:.3g} to "
         f"{collapse.level_after:.3g})"
-    )
+    ) + (f" and recovered by step {_step_out(collapse.recovered_step)}" if recovered else "")
+    fall = "the recovery" if recovered else "the fall"
     k = int(after.sum())
     if k < MIN_POINTS:
         out = _refused(
@@ -465,7 +468,7 @@ def _after_collapse(collapse, steps, values, baseline, bounds: Bounds, options: 
             options["horizon_source"],
             options["at_steps"],
             bounds,
-            f"cannot forecast yet: {named} and only {k} points follow the fall; a forecast of the "
+            f"cannot forecast yet: {named} and only {k} points follow {fall}; a forecast of the "
             f"level after it needs at least {MIN_POINTS}",
         )
         out.extra["baseline"] = baseline
@@ -478,8 +481,12 @@ def _after_collapse(collapse, steps, values, baseline, bounds: Bounds, options: 
         "detected_step": _step_out(collapse.detected_step),
         "level_before": float(collapse.level_before),
         "level_after": float(collapse.level_after),
+        "recovered": recovered,
+        "recovered_step": _step_out(collapse.recovered_step) if recovered else None,
     }
-    text = f"{named}; forecast from the {k} points after the fall (the level it sits at, not the plateau before it)"
+    text = f"{named}; forecast from the {k} points after {fall}" + (
+        "" if recovered else " (the level it sits at, not the plateau before it)"
+    )
     fc.doc["note"] = text if fc.doc.get("note") is None else f"{text}; {fc.doc['note']}"
     if fc.doc.get("recommendation"):
         fc.doc["recommendation"] = f"{fc.doc['recommendation']} (after a collapse: see grpofit diagnose)"

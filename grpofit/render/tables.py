@@ -228,7 +228,11 @@ def _fit_caption(r: dict) -> str:
             )
         )
     if r.get("collapse"):
-        parts.append(f"reward collapses at step {step_text(r['collapse'].get('step'))}: fitted the part before it")
+        c = r["collapse"]
+        what = f"reward collapses at step {step_text(c.get('step'))}"
+        if c.get("recovered"):
+            what = f"reward collapsed at step {step_text(c.get('step'))}, recovered by step {step_text(c.get('recovered_step'))}"
+        parts.append(f"{what}: fitted the part before it")
     if r.get("metric_note"):
         parts.append(r["metric_note"])
     parts.append("value ± stderr [95% interval]")

@@ -17,7 +17,10 @@ Healthy control: ``p(t) = p* - (p* - p0) exp(-t/T)``, entropy declining graduall
 - ``policy_concentration``: entropy falls 8x faster than the reward rises, to 5% of its start;
 - ``dynamical_instability``: ``kind="collapse"`` (reward falls by half at 65% of the run, grad
   norm x8 from just before, a precursor spike 15% earlier, clip fraction up), ``kind="grad_growth"``
-  (grad norm grows x20 over the second half), ``kind="oscillation"`` (underdamped reward, zeta 0.25, plateau 0.6).
+  (grad norm grows x20 over the second half), ``kind="oscillation"`` (underdamped reward, zeta 0.25, plateau 0.6),
+  ``kind="recovery"`` (a collapse the run recovers from: the reward falls back to its start level
+  ``p0`` at 40% of the run, stays there for a quarter of it and climbs back to its plateau at 65%,
+  each change within 2% of the run; the other metrics stay healthy).
 
 :func:`make_rule_run` plants one failure per diagnostic rule (:data:`RULE_CASES`: KL and
 length hacking, KL target, truncation, length cap, entropy collapse and blow-up, within-group
@@ -106,8 +109,12 @@ def _instability(c: Control) -> None:
         a, wd = zeta * w0, w0 * np.sqrt(1 - zeta**2)
         e = (c.p0 - c.p_star) * np.exp(-a * t) * (np.cos(wd * t) + a / wd * np.sin(wd * t))
         c.p = np.clip(c.p_star + e, 0.01, 0.99)
+    elif c.kind == "recovery":
+        t1, t2, tau = 0.4 * n, 0.65 * n, 0.02 * n / 3.0
+        fall = 1.0 / (1.0 + np.exp(-(t - t1) / tau)) - 1.0 / (1.0 + np.exp(-(t - t2) / tau))
+        c.p = c.p - (c.p - c.p0) * fall
     else:
-        raise ValueError(f"unknown instability kind {c.kind!r}: collapse, grad_growth or oscillation")
+        raise ValueError(f"unknown instability kind {c.kind!r}: collapse, grad_growth, oscillation or recovery")
 
 
 #: each failure mode of the vocabulary -> how its planted run changes the healthy control

@@ -116,6 +116,7 @@ class RunState:
     verdicts: dict[str, str] = field(default_factory=dict)
     evidence: dict[str, str] = field(default_factory=dict)
     causes: dict[str, tuple] = field(default_factory=dict)  #: mode -> what gives its verdict its status
+    collapse: dict | None = None  #: the shared judgement's collapse (its summary), None without one
     forecast: dict | None = None
     forecast_note: str | None = "cannot forecast yet: not judged yet"
     first_step: float | None = None
@@ -385,6 +386,7 @@ class Monitor:
             st.verdicts = {m: v.status for m, v in d.diagnostics.items()}
             st.evidence = {m: v.evidence for m, v in d.diagnostics.items()}
             st.causes = {m: causes_of(v) for m, v in d.diagnostics.items()}
+            st.collapse = d.collapse.summary() if d.collapse is not None else None
             pending = st.rule_state.setdefault("pending_fail", {})
             for mode, verdict in d.diagnostics.items():
                 if verdict.status != "fail":
@@ -467,6 +469,7 @@ class Monitor:
             "steps_to_95": st.steps_to_95(),
             "note": st.forecast_note if mean is None else (st.forecast or {}).get("note"),
             "verdicts": dict(st.verdicts),
+            "collapse": st.collapse,
         }
 
     def first_alert(self, name: str, status: str = "fail") -> Alert | None:
