@@ -118,3 +118,39 @@ def test_slurm_out_files_are_discovered_by_content(tmp_path):
     (tmp_path / "slurm-1.out").write_text(_progress_log(n=10))
     (tmp_path / "slurm-2.out").write_text("srun: job 2 queued\nsrun: job 2 allocated\n")
     assert [s.path for s in discover([str(tmp_path)])] == [str(tmp_path / "slurm-1.out")]
+
+
+def _trl_stdout(n: int = 201, *, bar: bool = False) -> str:
+    """The HF Trainer's stdout with logging_steps=1: one metric dict per step (the tqdm bar,
+    when ``bar``, drawn on the same line before each, as ``tqdm.write`` leaves it in a file)."""
+    out = []
+    for i in range(1, n + 1):
+        head = f"\r  {100 * i // n}%|#    | {i}/{n} [00:0{i % 10}<01:30,  1.00s/it]\r" if bar else ""
+        out.append(head + "{'loss': '0.0', 'reward': '%.4f', 'epoch': '%.3f'}" % (0.8 - 0.6 * np.exp(-i / 40), i / n))
+    out.append("{'train_runtime': '100.0', 'train_loss': '0.01', 'epoch': '1.0'}")
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("bar", [False, True])
+def test_trl_console_steps_are_the_trainers(tmp_path, capsys, bar):
+    """A Trainer logging every step logs steps 1..201; its console dicts were numbered 0..200
+    (row numbers from 0) by fit and watch alike. Read whole, followed in pieces, or watched
+    --once, the steps are the Trainer's."""
+    import json
+
+    from grpofit.watch.tail import open_tail
+    from tests.conftest import run_cli
+    from tests.test_watch_tail import _cuts, grow
+
+    text = _trl_stdout(bar=bar)
+    p = tmp_path / "stdout.log"
+    p.write_text(text)
+    run = read_path(str(p))[0]
+    assert run.format == "trl-console" and run.steps[0] == 1 and run.steps[-1] == 201 and run.steps.size == 201
+    live = tmp_path / "live.log"
+    (tailed,) = grow(live, text.encode(), _cuts(text.encode(), 5), lambda: open_tail(str(live), "file")).runs()
+    np.testing.assert_array_equal(tailed.steps, run.steps)
+    events = tmp_path / "events.jsonl"
+    run_cli(capsys, "watch", p, "--once", "--no-forecast", "--jsonl", events)
+    last = [json.loads(line) for line in events.read_text().splitlines() if '"forecast"' in line][-1]
+    assert last["step"] == 201 and last["n_points"] == 201

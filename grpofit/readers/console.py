@@ -10,7 +10,7 @@ import ast
 import re
 
 from grpofit.core.errors import ReadError
-from grpofit.core.runs import Run, parse_number
+from grpofit.core.runs import ROW_INDEX, Run, parse_number
 from grpofit.readers.common import RowColumns, build_run, text_lines
 from grpofit.readers.sniff import ANSI
 from grpofit.readers.source import Source
@@ -158,10 +158,18 @@ def read_trl_console(src: Source, fmt: str = "trl-console", *, step: str | None 
             table["step"] = values
             warnings.append("console dicts carry no step; steps are the tqdm progress counter drawn before each")
     if "step" not in table and step is None:
-        warnings.append("console dicts carry no step; steps are the log row numbers (times logging_steps)")
+        warnings.append(
+            "console dicts carry no step; steps are the log row numbers from 1 (the Trainer's global "
+            "steps when logging_steps is 1; multiply by logging_steps otherwise)"
+        )
     if bad:
         warnings.append(f"{bad} dict-like line(s) could not be parsed and were skipped")
-    return [build_run(src, fmt, table, step=step, warnings=warnings, stats={"metric_lines": rows.n})]
+    run = build_run(src, fmt, table, step=step, warnings=warnings, stats={"metric_lines": rows.n})
+    if run.step_column == ROW_INDEX:
+        # the Trainer logs its first dict at global step logging_steps (>= 1), never at 0: the
+        # row numbers count from 1 (a live tail adds the rows it has already read to each piece's)
+        run.steps = run.steps + 1.0
+    return [run]
 
 
 def _newline_only(text: str) -> list[str]:
