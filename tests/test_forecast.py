@@ -293,17 +293,26 @@ def test_recommendation_from_the_remaining_gains_interval():
 @pytest.mark.real_logs
 def test_real_run_in_its_dip_is_not_forecast(capsys):
     """The real dip-and-recover run (reward 1.35 -> 0.1 -> 1.0) cut at step 250, in its dip:
-    refused with the reason, exit 0, no recommendation."""
+    by then it has collapsed (back to its start level for 100 steps): the collapse fit and
+    diagnose name, the level it sits at forecast as such, exit 0, never "keep going"."""
     path = REAL / "rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv"
     code, out, _ = run_cli(capsys, "forecast", path, "--until", "250", "--horizon", "500", "--format", "json")
     assert code == 0
     r = json.loads(out)["runs"][0]
-    # the collapse, if any, is the one fit and diagnose name on these 250 steps (one judgement)
-    if r["collapse"] is not None:
-        assert r["note"].startswith(f"cannot forecast: the reward collapses at step {r['collapse']['step']:g}")
-    else:
-        assert r["note"].startswith("cannot forecast: the reward is falling")
-    assert r["at"][0]["mean"] is None and r["recommendation"] is None
+    import grpofit
+    from grpofit.diagnostics import diagnose_run
+
+    (run,) = grpofit.read(str(path))
+    keep = run.steps <= 250
+    from dataclasses import replace
+
+    cut = replace(run, steps=run.steps[keep], metrics={k: v[keep] for k, v in run.metrics.items()})
+    d = diagnose_run(cut)
+    assert r["collapse"] is not None and not r["collapse"]["recovered"]
+    assert r["collapse"]["step"] == d.collapse.step and 130 <= r["collapse"]["step"] <= 150
+    assert d.diagnostics["dynamical_instability"].status == "fail"
+    assert r["note"].startswith(f"the reward collapsed at step {r['collapse']['step']:g}")
+    assert not (r["recommendation"] or "").startswith("keep going")
 
 
 @pytest.mark.slow

@@ -231,3 +231,46 @@ def test_verl_console_and_trl_console_in_pieces(tmp_path):
     (run2,) = tail2.runs()
     (ref2,) = read_path(str(path2))
     assert same_run(run2, ref2)  # row-index steps continue across pieces
+
+
+def _appended(ids: bool, fmt: str) -> bytes:
+    """Three runs of 120 steps written one after another into one file (a script rerun with
+    the same output file), with or without a run id column."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for k, (p, T) in enumerate([(0.8, 30), (0.6, 20), (0.9, 40)]):
+        for s in range(1, 121):
+            rows.append({"step": s, "reward": float(p - 0.6 * np.exp(-s / T) + 0.02 * rng.standard_normal())})
+            if ids:
+                rows[-1]["run_id"] = f"r{k}"
+    if fmt == "jsonl":
+        return "".join(json.dumps(r) + "\n" for r in rows).encode()
+    keys = list(rows[0])
+    return (",".join(keys) + "\n" + "".join(",".join(str(r[k]) for k in keys) + "\n" for r in rows)).encode()
+
+
+@pytest.mark.parametrize("fmt,ids", [("jsonl", False), ("jsonl", True), ("csv", False)])
+@pytest.mark.parametrize("k", [1, 9, 60])
+def test_appended_runs_are_followed_as_the_readers_split_them(tmp_path, fmt, ids, k):
+    """Runs appended one after another (a step reset, or a run id) were stitched by watch into
+    one series (sorted, the steps merged as duplicates) where the readers read three runs."""
+    full = _appended(ids, fmt)
+    path = tmp_path / f"log.{fmt}"
+    tail = grow(path, full, _cuts(full, k) if k > 1 else [], lambda: open_tail(str(path), "file"))
+    live = {r.name: r for r in tail.runs()}
+    refs = read_path(str(path))
+    assert len(refs) == 3 and sorted(live) == sorted(r.name for r in refs)
+    for ref in refs:
+        assert same_run(live[ref.name], ref), ref.name
+
+
+def test_watch_once_judges_appended_runs_separately_and_says_so(tmp_path, capsys):
+    from tests.conftest import run_cli
+
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(_appended(False, "jsonl"))
+    events = tmp_path / "events.jsonl"
+    code, out, err = run_cli(capsys, "watch", path, "--once", "--no-forecast", "--jsonl", events)
+    runs = {json.loads(line)["run"] for line in events.read_text().splitlines()}
+    assert runs == {f"{path}::run{k}" for k in (1, 2, 3)}
+    assert "holds 3 runs appended one after another" in err and "following them as separate runs" in err

@@ -47,11 +47,14 @@ class RunIds:
 
 
 def split_runs(
-    table: dict[str, np.ndarray], step: str | None, ids: RunIds | None = None
+    table: dict[str, np.ndarray], step: str | None, ids: RunIds | None = None, *, piece: bool = False
 ) -> tuple[list[tuple[str | None, dict[str, np.ndarray]]], list[str]]:
     """``table`` (rows in file order) cut into runs: ``([(name suffix or None, table)], warnings)``.
 
-    One run whose rows are all of the table is ``[(None, table)]``."""
+    One run whose rows are all of the table is ``[(None, table)]``. ``piece``: the table is a
+    piece of a file being followed (``grpofit watch``): a run id stays its name even when it is
+    the piece's only one (the file may hold others), and the follower numbers the runs cut at
+    step resets across pieces itself."""
     from grpofit.core.runs import pick_step_column
 
     codes = table.pop(RUN_COLUMN, None)
@@ -76,7 +79,7 @@ def split_runs(
     resets = 0
     for name, rows in groups:
         part = table if rows is None else {k: v[rows] for k, v in table.items()}
-        starts = _resets(part[step_col]) if step_col is not None else []
+        starts = reset_starts(part[step_col], min_rows=0 if piece else MIN_ROWS) if step_col is not None else []
         resets += len(starts)
         bounds = [0, *starts, len(part[step_col]) if step_col is not None else 0]
         if len(bounds) == 2:
@@ -86,23 +89,31 @@ def split_runs(
             suffix = f"run{k}" if name is None else f"{name}/run{k}"
             out.append((suffix, {key: v[a:b] for key, v in part.items()}))
     if resets:
-        warnings.append(
-            f"holds {len(out)} runs appended one after another (the step falls back to its start "
-            f"{resets} time(s)); read them as separate runs ::run1, ::run2, ..."
-        )
-    if len(out) == 1 and out[0][0] is not None and (codes is None or len(groups) == 1):
+        warnings.append(appended_note(len(out), resets))
+    if not piece and len(out) == 1 and out[0][0] is not None and (codes is None or len(groups) == 1):
         out = [(None, out[0][1])]  # one run id only: the file's own name
     return out, warnings
 
 
-def _resets(steps: np.ndarray) -> list[int]:
-    """Row indices where a new run starts: the step falls back to the current run's start."""
+def appended_note(runs: int, resets: int) -> str:
+    """What a reader (and ``watch``) says about a file it split at step resets."""
+    return (
+        f"holds {runs} runs appended one after another (the step falls back to its start "
+        f"{resets} time(s)); read them as separate runs ::run1, ::run2, ..."
+    )
+
+
+def reset_starts(steps: np.ndarray, *, min_rows: int = MIN_ROWS) -> list[int]:
+    """Row indices where a new run starts: the step falls back to the current run's start,
+    after at least ``min_rows`` rows of it (file order). A piece of a followed file is cut with
+    ``min_rows=0`` (its first rows may end a run begun in an earlier piece): ``grpofit watch``
+    then checks each cut against the whole run with this rule."""
     try:
         steps = np.asarray(steps, dtype=np.float64)
     except (TypeError, ValueError):
         return []
     idx = np.flatnonzero(np.isfinite(steps))
-    if idx.size <= MIN_ROWS:
+    if idx.size <= min_rows or idx.size < 2:
         return []
     s = steps[idx]
     back = np.flatnonzero(s[1:] < s[:-1]) + 1
@@ -114,7 +125,7 @@ def _resets(steps: np.ndarray) -> list[int]:
         seg = s[first:j]
         gaps = np.diff(seg)
         interval = float(np.median(gaps[gaps > 0])) if np.any(gaps > 0) else 1.0
-        if s[j] <= seg[0] + interval and j - first >= MIN_ROWS:
+        if s[j] <= seg[0] + interval and j - first >= min_rows:
             starts.append(int(idx[j]))
             first = j
     return starts

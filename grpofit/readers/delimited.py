@@ -71,7 +71,7 @@ def _runs(src: Source, fmt: str, table: dict, step: str | None, warnings: list[s
     back to its start: :mod:`grpofit.readers.appended`), the file's warnings with the first."""
     from grpofit.readers.appended import split_runs
 
-    parts, split_warnings = split_runs(dict(table), step) if not src.piece else ([(None, table)], [])
+    parts, split_warnings = split_runs(dict(table), step, piece=src.piece)
     return [
         build_run(
             src,

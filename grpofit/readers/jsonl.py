@@ -196,7 +196,7 @@ def _runs(
     if text.count:
         warnings.append(text.note())
         stats["text_lines"] = text.count
-    parts, split_warnings = split_runs(table, step, ids) if not src.piece else ([(None, table)], [])
+    parts, split_warnings = split_runs(table, step, ids, piece=src.piece)
     warnings += split_warnings
     runs = []
     for i, (suffix, part) in enumerate(parts):

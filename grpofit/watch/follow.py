@@ -21,6 +21,8 @@ class PollResult:
     changed: list[Run] = field(default_factory=list)  #: runs with new data, newest snapshot
     problems: dict[str, str] = field(default_factory=dict)  #: container -> current reading problem
     replaced: set[str] = field(default_factory=set)  #: runs whose file was replaced or rotated since
+    gone: set[str] = field(default_factory=set)  #: runs no longer in their file (renamed when it was split)
+    notes: dict[str, str] = field(default_factory=dict)  #: container -> what watch makes of it (runs split)
 
 
 class Follower:
@@ -34,6 +36,7 @@ class Follower:
         self.polls = 0
         self.waiting: dict[str, str] = {}  #: containers not readable yet -> why
         self.resets: dict[str, int] = {}  #: container -> its tail's resets already reported
+        self.names: dict[str, set[str]] = {}  #: container -> the names of its runs at the last change
         self.own_outputs: set[str] = set()  #: real paths watch writes (``--jsonl``): never followed
         self.explicit = {os.path.realpath(p) for p in self.paths}  #: the paths named on the command line
 
@@ -110,6 +113,14 @@ class Follower:
             if changed:
                 runs = tail.runs()
                 out.changed.extend(runs)
+                names = {r.name for r in runs}
+                out.gone |= self.names.get(key, set()) - names
+                self.names[key] = names
+                split = [w for r in runs for w in r.warnings if w.startswith("holds ") and "read them as separate" in w]
+                if split:
+                    out.notes[tail.path] = split[0].replace(
+                        "read them as separate runs", "following them as separate runs"
+                    )
                 if tail.resets != self.resets.get(key, 0):
                     self.resets[key] = tail.resets
                     out.replaced.update(r.name for r in runs)

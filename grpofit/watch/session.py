@@ -226,6 +226,9 @@ class Session:
         self.polls += 1
         cpu0 = time.process_time()
         res = self.follower.poll(final=final)
+        for name in res.gone:  # renamed: its file turned out to hold runs appended one after another
+            self.monitor.runs.pop(name, None)
+        self._warn_problems(res.notes, prefix="note")
         events: list[dict] = []
         self._refill_tokens()
         for run in self.selection.keep(res.changed, final=final or self.opts.once):
@@ -279,12 +282,12 @@ class Session:
         else:
             self.tokens -= time.process_time() - cpu0
 
-    def _warn_problems(self, problems: dict) -> None:
-        """A warning on stderr for each path's problem, once per distinct message."""
+    def _warn_problems(self, problems: dict, prefix: str = "warning") -> None:
+        """A warning (or note) on stderr for each path's problem, once per distinct message."""
         for path, why in problems.items():
-            if self.problems_shown.get(path) != why:
-                self.problems_shown[path] = why
-                print(f"warning: {why}" if path in why else f"warning: {path}: {why}", file=self.err, flush=True)
+            if self.problems_shown.get((prefix, path)) != why:
+                self.problems_shown[(prefix, path)] = why
+                print(f"{prefix}: {why}" if path in why else f"{prefix}: {path}: {why}", file=self.err, flush=True)
 
     def _act_on(self, events: list[dict]) -> None:
         """Write the events to ``--jsonl``, run ``--on-fail`` for each failing alert and set the

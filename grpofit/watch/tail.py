@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 from typing import Any
 
@@ -31,6 +32,8 @@ from grpofit.core.errors import GrpofitError, ReadError
 from grpofit.core.runs import ROW_INDEX, Run, make_run
 from grpofit.watch.grow import Grow
 
+#: formats whose finished readers split runs appended one after another at a step reset
+SPLIT_FORMATS = ("jsonl", "verl-jsonl", "wandb-history", "csv", "tsv")
 #: text formats read as appended complete lines
 TEXT_FORMATS = (
     "csv",
@@ -63,12 +66,15 @@ SMALL_JSONL = 64 * 1024
 
 
 def _small_jsonl(fmt: str, name: str, data: bytes, step: str | None) -> list[Run]:
+    from grpofit.readers.appended import RunIds, split_runs
     from grpofit.readers.jsonl import _slow_block
 
-    cols, nrows = _slow_block(data, name, 0)
+    ids = RunIds()
+    cols, nrows = _slow_block(data, name, 0, ids=ids)
     if not nrows:
         return []
-    return [make_run(name, name, fmt, cols, step=step)]
+    parts, _ = split_runs(cols, step, ids, piece=True)
+    return [make_run(name if sfx is None else f"{name}::{sfx}", name, fmt, part, step=step) for sfx, part in parts]
 
 
 def _parse(fmt: str, name: str, path: str | None, data: bytes, step: str | None) -> list[Run]:
@@ -146,10 +152,11 @@ class Columns:
             if w not in self.warnings and len(self.warnings) < 20:
                 self.warnings.append(w)
 
-    def run(self, name: str, source: str) -> Run:
-        """The accumulated run, normalised like every reader's (sorted, duplicates merged)."""
-        s = self.steps
-        metrics = self.metrics
+    def run(self, name: str, source: str, s: np.ndarray | None = None, metrics: dict | None = None) -> Run:
+        """The accumulated run (or the rows ``s``/``metrics`` of it), normalised like every
+        reader's (sorted, duplicates merged)."""
+        if s is None:
+            s, metrics = self.steps, self.metrics
         if s.size > 1 and not np.all(s[1:] > s[:-1]):
             key = "\x00step"
             r = make_run(
@@ -253,6 +260,30 @@ class Tail:
         raise NotImplementedError
 
 
+#: a run cut at a step reset, as a reader names it after the file's name
+_RUN_SUFFIX = re.compile(r"::run(\d+)")
+#: the key of the k-th run without an id of a followed file (named at :meth:`TextTail.runs`)
+_SEGMENT = "\x00segment"
+
+
+def _segment(k: int) -> str:
+    return f"{_SEGMENT}{k}"
+
+
+def _falls_back(current: Columns, run: Run) -> bool:
+    """Whether ``run``'s rows start a new run after ``current``'s: its first step falls back to
+    ``current``'s start (at most one median step interval above it), after at least
+    :data:`~grpofit.readers.appended.MIN_ROWS` rows (the readers' rule at a step reset)."""
+    from grpofit.readers.appended import MIN_ROWS
+
+    s = current.steps
+    if run.steps.size == 0 or s.size < MIN_ROWS or current.step_column == ROW_INDEX:
+        return False
+    gaps = np.diff(s)
+    interval = float(np.median(gaps[gaps > 0])) if np.any(gaps > 0) else 1.0
+    return bool(run.steps[0] < s[-1] and run.steps[0] <= s[0] + interval)
+
+
 class TextTail(Tail):
     """Line-oriented logs: JSONL, CSV/TSV, panel exports, console logs."""
 
@@ -260,10 +291,12 @@ class TextTail(Tail):
         super().__init__(path, step=step, fmt=fmt)
         self.header = b""
         self.last_size = -1
+        self.segments = 1  #: runs without an id cut at step resets so far
 
     def _reset(self) -> None:
         super()._reset()
         self.header = b""
+        self.segments = 1
 
     def poll(self, *, final: bool = False) -> bool:
         st = _stat(self.path)
@@ -317,6 +350,39 @@ class TextTail(Tail):
         self.error = None
         self._add(runs)
         return bool(runs)
+
+    def _add(self, runs: list[Run]) -> None:
+        """A piece's runs, in file order. In formats whose readers split runs appended one after
+        another at a step reset (:mod:`grpofit.readers.appended`), the runs without an id are
+        numbered across pieces: each of a piece's runs (cut wherever the step falls back, even
+        after a few rows) continues the run being followed unless its steps fall back to that
+        run's start after at least ``MIN_ROWS`` of its rows (:func:`~grpofit.readers.appended.reset_starts`'s
+        rule on the whole run)."""
+        if self.fmt not in SPLIT_FORMATS:
+            return super()._add(runs)
+        for r in runs:
+            m = _RUN_SUFFIX.fullmatch(r.name[len(self.path) :]) if r.name.startswith(self.path) else None
+            if r.name != self.path and m is None:
+                super()._add([r])  # a run told apart by its id
+                continue
+            current = self.runs_.get(_segment(self.segments))
+            if current is not None and _falls_back(current, r):
+                self.segments += 1  # else a false start or a resume: merged as the readers merge it
+            r.name = _segment(self.segments)
+            super()._add([r])
+
+    def runs(self) -> list[Run]:
+        out = super().runs()
+        for r in out:
+            if r.name.startswith(_SEGMENT):
+                k = int(r.name[len(_SEGMENT) :])
+                r.name = self.path if self.segments == 1 else f"{self.path}::run{k}"
+                r.warnings = [w for w in r.warnings if not w.startswith("holds ") or "appended" not in w]
+                if k == 1 and self.segments > 1:
+                    from grpofit.readers.appended import appended_note
+
+                    r.warnings.insert(0, appended_note(self.segments, self.segments - 1))
+        return out
 
     def _complete_last(self, rest: bytes) -> bool:
         """A JSON line written without its newline yet counts when it parses as one object."""
