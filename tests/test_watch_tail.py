@@ -274,3 +274,27 @@ def test_watch_once_judges_appended_runs_separately_and_says_so(tmp_path, capsys
     runs = {json.loads(line)["run"] for line in events.read_text().splitlines()}
     assert runs == {f"{path}::run{k}" for k in (1, 2, 3)}
     assert "holds 3 runs appended one after another" in err and "following them as separate runs" in err
+
+
+def test_a_live_watch_renames_the_first_run_when_the_second_begins(tmp_path):
+    """Followed while written: the first run is the file's until the step falls back; then it is
+    ``::run1`` and the watch no longer shows a run under the file's own name."""
+    import io
+
+    from grpofit.watch.session import Session, WatchOptions
+
+    full = _appended(False, "jsonl")
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"")
+    err = io.StringIO()
+    s = Session(WatchOptions(paths=[str(path)], forecast=False), out=io.StringIO(), err=err)
+    lines = full.splitlines(keepends=True)
+    for a in range(0, len(lines), 60):
+        with open(path, "ab") as f:
+            f.write(b"".join(lines[a : a + 60]))
+        s.poll()
+        if a == 60:
+            assert set(s.monitor.runs) == {str(path)}  # one run so far
+    s.poll(final=True)
+    assert set(s.monitor.runs) == {f"{path}::run{k}" for k in (1, 2, 3)}
+    assert "following them as separate runs" in err.getvalue()
