@@ -192,3 +192,22 @@ def test_one_run_a_side_is_a_z_test_on_the_difference():
     a = [doc(45.0 + 0.1 * i, 44.0, 46.0) for i in range(3)]
     b = [doc(47.0 + 0.1 * i, 46.0, 48.0) for i in range(3)]
     assert compare_quantity("timescale", a, b)["test"].startswith("Student")
+
+
+@pytest.mark.slow
+@pytest.mark.real_logs
+def test_plateaus_fit_states_as_bounds_are_never_compared(capsys):
+    """compare said "plateau the same" of runs fit calls still rising; a plateau fit shows as a
+    bound (``≥ level``) is not compared, on the shared verl pair, whichever way fit states them."""
+    a, b = (REAL / f"verl_grpo_qwen25_3b_fsdp_{k}.tfevents" for k in ("base", "offpolicy"))
+    code, out, _ = run_cli(capsys, "fit", a, b, "--format", "json")
+    kinds = [r["models"][r["preferred"]]["params"]["plateau"]["kind"] for r in json.loads(out)["runs"]]
+    code, out, _ = run_cli(capsys, "compare", a, b, "--format", "json")
+    doc = json.loads(out)
+    plateau = doc["differences"]["plateau"]
+    if any(k != "estimate" for k in kinds):
+        assert plateau["verdict"] == "cannot tell" and "bounds are not compared" in plateau["reason"]
+        assert plateau["difference"] is None and "plateau the same" not in doc["summary"]
+        assert "plateau differs" not in doc["summary"]
+    else:
+        assert plateau["difference"] is not None

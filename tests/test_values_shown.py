@@ -209,3 +209,30 @@ def test_a_degenerate_oscillator_is_not_preferred(capsys, monkeypatch):
     head = _row(out.replace("┃", "│"), "1/K_eff")
     cells = dict(zip(head, _row(out, "unsloth")))
     assert cells["1/K_eff"] != "1.68" and cells["p*"] != "0.895 !"
+
+
+@pytest.mark.real_logs
+def test_an_unidentified_plateau_carries_the_bound_mark_everywhere(capsys, monkeypatch):
+    """The unsloth run's preferred exponential printed p* 2.65 [-0.133, 5.23] bare, an interval
+    that runs to the fit box (5.23) with a lower end below where the run already is (1.45):
+    not identified. Every surface states it as the bound at the level reached."""
+    monkeypatch.setenv("COLUMNS", "200")
+    import grpofit
+    from grpofit.fitting.analysis import fit_run
+    from grpofit.render.plotting import fit_title
+
+    code, out, _ = run_cli(capsys, "fit", UNSLOTH, "--format", "json")
+    r = json.loads(out)["runs"][0]
+    p = r["models"][r["preferred"]]["params"]["plateau"]
+    assert r["preferred"] == "exponential" and "not pinned down" in p["note"]
+    assert p["kind"] == "lower_bound" and p["bound_reason"] == "unidentified"
+    assert p["bound"] == pytest.approx(1.45, abs=0.01) and p["bound"] < p["value"]
+    code, out, _ = run_cli(capsys, "fit", UNSLOTH)
+    assert _row(out, "plateau p*")[1].startswith("≥ 1.45 (not identified")
+    code, out, _ = run_cli(capsys, "diagnose", UNSLOTH)
+    head = _row(out.replace("┃", "│"), "1/K_eff")
+    assert dict(zip(head, _row(out, "unsloth")))["p*"] == "≥ 1.45"
+    (run,) = grpofit.read(str(UNSLOTH))
+    st = grpofit.fit(run).plateau
+    assert st["kind"] == "lower_bound" and st["value"] == pytest.approx(p["bound"]) and st["reason"] == "unidentified"
+    assert "p* ≥ 1.45 (not identified)" in fit_title(fit_run(run))

@@ -237,15 +237,19 @@ def _scale(quantity: str, a_docs: list[dict], b_docs: list[dict], a: float, b: f
 
 
 def _bounds(docs: list[dict], quantity: str, law: str = LAW) -> list[str]:
-    """The runs whose ``quantity`` ``fit`` states as a bound (still moving past the law's value)."""
+    """The runs whose ``quantity`` ``fit`` states as a bound (still moving past the law's value,
+    or a value the data do not pin down)."""
     out = []
     for d in docs:
         p = ((d.get("models") or {}).get(law) or {}).get("params", {}).get(quantity) or {}
         if p.get("kind") in ("lower_bound", "upper_bound"):
-            out.append(
-                f"{d.get('run')} ({'still rising: at least' if p['kind'] == 'lower_bound' else 'still falling: at most'} "
-                f"{p.get('bound'):.3g})"
+            rising = p["kind"] == "lower_bound"
+            why = (
+                "not identified"
+                if p.get("bound_reason") == "unidentified"
+                else f"still {'rising' if rising else 'falling'}"
             )
+            out.append(f"{d.get('run')} ({why}: at {'least' if rising else 'most'} {p.get('bound'):.3g})")
     return out
 
 

@@ -166,19 +166,58 @@ def plateau_bound(plateau: dict | None, moving: dict | None) -> tuple[str, float
     return "estimate", None
 
 
+def statement_bound(
+    plateau: dict | None, moving: dict | None, initial: float | None
+) -> tuple[str, float | None, str | None]:
+    """``(kind, level, reason)`` of the plateau every surface states: a bound where the run is
+    still moving past the law's p* (:func:`plateau_bound`, reason ``"moving"``), or where the
+    data do not pin p* down (its 95% interval runs to the fit bound: the law's value is the
+    box's as much as the data's) and p* lies beyond the level the run has reached in the law's
+    direction (``initial`` -> p*): the plateau of a monotone approach is at least (at most)
+    that level, which the data do show (reason ``"unidentified"``); else ``("estimate", None, None)``."""
+    kind, level = plateau_bound(plateau, moving)
+    if level is not None:
+        return kind, level, "moving"
+    value = (plateau or {}).get("value")
+    reached = (moving or {}).get("level")
+    if value is None or reached is None or initial is None or "not pinned down" not in str(plateau.get("note") or ""):
+        return "estimate", None, None
+    if initial < value and reached < value:
+        return "lower_bound", float(reached), "unidentified"
+    if initial > value and reached > value:
+        return "upper_bound", float(reached), "unidentified"
+    return "estimate", None, None
+
+
 def mark_bounds(summary: dict, moving: dict | None) -> None:
     """Give every law's plateau its ``kind`` (``estimate``, ``lower_bound``, ``upper_bound``)
-    and, for a bound, ``bound`` (the level reached) and a ``bound_note``; ``value`` and
-    ``ci95`` stay the law's own fit."""
+    and, for a bound, ``bound`` (the level reached), ``bound_reason`` (``moving`` or
+    ``unidentified``, :func:`statement_bound`) and a ``bound_note``; ``value`` and ``ci95``
+    stay the law's own fit."""
     for law in (summary.get("models") or {}).values():
-        plateau = (law.get("params") or {}).get("plateau")
+        params = law.get("params") or {}
+        plateau = params.get("plateau")
         if not plateau:
             continue
-        kind, level = plateau_bound(plateau, moving)
+        kind, level, reason = statement_bound(plateau, moving, (params.get("initial") or {}).get("value"))
         plateau["kind"] = kind
         if level is not None:
             plateau["bound"] = level
-            plateau["bound_note"] = bound_note(plateau, moving)
+            plateau["bound_reason"] = reason
+            plateau["bound_note"] = (
+                bound_note(plateau, moving) if reason == "moving" else unidentified_note(plateau, level)
+            )
+
+
+def unidentified_note(plateau: dict, level: float) -> str:
+    """Why a plateau the data do not pin down is reported as a bound."""
+    rising = plateau.get("kind") != "upper_bound"
+    return (
+        f"p* not identified: the law's {plateau['value']:.4g} has a 95% interval that runs to the fit bound "
+        f"(the box's, not the data's); the run has reached {level:.3g} (its last tenth), so the plateau of "
+        f"the law's monotone approach is at {'least' if rising else 'most'} that "
+        "(grpofit forecast gives the plateau's interval)"
+    )
 
 
 def bound_note(plateau: dict, moving: dict) -> str:
@@ -233,15 +272,17 @@ def plateau_statement(fit: Any, model: str | None = None) -> dict | None:
     """What every surface says about a fit's plateau (the preferred law's unless ``model``):
     ``{"kind": "estimate" | "lower_bound" | "upper_bound", "value", "ci95", "law_value"}``;
     for a bound ``value`` is the level reached (the plateau is at least/most that), ``ci95``
-    None and ``law_value`` the law's own p*. None when the law has no plateau."""
+    None, ``law_value`` the law's own p* and ``reason`` ``moving`` or ``unidentified``
+    (:func:`statement_bound`). None when the law has no plateau."""
     est = fit.param("plateau", model) if fit is not None else None
     if est is None or getattr(est, "value", None) is None:
         return None
     _, moving = _late_checks(fit)
     ci = list(est.ci95) if getattr(est, "ci95", None) else None
-    kind, level = plateau_bound({"value": est.value, "ci95": ci}, moving)
+    initial = getattr(fit.param("initial", model), "value", None)
+    kind, level, reason = statement_bound({"value": est.value, "ci95": ci, "note": est.note}, moving, initial)
     if level is not None:
-        return {"kind": kind, "value": float(level), "ci95": None, "law_value": float(est.value)}
+        return {"kind": kind, "value": float(level), "ci95": None, "law_value": float(est.value), "reason": reason}
     return {"kind": "estimate", "value": float(est.value), "ci95": ci, "law_value": float(est.value)}
 
 

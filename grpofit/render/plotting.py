@@ -155,7 +155,9 @@ def plateau_title(result: Any, value: float) -> str:
     st = plateau_statement(result) or {}
     kind, level = st.get("kind"), (st.get("value") if st.get("kind") in ("lower_bound", "upper_bound") else None)
     if level is not None:
-        return f"p* {'≥' if kind == 'lower_bound' else '≤'} {level:.3g} (still {'rising' if kind == 'lower_bound' else 'falling'})"
+        why = "not identified" if st.get("reason") == "unidentified" else None
+        why = why or f"still {'rising' if kind == 'lower_bound' else 'falling'}"
+        return f"p* {'≥' if kind == 'lower_bound' else '≤'} {level:.3g} ({why})"
     return f"p* {value:.3g}" + (" (misses the late data)" if check["disagrees"] else "")
 
 

@@ -75,6 +75,8 @@ def estimate_text(p: dict | None) -> str:
     if str(p.get("note") or "").startswith("not identifiable"):  # no number the data cannot support
         return f"{DASH} ({p['note']})"
     bound = bound_text(p)
+    if bound is not None and p.get("bound_reason") == "unidentified":  # the data do not pin p* down
+        return f"{bound} (not identified: the law's {num(p['value'])} has an interval running to the fit bound)"
     if bound is not None:  # still moving past the law's p*
         return f"{bound} (still {'rising' if p['kind'] == 'lower_bound' else 'falling'})"
     text = num(p["value"])
