@@ -184,7 +184,8 @@ def test_a_collapse_that_recovers_is_named_with_its_recovery():
     assert 235 <= c.step <= 255 and 395 <= c.recovered_step <= 415
     assert c.level_after == pytest.approx(0.2, abs=0.05) and c.level_before == pytest.approx(0.7, abs=0.05)
     assert c.summary()["recovered_step"] == c.recovered_step
-    assert "recovered by step" in c.describe() and c.phrase().startswith("collapsed at step")
+    assert c.describe().startswith(f"reward collapsed at step {c.step:g}")
+    assert f"recovered by step {c.recovered_step:g}" in c.describe()
 
 
 def test_a_dip_of_a_window_or_so_is_no_collapse():

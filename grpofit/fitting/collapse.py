@@ -167,13 +167,6 @@ class Collapse:
             )
         return text
 
-    def phrase(self) -> str:
-        """``collapses at step A`` or ``collapsed at step A, recovered by step B``: the words
-        every surface uses for it."""
-        if self.recovered:
-            return f"collapsed at step {self.step:g}, recovered by step {self.recovered_step:g}"
-        return f"collapses at step {self.step:g}"
-
 
 @dataclass
 class Rise:
