@@ -148,20 +148,7 @@ def read_trl_console(src: Source, fmt: str = "trl-console", *, step: str | None 
             "has no metric dict lines ({'loss': ...})", path=src.name, fix="point at the training stdout log"
         )
     table = rows.build()
-    warnings = []
-    counter = table.pop(_COUNTER, None)
-    if counter is not None and "step" not in table and step is None:
-        import numpy as np
-
-        values = np.asarray(counter, dtype=float)
-        if counted == rows.n and np.all(np.diff(values) > 0):
-            table["step"] = values
-            warnings.append("console dicts carry no step; steps are the tqdm progress counter drawn before each")
-    if "step" not in table and step is None:
-        warnings.append(
-            "console dicts carry no step; steps are the log row numbers from 1 (the Trainer's global "
-            "steps when logging_steps is 1; multiply by logging_steps otherwise)"
-        )
+    warnings = _trainer_steps(table, step, counted == rows.n)
     if bad:
         warnings.append(f"{bad} dict-like line(s) could not be parsed and were skipped")
     run = build_run(src, fmt, table, step=step, warnings=warnings, stats={"metric_lines": rows.n})
@@ -170,6 +157,26 @@ def read_trl_console(src: Source, fmt: str = "trl-console", *, step: str | None 
         # row numbers count from 1 (a live tail adds the rows it has already read to each piece's)
         run.steps = run.steps + 1.0
     return [run]
+
+
+def _trainer_steps(table: dict, step: str | None, all_counted: bool) -> list[str]:
+    """Give ``table`` the Trainer's steps when its dicts carry none: the tqdm counter drawn
+    before each (when every dict has one and they increase); else the warning that the rows
+    are numbered (from 1, :func:`read_trl_console`)."""
+    counter = table.pop(_COUNTER, None)
+    if "step" in table or step is not None:
+        return []
+    if counter is not None:
+        import numpy as np
+
+        values = np.asarray(counter, dtype=float)
+        if all_counted and np.all(np.diff(values) > 0):
+            table["step"] = values
+            return ["console dicts carry no step; steps are the tqdm progress counter drawn before each"]
+    return [
+        "console dicts carry no step; steps are the log row numbers from 1 (the Trainer's global "
+        "steps when logging_steps is 1; multiply by logging_steps otherwise)"
+    ]
 
 
 def _newline_only(text: str) -> list[str]:
