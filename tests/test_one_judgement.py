@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 REAL = REAL_LOGS
-PLANTED = ("healthy", *MODES, "dead", "recovery")  # every failure mode of the vocabulary, the controls, a collapse that recovers
+#: every failure mode of the vocabulary, the controls, a collapse that recovers, and a healthy run
+#: with a rerun appended after it in the same file
+PLANTED = ("healthy", *MODES, "dead", "recovery", "appended")
 
 
 def real_files() -> list[Path]:
@@ -36,6 +38,10 @@ def planted_file(tmp: Path, mode: str) -> Path:
         table = make_dead_run(seed=1)
     elif mode == "recovery":  # a collapse the run recovers from
         table = make_planted_run("dynamical_instability", seed=1, kind="recovery")
+    elif mode == "appended":  # a healthy run, then a rerun into the same file that collapses and recovers
+        first = make_planted_run(None, seed=2)
+        second = make_planted_run("dynamical_instability", seed=1, kind="recovery")
+        table = {k: np.concatenate([first[k], second[k]]) for k in first}
     else:
         table = make_planted_run(None if mode == "healthy" else mode, seed=1)
     path = tmp / f"planted_{mode}.csv"
