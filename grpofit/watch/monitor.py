@@ -276,6 +276,13 @@ class Monitor:
             self.pending_fc[run.name] = (run, col)  # the newest snapshot
         return events
 
+    def forget(self, name: str) -> None:
+        """Drop a run that is no longer in its file under this name (its file turned out to hold
+        runs appended one after another, and it is followed as ``name::run1`` now)."""
+        self.runs.pop(name, None)
+        self.pending.pop(name, None)
+        self.pending_fc.pop(name, None)
+
     def judge_pending(self, budget: float, *, catchup: float = 3.0) -> list[dict]:
         """Work through the queued judgements (``defer``).
 

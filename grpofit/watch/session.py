@@ -227,7 +227,7 @@ class Session:
         cpu0 = time.process_time()
         res = self.follower.poll(final=final)
         for name in res.gone:  # renamed: its file turned out to hold runs appended one after another
-            self.monitor.runs.pop(name, None)
+            self.monitor.forget(name)
         self._warn_problems(res.notes, prefix="note")
         events: list[dict] = []
         self._refill_tokens()
