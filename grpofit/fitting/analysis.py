@@ -207,7 +207,7 @@ def confirmed_collapse(steps, values, *, options: dict | None = None, fit=None, 
         whole = whole or fit(steps, values)
         w_osc, b_osc = whole.models.get("oscillator"), before.models.get("oscillator")
         if (
-            _below_start(collapse, before)
+            _below_start(collapse, before, steps)
             or w_osc is None
             or b_osc is None
             or not explained_by_law(collapse, steps, values, w_osc.predict(steps), b_osc.predict(steps))
@@ -217,7 +217,7 @@ def confirmed_collapse(steps, values, *, options: dict | None = None, fit=None, 
     return None, whole
 
 
-def _below_start(collapse, before) -> bool:
+def _below_start(collapse, before, steps) -> bool:
     """A run that rose (a significant rise before the onset) and then fell to or below where it
     started, to stay there or to recover later: never an oscillation the law rings through (a
     relaxation from the start, overshoot and all, stays above its start: each undershoot is
@@ -225,10 +225,21 @@ def _below_start(collapse, before) -> bool:
     its floor -1 for 250 steps passed the gate that way; a run that fell from 1.6 to 0 for 330
     steps and came back was "explained" by a law started at its plateau, ringing once)."""
     rose = bool((getattr(before, "signal", None) or {}).get("detected"))
-    # or a rise in the data the law fitted before the onset cannot tell from a constant (a run
-    # that rose within its first few steps): the level before the onset is the collapse's own
-    # threshold (>= noise_k sds of the level) above where the run started
-    rose = rose or collapse.level_before - collapse.start_level >= collapse.threshold
+    if not rose and collapse.level_before - collapse.start_level >= collapse.threshold:
+        # a rise in the data that the law fitted before the onset cannot tell from a constant
+        # (a run that rose within its first few steps): the level before the onset is the
+        # collapse's own threshold (>= noise_k sds of the level) above where the run started.
+        # It stands in for the law's only for a fall held as long as a recovered collapse must
+        # be (two windows, a twentieth of the run): a few low points at the end of a run being
+        # followed are still judged by the law
+        import numpy as np
+
+        from grpofit.fitting.collapse import default_window
+
+        s = np.asarray(steps, dtype=float)
+        end = collapse.recovered_step if collapse.recovered else np.inf
+        held = int(np.count_nonzero((s >= collapse.detected_step) & (s < end)))
+        rose = held >= max(2 * default_window(s.size), s.size // 20)
     return rose and collapse.gain_fraction is not None and collapse.gain_fraction >= 1.0
 
 
