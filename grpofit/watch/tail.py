@@ -152,11 +152,10 @@ class Columns:
             if w not in self.warnings and len(self.warnings) < 20:
                 self.warnings.append(w)
 
-    def run(self, name: str, source: str, s: np.ndarray | None = None, metrics: dict | None = None) -> Run:
-        """The accumulated run (or the rows ``s``/``metrics`` of it), normalised like every
-        reader's (sorted, duplicates merged)."""
-        if s is None:
-            s, metrics = self.steps, self.metrics
+    def run(self, name: str, source: str) -> Run:
+        """The accumulated run, normalised like every reader's (sorted, duplicates merged)."""
+        s = self.steps
+        metrics = self.metrics
         if s.size > 1 and not np.all(s[1:] > s[:-1]):
             key = "\x00step"
             r = make_run(
