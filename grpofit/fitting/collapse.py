@@ -26,6 +26,12 @@ the band is then taken from the highest level of those last points, a dip that c
 it is ringing (the search starts afresh there), and the onset is where the level left it. A rise is never a collapse: the median level before the onset
 must exceed the median after it by the threshold.
 
+A collapse that *recovered* (:func:`_recovered`): the same fall, below the band for at least
+``max(2 w, n // 20)`` points, at least the full threshold below the level before it, then back
+in the band for good (the level never again below the midpoint of the fall) with ``w`` points
+left. It is returned when no collapse lasts to the end (one that does wins), with
+``recovered=True`` and ``recovered_step``.
+
 That is only a *candidate*. A collapse is a sustained fall below the run's own settled level
 that the fitted law cannot explain: :func:`explained_by_law` compares, by BIC, the oscillator
 fitted to the whole run (it overshoots and rings) with a break model (the oscillator fitted
@@ -159,13 +165,10 @@ class Collapse:
 
     def describe(self) -> str:
         rel = f", -{100 * self.relative_drop:.0f}%" if self.relative_drop is not None else ""
-        text = f"reward collapses at step {self.step:g} ({self.level_before:.3g} -> {self.level_after:.3g}{rel})"
+        levels = f"({self.level_before:.3g} -> {self.level_after:.3g}{rel})"
         if self.recovered:
-            text = (
-                f"reward collapsed at step {self.step:g} ({self.level_before:.3g} -> {self.level_after:.3g}{rel}) "
-                f"and recovered by step {self.recovered_step:g}"
-            )
-        return text
+            return f"reward collapsed at step {self.step:g} {levels} and recovered by step {self.recovered_step:g}"
+        return f"reward collapses at step {self.step:g} {levels}"
 
 
 @dataclass
