@@ -115,6 +115,11 @@ def check_one_path(capsys, tmp_path, path: Path) -> None:
         assert (fits[name].get("collapse") or {}).get("step") == collapse, where
         if name in forecasts:
             assert (forecasts[name].get("collapse") or {}).get("step") == collapse, where
+            fp = forecasts[name].get("plateau") or {}
+            if fp.get("source") == "fit":  # the forecast states the fit's plateau
+                want = _plateau_of(fits[name])
+                assert want is not None and fp["kind"] == want[0], where
+                assert fp["value"] == pytest.approx(want[1], rel=1e-9), where
         assert _plateau_of(r.get("fit")) == _plateau_of(fits[name]), where
         if name in runs and fits[name].get("preferred"):
             statement = grpofit.fit(runs[name]).plateau

@@ -93,3 +93,29 @@ def test_long_series_are_tested_on_block_means():
     moving = still_moving(steps, y)
     assert moving["direction"] == "rising"
     assert abs(moving["slope_per_step"] - 1e-6) < 2e-7
+
+
+@pytest.mark.slow
+@pytest.mark.real_logs
+def test_fit_and_forecast_state_one_plateau(capsys):
+    """rasbt 7_6 conditional: ``fit`` printed "≥ 0.975 (still rising)" and ``forecast`` "at least
+    1.17": two plateau statements for one run. The forecast now renders the fit's."""
+    import json
+
+    from tests.conftest import run_cli
+    from tests.reallogs import real_log
+
+    path = real_log("rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv")
+    fit = json.loads(run_cli(capsys, "fit", path, "--format", "json")[1])["runs"][0]
+    fc = json.loads(run_cli(capsys, "forecast", path, "--format", "json")[1])["runs"][0]
+    law = fit["models"][fit["preferred"]]["params"]["plateau"]
+    assert fc["plateau"]["kind"] == law["kind"] and fc["plateau"]["source"] == "fit"
+    want = law["bound"] if law["kind"] != "estimate" else law["value"]
+    assert fc["plateau"]["value"] == pytest.approx(want, rel=1e-9)
+    if law["kind"] == "estimate":
+        assert fc["plateau"]["ci95"] == pytest.approx(law["ci95"], rel=1e-9)
+    fit_text = run_cli(capsys, "fit", path)[1]
+    fc_text = run_cli(capsys, "forecast", path)[1]
+    row = next(x for x in fc_text.splitlines() if x.startswith("│ plateau"))
+    cell = row.split("│")[2].strip()
+    assert cell and cell in fit_text

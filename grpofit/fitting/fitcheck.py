@@ -183,8 +183,8 @@ def plateau_bound(plateau: dict | None, moving: dict | None, late: dict | None =
     is not asked for). A run settled at its plateau shows a significant late slope
     and a level past p* in a few percent of runs by chance (its wander under the forcing), and
     a bound printed there is contradicted by the true plateau: on 240 settled runs of the
-    project's generator the slope and the level alone printed 41 bounds, 38 of them contradicted
-    (docs/fit_coverage.md has the measurement)."""
+    project's generator the slope and the level alone printed 33 bounds, 31 of them contradicted,
+    these conditions none (docs/fit_coverage.md has the measurement)."""
     value = (plateau or {}).get("value")
     if not moving or value is None or moving.get("direction") is None:
         return "estimate", None
