@@ -1012,6 +1012,7 @@ def _widen_shape(fit, k: float, ctx) -> None:
         if e is None or e.value is None or not e.value > 0 or e.ci95 is None:
             continue
         lo, hi = e.ci95
+        e.ci95_ls = e.ci95
         lo = None if lo is None else (lo if lo <= 0 else e.value * (min(lo, e.value) / e.value) ** k)
         hi = None if hi is None else e.value * (max(hi, e.value) / e.value) ** k
         if name == "damping_ratio" and hi is not None and hi > DAMPING_OPEN:
