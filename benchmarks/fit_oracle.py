@@ -109,6 +109,11 @@ def oracle_row(truth: dict, table: dict) -> dict:
     t_off = truth["regime"] != "two_class" and abs(t_med / truth["timescale"] - 1.0) > TIMESCALE_TOL
     out["posterior_covers"] = bool(p_in and t_in)
     out["posterior_wrong"] = bool((p_off and not p_in) or (t_off and not t_in))
+    # the plateau alone (the fit targets of docs/fit_coverage.md): within 0.03, covered by the
+    # 95% interval, and off while outside it
+    out["p_ok"] = not p_off
+    out["p_covers"] = bool(p_in)
+    out["p_wrong"] = bool(p_off and not p_in)
     return out
 
 

@@ -138,6 +138,11 @@ def check_one_path(capsys, tmp_path, path: Path) -> None:
         assert _collapse_of(api_runs[name]) == collapse, where
         if name in forecasts:
             assert _collapse_of(forecasts[name]) == collapse, where
+            fp = forecasts[name].get("plateau") or {}
+            if fp.get("source") == "fit":  # the forecast states the fit's plateau
+                want = _plateau_of(fits[name])
+                assert want is not None and fp["kind"] == want[0], where
+                assert fp["value"] == pytest.approx(want[1], rel=1e-9), where
         assert _plateau_of(r.get("fit")) == _plateau_of(fits[name]), where
         if name in runs and fits[name].get("preferred"):
             statement = grpofit.fit(runs[name]).plateau

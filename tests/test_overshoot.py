@@ -31,7 +31,11 @@ def test_noise_free_monotone_run_is_not_called_underdamped():
     assert osc.regime != "underdamped"
     assert osc.observed_overshoot["value"] == 0 and not osc.observed_overshoot["significant"]
     doc = fit.summary()["models"]["oscillator"]
-    assert doc["observed_overshoot"]["value"] == 0 and "no significant overshoot" in doc["regime_reason"]
+    # the reason: no overshoot in the data, or (decided first) a damping ratio interval that
+    # reaches one once widened as the timescale's state-space interval is
+    reason = doc["regime_reason"]
+    assert doc["observed_overshoot"]["value"] == 0
+    assert "no significant overshoot" in reason or "straddles one once widened" in reason, reason
 
 
 @pytest.mark.slow

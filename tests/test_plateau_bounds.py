@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from grpofit.fitting import fit_series
-from grpofit.fitting.fitcheck import plateau_bound, still_moving
+from grpofit.fitting.fitcheck import plateau_statement, still_moving
 
 
 def _ar(rng, n, sd, phi=0.6):
@@ -20,23 +20,55 @@ def _ar(rng, n, sd, phi=0.6):
 
 def _bound_of(steps, y):
     fit = fit_series(steps, y)
-    plateau = {"value": fit.param("plateau").value}
-    return plateau_bound(plateau, still_moving(steps, y)), plateau["value"]
+    st = plateau_statement(fit)
+    return (st["kind"], st["value"] if st["kind"] != "estimate" else None), st["law_value"]
 
 
-def test_a_jump_then_a_creep_gives_a_lower_bound():
+def test_a_late_climb_past_the_law_gives_a_lower_bound():
+    """A jump, a plateau, then a climb the law cannot draw: the late points lie past p*, past
+    the law's curve and past its 95% interval while the slope is significant."""
     rng = np.random.default_rng(3)
     steps = np.arange(1.0, 301.0)
-    y = 0.6 + 0.3 * (1 - np.exp(-steps / 5)) + 2e-4 * steps + _ar(rng, steps.size, 0.01)
+    y = 0.6 + 0.3 * (1 - np.exp(-steps / 5)) + 5e-4 * np.clip(steps - 200, 0, None) + _ar(rng, steps.size, 0.01)
     (kind, level), value = _bound_of(steps, y)
     assert kind == "lower_bound"
     assert level > value and abs(level - y[-30:].mean()) < 1e-12
 
 
+@pytest.mark.parametrize("index", [5, 18, 21, 26, 29])
+def test_a_settled_generated_run_gets_no_bound_its_plateau_contradicts(index):
+    """Runs of the project's generator that had settled: the slope test and the level past p*
+    alone printed "p* <= 0.34 (still falling)" and the like, and the true plateau was on the
+    other side of the bound (index 18: p* 0.358, bound <= 0.340). The law's estimate stands."""
+    from grpofit.testing.synthetic import recovery_set
+
+    truth, table = recovery_set(index + 1, seed=11)[index]
+    fit = fit_series(table["step"], table["reward"])
+    st = plateau_statement(fit)
+    assert st["kind"] == "estimate"
+    assert st["ci95"][0] <= truth["plateau"] <= st["ci95"][1]
+
+
+def test_an_overshoot_the_law_draws_is_not_a_drift_past_it():
+    """The late check's ``past_curve``: an underdamped law's curve above its p* (an overshoot it
+    fits) is not data past the law."""
+    from grpofit.fitting.fitcheck import plateau_bound
+
+    moving = {"direction": "rising", "level": 0.9}
+    plateau = {"value": 0.8, "ci95": [0.78, 0.82]}
+    assert plateau_bound(plateau, moving, {"disagrees": True, "past_curve": False}) == ("estimate", None)
+    assert plateau_bound(plateau, moving, {"disagrees": True, "past_curve": True}) == ("lower_bound", 0.9)
+    assert plateau_bound(plateau, moving, {"disagrees": False, "past_curve": True}) == ("estimate", None)
+    inside = {"value": 0.8, "ci95": [0.7, 0.95]}  # the level inside the law's own interval
+    assert plateau_bound(inside, moving, {"disagrees": True, "past_curve": True}) == ("estimate", None)
+    unpinned = {**inside, "note": "plateau not pinned down by the data: interval reaches the fit bounds"}
+    assert plateau_bound(unpinned, moving, {"disagrees": True, "past_curve": True}) == ("lower_bound", 0.9)
+
+
 def test_a_still_falling_loss_gives_an_upper_bound():
     rng = np.random.default_rng(4)
     steps = np.arange(1.0, 301.0)
-    y = 2.0 - 1.0 * (1 - np.exp(-steps / 6)) - 1e-3 * steps + _ar(rng, steps.size, 0.02)
+    y = 2.0 - 1.0 * (1 - np.exp(-steps / 6)) - 2e-3 * np.clip(steps - 200, 0, None) + _ar(rng, steps.size, 0.02)
     (kind, level), value = _bound_of(steps, y)
     assert kind == "upper_bound" and level < value
 
@@ -61,3 +93,29 @@ def test_long_series_are_tested_on_block_means():
     moving = still_moving(steps, y)
     assert moving["direction"] == "rising"
     assert abs(moving["slope_per_step"] - 1e-6) < 2e-7
+
+
+@pytest.mark.slow
+@pytest.mark.real_logs
+def test_fit_and_forecast_state_one_plateau(capsys):
+    """rasbt 7_6 conditional: ``fit`` printed "≥ 0.975 (still rising)" and ``forecast`` "at least
+    1.17": two plateau statements for one run. The forecast now renders the fit's."""
+    import json
+
+    from tests.conftest import run_cli
+    from tests.reallogs import real_log
+
+    path = real_log("rasbt_grpo_qwen3-0.6b_7_6_format_reward_conditional.csv")
+    fit = json.loads(run_cli(capsys, "fit", path, "--format", "json")[1])["runs"][0]
+    fc = json.loads(run_cli(capsys, "forecast", path, "--format", "json")[1])["runs"][0]
+    law = fit["models"][fit["preferred"]]["params"]["plateau"]
+    assert fc["plateau"]["kind"] == law["kind"] and fc["plateau"]["source"] == "fit"
+    want = law["bound"] if law["kind"] != "estimate" else law["value"]
+    assert fc["plateau"]["value"] == pytest.approx(want, rel=1e-9)
+    if law["kind"] == "estimate":
+        assert fc["plateau"]["ci95"] == pytest.approx(law["ci95"], rel=1e-9)
+    fit_text = run_cli(capsys, "fit", path)[1]
+    fc_text = run_cli(capsys, "forecast", path)[1]
+    row = next(x for x in fc_text.splitlines() if x.startswith("│ plateau"))
+    cell = row.split("│")[2].strip()
+    assert cell and cell in fit_text

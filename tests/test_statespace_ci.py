@@ -96,14 +96,15 @@ def test_recovery_harness_scores_every_stratum():
 
 @pytest.mark.slow
 def test_committed_coverage_table_matches_one_recomputed_stratum():
-    """docs/fit_coverage.md is the output of ``python -m benchmarks.recovery --forced 100 2026``:
-    recompute its hardest stratum (strong forcing, underdamped) and compare the row."""
+    """docs/fit_coverage.md is the output of ``python -m benchmarks.fit_targets 100 2026`` (its first
+    table is ``benchmarks.recovery``'s forced report): recompute its hardest stratum (strong
+    forcing, underdamped) and compare the row."""
     from benchmarks.recovery import check_committed_row, forced_report, run_forced_recovery
 
     rows = run_forced_recovery(100, seed=2026, only=(0.03, "underdamped"))
     check_committed_row(
         "fit_coverage.md",
-        "python -m benchmarks.recovery --forced 100 2026",
+        "python -m benchmarks.fit_targets 100 2026",
         forced_report(rows),
         "| 0.03 | underdamped | 100 |",
     )

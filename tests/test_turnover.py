@@ -75,7 +75,11 @@ def test_a_forced_excursion_is_not_called_underdamped(seed):
     assert osc.regime == "indeterminate"
     assert "forcing is allowed for" in osc.regime_reason
     zeta = osc.params["damping_ratio"]
-    assert zeta.ci95[1] < 1.0  # the fitted law's interval is kept, and says so
+    # the fitted law's interval, widened as the timescale's state-space interval is: it lay below
+    # one, excluding the true 2.9 and 1.9; it now reaches past one and holds the truth
+    hi = zeta.ci95[1]
+    assert hi is None or hi > 1.0
+    assert zeta.ci95[0] <= truth["damping_ratio"] <= (hi if hi is not None else float("inf"))
     assert "with the forcing allowed for" in zeta.note
 
 

@@ -85,6 +85,7 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
         bounds=bounds,
     )
     entry = {"run": run.name, "metric": column, **fc.doc}
+    _fit_plateau(entry, fc, run, column, steps, values, cut=opts.until is not None)
     entry["batch_size"] = {"value": batch, "source": batch_source}
     collapse = (getattr(fc, "extra", None) or {}).get(
         "collapse"
@@ -107,6 +108,36 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
             seed=opts.seed,
         )
     return entry, fc, rest
+
+
+def _fit_plateau(entry: dict, fc, run, column: str, steps, values, *, cut: bool) -> None:
+    """The plateau as ``grpofit fit`` states it (:func:`grpofit.fitting.fitcheck.plateau_statement`
+    of the same fit: the forecast's own fit of the steps seen, which is ``fit``'s when the run did
+    not collapse; :func:`grpofit.fitting.analysis.fit_run`'s fit before the collapse when it did):
+    one plateau statement per run on every surface. The forecast's own plateau draws, from which
+    the steps to 90/95% of the gain and the remaining gain come, stay in ``plateau_draws``."""
+    from grpofit.fitting import MIN_POINTS, fit_series
+    from grpofit.fitting.analysis import fit_run
+    from grpofit.fitting.fitcheck import plateau_statement
+
+    draws = entry.get("plateau")
+    if steps.size < MIN_POINTS or not draws or draws.get("value") is None:
+        return  # no forecast, no plateau: the refusal's note says why
+    extra = getattr(fc, "extra", None) or {}
+    fit = extra.get("baseline") if extra.get("collapse") is None else None
+    if fit is None:
+        fit = fit_series(steps, values, run=run.name, metric=column) if cut else fit_run(run, metric=column)
+    st = plateau_statement(fit)
+    if st is None:
+        return
+    entry["plateau_draws"] = draws
+    entry["plateau"] = {
+        "value": st["value"],
+        "ci95": st["ci95"],
+        "kind": st["kind"],
+        "law_value": st["law_value"],
+        "source": "fit",
+    }
 
 
 @dataclass

@@ -37,6 +37,9 @@ class Estimate:
     stderr: float | None = None
     ci95: tuple[float | None, float | None] | None = None
     note: str | None = None
+    #: the least-squares interval before the forcing's widening (inertia, damping ratio of an
+    #: underdamped fit: :func:`grpofit.fitting.statespace_ci._widen_shape`), or None
+    ci95_ls: tuple[float | None, float | None] | None = None
 
     def __post_init__(self):
         self.value = num(self.value)
@@ -61,6 +64,8 @@ class Estimate:
         out = {"value": num(self.value), "stderr": num(self.stderr), "ci95": ci}
         if self.note:
             out["note"] = self.note
+        if self.ci95_ls is not None:
+            out["ci95_ls"] = [num(self.ci95_ls[0]), num(self.ci95_ls[1])]
         return out
 
 

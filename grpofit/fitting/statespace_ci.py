@@ -958,7 +958,77 @@ def _statespace(models: dict, ctx) -> None:
         return
     for fit, ss in zip(fits, intervals_for(ctx.t, ctx.y, specs, Points.of_fit(ctx))):
         if ss is not None:
+            ls = fit.params["timescale"].ci95
             _publish(fit.params, ss, ctx)
+            if "inertia" in fit.params and _shape_widened(fit):
+                _widen_shape(fit, _inflation(ls, fit.params["timescale"].ci95), ctx)
+
+
+def _shape_widened(fit) -> bool:
+    """Whether the oscillator's inertia and damping ratio get the widening: where the damping
+    ratio's value says underdamped (an oscillation's frequency and decay are what the forcing
+    blurs). Overdamped fits keep their least-squares intervals: they covered 92-99% under every
+    forcing level of the held-out seed, and widening them cost the exact bandit reduction its
+    overdamped calls (docs/bandit_sweep.md), whose misfit the state-space likelihood reads as
+    forcing."""
+    zeta = fit.params.get("damping_ratio")
+    return zeta is not None and zeta.value is not None and zeta.value < 1.0
+
+
+def _inflation(before, after) -> float:
+    """How many times wider (in log) the timescale's interval is under the forcing than the
+    least-squares one: the state-space likelihood's measure of what the correlated residuals
+    hide (1 when either end is open or not positive)."""
+    if not before or not after or None in before or None in after:
+        return 1.0
+    if min(before[0], after[0]) <= 0 or before[1] <= before[0]:
+        return 1.0
+    return max(1.0, math.log(after[1] / after[0]) / math.log(before[1] / before[0]))
+
+
+#: the inertia's and damping ratio's log-widths are multiplied by the timescale's inflation to
+#: this power (chosen on seed 11 of the forced runs, 40 per stratum: with power 1 the underdamped
+#: runs under forcing sd 0.03 covered 90% / 88%, with 1.5 98% / 92%; docs/fit_coverage.md has
+#: the held-out seed)
+SHAPE_INFLATION = 1.5
+#: a widened damping ratio's upper end beyond this is open (None): the data set no upper end
+DAMPING_OPEN = 100.0
+
+
+def _widen_shape(fit, k: float, ctx) -> None:
+    """The inertia's and the damping ratio's intervals (least squares: HAC and profile) widened
+    in log about their values by the timescale's inflation ``k`` (:func:`_inflation`) to the
+    power :data:`SHAPE_INFLATION`. The forcing moves the run off its curve for a whole
+    relaxation; the least-squares intervals of the two shape parameters do not see it (the
+    inertia's covered the truth in 60% of underdamped runs under forcing sd 0.03), the
+    state-space likelihood's timescale interval does, and the inertia is read off the same
+    residuals."""
+    k = k**SHAPE_INFLATION
+    if k <= 1.0 + 1e-9:
+        return
+    params = fit.params
+    for name in ("inertia", "damping_ratio"):
+        e = params.get(name)
+        if e is None or e.value is None or not e.value > 0 or e.ci95 is None:
+            continue
+        lo, hi = e.ci95
+        e.ci95_ls = e.ci95
+        lo = None if lo is None else (lo if lo <= 0 else e.value * (min(lo, e.value) / e.value) ** k)
+        hi = None if hi is None else e.value * (max(hi, e.value) / e.value) ** k
+        if name == "damping_ratio" and hi is not None and hi > DAMPING_OPEN:
+            hi = None  # no upper end the data set
+        blo, bhi = ctx.bounds[name] if name in ctx.bounds else (0.0, math.inf)
+        e.ci95 = (None if lo is None else max(lo, blo), None if hi is None else min(hi, bhi))
+    zeta = params.get("damping_ratio")
+    if fit.regime in ("underdamped", "overdamped") and zeta is not None and zeta.ci95 is not None:
+        from grpofit.fitting.regime import regime_rule
+
+        regime, reason = regime_rule(zeta.ci95)
+        if regime != fit.regime:  # the call rested on the narrower interval
+            fit.regime, fit.regime_reason = (
+                "indeterminate",
+                f"{reason} once widened with the timescale's state-space interval",
+            )
 
 
 def _publish(params: dict, ss: SSIntervals, ctx) -> None:

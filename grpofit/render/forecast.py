@@ -25,12 +25,27 @@ def _est(e: dict | None, unit: str = "") -> str:
     if not e or e.get("value") is None:
         return f"unknown: {e['reason']}" if e and e.get("reason") else "-"
     iv = e.get("ci95")
+    if e.get("kind") == "upper_bound" and not iv:
+        return f"at most {unit}{num(e['value'])}"
     if e.get("kind") == "lower_bound" and (not iv or iv[1] is None):
         low = num(iv[0]) if iv else num(e["value"])
         if iv and iv[0] != e["value"]:
             return f"{num(e['value'])}, at least {unit}{low} (95%; upper end unknown)"
         return f"at least {unit}{low} (upper end unknown)"
     return f"{num(e['value'])} {_interval(iv)}"
+
+
+def _plateau_label(r: dict) -> str:
+    """The plateau row's label: still rising or falling for a bound; the fit's plateau of a run
+    that collapsed is the one before the collapse."""
+    from grpofit.render.tables import num
+
+    kind = (r.get("plateau") or {}).get("kind")
+    label = {"lower_bound": "plateau (still rising)", "upper_bound": "plateau (still falling)"}.get(kind, "plateau")
+    step = (r.get("collapse") or {}).get("step")
+    if step is not None and (r.get("plateau") or {}).get("source") == "fit":
+        label += f" before the collapse at step {num(step)}"
+    return label
 
 
 def _at_text(a: dict) -> str:
@@ -92,10 +107,8 @@ def forecast_tables(doc: dict) -> list[Any]:
                 continue
             rows.append((f"expected reward at step {num(a['step'])}", _at_text(a)))
         p = r.get("plateau") or {}
-        kind = p.get("kind")
-        label = "plateau (still rising)" if kind == "lower_bound" else "plateau"
         own = " (without the prior)" if r.get("prior") else ""
-        rows.append((label + own, _est(p)))
+        rows.append((_plateau_label(r) + own, _est(p)))
         rows.append(("step reaching 90% of the gain" + own, _est(r.get("steps_to_90"), "step ")))
         rows.append(("step reaching 95% of the gain" + own, _est(r.get("steps_to_95"), "step ")))
         rows.append(("gain still expected by the planned end", _est(r.get("remaining_gain"))))
