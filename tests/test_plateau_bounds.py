@@ -118,4 +118,5 @@ def test_fit_and_forecast_state_one_plateau(capsys):
     fc_text = run_cli(capsys, "forecast", path)[1]
     row = next(x for x in fc_text.splitlines() if x.startswith("│ plateau"))
     cell = row.split("│")[2].strip()
-    assert cell and cell in fit_text
+    value, _, interval = cell.partition(" ")  # the fit's row also gives the stderr: 'v ± se [lo, hi]'
+    assert value and value in fit_text and interval in fit_text
