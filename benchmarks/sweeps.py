@@ -4,8 +4,8 @@ the median rule, paired on the same sweeps.
 Every sweep is replayed, report by report, under each method; the methods are the libraries' own
 implementations:
 
-- **sequential** (Optuna's usual single-worker study: one trial after another, in a seeded random
-  order): grpofit's :class:`~grpofit.integrations.optuna.GrpofitPruner`, Optuna's
+- **sequential** (Optuna's usual single-worker study: one trial after another, in a random
+  order seeded by the sweep's name): grpofit's :class:`~grpofit.integrations.optuna.GrpofitPruner`, Optuna's
   ``MedianPruner`` and ``SuccessiveHalvingPruner`` (their defaults, and one tuned setting);
 - **parallel** (a Ray Tune sweep: every trial running at once, results arriving step by step):
   grpofit's :class:`~grpofit.integrations.ray.GrpofitStopper`, Ray's ``ASHAScheduler`` and
@@ -36,6 +36,7 @@ import json
 import math
 import sys
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,7 +113,8 @@ SLOW = {"lr": 0.02, "momentum": 0.8, "group_size": 8, "beta": 0.2}
 def generated_sweeps(count: int, *, runs: int = 6, steps: int = 400, seed: int = 0) -> list[Sweep]:
     """``count`` sweeps of ``runs`` bandit runs each (16 arms, one correct, 4 groups per step),
     configurations drawn from :data:`GRID`; odd sweeps plant :data:`SLOW` and draw the others
-    with the stronger KL weights (0.45, 0.6). The stratum is read from the outcome, not the plan."""
+    with the stronger KL weights (0.45, 0.6). The stratum is read from the outcome, not the plan.
+    ``seed`` 0 names them ``bandit sweep K``; another seed, ``bandit sweep K (seed S)``."""
     from grpofit.dynamics.simulation import simulate_bandit
 
     rng = np.random.default_rng(seed)
@@ -138,7 +140,7 @@ def generated_sweeps(count: int, *, runs: int = 6, steps: int = 400, seed: int =
         slow = early[int(np.argmax(truth))] < float(np.median(early))
         out.append(
             Sweep(
-                f"bandit sweep {k}",
+                f"bandit sweep {k}" + (f" (seed {seed})" if seed else ""),
                 "generated (slow starter best)" if slow else "generated",
                 names,
                 st,
@@ -151,6 +153,78 @@ def generated_sweeps(count: int, *, runs: int = 6, steps: int = 400, seed: int =
 
 
 # --- the replays -------------------------------------------------------------------------------
+
+
+class ForecastMemo:
+    """:func:`~grpofit.forecasting.horizon.horizon_draws` memoised on its exact inputs (the steps'
+    and values' bytes, the horizon, the seed): the function is deterministic, so a hit returns
+    what the call would. Several grpofit settings, both harnesses and :mod:`benchmarks.sweep_rule`
+    then share one forecast of the same points. A hit is charged the seconds (wall, CPU) the
+    forecast took when computed (``charged``), so the cost per report stays the forecast's.
+    Kept per sweep in ``directory`` (a file per sweep name) when given; :meth:`install` puts it
+    in place of ``horizon_draws`` for :class:`~grpofit.forecasting.prune.SweepJudge`."""
+
+    def __init__(self, directory: str | None = None):
+        self.directory = Path(directory) if directory else None
+        self.table: dict = {}
+        self.charged = [0.0, 0.0]
+        self.name: str | None = None
+
+    def _file(self, name: str) -> Path:
+        return self.directory / (zlib.crc32(name.encode()).to_bytes(4, "big").hex() + ".pkl")
+
+    def load(self, name: str) -> None:
+        import pickle
+
+        self.name = name
+        self.table = {}
+        if self.directory is not None and self._file(name).exists():
+            self.table = pickle.loads(self._file(name).read_bytes())
+
+    def save(self) -> None:
+        import pickle
+
+        if self.directory is not None and self.name is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            tmp = self._file(self.name).with_suffix(".tmp")
+            tmp.write_bytes(pickle.dumps(self.table))
+            tmp.replace(self._file(self.name))
+
+    def __call__(self, steps, values, horizon, *, seed: int = 0, **options):
+        import hashlib
+
+        from grpofit.forecasting import horizon as module
+
+        s, v = np.asarray(steps, dtype=float), np.asarray(values, dtype=float)
+        key = hashlib.sha1(
+            s.tobytes() + b"|" + v.tobytes() + repr((float(horizon), seed, sorted(options.items()))).encode()
+        )
+        key = key.hexdigest()
+        hit = self.table.get(key)
+        if hit is None:
+            t0, c0 = time.perf_counter(), time.process_time()
+            r = module.horizon_draws_uncached(s, v, horizon, seed=seed, **options)
+            slim = module.HorizonDraws(r.draws, {}, r.kind, r.note, None, r.open_ended)
+            self.table[key] = hit = (slim, time.perf_counter() - t0, time.process_time() - c0)
+        else:
+            self.charged[0] += hit[1]
+            self.charged[1] += hit[2]
+        return hit[0]
+
+    def install(self) -> None:
+        from grpofit.forecasting import horizon as module
+
+        if not hasattr(module, "horizon_draws_uncached"):
+            module.horizon_draws_uncached = module.horizon_draws
+        module.horizon_draws = self
+
+
+MEMO = ForecastMemo()
+
+
+def _clock() -> tuple[float, float]:
+    """(wall, CPU) seconds, counting a memo hit as the forecast it stands for."""
+    return time.perf_counter() + MEMO.charged[0], time.process_time() + MEMO.charged[1]
 
 
 def _observed_final(v: np.ndarray) -> float:
@@ -196,9 +270,10 @@ def replay_optuna(sw: Sweep, pruner, order: list[int]) -> tuple[list, list]:
         pruned = False
         for step, value in zip(s, v):
             trial.report(float(value), int(round(step)))
-            t0, c0 = time.perf_counter(), time.process_time()
+            t0, c0 = _clock()
             hit = trial.should_prune()
-            times.append((time.perf_counter() - t0, time.process_time() - c0))
+            t1, c1 = _clock()
+            times.append((t1 - t0, c1 - c0))
             if hit and step < s[-1]:
                 stopped[i] = float(step)
                 study.tell(trial, state=optuna.trial.TrialState.PRUNED)
@@ -242,12 +317,13 @@ def replay_ray(sw: Sweep, make) -> tuple[list, list]:
         if done[i]:
             continue
         result = {"step": step, "reward": float(sw.values[i][k]), "training_iteration": k + 1}
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0 = _clock()
         if is_sched:
             stop = sched.on_trial_result(ctl, trials[i], result) == TrialScheduler.STOP
         else:
             stop = sched(trials[i].trial_id, result)
-        times.append((time.perf_counter() - t0, time.process_time() - c0))
+        t1, c1 = _clock()
+        times.append((t1 - t0, c1 - c0))
         last = k == len(sw.steps[i]) - 1
         if last or stop:
             done[i] = True
@@ -303,7 +379,13 @@ def methods(horizon: float) -> dict:
     }
 
 
-def run_sweep(sw: Sweep, seed: int = 0, only: str | None = None) -> dict:
+def trial_order(sw: Sweep) -> list[int]:
+    """The sequential study's trial order, seeded by the sweep's name: a sweep's result does not
+    depend on which other sweeps are measured with it, or in what order."""
+    return [int(i) for i in np.random.default_rng(zlib.crc32(sw.name.encode())).permutation(len(sw.names))]
+
+
+def run_sweep(sw: Sweep, only: str | None = None) -> dict:
     out = {
         "sweep": sw.name,
         "kind": sw.kind,
@@ -312,7 +394,8 @@ def run_sweep(sw: Sweep, seed: int = 0, only: str | None = None) -> dict:
         "true_best": sw.names[int(np.argmax(sw.truth))],
         "methods": {},
     }
-    order = list(np.random.default_rng(seed).permutation(len(sw.names)))
+    order = trial_order(sw)
+    MEMO.load(sw.name)
     for name, (harness, make) in methods(sw.horizon).items():
         if only and only not in name:
             continue
@@ -331,12 +414,13 @@ def run_sweep(sw: Sweep, seed: int = 0, only: str | None = None) -> dict:
             "cpu_max": 1e3 * float(cpu.max()),
         }
         out["methods"][name] = res
+        MEMO.save()
     return out
 
 
 def _one(args):
-    sw, seed, only = args
-    return run_sweep(sw, seed, only)
+    sw, only = args
+    return run_sweep(sw, only)
 
 
 def merge(paths: list[str]) -> dict:
@@ -483,7 +567,7 @@ def render_doc(record: dict) -> str:
 
 METHOD_NOTE = (
     "Each trial reports its logged reward at every logged step. Sequential = an Optuna study "
-    "with one worker (runs in a seeded random order); parallel = every run at once, results in "
+    "with one worker (runs in a random order seeded by the sweep's name); parallel = every run at once, results in "
     "step order, through Ray Tune's scheduler / stopper interface. grpofit decides at 20, 40, 60 "
     "and 80% of the horizon with margin 0 and confidence 0.95. Tuned settings: Optuna median "
     "n_startup_trials=2, n_warmup_steps=20% of the horizon; successive halving min_resource=10%, "
@@ -551,6 +635,7 @@ def main(argv=None) -> int:
     ap.add_argument("--generated", type=int, default=12, help="generated sweeps")
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=0, help="the generated sweeps' seed (0: the published ones)")
     ap.add_argument("--no-real", action="store_true")
     ap.add_argument(
         "--stratum", default=None, help="only the generated sweeps of this kind (e.g. 'generated (slow starter best)')"
@@ -563,7 +648,11 @@ def main(argv=None) -> int:
     ap.add_argument("--merge", nargs="+", default=None, help="merge these records into --out and exit")
     ap.add_argument("--measured-at", default=None, help="with --merge: the code the records were measured on")
     ap.add_argument("--rank-cost", type=int, default=None, help="only time grpofit rank on this many runs")
+    ap.add_argument("--memo", default=None, help="keep the forecasts here, shared with later runs (ForecastMemo)")
     a = ap.parse_args(argv)
+    if a.memo:
+        MEMO.directory = Path(a.memo)
+    MEMO.install()
     if a.rank_cost:
         rec = rank_cost(a.rank_cost, jobs=a.jobs)
         print(json.dumps(rec))
@@ -583,11 +672,11 @@ def main(argv=None) -> int:
         rec = json.loads(Path(a.doc).read_text())
         Path(a.doc).with_suffix(".md").write_text(render_doc(rec))
         return 0
-    gen = generated_sweeps(a.generated, runs=a.runs, steps=a.steps)[a.first :]
+    gen = generated_sweeps(a.generated, runs=a.runs, steps=a.steps, seed=a.seed)[a.first :]
     if a.stratum:
         gen = [sw for sw in gen if sw.kind == a.stratum]
     sweeps = ([] if a.no_real else real_sweeps()) + gen
-    work = [(sw, k, a.only) for k, sw in enumerate(sweeps)]
+    work = [(sw, a.only) for sw in sweeps]
     records: list = []
 
     def record_now() -> dict:

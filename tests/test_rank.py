@@ -248,3 +248,46 @@ def test_sweep_benchmark_summary_counts_each_sweep_once():
     out = summarise(recs)
     assert out["real"]["sweeps"] == 1 and out["generated (all)"]["sweeps"] == 1
     assert out["generated (slow starter best)"]["m"]["best_killed"] == 1.0
+
+
+def test_sweep_benchmark_trial_order_depends_on_the_sweep_name_only():
+    """The sequential replay's order is seeded by the sweep's name, not by its position in the
+    invocation: the same sweep measured alone or after others is replayed in the same order."""
+    from benchmarks.sweeps import Sweep, trial_order
+
+    def sweep(name):
+        s = np.arange(1, 11, dtype=float)
+        return Sweep(name, "generated", list("abcdef"), [s] * 6, [s] * 6, np.zeros(6), 10.0)
+
+    a = sweep("bandit sweep 3")
+    assert sorted(trial_order(a)) == list(range(6))
+    assert trial_order(a) == trial_order(sweep("bandit sweep 3"))
+    orders = {tuple(trial_order(sweep(f"bandit sweep {k}"))) for k in range(8)}
+    assert len(orders) > 1  # the name seeds it: different sweeps, different orders
+
+
+def test_sweep_benchmark_memo_returns_the_forecast_and_charges_its_cost(tmp_path):
+    """A memo hit is the same draws as the call, and is charged the call's seconds."""
+    from benchmarks.sweeps import ForecastMemo
+    from grpofit.forecasting import horizon
+
+    s, v = curve(0.8, 40, n=80, seed=2)
+    memo = ForecastMemo(str(tmp_path))
+    saved = horizon.horizon_draws
+    try:
+        memo.install()
+        memo.load("a sweep")
+        first = horizon.horizon_draws(s, v, 200.0, seed=0)
+        assert memo.charged == [0.0, 0.0]
+        memo.save()
+        again = ForecastMemo(str(tmp_path))
+        again.load("a sweep")
+        second = again(s.tolist(), list(v), 200, seed=0)  # lists and an int horizon: the same key
+        assert again.charged[1] > 0
+    finally:
+        horizon.horizon_draws = saved
+        del horizon.horizon_draws_uncached
+    direct = saved(s, v, 200.0, seed=0)
+    np.testing.assert_allclose(first.draws, direct.draws)
+    np.testing.assert_allclose(second.draws, direct.draws)
+    assert first.open_ended == direct.open_ended == second.open_ended

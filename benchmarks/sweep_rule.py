@@ -1,0 +1,209 @@
+"""``python -m benchmarks.sweep_rule``: choose grpofit's stopping rule on one set of generated
+sweeps and evaluate it on another, from forecasts computed once.
+
+The decision :class:`~grpofit.forecasting.prune.SweepJudge` makes at a checkpoint depends only on
+every trial's draws at the horizon (:func:`~grpofit.forecasting.horizon.horizon_draws`) from the
+points it had then. This module forecasts every run of a sweep once per checkpoint of a grid
+(every 10% of the horizon) and once on its whole history (a finished trial), and replays the
+two harnesses of :mod:`benchmarks.sweeps` from those forecasts for many rules at once:
+
+- parallel (Ray): at each checkpoint, every trial still running is judged against the others'
+  forecasts at that checkpoint (a stopped trial keeps the forecast it was stopped on);
+- sequential (Optuna, in :func:`~benchmarks.sweeps.trial_order`): a trial is judged against the
+  finished trials (forecast on their whole history) and the pruned ones (the forecast they were
+  pruned on).
+
+A rule is (margin, confidence, checkpoints). ``--tune-seed`` sweeps choose it (the criterion is
+fixed before looking: the true best killed in at most 5% of sweeps under both harnesses, then the
+least compute, then the least regret); ``--eval-seed`` sweeps measure it. The benchmark proper
+(:mod:`benchmarks.sweeps`) re-measures the chosen rule through the libraries' own interfaces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.sweeps import MEMO, _score, generated_sweeps, real_sweeps, trial_order
+
+#: the checkpoints forecast (fractions of the horizon)
+FRACTIONS = (0.1, 0.2, 0.4, 0.6, 0.8)
+
+
+def forecasts(sw) -> dict:
+    """(run, fraction) -> (draws or None, open_ended); (run, "end") for the whole history.
+    Through :data:`~benchmarks.sweeps.MEMO`: the benchmark's replays reuse these forecasts."""
+    MEMO.load(sw.name)
+    horizon_draws = MEMO
+    out = {}
+    for i, (s, v) in enumerate(zip(sw.steps, sw.values)):
+        for f in FRACTIONS:
+            keep = s <= _decided_at(s, checkpoint(sw.horizon, f))
+            if keep.sum() < 2:
+                out[i, f] = (None, False)
+                continue
+            r = horizon_draws(s[keep], v[keep], sw.horizon, seed=0)
+            out[i, f] = (r.draws, bool(r.open_ended))
+        r = horizon_draws(s, v, sw.horizon, seed=0)
+        out[i, "end"] = (r.draws, bool(r.open_ended))
+        MEMO.save()  # after every run: a measurement stopped part-way keeps its forecasts
+    return out
+
+
+def checkpoint(horizon: float, f: float) -> float:
+    """The step of checkpoint ``f`` as the benchmark's settings put it (``check_every`` and
+    ``min_step`` whole steps: a tenth or a fifth of the horizon, rounded down)."""
+    if abs(f - 0.1) < 1e-9:
+        return float(int(horizon) // 10)
+    return float(int(horizon) // 5 * round(f / 0.2))
+
+
+def _decided_at(s: np.ndarray, c: float) -> float:
+    """A trial is decided on at its first report at or after checkpoint ``c``."""
+    after = s[s >= c]
+    return float(after[0]) if after.size else float(s[-1])
+
+
+def _stop_step(s: np.ndarray, c: float):
+    """The step a trial is stopped at when decided at checkpoint ``c``."""
+    at = _decided_at(s, c)
+    return None if at >= s[-1] else at
+
+
+def _decide(draws, opened, k, rule) -> bool:
+    from grpofit.forecasting.rank import STOP, judge
+
+    if draws[k] is None:
+        return False
+    v = judge(draws, margin=rule["margin"], confidence=rule["confidence"], seed=0, open_ended=opened)
+    return v[k]["recommendation"] == STOP
+
+
+def parallel(sw, fc, rule) -> list:
+    n = len(sw.names)
+    stopped: list = [None] * n
+    frozen: dict = {}
+    for f in rule["checks"]:
+        for k in range(n):
+            if stopped[k] is not None:
+                continue
+            cur = [frozen.get(i, fc[i, f]) for i in range(n)]
+            if _decide([d for d, _ in cur], [o for _, o in cur], k, rule):
+                stopped[k] = _stop_step(sw.steps[k], checkpoint(sw.horizon, f))
+                frozen[k] = fc[k, f]
+    return stopped
+
+
+def sequential(sw, fc, rule) -> list:
+    stopped: list = [None] * len(sw.names)
+    past: list = []  # (index, (draws, open_ended)) of the trials already run
+    for k in trial_order(sw):
+        for f in rule["checks"]:
+            if not past:
+                break
+            entries = [e for _, e in past] + [fc[k, f]]
+            if _decide([d for d, _ in entries], [o for _, o in entries], len(entries) - 1, rule):
+                stopped[k] = _stop_step(sw.steps[k], checkpoint(sw.horizon, f))
+                break
+        past.append((k, fc[k, f] if stopped[k] is not None else fc[k, "end"]))
+    return stopped
+
+
+def rules() -> list[dict]:
+    checks = {"20%": (0.2, 0.4, 0.6, 0.8), "10%, then 20%": FRACTIONS}
+    out = []
+    for (name, ch), m, c in itertools.product(checks.items(), (0.0, 0.005, 0.01, 0.02, 0.03, 0.05), (0.9, 0.95, 0.99)):
+        out.append({"checks": ch, "checks_name": name, "margin": m, "confidence": c})
+    return out
+
+
+def evaluate(sweeps, cache, rule) -> dict:
+    res = {}
+    for harness, fn in (("parallel", parallel), ("sequential", sequential)):
+        scores = [_score(sw, fn(sw, cache[sw.name], rule)) for sw in sweeps]
+        res[harness] = {
+            "regret": float(np.mean([x["regret"] for x in scores])),
+            "best_killed": float(np.mean([x["best_killed"] for x in scores])),
+            "compute": float(np.mean([x["compute"] for x in scores])),
+            "killed_sweeps": [sw.name for sw, x in zip(sweeps, scores) if x["best_killed"]],
+        }
+    return res
+
+
+def _one(sw):
+    return sw.name, forecasts(sw)
+
+
+def load(sweeps, jobs: int) -> dict:
+    cache = {}
+    from multiprocessing import get_context
+
+    with get_context("fork").Pool(jobs) as pool:
+        for name, fc in pool.imap_unordered(_one, sweeps):
+            cache[name] = fc
+            print(name, file=sys.stderr, flush=True)
+    return cache
+
+
+def choose(table: list) -> dict:
+    """The criterion fixed before looking: best killed <= 5% under both harnesses, then the
+    least compute (mean of the two), then the least regret; none passing: the fewest kills."""
+
+    def key(row):
+        r = row["tune"]
+        kills = max(r["parallel"]["best_killed"], r["sequential"]["best_killed"])
+        compute = (r["parallel"]["compute"] + r["sequential"]["compute"]) / 2
+        regret = (r["parallel"]["regret"] + r["sequential"]["regret"]) / 2
+        return (kills > 0.05 + 1e-9, compute if kills <= 0.05 + 1e-9 else kills, regret)
+
+    return min(table, key=key)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tune-seed", type=int, default=1)
+    ap.add_argument("--eval-seed", type=int, default=2)
+    ap.add_argument("--generated", type=int, default=24)
+    ap.add_argument("--real", action="store_true", help="evaluate on the real sweeps too")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--memo", default="/tmp/sweeps_memo", help="the forecasts' memo (shared with benchmarks.sweeps)")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    MEMO.directory = Path(a.memo)
+    MEMO.install()
+    sets = {
+        "tune": generated_sweeps(a.generated, seed=a.tune_seed),
+        "eval": generated_sweeps(a.generated, seed=a.eval_seed),
+    }
+    if a.real:
+        sets["real"] = real_sweeps()
+    caches = {k: load(v, a.jobs) for k, v in sets.items()}
+    table = []
+    for rule in rules():
+        row = {k: v for k, v in rule.items() if k != "checks"}
+        for k, sweeps in sets.items():
+            row[k] = evaluate(sweeps, caches[k], rule)
+        table.append(row)
+    best = choose(table)
+    for row in table:
+        flag = "*" if row is best else " "
+        cells = []
+        for k in sets:
+            for h in ("parallel", "sequential"):
+                r = row[k][h]
+                cells.append(
+                    f"{k[:4]}/{h[:3]} {r['regret']:.4f} {100 * r['best_killed']:3.0f}% {100 * r['compute']:3.0f}%"
+                )
+        print(f"{flag} {row['checks_name']:13s} m={row['margin']:<5} c={row['confidence']:<4} " + " | ".join(cells))
+    if a.out:
+        Path(a.out).write_text(json.dumps({"chosen": {k: v for k, v in best.items()}, "table": table}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
