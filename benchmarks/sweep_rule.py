@@ -101,16 +101,16 @@ def parallel(sw, fc, rule) -> list:
 
 def sequential(sw, fc, rule) -> list:
     stopped: list = [None] * len(sw.names)
-    past: list = []  # (index, (draws, open_ended)) of the trials already run
+    past: list = []  # (draws, open_ended) of the trials already run
     for k in trial_order(sw):
         for f in rule["checks"]:
             if not past:
                 break
-            entries = [e for _, e in past] + [fc[k, f]]
+            entries = past + [fc[k, f]]
             if _decide([d for d, _ in entries], [o for _, o in entries], len(entries) - 1, rule):
                 stopped[k] = _stop_step(sw.steps[k], checkpoint(sw.horizon, f))
                 break
-        past.append((k, fc[k, f] if stopped[k] is not None else fc[k, "end"]))
+        past.append(fc[k, f] if stopped[k] is not None else fc[k, "end"])
     return stopped
 
 
@@ -207,3 +207,64 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def baseline_settings(horizon: float) -> dict:
+    """A grid of the baselines' settings (harness, factory), for matching grpofit's compute."""
+    import optuna
+    from ray.tune.schedulers import ASHAScheduler, MedianStoppingRule
+
+    h = int(horizon)
+    out = {}
+    for g in (0.05, 0.1, 0.2, 0.3, 0.4):
+        for rf in (2, 3, 4):
+            out[f"ray: ASHA grace {g:.0%} rf {rf}"] = (
+                "ray",
+                lambda g=g, rf=rf: ASHAScheduler(
+                    time_attr="step",
+                    metric="reward",
+                    mode="max",
+                    max_t=h,
+                    grace_period=max(1, int(g * h)),
+                    reduction_factor=rf,
+                ),
+            )
+            out[f"optuna: successive halving min {g:.0%} rf {rf}"] = (
+                "optuna",
+                lambda g=g, rf=rf: optuna.pruners.SuccessiveHalvingPruner(
+                    min_resource=max(1, int(g * h)), reduction_factor=rf
+                ),
+            )
+        out[f"ray: median grace {g:.0%}"] = (
+            "ray",
+            lambda g=g: MedianStoppingRule(
+                time_attr="step", metric="reward", mode="max", grace_period=int(g * h), min_samples_required=2
+            ),
+        )
+        out[f"optuna: median warmup {g:.0%}"] = (
+            "optuna",
+            lambda g=g: optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=int(g * h)),
+        )
+    return out
+
+
+def baseline_frontier(sweeps) -> dict:
+    """Per baseline setting: mean regret, best killed and compute over ``sweeps``."""
+    from benchmarks.sweeps import replay_optuna, replay_ray
+
+    rows: dict = {}
+    for sw in sweeps:
+        for name, (harness, make) in baseline_settings(sw.horizon).items():
+            if harness == "optuna":
+                stopped, _ = replay_optuna(sw, make(), trial_order(sw))
+            else:
+                stopped, _ = replay_ray(sw, make)
+            rows.setdefault(name, []).append(_score(sw, stopped))
+    return {
+        name: {
+            "regret": float(np.mean([x["regret"] for x in xs])),
+            "best_killed": float(np.mean([x["best_killed"] for x in xs])),
+            "compute": float(np.mean([x["compute"] for x in xs])),
+        }
+        for name, xs in rows.items()
+    }
