@@ -167,8 +167,8 @@ def choose(table: list) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tune-seed", type=int, default=1)
-    ap.add_argument("--eval-seed", type=int, default=2)
-    ap.add_argument("--generated", type=int, default=24)
+    ap.add_argument("--eval-seed", type=int, default=None, help="evaluate on the sweeps of this seed too")
+    ap.add_argument("--generated", type=int, default=6, help="sweeps per seed")
     ap.add_argument("--real", action="store_true", help="evaluate on the real sweeps too")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--memo", default="/tmp/sweeps_memo", help="the forecasts' memo (shared with benchmarks.sweeps)")
@@ -176,10 +176,9 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     MEMO.directory = Path(a.memo)
     MEMO.install()
-    sets = {
-        "tune": generated_sweeps(a.generated, seed=a.tune_seed),
-        "eval": generated_sweeps(a.generated, seed=a.eval_seed),
-    }
+    sets = {"tune": generated_sweeps(a.generated, seed=a.tune_seed)}
+    if a.eval_seed is not None:
+        sets["eval"] = generated_sweeps(a.generated, seed=a.eval_seed)
     if a.real:
         sets["real"] = real_sweeps()
     caches = {k: load(v, a.jobs) for k, v in sets.items()}
@@ -201,12 +200,9 @@ def main(argv=None) -> int:
                 )
         print(f"{flag} {row['checks_name']:13s} m={row['margin']:<5} c={row['confidence']:<4} " + " | ".join(cells))
     if a.out:
-        Path(a.out).write_text(json.dumps({"chosen": {k: v for k, v in best.items()}, "table": table}, indent=1) + "\n")
+        sizes = {"generated": a.generated, "tune_seed": a.tune_seed, "eval_seed": a.eval_seed, "real": a.real}
+        Path(a.out).write_text(json.dumps({"chosen": best, "table": table, "sizes": sizes}, indent=1) + "\n")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
 
 
 def baseline_settings(horizon: float) -> dict:
@@ -268,3 +264,7 @@ def baseline_frontier(sweeps) -> dict:
         }
         for name, xs in rows.items()
     }
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -536,6 +536,38 @@ def where_we_lose(summary: dict) -> list[str]:
     return out
 
 
+def render_rule_choice(choice: dict | None) -> list[str]:
+    """The table of :mod:`benchmarks.sweep_rule`: every rule replayed on the tune sweeps (and the
+    evaluation sweeps when measured), the chosen one marked."""
+    if not choice:
+        return []
+    sz = choice.get("sizes", {})
+    sets = [k for k in ("tune", "eval", "real") if k in choice["table"][0]]
+    head = " | ".join(f"{k} {h}: regret / best killed / compute" for k in sets for h in ("parallel", "sequential"))
+    lines = [
+        "## Choosing grpofit's rule on other sweeps",
+        "",
+        f"`python -m benchmarks.sweep_rule`: {sz.get('generated')} generated sweeps of generator seed "
+        f"{sz.get('tune_seed')} (tune), every rule replayed from forecasts made once per checkpoint. "
+        "Criterion fixed before looking: the true best killed in at most 5% of sweeps under both "
+        "harnesses, then the least compute, then the least regret. Chosen: the row marked **bold**; it "
+        "is measured above, on sweeps it was not chosen on, as `grpofit (confidence 0.9)`.",
+        "",
+        f"| checkpoints | margin | confidence | {head} |",
+        "|---|---|---|" + "---|" * (2 * len(sets)),
+    ]
+    chosen = choice["chosen"]
+    for row in choice["table"]:
+        cells = " | ".join(
+            f"{row[k][h]['regret']:.4f} / {100 * row[k][h]['best_killed']:.0f}% / {100 * row[k][h]['compute']:.0f}%"
+            for k in sets
+            for h in ("parallel", "sequential")
+        )
+        mark = "**" if all(row[k] == chosen[k] for k in ("checks_name", "margin", "confidence")) else ""
+        lines.append(f"| {mark}{row['checks_name']}{mark} | {row['margin']} | {row['confidence']} | {cells} |")
+    return lines + [""]
+
+
 def _ms(x, digits) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
@@ -581,6 +613,7 @@ def render_doc(record: dict) -> str:
                 f"{v['regret']:.4f} | {'yes' if v['best_killed'] else 'no'} | {100 * v['compute']:.0f}% |"
             )
     lines.append("")
+    lines += render_rule_choice(record.get("rule_choice"))
     lose = where_we_lose(record["summary"])
     if lose:
         lines += ["## Where grpofit loses (and targets missed)", ""] + [f"- {x}" for x in lose] + [""]
@@ -696,10 +729,13 @@ def main(argv=None) -> int:
             Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")
         return 0
     if a.merge:
-        rec = merge([p for p in a.merge if "rankcost" not in Path(p).name])
+        special = ("rankcost", "rule")
+        rec = merge([p for p in a.merge if not any(w in Path(p).name for w in special)])
         for p in a.merge:
             if "rankcost" in Path(p).name:
                 rec["rank_cost"] = json.loads(Path(p).read_text())
+            elif "rule" in Path(p).name:
+                rec["rule_choice"] = json.loads(Path(p).read_text())
         if a.measured_at:
             rec["measured_at"] = a.measured_at
         Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")

@@ -291,3 +291,35 @@ def test_sweep_benchmark_memo_returns_the_forecast_and_charges_its_cost(tmp_path
     np.testing.assert_allclose(first.draws, direct.draws)
     np.testing.assert_allclose(second.draws, direct.draws)
     assert first.open_ended == direct.open_ended == second.open_ended
+
+
+def test_sweep_rule_replays_stop_where_the_judge_says():
+    """The rule replays: a run whose draws are far below the others' is stopped at the first
+    checkpoint under both harnesses; a run still rising (open-ended) is not; the chosen rule is
+    marked in the rendered table."""
+    from benchmarks.sweep_rule import FRACTIONS, choose, parallel, sequential
+    from benchmarks.sweeps import Sweep, render_rule_choice
+
+    rng = np.random.default_rng(3)
+    s = np.arange(1, 101, dtype=float)
+    sw = Sweep(
+        "t", "generated", ["hi", "lo", "rising"], [s] * 3, [np.full(100, 0.5)] * 3, np.array([0.9, 0.3, 0.35]), 100.0
+    )
+    hi, lo = 0.9 + 0.01 * rng.standard_normal(500), 0.3 + 0.01 * rng.standard_normal(500)
+    fc = {}
+    for f in (*FRACTIONS, "end"):
+        fc[0, f], fc[1, f], fc[2, f] = (hi, False), (lo, False), (lo, True)
+    rule = {"checks": (0.2, 0.4, 0.6, 0.8), "margin": 0.0, "confidence": 0.95}
+    assert parallel(sw, fc, rule) == [None, 20.0, None]
+    stopped = sequential(sw, fc, rule)
+    assert stopped[2] is None and stopped[0] in (None, 20.0)
+    row = {"checks_name": "20%", "margin": 0.0, "confidence": 0.95}
+    res = {
+        "parallel": {"regret": 0.0, "best_killed": 0.0, "compute": 0.6},
+        "sequential": {"regret": 0.0, "best_killed": 0.0, "compute": 0.7},
+    }
+    bad = {"parallel": {"regret": 0.1, "best_killed": 0.5, "compute": 0.3}, "sequential": res["sequential"]}
+    table = [{**row, "tune": res}, {**row, "margin": 0.02, "tune": bad}]
+    assert choose(table) is table[0]  # the cheaper one kills the best in half the sweeps
+    text = "\n".join(render_rule_choice({"chosen": table[0], "table": table, "sizes": {"generated": 1}}))
+    assert "| **20%** | 0.0 |" in text and "| 20% | 0.02 |" in text

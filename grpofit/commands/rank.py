@@ -93,15 +93,8 @@ def _forecast_all(items: list[RankItem], horizon, source, seed, jobs) -> list:
 
         jobs = cap_jobs(jobs, len(items))
     if jobs > 1 and len(items) > 1:
-        # imported once here for the forked workers (each would import them again on its first run)
-        import scipy.optimize  # noqa: F401
-
-        import grpofit.fitting  # noqa: F401
-        import grpofit.fitting.analysis  # noqa: F401
+        import grpofit.fitting  # noqa: F401 - imported once here for the forked workers
         import grpofit.forecasting.engine  # noqa: F401
-        import grpofit.forecasting.validate  # noqa: F401
-        import grpofit.forecasting.walk  # noqa: F401
-        import grpofit.laws.models  # noqa: F401
         from grpofit.commands.pipeline import map_items
 
         try:
