@@ -15,6 +15,7 @@ def rows():
     return [r for item in items for r in fc.forecast_rows(item, cuts=(0.1, 0.5))]
 
 
+@pytest.mark.slow
 def test_every_band_lies_inside_the_bounds_and_the_two_bands_differ(rows):
     made = [r for r in rows if r.get("made")]
     assert len(made) >= 15

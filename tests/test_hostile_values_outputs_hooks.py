@@ -143,6 +143,7 @@ def _two_healthy(folder: Path) -> None:
         write_csv(folder / f"run{k}.csv", s, [f"{1 - math.exp(-x / (40 + 10 * k)):.6f}" for x in s])
 
 
+@pytest.mark.slow
 def test_watch_never_follows_its_own_jsonl(tmp_path):
     _two_healthy(tmp_path / "w")
     marker = tmp_path / "hook-ran"
@@ -405,6 +406,7 @@ def test_a_nul_byte_in_a_run_name_reaches_the_hook_escaped(tmp_path):
     assert out.read_text().splitlines()[0].endswith("bad\\0run")
 
 
+@pytest.mark.slow
 def test_a_hook_that_leaves_a_background_job_does_not_block_watch(tmp_path):
     log = _collapse_csv(tmp_path / "c.csv")
     marker = tmp_path / "ran"
@@ -468,6 +470,7 @@ def test_hook_output_is_bounded(tmp_path):
         ("backtest", "--plot-dir", "bt"),
     ],
 )
+@pytest.mark.slow
 def test_a_20k_character_run_name_is_shortened_in_every_figure(tmp_path, command, option, target):
     from PIL import Image
 
@@ -521,6 +524,7 @@ def test_watch_jsonl_on_a_full_disk_names_the_file(tmp_path):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["backtest", "forecast", "diagnose"])
 def test_error_lines_escape_control_characters_in_every_command(tmp_path, command):
     folder = tmp_path / "runs"
@@ -633,6 +637,7 @@ def test_late_slope_hac_sum_is_the_bartlett_sum():
     assert d.stderr == pytest.approx(math.sqrt(lrv) / sxx, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_sqlite_store_is_not_held_as_python_rows(tmp_path):
     """Class 13: metric rows are streamed into arrays (a tuple per row was ~15x the store)."""
     import sqlite3

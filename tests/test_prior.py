@@ -130,6 +130,7 @@ def _write(path, s, v):
     path.write_text("step,reward\n" + "".join(f"{a:g},{b:.6f}\n" for a, b in zip(s, v)))
 
 
+@pytest.mark.slow
 def test_cli_forecast_with_prior(tmp_path, capsys):
     from tests.conftest import run_cli
 

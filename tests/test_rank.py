@@ -266,6 +266,7 @@ def test_sweep_benchmark_trial_order_depends_on_the_sweep_name_only():
     assert len(orders) > 1  # the name seeds it: different sweeps, different orders
 
 
+@pytest.mark.slow
 def test_sweep_benchmark_memo_returns_the_forecast_and_charges_its_cost(tmp_path):
     """A memo hit is the same draws as the call, and is charged the call's seconds."""
     from benchmarks.sweeps import ForecastMemo
