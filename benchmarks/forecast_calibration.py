@@ -63,12 +63,37 @@ def bandit_settings(n: int, seed: int) -> list[dict]:
     return out
 
 
-def bandit_items(n: int, seed: int):
-    """``(name, steps, logged, expected)`` per bandit setting."""
+#: the outside-the-grid set: its own seed and ranges (evaluation only, never tuned on)
+OUTSIDE_SEED = 303
+OUTSIDE_RUNS = 14
+
+
+def outside_settings(n: int = OUTSIDE_RUNS, seed: int = OUTSIDE_SEED) -> list[dict]:
+    """``n`` seeded settings outside the grid of the module docstring: 32/64 arms, learning rate
+    0.1-0.3 log-uniform, momentum 0 or 0.95, refresh interval 1 or 8, group size 0/4/32, KL weight
+    0.05-1 log-uniform, 1,800-3,000 steps."""
+    rng = np.random.default_rng(seed)
+    return [
+        dict(
+            arms=int(rng.choice([32, 64])),
+            lr=float(np.exp(rng.uniform(np.log(0.1), np.log(0.3)))),
+            beta=float(np.exp(rng.uniform(np.log(0.05), np.log(1.0)))),
+            momentum=float(rng.choice([0.0, 0.95])),
+            refresh_interval=int(rng.choice([1, 8])),
+            group_size=int(rng.choice([0, 4, 32])),
+            steps=int(rng.integers(1800, 3001)),
+            seed=int(seed * 1000 + i),
+        )
+        for i in range(n)
+    ]
+
+
+def bandit_items(n: int, seed: int, settings=None):
+    """``(name, steps, logged, expected)`` per bandit setting (``settings``: these instead of the grid's)."""
     from grpofit.dynamics.simulation import simulate_bandit
 
     items = []
-    for kw in bandit_settings(n, seed):
+    for kw in settings if settings is not None else bandit_settings(n, seed):
         r = simulate_bandit(measure=False, **kw)
         c = r.columns
         name = "bandit " + " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in kw.items())
@@ -342,6 +367,10 @@ def main(argv=None) -> int:
     ]
     bandit = run_all(bandit_items(nb, seed), jobs)
     lines += table(bandit, f"`grpofit simulate bandit`, {nb} runs")
+    if "--outside" in argv:
+        out = run_all(bandit_items(0, 0, outside_settings()), jobs)
+        print("\n".join(table(out, f"`grpofit simulate bandit` outside the grid, {OUTSIDE_RUNS} runs")))
+        return 0
     gen = run_all(generated_items(ng, seed), jobs)
     lines += table(gen, f"generated runs with forcing and slow starts, {ng * 9} runs")
     if not quick:

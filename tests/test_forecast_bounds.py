@@ -164,3 +164,34 @@ def test_rolling_origin_has_origins_at_a_25_percent_cut(monkeypatch):
     v = rolling_origin([Fit()], np.array([1.0]), reduce_series(t, y), t, y, horizon=3.0 * 59)
     assert v is not None and len(v["origins"]) == 3 and min(v["origins"]) >= 0.3 * 59 - 1
     assert v["model_error"] < v["persistence_error"] and v["model_weight"] > 0.5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "setting",
+    [
+        # sits at 1.0 (within float precision) from before the cut on
+        dict(arms=64, lr=0.253, beta=0.248, momentum=0.95, refresh_interval=1, steps=2117, seed=303003),
+        # still creeping toward 1.0 at the cut (0.9998), 0.99989 at the end
+        dict(arms=64, lr=0.103, beta=0.0543, momentum=0.0, refresh_interval=1, steps=1996, seed=303010),
+    ],
+)
+def test_deterministic_run_at_the_bound_is_inside_its_band(setting):
+    """a deterministic bandit run (the exact mean-field gradient: no sampling noise) at or creeping
+    toward 1.0, cut at 25%: the values later in the run lie inside pi95 and pi80 (the logit's bands
+    used to stop 1e-5 to 1e-4 short of the bound, confidently missing the run)."""
+    from grpofit.dynamics.simulation import simulate_bandit
+    from grpofit.forecasting.engine import forecast_series
+
+    c = simulate_bandit(group_size=0, measure=False, **setting).columns
+    s, y = c["step"], c["reward"]
+    k = int(round(0.25 * s.size))
+    mid = (k - 1 + s.size - 1) // 2
+    fc = forecast_series(s[:k], y[:k], horizon_step=float(s[-1]), at_steps=[float(s[mid])], seed=k)
+    assert fc.doc["bounds"]["high"] == 1.0
+    for entry, actual in zip(fc.doc["at"], (y[-1], y[mid])):
+        assert actual > 0.999
+        for key in ("pi80", "pi95"):
+            lo, hi = entry[key]
+            assert lo <= actual <= hi, (key, entry[key], actual)
+            assert 0.0 <= lo and hi <= 1.0

@@ -252,12 +252,12 @@ def forecast_series(
     offs = np.cumsum([0] + sizes)
     now = lat[:, 0]
     h_cols = lat[:, offs[1] : offs[2]]
-    at_entries = _at_entries(horizon_step, horizon_t, at_steps, step0, logged, offs)
+    at_entries = _at_entries(horizon_step, horizon_t, at_steps, step0, logged, offs, bounds)
     fan = _fan(fan_t + step0, logged(offs[3], offs[4]))
     final = None
     if len(pieces) > 4:
         level = link.window_mean(draws.latent[:, offs[4] : offs[5]], draws.obs_sd, len(final_steps), rng)
-        final = _final_interval(level)
+        final = _final_interval(level, bounds)
     pers = persistence(values)
 
     doc = {
@@ -343,14 +343,14 @@ def _validation_target(final_steps, horizon_t, step0: float, t_last: float, fan_
     return fan_end - t_last
 
 
-def _at_entries(horizon_step, horizon_t, at_steps, step0: float, logged, offs) -> list[dict]:
+def _at_entries(horizon_step, horizon_t, at_steps, step0: float, logged, offs, bounds: Bounds) -> list[dict]:
     """The ``doc["at"]`` entries: the horizon's first, then each ``--at`` step's, drawn in that
     order with ``logged(j0, j1)``; a step before the first seen one gets no numbers."""
     empty = {"mean": None, "pi80": None, "pi95": None}
     entries = []
     if horizon_t is not None:
         entries.append(
-            _at_entry(horizon_step, logged(offs[1], offs[1] + 1)[:, 0])
+            _at_entry(horizon_step, logged(offs[1], offs[1] + 1)[:, 0], bounds)
             if horizon_t >= 0
             else {"step": _step_out(horizon_step), **empty}
         )
@@ -358,7 +358,9 @@ def _at_entries(horizon_step, horizon_t, at_steps, step0: float, logged, offs) -
         entries.append({"step": None, **empty})
     for j, s in enumerate(at_steps):
         entries.append(
-            _at_entry(s, logged(offs[2] + j, offs[2] + j + 1)[:, 0]) if s >= step0 else {"step": _step_out(s), **empty}
+            _at_entry(s, logged(offs[2] + j, offs[2] + j + 1)[:, 0], bounds)
+            if s >= step0
+            else {"step": _step_out(s), **empty}
         )
     return entries
 
@@ -371,12 +373,12 @@ def _fan(fan_steps: np.ndarray, fan_draws: np.ndarray) -> dict:
     return fan
 
 
-def _final_interval(level: np.ndarray) -> dict:
+def _final_interval(level: np.ndarray, bounds: Bounds) -> dict:
     """``Forecast.final`` from draws of the final window's mean: mean, median, 95% interval."""
     final = {
         "mean": float(level.mean()),
         "median": float(np.median(level)),
-        "pi95": [float(np.percentile(level, 2.5)), float(np.percentile(level, 97.5))],
+        "pi95": _band(level, 95.0, bounds),
         "kind": "interval",
     }
     final["model_median"] = final["median"]
@@ -545,7 +547,19 @@ class _Link:
         return self.bounds.from_link if self.linked else None
 
     def metric(self, z):
-        return self.bounds.from_link(z) if self.linked else np.asarray(z, dtype=float)
+        """The metric at ``z``; a two-sided link's positions within :attr:`edge` of a bound are the
+        bound itself (:meth:`at_bound`)."""
+        return self.at_bound(z, self.bounds.from_link(z)) if self.linked else np.asarray(z, dtype=float)
+
+    def at_bound(self, z, y):
+        """``y`` (the metric at ``z``) with the draws at or past the link's limit set to the bound.
+        Observed values closer to a bound than :attr:`edge` were held at it for the logit (a value
+        at the bound has no finite logit), so the fitted coordinates cannot tell a run sitting at
+        the bound from one ``edge`` inside it: a draw there is the bound (censored at it), and a run
+        sitting at 1.0 gets a band that reaches 1.0 instead of stopping short of it by ~1e-5."""
+        z = np.asarray(z, dtype=float)
+        limit = math.log(1.0 - self.edge) - math.log(self.edge) - 1e-9
+        return np.where(z >= limit, self.bounds.high, np.where(z <= -limit, self.bounds.low, y))
 
     def _noise_sd(self, z: np.ndarray, obs_sd: np.ndarray) -> np.ndarray:
         """Observation sd in the fitted coordinates at latent ``z`` (draws x columns)."""
@@ -581,12 +595,34 @@ class _Link:
         return self.metric(zm + sd * rng.standard_normal(zm.shape))
 
 
-def _at_entry(step, draws: np.ndarray) -> dict:
+#: a band's end closer to a bound of the metric than this share of the band's width is the bound
+#: itself (:func:`_band`)
+NEAR_BOUND = 0.05
+
+
+def _band(draws: np.ndarray, level: float, bounds: Bounds) -> list[float]:
+    """The central ``level``% interval of ``draws``; an end within :data:`NEAR_BOUND` of the band's
+    width of a bound of the metric is moved to the bound. The logit squeezes the last stretch before
+    a bound to nothing: a run still creeping toward 1.0 (a deterministic one: 0.99988 at the cut,
+    0.99999 later) gets draws whose extreme stops at 0.9997, a band that misses the run by 1e-4
+    while looking confident. Reaching the bound widens the band by at most that share."""
+    tail = 0.5 * (100.0 - level)
+    lo, hi = float(np.percentile(draws, tail)), float(np.percentile(draws, 100.0 - tail))
+    if bounds.two_sided:
+        near = NEAR_BOUND * max(hi - lo, 0.0)
+        if bounds.high - hi <= near:
+            hi = float(bounds.high)
+        if lo - bounds.low <= near:
+            lo = float(bounds.low)
+    return [lo, hi]
+
+
+def _at_entry(step, draws: np.ndarray, bounds: Bounds) -> dict:
     return {
         "step": _step_out(step),
         "mean": float(np.mean(draws)),
-        "pi80": [float(np.percentile(draws, 10.0)), float(np.percentile(draws, 90.0))],
-        "pi95": [float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))],
+        "pi80": _band(draws, 80.0, bounds),
+        "pi95": _band(draws, 95.0, bounds),
         "kind": "interval",
     }
 
