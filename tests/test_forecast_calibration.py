@@ -102,3 +102,15 @@ def test_committed_doc_measures_the_jumps():
     text = fc.DOC.read_text()
     assert "steps to 90/95% of the gain between neighbouring cuts" in text
     assert "| real logs with a trend | steps_to_95 |" in text
+
+
+def test_outside_set_lies_outside_the_grid_and_is_recorded():
+    out = fc.outside_settings()
+    grid = fc.bandit_settings(40, fc.EVAL_SEED) + fc.bandit_settings(40, fc.TUNE_SEED)
+    assert len(out) == fc.OUTSIDE_RUNS and fc.OUTSIDE_SEED not in (fc.TUNE_SEED, fc.EVAL_SEED)
+    for kw in out:
+        assert kw["arms"] in (32, 64) and 0.1 <= kw["lr"] <= 0.3 and kw["momentum"] in (0.0, 0.95)
+        assert kw["refresh_interval"] in (1, 8) and kw["group_size"] in (0, 4, 32)
+        assert 1800 <= kw["steps"] <= 3000
+    assert max(kw["arms"] for kw in grid) < 32 and max(kw["lr"] for kw in grid) <= 0.1
+    assert "outside the grid" in fc.DOC.read_text()
