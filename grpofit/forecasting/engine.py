@@ -574,14 +574,15 @@ class _Link:
     def logged(self, z: np.ndarray, obs_sd: np.ndarray, rng) -> np.ndarray:
         """Draws of the logged value at latent ``z``: the metric plus observation noise (inside the
         bounds: a binomial batch, or noise added in the logit)."""
+        # binomial draws reach the bounds by themselves: the position unsnapped (:meth:`at_bound`)
         if self.batch:
-            return rng.binomial(self.batch, self.metric(z)) / float(self.batch)
+            return rng.binomial(self.batch, self.bounds.from_link(z)) / float(self.batch)
         if self.linked and self.lattice:
             # logged means of n binary rewards: binomial, plus what the profiled noise has beyond it
             n = self.lattice
             p = self._clip(self.bounds.position(self.metric(z)))
             extra = np.maximum(obs_sd[:, None] ** 2 / self.norm - 1.0 / n, 0.0) / (p * (1.0 - p))
-            q = self.bounds.position(self.metric(z + np.sqrt(extra) * rng.standard_normal(z.shape)))
+            q = self.bounds.position(self.bounds.from_link(z + np.sqrt(extra) * rng.standard_normal(z.shape)))
             return self.bounds.low + (self.bounds.high - self.bounds.low) * rng.binomial(n, q) / float(n)
         return self.metric(z + self._noise_sd(z, obs_sd) * rng.standard_normal(z.shape))
 
