@@ -195,3 +195,19 @@ def test_deterministic_run_at_the_bound_is_inside_its_band(setting):
             lo, hi = entry[key]
             assert lo <= actual <= hi, (key, entry[key], actual)
             assert 0.0 <= lo and hi <= 1.0
+
+
+def test_a_band_reaches_a_bound_only_when_its_end_is_within_a_share_of_its_width():
+    from grpofit.forecasting.bounds import UNBOUNDED, Bounds
+    from grpofit.forecasting.engine import NEAR_BOUND, _band
+
+    unit = Bounds(0.0, 1.0, "test")
+    near = np.linspace(0.6, 0.9998, 2001)  # pi95's upper end 0.99 below 1 by << 5% of its width
+    lo, hi = _band(near, 95.0, unit)
+    assert hi == 1.0 and lo == pytest.approx(np.percentile(near, 2.5))
+    far = np.linspace(0.3, 0.8, 2001)  # 0.2 from the bound: untouched at either end
+    assert _band(far, 95.0, unit) == pytest.approx([np.percentile(far, 2.5), np.percentile(far, 97.5)])
+    low = np.geomspace(1e-5, 0.3, 2001)  # pi80's lower end 3e-5: reaches 0
+    assert _band(low, 80.0, unit)[0] == 0.0
+    assert _band(near, 95.0, UNBOUNDED)[1] < 1.0  # no bound, no move
+    assert 0.0 < NEAR_BOUND <= 0.05

@@ -4,7 +4,8 @@ A reward that is a rate, an accuracy, a pass@k or a mean of 0/1 rewards lives in
 configured reward has the range the config names; ``--bounds LO,HI`` says it outright. Where
 bounds are known the forecaster works on the logit of the metric's position inside them,
 ``z = log((y - lo) / (hi - y))``: every law, forcing and drift acts on ``z``, and every draw
-mapped back lies strictly inside ``(lo, hi)`` by construction (no clipping afterwards). The logit
+mapped back lies inside ``[lo, hi]`` by construction (no clipping afterwards; the engine takes a
+draw at the link's limit, where observed values at a bound were held, as the bound itself). The logit
 is also the softmax bandit's natural coordinate: the mean-field rise ``p' = c p (1 - p)`` of §8
 is a straight line in ``z``, so the slow start of a sigmoid rise is no slow start there.
 

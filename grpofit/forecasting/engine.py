@@ -6,8 +6,10 @@
    (the level it sits at), with the collapse named (:func:`_after_collapse`).
 2. The metric's bounds (:mod:`.bounds`): when both are known the laws are fitted to the logit of
    the metric's position inside them, so every draw mapped back lies inside the bounds (theory
-   §8: no clipping afterwards); observation noise is binomial with a known batch, else profiled
-   with the relative variance a mean of binary rewards has in the logit (:class:`_Link`).
+   §8: no clipping afterwards; a draw at the link's limit is the bound, and a band whose end comes
+   within 5% of its width of a bound reaches it, :func:`_band`); observation noise is binomial
+   with a known batch, else profiled with the relative variance a mean of binary rewards has in
+   the logit (:class:`_Link`).
 3. Fit the state-space laws (:mod:`.likelihood`, each with a random-walk level drift,
    :mod:`.walk`: one mode, damped oscillator, fast + slow modes) and mix them.
 4. Draw the future (:mod:`.predictive`: parameters from a tempered posterior, so where the data
