@@ -660,7 +660,7 @@ def stop_pool(pool, grace: float = 1.0) -> None:
         p.join(max(0.0, deadline - time.monotonic()))
         if p.is_alive():
             p.kill()
-            p.join(1.0)
+            p.join(5.0)  # SIGKILL cannot be caught: only a loaded machine's scheduler delays the end
     pool.shutdown(wait=False, cancel_futures=True)
 
 
