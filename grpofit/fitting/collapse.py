@@ -366,26 +366,7 @@ def _collapse_from(s, v, level, sd, start, i0, w, min_drop, k_sd):
             # settled below an overshoot's peak and never came back to its band; the search
             # starts afresh at the detection (a later fall from the settled level is still seen)
             return None, i, dip
-        gain = before - start
-        return (
-            Collapse(
-                step=float(s[onset]),
-                detected_step=float(s[i]),
-                peak_step=float(s[peak_idx]),
-                level_before=before,
-                level_after=after,
-                start_level=start,
-                drop=drop,
-                relative_drop=drop / abs(before) if before != 0 else None,
-                gain_fraction=drop / gain if gain > 0 else None,
-                duration=float(s[j - 1] - s[onset]),
-                recovered=False,
-                threshold=t,
-                noise_sd=sd,
-            ),
-            None,
-            dip,
-        )
+        return _collapse(s, onset, i, peak_idx, j, before, after, start, t, sd), None, dip
     return None, None, dip
 
 
@@ -425,25 +406,32 @@ def _recovered(s, v, level, start, i0, i, j, w, p, t, sd) -> Collapse | None:
     if n - r < w:
         return None
     after = median(v[i:r])
-    drop = before - after
-    if drop < t:
+    if before - after < t:
         return None
+    peak_idx = i0 + _first(level[i0 : i + 1] >= p)
+    return _collapse(s, onset, i, peak_idx, r, before, after, start, t, sd, recovered=True)
+
+
+def _collapse(s, onset, i, peak_idx, end, before, after, start, t, sd, recovered=False) -> Collapse:
+    """The :class:`Collapse` from its indices (onset, detection ``i``, peak, ``end``: the first
+    point back in the band, or the run's end) and levels; ``recovered`` sets ``recovered_step``."""
+    drop = before - after
     gain = before - start
     return Collapse(
         step=float(s[onset]),
         detected_step=float(s[i]),
-        peak_step=float(s[i0 + _first(level[i0 : i + 1] >= p)]),
+        peak_step=float(s[peak_idx]),
         level_before=before,
         level_after=after,
         start_level=start,
         drop=drop,
         relative_drop=drop / abs(before) if before != 0 else None,
         gain_fraction=drop / gain if gain > 0 else None,
-        duration=float(s[r - 1] - s[onset]),
-        recovered=True,
+        duration=float(s[end - 1] - s[onset]),
+        recovered=recovered,
         threshold=t,
         noise_sd=sd,
-        recovered_step=float(s[r]),
+        recovered_step=float(s[end]) if recovered else None,
     )
 
 
