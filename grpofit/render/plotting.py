@@ -472,12 +472,48 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
     for a, (_, mode, role) in series:
         draw_series(a, role, run, diagnosis, thresholds, mode)
     for i, a in enumerate(axes):  # the bottom panel of each column names the step
-        for axis in ("x", "y"):  # fewer ticks to draw on a small panel (a log axis keeps its own)
+        for axis in ("x", "y"):  # fewer ticks to draw on a small panel
             if (a.get_xscale() if axis == "x" else a.get_yscale()) == "linear":
                 a.locator_params(axis=axis, nbins=4)
+        if a.get_yscale() == "log":
+            sparse_log_ticks(a)
         if i + cols >= n and not a.get_xlabel():
             a.set_xlabel(safe_label(step_label(run.step_column)), fontsize=7)
     return fig
+
+
+def log_ticks(lo: float, hi: float, most: int = 5) -> list[float]:
+    """A few labelled ticks of a log axis from ``lo`` to ``hi``: powers of ten (every second,
+    third, ... one over many decades), or 1-2-5 steps (1-2-3-...-9 within a narrow range) when
+    fewer than three powers of ten fall inside; at most about ``most``."""
+    import math
+
+    if not (0 < lo < hi and math.isfinite(hi)):
+        return []
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    for subs in ((1,), (1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [10.0**k * m for k in range(a, b + 1) for m in subs if lo <= 10.0**k * m <= hi]
+        if len(ticks) >= 3 or subs[-1] == 9:
+            break
+    powers = [10.0**k for k in range(a, b + 1) if lo <= 10.0**k <= hi]
+    if len(ticks) > most and len(powers) >= 2:  # a stride through 1-2-5 steps reads oddly
+        ticks = powers
+    stride = math.ceil(len(ticks) / most) if ticks else 1
+    return ticks[::stride]
+
+
+def sparse_log_ticks(ax) -> None:
+    """A log y axis with a few plain-number ticks (:func:`log_ticks`) and no minor ticks: the
+    default draws a tick object per minor tick and lays its labels out as math text."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    lo, hi = sorted(ax.get_ylim())  # the autoscaled limits: every line drawn is in them
+    ticks = log_ticks(lo, hi)
+    if not ticks:
+        return
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
 
 
 def _panel_name(panel: tuple) -> str:
