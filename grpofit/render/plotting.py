@@ -492,12 +492,13 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
     )
     for a, (_, mode, role) in series:
         draw_series(a, role, run, diagnosis, thresholds, mode)
-    for i, a in enumerate(axes):  # the bottom panel of each column names the step
-        for axis in ("x", "y"):  # fewer ticks to draw on a small panel
+    for a in fig.axes[1:]:  # the panels and their second axes: fewer ticks to draw on a small panel
+        for axis in ("x", "y"):
             if (a.get_xscale() if axis == "x" else a.get_yscale()) == "linear":
                 a.locator_params(axis=axis, nbins=4)
         if a.get_yscale() == "log":
             sparse_log_ticks(a)
+    for i, a in enumerate(axes):  # the bottom panel of each column names the step
         if i + cols >= n and not a.get_xlabel():
             a.set_xlabel(safe_label(step_label(run.step_column)), fontsize=7)
     return fig
