@@ -155,3 +155,16 @@ def test_overlay_of_one_export_names_the_runs_and_shows_each_collapse():
     # the points after the collapse are drawn (faint), not dropped
     n_points = sum(len(line.get_xdata()) for line in fig.axes[0].lines if line.get_linestyle() == "None")
     assert n_points == 600 + 400
+
+
+def test_log_ticks_are_few_plain_and_inside_the_range():
+    from grpofit.render.plotting import log_ticks
+
+    assert log_ticks(1e-6, 1e3) == [1e-6, 1e-4, 1e-2, 1.0, 100.0]  # every second power over many decades
+    assert log_ticks(0.008, 0.25) == pytest.approx([0.01, 0.02, 0.05, 0.1, 0.2])  # 1-2-5 within a decade or two
+    assert log_ticks(0.03, 9) == [0.1, 1.0]  # powers, not a stride through 1-2-5 steps
+    assert log_ticks(2, 9) == [2.0, 4.0, 6.0, 8.0]
+    for lo, hi in [(0.03, 400), (0.9, 1.4), (3e-5, 2e-3)]:
+        ticks = log_ticks(lo, hi)
+        assert 1 <= len(ticks) <= 5 and all(lo <= t <= hi for t in ticks)
+    assert log_ticks(0, 1) == [] and log_ticks(1, 1) == []

@@ -162,22 +162,32 @@ def plateau_title(result: Any, value: float) -> str:
 
 
 def draw_fit(
-    result: Any, ax_data, ax_resid=None, *, collapse_values=None, verdict: str | None = None, distinct: bool = False
+    result: Any,
+    ax_data,
+    ax_resid=None,
+    *,
+    collapse_values=None,
+    verdict: str | None = None,
+    distinct: bool = False,
+    compact: bool = False,
 ) -> None:
     """Data, every fitted law's curve and the plateau with its 95% interval; residuals below, with a
     legend per model. The title carries the metric, p*, regime and (when given) the verdict.
     ``distinct``: a law whose curve the preferred law's already draws (within 1% of the data's
-    range everywhere) is named in the preferred law's legend entry instead of drawn again."""
+    range everywhere) is named in the preferred law's legend entry instead of drawn again.
+    ``compact``: the data's points get no legend entry when the y label names them (no collapse)."""
     import numpy as np
 
     steps, values = result.steps, result.values
     fitted_part = " (fitted part)" if result.collapse is not None else ""  # the rest is drawn apart
     from grpofit.render.diagnosis_panels import thin
 
-    ax_data.plot(*thin(steps, values, 4000), ".", ms=3, color="0.45", label=safe_label(f"{result.metric}{fitted_part}"))
+    points = ax_data.plot(
+        *thin(steps, values, DISPLAY_POINTS), ".", ms=3, color="0.45", label=safe_label(f"{result.metric}{fitted_part}")
+    )[0]
     if collapse_values is not None:
         cs, cv = collapse_values
-        ax_data.plot(*thin(cs, cv, 4000), ".", ms=3, color="0.75", label="after the collapse (not fitted)")
+        ax_data.plot(*thin(cs, cv, DISPLAY_POINTS), ".", ms=3, color="0.75", label="after the collapse (not fitted)")
     from grpofit.laws.registry import MODELS
 
     grid = np.linspace(steps[0], steps[-1], 400)
@@ -220,15 +230,21 @@ def draw_fit(
             ls="--",
             label=f"plateau p* {sign} {plateau['value']:.3g} (still moving)",
         )
-    elif plateau is not None:
-        ax_data.axhline(plateau["value"], color="tab:blue", lw=1, label=f"plateau p* ({result.preferred})")
+    elif plateau is not None:  # one legend entry for the line and its band (each entry costs a figure ~4 ms)
+        band = " and its 95% interval" if plateau["ci95"] else ""
+        ax_data.axhline(plateau["value"], color="tab:blue", lw=1, label=f"plateau p* ({result.preferred}){band}")
         if plateau["ci95"]:
-            ax_data.axhspan(*plateau["ci95"], color="tab:blue", alpha=0.12, label="p* 95% interval")
+            ax_data.axhspan(*plateau["ci95"], color="tab:blue", alpha=0.12)
     collapse = result.collapse
     if collapse is not None:
         ax_data.axvline(collapse.step, color="k", ls=":", lw=1.2, label=f"collapse at step {collapse.step:g}")
     ax_data.set_ylabel(safe_label(result.metric))
-    ax_data.legend(fontsize=7, loc="best")
+    handles, labels = ax_data.get_legend_handles_labels()
+    if compact and collapse_values is None:  # the y label names the data: no legend entry for it
+        labels = [lab for h, lab in zip(handles, labels) if h is not points]
+        handles = [h for h in handles if h is not points]
+    if handles:
+        ax_data.legend(handles, labels, fontsize=7, loc="best")
     ax_data.set_title(safe_label(fit_title(result, verdict)), fontsize=9)
     if ax_resid is not None:
         ax_resid.axhline(0, color="k", lw=0.8)
@@ -237,6 +253,10 @@ def draw_fit(
         if ax_resid.get_legend_handles_labels()[0]:
             ax_resid.legend(fontsize=6, loc="best", markerscale=3)
 
+
+#: points of a fitted series drawn at most (:func:`grpofit.render.diagnosis_panels.thin`: each
+#: bucket keeps its lowest and highest, so a spike stays; for display only, every point is fitted)
+DISPLAY_POINTS = 1500
 
 #: runs per row of the ``fit --plot`` grid
 GRID_COLUMNS = 3
@@ -460,10 +480,11 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
     ax = fig.add_axes(
         [0.75 / WIDTH, 1 - (head + reward_h - 0.45) / height, (WIDTH - 1.3) / WIDTH, (reward_h - 0.45) / height]
     )
-    draw_fit(fit, ax, None, collapse_values=_after_collapse(fit), verdict=verdict, distinct=True)
+    draw_fit(fit, ax, None, collapse_values=_after_collapse(fit), verdict=verdict, distinct=True, compact=True)
     ax.set_xlabel(safe_label(step_label(run.step_column)), fontsize=8)
     ax.set_title(safe_label("\n".join(lines)), fontsize=8, y=1.0, pad=4)
-    ax.locator_params(nbins=6)  # each tick label is text to lay out and draw  # y given: no search above the ticks
+    ax.locator_params(axis="x", nbins=5)  # each tick label is text to lay out and draw
+    ax.locator_params(axis="y", nbins=4)
     axes = _grid(fig, head + reward_h, n, cols, row_h, height)
     series = [(a, p) for a, p in zip(axes, panels) if p[0] == "series"]
     draw_extra(
@@ -471,13 +492,50 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
     )
     for a, (_, mode, role) in series:
         draw_series(a, role, run, diagnosis, thresholds, mode)
-    for i, a in enumerate(axes):  # the bottom panel of each column names the step
-        for axis in ("x", "y"):  # fewer ticks to draw on a small panel (a log axis keeps its own)
+    for a in fig.axes[1:]:  # the panels and their second axes: fewer ticks to draw on a small panel
+        for axis in ("x", "y"):
             if (a.get_xscale() if axis == "x" else a.get_yscale()) == "linear":
                 a.locator_params(axis=axis, nbins=4)
+        if a.get_yscale() == "log":
+            sparse_log_ticks(a)
+    for i, a in enumerate(axes):  # the bottom panel of each column names the step
         if i + cols >= n and not a.get_xlabel():
             a.set_xlabel(safe_label(step_label(run.step_column)), fontsize=7)
     return fig
+
+
+def log_ticks(lo: float, hi: float, most: int = 5) -> list[float]:
+    """A few labelled ticks of a log axis from ``lo`` to ``hi``: powers of ten (every second,
+    third, ... one over many decades), or 1-2-5 steps (1-2-3-...-9 within a narrow range) when
+    fewer than three powers of ten fall inside; at most about ``most``."""
+    import math
+
+    if not (0 < lo < hi and math.isfinite(hi)):
+        return []
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    for subs in ((1,), (1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [10.0**k * m for k in range(a, b + 1) for m in subs if lo <= 10.0**k * m <= hi]
+        if len(ticks) >= 3 or subs[-1] == 9:
+            break
+    powers = [10.0**k for k in range(a, b + 1) if lo <= 10.0**k <= hi]
+    if len(ticks) > most and len(powers) >= 2:  # a stride through 1-2-5 steps reads oddly
+        ticks = powers
+    stride = math.ceil(len(ticks) / most) if ticks else 1
+    return ticks[::stride]
+
+
+def sparse_log_ticks(ax) -> None:
+    """A log y axis with a few plain-number ticks (:func:`log_ticks`) and no minor ticks: the
+    default draws a tick object per minor tick and lays its labels out as math text."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    lo, hi = sorted(ax.get_ylim())  # the autoscaled limits: every line drawn is in them
+    ticks = log_ticks(lo, hi)
+    if not ticks:
+        return
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
 
 
 def _panel_name(panel: tuple) -> str:
