@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 import numpy as np
 
 from grpofit.core.vocabulary import MODES, STATUS_RANK, STATUSES  # noqa: F401  (re-exported)
-from grpofit.fitting.collapse import Collapse, default_window, noise_sd, rolling_median
+from grpofit.fitting.collapse import Collapse, default_window, find_rise, noise_sd, rolling_median
 
 if TYPE_CHECKING:  # names for the annotations only (no import cycle, nothing loaded at run time)
     from grpofit.core.runs import Run
@@ -255,6 +255,20 @@ class Context:
             if keep.sum() >= 3:
                 s, v = s[keep], v[keep]
         return (s, v) if s.size >= 3 else None
+
+    def rise(self, s: np.ndarray, v: np.ndarray):
+        """The sustained rise of a diagnostic series above its early median at the warn factor
+        (:func:`grpofit.fitting.collapse.find_rise` with these thresholds), or None."""
+        th = self.th
+        return find_rise(
+            s,
+            v,
+            factor=th.rise_warn,
+            min_duration=th.rise_min_duration,
+            baseline_fraction=th.baseline_fraction,
+            spike_factor=th.spike_factor,
+            lookback=th.precursor_lookback,
+        )
 
     def label(self, role: str) -> str:
         """The column name of ``role``, or how it was derived."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from grpofit.diagnostics.base import Context, Verdict, fmt, model_param, worst
-from grpofit.fitting.collapse import default_window, early_baseline, find_rise, rolling_median
+from grpofit.fitting.collapse import default_window, early_baseline, rolling_median
 
 _METRICS = (("grad_norm", "grad_norm"), ("is_ratio", "importance ratio"), ("clip_ratio", "clip fraction"))
 
@@ -34,15 +34,7 @@ def _rise_check(ctx: Context, role: str):
         return None
     s, v = series
     col = ctx.roles[role]
-    rise = find_rise(
-        s,
-        v,
-        factor=th.rise_warn,
-        min_duration=th.rise_min_duration,
-        baseline_fraction=th.baseline_fraction,
-        spike_factor=th.spike_factor,
-        lookback=th.precursor_lookback,
-    )
+    rise = ctx.rise(s, v)
     if rise is not None and role == "clip_ratio" and rise.level < th.clip_min_level:
         rise = None
     if rise is not None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from grpofit.diagnostics.base import Context, fmt
 from grpofit.diagnostics.findings import Finding, Panel, constant
-from grpofit.fitting.collapse import default_window, find_rise
+from grpofit.fitting.collapse import default_window
 
 
 def clusters(steps: np.ndarray, ratio: np.ndarray, factor: float, gap: float) -> list[dict]:
@@ -43,19 +43,10 @@ def clusters(steps: np.ndarray, ratio: np.ndarray, factor: float, gap: float) ->
 
 
 def _failure_step(ctx: Context, s: np.ndarray, v: np.ndarray) -> float | None:
-    th = ctx.th
     steps = []
     if ctx.collapse is not None:
         steps.append(float(ctx.collapse.step))
-    rise = find_rise(
-        s,
-        v,
-        factor=th.rise_warn,
-        min_duration=th.rise_min_duration,
-        baseline_fraction=th.baseline_fraction,
-        spike_factor=th.spike_factor,
-        lookback=th.precursor_lookback,
-    )
+    rise = ctx.rise(s, v)
     if rise is not None:
         steps.append(float(rise.step))
     return min(steps) if steps else None

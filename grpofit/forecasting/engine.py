@@ -155,16 +155,15 @@ def forecast_series(
     if bounds is None:
         bounds = metric_bounds(metric, values, batch=batch)
     n = steps.size
+
+    def refuse(note: str, baseline=None) -> Forecast:
+        out = _refused(steps, values, horizon_step, horizon_source, at_steps, bounds, note)
+        if baseline is not None:
+            out.extra["baseline"] = baseline
+        return out
+
     if n < MIN_POINTS:
-        return _refused(
-            steps,
-            values,
-            horizon_step,
-            horizon_source,
-            at_steps,
-            bounds,
-            f"cannot forecast yet: {n} points seen, a forecast needs at least {MIN_POINTS}",
-        )
+        return refuse(f"cannot forecast yet: {n} points seen, a forecast needs at least {MIN_POINTS}")
     from grpofit.fitting import fit_series
     from grpofit.fitting.analysis import confirmed_collapse
 
@@ -194,9 +193,7 @@ def forecast_series(
         )
     falling = _fallen_back(steps, values)
     if falling is not None:
-        out = _refused(steps, values, horizon_step, horizon_source, at_steps, bounds, falling)
-        out.extra["baseline"] = baseline
-        return out
+        return refuse(falling, baseline)
 
     step0 = float(steps[0])
     t = steps - step0
@@ -213,17 +210,7 @@ def forecast_series(
     fitter = fit_walk_law if walk else fit_law
     fits = _fit_laws(fitter, laws or LAWS, series, t_guess, T_MAX_FACTOR * max(far, t_last), warm)
     if not fits:
-        out = _refused(
-            steps,
-            values,
-            horizon_step,
-            horizon_source,
-            at_steps,
-            bounds,
-            "cannot forecast: no law could be fitted to the seen steps",
-        )
-        out.extra["baseline"] = baseline
-        return out
+        return refuse("cannot forecast: no law could be fitted to the seen steps", baseline)
 
     # the times the future is drawn at: now, the horizon, --at steps, a fan grid, the final window
     fan_end = far if far > t_last else 2.0 * t_last
