@@ -413,6 +413,16 @@ def test_predict_from_run_with_what_if_plot(capsys, tmp_path):
     assert figure.stat().st_size > 5000
 
 
+def test_predict_from_run_refuses_a_timescale_the_fit_cannot_identify(capsys):
+    # rasbt 7_3: a fall with no plateau; `fit` prints its timescale as not identifiable, so a
+    # curvature (and a what-if regime) measured from the point value would be a confident guess
+    log = REAL_LOGS / "rasbt_grpo_qwen3-0.6b_7_3_tracking.csv"
+    args = ("--lr", "1e-5", "--momentum", "0.9", "--refresh-interval", "1", "--what-if-lr", "4e-5")
+    code, out, err = run_cli(capsys, "predict", "--from-run", log, *args)
+    assert code == 2 and out == ""
+    assert "not identifiable" in err and "--curvature" in err and log.name in err
+
+
 @pytest.mark.slow
 def test_simulate_bandit_writes_a_log_that_fits(capsys, tmp_path):
     out_file = tmp_path / "bandit.jsonl"

@@ -255,4 +255,10 @@ def _fit_one(run, metric: str | None):
             path=path,
             fix="check the run with grpofit fit, or pass --curvature",
         )
+    if not timescale.identified:  # a curvature from an unidentified timescale would be a guess
+        raise UsageError(
+            f"the run's oscillator timescale is {timescale.note}, so K cannot be measured from it",
+            path=path,
+            fix="use a run that rises to a plateau, or pass --curvature",
+        )
     return fit, (fit.steps, fit.values)
