@@ -211,3 +211,19 @@ def test_a_band_reaches_a_bound_only_when_its_end_is_within_a_share_of_its_width
     assert _band(low, 80.0, unit)[0] == 0.0
     assert _band(near, 95.0, UNBOUNDED)[1] < 1.0  # no bound, no move
     assert 0.0 < NEAR_BOUND <= 0.05
+
+
+@pytest.mark.slow
+def test_the_fit_plateau_the_forecast_states_stays_inside_the_bounds(capsys):
+    """verl's off-policy twin cut at step 40: the fit's law puts the plateau's 95% interval past 1
+    ([0.942, 1.02]) for a score in [0, 1]; the forecast holds it at the bound and says so."""
+    from tests.reallogs import real_log
+
+    log = real_log("verl_grpo_qwen2_7b_fsdp_offpolicy.tfevents")
+    code, out, _ = run_cli(capsys, "forecast", log, "--until", "40", "--horizon", "200", "--format", "json")
+    assert code == 0
+    r = json.loads(out)["runs"][0]
+    p = r["plateau"]
+    assert p["source"] == "fit" and p["kind"] == "estimate"
+    assert p["ci95"][1] == pytest.approx(1.0) and p["ci95"][0] < p["value"] < 1.0
+    assert "[0, 1]" in p["ci95_clipped"]

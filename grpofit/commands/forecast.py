@@ -85,7 +85,7 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
         bounds=bounds,
     )
     entry = {"run": run.name, "metric": column, **fc.doc}
-    _fit_plateau(entry, fc, run, column, steps, values, cut=opts.until is not None)
+    _fit_plateau(entry, fc, run, column, steps, values, cut=opts.until is not None, bounds=bounds)
     entry["batch_size"] = {"value": batch, "source": batch_source}
     collapse = (getattr(fc, "extra", None) or {}).get(
         "collapse"
@@ -110,12 +110,14 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
     return entry, fc, rest
 
 
-def _fit_plateau(entry: dict, fc, run, column: str, steps, values, *, cut: bool) -> None:
+def _fit_plateau(entry: dict, fc, run, column: str, steps, values, *, cut: bool, bounds=None) -> None:
     """The plateau as ``grpofit fit`` states it (:func:`grpofit.fitting.fitcheck.plateau_statement`
     of the same fit: the forecast's own fit of the steps seen, which is ``fit``'s when the run did
     not collapse; :func:`grpofit.fitting.analysis.fit_run`'s fit before the collapse when it did):
     one plateau statement per run on every surface. The forecast's own plateau draws, from which
-    the steps to 90/95% of the gain and the remaining gain come, stay in ``plateau_draws``."""
+    the steps to 90/95% of the gain and the remaining gain come, stay in ``plateau_draws``.
+    Where the metric has bounds, an interval end the fit's law puts past one is held at it
+    (``ci95_clipped`` says which bound): a rate's plateau cannot exceed 1."""
     from grpofit.fitting import MIN_POINTS, fit_series
     from grpofit.fitting.analysis import fit_run
     from grpofit.fitting.fitcheck import plateau_statement
@@ -138,6 +140,20 @@ def _fit_plateau(entry: dict, fc, run, column: str, steps, values, *, cut: bool)
         "law_value": st["law_value"],
         "source": "fit",
     }
+    _clip_to_bounds(entry["plateau"], bounds)
+
+
+def _clip_to_bounds(plateau: dict, bounds) -> None:
+    """Hold the plateau's interval ends inside the metric's bounds, saying so."""
+    ci = plateau.get("ci95")
+    if ci is None or bounds is None or not getattr(bounds, "two_sided", False):
+        return
+    lo, hi = ci
+    held = [lo is not None and lo < bounds.low, hi is not None and hi > bounds.high]
+    if not any(held):
+        return
+    plateau["ci95"] = [max(lo, bounds.low) if lo is not None else lo, min(hi, bounds.high) if hi is not None else hi]
+    plateau["ci95_clipped"] = f"held inside the metric's bounds [{bounds.low:g}, {bounds.high:g}] ({bounds.source})"
 
 
 @dataclass
