@@ -324,3 +324,15 @@ def test_sweep_rule_replays_stop_where_the_judge_says():
     assert choose(table) is table[0]  # the cheaper one kills the best in half the sweeps
     text = "\n".join(render_rule_choice({"chosen": table[0], "table": table, "sizes": {"generated": 1}}))
     assert "| **20%** | 0.0 |" in text and "| 20% | 0.02 |" in text
+
+
+def test_run_names_in_rank_tables_keep_what_tells_them_apart():
+    from grpofit.render.tables import distinct_parts
+
+    sweep = [
+        f"Qwen2.5-0.5B-Instruct-GSM8K-CRPO-sp-p1-b8-{g}-lam1.0-01161659" for g in ("gamma0.1", "gamma-20.0", "random")
+    ]
+    assert distinct_parts(sweep) == ["…gamma0.1…", "…gamma-20.0…", "…random…"]
+    assert distinct_parts(["lr1e-5", "lr4e-5"]) == ["lr1e-5", "lr4e-5"]  # a short shared word stays
+    assert distinct_parts(["sweep/run_a.csv", "sweep/run_a.csv"]) == ["sweep/run_a.csv"] * 2
+    assert distinct_parts(["/tmp/sweep/run_lr1e-5.csv", "/tmp/sweep/run_lr4e-5.csv"]) == ["…lr1e-5.csv", "…lr4e-5.csv"]

@@ -100,7 +100,7 @@ def rank_table(doc: dict):
     """``(table, lines)``: the runs, most likely best first, and the notes below."""
     from rich.table import Table
 
-    from grpofit.render.tables import esc, short_names
+    from grpofit.render.tables import distinct_parts, esc, short_names
 
     table = Table(title="rank: each run forecast to the common horizon", title_justify="left")
     for h in HEAD:
@@ -109,7 +109,7 @@ def rank_table(doc: dict):
 
     rows = [row for _, row in _rows(doc)]
     labels = [run_label(row[0]) for row in rows]
-    names = short_names(labels) if len(set(labels)) == len(labels) else short_names([row[0] for row in rows])
+    names = distinct_parts(labels) if len(set(labels)) == len(labels) else short_names([row[0] for row in rows])
     for name, row in zip(names, rows):
         table.add_row(*[esc(x) for x in [name, *row[1:]]])
     return table, _summary_lines(doc)
@@ -134,6 +134,7 @@ def save_rank_figure(outcome, path) -> None:
     from grpofit.core.errors import UsageError
     from grpofit.readers.selection import run_label
     from grpofit.render.plotting import check_suffix
+    from grpofit.render.tables import distinct_parts
 
     path = Path(path)
     check_suffix(path)
@@ -146,7 +147,8 @@ def save_rank_figure(outcome, path) -> None:
     flat = list(axes.ravel())
     by_name = {r["run"]: r for r in outcome.doc["runs"]}
     horizon = outcome.doc["horizon"]["step"]
-    for ax, (item, res) in zip(flat, pairs):
+    names = distinct_parts([run_label(item) for item, _ in pairs])
+    for ax, (item, res), name in zip(flat, pairs, names):
         ax.plot(item.steps, item.values, ".", ms=2, color="C0", alpha=0.6)
         if item.rest is not None and len(item.rest[0]):
             ax.plot(item.rest[0], item.rest[1], ".", ms=2, color="0.6", alpha=0.6)
@@ -158,8 +160,7 @@ def save_rank_figure(outcome, path) -> None:
         if horizon is not None:
             ax.axvline(horizon, color="k", ls=":", lw=0.8)
         r = by_name.get(item.name, {})
-        label = run_label(item)
-        title = f"{label[-28:]}\n{r.get('recommendation', '')}, p best {_pct(r.get('p_best'))}"
+        title = f"{name[-28:]}\n{r.get('recommendation', '')}, p best {_pct(r.get('p_best'))}"
         ax.set_title(title, fontsize=8)
         ax.tick_params(labelsize=7)
     for ax in flat[n:]:

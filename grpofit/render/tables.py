@@ -131,6 +131,38 @@ def short_names(names: list[str]) -> list[str]:
     return [os.sep.join(p.split(os.sep)[cut:]) + r for p, r in zip(paths, runs)]
 
 
+#: the least length of a shared head or tail :func:`distinct_parts` cuts (``lr1e-5`` vs ``lr4e-5``
+#: keep their ``-5``)
+SHARED_MIN = 6
+
+
+def distinct_parts(names: list[str]) -> list[str]:
+    """What tells runs apart: the names without the leading and trailing words they all share
+    (cut at ``-``, ``_``, ``/``, ``.`` or ``::``), marked ``…`` where cut. A sweep's
+    ``Qwen-GSM8K-gamma0.1-lam1.0-0116`` and ``Qwen-GSM8K-gamma3.0-lam1.0-0116`` become
+    ``…gamma0.1…`` and ``…gamma3.0…``. Names unchanged when fewer than two, or when the cut
+    parts would not be distinct."""
+    import re
+
+    if len(names) < 2 or len(set(names)) < len(names):
+        return list(names)
+    words = [re.split(r"(?<=[-_/.:])", n) for n in names]  # each word keeps its separator
+    head = 0
+    while all(len(w) > head + 1 for w in words) and len({w[head] for w in words}) == 1:
+        head += 1
+    tail = 0
+    while all(len(w) > head + tail + 1 for w in words) and len({w[-1 - tail] for w in words}) == 1:
+        tail += 1
+    if len("".join(words[0][:head])) < SHARED_MIN:  # a short shared word is part of the name
+        head = 0
+    if len("".join(words[0][len(words[0]) - tail :])) < SHARED_MIN:
+        tail = 0
+    mids = ["".join(w[head : len(w) - tail]) for w in words]
+    if (head == 0 and tail == 0) or len(set(mids)) < len(mids):
+        return list(names)
+    return [("…" if head else "") + m.rstrip("-_/.:") + ("…" if tail else "") for m in mids]
+
+
 def print_tables(tables: Iterable[Any]) -> None:
     console = _console()
     for t in tables:
