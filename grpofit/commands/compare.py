@@ -444,7 +444,7 @@ def _collapse_sentence(a: Side, b: Side) -> str | None:
 
     if not a.collapses and not b.collapses:
         return None
-    return f"{side('A', a)}; {side('B', b)}: the quantities below are those of the part before a collapse."
+    return f"{side('A', a)}; {side('B', b)}: the quantities compared are those of the part before a collapse."
 
 
 def compare_paths(
