@@ -11,22 +11,27 @@ from typing import Any
 
 import numpy as np
 
+#: standard errors of the late mean by which the late data must lie past p* (and the level
+#: reached past the law's interval, :func:`plateau_bound`)
+LATE_Z = 3.0
+
 
 def late_level_check(
     fit: Any,
     *,
     fraction: float = 0.25,
     minimum: int = 10,
-    z: float = 3.0,
+    z: float | None = None,
     share_min: float = 0.75,
     gain_share: float = 0.05,
 ) -> dict | None:
-    """``{"late_mean", "late_steps", "n", "plateau", "difference", "share_beyond", "disagrees",
-    "past_curve", "note"}`` for a fit result (its fitted ``steps``/``values`` and preferred model), or None.
+    """``{"late_mean", "late_steps", "n", "stderr", "plateau", "difference", "share_beyond",
+    "disagrees", "past_curve", "note"}`` for a fit result (its fitted ``steps``/``values`` and preferred model), or None.
 
     The late window is the last ``fraction`` of the points (at least ``minimum``). The plateau
     disagrees when the late mean lies beyond it in the direction of travel by more than ``z``
-    standard errors (the sd of the late points, doubled for autocorrelation, over sqrt(n)) and
+    (:data:`LATE_Z`) standard errors (``stderr``: the sd of the late points, doubled for
+    autocorrelation, over sqrt(n)) and
     by at least ``gain_share`` of the fitted gain ``|p* - p0|``, and at least ``share_min`` of the
     late points (a 5-point rolling median) are beyond it too. ``past_curve``: the late mean
     also lies beyond the preferred law's own curve over the window by those ``z`` standard
@@ -34,6 +39,7 @@ def late_level_check(
     """
     if fit is None:
         return None
+    z = LATE_Z if z is None else z
     plateau = getattr(fit.param("plateau"), "value", None)  # of the preferred law; None if it failed
     initial = getattr(fit.param("initial"), "value", None)
     steps = np.asarray(getattr(fit, "steps", []), float)
@@ -63,6 +69,7 @@ def late_level_check(
         "late_mean": mean,
         "late_steps": [lo, hi],
         "n": n,
+        "stderr": float(se),
         "plateau": float(plateau),
         "difference": diff,
         "share_beyond": share,
@@ -169,10 +176,15 @@ def whole_trend(steps, values) -> tuple[float, float] | None:
 
 
 def plateau_bound(plateau: dict | None, moving: dict | None, late: dict | None = None) -> tuple[str, float | None]:
-    """``("lower_bound", level)`` when the data show the run drifting past the law's plateau
+    """``("lower_bound", bound)`` when the data show the run drifting past the law's plateau
     while still rising (the plateau is at least where the run is: a fitted p* below it would be
-    a tight number below where the run is heading), ``("upper_bound", level)`` for the mirror
-    case of a still-falling run below it, else ``("estimate", None)``.
+    a tight number below where the run is heading), ``("upper_bound", bound)`` for the mirror
+    case of a still-falling run below it, else ``("estimate", None)``. ``bound`` is the level
+    reached (``moving["level"]``, the mean of the last tenth) less (plus) :data:`LATE_Z`
+    standard errors of the late mean (the late check's ``stderr``): the level is a mean of
+    noisy points, and a run wandering about its plateau under the forcing sits above it for a
+    while (at forcing sd 0.03 a settled run was printed "≥ 0.682 (still rising)", the level
+    itself, while its true plateau was 0.675; the bound is now 0.664).
 
     The drift must be in the data, not in the noise around a settled run, nor in a curve the
     law draws itself: the late slope is significant (``moving``, :func:`still_moving`), the late
@@ -196,10 +208,13 @@ def plateau_bound(plateau: dict | None, moving: dict | None, late: dict | None =
         return "estimate", None
     if pinned:
         lo, hi = min(ci[0], value), max(ci[1], value)
+    # the level is a mean of noisy late points: the bound is where the run is at least (at
+    # most), LATE_Z standard errors of the late mean short of it
+    margin = LATE_Z * float((late or {}).get("stderr") or 0.0)
     if moving["direction"] == "rising" and level > hi:
-        return "lower_bound", level
+        return "lower_bound", float(level - margin)
     if moving["direction"] == "falling" and level < lo:
-        return "upper_bound", level
+        return "upper_bound", float(level + margin)
     return "estimate", None
 
 
@@ -228,7 +243,8 @@ def statement_bound(
 
 def mark_bounds(summary: dict, moving: dict | None, late: dict | None = None) -> None:
     """Give every law's plateau its ``kind`` (``estimate``, ``lower_bound``, ``upper_bound``)
-    and, for a bound, ``bound`` (the level reached), ``bound_reason`` (``moving`` or
+    and, for a bound, ``bound`` (the level reached; for a run still moving past the law, less
+    its margin, :func:`plateau_bound`), ``bound_reason`` (``moving`` or
     ``unidentified``, :func:`statement_bound`) and a ``bound_note``; ``value`` and ``ci95``
     stay the law's own fit."""
     for law in (summary.get("models") or {}).values():
@@ -259,8 +275,10 @@ def unidentified_note(plateau: dict, level: float) -> str:
 
 
 def bound_note(plateau: dict, moving: dict) -> str:
-    """Why a plateau is reported as a bound, with the slope, the level and the law's own p*."""
+    """Why a plateau is reported as a bound (``plateau["bound"]``), with the slope, the level
+    and the law's own p*."""
     rising = moving["direction"] == "rising"
+    bound = plateau.get("bound", moving["level"])
     slope, se = moving.get("slope_per_step"), moving.get("stderr")
     z = f", {abs(slope) / se:.1f} standard errors" if slope is not None and se else ""
     ci = plateau.get("ci95")
@@ -271,7 +289,8 @@ def bound_note(plateau: dict, moving: dict) -> str:
         f"still {moving['direction']}: the slope from step {moving['from_step']:g} is {slope:.3g} per step{z}; "
         f"the last tenth averages {moving['level']:.3g}, {'above' if rising else 'below'} the fitted p* "
         f"{plateau['value']:.4g}{ci_text}: the plateau is at {'least' if rising else 'most'} "
-        f"{moving['level']:.3g}, and the fitted timescale is that of the rise up to p*, not of the drift past it "
+        f"{bound:.3g} (the level {LATE_Z:g} standard errors of the late mean {'below' if rising else 'above'} it), "
+        "and the fitted timescale is that of the rise up to p*, not of the drift past it "
         "(grpofit forecast gives the plateau's interval)"
     )
 
