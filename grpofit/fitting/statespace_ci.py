@@ -1069,7 +1069,10 @@ def _two_modes_value(e, ss: SSIntervals) -> None:
     posterior mean of the mixture whose 95% interval is published. A one-mode law's
     least-squares p* of such a run is pulled by the fast mode and by the forcing's wander over
     the slow one (on the forced runs' two-class stratum at forcing sd 0.03 it was within 0.03
-    of the truth in 83-85%, the oracle's posterior in 93%); the note keeps the law's own p*."""
+    of the truth in 83-85%, the oracle's posterior in 93%); ``value_ls`` and the note keep the
+    law's own p*, with which its curve is drawn and the late data are checked against the law
+    (:func:`grpofit.fitting.fitcheck.late_level_check`: the mixture's slow mode also reads a
+    drift past the law as part of the approach)."""
     m = ss.plateau_mean
     if not (ss.two_weight >= TWO_MODES_WEIGHT and math.isfinite(m)) or e.value is None or e.ci95 is None:
         return
@@ -1079,5 +1082,5 @@ def _two_modes_value(e, ss: SSIntervals) -> None:
         f"value: the posterior mean with a fast and a slow mode (BIC weight {ss.two_weight:.2f} against the law "
         f"alone); the law's least-squares p* is {e.value:.4g}"
     )
-    e.value = m
+    e.value_ls, e.value = e.value, m
     e.note = f"{e.note}; {why}" if e.note else why
