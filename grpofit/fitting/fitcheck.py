@@ -40,10 +40,7 @@ def late_level_check(
     if fit is None:
         return None
     z = LATE_Z if z is None else z
-    # the preferred law's own p* (its curve's; None if it failed)
-    est = fit.param("plateau")
-    plateau = getattr(est, "value_ls", None)
-    plateau = getattr(est, "value", None) if plateau is None else plateau
+    plateau = getattr(fit.param("plateau"), "value", None)  # of the preferred law; None if it failed
     initial = getattr(fit.param("initial"), "value", None)
     steps = np.asarray(getattr(fit, "steps", []), float)
     values = np.asarray(getattr(fit, "values", []), float)
@@ -64,10 +61,9 @@ def late_level_check(
     note = None
     if disagrees:
         where = "above" if sign > 0 else "below"
-        what = "p*" if getattr(est, "value_ls", None) is None else "the law's least-squares p*"
         note = (
-            f"{what} {plateau:.3g} misses the late data: steps {lo:g}-{hi:g} ({n} points) average {mean:.3g}, "
-            f"{share:.0%} of them {where} {'p*' if what == 'p*' else 'it'}"
+            f"p* {plateau:.3g} misses the late data: steps {lo:g}-{hi:g} ({n} points) average {mean:.3g}, "
+            f"{share:.0%} of them {where} p*"
         )
     return {
         "late_mean": mean,

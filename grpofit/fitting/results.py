@@ -40,10 +40,6 @@ class Estimate:
     #: the least-squares interval before the forcing's widening (inertia, damping ratio of an
     #: underdamped fit: :func:`grpofit.fitting.statespace_ci._widen_shape`), or None
     ci95_ls: tuple[float | None, float | None] | None = None
-    #: the law's least-squares value where ``value`` is another estimate (a plateau the
-    #: state-space posterior sets: :func:`grpofit.fitting.statespace_ci._two_modes_value`); the
-    #: fitted curve is drawn with it. None otherwise
-    value_ls: float | None = None
 
     def __post_init__(self):
         self.value = num(self.value)
@@ -70,8 +66,6 @@ class Estimate:
             out["note"] = self.note
         if self.ci95_ls is not None:
             out["ci95_ls"] = [num(self.ci95_ls[0]), num(self.ci95_ls[1])]
-        if self.value_ls is not None:
-            out["value_ls"] = num(self.value_ls)
         return out
 
 
@@ -95,9 +89,7 @@ class ModelFit:
     observed_overshoot: dict | None = None
 
     def values(self) -> dict[str, float | None]:
-        """The fitted curve's parameters (a value set by another estimate than least squares
-        keeps the least-squares one here: ``value_ls``)."""
-        return {k: (e.value if e.value_ls is None else e.value_ls) for k, e in self.params.items()}
+        return {k: e.value for k, e in self.params.items()}
 
     def predict(self, steps) -> np.ndarray:
         """The fitted curve at absolute run steps (NaN when the fit failed)."""

@@ -130,8 +130,6 @@ class SSIntervals:
     timescale: tuple[float | None, float | None]
     timescale_sd: float
     forcing_ratio: float  #: posterior median of forcing sd / observation sd
-    plateau_mean: float = math.nan  #: the plateau's posterior mean (the mixture's, with the fast + slow law)
-    two_weight: float = 0.0  #: the fast + slow law's BIC weight against this law
 
 
 _ERFC_POLY = (-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196, 1.00002368)
@@ -828,7 +826,6 @@ def _summarise(sp: Spec, terms, shape, n, noise_var, mixed, ratios) -> SSInterva
         return None
     w = w_law = _weights(nll)
     wt = w.reshape(gshape).sum(axis=(1, 2))
-    w2 = 0.0
     if mixed is not None:
         # fast + slow modes (theory §7): their plateau mixed in by their BIC weight
         w_two, mean_two, var_two, ml_two = mixed
@@ -856,7 +853,7 @@ def _summarise(sp: Spec, terms, shape, n, noise_var, mixed, ratios) -> SSInterva
     r_med = float(ratios[min(int(np.searchsorted(np.cumsum(wr), 0.5)), ratios.size - 1)])
     if not all(math.isfinite(x) for x in plateau):
         return None
-    return SSIntervals(plateau, p_sd, (ts_lo, ts_hi), t_sd, r_med, m_all, w2)
+    return SSIntervals(plateau, p_sd, (ts_lo, ts_hi), t_sd, r_med)
 
 
 def _cell_quantiles(u, du, w, probs):
@@ -1051,36 +1048,3 @@ def _publish(params: dict, ss: SSIntervals, ctx) -> None:
         e.ci95 = (lo, hi)
         e.note = note
         e.stderr = sd
-        if name == "plateau":
-            _two_modes_value(e, ss)
-
-
-#: the fast + slow law's BIC weight (against the fitted law, :func:`_summarise`) from which the
-#: plateau's value is the state-space posterior mean rather than the law's least-squares p*
-#: (chosen on seeds 11 and 1 of the forced runs, 100 per stratum: 0.5, 0.8 and 0.95 gave the
-#: two-class runs under forcing sd 0.03 90/90/88% recovery (p* within 0.03; least squares 84%,
-#: the oracle that knows the law 93%), 0.5 took the overdamped runs there from 98% to 96%)
-TWO_MODES_WEIGHT = 0.8
-
-
-def _two_modes_value(e, ss: SSIntervals) -> None:
-    """The plateau's value where the likelihood says the run is two modes, a fast and a slow one
-    (two classes of prompts, theory §7; BIC weight at least :data:`TWO_MODES_WEIGHT`): the
-    posterior mean of the mixture whose 95% interval is published. A one-mode law's
-    least-squares p* of such a run is pulled by the fast mode and by the forcing's wander over
-    the slow one (on the forced runs' two-class stratum at forcing sd 0.03 it was within 0.03
-    of the truth in 83-85%, the oracle's posterior in 93%); ``value_ls`` and the note keep the
-    law's own p*, with which its curve is drawn and the late data are checked against the law
-    (:func:`grpofit.fitting.fitcheck.late_level_check`: the mixture's slow mode also reads a
-    drift past the law as part of the approach)."""
-    m = ss.plateau_mean
-    if not (ss.two_weight >= TWO_MODES_WEIGHT and math.isfinite(m)) or e.value is None or e.ci95 is None:
-        return
-    lo, hi = e.ci95
-    m = min(max(m, lo), hi)
-    why = (
-        f"value: the posterior mean with a fast and a slow mode (BIC weight {ss.two_weight:.2f} against the law "
-        f"alone); the law's least-squares p* is {e.value:.4g}"
-    )
-    e.value_ls, e.value = e.value, m
-    e.note = f"{e.note}; {why}" if e.note else why
