@@ -225,9 +225,10 @@ A plateau is printed as a bound (`≥ b (still rising)`, `≤ b (still falling)`
 show a drift past the law (`grpofit.fitting.fitcheck.plateau_bound`), or where the law's p* is
 not pinned down (its interval runs to the fit bound) and lies beyond the level the run has
 reached (`statement_bound`, `not identified`). The bound `b` is that level (the mean of the last
-tenth) less (plus) `grpofit.fitting.fitcheck.LATE_Z` standard errors of the late mean: at the
-level itself a run's noise above its plateau contradicted it (before: 1 of 1 drift bounds under
-forcing sd 0.03 and 30 of 211 bounds on the cut runs, on this seed). The true p* contradicts
+tenth) less (plus) `grpofit.fitting.fitcheck.LATE_Z` of its standard errors
+(`fitcheck.level_stderr`: the late mean's and the sd of the last five tenths' means together).
+At the level itself a run's noise or wander above its plateau contradicted it: on this seed 1
+of 3 bounds under forcing sd 0.03 and 30 of 211 on the cut runs. The true p* contradicts
 a lower bound when it lies below `b`, an upper bound when above. The last two columns are the
 rule of a significant late slope and a level past the law's p* alone (the rule before the drift
 conditions). *Settled runs*: `recovery_set({n_rec}, seed={seed})`, every run long enough to
