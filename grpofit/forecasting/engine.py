@@ -14,8 +14,11 @@
    :mod:`.walk`: one mode, damped oscillator, fast + slow modes) and mix them.
 4. Draw the future (:mod:`.predictive`: parameters from a tempered posterior, so where the data
    leave the rise's end open the draws spread over it, upward as well as down) at the horizon, the
-   ``--at`` steps, a fan grid and (for backtests) the final window; the logged reward adds
-   observation noise (binomial draws when the logged values lie on a lattice of ``1/n``).
+   ``--at`` steps, a fan grid and (for backtests) the final window; the laws' own error is added
+   to them (:mod:`.discrepancy`: the rolling-origin check's error, and the continuation's rate
+   uncertain by a share of the late slope, which keeps a noiseless run's band from shrinking to one
+   curve); the logged reward adds observation noise (binomial draws when the logged values lie on a
+   lattice of ``1/n``).
 5. Summarise from the draws alone (no floor at persistence, no blend with it): mean and 80/95%
    prediction intervals, plateau (``lower_bound`` when the late slope is still significantly
    positive), steps to 90/95% of the gain (taken on the metric), the gain still expected by the
@@ -33,6 +36,7 @@ import numpy as np
 from grpofit.core.numbers import finite as _num
 from grpofit.fitting.drift import late_slope, persistence
 from grpofit.forecasting.bounds import Bounds, edge, lattice, metric_bounds
+from grpofit.forecasting.discrepancy import add_rate_error, add_validation_error, tail_noise_var, vouched_slope
 from grpofit.forecasting.likelihood import fit_law, reduce_series
 from grpofit.forecasting.predictive import TEMPER, law_weights, sample_future
 from grpofit.forecasting.statespace import LAWS
@@ -147,8 +151,8 @@ def forecast_series(
     ``bounds``: the metric's range (:mod:`.bounds`; default from ``metric``, the batch and the
     values, :func:`~.bounds.metric_bounds`). ``validate``: the rolling-origin check of the
     model's extrapolation on the seen steps (:mod:`.validate`): its error at the horizon's
-    distance is added to the draws as a model discrepancy (:func:`_discrepancy`) and reported
-    in ``doc["point"]``.
+    distance is added to the draws as a model discrepancy (:mod:`.discrepancy`, beside the
+    rate error of the continuation) and reported in ``doc["point"]``.
     """
     steps, values = _clean(steps, values)
     at_steps = [float(s) for s in at_steps]
@@ -228,9 +232,9 @@ def forecast_series(
 
         point = rolling_origin(fits, weights, series, t, link.z, target, seed=seed)
     draws = sample_future(fits, series, tf, seed=seed, unlink=link.unlink, temper=temper)
-    _discrepancy(
-        draws, point, tf - t_last, target, _tail_noise_var(fits, weights, link, t), np.random.default_rng(seed + 2)
-    )
+    noise_var = tail_noise_var(fits, weights, link, t)
+    add_validation_error(draws, point, tf - t_last, target, noise_var, np.random.default_rng(seed + 2))
+    add_rate_error(draws, vouched_slope(t, link.z), tf - t_last, np.random.default_rng(seed + 3))
     rng = np.random.default_rng(seed + 1)
     lat = link.metric(draws.latent)
 
@@ -401,36 +405,6 @@ def _horizon_note(horizon_step, horizon_t, step0: float) -> str | None:
         "cannot forecast yet: no plan length (the run's config names no trainer.total_training_steps "
         "or max_steps; pass --horizon N); the plateau and the steps to 90/95% are still given"
     )
-
-
-def _tail_noise_var(fits, weights, link: "_Link", t: np.ndarray) -> float:
-    """The observation noise's variance of the mean over the seen part's last tenth (the
-    rolling-origin check's target), in the fitted coordinates."""
-    n_tail = max(1, int(np.sum(t >= t[-1] - 0.1 * (t[-1] - t[0]))))
-    if link.point_var is not None:
-        per_point = float(np.median(link.point_var[-n_tail:]))
-    else:
-        best = fits[int(np.argmax(weights))]
-        per_point = float(best.sigma or 0.0) ** 2
-    return per_point / n_tail
-
-
-def _discrepancy(draws, validation: dict | None, ahead: np.ndarray, target: float, noise_var: float, rng) -> None:
-    """Add the model's own extrapolation error to the latent draws (in the fitted coordinates):
-    the rolling-origin check (:mod:`.validate`) measures, on the seen steps, how far the laws'
-    conditional prediction lands from what followed at about the horizon's distance; a
-    misspecified shape (a sigmoid rise, a deterministic run with no noise to widen anything) is
-    wrong by about that much again. The check's own noise (twice ``noise_var``: the target's
-    mean and the prediction conditioned on noisy points) is taken out of its squared error; each
-    draw gets ``error * sqrt(ahead / target) * xi`` (``xi`` standard normal, one per draw: a level
-    error that grows with the distance ahead)."""
-    if not validation or target <= 0:
-        return
-    err = math.sqrt(max(float(validation.get("model_error") or 0.0) ** 2 - 2.0 * noise_var, 0.0))
-    if not err > 0:
-        return
-    scale = np.sqrt(np.clip(ahead, 0.0, None) / target)
-    draws.latent += err * rng.standard_normal((draws.latent.shape[0], 1)) * scale[None, :]
 
 
 def _refused(steps, values, horizon_step, horizon_source, at_steps, bounds: Bounds, note: str) -> Forecast:
