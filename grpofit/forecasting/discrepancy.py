@@ -32,7 +32,7 @@ __all__ = ["RATE_ERROR", "add_rate_error", "add_validation_error", "tail_noise_v
 #: the share of the vouched late slope by which the continuation's rate is uncertain. Chosen on
 #: the tuning grid of benchmarks/forecast_calibration.py (seed 101: 120 runs of its grid and 42 of
 #: its outside-the-grid ranges; 0.1, 0.15, 0.2, 0.25 and 0.3 tried): with 0.25 the deterministic
-#: runs' pi95 went from 38-57% to 89-100% per stratum and cut; on the runs with sampled groups pi95
+#: runs' pi95 went from 38-75% to 89-100% per stratum and cut; on the runs with sampled groups pi95
 #: moved by at most 1 point (pi80 by at most 4) and the median pi95 widths fell by up to 0.11 (a draw
 #: already behind the last seen level is only moved forward)
 RATE_ERROR = 0.25
