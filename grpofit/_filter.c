@@ -604,6 +604,241 @@ static PyObject *columns(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------------------------------------
+   The forecaster's search objective (grpofit/forecasting/filtered.py): the negative log marginal
+   likelihood of one law with its random-walk level drift, by a Kalman filter over the points
+   instead of the dense covariance's Cholesky factor (grpofit/forecasting/walk.py's
+   search_objective; the same Gaussian likelihood, equal to round-off, tests/test_filtered.py).
+   The forcing is the law's continuous-time system e' = A e + B xi (m = 1 or 2 states, observed
+   as H e) started at rest at t = 0, the walk a third state started at 0, and the levels (the
+   columns of X with a N(0, u2 I) prior around the residual's mean) are integrated out by the
+   augmented filter: every column runs through the same gains, and the Gram matrix of the
+   innovations gives the levels' solve (Woodbury) at the end. */
+
+/* exp(A t) of a 1 x 1 or 2 x 2 matrix (row-major), for real, repeated and complex eigenvalues:
+   e^{st} [c I + sh (A - s I)] with s half the trace, from cosh / sinh (or cos / sin) of d t,
+   d^2 = s^2 - det; far apart roots (d t >= 1) each exponential on its own (no overflow) */
+static void expm_small(int m, const double *A, double t, double *F) {
+    if (m == 1) {
+        F[0] = exp(A[0] * t);
+        return;
+    }
+    const double s = 0.5 * (A[0] + A[3]);
+    const double d2 = s * s - (A[0] * A[3] - A[1] * A[2]);
+    double c, sh;
+    if (d2 >= 0.0) {
+        const double d = sqrt(d2), x = d * t;
+        if (x < 1.0) {
+            const double es = exp(s * t);
+            c = es * cosh(x);
+            sh = es * (x > 0.0 ? sinh(x) / d : t);
+        } else {
+            const double ep = exp((s + d) * t), em = exp((s - d) * t);
+            c = 0.5 * (ep + em);
+            sh = (ep - em) / (2.0 * d);
+        }
+    } else {
+        const double w = sqrt(-d2), x = w * t, es = exp(s * t);
+        c = es * cos(x);
+        sh = es * (x > 0.0 ? sin(x) / w : t);
+    }
+    F[0] = c + sh * (A[0] - s);
+    F[1] = sh * A[1];
+    F[2] = sh * A[2];
+    F[3] = c + sh * (A[3] - s);
+}
+
+/* the stationary covariance: A S + S A' + W = 0 (1 x 1 or 2 x 2, W symmetric); 0 when singular */
+static int lyapunov_small(int m, const double *A, const double *W, double *S) {
+    if (m == 1) {
+        S[0] = -W[0] / (2.0 * A[0]);
+        return isfinite(S[0]) && S[0] >= 0.0;
+    }
+    /* unknowns (S11, S12, S22): rows 2 a11 x + 2 a12 y = -W11, a21 x + (a11 + a22) y + a12 z = -W12,
+       2 a21 y + 2 a22 z = -W22, by Cramer's rule */
+    const double m00 = 2.0 * A[0], m01 = 2.0 * A[1], m10 = A[2], m11 = A[0] + A[3], m12 = A[1];
+    const double m21 = 2.0 * A[2], m22 = 2.0 * A[3];
+    const double b0 = -W[0], b1 = -W[1], b2 = -W[3];
+    const double det = m00 * (m11 * m22 - m12 * m21) - m01 * (m10 * m22);
+    if (!(det != 0.0) || !isfinite(det))
+        return 0;
+    const double x = (b0 * (m11 * m22 - m12 * m21) - m01 * (b1 * m22 - m12 * b2)) / det;
+    const double y = (m00 * (b1 * m22 - m12 * b2) - b0 * (m10 * m22)) / det;
+    const double z = (m00 * (m11 * b2 - b1 * m21) - m01 * (m10 * b2) + b0 * (m10 * m21)) / det;
+    S[0] = x;
+    S[1] = S[2] = y;
+    S[3] = z;
+    return isfinite(x) && isfinite(y) && isfinite(z);
+}
+
+/* walk_nll(n, m, p, D, known, qw, u2, step_of, A, W, H, dts, resid, X, obs_var): the negative log
+   marginal likelihood (inf where the filter fails: a variance not positive, a value not finite).
+   A, W = B B' (m x m), H (m); dts (D): the distinct spacings, step_of (n, int64): the spacing
+   before each point (from t = 0); resid (n): y less the levels' prior mean; X (n, p); obs_var (n);
+   known: the observation variance is absolute (else profiled: its scale is maximised out). */
+static PyObject *walk_nll(PyObject *self, PyObject *args) {
+    PyObject *o[8];
+    Py_ssize_t n, m, p, D;
+    int known;
+    double qw, u2;
+    if (!PyArg_ParseTuple(args, "nnnnpddOOOOOOOO", &n, &m, &p, &D, &known, &qw, &u2, &o[0], &o[1], &o[2], &o[3],
+                          &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    if (n < 1 || m < 1 || m > 2 || p < 1 || p > 3 || D < 1) {
+        PyErr_SetString(PyExc_ValueError, "walk_nll: bad sizes");
+        return NULL;
+    }
+    /* step_of (n) int64; A, W (m, m); H (m); dts (D); resid (n); X (n, p); obs_var (n) */
+    Py_buffer v[8];
+    const Py_ssize_t items[8] = {n, m * m, m * m, m, D, n, mul(n, p), n};
+    const char *names[8] = {"step_of", "A", "W", "H", "dts", "resid", "X", "obs_var"};
+    if (get_all(o, v, 8, 1, 8, items, names) < 0)
+        return NULL;
+    const int64_t *step_of = (const int64_t *)v[0].buf;
+    const double *A = (const double *)v[1].buf, *W = (const double *)v[2].buf, *H = (const double *)v[3].buf;
+    const double *dts = (const double *)v[4].buf, *resid = (const double *)v[5].buf, *X = (const double *)v[6].buf;
+    const double *obs_var = (const double *)v[7].buf;
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (step_of[j] < 0 || step_of[j] >= D) {
+            release(v, 8);
+            PyErr_SetString(PyExc_ValueError, "walk_nll: step_of out of range");
+            return NULL;
+        }
+    double *FQ = PyMem_Malloc(8 * D * sizeof(double)); /* per spacing: F (m x m), then Q (m x m) */
+    if (FQ == NULL) {
+        release(v, 8);
+        return PyErr_NoMemory();
+    }
+    double nll = INFINITY;
+    Py_BEGIN_ALLOW_THREADS
+    double Sig[4];
+    int ok = lyapunov_small((int)m, A, W, Sig);
+    for (Py_ssize_t k = 0; ok && k < D; k++) { /* Q = Sig - F Sig F' */
+        double *F = FQ + 8 * k, *Q = F + 4;
+        expm_small((int)m, A, dts[k], F);
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < m; j++) {
+                double acc = 0.0;
+                for (int a = 0; a < m; a++)
+                    for (int b = 0; b < m; b++)
+                        acc += F[i * m + a] * Sig[a * m + b] * F[j * m + b];
+                Q[i * m + j] = Sig[i * m + j] - acc;
+            }
+    }
+    const int M = (int)m + 1, C = (int)p + 1; /* states (the forcing's, then the walk); columns */
+    double P[3][3] = {{0.0}}, a[4][3] = {{0.0}}, G[4][4] = {{0.0}}, h[3];
+    for (int i = 0; i < m; i++)
+        h[i] = H[i];
+    h[m] = 1.0;
+    double logdet = 0.0;
+    for (Py_ssize_t j = 0; ok && j < n; j++) {
+        const Py_ssize_t k = (Py_ssize_t)step_of[j];
+        if (dts[k] != 0.0) { /* predict: the forcing block moves by F and gains Q, the walk by qw dt */
+            const double *F = FQ + 8 * k, *Q = F + 4;
+            double T[3][3];
+            for (int i = 0; i < m; i++)
+                for (int c = 0; c < M; c++) {
+                    double acc = 0.0;
+                    for (int b = 0; b < m; b++)
+                        acc += F[i * m + b] * P[b][c];
+                    T[i][c] = acc;
+                }
+            for (int c = 0; c < M; c++)
+                T[m][c] = P[m][c];
+            for (int i = 0; i < M; i++)
+                for (int c = 0; c < m; c++) {
+                    double acc = 0.0;
+                    for (int b = 0; b < m; b++)
+                        acc += T[i][b] * F[c * m + b];
+                    P[i][c] = acc + (i < m ? Q[i * m + c] : 0.0);
+                }
+            for (int i = 0; i < M; i++)
+                P[i][m] = T[i][m];
+            P[m][m] += qw * dts[k];
+            for (int c = 0; c < C; c++) {
+                double z[2];
+                for (int i = 0; i < m; i++) {
+                    double acc = 0.0;
+                    for (int b = 0; b < m; b++)
+                        acc += F[i * m + b] * a[c][b];
+                    z[i] = acc;
+                }
+                for (int i = 0; i < m; i++)
+                    a[c][i] = z[i];
+            }
+        }
+        double Ph[3], s = obs_var[j];
+        for (int i = 0; i < M; i++) {
+            double acc = 0.0;
+            for (int b = 0; b < M; b++)
+                acc += P[i][b] * h[b];
+            Ph[i] = acc;
+            s += h[i] * acc;
+        }
+        if (!(s > 0.0) || !isfinite(s)) {
+            ok = 0;
+            break;
+        }
+        logdet += log(s);
+        double e[4];
+        for (int c = 0; c < C; c++) {
+            double pred = 0.0;
+            for (int i = 0; i < M; i++)
+                pred += h[i] * a[c][i];
+            e[c] = (c == 0 ? resid[j] : X[j * p + (c - 1)]) - pred;
+        }
+        for (int c = 0; c < C; c++) {
+            for (int d = 0; d <= c; d++)
+                G[c][d] += e[c] * e[d] / s;
+            for (int i = 0; i < M; i++)
+                a[c][i] += Ph[i] * (e[c] / s);
+        }
+        for (int i = 0; i < M; i++)
+            for (int b = 0; b < M; b++)
+                P[i][b] -= Ph[i] * Ph[b] / s;
+    }
+    if (ok) { /* the levels: Woodbury with N = I / u2 + X' K^-1 X, by its Cholesky factor */
+        double L[3][3] = {{0.0}}, z[3];
+        double quad = G[0][0], logdet_n = 0.0;
+        for (int i = 0; ok && i < p; i++) {
+            for (int j = 0; j <= i; j++) {
+                double acc = G[1 + i][1 + j] + (i == j ? 1.0 / u2 : 0.0);
+                for (int b = 0; b < j; b++)
+                    acc -= L[i][b] * L[j][b];
+                if (i == j) {
+                    if (!(acc > 0.0)) {
+                        ok = 0;
+                        break;
+                    }
+                    L[i][i] = sqrt(acc);
+                } else
+                    L[i][j] = acc / L[j][j];
+            }
+        }
+        for (int i = 0; ok && i < p; i++) {
+            double acc = G[1 + i][0];
+            for (int b = 0; b < i; b++)
+                acc -= L[i][b] * z[b];
+            z[i] = acc / L[i][i];
+            quad -= z[i] * z[i];
+            logdet_n += 2.0 * log(L[i][i]);
+        }
+        if (ok) {
+            const double ld = logdet + (double)p * log(u2) + logdet_n, LOG2PI = log(2.0 * M_PI);
+            if (known)
+                nll = 0.5 * (quad + ld + (double)n * LOG2PI);
+            else if (quad > 0.0)
+                nll = 0.5 * ((double)n * log(quad / (double)n) + ld + (double)n * (LOG2PI + 1.0));
+            if (!isfinite(nll))
+                nll = INFINITY;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(FQ);
+    release(v, 8);
+    return PyFloat_FromDouble(nll);
+}
+
 static PyMethodDef methods[] = {
     {"innovations", innovations, METH_VARARGS,
      "innovations(n, m, K, S, modes, step_of, FQ, y, cols, wb, count, width, r, G, logdet): the Gram matrices of the filter's standardised innovations into G and log determinants into logdet"},
@@ -615,6 +850,8 @@ static PyMethodDef methods[] = {
      "columns(n, K, t, count, d, ts, ti, out): every cell's mode column, averaged over each bin, into out (K, n)"},
     {"levels", levels, METH_VARARGS,
      "levels(m, K, n_obs, noise_var, q, G, logdet, nll, mean, var, ml, resid): each cell's levels' solve from its Gram matrix (noise_var < 0: unknown)"},
+    {"walk_nll", walk_nll, METH_VARARGS,
+     "walk_nll(n, m, p, D, known, qw, u2, step_of, A, W, H, dts, resid, X, obs_var): a law's negative log marginal likelihood with its walk, by a Kalman filter"},
     {NULL, NULL, 0, NULL},
 };
 

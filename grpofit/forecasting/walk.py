@@ -114,7 +114,14 @@ def search_objective(law: str, series: Series):
     """``theta -> _nll(law, theta, series, levels=False)[0]``, the same arithmetic, for the
     search's and the Laplace Hessian's thousands of evaluations: what does not depend on
     ``theta`` is looked up once, and a point asked for again (the search and the Hessian's
-    steps come back to some) is not recomputed."""
+    steps come back to some) is not recomputed. Where the compiled kernel is built and the law
+    has a Kalman form, the same value by a Kalman filter (:mod:`.filtered`, ``O(n)`` instead of
+    the dense covariance's ``O(n^3)`` Cholesky factor)."""
+    from grpofit.forecasting.filtered import filtered_objective
+
+    fast = filtered_objective(law, series)
+    if fast is not None:
+        return fast
     known = series.point_var is not None
     unit = prior_unit(series)
     static = _static(series)
