@@ -1,5 +1,6 @@
 """The forecast's shortcuts compute the same numbers as the plain formulas they replace, bit for
-bit: the search's objective against the walk likelihood, the one-root process covariance
+bit: the search's dense objective against the walk likelihood (its Kalman filter is checked to
+round-off in tests/test_filtered.py), the one-root process covariance
 against its matrix product, the shared gain times against the per-draw ones, the forcing parts
 kept per slow time against fresh ones."""
 
@@ -13,7 +14,7 @@ import pytest
 from grpofit.forecasting import predictive
 from grpofit.forecasting.likelihood import reduce_series
 from grpofit.forecasting.statespace import LAWS, _modes, process_cov_parts
-from grpofit.forecasting.walk import _nll, search_objective
+from grpofit.forecasting.walk import _nll, dense_objective
 
 
 def _series(known: bool):
@@ -39,9 +40,9 @@ THETAS = {
 
 @pytest.mark.parametrize("known", [False, True])
 @pytest.mark.parametrize("law", list(LAWS))
-def test_search_objective_is_the_walk_likelihood(law, known):
+def test_dense_objective_is_the_walk_likelihood(law, known):
     series = _series(known)
-    f = search_objective(law, series)
+    f = dense_objective(law, series)
     rng = np.random.default_rng(5)
     base = np.array(THETAS[law] if law in THETAS else _theta_of(law))
     for _ in range(25):

@@ -60,3 +60,42 @@ def test_help_does_not_import_scipy():
     code = "import sys\nfrom grpofit.cli import app\nprint(sorted(m for m in sys.modules if m.startswith('scipy')))\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert eval(out) == []
+
+
+def test_forward_gradient_takes_scipys_steps():
+    """Forward differences of step eps, a step that would leave the bounds turned back, the
+    divisor the step as represented ((x + h) - x): the gradient of a known function to the
+    differences' own error, and the step turned back at the upper bound."""
+    from grpofit.forecasting.lbfgsb import forward_gradient
+
+    seen = []
+
+    def f(x):
+        seen.append(np.array(x))
+        return float(np.sum(np.sin(x) * np.arange(1, x.size + 1)))
+
+    lo, hi = np.array([-1.0, -1.0, -1.0]), np.array([1.0, 1.0, 0.3 + 5e-7])
+    x = np.array([0.2, -0.7, 0.3])
+    f0, g = forward_gradient(f, lo, hi, 1e-6)(x)
+    assert f0 == f(x)
+    np.testing.assert_allclose(g, np.cos(x) * np.arange(1, 4), atol=1e-5)
+    steps = [s - x for s in seen[1:4]]
+    assert steps[0][0] > 0 and steps[1][1] > 0 and steps[2][2] < 0  # the last one turned back
+
+
+def test_the_search_is_scipys_own_with_its_finite_differences():
+    """The minimum and the path to it are those of scipy's L-BFGS-B left to take its own finite
+    differences (the same steps, the same arithmetic): the same point to the last bits."""
+    from scipy.optimize import minimize as scipy_minimize
+
+    lo, hi = [-2, -2, -2], [2, 0.5, 2]
+    x, fun = minimize(rosen, [-1.2, 1.0, 0.5], lo, hi, maxiter=40, eps=1e-5, ftol=1e-7)
+    res = scipy_minimize(
+        rosen,
+        [-1.2, 1.0, 0.5],
+        method="L-BFGS-B",
+        bounds=list(zip(lo, hi)),
+        options={"maxiter": 40, "eps": 1e-5, "ftol": 1e-7},
+    )
+    np.testing.assert_allclose(x, res.x, rtol=1e-12, atol=1e-14)
+    assert fun == pytest.approx(res.fun, rel=1e-12)

@@ -43,7 +43,7 @@ from grpofit.forecasting.likelihood import (
 )
 from grpofit.forecasting.likelihood import _starts as law_starts
 
-__all__ = ["WalkFit", "walk_cov", "walk_system", "fit_walk_law", "walk_q"]
+__all__ = ["WalkFit", "walk_cov", "walk_system", "fit_walk_law", "walk_q", "search_objective", "dense_objective"]
 
 
 @dataclass
@@ -111,17 +111,20 @@ def _nll(law: str, theta, series: Series, levels: bool = True) -> tuple[float, o
 
 
 def search_objective(law: str, series: Series):
-    """``theta -> _nll(law, theta, series, levels=False)[0]``, the same arithmetic, for the
-    search's and the Laplace Hessian's thousands of evaluations: what does not depend on
-    ``theta`` is looked up once, and a point asked for again (the search and the Hessian's
-    steps come back to some) is not recomputed. Where the compiled kernel is built and the law
-    has a Kalman form, the same value by a Kalman filter (:mod:`.filtered`, ``O(n)`` instead of
-    the dense covariance's ``O(n^3)`` Cholesky factor)."""
+    """``theta -> _nll(law, theta, series, levels=False)[0]`` for the search's and the Laplace
+    Hessian's thousands of evaluations: by a Kalman filter where the compiled kernel is built
+    and the law has a Kalman form (:mod:`.filtered`, ``O(n)``; equal to round-off), else
+    :func:`dense_objective` (the same arithmetic as ``_nll``)."""
     from grpofit.forecasting.filtered import filtered_objective
 
     fast = filtered_objective(law, series)
-    if fast is not None:
-        return fast
+    return fast if fast is not None else dense_objective(law, series)
+
+
+def dense_objective(law: str, series: Series):
+    """``theta -> _nll(law, theta, series, levels=False)[0]``, the same arithmetic: what does
+    not depend on ``theta`` is looked up once, and a point asked for again (the search and the
+    Hessian's steps come back to some) is not recomputed."""
     known = series.point_var is not None
     unit = prior_unit(series)
     static = _static(series)
