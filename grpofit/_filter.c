@@ -671,17 +671,18 @@ static int lyapunov_small(int m, const double *A, const double *W, double *S) {
     return isfinite(x) && isfinite(y) && isfinite(z);
 }
 
-/* walk_nll(n, m, p, D, known, qw, u2, step_of, A, W, H, dts, resid, X, obs_var): the negative log
+/* walk_nll(n, m, p, D, known, qw, u2, sd2, step_of, A, W, H, dts, resid, X, obs_var): the negative log
    marginal likelihood (inf where the filter fails: a variance not positive, a value not finite).
-   A, W = B B' (m x m), H (m); dts (D): the distinct spacings, step_of (n, int64): the spacing
+   A, W = B B' at unit forcing sd (m x m; the forcing's covariance is sd2 times that), H (m);
+   dts (D): the distinct spacings, step_of (n, int64): the spacing
    before each point (from t = 0); resid (n): y less the levels' prior mean; X (n, p); obs_var (n);
    known: the observation variance is absolute (else profiled: its scale is maximised out). */
 static PyObject *walk_nll(PyObject *self, PyObject *args) {
     PyObject *o[8];
     Py_ssize_t n, m, p, D;
     int known;
-    double qw, u2;
-    if (!PyArg_ParseTuple(args, "nnnnpddOOOOOOOO", &n, &m, &p, &D, &known, &qw, &u2, &o[0], &o[1], &o[2], &o[3],
+    double qw, u2, sd2;
+    if (!PyArg_ParseTuple(args, "nnnnpdddOOOOOOOO", &n, &m, &p, &D, &known, &qw, &u2, &sd2, &o[0], &o[1], &o[2], &o[3],
                           &o[4], &o[5], &o[6], &o[7]))
         return NULL;
     if (n < 1 || m < 1 || m > 2 || p < 1 || p > 3 || D < 1) {
@@ -711,8 +712,10 @@ static PyObject *walk_nll(PyObject *self, PyObject *args) {
     }
     double nll = INFINITY;
     Py_BEGIN_ALLOW_THREADS
-    double Sig[4];
-    int ok = lyapunov_small((int)m, A, W, Sig);
+    double Sig[4], Ws[4];
+    for (int i = 0; i < m * m; i++)
+        Ws[i] = sd2 * W[i];
+    int ok = lyapunov_small((int)m, A, Ws, Sig);
     for (Py_ssize_t k = 0; ok && k < D; k++) { /* Q = Sig - F Sig F' */
         double *F = FQ + 8 * k, *Q = F + 4;
         expm_small((int)m, A, dts[k], F);
@@ -851,7 +854,7 @@ static PyMethodDef methods[] = {
     {"levels", levels, METH_VARARGS,
      "levels(m, K, n_obs, noise_var, q, G, logdet, nll, mean, var, ml, resid): each cell's levels' solve from its Gram matrix (noise_var < 0: unknown)"},
     {"walk_nll", walk_nll, METH_VARARGS,
-     "walk_nll(n, m, p, D, known, qw, u2, step_of, A, W, H, dts, resid, X, obs_var): a law's negative log marginal likelihood with its walk, by a Kalman filter"},
+     "walk_nll(n, m, p, D, known, qw, u2, sd2, step_of, A, W, H, dts, resid, X, obs_var): a law's negative log marginal likelihood with its walk, by a Kalman filter"},
     {NULL, NULL, 0, NULL},
 };
 

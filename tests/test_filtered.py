@@ -95,11 +95,11 @@ def test_the_filter_refuses_what_it_cannot_evaluate():
     assert filtered.filtered_objective("one", series)(theta) == math.inf
     dts, step_of = filtered.spacings(series)
     one = np.ones(1)
-    args = (series.t.size, 1, 2, dts.size, False, 0.01, 1.0, step_of, -one, one, one, dts)
+    args = (series.t.size, 1, 2, dts.size, False, 0.01, 1.0, 1.0, step_of, -one, one, one, dts)
     with pytest.raises(ValueError):  # X of the wrong size
         kernel.walk_nll(*args, series.y, np.ones(3), series.obs_var())
     with pytest.raises(ValueError):  # a spacing index out of range
-        kernel.walk_nll(*args[:7], step_of + dts.size, *args[8:], series.y, np.ones(2 * series.t.size), one)
+        kernel.walk_nll(*args[:8], step_of + dts.size, *args[9:], series.y, np.ones(2 * series.t.size), one)
 
 
 def test_without_the_kernel_the_dense_likelihood_runs(monkeypatch):

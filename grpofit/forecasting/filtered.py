@@ -21,14 +21,15 @@ import math
 
 import numpy as np
 
-from grpofit.forecasting.likelihood import Series, _static, memo, prior_unit, unpack
+from grpofit.forecasting.likelihood import Series, _static, memo, prior_unit
 from grpofit.forecasting.statespace import LAWS, design
 from grpofit.runtime.compiled import compiled_filter
 
 __all__ = ["filtered_objective", "spacings"]
 
-#: designs kept per objective (the search's steps along the forcing sd and the walk reuse them)
-_DESIGNS_KEPT = 8
+#: the law's times whose parts (system, design) an objective keeps (the search's steps along the
+#: forcing sd and the walk, and the Laplace Hessian's, come back to them)
+_TIMES_KEPT = 8
 
 
 def spacings(series: Series) -> tuple[np.ndarray, np.ndarray]:
@@ -61,22 +62,30 @@ def filtered_objective(law: str, series: Series):
     n, p, D = int(series.t.size), len(form.levels), int(dts.size)
     u2 = unit * unit
     walk_nll = kernel.walk_nll
+    kalman, from_log = form.kalman, form.from_log
     seen: dict = {}
-    designs: dict = {}
+    parts: dict = {}
 
-    def columns(times):
-        """The design at ``times`` (``None`` when not finite), kept for the last few times."""
-        key = tuple(map(float, times))
-        X = designs.get(key, False)
-        if X is False:
-            with np.errstate(all="ignore"):
-                X = np.ascontiguousarray(design(law, series.t, times), dtype=float)
-            if not np.isfinite(X).all():
-                X = None
-            if len(designs) >= _DESIGNS_KEPT:
-                del designs[next(iter(designs))]
-            designs[key] = X
-        return X
+    def times_parts(theta, key):
+        """``(A, W, h, X)`` at the law's times (``theta[:-2]``; ``W = B B'`` at forcing sd 1:
+        the forcing's strength is linear in its sd, ``q^2 = 2 sd^2 / T``), ``None`` where not
+        finite; kept for the last few times (the search's steps along the sd and the walk, and
+        the Hessian's, reuse them)."""
+        hit = parts.get(key, False)
+        if hit is not False:
+            return hit
+        times = from_log(theta)
+        A, B, H = (np.asarray(x, dtype=float) for x in kalman(times, 1.0))
+        with np.errstate(all="ignore"):
+            W = B @ B.T
+            X = np.ascontiguousarray(design(law, series.t, times), dtype=float)
+        hit = (np.ascontiguousarray(A), W, np.ascontiguousarray(H.reshape(-1)), X)
+        if not all(np.isfinite(a).all() for a in hit):
+            hit = None
+        if len(parts) >= _TIMES_KEPT:
+            del parts[next(iter(parts))]
+        parts[key] = hit
+        return hit
 
     def f(theta) -> float:
         theta = np.asarray(theta, dtype=float)
@@ -84,15 +93,14 @@ def filtered_objective(law: str, series: Series):
         value = seen.get(key)
         if value is not None:
             return value
-        times, sd = unpack(law, theta[:-1])
-        A, B, H = (np.asarray(x, dtype=float) for x in form.kalman(times, sd))
-        W = B @ B.T
-        X = columns(times)
+        hit = times_parts(theta, theta[:-2].tobytes())
+        sd2 = math.exp(2.0 * float(theta[-2]))
         qw = math.exp(float(theta[-1]))
-        if X is None or not (math.isfinite(float(A.sum() + W.sum())) and math.isfinite(qw)):
+        if hit is None or not (math.isfinite(sd2) and math.isfinite(qw)):
             value = math.inf
         else:
-            value = walk_nll(n, A.shape[0], p, D, known, qw, u2, step_of, A, W, H.reshape(-1), dts, resid, X, obs_var)
+            A, W, h, X = hit
+            value = walk_nll(n, A.shape[0], p, D, known, qw, u2, sd2, step_of, A, W, h, dts, resid, X, obs_var)
         seen[key] = value
         return value
 
