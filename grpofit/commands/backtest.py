@@ -311,6 +311,9 @@ def _run_tasks(tasks: list[_Task], jobs: int) -> list:
         import grpofit.forecasting.engine  # noqa: F401
         import grpofit.readers.delimited  # noqa: F401
         from grpofit.commands.pipeline import map_items
+        from grpofit.forecasting.lbfgsb import preload
+
+        preload()
 
         if tasks[0].plot_dir is not None:
             import grpofit.render.backtest_plot  # noqa: F401

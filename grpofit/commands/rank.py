@@ -96,6 +96,9 @@ def _forecast_all(items: list[RankItem], horizon, source, seed, jobs) -> list:
         import grpofit.fitting  # noqa: F401 - imported once here for the forked workers
         import grpofit.forecasting.engine  # noqa: F401
         from grpofit.commands.pipeline import map_items
+        from grpofit.forecasting.lbfgsb import preload
+
+        preload()
 
         try:
             return map_items(_draws_one, items, extra, jobs=jobs, lost=_lost, chunk=1)
