@@ -68,11 +68,11 @@ def filtered_objective(law: str, series: Series):
 
     def times_parts(theta, key):
         """``(A, W, h, X)`` at the law's times (``theta[:-2]``; ``W = B B'`` at forcing sd 1:
-        the forcing's strength is linear in its sd, ``q^2 = 2 sd^2 / T``), ``None`` where not
-        finite; kept for the last few times (the search's steps along the sd and the walk, and
-        the Hessian's, reuse them)."""
-        hit = parts.get(key, False)
-        if hit is not False:
+        the forcing's strength is linear in its sd, ``q^2 = 2 sd^2 / T``), kept for the last few
+        times (the search's steps along the sd and the walk, and the Hessian's, reuse them).
+        Entries that are not finite need no check here: the kernel gives ``inf`` for them."""
+        hit = parts.get(key)
+        if hit is not None:
             return hit
         times = from_log(theta)
         A, B, H = (np.asarray(x, dtype=float) for x in kalman(times, 1.0))
@@ -80,8 +80,6 @@ def filtered_objective(law: str, series: Series):
             W = B @ B.T
             X = np.ascontiguousarray(design(law, series.t, times), dtype=float)
         hit = (np.ascontiguousarray(A), W, np.ascontiguousarray(H.reshape(-1)), X)
-        if not all(np.isfinite(a).all() for a in hit):
-            hit = None
         if len(parts) >= _TIMES_KEPT:
             del parts[next(iter(parts))]
         parts[key] = hit
@@ -96,7 +94,7 @@ def filtered_objective(law: str, series: Series):
         hit = times_parts(theta, theta[:-2].tobytes())
         sd2 = math.exp(2.0 * float(theta[-2]))
         qw = math.exp(float(theta[-1]))
-        if hit is None or not (math.isfinite(sd2) and math.isfinite(qw)):
+        if not (math.isfinite(sd2) and math.isfinite(qw)):
             value = math.inf
         else:
             A, W, h, X = hit
