@@ -634,7 +634,8 @@ def render_doc(record: dict) -> str:
         lines += [
             f"{rc['runs']} bandit runs of {rc['steps']} steps cut at 40%, `--jobs {rc['jobs']}`{when}: "
             f"{rc['wall_s']:.1f} s wall{where}, {rc['cpu_s']:.1f} CPU-seconds in all, "
-            f"so about {rc['cpu_s'] / 2:.1f} s on 2 free cores (target {target} s).",
+            f"so about {rc['cpu_s'] / 2:.1f} s on 2 free cores (target {target} s"
+            f"{': missed' if rc['cpu_s'] / 2 > target else ''}).",
             "",
         ]
     return "\n".join(lines)
