@@ -37,15 +37,22 @@ class GrpofitPruner(optuna.pruners.BasePruner):
         horizon: int,
         *,
         margin: float = 0.0,
-        confidence: float = 0.95,
+        confidence: float = 0.9,
+        tolerance: float = 0.005,
         check_every: int | None = None,
         min_step: int | None = None,
         seed: int = 0,
     ):
         self._args = dict(
-            horizon=horizon, margin=margin, confidence=confidence, check_every=check_every, min_step=min_step, seed=seed
+            horizon=horizon,
+            margin=margin,
+            confidence=confidence,
+            tolerance=tolerance,
+            check_every=check_every,
+            min_step=min_step,
+            seed=seed,
         )
-        SweepJudge(horizon, margin=margin, confidence=confidence)  # checks the arguments now
+        SweepJudge(horizon, margin=margin, confidence=confidence, tolerance=tolerance)  # checks the arguments now
         self._judges: dict = {}
 
     def _judge(self, study) -> SweepJudge:
@@ -79,5 +86,6 @@ class GrpofitPruner(optuna.pruners.BasePruner):
                 continue  # its history no longer changes
             iv = other.intermediate_values
             s = sorted(iv)
-            judge.replace(other.number, s, [iv[k] for k in s], ended=ended)
+            pruned = other.state == optuna.trial.TrialState.PRUNED
+            judge.replace(other.number, s, [iv[k] for k in s], ended=ended, stopped=pruned)
         return judge.should_stop(trial.number)
