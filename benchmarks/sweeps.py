@@ -783,6 +783,7 @@ def render_doc(record: dict) -> str:
             )
     lines.append("")
     lines += render_rule_choice(record.get("rule_choice"))
+    lines += render_tie_check(record.get("tie_check"))
     lose = where_we_lose(record["summary"])
     for r in at_equal_compute(record["summary"], record.get("frontier") or {}):
         th = r["theirs"]
@@ -825,6 +826,63 @@ METHOD_NOTE = (
     "n_warmup_steps=30%), and the whole grid of each family's settings in 'At equal compute'. "
     "Regret in reward units; compute = steps run / steps of running every run to the end."
 )
+
+
+def tie_check(seed: int, count: int = 6) -> dict:
+    """Ray's ASHA on the slow-starter sweeps of generator ``seed``, replayed with the runs in the
+    order they were generated and ties broken by the trial's index (the harness before: the
+    planted slow starter is trial 0, the first to reach every rung, and a rung never stops the
+    first trial to reach it) and in this harness's seeded order."""
+    global trial_order
+    rows = []
+    seeded = trial_order
+    for k, sw in enumerate(generated_sweeps(count, seed=seed)):
+        if sw.kind != "generated (slow starter best)":
+            continue
+        inv = np.argsort(np.random.default_rng([seed, k, 7]).permutation(len(sw.names)))
+        old = Sweep(
+            sw.name,
+            sw.kind,
+            [sw.names[i] for i in inv],
+            [sw.steps[i] for i in inv],
+            [sw.values[i] for i in inv],
+            sw.truth[inv],
+            sw.horizon,
+        )
+        for name, (_, make) in methods(sw.horizon).items():
+            if not name.startswith("ray: ASHA"):
+                continue
+            try:
+                trial_order = lambda s: list(range(len(s.names)))  # noqa: E731
+                before = _score(old, replay_ray(old, make)[0])
+            finally:
+                trial_order = seeded
+            after = _score(sw, replay_ray(sw, make)[0])
+            rows.append({"sweep": sw.name, "method": name, "index order": before, "seeded order": after})
+    return {"seed": seed, "rows": rows}
+
+
+def render_tie_check(tc: dict | None) -> list[str]:
+    if not tc:
+        return []
+    lines = [
+        "## The parallel replay's ties",
+        "",
+        "Before this record the parallel replay fed the results of one step in the trials' index order, "
+        "and a generated sweep's planted slow starter was always trial 0: the first to reach every "
+        "ASHA rung, which a rung never stops. Ray's ASHA on the slow-starter sweeps of generator seed "
+        f"{tc['seed']} (`python -m benchmarks.sweeps --tie-check {tc['seed']}`), regret / true best killed / compute:",
+        "",
+        "| sweep | method | index order (before) | seeded order (now) |",
+        "|---|---|---|---|",
+    ]
+    for r in tc["rows"]:
+        a, b = r["index order"], r["seeded order"]
+        lines.append(
+            f"| {r['sweep']} | {r['method']} | {a['regret']:.4f} / {'yes' if a['best_killed'] else 'no'} / "
+            f"{100 * a['compute']:.0f}% | {b['regret']:.4f} / {'yes' if b['best_killed'] else 'no'} / {100 * b['compute']:.0f}% |"
+        )
+    return lines + [""]
 
 
 def rank_cost(n_runs: int, steps: int = 300, jobs: int = 2) -> dict:
@@ -898,6 +956,7 @@ def main(argv=None) -> int:
     ap.add_argument("--merge", nargs="+", default=None, help="merge these records into --out and exit")
     ap.add_argument("--measured-at", default=None, help="with --merge: the code the records were measured on")
     ap.add_argument("--rank-cost", type=int, default=None, help="only time grpofit rank on this many runs")
+    ap.add_argument("--tie-check", type=int, default=None, help="only ASHA's slow-starter replays, both tie orders")
     ap.add_argument(
         "--frontier",
         action="store_true",
@@ -908,6 +967,11 @@ def main(argv=None) -> int:
     if a.memo:
         MEMO.directory = Path(a.memo)
     MEMO.install()
+    if a.tie_check is not None:
+        rec = tie_check(a.tie_check)
+        if a.out:
+            Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")
+        return 0
     if a.rank_cost:
         rec = rank_cost(a.rank_cost, jobs=a.jobs)
         print(json.dumps(rec))
@@ -915,13 +979,15 @@ def main(argv=None) -> int:
             Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")
         return 0
     if a.merge:
-        special = ("rankcost", "rule")
+        special = ("rankcost", "rule", "ties")
         rec = merge([p for p in a.merge if not any(w in Path(p).name for w in special)])
         for p in a.merge:
             if "rankcost" in Path(p).name:
                 rec["rank_cost"] = json.loads(Path(p).read_text())
             elif "rule" in Path(p).name:
                 rec["rule_choice"] = json.loads(Path(p).read_text())
+            elif "ties" in Path(p).name:
+                rec["tie_check"] = json.loads(Path(p).read_text())
         if a.measured_at:
             rec["measured_at"] = a.measured_at
         Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")
