@@ -378,3 +378,31 @@ def test_a_tolerance_lets_one_of_a_near_tie_go_but_never_both():
     rule = {"schedule": (0.2, 0.2), "margin": 0.0, "confidence": 0.95}
     assert parallel(sw, fc, rule) == [None, None, 20.0]
     assert parallel(sw, fc, {**rule, "tolerance": 0.02}) == [20.0, None, 20.0]
+
+
+def test_sweep_benchmark_oracle_bounds_and_equal_compute():
+    """The hindsight oracle stops every other run at 20%; the separated one only once the data
+    show the gap (a run tied with the best until 60% and below it after is stopped at 60%); the
+    equal-compute table picks a family's least regret among its settings no costlier than ours."""
+    from benchmarks.sweeps import Sweep, at_equal_compute, oracle_bounds
+
+    s = np.arange(1, 101, dtype=float)
+    rng = np.random.default_rng(0)
+    best = 0.8 + 0.01 * rng.standard_normal(100)
+    late = np.where(s <= 60, 0.8, 0.5) + 0.01 * rng.standard_normal(100)
+    sw = Sweep("t", "generated", ["best", "late"], [s, s], [best, late], np.array([0.8, 0.5]), 100.0)
+    o = oracle_bounds(sw)
+    assert o["hindsight"] == pytest.approx((100 + 20) / 200)
+    assert (100 + 60) / 200 <= o["separated"] <= (100 + 75) / 200
+    summary = {"g": {"sweeps": 1, "ray: grpofit": {"regret": 0.01, "best_killed": 0.0, "compute": 0.5}}}
+    frontier = {
+        "g": {
+            "settings": {
+                "ray: ASHA grace 5% rf 2": {"regret": 0.0, "best_killed": 0.0, "compute": 0.8},
+                "ray: ASHA grace 10% rf 2": {"regret": 0.05, "best_killed": 1.0, "compute": 0.4},
+                "ray: ASHA grace 20% rf 2": {"regret": 0.02, "best_killed": 1.0, "compute": 0.505},
+            }
+        }
+    }
+    rows = [r for r in at_equal_compute(summary, frontier) if r["family"] == "ray: ASHA"]
+    assert len(rows) == 1 and rows[0]["setting"] == "ray: ASHA grace 20% rf 2"
