@@ -10,7 +10,14 @@ implementations:
 - **parallel** (a Ray Tune sweep: every trial running at once, results arriving step by step):
   grpofit's :class:`~grpofit.integrations.ray.GrpofitStopper`, Ray's ``ASHAScheduler`` and
   ``MedianStoppingRule`` (defaults and a tuned setting), driven through their
-  ``on_trial_add`` / ``on_trial_result`` interface with real ``Trial`` objects.
+  ``on_trial_add`` / ``on_trial_result`` interface with real ``Trial`` objects. Results of the
+  same step arrive in an order seeded by the sweep's name: Ray's rungs never stop the first
+  trial to reach them, so an order by the trial's index would favour trial 0 (``--tie-check``).
+
+``--frontier`` also replays a grid of each baseline's settings, so that grpofit's regret is
+compared with each family's at no more compute; every sweep records the oracle bounds
+(:func:`oracle_bounds`): what a rule that knows the final levels, or one that stops a run only
+once the data separate it from the best, would use.
 
 Each trial reports the logged reward at every logged step. The run kept as best is the finished
 run with the highest observed final level (the mean of its last tenth of logged rewards, what a
@@ -23,7 +30,8 @@ shortest run's last step).
 
 Sweeps: the real ones of ``tests/data/real_logs`` (deepgrpo group-size and gamma sweeps, the
 HeteroRL GRPO/GEPO/GSPO trio, the rasbt chapter-7 series) and generated ones (``simulate
-bandit`` over a grid of learning rate, momentum, group size and KL weight); a generated sweep is
+bandit`` over a grid of learning rate, momentum, group size and KL weight, the runs of a sweep
+in a seeded random order); a generated sweep is
 in the *slow starter* stratum when its true best run is below the sweep's median reward at 20% of
 the steps. ``--out FILE`` writes the record (JSON); ``docs/sweeps.md`` is rendered from it
 (``--doc``).
