@@ -6,13 +6,13 @@ and answers :meth:`SweepJudge.should_stop` for one trial: at checkpoints (the fi
 horizon (:func:`~.horizon.horizon_draws`, cached per trial: the trial decided on is forecast
 afresh, the others are reforecast once they have moved on by a checkpoint interval, so a round
 of decisions costs about one forecast per trial) and the trial is stopped when
-:func:`~.rank.judge` says ``stop``: the probability that it ends at least ``tolerance - margin``
-above the best of the other trials still in the sweep is below ``1 - confidence``. With the
-defaults (``margin`` 0, ``tolerance`` 0) that is the probability that it ends best. ``margin``
-keeps the trials that may end within it of the best; ``tolerance`` lets a trial go that would
-end at most that much above the best one kept (regret accepted per stop: near-ties are not all
-run to the end). A stopped trial is no reference (it can no longer be the one kept), so of two
-tied trials one is let go, never both. A trial is never stopped while its forecast has no upper
+:func:`~.rank.judge` says ``stop``: the probability that it, or any trial stopped before it,
+ends at least ``tolerance - margin`` above the best of the other trials still in the sweep is
+below ``1 - confidence`` (so the risk is the sweep's, not each stop's). ``margin`` keeps the trials
+that may end within it of the best; ``tolerance`` lets a trial go that would end at most that
+much above the best one kept (regret accepted: near-ties are not all run to the end). A stopped
+trial is no reference (it can no longer be the one kept), so of two tied trials one is let go,
+never both. A trial is never stopped while its forecast has no upper
 end or it is still rising and speeding up (a slow starter). Trials that have ended take part with
 their known level; trials not yet forecastable take no part (they can only make the decision
 more cautious if they did). Between checkpoints a report costs a dictionary update.
@@ -42,7 +42,7 @@ class SweepJudge:
     ``horizon``: the step every trial would end at; ``maximize``: False for a loss;
     ``min_step``: the first decision (default a fifth of the horizon); ``check_every``: steps
     between two decisions for one trial (default a tenth of the horizon). The defaults
-    (``tolerance`` 0.005, ``confidence`` 0.9, ``margin`` 0) are the rule chosen on generated
+    (``tolerance`` 0.01, ``confidence`` 0.9, ``margin`` 0) are the rule chosen on generated
     sweeps by ``python -m benchmarks.sweep_rule`` (docs/sweeps.md); ``tolerance`` and ``margin``
     are in the metric's units."""
 
@@ -52,7 +52,7 @@ class SweepJudge:
         *,
         margin: float = 0.0,
         confidence: float = 0.9,
-        tolerance: float = 0.005,
+        tolerance: float = 0.01,
         check_every: float | None = None,
         min_step: float | None = None,
         maximize: bool = True,

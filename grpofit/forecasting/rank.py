@@ -64,7 +64,10 @@ def judge(
     the sweep* (``alive``: not stopped; a stopped run can no longer be the one kept, so it is
     no reference). With ``tolerance`` 0 and every run alive the two are the same number; a
     ``tolerance`` lets a run go that would end at most that much above the best kept (regret
-    accepted per stop, so that near-ties are not all run to the end)."""
+    accepted, so that near-ties are not all run to the end). The runs already stopped count as
+    given up with it: ``p_matters`` is the probability that any of them, or run i, ends more than
+    that above the best still going, so the risk of the sweep as a whole stays below
+    ``1 - confidence``."""
     have = [i for i, d in enumerate(draws) if d is not None and np.size(d)]
     out = [{"p_best": None, "p_within_margin": None, "recommendation": UNSURE} for _ in draws]
     if not have:
@@ -98,12 +101,16 @@ def _joint(draws, have, seed) -> np.ndarray:
 
 
 def _p_matters(joint: np.ndarray, k: int, alive: list[bool], offset: float) -> float:
-    """P(column k ends at least ``offset`` above the best other alive column); 1 with none."""
+    """P(column k, or any column already stopped, ends at least ``offset`` above the best other
+    alive column); 1 with none alive. Counting the stopped ones keeps the whole sweep's risk, not
+    each stop's, below ``1 - confidence``: stops do not add up (a run let go because a tied run
+    was still going is not followed by letting that one go too)."""
     others = [j for j in range(joint.shape[1]) if j != k and alive[j]]
     if not others:
         return 1.0
     ref = joint[:, others].max(axis=1)
-    return float((joint[:, k] >= ref + offset).mean())
+    given_up = [k] + [j for j in range(joint.shape[1]) if j != k and not alive[j]]
+    return float((joint[:, given_up].max(axis=1) >= ref + offset).mean())
 
 
 #: columns holding the seconds one step took, and columns of seconds since the start

@@ -39,7 +39,7 @@ class GrpofitStopper(Stopper):
         mode: str = "max",
         margin: float = 0.0,
         confidence: float = 0.9,
-        tolerance: float = 0.005,
+        tolerance: float = 0.01,
         check_every: int | None = None,
         min_step: int | None = None,
         seed: int = 0,
