@@ -259,6 +259,13 @@ def test_judge_for_a_pruner_reads_the_runs_still_going_and_the_tolerance():
     after = judge([a, b, lo], margin=0.0, confidence=0.9, tolerance=0.02, alive=[False, True, True])
     assert after[1]["recommendation"] == "keep" and after[2]["recommendation"] == "stop"
     assert after[1]["p_matters"] == 1.0 or after[1]["p_matters"] > 0.99
+    # stops do not add up: a run already let go (0.92) still counts, so the one at 0.905 is not
+    # let go against the one at 0.900 (alone it would be: 0.005 above it, under the tolerance)
+    g = [x + 0.002 * rng.standard_normal(1000) for x in (0.92, 0.905, 0.90)]
+    alone = judge([None, g[1], g[2]], margin=0.0, confidence=0.9, tolerance=0.01, alive=[False, True, True])
+    assert alone[1]["recommendation"] == "stop"
+    chained = judge(g, margin=0.0, confidence=0.9, tolerance=0.01, alive=[False, True, True])
+    assert chained[1]["recommendation"] == "keep" and chained[1]["p_matters"] > 0.99
 
 
 def test_sweep_benchmark_summary_counts_each_sweep_once():
