@@ -528,10 +528,19 @@ def _one(args):
 
 
 def merge(paths: list[str]) -> dict:
-    """One record from several (e.g. the real and the generated sweeps measured apart)."""
-    recs = []
+    """One record from several (e.g. the real and the generated sweeps measured apart). A sweep in
+    several records gets the methods of all, a later record's replacing an earlier one's (e.g.
+    grpofit re-measured alone with ``--only grpofit``)."""
+    by_name: dict = {}
     for p in paths:
-        recs += json.loads(Path(p).read_text())["sweeps"]
+        for rec in json.loads(Path(p).read_text())["sweeps"]:
+            old = by_name.get(rec["sweep"])
+            if old is None:
+                by_name[rec["sweep"]] = rec
+            else:
+                old["methods"] = {**old["methods"], **rec["methods"]}
+                old.update({k: v for k, v in rec.items() if k not in ("methods", "frontier") or not old.get(k)})
+    recs = list(by_name.values())
     recs.sort(key=lambda r: (r["kind"], r["sweep"]))
     return {
         "method_note": METHOD_NOTE,
