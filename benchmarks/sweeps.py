@@ -647,7 +647,8 @@ def render_equal_compute(record: dict) -> list[str]:
         "Each baseline replayed over a grid of its settings (`benchmarks.sweep_rule.baseline_settings`: "
         "ASHA and successive halving grace / min resource 5-40% x reduction factor 2-4, the median "
         "rules' warm-up 5-40%); against each grpofit setting, the family's least regret among its "
-        "settings that used no more compute (+1 point). Oracle bounds (`oracle_bounds`): compute of a "
+        "settings that used no more compute (+1 point), picked on the same sweeps (so optimistic for the "
+        "baselines). Oracle bounds (`oracle_bounds`): compute of a "
         "rule that knows the final levels and stops every other run at 20% (hindsight), and of one "
         "that stops a run only once its level has stayed more than two standard errors below the "
         "best run's from then on (separated, checked every 5% from 20%).",
@@ -730,9 +731,9 @@ def render_rule_choice(choice: dict | None) -> list[str]:
         f"{sz.get('tune_seed')} (tune), every rule replayed from forecasts made once per checkpoint. "
         "Criterion fixed before looking: the true best killed in at most 5% of sweeps under both "
         "harnesses, then the least compute, then the least regret. Chosen: the row marked **bold**; it "
-        "is measured above, on sweeps it was not chosen on, as `grpofit (chosen)`. Margin: a run that "
+        "is measured above, on sweeps it was not chosen on, as `grpofit` (the pruners' defaults). Margin: a run that "
         "may end within it of the best is kept; tolerance: a run is let go when it would end at most "
-        "that much above the best of the runs still going (regret accepted per stop).",
+        "that much above the best of the runs still going (with the runs already stopped: regret accepted).",
         "",
         f"| checkpoints | margin | tolerance | confidence | {head} |",
         "|---|---|---|---|" + "---|" * (2 * len(sets)),
