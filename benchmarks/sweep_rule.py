@@ -3,9 +3,9 @@ sweeps and evaluate it on another, from forecasts computed once.
 
 The decision :class:`~grpofit.forecasting.prune.SweepJudge` makes at a checkpoint depends only on
 every trial's draws at the horizon (:func:`~grpofit.forecasting.horizon.horizon_draws`) from the
-points it had then. This module forecasts every run of a sweep once per checkpoint of a grid
-(every 10% of the horizon) and once on its whole history (a finished trial), and replays the
-two harnesses of :mod:`benchmarks.sweeps` from those forecasts for many rules at once:
+points it had then. This module forecasts a run at a checkpoint of :data:`SCHEDULES` (or on its
+whole history: a finished trial) the first time a replay asks, through the benchmark's memo, and
+replays the two harnesses of :mod:`benchmarks.sweeps` from those forecasts for many rules at once:
 
 - parallel (Ray): at each checkpoint, every trial still running is judged against the others'
   forecasts at that checkpoint (a stopped trial keeps the forecast it was stopped on);
@@ -13,7 +13,9 @@ two harnesses of :mod:`benchmarks.sweeps` from those forecasts for many rules at
   finished trials (forecast on their whole history) and the pruned ones (the forecast they were
   pruned on).
 
-A rule is (margin, confidence, checkpoints). ``--tune-seed`` sweeps choose it (the criterion is
+A stopped or pruned trial is no reference and counts as given up, as in
+:class:`~grpofit.forecasting.prune.SweepJudge`. A rule is (checkpoints, margin, tolerance,
+confidence). ``--tune-seed`` sweeps choose it (the criterion is
 fixed before looking: the true best killed in at most 5% of sweeps under both harnesses, then the
 least compute, then the least regret); ``--eval-seed`` sweeps measure it. The benchmark proper
 (:mod:`benchmarks.sweeps`) re-measures the chosen rule through the libraries' own interfaces.
@@ -51,10 +53,6 @@ def schedule_steps(horizon: float, first: float, every: float) -> list[float]:
 
 def all_steps(horizon: float) -> list[float]:
     return sorted({c for f, e in SCHEDULES.values() for c in schedule_steps(horizon, f, e)})
-
-
-#: kept for the tests and older callers: the checkpoint fractions of the first schedules
-FRACTIONS = (0.1, 0.2, 0.4, 0.6, 0.8)
 
 
 class Forecasts(dict):
