@@ -3,9 +3,9 @@ sweeps and evaluate it on another, from forecasts computed once.
 
 The decision :class:`~grpofit.forecasting.prune.SweepJudge` makes at a checkpoint depends only on
 every trial's draws at the horizon (:func:`~grpofit.forecasting.horizon.horizon_draws`) from the
-points it had then. This module forecasts every run of a sweep once per checkpoint of a grid
-(every 10% of the horizon) and once on its whole history (a finished trial), and replays the
-two harnesses of :mod:`benchmarks.sweeps` from those forecasts for many rules at once:
+points it had then. This module forecasts a run at a checkpoint of :data:`SCHEDULES` (or on its
+whole history: a finished trial) the first time a replay asks, through the benchmark's memo, and
+replays the two harnesses of :mod:`benchmarks.sweeps` from those forecasts for many rules at once:
 
 - parallel (Ray): at each checkpoint, every trial still running is judged against the others'
   forecasts at that checkpoint (a stopped trial keeps the forecast it was stopped on);
@@ -13,7 +13,9 @@ two harnesses of :mod:`benchmarks.sweeps` from those forecasts for many rules at
   finished trials (forecast on their whole history) and the pruned ones (the forecast they were
   pruned on).
 
-A rule is (margin, confidence, checkpoints). ``--tune-seed`` sweeps choose it (the criterion is
+A stopped or pruned trial is no reference and counts as given up, as in
+:class:`~grpofit.forecasting.prune.SweepJudge`. A rule is (checkpoints, margin, tolerance,
+confidence). ``--tune-seed`` sweeps choose it (the criterion is
 fixed before looking: the true best killed in at most 5% of sweeps under both harnesses, then the
 least compute, then the least regret); ``--eval-seed`` sweeps measure it. The benchmark proper
 (:mod:`benchmarks.sweeps`) re-measures the chosen rule through the libraries' own interfaces.
@@ -31,36 +33,65 @@ import numpy as np
 
 from benchmarks.sweeps import MEMO, _score, generated_sweeps, real_sweeps, trial_order
 
-#: the checkpoints forecast (fractions of the horizon)
-FRACTIONS = (0.1, 0.2, 0.4, 0.6, 0.8)
+#: the schedules of checkpoints compared, (first, every) as fractions of the horizon: the first
+#: decision at ``first``, then one every ``every`` (the pruners' ``min_step`` / ``check_every``)
+SCHEDULES = {
+    "20%, then every 20%": (0.2, 0.2),
+    "20%, then every 10%": (0.2, 0.1),
+    "30%, then every 10%": (0.3, 0.1),
+    "10%, then every 10%": (0.1, 0.1),
+}
 
 
-def forecasts(sw) -> dict:
-    """(run, fraction) -> (draws or None, open_ended); (run, "end") for the whole history.
-    Through :data:`~benchmarks.sweeps.MEMO`: the benchmark's replays reuse these forecasts."""
+def schedule_steps(horizon: float, first: float, every: float) -> list[float]:
+    """The checkpoints of a schedule as the pruners put them: ``min_step = int(first * horizon)``
+    and ``check_every = int(every * horizon)`` whole steps, up to the horizon."""
+    h = int(horizon)
+    start, step = max(1, int(first * h)), max(1, int(every * h))
+    return [float(c) for c in range(start, h, step)]
+
+
+def all_steps(horizon: float) -> list[float]:
+    return sorted({c for f, e in SCHEDULES.values() for c in schedule_steps(horizon, f, e)})
+
+
+class Forecasts(dict):
+    """(run, checkpoint step) -> (draws or None, open_ended), the run forecast from the points it
+    had when decided on at that checkpoint; (run, "end") from its whole history. Computed when a
+    replay first asks (a run every rule stops early is never forecast late), through
+    :data:`~benchmarks.sweeps.MEMO`, so the benchmark's replays reuse them."""
+
+    def __init__(self, sw):
+        super().__init__()
+        self.sw = sw
+
+    def __missing__(self, key):
+        i, c = key
+        s, v = self.sw.steps[i], self.sw.values[i]
+        keep = np.ones(s.size, bool) if c == "end" else s <= _decided_at(s, c)
+        if keep.sum() < 2:
+            self[key] = (None, False)
+        else:
+            r = MEMO(s[keep], v[keep], self.sw.horizon, seed=0)
+            self[key] = (r.draws, bool(r.open_ended))
+        return self[key]
+
+
+def forecasts(sw) -> Forecasts:
+    """Every rule of :func:`rules` replayed once on ``sw`` (so that every forecast any of them
+    needs is made), then saved to the memo."""
     MEMO.load(sw.name)
-    horizon_draws = MEMO
-    out = {}
-    for i, (s, v) in enumerate(zip(sw.steps, sw.values)):
-        for f in FRACTIONS:
-            keep = s <= _decided_at(s, checkpoint(sw.horizon, f))
-            if keep.sum() < 2:
-                out[i, f] = (None, False)
-                continue
-            r = horizon_draws(s[keep], v[keep], sw.horizon, seed=0)
-            out[i, f] = (r.draws, bool(r.open_ended))
-        r = horizon_draws(s, v, sw.horizon, seed=0)
-        out[i, "end"] = (r.draws, bool(r.open_ended))
-        MEMO.save()  # after every run: a measurement stopped part-way keeps its forecasts
-    return out
+    fc = Forecasts(sw)
+    for rule in rules():
+        parallel(sw, fc, rule)
+        sequential(sw, fc, rule)
+        MEMO.save()
+    fc.sw = None  # picklable without the sweep
+    return fc
 
 
-def checkpoint(horizon: float, f: float) -> float:
-    """The step of checkpoint ``f`` as the benchmark's settings put it (``check_every`` and
-    ``min_step`` whole steps: a tenth or a fifth of the horizon, rounded down)."""
-    if abs(f - 0.1) < 1e-9:
-        return float(int(horizon) // 10)
-    return float(int(horizon) // 5 * round(f / 0.2))
+def checkpoints(sw, rule) -> list[float]:
+    return schedule_steps(sw.horizon, *rule["schedule"])
 
 
 def _decided_at(s: np.ndarray, c: float) -> float:
@@ -75,12 +106,21 @@ def _stop_step(s: np.ndarray, c: float):
     return None if at >= s[-1] else at
 
 
-def _decide(draws, opened, k, rule) -> bool:
+def _decide(draws, opened, k, rule, alive) -> bool:
+    """:class:`~grpofit.forecasting.prune.SweepJudge`'s decision for trial ``k``."""
     from grpofit.forecasting.rank import STOP, judge
 
     if draws[k] is None:
         return False
-    v = judge(draws, margin=rule["margin"], confidence=rule["confidence"], seed=0, open_ended=opened)
+    v = judge(
+        draws,
+        margin=rule["margin"],
+        confidence=rule["confidence"],
+        seed=0,
+        open_ended=opened,
+        alive=alive,
+        tolerance=rule.get("tolerance", 0.0),
+    )
     return v[k]["recommendation"] == STOP
 
 
@@ -88,37 +128,44 @@ def parallel(sw, fc, rule) -> list:
     n = len(sw.names)
     stopped: list = [None] * n
     frozen: dict = {}
-    for f in rule["checks"]:
+    for c in checkpoints(sw, rule):
         for k in range(n):
-            if stopped[k] is not None:
+            if k in frozen:
                 continue
-            cur = [frozen.get(i, fc[i, f]) for i in range(n)]
-            if _decide([d for d, _ in cur], [o for _, o in cur], k, rule):
-                stopped[k] = _stop_step(sw.steps[k], checkpoint(sw.horizon, f))
-                frozen[k] = fc[k, f]
+            cur = [frozen.get(i, fc[i, c]) for i in range(n)]
+            alive = [stopped[i] is None and i not in frozen for i in range(n)]
+            if _decide([d for d, _ in cur], [o for _, o in cur], k, rule, alive):
+                stopped[k] = _stop_step(sw.steps[k], c)
+                frozen[k] = fc[k, c]
     return stopped
 
 
 def sequential(sw, fc, rule) -> list:
     stopped: list = [None] * len(sw.names)
     past: list = []  # (draws, open_ended) of the trials already run
+    kept: list = []  # whether each of them ran to the end
     for k in trial_order(sw):
-        for f in rule["checks"]:
+        at = None
+        for c in checkpoints(sw, rule):
             if not past:
                 break
-            entries = past + [fc[k, f]]
-            if _decide([d for d, _ in entries], [o for _, o in entries], len(entries) - 1, rule):
-                stopped[k] = _stop_step(sw.steps[k], checkpoint(sw.horizon, f))
+            entries = past + [fc[k, c]]
+            if _decide([d for d, _ in entries], [o for _, o in entries], len(entries) - 1, rule, kept + [True]):
+                stopped[k], at = _stop_step(sw.steps[k], c), c
                 break
-        past.append(fc[k, f] if stopped[k] is not None else fc[k, "end"])
+        past.append(fc[k, at] if stopped[k] is not None else fc[k, "end"])
+        kept.append(stopped[k] is None)
     return stopped
 
 
+#: (margin, tolerance): keep the near-ties (margin), or let them go (tolerance, regret accepted)
+OFFSETS = ((0.0, 0.0), (0.01, 0.0), (0.02, 0.0), (0.0, 0.005), (0.0, 0.01), (0.0, 0.02))
+
+
 def rules() -> list[dict]:
-    checks = {"20%": (0.2, 0.4, 0.6, 0.8), "10%, then 20%": FRACTIONS}
     out = []
-    for (name, ch), m, c in itertools.product(checks.items(), (0.0, 0.005, 0.01, 0.02, 0.03, 0.05), (0.9, 0.95, 0.99)):
-        out.append({"checks": ch, "checks_name": name, "margin": m, "confidence": c})
+    for (name, sched), (m, tol), c in itertools.product(SCHEDULES.items(), OFFSETS, (0.9, 0.95, 0.99)):
+        out.append({"schedule": sched, "checks_name": name, "margin": m, "tolerance": tol, "confidence": c})
     return out
 
 
@@ -184,7 +231,7 @@ def main(argv=None) -> int:
     caches = {k: load(v, a.jobs) for k, v in sets.items()}
     table = []
     for rule in rules():
-        row = {k: v for k, v in rule.items() if k != "checks"}
+        row = dict(rule)
         for k, sweeps in sets.items():
             row[k] = evaluate(sweeps, caches[k], rule)
         table.append(row)
@@ -198,7 +245,10 @@ def main(argv=None) -> int:
                 cells.append(
                     f"{k[:4]}/{h[:3]} {r['regret']:.4f} {100 * r['best_killed']:3.0f}% {100 * r['compute']:3.0f}%"
                 )
-        print(f"{flag} {row['checks_name']:13s} m={row['margin']:<5} c={row['confidence']:<4} " + " | ".join(cells))
+        print(
+            f"{flag} {row['checks_name']:20s} m={row['margin']:<5} tol={row['tolerance']:<5} c={row['confidence']:<4} "
+            + " | ".join(cells)
+        )
     if a.out:
         sizes = {"generated": a.generated, "tune_seed": a.tune_seed, "eval_seed": a.eval_seed, "real": a.real}
         Path(a.out).write_text(json.dumps({"chosen": best, "table": table, "sizes": sizes}, indent=1) + "\n")

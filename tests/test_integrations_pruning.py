@@ -34,7 +34,9 @@ def test_optuna_pruner_prunes_the_losers_only(direction):
                 raise optuna.TrialPruned()
         return v
 
-    study = optuna.create_study(direction=direction, pruner=GrpofitPruner(H, margin=0.02, check_every=25, min_step=25))
+    study = optuna.create_study(
+        direction=direction, pruner=GrpofitPruner(H, margin=0.02, tolerance=0.0, check_every=25, min_step=25)
+    )
     study.optimize(objective, n_trials=len(PLATEAUS))
     states = [t.state.name for t in study.trials]
     assert states[0] == "COMPLETE" and states[2] == "COMPLETE"
@@ -67,7 +69,7 @@ def test_ray_stopper_on_a_real_local_ray():
 
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     try:
-        stopper = GrpofitStopper("reward", H, margin=0.02, check_every=25, min_step=25)
+        stopper = GrpofitStopper("reward", H, margin=0.02, tolerance=0.0, check_every=25, min_step=25)
         tuner = tune.Tuner(
             trainable,
             param_space={"i": tune.grid_search(list(range(len(PLATEAUS))))},

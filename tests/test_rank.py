@@ -240,6 +240,34 @@ def test_a_run_still_rising_is_never_stopped():
     assert [o["recommendation"] for o in out] == ["keep", "cannot tell yet", "stop"]
 
 
+def test_judge_for_a_pruner_reads_the_runs_still_going_and_the_tolerance():
+    """A near-tie (0.900 vs 0.901): with no tolerance neither may stop; with a tolerance of 0.02
+    both could, but a stopped run is no reference, so once one is stopped the other is kept;
+    without pruning options the verdicts are rank's (p_within_margin), unchanged."""
+    from grpofit.forecasting.rank import judge
+
+    rng = np.random.default_rng(8)
+    a, b = 0.9 + 0.005 * rng.standard_normal(1000), 0.901 + 0.005 * rng.standard_normal(1000)
+    lo = 0.3 + 0.01 * rng.standard_normal(1000)
+    plain = judge([a, b, lo], margin=0.0, confidence=0.9)
+    assert [v["recommendation"] for v in plain][2] == "stop" and "p_matters" not in plain[0]
+    none = judge([a, b, lo], margin=0.0, confidence=0.9, alive=[True, True, True])
+    assert [v["recommendation"] for v in none][:2] != ["stop", "stop"]
+    assert none[0]["p_matters"] == pytest.approx(plain[0]["p_within_margin"], abs=1e-12)
+    both = judge([a, b, lo], margin=0.0, confidence=0.9, tolerance=0.02)
+    assert [v["recommendation"] for v in both] == ["stop", "stop", "stop"]
+    after = judge([a, b, lo], margin=0.0, confidence=0.9, tolerance=0.02, alive=[False, True, True])
+    assert after[1]["recommendation"] == "keep" and after[2]["recommendation"] == "stop"
+    assert after[1]["p_matters"] == 1.0 or after[1]["p_matters"] > 0.99
+    # stops do not add up: a run already let go (0.92) still counts, so the one at 0.905 is not
+    # let go against the one at 0.900 (alone it would be: 0.005 above it, under the tolerance)
+    g = [x + 0.002 * rng.standard_normal(1000) for x in (0.92, 0.905, 0.90)]
+    alone = judge([None, g[1], g[2]], margin=0.0, confidence=0.9, tolerance=0.01, alive=[False, True, True])
+    assert alone[1]["recommendation"] == "stop"
+    chained = judge(g, margin=0.0, confidence=0.9, tolerance=0.01, alive=[False, True, True])
+    assert chained[1]["recommendation"] == "keep" and chained[1]["p_matters"] > 0.99
+
+
 def test_sweep_benchmark_summary_counts_each_sweep_once():
     from benchmarks.sweeps import summarise
 
@@ -298,7 +326,7 @@ def test_sweep_rule_replays_stop_where_the_judge_says():
     """The rule replays: a run whose draws are far below the others' is stopped at the first
     checkpoint under both harnesses; a run still rising (open-ended) is not; the chosen rule is
     marked in the rendered table."""
-    from benchmarks.sweep_rule import FRACTIONS, choose, parallel, sequential
+    from benchmarks.sweep_rule import choose, parallel, schedule_steps, sequential
     from benchmarks.sweeps import Sweep, render_rule_choice
 
     rng = np.random.default_rng(3)
@@ -307,14 +335,15 @@ def test_sweep_rule_replays_stop_where_the_judge_says():
         "t", "generated", ["hi", "lo", "rising"], [s] * 3, [np.full(100, 0.5)] * 3, np.array([0.9, 0.3, 0.35]), 100.0
     )
     hi, lo = 0.9 + 0.01 * rng.standard_normal(500), 0.3 + 0.01 * rng.standard_normal(500)
+    assert schedule_steps(100.0, 0.2, 0.2) == [20.0, 40.0, 60.0, 80.0]
     fc = {}
-    for f in (*FRACTIONS, "end"):
-        fc[0, f], fc[1, f], fc[2, f] = (hi, False), (lo, False), (lo, True)
-    rule = {"checks": (0.2, 0.4, 0.6, 0.8), "margin": 0.0, "confidence": 0.95}
+    for c in (*schedule_steps(100.0, 0.2, 0.2), "end"):
+        fc[0, c], fc[1, c], fc[2, c] = (hi, False), (lo, False), (lo, True)
+    rule = {"schedule": (0.2, 0.2), "margin": 0.0, "confidence": 0.95}
     assert parallel(sw, fc, rule) == [None, 20.0, None]
     stopped = sequential(sw, fc, rule)
     assert stopped[2] is None and stopped[0] in (None, 20.0)
-    row = {"checks_name": "20%", "margin": 0.0, "confidence": 0.95}
+    row = {"checks_name": "20%", "margin": 0.0, "tolerance": 0.0, "confidence": 0.95}
     res = {
         "parallel": {"regret": 0.0, "best_killed": 0.0, "compute": 0.6},
         "sequential": {"regret": 0.0, "best_killed": 0.0, "compute": 0.7},
@@ -323,7 +352,7 @@ def test_sweep_rule_replays_stop_where_the_judge_says():
     table = [{**row, "tune": res}, {**row, "margin": 0.02, "tune": bad}]
     assert choose(table) is table[0]  # the cheaper one kills the best in half the sweeps
     text = "\n".join(render_rule_choice({"chosen": table[0], "table": table, "sizes": {"generated": 1}}))
-    assert "| **20%** | 0.0 |" in text and "| 20% | 0.02 |" in text
+    assert "| **20%** | 0.0 | 0.0 | 0.95 |" in text and "| 20% | 0.02 | 0.0 | 0.95 |" in text
 
 
 def test_run_names_in_rank_tables_keep_what_tells_them_apart():
@@ -336,3 +365,51 @@ def test_run_names_in_rank_tables_keep_what_tells_them_apart():
     assert distinct_parts(["lr1e-5", "lr4e-5"]) == ["lr1e-5", "lr4e-5"]  # a short shared word stays
     assert distinct_parts(["sweep/run_a.csv", "sweep/run_a.csv"]) == ["sweep/run_a.csv"] * 2
     assert distinct_parts(["/tmp/sweep/run_lr1e-5.csv", "/tmp/sweep/run_lr4e-5.csv"]) == ["…lr1e-5.csv", "…lr4e-5.csv"]
+
+
+def test_a_tolerance_lets_one_of_a_near_tie_go_but_never_both():
+    """Two runs that will end 0.001 apart and a loser: with no tolerance neither of the tied
+    pair can be stopped; with a tolerance of 0.02 the first judged is let go and the other,
+    now the best still running, is kept (a stopped run is no reference)."""
+    from benchmarks.sweep_rule import parallel, schedule_steps
+    from benchmarks.sweeps import Sweep
+
+    rng = np.random.default_rng(5)
+    s = np.arange(1, 101, dtype=float)
+    sw = Sweep("t", "generated", ["a", "b", "lo"], [s] * 3, [np.full(100, 0.5)] * 3, np.array([0.9, 0.901, 0.3]), 100.0)
+    a, b = 0.9 + 0.005 * rng.standard_normal(800), 0.901 + 0.005 * rng.standard_normal(800)
+    lo = 0.3 + 0.01 * rng.standard_normal(800)
+    fc = {}
+    for c in (*schedule_steps(100.0, 0.2, 0.2), "end"):
+        fc[0, c], fc[1, c], fc[2, c] = (a, False), (b, False), (lo, False)
+    rule = {"schedule": (0.2, 0.2), "margin": 0.0, "confidence": 0.95}
+    assert parallel(sw, fc, rule) == [None, None, 20.0]
+    assert parallel(sw, fc, {**rule, "tolerance": 0.02}) == [20.0, None, 20.0]
+
+
+def test_sweep_benchmark_oracle_bounds_and_equal_compute():
+    """The hindsight oracle stops every other run at 20%; the separated one only once the data
+    show the gap (a run tied with the best until 60% and below it after is stopped at 60%); the
+    equal-compute table picks a family's least regret among its settings no costlier than ours."""
+    from benchmarks.sweeps import Sweep, at_equal_compute, oracle_bounds
+
+    s = np.arange(1, 101, dtype=float)
+    rng = np.random.default_rng(0)
+    best = 0.8 + 0.01 * rng.standard_normal(100)
+    late = np.where(s <= 60, 0.8, 0.5) + 0.01 * rng.standard_normal(100)
+    sw = Sweep("t", "generated", ["best", "late"], [s, s], [best, late], np.array([0.8, 0.5]), 100.0)
+    o = oracle_bounds(sw)
+    assert o["hindsight"] == pytest.approx((100 + 20) / 200)
+    assert (100 + 60) / 200 <= o["separated"] <= (100 + 75) / 200
+    summary = {"g": {"sweeps": 1, "ray: grpofit": {"regret": 0.01, "best_killed": 0.0, "compute": 0.5}}}
+    frontier = {
+        "g": {
+            "settings": {
+                "ray: ASHA grace 5% rf 2": {"regret": 0.0, "best_killed": 0.0, "compute": 0.8},
+                "ray: ASHA grace 10% rf 2": {"regret": 0.05, "best_killed": 1.0, "compute": 0.4},
+                "ray: ASHA grace 20% rf 2": {"regret": 0.02, "best_killed": 1.0, "compute": 0.505},
+            }
+        }
+    }
+    rows = [r for r in at_equal_compute(summary, frontier) if r["family"] == "ray: ASHA"]
+    assert len(rows) == 1 and rows[0]["setting"] == "ray: ASHA grace 20% rf 2"

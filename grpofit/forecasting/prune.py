@@ -1,14 +1,21 @@
 """The pruning decision for a sweep in progress, shared by the Optuna pruner and the Ray Tune stopper.
 
 :class:`SweepJudge` holds what each trial has reported (step, reward) and whether it has ended,
-and answers :meth:`SweepJudge.should_stop` for one trial: at checkpoints (every ``check_every``
-steps of that trial, once it has ``min_points`` reports) every trial is forecast to the horizon
-(:func:`~.horizon.horizon_draws`, cached per trial and number of points, so a trial that has not
-reported since costs nothing) and the trial is stopped when :func:`~.rank.judge` says ``stop``:
-it ends within ``margin`` of the best trial's final reward with probability below
-``1 - confidence`` (never while its forecast has no upper end: a slow starter). Trials that have ended take part with their known level; trials not yet
-forecastable take no part (they can only make the decision more cautious if they did). Between
-checkpoints a report costs a dictionary update.
+and answers :meth:`SweepJudge.should_stop` for one trial: at checkpoints (the first at
+``min_step``, then every ``check_every`` steps of that trial) every trial is forecast to the
+horizon (:func:`~.horizon.horizon_draws`, cached per trial: the trial decided on is forecast
+afresh, the others are reforecast once they have moved on by a checkpoint interval, so a round
+of decisions costs about one forecast per trial) and the trial is stopped when
+:func:`~.rank.judge` says ``stop``: the probability that it, or any trial stopped before it,
+ends at least ``tolerance - margin`` above the best of the other trials still in the sweep is
+below ``1 - confidence`` (so the risk is the sweep's, not each stop's). ``margin`` keeps the trials
+that may end within it of the best; ``tolerance`` lets a trial go that would end at most that
+much above the best one kept (regret accepted: near-ties are not all run to the end). A stopped
+trial is no reference (it can no longer be the one kept), so of two tied trials one is let go,
+never both. A trial is never stopped while its forecast has no upper
+end or it is still rising and speeding up (a slow starter). Trials that have ended take part with
+their known level; trials not yet forecastable take no part (they can only make the decision
+more cautious if they did). Between checkpoints a report costs a dictionary update.
 """
 
 from __future__ import annotations
@@ -33,15 +40,19 @@ class SweepJudge:
     """Forecast-based stopping for the trials of one sweep (see the module docstring).
 
     ``horizon``: the step every trial would end at; ``maximize``: False for a loss;
-    ``check_every``: steps between two decisions for one trial (default a tenth of the horizon);
-    ``min_step``: no decision before this step (default a tenth of the horizon)."""
+    ``min_step``: the first decision (default a fifth of the horizon); ``check_every``: steps
+    between two decisions for one trial (default a tenth of the horizon). The defaults
+    (``tolerance`` 0.01, ``confidence`` 0.9, ``margin`` 0) are the rule chosen on generated
+    sweeps by ``python -m benchmarks.sweep_rule`` (docs/sweeps.md); ``tolerance`` and ``margin``
+    are in the metric's units."""
 
     def __init__(
         self,
         horizon: float,
         *,
         margin: float = 0.0,
-        confidence: float = 0.95,
+        confidence: float = 0.9,
+        tolerance: float = 0.01,
         check_every: float | None = None,
         min_step: float | None = None,
         maximize: bool = True,
@@ -51,16 +62,19 @@ class SweepJudge:
             raise ValueError("horizon must be the positive step every trial would end at")
         if not 0.5 < confidence < 1:
             raise ValueError("confidence must lie between 0.5 and 1")
+        if not (np.isfinite(tolerance) and tolerance >= 0):
+            raise ValueError("tolerance must be a reward difference >= 0")
+        self.tolerance = float(tolerance)
         self.horizon = float(horizon)
         self.margin = float(margin)
         self.confidence = float(confidence)
         self.check_every = float(check_every or self.horizon / 10.0)
-        self.min_step = float(self.horizon / 10.0 if min_step is None else min_step)
+        self.min_step = float(self.horizon / 5.0 if min_step is None else min_step)
         self.sign = 1.0 if maximize else -1.0
         self.seed = seed
         self.trials: dict = {}
         self._cache: dict = {}
-        self.decisions: list = []  #: (trial, step, p_within_margin, stopped) per decision made
+        self.decisions: list = []  #: (trial, step, p_matters, stopped) per decision made
 
     def observe(self, trial, step: float, value: float) -> None:
         t = self.trials.setdefault(trial, _Trial(next_check=self.min_step))
@@ -73,13 +87,16 @@ class SweepJudge:
     def end(self, trial) -> None:
         self.trials.setdefault(trial, _Trial()).ended = True
 
-    def replace(self, trial, steps, values, *, ended: bool = False) -> None:
-        """Set a trial's whole history (the Optuna pruner reads it from the study each time)."""
+    def replace(self, trial, steps, values, *, ended: bool = False, stopped: bool | None = None) -> None:
+        """Set a trial's whole history (the Optuna pruner reads it from the study each time);
+        ``stopped``: the trial was stopped early (pruned), so it can no longer be the one kept."""
         t = self.trials.setdefault(trial, _Trial(next_check=self.min_step))
         pairs = [(float(s), float(v)) for s, v in zip(steps, values) if np.isfinite(v)]
         t.steps = [s for s, _ in pairs]
         t.values = [self.sign * v for _, v in pairs]
         t.ended = ended
+        if stopped is not None:
+            t.stopped = stopped
 
     def _draws(self, key, t: _Trial, tolerance: float):
         """The trial's draws at the horizon; a forecast is reused until the trial has reported
@@ -113,9 +130,10 @@ class SweepJudge:
         while t.next_check <= step:
             t.next_check += self.check_every
         # the trial decided on: from (nearly) all it has reported; the others: from their last
-        # forecast unless they have moved on by half a checkpoint interval
+        # forecast unless they have moved on by a whole checkpoint interval (so each trial is
+        # forecast about once per interval: at its own checkpoint, or when first needed)
         keys = list(self.trials)
-        res = [self._draws(k, self.trials[k], (0.1 if k == trial else 0.5) * self.check_every) for k in keys]
+        res = [self._draws(k, self.trials[k], (0.1 if k == trial else 1.0) * self.check_every) for k in keys]
         draws = [None if r is None else r.draws for r in res]
         if draws[keys.index(trial)] is None:
             return False
@@ -125,8 +143,10 @@ class SweepJudge:
             confidence=self.confidence,
             seed=self.seed,
             open_ended=[r is not None and r.open_ended for r in res],
+            alive=[not self.trials[k].stopped for k in keys],
+            tolerance=self.tolerance,
         )
         v = verdicts[keys.index(trial)]
         t.stopped = v["recommendation"] == STOP
-        self.decisions.append((trial, step, v["p_within_margin"], t.stopped))
+        self.decisions.append((trial, step, v["p_matters"], t.stopped))
         return t.stopped

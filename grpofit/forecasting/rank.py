@@ -45,6 +45,8 @@ def judge(
     confidence: float = 0.95,
     seed: int = 0,
     open_ended: list[bool] | None = None,
+    alive: list[bool] | None = None,
+    tolerance: float = 0.0,
 ) -> list[dict]:
     """Per run ``{"p_best", "p_within_margin", "recommendation"}`` from each run's draws at the
     horizon (None: no draws; such a run takes no part and gets nulls and ``cannot tell yet``).
@@ -54,29 +56,61 @@ def judge(
     not known.
 
     The runs' draws are resampled to one length and stacked column by column, so each row is one
-    joint outcome of the sweep (independent across runs); probabilities are shares of rows."""
+    joint outcome of the sweep (independent across runs); probabilities are shares of rows.
+
+    The recommendation reads ``p_within_margin`` unless a pruner passes ``alive`` or
+    ``tolerance`` (:class:`~.prune.SweepJudge`): then it reads ``p_matters``, the probability
+    that run i ends at least ``tolerance - margin`` above the best of the *other runs still in
+    the sweep* (``alive``: not stopped; a stopped run can no longer be the one kept, so it is
+    no reference). With ``tolerance`` 0 and every run alive the two are the same number; a
+    ``tolerance`` lets a run go that would end at most that much above the best kept (regret
+    accepted, so that near-ties are not all run to the end). The runs already stopped count as
+    given up with it: ``p_matters`` is the probability that any of them, or run i, ends more than
+    that above the best still going, so the risk of the sweep as a whole stays below
+    ``1 - confidence``."""
     have = [i for i, d in enumerate(draws) if d is not None and np.size(d)]
     out = [{"p_best": None, "p_within_margin": None, "recommendation": UNSURE} for _ in draws]
     if not have:
         return out
+    joint = _joint(draws, have, seed)  # (n, runs)
+    top = joint.max(axis=1)
+    winner = np.argmax(joint, axis=1)
+    p_best = np.bincount(winner, minlength=len(have)) / float(joint.shape[0])
+    within = (joint >= (top - margin)[:, None]).mean(axis=0)
+    pruning = alive is not None or tolerance > 0
+    for k, i in enumerate(have):
+        pw = float(within[k])
+        p = _p_matters(joint, k, [alive is None or alive[j] for j in have], tolerance - margin) if pruning else pw
+        verdict = decide(p, confidence)
+        if verdict == STOP and open_ended is not None and open_ended[i]:
+            verdict = UNSURE
+        out[i] = {"p_best": float(p_best[k]), "p_within_margin": pw, "recommendation": verdict}
+        if pruning:
+            out[i]["p_matters"] = p
+    return out
+
+
+def _joint(draws, have, seed) -> np.ndarray:
     rng = np.random.default_rng(seed)
     n = max(np.size(draws[i]) for i in have)
     cols = []
     for i in have:
         d = np.asarray(draws[i], dtype=float).ravel()
         cols.append(d if d.size == n else d[rng.integers(0, d.size, n)])
-    joint = np.column_stack(cols)  # (n, runs)
-    top = joint.max(axis=1)
-    winner = np.argmax(joint, axis=1)
-    p_best = np.bincount(winner, minlength=len(have)) / float(n)
-    within = (joint >= (top - margin)[:, None]).mean(axis=0)
-    for k, i in enumerate(have):
-        pw = float(within[k])
-        verdict = decide(pw, confidence)
-        if verdict == STOP and open_ended is not None and open_ended[i]:
-            verdict = UNSURE
-        out[i] = {"p_best": float(p_best[k]), "p_within_margin": pw, "recommendation": verdict}
-    return out
+    return np.column_stack(cols)
+
+
+def _p_matters(joint: np.ndarray, k: int, alive: list[bool], offset: float) -> float:
+    """P(column k, or any column already stopped, ends at least ``offset`` above the best other
+    alive column); 1 with none alive. Counting the stopped ones keeps the whole sweep's risk, not
+    each stop's, below ``1 - confidence``: stops do not add up (a run let go because a tied run
+    was still going is not followed by letting that one go too)."""
+    others = [j for j in range(joint.shape[1]) if j != k and alive[j]]
+    if not others:
+        return 1.0
+    ref = joint[:, others].max(axis=1)
+    given_up = [k] + [j for j in range(joint.shape[1]) if j != k and not alive[j]]
+    return float((joint[:, given_up].max(axis=1) >= ref + offset).mean())
 
 
 #: columns holding the seconds one step took, and columns of seconds since the start

@@ -7,12 +7,13 @@
     # in the objective: trial.report(reward, step); if trial.should_prune(): raise optuna.TrialPruned()
 
 Works with any study whose trials report a reward per step (``trial.report``): at the trial's
-checkpoints (every ``check_every`` steps, from ``min_step`` on; default a tenth of the horizon
-each) every trial is forecast to ``horizon`` and the trial is pruned when it ends within
-``margin`` of the best trial's final reward with probability below ``1 - confidence``
-(:class:`grpofit.forecasting.prune.SweepJudge`, the same decision as ``grpofit rank``). Finished
-trials count with the level they reached, pruned ones with their forecast, running ones (other
-workers) with theirs. A ``minimize`` study is handled by negating the values.
+checkpoints (from ``min_step`` on, a fifth of the horizon by default, then every ``check_every``
+steps, a tenth) every trial is forecast to ``horizon`` and the trial is pruned when the
+probability that it ends more than ``tolerance - margin`` above the best trial still in the
+study is below ``1 - confidence`` (:class:`grpofit.forecasting.prune.SweepJudge`, which says what
+the defaults are and why). Finished trials count with the level they reached, running ones (other
+workers) with their forecast; pruned ones can no longer be the best kept, so they are no
+reference. A ``minimize`` study is handled by negating the values.
 
 Cost: between checkpoints a report reads the trial's values (no forecast); at a checkpoint, one
 forecast per trial whose history changed (the benchmark measures it per report).
@@ -29,23 +30,30 @@ __all__ = ["GrpofitPruner"]
 
 
 class GrpofitPruner(optuna.pruners.BasePruner):
-    """Prune a trial when its forecast says it will not end within ``margin`` of the best trial
-    (see the module docstring)."""
+    """Prune a trial when its forecast says it will not end more than ``tolerance - margin`` above
+    the best trial still in the study (see the module docstring)."""
 
     def __init__(
         self,
         horizon: int,
         *,
         margin: float = 0.0,
-        confidence: float = 0.95,
+        confidence: float = 0.9,
+        tolerance: float = 0.01,
         check_every: int | None = None,
         min_step: int | None = None,
         seed: int = 0,
     ):
         self._args = dict(
-            horizon=horizon, margin=margin, confidence=confidence, check_every=check_every, min_step=min_step, seed=seed
+            horizon=horizon,
+            margin=margin,
+            confidence=confidence,
+            tolerance=tolerance,
+            check_every=check_every,
+            min_step=min_step,
+            seed=seed,
         )
-        SweepJudge(horizon, margin=margin, confidence=confidence)  # checks the arguments now
+        SweepJudge(horizon, margin=margin, confidence=confidence, tolerance=tolerance)  # checks the arguments now
         self._judges: dict = {}
 
     def _judge(self, study) -> SweepJudge:
@@ -79,5 +87,6 @@ class GrpofitPruner(optuna.pruners.BasePruner):
                 continue  # its history no longer changes
             iv = other.intermediate_values
             s = sorted(iv)
-            judge.replace(other.number, s, [iv[k] for k in s], ended=ended)
+            pruned = other.state == optuna.trial.TrialState.PRUNED
+            judge.replace(other.number, s, [iv[k] for k in s], ended=ended, stopped=pruned)
         return judge.should_stop(trial.number)

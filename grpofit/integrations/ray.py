@@ -8,11 +8,11 @@
 
 It runs in Tune's driver, on the results every trial reports (``tune.report({"reward": r, ...})``):
 no change to the trainables, and the trials may run on any machine of the cluster. At each trial's
-checkpoints (every ``check_every`` steps from ``min_step`` on; default a tenth of the horizon
-each) every trial is forecast to ``horizon`` and the trial is stopped when it ends within
-``margin`` of the best trial's final reward with probability below ``1 - confidence``
-(:class:`grpofit.forecasting.prune.SweepJudge`, the same decision as ``grpofit rank`` and the
-Optuna pruner). ``mode="min"`` for a metric to minimise.
+checkpoints (from ``min_step`` on, a fifth of the horizon by default, then every ``check_every``
+steps, a tenth) every trial is forecast to ``horizon`` and the trial is stopped when the
+probability that it ends more than ``tolerance - margin`` above the best trial still running or
+finished is below ``1 - confidence`` (:class:`grpofit.forecasting.prune.SweepJudge`, the same
+decision as the Optuna pruner). ``mode="min"`` for a metric to minimise.
 
 ``ray[tune]`` is an optional extra (``pip install grpofit[ray]``).
 """
@@ -27,8 +27,8 @@ __all__ = ["GrpofitStopper"]
 
 
 class GrpofitStopper(Stopper):
-    """Stop a trial when its forecast says it will not end within ``margin`` of the best trial
-    (see the module docstring)."""
+    """Stop a trial when its forecast says it will not end more than ``tolerance - margin`` above
+    the best trial still going (see the module docstring)."""
 
     def __init__(
         self,
@@ -38,7 +38,8 @@ class GrpofitStopper(Stopper):
         step_key: str = "training_iteration",
         mode: str = "max",
         margin: float = 0.0,
-        confidence: float = 0.95,
+        confidence: float = 0.9,
+        tolerance: float = 0.01,
         check_every: int | None = None,
         min_step: int | None = None,
         seed: int = 0,
@@ -50,6 +51,7 @@ class GrpofitStopper(Stopper):
             horizon,
             margin=margin,
             confidence=confidence,
+            tolerance=tolerance,
             check_every=check_every,
             min_step=min_step,
             maximize=mode == "max",
