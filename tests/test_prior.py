@@ -353,3 +353,25 @@ def test_two_runs_of_prior_say_they_add_little():
     seen = s <= s[0] + 0.25 * (s[-1] - s[0])
     pf = prior.forecast(s[seen], v[seen], s[w], fraction=0.25)
     assert pf.weight < 0.05 and "too few runs" in pf.note and "own data decide" in pf.note
+
+
+def test_narrowing_keeps_the_members_disagreement():
+    """Narrowing calibrates the stacked members' spreads, never the gap between them: when the
+    members disagree (here every finished run ends with a drop its law does not follow, so the
+    law and the population's final levels part by ~0.05), a strong narrowing keeps both of their
+    centres inside the 95% interval instead of squeezing the stack onto its median."""
+    rng = np.random.default_rng(21)
+    items = []
+    for i in range(8):
+        s, v = _run(rng, float(rng.normal(0.7, 0.01)), 40.0)
+        items.append((f"r{i}", s, np.where(s > 360, v - 0.06, v), {}))
+    prior = build_prior(items, calibrate=False)
+    cal = {"factors": {"law": 1.0, "gain": 1.0, "stay": 1.0}, "shares": {"law": 0.5, "gain": 0.5}, "narrow": 0.1}
+    s, _ = _run(rng, 0.7, 40.0)
+    pf = prior.forecast([], [], s[s > 360], first_step=1.0, calibration=cal)
+    law, gain = (float(np.median(pf.parts[m])) for m in ("law", "gain"))
+    assert abs(law - gain) > 0.03
+    lo, hi = pf.final["pi95"]
+    assert lo <= min(law, gain) and max(law, gain) <= hi
+    wide = prior.forecast([], [], s[s > 360], first_step=1.0, calibration={**cal, "narrow": 1.0})
+    assert hi - lo < wide.final["pi95"][1] - wide.final["pi95"][0]  # still narrowed beyond the gap

@@ -433,6 +433,16 @@ def _contradiction(z: float | None) -> float:
     return 1.0 if z2 <= q else float((q / z2) ** 2)
 
 
+def _shares(parts: dict, shares: dict, check: dict) -> dict:
+    """The stack's shares for one forecast: the calibrated shares of the members present, the law's
+    cut (:func:`_contradiction`) when the run's own recent level contradicts its fitted law
+    (``check["z_reached"]``), while another member remains."""
+    out = {m: float(shares.get(m, 0.0)) for m in METHODS if parts.get(m) is not None}
+    if "law" in out and len(out) > 1:
+        out["law"] *= _contradiction((check or {}).get("z_reached"))  # the run's recent level overrules its law
+    return out
+
+
 def _noise_var(s: RunSummary, frac: float) -> float:
     """The variance that a run's own noise adds to its remaining gain at ``frac``: the mean of the
     last tenth seen (``frac`` of its points / 10) and the final window's mean (10% of its points)."""
@@ -594,11 +604,8 @@ class Prior:
             weight = 1.0
             note = "before the first step: the forecast is the prior's"
         parts = {"law": law, "gain": gain, "stay": stay}
-        shares = {m: float(cal["shares"].get(m, 0.0)) for m in METHODS if parts[m] is not None}
-        if "law" in shares and (stay is not None or gain is not None):
-            shares["law"] *= _contradiction(z_tail)  # the run's own recent level overrules its law
-        level = _mixture(parts, shares, cal["factors"], rng)
-        level = _scaled(level, _narrow_at(level, float(cal.get("narrow", 1.0)), own if seen else 0.0))
+        shares = _shares(parts, cal["shares"], check)
+        level = _stack(parts, shares, cal["factors"], rng, float(cal.get("narrow", 1.0)), own)
         bounded = bool(all(0.0 <= r.final_level <= 1.0 for r in self.runs)) and (
             values.size == 0 or (values.min() >= 0.0 and values.max() <= 1.0)
         )
@@ -653,6 +660,29 @@ def _mixture(parts, shares, factors, rng) -> np.ndarray:
     return np.concatenate(out) if out else parts["law"]
 
 
+def _disagreement(parts, shares) -> float:
+    """The variance of the members' medians, weighted by their shares: how far apart the stack's
+    forecasts are."""
+    ms = [m for m, sh in shares.items() if sh > 0 and parts.get(m) is not None]
+    if len(ms) < 2:
+        return 0.0
+    w = np.array([shares[m] for m in ms], dtype=float)
+    c = np.array([float(np.median(parts[m])) for m in ms])
+    w = w / w.sum()
+    return float(w @ (c - w @ c) ** 2)
+
+
+def _stack(parts, shares, factors, rng, narrow: float = 1.0, own_var: float = 0.0) -> np.ndarray:
+    """The stacked forecast's draws (:func:`_mixture`), narrowed by the calibration's ``narrow``
+    beyond what is never narrowed (:func:`_narrow_at`): the run's own noise (``own_var``) and the
+    members' disagreement (:func:`_disagreement`). A member the run's data support is not
+    squeezed out of the interval by others' narrower leave-one-out errors."""
+    level = _mixture(parts, shares, factors, rng)
+    if narrow >= 1.0:
+        return level
+    return _scaled(level, _narrow_at(level, narrow, own_var + _disagreement(parts, shares)))
+
+
 def _factor(zs: np.ndarray) -> float:
     """Spread factor from standardised errors: root mean square pooled with one pseudo-
     observation at 1, never below 1."""
@@ -663,7 +693,9 @@ def _narrow(zs: np.ndarray) -> float:
     """The stacked interval's narrowing factor from its leave-one-out standardised errors: the
     upper 95% confidence bound of their scale, ``sqrt(sum z^2 / chi2_m(0.05))``, when it is below
     1, else 1. Intervals are narrowed only when the errors show with 95% confidence that they
-    are too wide, and only down to that bound (never below the run's own noise: :func:`_narrow_at`)."""
+    are too wide, and only down to that bound (never the run's own noise nor the members'
+    disagreement: :func:`_stack`). The errors are the un-narrowed stacks', whose whole spread
+    is counted as narrowable: the bound errs wide."""
     m = zs.size
     if m < 4:
         return 1.0
@@ -729,7 +761,7 @@ def _calibrate(runs: list[RunSummary], series: dict, cuts=CAL_CUTS, seed: int = 
                 )
             except (np.linalg.LinAlgError, ValueError):
                 continue
-            rows.append((pf.parts, pf.check.get("z_reached"), s.final_level))
+            rows.append((pf.parts, pf.check, s.final_level))
             for m in METHODS:
                 if pf.parts.get(m) is not None:
                     zz, ee = _z(pf.parts[m], s.final_level)
@@ -739,12 +771,9 @@ def _calibrate(runs: list[RunSummary], series: dict, cuts=CAL_CUTS, seed: int = 
         inv = {m: 1.0 / max(float(np.mean(np.square(err[m]))), 1e-12) ** 2 for m in METHODS if err[m]}
         total = sum(inv.values()) or 1.0
         shares = {m: round(v / total, 4) for m, v in inv.items()}
-        zs = []
-        for parts, z_tail, actual in rows:
-            sh = {m: shares.get(m, 0.0) for m in METHODS if parts.get(m) is not None}
-            if "law" in sh and len(sh) > 1:
-                sh["law"] *= _contradiction(z_tail)
-            zs.append(_z(_mixture(parts, sh, factors, rng), actual)[0])
+        zs = [
+            _z(_mixture(parts, _shares(parts, shares, check), factors, rng), actual)[0] for parts, check, actual in rows
+        ]
         out[f"{c:g}"] = {"factors": factors, "shares": shares, "narrow": round(_narrow(np.array(zs)), 4)}
     return out
 
