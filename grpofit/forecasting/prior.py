@@ -531,7 +531,9 @@ def _stay_draws(summaries, frac, level_now, w, rng, own_var=0.0):
 def _gain_draws(summaries, covariates, frac, level_now, w, rng, own_var=0.0):
     """Final-level draws from the population of remaining gains: ``final - persistence`` at the
     same cut fraction (before the first step: the final levels themselves), regressed on the
-    covariates, Student-t with n - 1 degrees of freedom; tempered (``w`` < 1) by widening. After
+    covariates, Student-t with n - 1 degrees of freedom; tempered (``w`` < 1) by widening: the
+    second moment (spread and size) over ``w``, so a run unlike the population does not take its
+    remaining gain as known however alike the population's gains are. After
     the first step the spread is the population's less the part its runs' own noise put in it,
     plus the target's own noise (``own_var``): a noisy run is not narrowed by quiet ones."""
     n = len(summaries)
@@ -545,7 +547,10 @@ def _gain_draws(summaries, covariates, frac, level_now, w, rng, own_var=0.0):
     mean, var, _, _ = regress(summaries, Y, covariates)
     var_raw = float(var[0]) / _inflate(n) * (1.0 + 1.0 / n) if n > 1 else 1.0
     dof = max(n - 1, 1)
-    sd = math.sqrt(max(var_raw - noise, 1e-12) / max(w, 1e-6) + own_var)
+    w = max(w, 1e-6)
+    # tempered: the spread over w, and for a run unlike the population the gain's size is not
+    # known from it either (the tempered second moment, (v + g^2) / w - g^2)
+    sd = math.sqrt(max(var_raw - noise, 1e-12) / w + float(mean[0]) ** 2 * (1.0 / w - 1.0) + own_var)
     return base + float(mean[0]) + sd * rng.standard_t(dof, size=N_DRAWS)
 
 
