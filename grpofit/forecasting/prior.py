@@ -408,17 +408,17 @@ def law_posterior(fit: LawFit, eta: float = 1.0):
     return mean, 0.5 * (cov + cov.T) + np.eye(len(mean)) * 1e-12
 
 
-def law_levels(fit: LawFit, eta: float, rng, n: int = N_DRAWS):
+def law_levels(fit: LawFit, eta: float, rng, n: int = N_DRAWS, tail: bool = True):
     """Draws of the final level from the law's (``eta``-weighted) posterior: the law's mean over
     the final window, the population's misfit there and the noise of the window's mean. Returns
     (levels, plateau draws, z): ``z`` is the standardised gap between the level the run has
-    reached and the law's mean over the same steps (:func:`_tail_gap`)."""
+    reached and the law's mean over the same steps (:func:`_tail_gap`; None without ``tail``)."""
     try:
         mean, cov = law_posterior(fit, eta)
         Zd = rng.multivariate_normal(mean, cov, size=n, method="eigh")
     except (np.linalg.LinAlgError, ValueError):
         Zd = np.repeat(fit.z[None, :], n, axis=0)
-    z_tail = _tail_gap(fit.t_seen, fit.y_seen, Zd, fit.sigma)
+    z_tail = _tail_gap(fit.t_seen, fit.y_seen, Zd, fit.sigma) if tail else None
     return (*_levels_of(Zd, fit.t_final, fit.n_final, fit.misfit_sd, fit.sigma, rng), z_tail)
 
 
@@ -810,7 +810,8 @@ def _learn_eta(rows, rng) -> float:
     for eta in ETAS:
         seed = int(rng.integers(1 << 31))
         scores[eta] = sum(
-            _log_score(law_levels(f, eta, np.random.default_rng(seed + j), 400)[0], rows[j][2]) for j, f in fits
+            _log_score(law_levels(f, eta, np.random.default_rng(seed + j), 400, tail=False)[0], rows[j][2])
+            for j, f in fits
         )
     best = max(ETAS, key=lambda e: scores[e])
     if best < 1.0:
