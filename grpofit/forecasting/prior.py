@@ -799,26 +799,34 @@ def _log_score(draws: np.ndarray, actual: float) -> float:
 
 def _learn_eta(rows, rng) -> float:
     """The law's learning rate at one cut, by leave-one-out predictive evidence: of :data:`ETAS`,
-    the one whose law forecasts of the prior's own runs have the highest summed log score (the
-    run's data count fully unless the runs' own ends show that the law's extrapolations from
-    this much of a run are worse than its fits promise). The rows' law draws, their plateau and
-    their recent-level gap are replaced by those at the chosen rate."""
+    the one whose law forecasts of the prior's own runs have the highest summed log score, kept
+    only when its gain over the full rate (1) is shown with 95% confidence (a one-sided paired t
+    test over the runs): the run's data count fully unless the runs' own ends show that the
+    law's extrapolations from this much of a run are worse than its fits promise. The rows' law
+    draws and their recent-level gap are replaced by those at the chosen rate."""
+    from scipy.stats import t as student_t
+
     fits = [(j, r[3]) for j, r in enumerate(rows) if r[3] is not None]
     if len(fits) < 4:
         return 1.0
     scores = {}
     for eta in ETAS:
         seed = int(rng.integers(1 << 31))
-        scores[eta] = sum(
-            _log_score(law_levels(f, eta, np.random.default_rng(seed + j), 400, tail=False)[0], rows[j][2])
-            for j, f in fits
+        scores[eta] = np.array(
+            [
+                _log_score(law_levels(f, eta, np.random.default_rng(seed + j), 400, tail=False)[0], rows[j][2])
+                for j, f in fits
+            ]
         )
-    best = max(ETAS, key=lambda e: scores[e])
-    if best < 1.0:
-        for j, f in fits:
-            level, _, z_tail = law_levels(f, best, rng)
-            rows[j][0]["law"] = level
-            rows[j][1]["z_reached"] = z_tail
+    best = max(ETAS, key=lambda e: float(scores[e].sum()))
+    d = scores[best] - scores[1.0]
+    se = float(np.std(d, ddof=1)) / math.sqrt(d.size)
+    if best >= 1.0 or not float(d.mean()) > float(student_t.ppf(0.95, d.size - 1)) * se:
+        return 1.0
+    for j, f in fits:
+        level, _, z_tail = law_levels(f, best, rng)
+        rows[j][0]["law"] = level
+        rows[j][1]["z_reached"] = z_tail
     return best
 
 
