@@ -353,3 +353,77 @@ def test_two_runs_of_prior_say_they_add_little():
     seen = s <= s[0] + 0.25 * (s[-1] - s[0])
     pf = prior.forecast(s[seen], v[seen], s[w], fraction=0.25)
     assert pf.weight < 0.05 and "too few runs" in pf.note and "own data decide" in pf.note
+
+
+def test_narrowing_keeps_the_members_disagreement():
+    """Narrowing calibrates the stacked members' spreads, never the gap between them: when the
+    members disagree (here every finished run ends with a drop its law does not follow, so the
+    law and the population's final levels part by ~0.05), a strong narrowing keeps both of their
+    centres inside the 95% interval instead of squeezing the stack onto its median."""
+    rng = np.random.default_rng(21)
+    items = []
+    for i in range(8):
+        s, v = _run(rng, float(rng.normal(0.7, 0.01)), 40.0)
+        items.append((f"r{i}", s, np.where(s > 360, v - 0.06, v), {}))
+    prior = build_prior(items, calibrate=False)
+    cal = {"factors": {"law": 1.0, "gain": 1.0, "stay": 1.0}, "shares": {"law": 0.5, "gain": 0.5}, "narrow": 0.1}
+    s, _ = _run(rng, 0.7, 40.0)
+    pf = prior.forecast([], [], s[s > 360], first_step=1.0, calibration=cal)
+    law, gain = (float(np.median(pf.parts[m])) for m in ("law", "gain"))
+    assert abs(law - gain) > 0.03
+    lo, hi = pf.final["pi95"]
+    assert lo <= min(law, gain) and max(law, gain) <= hi
+    wide = prior.forecast([], [], s[s > 360], first_step=1.0, calibration={**cal, "narrow": 1.0})
+    assert hi - lo < wide.final["pi95"][1] - wide.final["pi95"][0]  # still narrowed beyond the gap
+
+
+def _creeping(rng, n=400):
+    """A run whose rise is followed by a slow creep the law has no term for: from 25% of its
+    steps the law's own fit sees a plateau, and the run ends well above it."""
+    s, v = _run(rng, float(rng.normal(0.6, 0.01)), 20.0, n=n)
+    return s, v + 0.15 * (s / n)
+
+
+def test_law_posterior_learning_rate():
+    """``eta`` = 1 is the MAP fit itself; a smaller rate moves the law's posterior towards the
+    population and widens it."""
+    from grpofit.forecasting.prior import LawFit, law_posterior
+
+    P = np.diag([4.0, 4.0, 1.0, 1.0])
+    D = np.diag([100.0, 50.0, 10.0, 1.0])
+    m0, m_data = np.zeros(4), np.ones(4)
+    H = P + D
+    z = np.linalg.solve(H, P @ m0 + D @ m_data)
+    fit = LawFit(z, H, P, m0, np.arange(3.0), np.zeros(3), 0.1, np.arange(3.0), 1, 0.0)
+    mean1, cov1 = law_posterior(fit, 1.0)
+    assert np.allclose(mean1, z) and np.allclose(cov1, np.linalg.inv(H))
+    mean_q, cov_q = law_posterior(fit, 0.25)
+    expect = np.linalg.solve(P + 0.25 * D, P @ m0 + 0.25 * D @ m_data)
+    assert np.allclose(mean_q, expect)
+    assert np.all(np.abs(mean_q - m0) < np.abs(z - m0)) and np.all(np.diag(cov_q) > np.diag(cov1))
+
+
+@pytest.mark.slow
+def test_learning_rate_is_learnt_where_the_law_extrapolates_worse_than_it_fits():
+    """Finished runs that creep on after their rise: the law fitted to 25% of a run sees a plateau
+    and misses the creep, which the population's full-run fits know. Leave-one-out over the
+    prior's runs learns a learning rate below 1 at 25%, and the new run's law forecast is closer
+    to its end than with the run's data at full weight; a run on another scale is still not
+    narrowed by the prior (the interval holds its end)."""
+    rng = np.random.default_rng(31)
+    items = [(f"c{i}", *_creeping(rng), {}) for i in range(10)]
+    prior = build_prior(items)
+    cal = prior.calib(0.25)
+    assert cal["eta"] < 1.0 and prior.calib(0.0).get("eta", 1.0) == 1.0
+    s, v = _creeping(rng)
+    w, actual = _final(s, v)
+    seen = s <= s[0] + 0.25 * (s[-1] - s[0])
+    learnt = prior.forecast(s[seen], v[seen], s[w], fraction=0.25)
+    full = prior.forecast(s[seen], v[seen], s[w], fraction=0.25, calibration={**cal, "eta": 1.0})
+    law_err = lambda pf: abs(float(np.median(pf.parts["law"])) - actual)  # noqa: E731
+    assert law_err(learnt) < 0.7 * law_err(full)
+    lo, hi = learnt.final["pi95"]
+    assert lo <= actual <= hi
+    other = prior.forecast(s[seen], 3.0 * v[seen] + 1.0, s[w], fraction=0.25)
+    lo, hi = other.final["pi95"]
+    assert other.tempering < 0.5 and lo <= 3.0 * actual + 1.0 <= hi

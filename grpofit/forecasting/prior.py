@@ -330,6 +330,7 @@ class PriorForecast:
     note: str | None
     parts: dict = field(default_factory=dict)  #: METHODS -> unscaled draws of the final level (or None)
     shares: dict = field(default_factory=dict)  #: METHODS -> share of the stacked mixture
+    fit: object = None  #: the law's :class:`LawFit` (None before the first step)
 
 
 def _window_mean(tf: np.ndarray, Z: np.ndarray) -> np.ndarray:
@@ -372,40 +373,92 @@ def _check(pop: Population, prior_draws, t_seen, y_seen, sigma) -> tuple[dict, f
     )
 
 
-def _law_draws(pop, t_seen, y_seen, sigma, w, t_final, n_final, rng, prior_draws):
-    """Final-level draws of the law: from the prior alone (nothing seen) or the MAP fit of the
-    seen steps with the tempered prior as a penalty, by its Laplace approximation. Returns
-    (levels, plateau draws, z): ``z`` is the standardised gap between the level the run has
-    reached (:func:`persistence`'s window) and the fitted law's mean over the same steps (None
-    before the first step)."""
-    z_tail = None
-    if t_seen is None:
-        Zd = prior_draws
+@dataclass
+class LawFit:
+    """The MAP fit of the law to a run's seen steps with the tempered prior, as its Laplace
+    approximation: the mode ``z``, the posterior precision ``H`` (data and prior) and the prior's
+    part ``Pw`` (``w`` times the population's precision, mean ``m0``), with what draws of the
+    final level need. :func:`law_posterior` re-weights the run's data by a learning rate."""
+
+    z: np.ndarray
+    H: np.ndarray
+    Pw: np.ndarray
+    m0: np.ndarray
+    t_seen: np.ndarray
+    y_seen: np.ndarray
+    sigma: float
+    t_final: np.ndarray
+    n_final: int
+    misfit_sd: float
+
+
+def law_posterior(fit: LawFit, eta: float = 1.0):
+    """Mean and covariance of the law's posterior with the run's data weighted by ``eta`` (a power
+    posterior, ``prior x likelihood^eta``), from the Laplace approximation: the data's precision
+    ``D = H - Pw`` and their mode ``D^-1 (H z - Pw m0)`` give ``(Pw + eta D)^-1 (Pw m0 + eta (H z
+    - Pw m0))``. ``eta`` = 1 is the fit itself; ``eta`` < 1 lets the population count for more
+    where the law's extrapolations from runs' seen steps are worse than their fits promise
+    (chosen by leave-one-out, :func:`_learn_eta`)."""
+    if eta >= 1.0:
+        H, mean = fit.H, fit.z
     else:
-        L_inv = np.linalg.inv(np.linalg.cholesky(pop.cov))
-        tb, yb, cnt = _bin(t_seen, y_seen, 60)
-        wts = np.sqrt(cnt) / sigma
-        pen = (pop.mean, math.sqrt(w) * L_inv)
-        z0 = pop.mean.copy()
-        z0[1] = float(yb[: max(1, yb.size // 5)].mean())
-        z, J, r = _fit(tb, yb, wts, z0, pen)
-        nd = tb.size
-        chi = float(r[:nd] @ r[:nd]) / max(nd - 2, 1)
-        if chi > 1.0:  # correlated or misjudged noise: the data count for less
-            wts = wts / math.sqrt(chi)
-            z, J, r = _fit(tb, yb, wts, z, pen)
-        try:
-            cov = np.linalg.inv(J.T @ J)
-            cov = 0.5 * (cov + cov.T) + np.eye(4) * 1e-12
-            Zd = rng.multivariate_normal(z, cov, size=N_DRAWS, method="eigh")
-        except (np.linalg.LinAlgError, ValueError):
-            Zd = np.repeat(z[None, :], N_DRAWS, axis=0)
-        z_tail = _tail_gap(t_seen, y_seen, Zd, sigma)
+        H = fit.Pw + eta * (fit.H - fit.Pw)
+        mean = np.linalg.solve(H, fit.Pw @ fit.m0 + eta * (fit.H @ fit.z - fit.Pw @ fit.m0))
+    cov = np.linalg.inv(H)
+    return mean, 0.5 * (cov + cov.T) + np.eye(len(mean)) * 1e-12
+
+
+def law_levels(fit: LawFit, eta: float, rng, n: int = N_DRAWS, tail: bool = True):
+    """Draws of the final level from the law's (``eta``-weighted) posterior: the law's mean over
+    the final window, the population's misfit there and the noise of the window's mean. Returns
+    (levels, plateau draws, z): ``z`` is the standardised gap between the level the run has
+    reached and the law's mean over the same steps (:func:`_tail_gap`; None without ``tail``)."""
+    try:
+        mean, cov = law_posterior(fit, eta)
+        Zd = rng.multivariate_normal(mean, cov, size=n, method="eigh")
+    except (np.linalg.LinAlgError, ValueError):
+        Zd = np.repeat(fit.z[None, :], n, axis=0)
+    z_tail = _tail_gap(fit.t_seen, fit.y_seen, Zd, fit.sigma) if tail else None
+    return (*_levels_of(Zd, fit.t_final, fit.n_final, fit.misfit_sd, fit.sigma, rng), z_tail)
+
+
+def _levels_of(Zd, t_final, n_final, misfit_sd, sigma, rng):
     final = _window_mean(t_final, Zd)
     ok = np.isfinite(final)
-    level = final[ok] + pop.misfit_sd * rng.standard_normal(int(ok.sum()))
+    level = final[ok] + misfit_sd * rng.standard_normal(int(ok.sum()))
     level = level + sigma / math.sqrt(max(n_final, 1)) * rng.standard_normal(level.size)
-    return level, Zd[ok, 0], z_tail
+    return level, Zd[ok, 0]
+
+
+def _law_fit(pop, t_seen, y_seen, sigma, w, t_final, n_final) -> LawFit:
+    """The MAP fit of the law to the seen steps (binned) with the tempered prior as a penalty."""
+    P = np.linalg.inv(pop.cov)
+    L_inv = np.linalg.inv(np.linalg.cholesky(pop.cov))
+    tb, yb, cnt = _bin(t_seen, y_seen, 60)
+    wts = np.sqrt(cnt) / sigma
+    pen = (pop.mean, math.sqrt(w) * L_inv)
+    z0 = pop.mean.copy()
+    z0[1] = float(yb[: max(1, yb.size // 5)].mean())
+    z, J, r = _fit(tb, yb, wts, z0, pen)
+    nd = tb.size
+    chi = float(r[:nd] @ r[:nd]) / max(nd - 2, 1)
+    if chi > 1.0:  # correlated or misjudged noise: the data count for less
+        wts = wts / math.sqrt(chi)
+        z, J, r = _fit(tb, yb, wts, z, pen)
+    H = J.T @ J
+    return LawFit(z, H, w * P, pop.mean, t_seen, y_seen, sigma, t_final, n_final, pop.misfit_sd)
+
+
+def _law_draws(pop, t_seen, y_seen, sigma, w, t_final, n_final, rng, prior_draws, eta: float = 1.0):
+    """Final-level draws of the law: from the prior alone (nothing seen) or the MAP fit of the
+    seen steps with the tempered prior as a penalty, by its Laplace approximation, the run's data
+    weighted by ``eta`` (:func:`law_posterior`). Returns (levels, plateau draws, z, fit): ``z``
+    is the standardised gap between the level the run has reached (:func:`persistence`'s window)
+    and the fitted law's mean over the same steps (None before the first step)."""
+    if t_seen is None:
+        return (*_levels_of(prior_draws, t_final, n_final, pop.misfit_sd, sigma, rng), None, None)
+    fit = _law_fit(pop, t_seen, y_seen, sigma, w, t_final, n_final)
+    return (*law_levels(fit, eta, rng), fit)
 
 
 def _tail_gap(t_seen, y_seen, Zd, sigma) -> float | None:
@@ -431,6 +484,16 @@ def _contradiction(z: float | None) -> float:
     q = 3.841
     z2 = z * z
     return 1.0 if z2 <= q else float((q / z2) ** 2)
+
+
+def _shares(parts: dict, shares: dict, check: dict) -> dict:
+    """The stack's shares for one forecast: the calibrated shares of the members present, the law's
+    cut (:func:`_contradiction`) when the run's own recent level contradicts its fitted law
+    (``check["z_reached"]``), while another member remains."""
+    out = {m: float(shares.get(m, 0.0)) for m in METHODS if parts.get(m) is not None}
+    if "law" in out and len(out) > 1:
+        out["law"] *= _contradiction((check or {}).get("z_reached"))  # the run's recent level overrules its law
+    return out
 
 
 def _noise_var(s: RunSummary, frac: float) -> float:
@@ -468,7 +531,9 @@ def _stay_draws(summaries, frac, level_now, w, rng, own_var=0.0):
 def _gain_draws(summaries, covariates, frac, level_now, w, rng, own_var=0.0):
     """Final-level draws from the population of remaining gains: ``final - persistence`` at the
     same cut fraction (before the first step: the final levels themselves), regressed on the
-    covariates, Student-t with n - 1 degrees of freedom; tempered (``w`` < 1) by widening. After
+    covariates, Student-t with n - 1 degrees of freedom; tempered (``w`` < 1) by widening: the
+    second moment (spread and size) over ``w``, so a run unlike the population does not take its
+    remaining gain as known however alike the population's gains are. After
     the first step the spread is the population's less the part its runs' own noise put in it,
     plus the target's own noise (``own_var``): a noisy run is not narrowed by quiet ones."""
     n = len(summaries)
@@ -482,7 +547,10 @@ def _gain_draws(summaries, covariates, frac, level_now, w, rng, own_var=0.0):
     mean, var, _, _ = regress(summaries, Y, covariates)
     var_raw = float(var[0]) / _inflate(n) * (1.0 + 1.0 / n) if n > 1 else 1.0
     dof = max(n - 1, 1)
-    sd = math.sqrt(max(var_raw - noise, 1e-12) / max(w, 1e-6) + own_var)
+    w = max(w, 1e-6)
+    # tempered: the spread over w, and for a run unlike the population the gain's size is not
+    # known from it either (the tempered second moment, (v + g^2) / w - g^2)
+    sd = math.sqrt(max(var_raw - noise, 1e-12) / w + float(mean[0]) ** 2 * (1.0 / w - 1.0) + own_var)
     return base + float(mean[0]) + sd * rng.standard_t(dof, size=N_DRAWS)
 
 
@@ -572,15 +640,18 @@ class Prior:
         pop = population(self.runs, covariates)
         sig_pop = math.exp(pop.log_noise[0])
         prior_draws = rng.multivariate_normal(pop.mean, pop.cov, size=N_DRAWS, method="cholesky")
-        prior_level, _, _ = _law_draws(pop, None, None, sig_pop, 1.0, t_final, n_final, rng, prior_draws)
+        prior_level, _, _, _ = _law_draws(pop, None, None, sig_pop, 1.0, t_final, n_final, rng, prior_draws)
         seen = steps.size >= 4
-        check, w, note, z_tail, own = {}, 1.0, None, None, 0.0
+        check, w, note, z_tail, own, fit = {}, 1.0, None, None, 0.0, None
         if seen:
             t_seen = steps - step0
             sigma = noise_level(values)
             sigma = sigma if math.isfinite(sigma) and sigma > 0 else sig_pop
             check, w = _check(pop, prior_draws, t_seen, values, sigma)
-            law, plateau, z_tail = _law_draws(pop, t_seen, values, sigma, w, t_final, n_final, rng, prior_draws)
+            eta = float(cal.get("eta", 1.0))
+            law, plateau, z_tail, fit = _law_draws(
+                pop, t_seen, values, sigma, w, t_final, n_final, rng, prior_draws, eta
+            )
             own = own_noise_var(values, sigma, n_final)
             gain = _gain_draws(self.runs, covariates, fraction, persistence(values), w, rng, own)
             stay = _stay_draws(self.runs, fraction, persistence(values), w, rng, own)
@@ -594,11 +665,8 @@ class Prior:
             weight = 1.0
             note = "before the first step: the forecast is the prior's"
         parts = {"law": law, "gain": gain, "stay": stay}
-        shares = {m: float(cal["shares"].get(m, 0.0)) for m in METHODS if parts[m] is not None}
-        if "law" in shares and (stay is not None or gain is not None):
-            shares["law"] *= _contradiction(z_tail)  # the run's own recent level overrules its law
-        level = _mixture(parts, shares, cal["factors"], rng)
-        level = _scaled(level, _narrow_at(level, float(cal.get("narrow", 1.0)), own if seen else 0.0))
+        shares = _shares(parts, cal["shares"], check)
+        level = _stack(parts, shares, cal["factors"], rng, float(cal.get("narrow", 1.0)), own)
         bounded = bool(all(0.0 <= r.final_level <= 1.0 for r in self.runs)) and (
             values.size == 0 or (values.min() >= 0.0 and values.max() <= 1.0)
         )
@@ -618,7 +686,7 @@ class Prior:
             "ci95": [float(np.percentile(plateau, 2.5)), float(np.percentile(plateau, 97.5))],
             "kind": "estimate",
         }
-        return PriorForecast(out, pl, weight, w, check, pop.used, note, parts, shares)
+        return PriorForecast(out, pl, weight, w, check, pop.used, note, parts, shares, fit)
 
 
 def _seen_note(values, check, sigma, sig_pop, w, weight, n_runs) -> str | None:
@@ -653,6 +721,29 @@ def _mixture(parts, shares, factors, rng) -> np.ndarray:
     return np.concatenate(out) if out else parts["law"]
 
 
+def _disagreement(parts, shares) -> float:
+    """The variance of the members' medians, weighted by their shares: how far apart the stack's
+    forecasts are."""
+    ms = [m for m, sh in shares.items() if sh > 0 and parts.get(m) is not None]
+    if len(ms) < 2:
+        return 0.0
+    w = np.array([shares[m] for m in ms], dtype=float)
+    c = np.array([float(np.median(parts[m])) for m in ms])
+    w = w / w.sum()
+    return float(w @ (c - w @ c) ** 2)
+
+
+def _stack(parts, shares, factors, rng, narrow: float = 1.0, own_var: float = 0.0) -> np.ndarray:
+    """The stacked forecast's draws (:func:`_mixture`), narrowed by the calibration's ``narrow``
+    beyond what is never narrowed (:func:`_narrow_at`): the run's own noise (``own_var``) and the
+    members' disagreement (:func:`_disagreement`). A member the run's data support is not
+    squeezed out of the interval by others' narrower leave-one-out errors."""
+    level = _mixture(parts, shares, factors, rng)
+    if narrow >= 1.0:
+        return level
+    return _scaled(level, _narrow_at(level, narrow, own_var + _disagreement(parts, shares)))
+
+
 def _factor(zs: np.ndarray) -> float:
     """Spread factor from standardised errors: root mean square pooled with one pseudo-
     observation at 1, never below 1."""
@@ -663,7 +754,9 @@ def _narrow(zs: np.ndarray) -> float:
     """The stacked interval's narrowing factor from its leave-one-out standardised errors: the
     upper 95% confidence bound of their scale, ``sqrt(sum z^2 / chi2_m(0.05))``, when it is below
     1, else 1. Intervals are narrowed only when the errors show with 95% confidence that they
-    are too wide, and only down to that bound (never below the run's own noise: :func:`_narrow_at`)."""
+    are too wide, and only down to that bound (never the run's own noise nor the members'
+    disagreement: :func:`_stack`). The errors are the un-narrowed stacks', whose whole spread
+    is counted as narrowable: the bound errs wide."""
     m = zs.size
     if m < 4:
         return 1.0
@@ -691,6 +784,50 @@ def _z(draws, actual) -> tuple[float, float]:
     lo, med, hi = np.percentile(draws, [2.5, 50, 97.5])
     half = max((hi - lo) / 2.0 / 1.96, 1e-12)
     return (actual - med) / half, abs(actual - med)
+
+
+#: the learning rates (the run's data's weight against the population in the law's posterior) tried
+ETAS = (1.0, 0.5, 0.25, 0.125, 0.0625)
+
+
+def _log_score(draws: np.ndarray, actual: float) -> float:
+    """The log density of ``actual`` under a normal matched to the draws' median and 95% range."""
+    lo, med, hi = np.percentile(draws, [2.5, 50, 97.5])
+    sd = max((hi - lo) / 3.92, 1e-12)
+    return -math.log(sd) - 0.5 * ((actual - med) / sd) ** 2
+
+
+def _learn_eta(rows, rng) -> float:
+    """The law's learning rate at one cut, by leave-one-out predictive evidence: of :data:`ETAS`,
+    the one whose law forecasts of the prior's own runs have the highest summed log score, kept
+    only when its gain over the full rate (1) is shown with 95% confidence (a one-sided paired t
+    test over the runs): the run's data count fully unless the runs' own ends show that the
+    law's extrapolations from this much of a run are worse than its fits promise. The rows' law
+    draws and their recent-level gap are replaced by those at the chosen rate."""
+    from scipy.stats import t as student_t
+
+    fits = [(j, r[3]) for j, r in enumerate(rows) if r[3] is not None]
+    if len(fits) < 4:
+        return 1.0
+    scores = {}
+    for eta in ETAS:
+        seed = int(rng.integers(1 << 31))
+        scores[eta] = np.array(
+            [
+                _log_score(law_levels(f, eta, np.random.default_rng(seed + j), 400, tail=False)[0], rows[j][2])
+                for j, f in fits
+            ]
+        )
+    best = max(ETAS, key=lambda e: float(scores[e].sum()))
+    d = scores[best] - scores[1.0]
+    se = float(np.std(d, ddof=1)) / math.sqrt(d.size)
+    if best >= 1.0 or not float(d.mean()) > float(student_t.ppf(0.95, d.size - 1)) * se:
+        return 1.0
+    for j, f in fits:
+        level, _, z_tail = law_levels(f, best, rng)
+        rows[j][0]["law"] = level
+        rows[j][1]["z_reached"] = z_tail
+    return best
 
 
 def _calibrate(runs: list[RunSummary], series: dict, cuts=CAL_CUTS, seed: int = 0) -> dict:
@@ -729,23 +866,25 @@ def _calibrate(runs: list[RunSummary], series: dict, cuts=CAL_CUTS, seed: int = 
                 )
             except (np.linalg.LinAlgError, ValueError):
                 continue
-            rows.append((pf.parts, pf.check.get("z_reached"), s.final_level))
+            rows.append((pf.parts, pf.check, s.final_level, pf.fit))
+        eta = _learn_eta(rows, rng) if c > 0 else 1.0
+        for parts, _, actual, _ in rows:
             for m in METHODS:
-                if pf.parts.get(m) is not None:
-                    zz, ee = _z(pf.parts[m], s.final_level)
+                if parts.get(m) is not None:
+                    zz, ee = _z(parts[m], actual)
                     z[m].append(zz)
                     err[m].append(ee)
         factors = {m: _factor(np.array(z[m])) for m in METHODS}
         inv = {m: 1.0 / max(float(np.mean(np.square(err[m]))), 1e-12) ** 2 for m in METHODS if err[m]}
         total = sum(inv.values()) or 1.0
         shares = {m: round(v / total, 4) for m, v in inv.items()}
-        zs = []
-        for parts, z_tail, actual in rows:
-            sh = {m: shares.get(m, 0.0) for m in METHODS if parts.get(m) is not None}
-            if "law" in sh and len(sh) > 1:
-                sh["law"] *= _contradiction(z_tail)
-            zs.append(_z(_mixture(parts, sh, factors, rng), actual)[0])
+        zs = [
+            _z(_mixture(parts, _shares(parts, shares, check), factors, rng), actual)[0]
+            for parts, check, actual, _ in rows
+        ]
         out[f"{c:g}"] = {"factors": factors, "shares": shares, "narrow": round(_narrow(np.array(zs)), 4)}
+        if c > 0:
+            out[f"{c:g}"]["eta"] = eta
     return out
 
 
