@@ -510,11 +510,13 @@ _FIGURES = None
 
 class FigureProcess:
     """``diagnose --plot-dir`` in one process: the figures are drawn in a second process while
-    the runs are judged (a figure costs as much CPU as judging its run, most of it matplotlib
-    laying out and drawing text). Each judged run goes to it as it is (pickled: its series and
-    its diagnosis), at most :attr:`ahead` waiting, in the runs' order; an error drawing one (an
-    unwritable folder) is raised in the parent, at the latest when the last run is judged.
-    Where ``fork`` is missing the figures are drawn in the parent."""
+    the runs are judged (a figure costs about twice the CPU of judging its run, most of it
+    matplotlib laying out and drawing text). Each judged run goes to it as it is (pickled: its
+    series and its diagnosis), at most :attr:`ahead` waiting, in the runs' order; when that many
+    already wait, the parent draws the run's figure itself instead of waiting for the second
+    process, so both processes stay busy to the end. An error drawing one (an unwritable folder)
+    is raised in the parent, at the latest when the last run is judged. Where ``fork`` is
+    missing the figures are drawn in the parent."""
 
     ahead = 2  #: figures waiting to be drawn at most (each holds its run's series)
 
@@ -532,8 +534,11 @@ class FigureProcess:
         if self.pool is None:
             draw(*args, **kw)
             return
-        while len(self.pending) >= self.ahead:
+        while self.pending and self.pending[0].done():
             self._take()
+        if len(self.pending) >= self.ahead:  # the second process is busy: drawn here, not waited for
+            draw(*args, **kw)
+            return
         from grpofit.runtime import interrupts
 
         with interrupts.deferred():  # the first submit forks the process: see stop_pool

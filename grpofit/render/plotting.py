@@ -64,6 +64,11 @@ def _save(fig, path: Path, *, tight: bool = True) -> None:
     try:
         with replacing(path) as tmp:  # never a half-written figure (interrupt, full disk)
             fmt = path.suffix.lower().lstrip(".")
+            if fmt == "png" and not tight:  # drawn at the figure's own size and dpi
+                from grpofit.render.png import write_figure_png
+
+                write_figure_png(fig, tmp)
+                return
             fig.savefig(
                 tmp,
                 dpi=110 if tight else DPI,
@@ -501,7 +506,22 @@ def diagnosis_figure(diagnosis: Any, run: Any, thresholds: Any, entry: dict | No
     for i, a in enumerate(axes):  # the bottom panel of each column names the step
         if i + cols >= n and not a.get_xlabel():
             a.set_xlabel(safe_label(step_label(run.step_column)), fontsize=7)
+    for a in fig.axes:
+        ticks_in_view(a)
     return fig
+
+
+def ticks_in_view(ax) -> None:
+    """Fix each axis' major ticks to those its locator puts inside the (final) view: a locator
+    also returns one tick past each end, which matplotlib builds (five artists each, about a
+    millisecond) but never draws. The ticks drawn, and their labels, are the same."""
+    from matplotlib.ticker import FixedLocator
+
+    for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        lo, hi = sorted(limits)
+        slack = 1e-10 * (hi - lo)
+        locs = axis.get_major_locator()()
+        axis.set_major_locator(FixedLocator([t for t in locs if lo - slack <= t <= hi + slack]))
 
 
 def log_ticks(lo: float, hi: float, most: int = 5) -> list[float]:
