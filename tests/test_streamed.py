@@ -141,7 +141,7 @@ def test_figures_drawn_in_a_second_process_are_those_drawn_in_place(tmp_path, mo
     monkeypatch.setattr(pipeline.FigureProcess, "submit", lambda self, *a, **k: sent.append(a) or submit(self, *a, **k))
     folder = str(SAMPLES / "group_sweep")
     pipeline.diagnose_paths([folder], plot_dir=tmp_path / "forked")
-    assert len(sent) == 3  # every figure went to the figure process
+    assert len(sent) == 3  # every figure was handed to the figure process (drawn there, or here when two wait)
     options = pipeline.JudgeOptions(
         diagnose=pipeline.DiagnoseOptions(Thresholds.from_overrides({})),
         plot_dir=str(tmp_path / "here"),
@@ -163,3 +163,33 @@ def test_an_error_drawing_a_figure_in_the_second_process_is_the_commands_error(t
     code, out, err = run_cli(capsys, "diagnose", SAMPLES / "group_sweep", "--plot-dir", tmp_path / "figs")
     assert code == 2 and "cannot write the figure of" in err and "choose a writable path" in err
     assert "Traceback" not in err
+
+
+def _slow_draw(folder, name):
+    import os
+    import time
+
+    time.sleep(0.3)  # long enough that the figure process is still busy when the next ones come
+    (Path(folder) / f"{name}.{os.getpid()}").write_text("")
+
+
+@pytest.mark.slow
+def test_the_judging_process_draws_a_figure_itself_when_two_already_wait(tmp_path):
+    import os
+
+    import grpofit.commands.pipeline as pipeline
+
+    figures = pipeline.FigureProcess()
+    if figures.pool is None:
+        pytest.skip("no fork on this platform: every figure is drawn in place")
+    try:
+        for i in range(4):
+            figures.submit(_slow_draw, str(tmp_path), f"fig{i}")
+        figures.wait()
+    finally:
+        figures.stop()
+    drawn = sorted(p.name for p in tmp_path.iterdir())
+    assert [d.split(".")[0] for d in drawn] == ["fig0", "fig1", "fig2", "fig3"]  # each once
+    pids = {int(d.split(".")[1]) for d in drawn}
+    assert os.getpid() in pids and len(pids) == 2  # shared between this process and the figure process
+    assert f"fig2.{os.getpid()}" in drawn  # the third came while two waited: drawn here
