@@ -82,3 +82,20 @@ def test_ray_stopper_on_a_real_local_ray():
         ray.shutdown()
     assert last[0] == H and last[2] == H
     assert last[1] < H and last[3] < H
+
+
+def test_the_pruners_defaults_are_the_rule_that_never_killed_the_best_in_the_record():
+    """The defaults are the rule measured as 'grpofit' in docs/sweeps.json (a decision every 20%,
+    no tolerance, confidence 0.95): there it killed no true best, where the rule with tolerance
+    0.01 let a near-tied best go."""
+    import json
+    from pathlib import Path
+
+    from grpofit.forecasting.prune import SweepJudge
+
+    j = SweepJudge(1000)
+    assert (j.tolerance, j.confidence, j.margin, j.min_step, j.check_every) == (0.0, 0.95, 0.0, 200.0, 200.0)
+    summary = json.loads((Path(__file__).parents[1] / "docs" / "sweeps.json").read_text())["summary"]
+    for stratum in ("generated (all)", "real"):
+        for method in ("optuna: grpofit", "ray: grpofit"):
+            assert summary[stratum][method]["best_killed"] == 0, (stratum, method)

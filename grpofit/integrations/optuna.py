@@ -8,7 +8,7 @@
 
 Works with any study whose trials report a reward per step (``trial.report``): at the trial's
 checkpoints (from ``min_step`` on, a fifth of the horizon by default, then every ``check_every``
-steps, a tenth) every trial is forecast to ``horizon`` and the trial is pruned when the
+steps, a fifth) every trial is forecast to ``horizon`` and the trial is pruned when the
 probability that it ends more than ``tolerance - margin`` above the best trial still in the
 study is below ``1 - confidence`` (:class:`grpofit.forecasting.prune.SweepJudge`, which says what
 the defaults are and why). Finished trials count with the level they reached, running ones (other
@@ -38,8 +38,8 @@ class GrpofitPruner(optuna.pruners.BasePruner):
         horizon: int,
         *,
         margin: float = 0.0,
-        confidence: float = 0.9,
-        tolerance: float = 0.01,
+        confidence: float = 0.95,
+        tolerance: float = 0.0,
         check_every: int | None = None,
         min_step: int | None = None,
         seed: int = 0,
@@ -57,7 +57,7 @@ class GrpofitPruner(optuna.pruners.BasePruner):
         self._judges: dict = {}
 
     def _judge(self, study) -> SweepJudge:
-        key = getattr(study, "_study_id", id(study))
+        key = study.study_name  # unique per storage (Optuna's public name of a study)
         judge = self._judges.get(key)
         if judge is None:
             maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE

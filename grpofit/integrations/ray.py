@@ -9,7 +9,7 @@
 It runs in Tune's driver, on the results every trial reports (``tune.report({"reward": r, ...})``):
 no change to the trainables, and the trials may run on any machine of the cluster. At each trial's
 checkpoints (from ``min_step`` on, a fifth of the horizon by default, then every ``check_every``
-steps, a tenth) every trial is forecast to ``horizon`` and the trial is stopped when the
+steps, a fifth) every trial is forecast to ``horizon`` and the trial is stopped when the
 probability that it ends more than ``tolerance - margin`` above the best trial still running or
 finished is below ``1 - confidence`` (:class:`grpofit.forecasting.prune.SweepJudge`, the same
 decision as the Optuna pruner). ``mode="min"`` for a metric to minimise.
@@ -38,8 +38,8 @@ class GrpofitStopper(Stopper):
         step_key: str = "training_iteration",
         mode: str = "max",
         margin: float = 0.0,
-        confidence: float = 0.9,
-        tolerance: float = 0.01,
+        confidence: float = 0.95,
+        tolerance: float = 0.0,
         check_every: int | None = None,
         min_step: int | None = None,
         seed: int = 0,
