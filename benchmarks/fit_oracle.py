@@ -211,15 +211,20 @@ def summary(rows: list[dict]) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> None:
+def count_seed_out(argv: list[str] | None) -> tuple[int, int, str | None]:
+    """``N [SEED] [--out FILE]`` (default 10 runs, seed 0), the arguments of this benchmark and
+    of :mod:`benchmarks.fit_targets`."""
     argv = sys.argv[1:] if argv is None else list(argv)
     out = None
     if "--out" in argv:
         i = argv.index("--out")
         out = argv[i + 1]
         argv = argv[:i] + argv[i + 2 :]
-    n = int(argv[0]) if argv else 10
-    seed = int(argv[1]) if len(argv) > 1 else 0
+    return (int(argv[0]) if argv else 10), (int(argv[1]) if len(argv) > 1 else 0), out
+
+
+def main(argv: list[str] | None = None) -> None:
+    n, seed, out = count_seed_out(argv)
     rows = run_oracle(n, seed)
     text = oracle_report(rows)
     print(text)

@@ -22,7 +22,6 @@ moving), and writes:
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -256,14 +255,9 @@ rows beyond the fit accepted at `grpofit.fitting.intervals.INERTIA_FAR` of their
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    out = None
-    if "--out" in argv:
-        i = argv.index("--out")
-        out = argv[i + 1]
-        argv = argv[:i] + argv[i + 2 :]
-    n = int(argv[0]) if argv else 10
-    seed = int(argv[1]) if len(argv) > 1 else 0
+    from benchmarks.fit_oracle import count_seed_out
+
+    n, seed, out = count_seed_out(argv)
     r = run_targets(n, seed)
     lo, hi = _binomial_range(n, 0.95)
     text = DOC.format(

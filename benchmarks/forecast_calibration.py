@@ -178,15 +178,20 @@ def forecast_rows(item, cuts=CUTS) -> list[dict]:
     return rows
 
 
-def run_all(items, jobs: int = 1) -> list[dict]:
+def _rows_of(rows_of_item, items, jobs: int) -> list[dict]:
+    """``rows_of_item`` over ``items`` (in ``jobs`` processes), the rows of all in one list."""
     if jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(jobs) as pool:
-            parts = list(pool.map(forecast_rows, items))
+            parts = list(pool.map(rows_of_item, items))
     else:
-        parts = [forecast_rows(it) for it in items]
+        parts = [rows_of_item(it) for it in items]
     return [r for p in parts for r in p]
+
+
+def run_all(items, jobs: int = 1) -> list[dict]:
+    return _rows_of(forecast_rows, items, jobs)
 
 
 def table(rows: list[dict], title: str) -> list[str]:
@@ -318,14 +323,7 @@ def jump_lines(groups: dict) -> list[str]:
 
 
 def run_steps(items, jobs: int = 1) -> list[dict]:
-    if jobs > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(jobs) as pool:
-            parts = list(pool.map(step_rows, items))
-    else:
-        parts = [step_rows(it) for it in items]
-    return [r for p in parts for r in p]
+    return _rows_of(step_rows, items, jobs)
 
 
 def real_lines(jobs: int = 1) -> list[str]:

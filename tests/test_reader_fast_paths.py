@@ -77,6 +77,17 @@ def test_batched_rows_give_the_row_by_row_merge(rows, batch):
         assert np.array_equal(np.signbit(ft[k]), np.signbit(st_[k])), k
 
 
+def _assert_same_table(fast, careful, data):
+    """A fast path's ``(header, table, warnings, dropped)`` equals the careful path's, column by
+    column to the bit (the same parse, not a nearby one); returns the fast table."""
+    assert careful is not None, data
+    (fh, ft, fw, fd), (ch, ct, cw, cd) = fast, careful
+    assert (fh, list(ft), fw, fd) == (ch, list(ct), cw, cd), data
+    for k in ct:
+        assert ft[k].dtype == ct[k].dtype and ft[k].tobytes() == ct[k].tobytes(), (k, data)
+    return ft
+
+
 def test_plain_trainer_state_is_read_column_wise(tmp_path, monkeypatch):
     """The usual file takes the batched path (it would be silently slow otherwise), and the
     run is the row-by-row path's run."""
@@ -281,11 +292,8 @@ def test_loaded_pandas_reads_a_small_table_as_the_numpy_paths_do(case):
         return
     with pytest.MonkeyPatch.context() as mp:
         careful = _numpy_table(data, delim, mp)
-    assert careful is not None, data
-    (fh, ft, fw, fd), (ch, ct, cw, cd) = fast, careful
-    assert (fh, list(ft), fw, fd) == (ch, list(ct), cw, cd), data
-    for k in ct:
-        assert ft[k].dtype == ct[k].dtype and ft[k].tobytes() == ct[k].tobytes(), (k, data)
+    ft = _assert_same_table(fast, careful, data)
+    for k in ft:
         assert ft[k].flags.c_contiguous and ft[k].flags.owndata, k
 
 
@@ -374,11 +382,7 @@ def test_blank_cells_are_read_as_the_csv_path_reads_them(case):
         return
     with pytest.MonkeyPatch.context() as mp:
         careful = _csv_module_table(data, delim, mp)
-    assert careful is not None, data
-    (qh, qt, qw, qd), (ch, ct, cw, cd) = quick, careful
-    assert (qh, list(qt), qw, qd) == (ch, list(ct), cw, cd), data
-    for k in ct:
-        assert qt[k].dtype == ct[k].dtype and qt[k].tobytes() == ct[k].tobytes(), (k, data)
+    _assert_same_table(quick, careful, data)
 
 
 def test_a_sparse_eval_column_takes_the_unquoted_path():

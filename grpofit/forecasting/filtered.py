@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from grpofit.forecasting.likelihood import Series, _static, memo, prior_unit
+from grpofit.forecasting.likelihood import Series, _static, memo, prior_unit, remembered
 from grpofit.forecasting.statespace import LAWS, design
 from grpofit.runtime.compiled import compiled_filter
 
@@ -63,7 +63,6 @@ def filtered_objective(law: str, series: Series):
     u2 = unit * unit
     walk_nll = kernel.walk_nll
     kalman, from_log = form.kalman, form.from_log
-    seen: dict = {}
     parts: dict = {}
 
     def times_parts(theta, key):
@@ -85,21 +84,12 @@ def filtered_objective(law: str, series: Series):
         parts[key] = hit
         return hit
 
-    def f(theta) -> float:
-        theta = np.asarray(theta, dtype=float)
-        key = theta.tobytes()
-        value = seen.get(key)
-        if value is not None:
-            return value
-        hit = times_parts(theta, theta[:-2].tobytes())
+    def nll(theta) -> float:
+        A, W, h, X = times_parts(theta, theta[:-2].tobytes())
         sd2 = math.exp(2.0 * float(theta[-2]))
         qw = math.exp(float(theta[-1]))
         if not (math.isfinite(sd2) and math.isfinite(qw)):
-            value = math.inf
-        else:
-            A, W, h, X = hit
-            value = walk_nll(n, A.shape[0], p, D, known, qw, u2, sd2, step_of, A, W, h, dts, resid, X, obs_var)
-        seen[key] = value
-        return value
+            return math.inf
+        return walk_nll(n, A.shape[0], p, D, known, qw, u2, sd2, step_of, A, W, h, dts, resid, X, obs_var)
 
-    return f
+    return remembered(nll)

@@ -80,6 +80,22 @@ def memo(series: Series, key: str, inputs: tuple, build):
     return value
 
 
+def remembered(nll):
+    """``theta -> nll(theta)`` (``theta`` as a float array), a point asked for again returned from
+    a dictionary: the search and the Hessian's steps come back to some."""
+    seen: dict = {}
+
+    def f(theta) -> float:
+        theta = np.asarray(theta, dtype=float)
+        key = theta.tobytes()
+        value = seen.get(key)
+        if value is None:
+            value = seen[key] = nll(theta)
+        return value
+
+    return f
+
+
 def lags(series: Series, s=None, t=None, key: str = "lags"):
     """``((values, index), min(s_i, t_j))`` for ``s``, ``t`` (default: the series' own times):
     the lags ``|t_j - s_i| = values[index]`` (distinct values; the ``lag`` of

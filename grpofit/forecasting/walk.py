@@ -37,6 +37,7 @@ from grpofit.forecasting.likelihood import (
     laplace_cov,
     minimise,
     prior_unit,
+    remembered,
     system,
     tri_solve,
     unpack,
@@ -129,14 +130,8 @@ def dense_objective(law: str, series: Series):
     unit = prior_unit(series)
     static = _static(series)
     minimum = lags(series)[1]
-    seen = {}
 
-    def f(theta) -> float:
-        theta = np.asarray(theta, dtype=float)
-        key = theta.tobytes()
-        value = seen.get(key)
-        if value is not None:
-            return value
+    def nll(theta) -> float:
         with np.errstate(all="ignore"):
             times, sd = unpack(law, theta[:-1])
             X, shape, XSX = _times_parts(law, times, series, unit)
@@ -144,10 +139,9 @@ def dense_objective(law: str, series: Series):
             S += math.exp(float(theta[-1])) * minimum  # walk_cov(series.t, series.t, q)
             b0 = _level_prior(static, X.shape[1], series.level, unit)[0]
             g = gaussian_nll(S, series.y - X @ b0, known)
-        value = seen[key] = math.inf if g is None else g[0]
-        return value
+        return math.inf if g is None else g[0]
 
-    return f
+    return remembered(nll)
 
 
 def walk_bounds(series: Series) -> tuple[float, float]:
