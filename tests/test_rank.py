@@ -365,6 +365,53 @@ def test_run_names_in_rank_tables_keep_what_tells_them_apart():
     assert distinct_parts(["lr1e-5", "lr4e-5"]) == ["lr1e-5", "lr4e-5"]  # a short shared word stays
     assert distinct_parts(["sweep/run_a.csv", "sweep/run_a.csv"]) == ["sweep/run_a.csv"] * 2
     assert distinct_parts(["/tmp/sweep/run_lr1e-5.csv", "/tmp/sweep/run_lr4e-5.csv"]) == ["…lr1e-5.csv", "…lr4e-5.csv"]
+    # the group-size sweep's W&B names mix cases: the shared head is shared regardless of case
+    sizes = [
+        "Qwen2.5-0.5B-Instruct-GSM8K-GRPO-n32-01131200",
+        "Qwen2.5-0.5B-Instruct-GSM8K-GRPO-n64",
+        "qwen2.5-0.5b-instruct-gsm8k-crpo-no-branch-n16-new",
+        "qwen2.5-0.5b-instruct-gsm8k-crpo-no-branch",
+    ]
+    assert distinct_parts(sizes) == ["…GRPO-n32-01131200", "…GRPO-n64", "…crpo-no-branch-n16-new", "…crpo-no-branch"]
+
+
+def test_rank_table_rows_of_a_sweep_with_long_names_can_be_told_apart():
+    """Rendered off a terminal at 80 columns, every row of the group-size sweep shows its whole
+    distinct part (folded, not cut with an ellipsis)."""
+    from rich.console import Console
+
+    from grpofit.render.rank import rank_table
+
+    names = ["GRPO-n32-01131200", "GRPO-n64", "crpo-no-branch-n16-new", "crpo-no-branch"]
+    runs = [
+        {
+            "run": f"sweep.csv::Qwen2.5-0.5B-Instruct-GSM8K-{n}",
+            "metric": "reward",
+            "seen": {"steps": [0, 100], "n_points": 20},
+            "final": {"mean": 0.5, "pi80": [0.4, 0.6], "pi95": [0.3, 0.7]},
+            "p_best": 0.25,
+            "p_within_margin": 0.3,
+            "recommendation": "cannot tell yet",
+            "saved": {"steps": None, "gpu_hours": None, "hours": None},
+            "basis": "forecast",
+            "note": None,
+        }
+        for n in names
+    ]
+    doc = {
+        "horizon": {"step": 500, "source": "longest"},
+        "margin": 0.01,
+        "confidence": 0.95,
+        "runs": runs,
+        "best": None,
+    }
+    table, _ = rank_table(doc)
+    console = Console(width=80, record=True)
+    console.print(table)
+    cells = [line.split("│")[1].strip() for line in console.export_text().splitlines() if line.count("│") > 2]
+    text = "".join(cells)  # the run column's lines, folded parts joined back
+    for n in names:
+        assert n in text, n
 
 
 def test_a_tolerance_lets_one_of_a_near_tie_go_but_never_both():

@@ -103,8 +103,8 @@ def rank_table(doc: dict):
     from grpofit.render.tables import distinct_parts, esc, short_names
 
     table = Table(title="rank: each run forecast to the common horizon", title_justify="left")
-    for h in HEAD:
-        table.add_column(h)
+    for h in HEAD:  # a run's name folds onto more lines rather than losing what tells it apart
+        table.add_column(h, overflow="fold" if h == "run" else "ellipsis")
     from grpofit.readers.selection import run_label
 
     rows = [row for _, row in _rows(doc)]

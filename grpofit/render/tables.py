@@ -141,17 +141,18 @@ def distinct_parts(names: list[str]) -> list[str]:
     (cut at ``-``, ``_``, ``/``, ``.`` or ``::``), marked ``…`` where cut. A sweep's
     ``Qwen-GSM8K-gamma0.1-lam1.0-0116`` and ``Qwen-GSM8K-gamma3.0-lam1.0-0116`` become
     ``…gamma0.1…`` and ``…gamma3.0…``. Names unchanged when fewer than two, or when the cut
-    parts would not be distinct."""
+    parts would not be distinct. Words are compared regardless of case (W&B sweeps mix
+    ``Qwen2.5-0.5B-…`` and ``qwen2.5-0.5b-…``)."""
     import re
 
     if len(names) < 2 or len(set(names)) < len(names):
         return list(names)
     words = [re.split(r"(?<=[-_/.:])", n) for n in names]  # each word keeps its separator
-    head = 0
-    while all(len(w) > head + 1 for w in words) and len({w[head] for w in words}) == 1:
+    head = 0  # words compared regardless of case: ``Qwen2.5-0.5B-`` and ``qwen2.5-0.5b-`` are shared
+    while all(len(w) > head + 1 for w in words) and len({w[head].lower() for w in words}) == 1:
         head += 1
     tail = 0
-    while all(len(w) > head + tail + 1 for w in words) and len({w[-1 - tail] for w in words}) == 1:
+    while all(len(w) > head + tail + 1 for w in words) and len({w[-1 - tail].lower() for w in words}) == 1:
         tail += 1
     if len("".join(words[0][:head])) < SHARED_MIN:  # a short shared word is part of the name
         head = 0
