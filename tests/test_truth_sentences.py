@@ -159,3 +159,44 @@ def test_a_flat_run_s_plateau_is_its_level_not_the_fit_box(seed):
     lo, hi = st["ci95"]
     assert st["kind"] == "estimate" and lo < float(np.mean(y)) < hi
     assert hi - lo < 0.15 and abs(st["value"] - float(np.mean(y[-n // 10 :]))) < 0.15
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_no_step_reaching_90_percent_of_a_gain_the_steps_seen_do_not_show(capsys, tmp_path, seed):
+    # a flat run printed "step reaching 90% of the gain: 2.29 [1.76, 3.94]" while fit called its
+    # timescale not identifiable (no significant rise): a step drawn from the noise
+    rng = np.random.default_rng(seed)
+    path = tmp_path / "flat.csv"
+    y = 0.3 + 0.02 * rng.standard_normal(200)
+    path.write_text("step,reward\n" + "".join(f"{i + 1},{float(v)!r}\n" for i, v in enumerate(y)))
+    fit = json.loads(run_cli(capsys, "fit", path, "--format", "json")[1])["runs"][0]
+    assert fit["signal"]["detected"] is False
+    fc = json.loads(run_cli(capsys, "forecast", path, "--horizon", "400", "--format", "json")[1])["runs"][0]
+    for key in ("steps_to_90", "steps_to_95"):
+        assert fc[key]["value"] is None and fc[key]["reason"].startswith("no significant")
+    assert fc["at"][0]["mean"] == pytest.approx(0.3, abs=0.02)  # the level is still forecast
+    # a rise keeps its steps
+    t = np.arange(1, 201.0)
+    y = 0.2 + 0.5 * (1 - np.exp(-t / 40)) + 0.02 * rng.standard_normal(200)
+    path.write_text("step,reward\n" + "".join(f"{i + 1},{float(v)!r}\n" for i, v in enumerate(y)))
+    fc = json.loads(run_cli(capsys, "forecast", path, "--horizon", "400", "--format", "json")[1])["runs"][0]
+    assert 40 < fc["steps_to_90"]["value"] < 160
+
+
+def test_a_cut_run_that_collapsed_states_the_plateau_before_the_collapse(capsys):
+    # rasbt 7_5 cut at step 300 printed "plateau before the collapse at step 52.0: 0.0145 [0, 1.00]"
+    # (the level after the fall, from a fit of the whole cut series) and "step reaching 90% of the
+    # gain: 55.4 [55.4, 55.4]" (the fall itself); uncut it printed fit's 0.446 [0.332, 0.560]
+    from tests.reallogs import real_log
+
+    path = real_log("rasbt_grpo_qwen3-0.6b_7_5_kl_collapse.csv")
+    fit = json.loads(run_cli(capsys, "fit", path, "--format", "json")[1])["runs"][0]
+    want = fit["models"][fit["preferred"]]["params"]["plateau"]["value"]
+    for extra in ([], ["--until", "300"]):
+        code, out, _ = run_cli(capsys, "forecast", path, *extra, "--format", "json")
+        fc = json.loads(out)["runs"][0]
+        assert fc["collapse"]["step"] == fit["collapse"]["step"]
+        assert fc["plateau"]["value"] == pytest.approx(want, rel=1e-6)
+        assert fc["steps_to_90"]["value"] is None and "collapse" in fc["steps_to_90"]["reason"]
+    _, text, _ = run_cli(capsys, "forecast", path, "--until", "300")
+    assert "plateau before the collapse at step 52 " in text

@@ -126,7 +126,7 @@ def _fit_plateau(entry: dict, fc, run, column: str, steps, values, *, cut: bool,
     if steps.size < MIN_POINTS or not draws or draws.get("value") is None:
         return  # no forecast, no plateau: the refusal's note says why
     extra = getattr(fc, "extra", None) or {}
-    fit = extra.get("baseline") if extra.get("collapse") is None else None
+    fit = extra.get("baseline") if extra.get("collapse") is None else extra.get("before")
     if fit is None:
         fit = fit_series(steps, values, run=run.name, metric=column) if cut else fit_run(run, metric=column)
     st = plateau_statement(fit)

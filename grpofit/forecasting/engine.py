@@ -173,13 +173,13 @@ def forecast_series(
 
     baseline = fit_series(steps, values)
     # the collapse fit and diagnose name (one computation for every surface)
-    collapse = confirmed_collapse(steps, values, whole=baseline)[0] if collapse_check else None
+    collapse, before = confirmed_collapse(steps, values, whole=baseline) if collapse_check else (None, None)
     if collapse is not None:
         return _after_collapse(
             collapse,
             steps,
             values,
-            baseline,
+            (baseline, before),
             bounds,
             dict(
                 horizon_step=horizon_step,
@@ -260,8 +260,8 @@ def forecast_series(
     }
     saturated = _saturation_seen(draws, fits)
     doc["plateau"] = _plateau(link.metric(draws.plateau), now, drift.rising, bounds.two_sided or saturated)
-    doc["steps_to_90"] = _steps_to(draws.t90, step0)
-    doc["steps_to_95"] = _steps_to(draws.t95, step0)
+    doc["steps_to_90"] = _steps_to(draws.t90, step0, _no_rise(baseline))
+    doc["steps_to_95"] = _steps_to(draws.t95, step0, _no_rise(baseline))
     doc["remaining_gain"] = _remaining_gain(h_cols, now, horizon_t)
     doc["recommendation"] = _recommend(doc, steps, horizon_step, _small_gain(bounds, values))
     doc["note"] = _horizon_note(horizon_step, horizon_t, step0)
@@ -403,7 +403,7 @@ def _horizon_note(horizon_step, horizon_t, step0: float) -> str | None:
         return None
     return (
         "cannot forecast yet: no plan length (the run's config names no trainer.total_training_steps "
-        "or max_steps; pass --horizon N); the plateau and the steps to 90/95% are still given"
+        "or max_steps; pass --horizon N); the plateau, and the steps to 90/95% of a gain seen, are still given"
     )
 
 
@@ -413,10 +413,13 @@ def _refused(steps, values, horizon_step, horizon_source, at_steps, bounds: Boun
     return Forecast(doc, steps, values)
 
 
-def _after_collapse(collapse, steps, values, baseline, bounds: Bounds, options: dict) -> Forecast:
+def _after_collapse(collapse, steps, values, fits, bounds: Bounds, options: dict) -> Forecast:
     """A run that collapsed: the forecast of the level it fell to, from the points after the
     fall was detected, with the collapse named; refused when too few points follow it. A run
-    that recovered from its collapse: the forecast from the points after the recovery."""
+    that recovered from its collapse: the forecast from the points after the recovery.
+    ``fits``: the whole run's fit and the fit of the part before the collapse (``extra["before"]``:
+    the plateau ``fit`` states for the run)."""
+    baseline, before = fits
     recovered = bool(collapse.recovered)
     after = steps >= collapse.recovered_step if recovered else steps > collapse.detected_step
     named = (
@@ -436,10 +439,12 @@ def _after_collapse(collapse, steps, values, baseline, bounds: Bounds, options: 
             f"cannot forecast yet: {named} and only {k} points follow {fall}; a forecast of the "
             f"level after it needs at least {MIN_POINTS}",
         )
-        out.extra["baseline"] = baseline
-        out.extra["collapse"] = collapse
+        out.extra.update(baseline=baseline, before=before, collapse=collapse)
         return out
     fc = forecast_series(steps[after], values[after], **options)
+    if not recovered and _still_falling(fc.extra.get("baseline")):
+        for key in ("steps_to_90", "steps_to_95"):  # the rest of the fall is no gain to reach a share of
+            fc.doc[key] = _steps_to(np.array([]), 0.0, f"no gain after the collapse at step {_step_out(collapse.step)}")
     fc.doc["seen"] = {"steps": [_step_out(steps[0]), _step_out(steps[-1])], "n_points": int(steps.size)}
     fc.doc["collapse"] = {
         "step": _step_out(collapse.step),
@@ -458,6 +463,7 @@ def _after_collapse(collapse, steps, values, baseline, bounds: Bounds, options: 
     fc.steps, fc.values = steps, values
     fc.extra["baseline"] = baseline
     fc.extra["collapse"] = collapse  # the shared judgement's, which the command's entry names
+    fc.extra["before"] = before
     return fc
 
 
@@ -615,9 +621,32 @@ def _saturation_seen(draws, fits) -> bool:
     return held >= 0.5 * draws.law.size
 
 
-def _steps_to(times: np.ndarray, step0: float) -> dict:
+def _no_rise(baseline) -> str | None:
+    """Why the steps seen show no gain to reach a share of, or None. The same test ``fit`` states
+    (:func:`grpofit.fitting.regime.signal_test`, with the model-free trend test): where it finds no
+    significant rise or fall, ``fit`` calls the timescale not identifiable, and a step reaching 90%
+    of a gain the data do not show would be a number drawn from the noise."""
+    sig = getattr(baseline, "signal", None) or {}
+    reason = str(sig.get("reason") or "")
+    if sig.get("detected") is False and reason.startswith("no significant"):
+        return reason.split(";")[0] + " in the steps seen"
+    return None
+
+
+def _still_falling(fit) -> bool:
+    """Whether the law fitted after a fall goes on falling (its plateau below its start)."""
+    plateau, initial = (fit.param(k) if fit is not None else None for k in ("plateau", "initial"))
+    if plateau is None or initial is None or plateau.value is None or initial.value is None:
+        return False
+    return float(plateau.value) < float(initial.value)
+
+
+def _steps_to(times: np.ndarray, step0: float, withheld: str | None = None) -> dict:
     """The step reaching a share of the gain: the draws' median and 95% interval (an end the
-    draws put beyond 60 slowest timescales is null: not reached)."""
+    draws put beyond 60 slowest timescales is null: not reached). ``withheld``: the reason there
+    is none (no significant gain seen)."""
+    if withheld is not None:
+        return {"value": None, "ci95": None, "kind": None, "reason": withheld}
     ok = times[~np.isnan(times)]
     if ok.size < 0.5 * times.size:
         return {"value": None, "ci95": None, "kind": None}

@@ -44,7 +44,7 @@ def _plateau_label(r: dict) -> str:
     label = {"lower_bound": "plateau (still rising)", "upper_bound": "plateau (still falling)"}.get(kind, "plateau")
     step = (r.get("collapse") or {}).get("step")
     if step is not None and (r.get("plateau") or {}).get("source") == "fit":
-        label += f" before the collapse at step {num(step)}"
+        label += f" before the collapse at step {int(step) if float(step).is_integer() else num(step)}"
     return label
 
 
