@@ -199,4 +199,4 @@ def test_a_cut_run_that_collapsed_states_the_plateau_before_the_collapse(capsys)
         assert fc["plateau"]["value"] == pytest.approx(want, rel=1e-6)
         assert fc["steps_to_90"]["value"] is None and "collapse" in fc["steps_to_90"]["reason"]
     _, text, _ = run_cli(capsys, "forecast", path, "--until", "300")
-    assert "plateau before the collapse at step 52 " in text
+    assert "plateau before the collapse at step 52 " in text and "steps 1..300 " in text  # steps read as steps

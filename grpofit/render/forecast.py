@@ -38,13 +38,13 @@ def _est(e: dict | None, unit: str = "") -> str:
 def _plateau_label(r: dict) -> str:
     """The plateau row's label: still rising or falling for a bound; the fit's plateau of a run
     that collapsed is the one before the collapse."""
-    from grpofit.render.tables import num
+    from grpofit.render.tables import step_text
 
     kind = (r.get("plateau") or {}).get("kind")
     label = {"lower_bound": "plateau (still rising)", "upper_bound": "plateau (still falling)"}.get(kind, "plateau")
     step = (r.get("collapse") or {}).get("step")
     if step is not None and (r.get("plateau") or {}).get("source") == "fit":
-        label += f" before the collapse at step {int(step) if float(step).is_integer() else num(step)}"
+        label += f" before the collapse at step {step_text(step)}"
     return label
 
 
@@ -81,7 +81,7 @@ def _prior_text(p: dict, at: list) -> str:
 
 
 def forecast_tables(doc: dict) -> list[Any]:
-    from grpofit.render.tables import key_value_table, num
+    from grpofit.render.tables import key_value_table, num, step_text
 
     out = []
     for r in doc.get("runs", []):
@@ -89,14 +89,14 @@ def forecast_tables(doc: dict) -> list[Any]:
             ("metric", r.get("metric")),
             (
                 "seen",
-                f"steps {num(r['seen']['steps'][0])}..{num(r['seen']['steps'][1])} ({r['seen']['n_points']} points)",
+                f"steps {step_text(r['seen']['steps'][0])}..{step_text(r['seen']['steps'][1])} ({r['seen']['n_points']} points)",
             ),
         ]
         h = r.get("horizon") or {}
         rows.append(
             (
                 "planned end",
-                f"step {num(h.get('step'))} ({h.get('source')})" if h.get("step") is not None else "unknown",
+                f"step {step_text(h.get('step'))} ({h.get('source')})" if h.get("step") is not None else "unknown",
             )
         )
         bd = r.get("bounds") or {}
@@ -105,7 +105,7 @@ def forecast_tables(doc: dict) -> list[Any]:
         for a in r.get("at", []):
             if a.get("step") is None:
                 continue
-            rows.append((f"expected reward at step {num(a['step'])}", _at_text(a)))
+            rows.append((f"expected reward at step {step_text(a['step'])}", _at_text(a)))
         p = r.get("plateau") or {}
         own = " (without the prior)" if r.get("prior") else ""
         rows.append((_plateau_label(r) + own, _est(p)))
@@ -123,7 +123,7 @@ def forecast_tables(doc: dict) -> list[Any]:
 
 
 def _cut_rows(doc: dict):
-    from grpofit.render.tables import num
+    from grpofit.render.tables import num, step_text
 
     for r in doc.get("runs", []):
         for c in r.get("cuts", []):
@@ -132,7 +132,7 @@ def _cut_rows(doc: dict):
             yield [
                 r.get("run"),
                 f"{c['fraction']:.0%}",
-                num(c.get("step")),
+                step_text(c.get("step")),
                 num(pred.get("median", pred.get("mean"))),
                 _interval(pred.get("pi95")),
                 num(c.get("actual")),

@@ -48,7 +48,7 @@ def _saved(r: dict) -> str:
 
 
 def _rows(doc: dict):
-    from grpofit.render.tables import num
+    from grpofit.render.tables import step_text
 
     order = sorted(
         doc.get("runs", []),
@@ -63,7 +63,7 @@ def _rows(doc: dict):
             r,
             [
                 r["run"],
-                num(r["seen"]["steps"][1]),
+                step_text(r["seen"]["steps"][1]),
                 _final(r.get("final")),
                 _pct(r.get("p_best")),
                 _pct(r.get("p_within_margin")),
@@ -74,11 +74,11 @@ def _rows(doc: dict):
 
 
 def _summary_lines(doc: dict) -> list[str]:
-    from grpofit.render.tables import num
+    from grpofit.render.tables import num, step_text
 
     h = doc["horizon"]
     lines = [
-        f"horizon: step {num(h['step'])} ({h['source']}); margin {num(doc.get('margin'))}, "
+        f"horizon: step {step_text(h['step'])} ({h['source']}); margin {num(doc.get('margin'))}, "
         f"confidence {num(doc.get('confidence'))}"
     ]
     if doc.get("until") is not None:

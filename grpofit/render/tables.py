@@ -243,13 +243,13 @@ def _overshoot_text(ob: dict | None) -> str:
         return "none"
     if not ob.get("significant"):
         return f"none significant (at most {100 * ob['value']:.0f}% of the gain, within the noise)"
-    return f"{100 * ob['value']:.0f}% of the gain at step {num(ob.get('peak_step'))}"
+    return f"{100 * ob['value']:.0f}% of the gain at step {step_text(ob.get('peak_step'))}"
 
 
 def _fit_caption(r: dict) -> str:
     steps = r.get("steps") or [None, None]
     noise = r.get("noise") or {}
-    parts = [f"{r.get('n_points')} points, steps {num(steps[0])}-{num(steps[1])} ({r.get('step_column')})"]
+    parts = [f"{r.get('n_points')} points, steps {step_text(steps[0])}-{step_text(steps[1])} ({r.get('step_column')})"]
     if noise.get("noise_sd") is not None:
         ceiling = noise.get("r2_ceiling")
         parts.append(
