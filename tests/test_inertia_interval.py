@@ -39,3 +39,25 @@ def test_an_overdamped_run_s_inertia_interval_is_narrower_and_holds_the_truth():
     assert lo == 0.0 and truth["inertia"] <= hi < 9.0
     assert osc["damping_ratio"].ci95[0] == pytest.approx(1.918, abs=2e-3)
     assert osc["damping_ratio"].ci95[1] is None
+
+
+def test_a_forced_overdamped_run_s_shape_intervals_widen_on_the_side_that_decides_no_call():
+    """Seed 11 (tuning), overdamped, forcing sd 0.03 (the state-space likelihood finds the
+    forcing): true damping ratio 2.48, inertia 0.70. The least-squares damping-ratio interval
+    [1.19, 1.86] missed the truth above it (the forcing read as a slow start); its upper end
+    and the inertia's lower end widen by the timescale's inflation, its lower end (the
+    overdamped call) and the inertia's upper end stay."""
+    truth, table = _forced_run(11, 100, 928, "overdamped", 0.03)
+    osc = fit_series(table["step"], table["reward"]).models["oscillator"]
+    z, ti = osc.params["damping_ratio"], osc.params["inertia"]
+    assert z.ci95_ls == pytest.approx((1.191, 1.863), abs=2e-3)  # the least-squares interval
+    assert z.ci95[0] == pytest.approx(z.ci95_ls[0]) and z.ci95[0] <= truth["damping_ratio"] <= z.ci95[1]
+    assert ti.ci95[1] == pytest.approx(ti.ci95_ls[1]) and ti.ci95[0] < ti.ci95_ls[0] <= truth["inertia"]
+    assert osc.regime == "overdamped"
+
+
+def test_an_unforced_overdamped_run_s_shape_intervals_are_not_widened():
+    """The same rule leaves a run without forcing (seed 11, forcing sd 0) as least squares gave it."""
+    _, table = _forced_run(11, 100, 0, "overdamped", 0.0)
+    osc = fit_series(table["step"], table["reward"]).models["oscillator"].params
+    assert osc["inertia"].ci95_ls is None and osc["damping_ratio"].ci95_ls is None
