@@ -3,8 +3,8 @@
 Each side is one run or a group of runs (paths, folders, glob patterns, ``FILE::RUN``). Every run
 is fitted as ``grpofit fit`` does (:func:`grpofit.fitting.analysis.fit_run`). The comparison rests only on
 what the fit *publishes* for the oscillator law: each quantity's ``value`` and ``ci95``
-(:func:`published`; ``ci95_ls``, the least-squares interval, where the fit widened an underdamped
-fit's inertia or damping ratio interval for the forcing: a bias two runs share cancels in their
+(:func:`published`; ``ci95_ls``, the least-squares interval, where the fit widened an inertia or
+damping ratio interval for the forcing, both sides of an underdamped fit's, one side of an overdamped one's: a bias two runs share cancels in their
 difference, and the test's size is measured on same-settings pairs). Better intervals in the fit therefore make the comparison better without a
 change here.
 

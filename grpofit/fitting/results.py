@@ -38,7 +38,8 @@ class Estimate:
     ci95: tuple[float | None, float | None] | None = None
     note: str | None = None
     #: the least-squares interval before the forcing's widening (inertia, damping ratio of an
-    #: underdamped fit: :func:`grpofit.fitting.statespace_ci._widen_shape`), or None
+    #: underdamped fit, or of an overdamped one widened on one side:
+    #: :func:`grpofit.fitting.statespace_ci._widen_shape`), or None
     ci95_ls: tuple[float | None, float | None] | None = None
 
     def __post_init__(self):
