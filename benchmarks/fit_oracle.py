@@ -134,7 +134,8 @@ def _estimated_noise(truth: dict, t, y, u, ts, ti) -> dict:
     sds on the fit's grid (:data:`grpofit.fitting.statespace_ci._RATIOS`, prior ``r **
     R_PRIOR``), the observation variance from the run's step-to-step differences
     (:func:`~grpofit.fitting.statespace_ci.point_noise_var`). Recovered at the maximum
-    likelihood and at the posterior's mean plateau and median timescale."""
+    likelihood and at the posterior's mean plateau and median timescale; ``estimated_p_ok``: the
+    posterior's mean plateau within the tolerance (the plateau alone, as ``p_ok``)."""
     nr = _RATIOS.size
     noise_var = point_noise_var(y)
     base = _cells(t, truth, ts.repeat(nr), ti.repeat(nr), 1.0)
@@ -150,9 +151,12 @@ def _estimated_noise(truth: dict, t, y, u, ts, ti) -> dict:
     u_of = np.log(cells.ts / _true_times(truth)[0])
     wt = np.array([w[np.isclose(u_of, x)].sum() for x in u])
     (t_med,) = _cell_quantiles(u, u[1] - u[0], wt, (0.5,))
+    p_mean = float(np.sum(w * b))
     return {
         "estimated_noise_ok": _recovered(truth, float(b[k]), float(cells.ts[k])),
-        "estimated_posterior_ok": _recovered(truth, float(np.sum(w * b)), _true_times(truth)[0] * math.exp(t_med)),
+        "estimated_posterior_ok": _recovered(truth, p_mean, _true_times(truth)[0] * math.exp(t_med)),
+        # the plateau alone (docs/fit_coverage.md), from the posterior as ``p_ok``
+        "estimated_p_ok": abs(p_mean - truth["plateau"]) <= PLATEAU_TOL,
     }
 
 

@@ -35,7 +35,7 @@ def test_estimated_noise_oracle_reads_the_noise_from_the_run():
     ts0, tf0 = _true_times(truth)
     u = np.array([-0.1, 0.0, 0.1])
     got = _estimated_noise(truth, t, y, u, ts0 * np.exp(u), np.full(3, tf0))
-    assert set(got) == {"estimated_noise_ok", "estimated_posterior_ok"}
+    assert set(got) == {"estimated_noise_ok", "estimated_posterior_ok", "estimated_p_ok"}
     # the truth shifted by 0.1: no estimate of this run is within 0.03 of it
     far = dict(truth, plateau=truth["plateau"] + 0.1)
     assert not any(_estimated_noise(far, t, y, u, ts0 * np.exp(u), np.full(3, tf0)).values())
