@@ -135,7 +135,11 @@ def _estimated_noise(truth: dict, t, y, u, ts, ti) -> dict:
     R_PRIOR``), the observation variance from the run's step-to-step differences
     (:func:`~grpofit.fitting.statespace_ci.point_noise_var`). Recovered at the maximum
     likelihood and at the posterior's mean plateau and median timescale; ``estimated_p_ok``: the
-    posterior's mean plateau within the tolerance (the plateau alone, as ``p_ok``)."""
+    posterior's mean plateau within the tolerance (the plateau alone, as ``p_ok``). The ratio
+    grid's coarseness costs little: with 25 ratios over the same range the two-class runs under
+    forcing sd 0.03 (seed 11, 100 runs) were recovered in 90% (maximum likelihood) and 85%
+    (posterior) against 89% and 83% on the fit's 7; with the true ratio (the observation
+    variance still from the run), 92%."""
     nr = _RATIOS.size
     noise_var = point_noise_var(y)
     base = _cells(t, truth, ts.repeat(nr), ti.repeat(nr), 1.0)
