@@ -227,3 +227,35 @@ def test_the_fit_plateau_the_forecast_states_stays_inside_the_bounds(capsys):
     assert p["source"] == "fit" and p["kind"] == "estimate"
     assert p["ci95"][1] == pytest.approx(1.0) and p["ci95"][0] < p["value"] < 1.0
     assert "[0, 1]" in p["ci95_clipped"]
+
+
+@pytest.mark.parametrize("n,p", [(64, 0.7), (32, 0.4), (128, 0.93)])
+def test_a_band_of_lattice_draws_holds_its_level_not_its_end_values_whole(n, p):
+    """Draws of a logged mean of ``n`` binary rewards lie on a lattice of step 1/n: their
+    percentiles are lattice values, and a band holding both end values whole holds more than its
+    level (a binomial of 64 at 0.7: 88% for an 80% band). Spread over their cells, the draws give
+    a band whose probability under the same binomial is the level within a fraction of one
+    value's mass, on average over positions of the mass's centre."""
+    from scipy.stats import binom
+
+    from grpofit.forecasting.bounds import Bounds
+    from grpofit.forecasting.engine import _band
+
+    unit = Bounds(0.0, 1.0, "test")
+
+    def held(band):
+        lo, hi = band
+        return binom.cdf(np.floor(hi * n + 1e-9), n, p) - binom.cdf(np.ceil(lo * n - 1e-9) - 1, n, p)
+
+    spread, whole = {80.0: [], 95.0: []}, {80.0: [], 95.0: []}
+    for seed in range(40):
+        draws = np.random.default_rng(seed).binomial(n, p, 1500) / n
+        for level in (80.0, 95.0):
+            spread[level].append(held(_band(draws, level, unit, 1.0 / n)))
+            whole[level].append(held(_band(draws, level, unit)))
+    for level, tol in ((80.0, 0.03), (95.0, 0.015)):
+        assert np.mean(spread[level]) == pytest.approx(level / 100.0, abs=tol)
+        assert np.mean(whole[level]) > np.mean(spread[level])
+    # without a lattice step, the band is the draws' own percentiles (as before)
+    d = np.random.default_rng(0).binomial(n, p, 1500) / n
+    assert _band(d, 80.0, unit, 0.0) == _band(d, 80.0, unit)

@@ -245,7 +245,7 @@ def forecast_series(
     offs = np.cumsum([0] + sizes)
     now = lat[:, 0]
     h_cols = lat[:, offs[1] : offs[2]]
-    at_entries = _at_entries(horizon_step, horizon_t, at_steps, step0, logged, offs, bounds)
+    at_entries = _at_entries(horizon_step, horizon_t, at_steps, step0, logged, offs, bounds, link.lattice_step)
     fan = _fan(fan_t + step0, logged(offs[3], offs[4]))
     final = None
     if len(pieces) > 4:
@@ -336,14 +336,17 @@ def _validation_target(final_steps, horizon_t, step0: float, t_last: float, fan_
     return fan_end - t_last
 
 
-def _at_entries(horizon_step, horizon_t, at_steps, step0: float, logged, offs, bounds: Bounds) -> list[dict]:
+def _at_entries(
+    horizon_step, horizon_t, at_steps, step0: float, logged, offs, bounds: Bounds, step: float = 0.0
+) -> list[dict]:
     """The ``doc["at"]`` entries: the horizon's first, then each ``--at`` step's, drawn in that
-    order with ``logged(j0, j1)``; a step before the first seen one gets no numbers."""
+    order with ``logged(j0, j1)``; a step before the first seen one gets no numbers. ``step``: the
+    logged values' lattice step (:func:`_band`), 0 when they are not on one."""
     empty = {"mean": None, "pi80": None, "pi95": None}
     entries = []
     if horizon_t is not None:
         entries.append(
-            _at_entry(horizon_step, logged(offs[1], offs[1] + 1)[:, 0], bounds)
+            _at_entry(horizon_step, logged(offs[1], offs[1] + 1)[:, 0], bounds, step)
             if horizon_t >= 0
             else {"step": _step_out(horizon_step), **empty}
         )
@@ -351,7 +354,7 @@ def _at_entries(horizon_step, horizon_t, at_steps, step0: float, logged, offs, b
         entries.append({"step": None, **empty})
     for j, s in enumerate(at_steps):
         entries.append(
-            _at_entry(s, logged(offs[2] + j, offs[2] + j + 1)[:, 0], bounds)
+            _at_entry(s, logged(offs[2] + j, offs[2] + j + 1)[:, 0], bounds, step)
             if s >= step0
             else {"step": _step_out(s), **empty}
         )
@@ -512,6 +515,14 @@ class _Link:
         return self._clip(np.median(np.lib.stride_tricks.sliding_window_view(pad, k), axis=1))
 
     @property
+    def lattice_step(self) -> float:
+        """The step between the values the logged metric can take (a mean of binary rewards), 0
+        when it is not on a lattice."""
+        if not (self.linked and self.lattice):
+            return 0.0
+        return (self.bounds.high - self.bounds.low) / self.lattice
+
+    @property
     def unlink(self):
         return self.bounds.from_link if self.linked else None
 
@@ -570,12 +581,20 @@ class _Link:
 NEAR_BOUND = 0.05
 
 
-def _band(draws: np.ndarray, level: float, bounds: Bounds) -> list[float]:
+def _band(draws: np.ndarray, level: float, bounds: Bounds, step: float = 0.0) -> list[float]:
     """The central ``level``% interval of ``draws``; an end within :data:`NEAR_BOUND` of the band's
     width of a bound of the metric is moved to the bound. The logit squeezes the last stretch before
     a bound to nothing: a run still creeping toward 1.0 (a deterministic one: 0.99988 at the cut,
     0.99999 later) gets draws whose extreme stops at 0.9997, a band that misses the run by 1e-4
-    while looking confident. Reaching the bound widens the band by at most that share."""
+    while looking confident. Reaching the bound widens the band by at most that share.
+
+    ``step``: the draws lie on a lattice of this step (logged means of binary rewards). Each draw
+    is then spread evenly over its lattice cell before the percentiles are taken (the continuous
+    central interval of a discrete value): the percentiles of the lattice draws themselves are
+    lattice values, and a band that includes both end values whole holds more than ``level``% (a
+    binomial of 64 at 0.7: 88% for an 80% band)."""
+    if step > 0:
+        draws = np.clip(draws + step * (_spread(draws.size) - 0.5), bounds.low, bounds.high)
     tail = 0.5 * (100.0 - level)
     lo, hi = float(np.percentile(draws, tail)), float(np.percentile(draws, 100.0 - tail))
     if bounds.two_sided:
@@ -587,12 +606,18 @@ def _band(draws: np.ndarray, level: float, bounds: Bounds) -> list[float]:
     return [lo, hi]
 
 
-def _at_entry(step, draws: np.ndarray, bounds: Bounds) -> dict:
+def _spread(n: int) -> np.ndarray:
+    """``n`` positions spread evenly over [0, 1) in no order related to the draws' (the golden
+    ratio's multiples, modulo 1): the within-cell offsets of :func:`_band`."""
+    return np.mod(0.5 + np.arange(n) * 0.6180339887498949, 1.0)
+
+
+def _at_entry(step, draws: np.ndarray, bounds: Bounds, lattice_step: float = 0.0) -> dict:
     return {
         "step": _step_out(step),
         "mean": float(np.mean(draws)),
-        "pi80": _band(draws, 80.0, bounds),
-        "pi95": _band(draws, 95.0, bounds),
+        "pi80": _band(draws, 80.0, bounds, lattice_step),
+        "pi95": _band(draws, 95.0, bounds, lattice_step),
         "kind": "interval",
     }
 
