@@ -233,7 +233,7 @@ def test_the_fit_plateau_the_forecast_states_stays_inside_the_bounds(capsys):
 def test_a_band_of_lattice_draws_holds_its_level_not_its_end_values_whole(n, p):
     """Draws of a logged mean of ``n`` binary rewards lie on a lattice of step 1/n: their
     percentiles are lattice values, and a band holding both end values whole holds more than its
-    level (a binomial of 64 at 0.7: 88% for an 80% band). Spread over their cells, the draws give
+    level (a binomial of 64 at 0.7: 83% for an 80% band, 97% for a 95% one). Spread over their cells, the draws give
     a band whose probability under the same binomial is the level within a fraction of one
     value's mass, on average over positions of the mass's centre."""
     from scipy.stats import binom

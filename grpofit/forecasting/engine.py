@@ -7,7 +7,8 @@
 2. The metric's bounds (:mod:`.bounds`): when both are known the laws are fitted to the logit of
    the metric's position inside them, so every draw mapped back lies inside the bounds (theory
    §8: no clipping afterwards; a draw at the link's limit is the bound, and a band whose end comes
-   within 5% of its width of a bound reaches it, :func:`_band`); observation noise is binomial
+   within 5% of its width of a bound reaches it, and lattice draws are spread over their cells
+   before the percentiles, :func:`_band`); observation noise is binomial
    with a known batch, else profiled with the relative variance a mean of binary rewards has in
    the logit (:class:`_Link`).
 3. Fit the state-space laws (:mod:`.likelihood`, each with a random-walk level drift,
@@ -592,7 +593,7 @@ def _band(draws: np.ndarray, level: float, bounds: Bounds, step: float = 0.0) ->
     is then spread evenly over its lattice cell before the percentiles are taken (the continuous
     central interval of a discrete value): the percentiles of the lattice draws themselves are
     lattice values, and a band that includes both end values whole holds more than ``level``% (a
-    binomial of 64 at 0.7: 88% for an 80% band)."""
+    binomial of 64 at 0.7: 83% for an 80% band, 97% for a 95% one)."""
     if step > 0:
         draws = np.clip(draws + step * (_spread(draws.size) - 0.5), bounds.low, bounds.high)
     tail = 0.5 * (100.0 - level)
