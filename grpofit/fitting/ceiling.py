@@ -120,7 +120,44 @@ def r2_ceiling(y: np.ndarray) -> tuple[float | None, float | None]:
     B = min(BLOCKS, d.size // 3)
     if B < 2 or sd <= 0:
         return value, None if sd > 0 else 0.0
-    edges = np.linspace(0, d.size, B + 1).astype(int)
-    reps = np.array([_sd(np.concatenate([d[: edges[b]], d[edges[b + 1] :]]), True, lattice)[0] for b in range(B)])
+    reps = _jackknife_sds(d, B, lattice)
     se_sd = math.sqrt((B - 1) / B * float(np.sum((reps - reps.mean()) ** 2)))
     return value, 2.0 * (1.0 - value) * se_sd / sd
+
+
+def _jackknife_sds(d: np.ndarray, B: int, lattice: bool) -> np.ndarray:
+    """:func:`point_sd` of ``d`` with each of ``B`` contiguous blocks left out in turn (the
+    whole series' estimator, ``lattice``), block by block as :func:`_sd` finds it. The replicates
+    that leave out blocks of one length are found together, one row each (the blocks' lengths
+    differ by at most one: two batches of numpy calls instead of ``B``)."""
+    n = d.size
+    edges = (np.arange(B + 1) * n) // B  # np.linspace(0, n, B + 1).astype(int)'s cuts
+    reps = np.empty(B)
+    lengths = edges[1:] - edges[:-1]
+    for length in np.unique(lengths).tolist():
+        blocks = np.flatnonzero(lengths == length)
+        m = n - length
+        j = np.arange(m)
+        # row b: the differences before its block, then those after it
+        rows = d[j[None, :] + np.where(j[None, :] >= edges[blocks][:, None], length, 0)]
+        med = _row_middle(rows)
+        rows -= med[:, None]
+        if lattice:
+            mean = np.add.reduce(rows, axis=1) / m
+            var_d = np.maximum(np.add.reduce(rows * rows, axis=1) / m - mean * mean, 0.0)
+            reps[blocks] = np.sqrt(var_d / 2.0)
+        else:
+            np.abs(rows, out=rows)
+            reps[blocks] = 1.4826 * _row_middle(rows) / math.sqrt(2.0)
+    return reps
+
+
+def _row_middle(rows: np.ndarray) -> np.ndarray:
+    """:func:`_middle` of each row (partitioned in place)."""
+    m = rows.shape[1]
+    k = m // 2
+    if m % 2:
+        rows.partition(k, axis=1)
+        return rows[:, k].copy()
+    rows.partition((k - 1, k), axis=1)
+    return (rows[:, k - 1] + rows[:, k]) / 2.0

@@ -20,9 +20,12 @@ per side can be excluded: more are the run's own behaviour, and nothing is exclu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from grpofit.laws.models import median
 
 __all__ = ["Outliers", "find_outliers", "FACTOR", "MIN_POINTS"]
 
@@ -80,7 +83,7 @@ def find_outliers(steps: np.ndarray, values: np.ndarray) -> Outliers | None:
     d = np.abs(np.diff(values))
     # the median of |diff| alone, not the noise floor (ceiling.diff_sd): on lattice-valued rewards
     # that one takes var(diff) / 2, which the very value under test would inflate
-    noise = float(np.median(d)) * 1.4826 / np.sqrt(2.0)
+    noise = median(d, overwrite=True) * 1.4826 / math.sqrt(2.0)  # d is finite: np.median's value
     span = max(hi - lo, abs(lo), abs(hi), 10.0 * noise)
     if not np.isfinite(span) or span <= 0:
         return None

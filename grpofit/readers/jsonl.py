@@ -517,6 +517,8 @@ class _Plan:
 
 #: blocks up to this size (after the braces are dropped) are read without pandas
 SMALL_BLOCK = 2 * 1024 * 1024
-_JSON_NUMBER = rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+#: (possessive quantifiers: a value never ends inside a run of digits, nor the list inside a
+#: value, so nothing is given back; the same strings match, without the backtracking state)
+_JSON_NUMBER = rb"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][+-]?[0-9]++)?+"
 _JSON_VALUE = rb"(?:" + _JSON_NUMBER + rb"|null|NaN|-?Infinity)"
-_JSON_VALUES = re.compile(_JSON_VALUE + rb"(?:," + _JSON_VALUE + rb")*")
+_JSON_VALUES = re.compile(_JSON_VALUE + rb"(?:," + _JSON_VALUE + rb")*+")
