@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
@@ -89,3 +90,46 @@ def test_possessive_json_values_pattern_matches_the_same_strings():
     assert matched > 1000  # the sample holds many valid lists, not only rejections
     for s in (b"1,-0.5e+3,null,NaN,-Infinity,0", b"01", b"1.", b".5", b"1e", b"1_0", b"+1", b"1,,2"):
         assert (_JSON_VALUES.fullmatch(s) is not None) == (plain.fullmatch(s) is not None), s
+
+
+def _hf_documents():
+    rows = [{"step": s, "loss": 1.0 / s, "reward": 0.01 * s, "epoch": s / 300} for s in range(1, 40)]
+    rows.insert(5, {"step": 5, "eval_reward": 0.3})  # merged into step 5
+    rows.append({"step": 39, "train_runtime": 9.0, "train_loss": 0.1})  # the summary row
+    yield json.dumps({"global_step": 39, "max_steps": 1e3, "log_history": rows}, indent=2)
+    yield json.dumps(rows)  # a bare log_history array
+    yield json.dumps({"log_history": [{"step": 2, "r": 1}, {"step": 1, "r": 2}, {"r": 3}]})  # unsorted, no step
+    yield '{"log_history": [{"step": 1, "r": NaN}, {"step": NaN, "r": 1}], "epoch": Infinity}'
+    yield '{"log_history": [{"step": 1, "r": 1}], "log_history": [{"step": 7, "r": 2}]}'  # the last key wins
+    yield '{"log_history": [{"step": 1, "r": 1}], "log_history": null}'
+    yield '{"log_history": [{"step": 1, "r": {"a": 1, "b": [1, 2]}}, {"step": 2, "r": true}]}'
+    yield '\ufeff{"log_history": [{"step": 1, "reward": 0.5}, {"step": 2, "reward": 0.75}]}'
+    yield '{"log_history": [{"step": 1, "reward": 0.5}, 3, "x"]}'
+    yield '{"log_history": []}'
+    yield '{"log_history": [{"step": 1, "reward": 0.5}]} {"extra": 1}'  # not one document
+    yield "[1, 2"
+    yield '"just a string"'
+
+
+def _hf_outcome(src):
+    from grpofit.readers import hf
+
+    try:
+        runs = hf.read_hf(src, "trainer_state")
+    except Exception as e:  # noqa: BLE001 - the error itself is compared
+        return ("error", type(e).__name__, str(e))
+    return [
+        (r.name, r.steps.tobytes(), {k: v.tobytes() for k, v in r.metrics.items()}, r.stats, r.config) for r in runs
+    ]
+
+
+def test_trainer_state_in_memory_is_read_as_the_scanner_reads_it(tmp_path):
+    from grpofit.readers.source import Source
+
+    for i, text in enumerate(_hf_documents()):
+        path = tmp_path / f"doc{i}" / "trainer_state.json"
+        path.parent.mkdir()
+        path.write_bytes(text.encode())
+        scanned = _hf_outcome(Source(str(path), str(path)))  # no data in memory: the scanner
+        loaded = _hf_outcome(Source(str(path), str(path)).small_in_memory())
+        assert loaded == scanned, text

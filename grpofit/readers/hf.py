@@ -42,15 +42,16 @@ def read_hf(src: Source, fmt: str, *, step: str | None = None) -> list[Run]:
     dicts is several times it)."""
     merger = RowMerger(src.name)
     top: dict[str, Any] = {}
-    kind = None
     failed = ""
-    with src.open() as f:
-        scan = JsonScanner(f)
-        try:
-            kind = _scan_document(scan, merger, top)
-        except (ValueError, RecursionError) as exc:
-            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            failed = reason
+    kind = _load_document(src.data, merger, top) if src.data is not None else None
+    if kind is None:
+        with src.open() as f:
+            scan = JsonScanner(f)
+            try:
+                kind = _scan_document(scan, merger, top)
+            except (ValueError, RecursionError) as exc:
+                reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+                failed = reason
     if kind is None:
         from grpofit.readers.jsonl import read_json_stream
 
@@ -110,6 +111,36 @@ def _ends_open(src: Source) -> bool:
     space closes no object or array (a complete document ends in ``}`` or ``]``)."""
     end = (src.tail(4096) or src.head()).rstrip()
     return not end.endswith((b"}", b"]"))
+
+
+def _load_document(data: bytes, merger: RowMerger, top: dict[str, Any]) -> str | None:
+    """What :func:`_scan_document` feeds and returns, for a small document already in memory:
+    parsed at once by ``json.loads`` (the decoder the scanner runs on each value: the same rows,
+    in the same order; a repeated key keeps its last value, as the scanner does). None, with
+    nothing fed, when it does not parse: the scanner then says where."""
+    import json
+
+    from grpofit.readers.source import decode
+
+    try:
+        doc = json.loads(decode(data))
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(doc, list):
+        rows, kind = doc, "array"
+    elif isinstance(doc, dict):
+        rows, kind = (), "object"
+        for key, value in doc.items():
+            if key == "log_history" and isinstance(value, list):
+                rows, top[key] = value, True
+            else:
+                top[key] = False if key == "log_history" else (value if isinstance(value, (int, float)) else None)
+    else:
+        return "other"
+    for row in rows:
+        merger.feed(row)
+    merger.flush()
+    return kind
 
 
 def _scan_document(scan: JsonScanner, merger: RowMerger, top: dict[str, Any]) -> str:
