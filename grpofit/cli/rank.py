@@ -78,6 +78,7 @@ def rank(
             seed=seed,
             run_pattern=run_pattern,
             jobs=jobs,
+            fans=plot is not None,
         ),
     )
     warn(done.warnings)

@@ -29,6 +29,9 @@ class RankOptions:
     seed: int = 0
     run_pattern: str | None = None
     jobs: int = 1
+    #: each run's forecast fan is kept (``--plot``); without it the forecasts are the engine's lean
+    #: ones (:func:`~grpofit.forecasting.engine.forecast_series`: the same draws and intervals)
+    fans: bool = True
 
 
 def check_options(opts: RankOptions) -> None:
@@ -80,14 +83,23 @@ class RankOutcome:
 
 
 def _draws_one(item: RankItem, extra) -> object:
+    """The run's :class:`~grpofit.forecasting.horizon.HorizonDraws`, with only what the document
+    and the figure read: its forecast keeps the fan alone (not the engine's joint draws at every
+    time, ~400 KB a run), so the parent's memory and the workers' pipes carry ~15 KB a run."""
+    from grpofit.forecasting.engine import Forecast
     from grpofit.forecasting.horizon import horizon_draws
 
-    horizon, source, seed = extra
-    return horizon_draws(item.steps, item.values, horizon, horizon_source=source, batch=item.batch, seed=seed)
+    horizon, source, seed, fans = extra
+    res = horizon_draws(
+        item.steps, item.values, horizon, horizon_source=source, batch=item.batch, seed=seed, lean=not fans
+    )
+    fan = getattr(res.forecast, "fan", None)
+    res.forecast = Forecast(res.entry, fan=fan) if fan is not None else None
+    return res
 
 
-def _forecast_all(items: list[RankItem], horizon, source, seed, jobs) -> list:
-    extra = (horizon, source, seed)
+def _forecast_all(items: list[RankItem], horizon, source, seed, jobs, fans: bool = True) -> list:
+    extra = (horizon, source, seed, fans)
     if jobs > 1 and len(items) > 1:
         from grpofit.core.limits import cap_jobs
 
@@ -124,7 +136,7 @@ def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: Ran
     from grpofit.core.vocabulary import SCHEMAS
     from grpofit.forecasting.engine import _step_out
 
-    results = _forecast_all(items, horizon, source, opts.seed, opts.jobs)
+    results = _forecast_all(items, horizon, source, opts.seed, opts.jobs, opts.fans)
     verdicts = judge(
         [r.draws for r in results],
         margin=opts.margin,

@@ -141,6 +141,7 @@ def forecast_series(
     bounds: Bounds | None = None,
     metric: str | None = None,
     collapse_check: bool = True,
+    lean: bool = False,
 ) -> Forecast:
     """Forecast a run from ``(steps, values)`` seen so far (see the module docstring).
 
@@ -154,6 +155,10 @@ def forecast_series(
     model's extrapolation on the seen steps (:mod:`.validate`): its error at the horizon's
     distance is added to the draws as a model discrepancy (:mod:`.discrepancy`, beside the
     rate error of the continuation) and reported in ``doc["point"]``.
+    ``lean``: what a ranking of many runs reads only (the draws, the ``at`` entries, the plateau,
+    the notes): the steps to 90/95% of the gain, the recommendation that reads them and the fan
+    chart are not computed (``None``). The ``at`` entries and the draws are the same numbers as
+    without it (the same random streams).
     """
     steps, values = _clean(steps, values)
     at_steps = [float(s) for s in at_steps]
@@ -194,6 +199,7 @@ def forecast_series(
                 validate=validate,
                 bounds=bounds,
                 collapse_check=False,
+                lean=lean,
             ),
         )
     falling = _fallen_back(steps, values)
@@ -232,7 +238,7 @@ def forecast_series(
         from grpofit.forecasting.validate import rolling_origin
 
         point = rolling_origin(fits, weights, series, t, link.z, target, seed=seed)
-    draws = sample_future(fits, series, tf, seed=seed, unlink=link.unlink, temper=temper)
+    draws = sample_future(fits, series, tf, seed=seed, unlink=link.unlink, temper=temper, gain_times=not lean)
     noise_var = tail_noise_var(fits, weights, link, t)
     add_validation_error(draws, point, tf - t_last, target, noise_var, np.random.default_rng(seed + 2))
     add_rate_error(draws, vouched_slope(t, link.z), tf - t_last, np.random.default_rng(seed + 3))
@@ -247,7 +253,7 @@ def forecast_series(
     now = lat[:, 0]
     h_cols = lat[:, offs[1] : offs[2]]
     at_entries = _at_entries(horizon_step, horizon_t, at_steps, step0, logged, offs, bounds, link.lattice_step)
-    fan = _fan(fan_t + step0, logged(offs[3], offs[4]))
+    fan = None if lean else _fan(fan_t + step0, logged(offs[3], offs[4]))
     final = None
     if len(pieces) > 4:
         level = link.window_mean(draws.latent[:, offs[4] : offs[5]], draws.obs_sd, len(final_steps), rng)
@@ -264,7 +270,7 @@ def forecast_series(
     doc["steps_to_90"] = _steps_to(draws.t90, step0, _no_rise(baseline))
     doc["steps_to_95"] = _steps_to(draws.t95, step0, _no_rise(baseline))
     doc["remaining_gain"] = _remaining_gain(h_cols, now, horizon_t)
-    doc["recommendation"] = _recommend(doc, steps, horizon_step, _small_gain(bounds, values))
+    doc["recommendation"] = None if lean else _recommend(doc, steps, horizon_step, _small_gain(bounds, values))
     doc["note"] = _horizon_note(horizon_step, horizon_t, step0)
     doc["bounds"] = bounds.doc()
     doc["current"] = {

@@ -80,17 +80,27 @@ def _accelerating(steps: np.ndarray, values: np.ndarray) -> bool:
 
 
 def horizon_draws(
-    steps, values, horizon: float, *, horizon_source: str | None = None, batch: int | None = None, seed: int = 0
+    steps,
+    values,
+    horizon: float,
+    *,
+    horizon_source: str | None = None,
+    batch: int | None = None,
+    seed: int = 0,
+    lean: bool = False,
 ) -> HorizonDraws:
     """Draws of the run's expected reward at step ``horizon`` from ``(steps, values)`` seen so
-    far (see the module docstring for what is drawn when the engine refuses)."""
+    far (see the module docstring for what is drawn when the engine refuses). ``lean``: the
+    engine's lean forecast (no steps to 90/95%, no fan chart; the same draws and intervals)."""
     from grpofit.forecasting.engine import forecast_series
 
     steps = np.asarray(steps, dtype=float)
     values = np.asarray(values, dtype=float)
     keep = np.isfinite(steps) & np.isfinite(values)
     steps, values = steps[keep], values[keep]
-    fc = forecast_series(steps, values, horizon_step=horizon, horizon_source=horizon_source, batch=batch, seed=seed)
+    fc = forecast_series(
+        steps, values, horizon_step=horizon, horizon_source=horizon_source, batch=batch, seed=seed, lean=lean
+    )
     doc = fc.doc
     at = doc["at"][0] if doc.get("at") else {}
     rng = np.random.default_rng(seed + 7)
