@@ -82,3 +82,21 @@ def test_rank_worker_result_is_small_and_the_same():
         assert res.open_ended == whole.open_ended and res.kind == whole.kind
     assert lean.forecast is None
     assert plotted.forecast.fan["q50"].shape == whole.forecast.fan["q50"].shape
+
+
+@pytest.mark.slow
+def test_lean_forecast_names_the_same_collapse():
+    """Lean, the whole run's fit is only made when a collapse candidate needs it: the collapse
+    named and the forecast after it are the same."""
+    from grpofit.forecasting.engine import forecast_series
+
+    rng = np.random.default_rng(5)
+    s = np.arange(1, 221, dtype=float)
+    mean = np.where(s < 150, 0.1 + 0.7 * (1 - np.exp(-s / 30.0)), 0.05)
+    v = rng.binomial(64, mean) / 64.0
+    full = forecast_series(s, v, horizon_step=400, horizon_source="--horizon", seed=1)
+    lean = forecast_series(s, v, horizon_step=400, horizon_source="--horizon", seed=1, lean=True)
+    assert full.doc.get("collapse") is not None
+    assert lean.doc["collapse"] == full.doc["collapse"]
+    assert lean.doc["at"] == full.doc["at"] and lean.doc["note"] == full.doc["note"]
+    assert lean.extra["baseline"] is None and full.extra["baseline"] is not None

@@ -157,8 +157,9 @@ def forecast_series(
     rate error of the continuation) and reported in ``doc["point"]``.
     ``lean``: what a ranking of many runs reads only (the draws, the ``at`` entries, the plateau,
     the notes): the steps to 90/95% of the gain, the recommendation that reads them and the fan
-    chart are not computed (``None``). The ``at`` entries and the draws are the same numbers as
-    without it (the same random streams).
+    chart are not computed (``None``), nor the whole run's fit where the collapse check does not
+    need it (``extra["baseline"]``). The ``at`` entries and the draws are the same numbers as
+    without it (the same random streams, the same collapse decision).
     """
     steps, values = _clean(steps, values)
     at_steps = [float(s) for s in at_steps]
@@ -177,7 +178,9 @@ def forecast_series(
     from grpofit.fitting import fit_series
     from grpofit.fitting.analysis import confirmed_collapse
 
-    baseline = fit_series(steps, values)
+    # the whole run's fit: lean, only where the collapse check needs it (a candidate collapse to
+    # test), the same call it would make (``extra["baseline"]`` is then not kept)
+    baseline = None if lean else fit_series(steps, values)
     # the collapse fit and diagnose name (one computation for every surface)
     collapse, before = confirmed_collapse(steps, values, whole=baseline) if collapse_check else (None, None)
     if collapse is not None:
