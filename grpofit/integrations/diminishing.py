@@ -27,7 +27,7 @@ def diminishing(
     steps, values = steps[keep], values[keep]
     if horizon is None or not steps.size or steps[-1] >= horizon:
         return None
-    res = horizon_draws(steps, values, horizon, seed=seed)
+    res = horizon_draws(steps, values, horizon, seed=seed, lean=True)  # the same draws, fewer extras
     if res.draws is None or res.kind != "forecast":
         return None
     now = float(values[-max(3, values.size // 10) :].mean())
