@@ -84,8 +84,9 @@ class RankOutcome:
 
 def _draws_one(item: RankItem, extra) -> object:
     """The run's :class:`~grpofit.forecasting.horizon.HorizonDraws`, with only what the document
-    and the figure read: its forecast keeps the fan alone (not the engine's joint draws at every
-    time, ~400 KB a run), so the parent's memory and the workers' pipes carry ~15 KB a run."""
+    and the figure read: the entry's ``at`` and ``note``, and a forecast that keeps the fan alone
+    (not the engine's joint draws at every time, ~400 KB a run), so the parent's memory and the
+    workers' pipes carry ~11 KB a run (the draws at the horizon, 1,200 numbers)."""
     from grpofit.forecasting.engine import Forecast
     from grpofit.forecasting.horizon import horizon_draws
 
@@ -94,6 +95,7 @@ def _draws_one(item: RankItem, extra) -> object:
         item.steps, item.values, horizon, horizon_source=source, batch=item.batch, seed=seed, lean=not fans
     )
     fan = getattr(res.forecast, "fan", None)
+    res.entry = {k: res.entry[k] for k in ("at", "note") if k in res.entry}  # what the document reads
     res.forecast = Forecast(res.entry, fan=fan) if fan is not None else None
     return res
 
@@ -205,14 +207,14 @@ def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: Ran
     return RankOutcome(doc, list(zip(items, results)))
 
 
-def common_horizon(runs, items, option) -> tuple[float, str]:
-    """``--horizon``; else the latest planned end in the configs; else the longest run's last step
-    (as logged: with ``--until`` the sweep is replayed up to where its runs went)."""
+def common_horizon(configs, items, option) -> tuple[float, str]:
+    """``--horizon``; else the latest planned end in the runs' configs; else the longest run's last
+    step (as logged: with ``--until`` the sweep is replayed up to where its runs went)."""
     from grpofit.readers.plan import planned_last_step
 
     if option is not None:
         return float(option), "--horizon"
-    planned = [planned_last_step(r.config)[0] for r in runs]
+    planned = [planned_last_step(c)[0] for c in configs]
     planned = [p for p in planned if p is not None]
     if planned:
         return max(planned), "planned end (config)"
@@ -229,7 +231,7 @@ def rank_paths(paths: list[str], opts: RankOptions) -> RankOutcome:
     from grpofit.readers.selection import matches, no_match
 
     check_options(opts)
-    runs, items, warnings, errors = [], [], [], []
+    configs, items, warnings, errors = [], [], [], []  # a run's config, not the run: memory per run stays small
     expanded = [p for spec in paths for p in expand_argument(spec)]
     for path in expanded:
         try:
@@ -245,8 +247,10 @@ def rank_paths(paths: list[str], opts: RankOptions) -> RankOutcome:
                     keep = steps <= opts.until
                     rest = (steps[~keep], values[~keep])
                     steps, values = steps[keep], values[keep]
+                if not opts.fans:  # the points after --until are drawn on the figure only
+                    rest = None
                 batch, _ = batch_size(run.config, opts.batch_size)
-                runs.append(run)
+                configs.append(run.config)
                 items.append(
                     RankItem(
                         run.name,
@@ -279,7 +283,7 @@ def rank_paths(paths: list[str], opts: RankOptions) -> RankOutcome:
     empty = [it.name for it in items if not it.steps.size]
     if len(empty) == len(items):
         raise UsageError(f"no run has a step at or before --until {opts.until}", fix="pass a later --until step")
-    horizon, source = common_horizon(runs, items, opts.horizon)
+    horizon, source = common_horizon(configs, items, opts.horizon)
     done = rank_series(items, horizon=horizon, source=source, opts=opts)
     done.warnings = warnings
     if errors:
