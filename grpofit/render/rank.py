@@ -10,13 +10,15 @@ HEAD = ["run", "seen to", "final at horizon (80% / 95%)", "p best", "p within ma
 
 
 def _pct(p) -> str:
+    """A probability in whole percents: its Monte-Carlo error (the draws come from a few dozen
+    parameter draws per run) is about a point, so a tenth would be noise (JSON keeps the share)."""
     if p is None:
         return "-"
-    if 0 < p < 0.001:
-        return "<0.1%"
-    if 0.999 < p < 1:
-        return ">99.9%"
-    return f"{100 * p:.1f}%"
+    if 0 < p < 0.005:
+        return "<1%"
+    if 0.995 < p < 1:
+        return ">99%"
+    return f"{100 * p:.0f}%"
 
 
 def _final(f: dict) -> str:
