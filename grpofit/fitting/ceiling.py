@@ -135,21 +135,37 @@ def _jackknife_sds(d: np.ndarray, B: int, lattice: bool) -> np.ndarray:
     reps = np.empty(B)
     lengths = edges[1:] - edges[:-1]
     for length in np.unique(lengths).tolist():
-        blocks = np.flatnonzero(lengths == length)
         m = n - length
-        j = np.arange(m)
-        # row b: the differences before its block, then those after it
-        rows = d[j[None, :] + np.where(j[None, :] >= edges[blocks][:, None], length, 0)]
-        med = _row_middle(rows)
-        rows -= med[:, None]
-        if lattice:
-            mean = np.add.reduce(rows, axis=1) / m
-            var_d = np.maximum(np.add.reduce(rows * rows, axis=1) / m - mean * mean, 0.0)
-            reps[blocks] = np.sqrt(var_d / 2.0)
-        else:
-            np.abs(rows, out=rows)
-            reps[blocks] = 1.4826 * _row_middle(rows) / math.sqrt(2.0)
+        same = np.flatnonzero(lengths == length)
+        per = max(1, BATCH_ELEMENTS // m)  # a long run's replicates a few at a time: memory stays O(n)
+        for start in range(0, same.size, per):
+            _replicates(d, edges, same[start : start + per], length, lattice, reps)
     return reps
+
+
+#: the most elements the jackknife's batched replicates hold at once (a 10^6-point run: one at a time)
+BATCH_ELEMENTS = 1 << 18
+
+
+def _replicates(d, edges, blocks, length, lattice, reps) -> None:
+    """Fill ``reps[blocks]``: one row per left-out block of ``length`` (the differences before
+    the block, then those after it)."""
+    m = d.size - length
+    if blocks.size == 1:
+        b = int(blocks[0])
+        rows = np.concatenate([d[: edges[b]], d[edges[b + 1] :]])[None, :]
+    else:
+        j = np.arange(m)
+        rows = d[j[None, :] + np.where(j[None, :] >= edges[blocks][:, None], length, 0)]
+    med = _row_middle(rows)
+    rows -= med[:, None]
+    if lattice:
+        mean = np.add.reduce(rows, axis=1) / m
+        var_d = np.maximum(np.add.reduce(rows * rows, axis=1) / m - mean * mean, 0.0)
+        reps[blocks] = np.sqrt(var_d / 2.0)
+    else:
+        np.abs(rows, out=rows)
+        reps[blocks] = 1.4826 * _row_middle(rows) / math.sqrt(2.0)
 
 
 def _row_middle(rows: np.ndarray) -> np.ndarray:
