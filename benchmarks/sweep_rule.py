@@ -14,7 +14,7 @@ replays the two harnesses of :mod:`benchmarks.sweeps` from those forecasts for m
   pruned on).
 
 A stopped or pruned trial is no reference and counts as given up, as in
-:class:`~grpofit.forecasting.prune.SweepJudge`. A rule is (checkpoints, margin, tolerance,
+:class:`~grpofit.forecasting.prune.SweepJudge`. A rule is (checkpoints, margin, tolerance, population,
 confidence). ``--tune-seed`` sweeps choose it (the criterion is
 fixed before looking: the true best killed in at most 5% of sweeps under both harnesses, then the
 least compute, then the least regret); ``--eval-seed`` sweeps measure it. The benchmark proper
@@ -40,6 +40,8 @@ SCHEDULES = {
     "20%, then every 10%": (0.2, 0.1),
     "30%, then every 10%": (0.3, 0.1),
     "10%, then every 10%": (0.1, 0.1),
+    "10%, then every 5%": (0.1, 0.05),
+    "20%, then every 5%": (0.2, 0.05),
 }
 
 
@@ -64,6 +66,26 @@ class Forecasts(dict):
     def __init__(self, sw):
         super().__init__()
         self.sw = sw
+        self.priors: dict = {}  #: the finished trials (indices) -> their population prior
+
+    def siblings(self, k, c, done: tuple):
+        """Run ``k``'s draws at checkpoint ``c`` from the population prior of the finished runs
+        ``done`` (:func:`~grpofit.forecasting.prune.sibling_draws`, as
+        :class:`~grpofit.forecasting.prune.SweepJudge` with ``population=True``); None with
+        fewer than two or no interval."""
+        from grpofit.forecasting.prune import sibling_draws, sibling_prior
+
+        key = (k, c, "siblings", done)
+        if key not in self:
+            if done not in self.priors:
+                self.priors[done] = sibling_prior([(str(i), self.sw.steps[i], self.sw.values[i]) for i in done], seed=0)
+            prior, d = self.priors[done], None
+            if prior is not None:
+                s, v = self.sw.steps[k], self.sw.values[k]
+                keep = s <= _decided_at(s, c)
+                d = sibling_draws(prior, s[keep], v[keep], self.sw.horizon, seed=0)
+            self[key] = d
+        return self[key]
 
     def __missing__(self, key):
         i, c = key
@@ -144,17 +166,24 @@ def sequential(sw, fc, rule) -> list:
     stopped: list = [None] * len(sw.names)
     past: list = []  # (draws, open_ended) of the trials already run
     kept: list = []  # whether each of them ran to the end
+    done: list = []  # the runs that ran to the end, in order (a population prior's runs)
     for k in trial_order(sw):
         at = None
         for c in checkpoints(sw, rule):
             if not past:
                 break
-            entries = past + [fc[k, c]]
+            own = fc[k, c]
+            if rule.get("population") and len(done) >= 2 and (own[0] is None or own[1]):
+                d = fc.siblings(k, c, tuple(done))
+                own = own if d is None else (d, False)
+            entries = past + [own]
             if _decide([d for d, _ in entries], [o for _, o in entries], len(entries) - 1, rule, kept + [True]):
                 stopped[k], at = _stop_step(sw.steps[k], c), c
                 break
         past.append(fc[k, at] if stopped[k] is not None else fc[k, "end"])
         kept.append(stopped[k] is None)
+        if stopped[k] is None:
+            done.append(k)
     return stopped
 
 
@@ -163,9 +192,16 @@ OFFSETS = ((0.0, 0.0), (0.01, 0.0), (0.02, 0.0), (0.0, 0.005), (0.0, 0.01), (0.0
 
 
 def rules() -> list[dict]:
+    """Every schedule x offsets x confidence, without and with the population prior of the
+    finished trials (``population``: it only acts in the sequential harness, where trials finish
+    before others start; in the parallel one no trial has finished at a checkpoint)."""
     out = []
-    for (name, sched), (m, tol), c in itertools.product(SCHEDULES.items(), OFFSETS, (0.9, 0.95, 0.99)):
-        out.append({"schedule": sched, "checks_name": name, "margin": m, "tolerance": tol, "confidence": c})
+    for (name, sched), (m, tol), c, pop in itertools.product(
+        SCHEDULES.items(), OFFSETS, (0.9, 0.95, 0.99), (False, True)
+    ):
+        out.append(
+            {"schedule": sched, "checks_name": name, "margin": m, "tolerance": tol, "confidence": c, "population": pop}
+        )
     return out
 
 
@@ -184,6 +220,48 @@ def evaluate(sweeps, cache, rule) -> dict:
 
 def _one(sw):
     return sw.name, forecasts(sw)
+
+
+BAND_CUTS = (0.1, 0.2, 0.3)
+
+
+def bands(sweeps, cache) -> dict:
+    """Does a prior from the finished runs narrow the band of a run still early? For every run of
+    a sweep with two or more runs before it in :func:`~benchmarks.sweeps.trial_order` (all taken
+    as finished), at 10/20/30% of the horizon: the 95% band of its own forecast and of the
+    population prior's (:func:`~grpofit.forecasting.prune.sibling_draws`, from the runs before
+    it), their widths and whether they hold the true final level; ``open`` counts the own
+    forecasts that are open-ended (never stopped on) or missing."""
+    rows: dict = {}
+    for sw in sweeps:
+        fc = cache[sw.name]
+        fc.sw = sw
+        order = trial_order(sw)
+        for j in range(2, len(order)):
+            k = order[j]
+            for cut in BAND_CUTS:
+                c = float(max(1, int(cut * sw.horizon)))
+                own, opened = fc[k, c]
+                pri = fc.siblings(k, c, tuple(order[:j]))
+                row = rows.setdefault(f"{cut:.0%}", {"n": 0, "open": 0, "own": [], "prior": []})
+                row["n"] += 1
+                row["open"] += int(own is None or opened)
+                for name, d in (("own", own), ("prior", pri)):
+                    if d is not None:
+                        lo, hi = np.percentile(d, [2.5, 97.5])
+                        row[name].append((float(hi - lo), bool(lo <= sw.truth[k] <= hi)))
+        fc.sw = None
+    out = {}
+    for cut, row in rows.items():
+        out[cut] = {"runs": row["n"], "open_ended": row["open"]}
+        for name in ("own", "prior"):
+            xs = row[name]
+            out[cut][name] = {
+                "with_band": len(xs),
+                "width": float(np.mean([w for w, _ in xs])) if xs else None,
+                "coverage": float(np.mean([h for _, h in xs])) if xs else None,
+            }
+    return out
 
 
 def load(sweeps, jobs: int) -> dict:
@@ -220,6 +298,7 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--memo", default="/tmp/sweeps_memo", help="the forecasts' memo (shared with benchmarks.sweeps)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--bands", action="store_true", help="also measure the finished runs' prior's bands (bands())")
     a = ap.parse_args(argv)
     MEMO.directory = Path(a.memo)
     MEMO.install()
@@ -247,11 +326,15 @@ def main(argv=None) -> int:
                 )
         print(
             f"{flag} {row['checks_name']:20s} m={row['margin']:<5} tol={row['tolerance']:<5} c={row['confidence']:<4} "
-            + " | ".join(cells)
+            f"{'pop' if row.get('population') else '   '} " + " | ".join(cells)
         )
     if a.out:
         sizes = {"generated": a.generated, "tune_seed": a.tune_seed, "eval_seed": a.eval_seed, "real": a.real}
-        Path(a.out).write_text(json.dumps({"chosen": best, "table": table, "sizes": sizes}, indent=1) + "\n")
+        doc = {"chosen": best, "table": table, "sizes": sizes}
+        if a.bands:
+            doc["bands"] = {k: bands(v, caches[k]) for k, v in sets.items()}
+            print(json.dumps(doc["bands"], indent=1))
+        Path(a.out).write_text(json.dumps(doc, indent=1) + "\n")
     return 0
 
 

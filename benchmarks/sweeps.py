@@ -717,9 +717,32 @@ def where_we_lose(summary: dict) -> list[str]:
     return out
 
 
+def _rule_cells(row: dict, sets: list) -> str:
+    return " | ".join(
+        f"{row[k][h]['regret']:.4f} / {100 * row[k][h]['best_killed']:.0f}% / {100 * row[k][h]['compute']:.0f}%"
+        for k in sets
+        for h in ("parallel", "sequential")
+    )
+
+
+def rule_picks(choice: dict) -> list[dict]:
+    """Per schedule of checkpoints, without and with the population prior: the row the criterion
+    (:func:`benchmarks.sweep_rule.choose`) picks among the offsets and confidences."""
+    from benchmarks.sweep_rule import choose
+
+    groups: dict = {}
+    for row in choice["table"]:
+        groups.setdefault((row["checks_name"], bool(row.get("population"))), []).append(row)
+    return [choose(rows) for rows in groups.values()]
+
+
+RULE_KEYS = ("checks_name", "margin", "tolerance", "confidence", "population")
+
+
 def render_rule_choice(choice: dict | None) -> list[str]:
-    """The table of :mod:`benchmarks.sweep_rule`: every rule replayed on the tune sweeps (and the
-    evaluation sweeps when measured), the chosen one marked."""
+    """The table of :mod:`benchmarks.sweep_rule`: per schedule (with and without the population
+    prior) the rule the criterion picks on the tune sweeps, its results on the evaluation sweeps
+    when measured, the chosen one marked; then the bands of the finished runs' prior."""
     if not choice:
         return []
     sz = choice.get("sizes", {})
@@ -729,31 +752,56 @@ def render_rule_choice(choice: dict | None) -> list[str]:
         "## Choosing grpofit's rule on other sweeps",
         "",
         f"`python -m benchmarks.sweep_rule`: {sz.get('generated')} generated sweeps of generator seed "
-        f"{sz.get('tune_seed')} (tune), every rule replayed from forecasts made once per checkpoint. "
-        "Criterion fixed before looking: the true best killed in at most 5% of sweeps under both "
-        "harnesses, then the least compute, then the least regret. Chosen: the row marked **bold**; it "
-        "is measured above, on sweeps it was not chosen on, as `grpofit (tolerance 0.01, confidence 0.9, every 10%)`. "
-        "There it killed a near-tied true best in more than 5% of the sweeps, so the pruners' defaults are the "
-        "safer rule measured as `grpofit` (a decision every 20%, confidence 0.95, no tolerance). Margin: a run that "
-        "may end within it of the best is kept; tolerance: a run is let go when it would end at most "
-        "that much above the best of the runs still going (with the runs already stopped: regret accepted).",
+        f"{sz.get('tune_seed')} (tune), every rule replayed from forecasts made once per checkpoint"
+        + (f"; evaluated on seed {sz.get('eval_seed')}" if sz.get("eval_seed") is not None else "")
+        + (" and on the real sweeps (no rule chosen on them)" if sz.get("real") else "")
+        + ". A rule: checkpoints (the first decision, then one every so often), margin, tolerance, "
+        "confidence, and whether a trial its own forecast cannot judge (open-ended) is judged on the "
+        "population prior of the trials already finished (`population`). Criterion fixed before looking: "
+        "the true best killed in at most 5% of the tune sweeps under both harnesses, then the least "
+        "compute, then the least regret. Below, per schedule and population setting, the row the "
+        f"criterion picks among the {len(choice['table'])} rules (all in docs/sweeps.json); the one it "
+        "picks overall in **bold**. Margin: a run that may end within it of the best is kept; tolerance: a "
+        "run is let go when it would end at most that much above the best of the runs still going (with "
+        "the runs already stopped: regret accepted).",
         "",
-        f"| checkpoints | margin | tolerance | confidence | {head} |",
-        "|---|---|---|---|" + "---|" * (2 * len(sets)),
+        f"| checkpoints | population | margin | tolerance | confidence | {head} |",
+        "|---|---|---|---|---|" + "---|" * (2 * len(sets)),
     ]
     chosen = choice["chosen"]
-    keys = ("checks_name", "margin", "tolerance", "confidence")
-    for row in choice["table"]:
-        cells = " | ".join(
-            f"{row[k][h]['regret']:.4f} / {100 * row[k][h]['best_killed']:.0f}% / {100 * row[k][h]['compute']:.0f}%"
-            for k in sets
-            for h in ("parallel", "sequential")
-        )
-        mark = "**" if all(row.get(k) == chosen.get(k) for k in keys) else ""
+    for row in rule_picks(choice):
+        mark = "**" if all(row.get(k) == chosen.get(k) for k in RULE_KEYS) else ""
         lines.append(
-            f"| {mark}{row['checks_name']}{mark} | {row['margin']} | {row.get('tolerance', 0.0)} | "
-            f"{row['confidence']} | {cells} |"
+            f"| {mark}{row['checks_name']}{mark} | {'yes' if row.get('population') else 'no'} | {row['margin']} | "
+            f"{row.get('tolerance', 0.0)} | {row['confidence']} | {_rule_cells(row, sets)} |"
         )
+    lines.append("")
+    return lines + render_bands(choice.get("bands"))
+
+
+def render_bands(bands: dict | None) -> list[str]:
+    if not bands:
+        return []
+    lines = [
+        "### Does a prior from the finished runs narrow an early band?",
+        "",
+        "Every run with two or more runs before it in the sequential order, at 10/20/30% of the horizon "
+        "(`benchmarks.sweep_rule.bands`): its own forecast's 95% band at the horizon and the band of the "
+        "population prior built from the runs before it, with how often each holds the true final level. "
+        "Open-ended: own forecasts still rising and speeding up (or missing), on which nothing is stopped.",
+        "",
+        "| sweeps | cut | runs | own open-ended | own band: width / holds truth (runs) | prior band: width / holds truth (runs) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, block in bands.items():
+        for cut, r in block.items():
+            cells = []
+            for name in ("own", "prior"):
+                x = r[name]
+                cells.append(
+                    "-" if x["width"] is None else f"{x['width']:.3f} / {100 * x['coverage']:.0f}% ({x['with_band']})"
+                )
+            lines.append(f"| {key} | {cut} | {r['runs']} | {r['open_ended']} | {cells[0]} | {cells[1]} |")
     return lines + [""]
 
 

@@ -352,7 +352,11 @@ def test_sweep_rule_replays_stop_where_the_judge_says():
     table = [{**row, "tune": res}, {**row, "margin": 0.02, "tune": bad}]
     assert choose(table) is table[0]  # the cheaper one kills the best in half the sweeps
     text = "\n".join(render_rule_choice({"chosen": table[0], "table": table, "sizes": {"generated": 1}}))
-    assert "| **20%** | 0.0 | 0.0 | 0.95 |" in text and "| 20% | 0.02 | 0.0 | 0.95 |" in text
+    assert "| **20%** | no | 0.0 | 0.0 | 0.95 |" in text
+    assert "| 20% | no | 0.02 |" not in text  # per schedule only the row the criterion picks
+    table.append({**row, "checks_name": "10%", "population": True, "tune": bad})
+    text = "\n".join(render_rule_choice({"chosen": table[0], "table": table, "sizes": {"generated": 1}}))
+    assert "| 10% | yes | 0.0 | 0.0 | 0.95 | 0.1000 / 50% / 30% |" in text
 
 
 def test_run_names_in_rank_tables_keep_what_tells_them_apart():

@@ -16,6 +16,15 @@ never both. A trial is never stopped while its forecast has no upper
 end or it is still rising and speeding up (a slow starter). Trials that have ended take part with
 their known level; trials not yet forecastable take no part (they can only make the decision
 more cautious if they did). Between checkpoints a report costs a dictionary update.
+
+``population=True`` lets the sweep's finished trials (two or more that ran to the horizon and
+were not stopped) speak for a trial its own forecast cannot judge: when the trial decided on has
+no forecast yet, or an open-ended one (still rising and speeding up, or no upper end), a
+population prior is built from the finished trials (:func:`~.prior.build_prior`, once per set
+of finished trials) and the trial's draws at the horizon are the prior-combined forecast's
+(:func:`sibling_draws`), which the prior's own similarity check tempers for a trial unlike its
+siblings. A trial whose own forecast is not open-ended is judged on it alone. In a parallel sweep
+no trial has finished at the early checkpoints, so the option acts late or not at all.
 """
 
 from __future__ import annotations
@@ -24,7 +33,59 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["SweepJudge"]
+__all__ = ["SweepJudge", "sibling_draws", "sibling_prior"]
+
+#: a trial has finished, for the population prior, once it reported this share of the horizon
+FINISHED = 0.95
+
+
+def sibling_prior(items, *, seed: int = 0):
+    """A population prior from the sweep's finished trials, ``(name, steps, values)`` each (two
+    or more; None with fewer, or when fewer than two can be summarised)."""
+    from grpofit.forecasting.prior import build_prior
+
+    if len(items) < 2:
+        return None
+    prior = build_prior([(str(n), s, v, {}) for n, s, v in items], seed=seed)
+    return prior if len(prior.runs) >= 2 else None
+
+
+def sibling_draws(prior, steps, values, horizon: float, *, seed: int = 0, n: int = 1200):
+    """Draws of a trial's level at ``horizon`` from the population prior combined with its
+    ``(steps, values)`` seen (:meth:`~.prior.Prior.forecast`, the level over the horizon's last
+    tenth, as the trials' true final levels are): ``n`` quantiles of a distribution through the
+    forecast's published median and 80/95% interval ends (piecewise linear in the normal score,
+    extended past the 95% ends with the outer segments' slopes), inside [0, 1] when the trial's
+    values are. None when the forecast gives no interval."""
+    from statistics import NormalDist
+
+    steps = np.asarray(steps, dtype=float)
+    values = np.asarray(values, dtype=float)
+    if steps.size < 4:
+        return None
+    span = float(horizon) - float(steps[0])
+    final = np.linspace(float(horizon) - 0.1 * span, float(horizon), 20)
+    per_step = steps.size / max(float(steps[-1] - steps[0]), 1.0)
+    n_final = max(1, int(round(0.1 * span * per_step)))
+    pf = prior.forecast(steps, values, final, n_final=n_final, seed=seed)
+    f = pf.final or {}
+    if f.get("median") is None or not f.get("pi95") or not f.get("pi80"):
+        return None
+    z = np.array([-1.959964, -1.281552, 0.0, 1.281552, 1.959964])
+    q = np.array([f["pi95"][0], f["pi80"][0], f["median"], f["pi80"][1], f["pi95"][1]], dtype=float)
+    if not np.all(np.isfinite(q)):
+        return None
+    q = np.maximum.accumulate(q)
+    nd = NormalDist()
+    u = nd.inv_cdf
+    zs = np.array([u((i + 0.5) / n) for i in range(n)])
+    out = np.interp(zs, z, q)
+    lo, hi = zs < z[0], zs > z[-1]
+    out[lo] = q[0] + (zs[lo] - z[0]) * (q[1] - q[0]) / (z[1] - z[0])
+    out[hi] = q[-1] + (zs[hi] - z[-1]) * (q[-1] - q[-2]) / (z[-1] - z[-2])
+    if values.size and values.min() >= 0.0 and values.max() <= 1.0:
+        out = np.clip(out, 0.0, 1.0)
+    return out
 
 
 @dataclass
@@ -59,6 +120,7 @@ class SweepJudge:
         min_step: float | None = None,
         maximize: bool = True,
         seed: int = 0,
+        population: bool = False,
     ):
         if not horizon or horizon <= 0:
             raise ValueError("horizon must be the positive step every trial would end at")
@@ -74,6 +136,8 @@ class SweepJudge:
         self.min_step = float(self.horizon / 5.0 if min_step is None else min_step)
         self.sign = 1.0 if maximize else -1.0
         self.seed = seed
+        self.population = bool(population)
+        self._prior: tuple = ((), None)  #: (the finished trials it was built from, the prior)
         self.trials: dict = {}
         self._cache: dict = {}
         self.decisions: list = []  #: (trial, step, p_matters, stopped) per decision made
@@ -119,6 +183,27 @@ class SweepJudge:
         self._cache[key] = (t.ended, last, res)
         return res
 
+    def finished(self, exclude=None) -> list:
+        """The trials that ran to the horizon (not stopped), in the order they were first seen."""
+        return [
+            k
+            for k, t in self.trials.items()
+            if k != exclude and not t.stopped and t.steps and t.steps[-1] >= FINISHED * self.horizon
+        ]
+
+    def _from_siblings(self, trial, t: _Trial):
+        """The trial's draws at the horizon from the finished trials' prior (None: fewer than two)."""
+        done = tuple(self.finished(exclude=trial))
+        if len(done) < 2:
+            return None
+        if self._prior[0] != done:
+            items = [(k, self.trials[k].steps, self.trials[k].values) for k in done]
+            self._prior = (done, sibling_prior(items, seed=self.seed))
+        prior = self._prior[1]
+        if prior is None:
+            return None
+        return sibling_draws(prior, t.steps, t.values, self.horizon, seed=self.seed)
+
     def should_stop(self, trial) -> bool:
         """Whether ``trial`` should stop now (only at its checkpoints; False otherwise)."""
         from grpofit.forecasting.rank import STOP, judge
@@ -139,14 +224,20 @@ class SweepJudge:
         keys = list(self.trials)
         res = [self._draws(k, self.trials[k], (0.1 if k == trial else 1.0) * self.check_every) for k in keys]
         draws = [None if r is None else r.draws for r in res]
-        if draws[keys.index(trial)] is None:
+        opened = [r is not None and r.open_ended for r in res]
+        me = keys.index(trial)
+        if self.population and (draws[me] is None or opened[me]):
+            own = self._from_siblings(trial, t)
+            if own is not None:
+                draws[me], opened[me] = own, False
+        if draws[me] is None:
             return False
         verdicts = judge(
             draws,
             margin=self.margin,
             confidence=self.confidence,
             seed=self.seed,
-            open_ended=[r is not None and r.open_ended for r in res],
+            open_ended=opened,
             alive=[not self.trials[k].stopped for k in keys],
             tolerance=self.tolerance,
         )

@@ -13,7 +13,9 @@ probability that it ends more than ``tolerance - margin`` above the best trial s
 study is below ``1 - confidence`` (:class:`grpofit.forecasting.prune.SweepJudge`, which says what
 the defaults are and why). Finished trials count with the level they reached, running ones (other
 workers) with their forecast; pruned ones can no longer be the best kept, so they are no
-reference. A ``minimize`` study is handled by negating the values.
+reference. A ``minimize`` study is handled by negating the values. ``population=True``: a trial
+its own forecast cannot judge yet (no forecast, or still rising and speeding up) is judged on a
+population prior from the study's completed trials (two or more that reached the horizon).
 
 Cost: between checkpoints a report reads the trial's values (no forecast); at a checkpoint, one
 forecast per trial whose history changed (the benchmark measures it per report).
@@ -43,6 +45,7 @@ class GrpofitPruner(optuna.pruners.BasePruner):
         check_every: int | None = None,
         min_step: int | None = None,
         seed: int = 0,
+        population: bool = False,
     ):
         self._args = dict(
             horizon=horizon,
@@ -52,6 +55,7 @@ class GrpofitPruner(optuna.pruners.BasePruner):
             check_every=check_every,
             min_step=min_step,
             seed=seed,
+            population=population,
         )
         SweepJudge(horizon, margin=margin, confidence=confidence, tolerance=tolerance)  # checks the arguments now
         self._judges: dict = {}

@@ -12,7 +12,9 @@ checkpoints (from ``min_step`` on, a fifth of the horizon by default, then every
 steps, a fifth) every trial is forecast to ``horizon`` and the trial is stopped when the
 probability that it ends more than ``tolerance - margin`` above the best trial still running or
 finished is below ``1 - confidence`` (:class:`grpofit.forecasting.prune.SweepJudge`, the same
-decision as the Optuna pruner). ``mode="min"`` for a metric to minimise.
+decision as the Optuna pruner). ``mode="min"`` for a metric to minimise. ``population=True``: the
+trials that reached the horizon form a population prior for the trials their own forecast cannot
+judge yet (in a sweep whose trials all run at once, none has finished at the early checkpoints).
 
 ``ray[tune]`` is an optional extra (``pip install grpofit[ray]``).
 """
@@ -43,6 +45,7 @@ class GrpofitStopper(Stopper):
         check_every: int | None = None,
         min_step: int | None = None,
         seed: int = 0,
+        population: bool = False,
     ):
         if mode not in ("max", "min"):
             raise ValueError(f"mode must be 'max' or 'min', not {mode!r}")
@@ -56,6 +59,7 @@ class GrpofitStopper(Stopper):
             min_step=min_step,
             maximize=mode == "max",
             seed=seed,
+            population=population,
         )
 
     def __call__(self, trial_id: str, result: dict) -> bool:
