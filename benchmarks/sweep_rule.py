@@ -67,6 +67,7 @@ class Forecasts(dict):
         super().__init__()
         self.sw = sw
         self.priors: dict = {}  #: the finished trials (indices) -> their population prior
+        self.made = 0
 
     def siblings(self, k, c, done: tuple):
         """Run ``k``'s draws at checkpoint ``c`` from the population prior of the finished runs
@@ -96,6 +97,9 @@ class Forecasts(dict):
         else:
             r = MEMO(s[keep], v[keep], self.sw.horizon, seed=0)
             self[key] = (r.draws, bool(r.open_ended))
+            self.made += 1
+            if self.made % 4 == 0:  # a long search that is stopped keeps its forecasts
+                MEMO.save()
         return self[key]
 
 
@@ -191,14 +195,18 @@ def sequential(sw, fc, rule) -> list:
 OFFSETS = ((0.0, 0.0), (0.01, 0.0), (0.02, 0.0), (0.0, 0.005), (0.0, 0.01), (0.0, 0.02))
 
 
+#: ``--grid small``: no margin (a margin only keeps more), tolerance up to 0.01, confidence 0.9 or 0.95
+SMALL_GRID = (((0.0, 0.0), (0.0, 0.005), (0.0, 0.01)), (0.9, 0.95))
+GRID = "full"  #: the grid :func:`rules` spans (``--grid``)
+
+
 def rules() -> list[dict]:
     """Every schedule x offsets x confidence, without and with the population prior of the
     finished trials (``population``: it only acts in the sequential harness, where trials finish
     before others start; in the parallel one no trial has finished at a checkpoint)."""
+    offsets, confidences = SMALL_GRID if GRID == "small" else (OFFSETS, (0.9, 0.95, 0.99))
     out = []
-    for (name, sched), (m, tol), c, pop in itertools.product(
-        SCHEDULES.items(), OFFSETS, (0.9, 0.95, 0.99), (False, True)
-    ):
+    for (name, sched), (m, tol), c, pop in itertools.product(SCHEDULES.items(), offsets, confidences, (False, True)):
         out.append(
             {"schedule": sched, "checks_name": name, "margin": m, "tolerance": tol, "confidence": c, "population": pop}
         )
@@ -299,7 +307,10 @@ def main(argv=None) -> int:
     ap.add_argument("--memo", default="/tmp/sweeps_memo", help="the forecasts' memo (shared with benchmarks.sweeps)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--bands", action="store_true", help="also measure the finished runs' prior's bands (bands())")
+    ap.add_argument("--grid", choices=("full", "small"), default="full", help="the rules spanned (SMALL_GRID)")
     a = ap.parse_args(argv)
+    global GRID
+    GRID = a.grid
     MEMO.directory = Path(a.memo)
     MEMO.install()
     sets = {"tune": generated_sweeps(a.generated, seed=a.tune_seed)}
@@ -329,7 +340,13 @@ def main(argv=None) -> int:
             f"{'pop' if row.get('population') else '   '} " + " | ".join(cells)
         )
     if a.out:
-        sizes = {"generated": a.generated, "tune_seed": a.tune_seed, "eval_seed": a.eval_seed, "real": a.real}
+        sizes = {
+            "generated": a.generated,
+            "tune_seed": a.tune_seed,
+            "eval_seed": a.eval_seed,
+            "real": a.real,
+            "grid": a.grid,
+        }
         doc = {"chosen": best, "table": table, "sizes": sizes}
         if a.bands:
             doc["bands"] = {k: bands(v, caches[k]) for k, v in sets.items()}
