@@ -272,13 +272,32 @@ def bands(sweeps, cache) -> dict:
     return out
 
 
-def load(sweeps, jobs: int) -> dict:
+def _kept(keep: str, name: str) -> Path:
+    import zlib
+
+    return Path(keep) / f"{zlib.crc32(name.encode()):08x}-{GRID}.fc.pkl"
+
+
+def load(sweeps, jobs: int, keep: str | None = None) -> dict:
+    """name -> :class:`Forecasts` of every sweep (every rule replayed once); ``keep``: a folder
+    where each sweep's are kept when made and read back when there (``--keep``)."""
+    import pickle
+
     cache = {}
+    todo = []
+    for sw in sweeps:
+        if keep and _kept(keep, sw.name).exists():
+            cache[sw.name] = pickle.loads(_kept(keep, sw.name).read_bytes())
+        else:
+            todo.append(sw)
     from multiprocessing import get_context
 
     with get_context("fork").Pool(jobs) as pool:
-        for name, fc in pool.imap_unordered(_one, sweeps):
+        for name, fc in pool.imap_unordered(_one, todo):
             cache[name] = fc
+            if keep:
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                _kept(keep, name).write_bytes(pickle.dumps(fc))
             print(name, file=sys.stderr, flush=True)
     return cache
 
@@ -300,9 +319,13 @@ def choose(table: list) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tune-seed", type=int, default=1)
-    ap.add_argument("--eval-seed", type=int, default=None, help="evaluate on the sweeps of this seed too")
-    ap.add_argument("--generated", type=int, default=6, help="sweeps per seed")
+    ap.add_argument("--eval-seed", type=int, nargs="*", default=(), help="evaluate on the sweeps of these seeds too")
+    ap.add_argument("--generated", type=int, default=6, help="sweeps of the tune seed")
+    ap.add_argument("--eval-generated", type=int, default=None, help="sweeps per evaluation seed (default --generated)")
     ap.add_argument("--real", action="store_true", help="evaluate on the real sweeps too")
+    ap.add_argument("--real-count", type=int, default=None, help="only the first N real sweeps (cheapest first)")
+    ap.add_argument("--keep", default=None, help="keep each sweep's forecasts here (load)")
+    ap.add_argument("--kept-only", action="store_true", help="with --keep: only the sweeps already kept there")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--memo", default="/tmp/sweeps_memo", help="the forecasts' memo (shared with benchmarks.sweeps)")
     ap.add_argument("--out", default=None)
@@ -314,11 +337,14 @@ def main(argv=None) -> int:
     MEMO.directory = Path(a.memo)
     MEMO.install()
     sets = {"tune": generated_sweeps(a.generated, seed=a.tune_seed)}
-    if a.eval_seed is not None:
-        sets["eval"] = generated_sweeps(a.generated, seed=a.eval_seed)
+    for seed in a.eval_seed:
+        sets[f"seed {seed}"] = generated_sweeps(a.eval_generated or a.generated, seed=seed)
     if a.real:
-        sets["real"] = real_sweeps()
-    caches = {k: load(v, a.jobs) for k, v in sets.items()}
+        sets["real"] = real_sweeps()[: a.real_count]
+    if a.kept_only:
+        sets = {k: [sw for sw in v if _kept(a.keep, sw.name).exists()] for k, v in sets.items()}
+    sets = {k: v for k, v in sets.items() if v}
+    caches = {k: load(v, a.jobs, a.keep) for k, v in sets.items()}
     table = []
     for rule in rules():
         row = dict(rule)
@@ -343,9 +369,10 @@ def main(argv=None) -> int:
         sizes = {
             "generated": a.generated,
             "tune_seed": a.tune_seed,
-            "eval_seed": a.eval_seed,
+            "eval_seed": list(a.eval_seed),
             "real": a.real,
             "grid": a.grid,
+            "sets": {k: [sw.name for sw in v] for k, v in sets.items()},
         }
         doc = {"chosen": best, "table": table, "sizes": sizes}
         if a.bands:

@@ -746,16 +746,20 @@ def render_rule_choice(choice: dict | None) -> list[str]:
     if not choice:
         return []
     sz = choice.get("sizes", {})
-    sets = [k for k in ("tune", "eval", "real") if k in choice["table"][0]]
+    named = sz.get("sets") or {}
+    sets = list(named) or [k for k in ("tune", "eval", "real") if k in choice["table"][0]]
     head = " | ".join(f"{k} {h}: regret / best killed / compute" for k in sets for h in ("parallel", "sequential"))
     lines = [
         "## Choosing grpofit's rule on other sweeps",
         "",
         f"`python -m benchmarks.sweep_rule`: {sz.get('generated')} generated sweeps of generator seed "
         f"{sz.get('tune_seed')} (tune), every rule replayed from forecasts made once per checkpoint"
-        + (f"; evaluated on seed {sz.get('eval_seed')}" if sz.get("eval_seed") is not None else "")
-        + (" and on the real sweeps (no rule chosen on them)" if sz.get("real") else "")
-        + ". A rule: checkpoints (the first decision, then one every so often), margin, tolerance, "
+        + (
+            "; evaluated on " + ", ".join(f"{k} ({len(v)} sweeps)" for k, v in named.items() if k != "tune")
+            if len(named) > 1
+            else ""
+        )
+        + " (no rule chosen on them). A rule: checkpoints (the first decision, then one every so often), margin, tolerance, "
         "confidence, and whether a trial its own forecast cannot judge (open-ended) is judged on the "
         "population prior of the trials already finished (`population`). Criterion fixed before looking: "
         "the true best killed in at most 5% of the tune sweeps under both harnesses, then the least "
