@@ -412,6 +412,8 @@ GRPOFIT_RULES = {
         "tolerance": 0.01,
         "confidence": 0.9,
     },
+    " (every 5% from 10%)": {"schedule": (0.1, 0.05)},
+    " (every 5% from 10%, population)": {"schedule": (0.1, 0.05), "population": True},
 }
 
 
@@ -783,6 +785,32 @@ def render_rule_choice(choice: dict | None) -> list[str]:
     return lines + render_bands(choice.get("bands"))
 
 
+def render_report_cost(rec: dict | None) -> list[str]:
+    """The pruners' own replays (Optuna's and Ray's interfaces) of the rules measured for their
+    cost per report on a few sweeps (a record of this benchmark run with ``--only``)."""
+    if not rec:
+        return []
+    lines = [
+        "## The pruners' cost per report, with a decision every 5%",
+        "",
+        "The rules with a decision every 5% replayed through the libraries' interfaces on "
+        f"{len(rec['sweeps'])} sweeps ({', '.join(r['sweep'] for r in rec['sweeps'])}): a forecast costs "
+        "the same wherever it is made, so the cost per report grows with the number of decisions. "
+        "A forecast reused from the benchmark's memo is charged what it cost when made.",
+        "",
+        "| sweep | method | regret | best killed | compute | ms per report, wall (mean / max) | CPU ms per report (mean / max) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rec["sweeps"]:
+        for m, v in r["methods"].items():
+            pr = v["per_report_ms"]
+            lines.append(
+                f"| {r['sweep']} | {m} | {v['regret']:.4f} | {'yes' if v['best_killed'] else 'no'} | "
+                f"{100 * v['compute']:.0f}% | {pr['mean']:.1f} / {pr['max']:.0f} | {pr['cpu_mean']:.1f} / {pr['cpu_max']:.0f} |"
+            )
+    return lines + [""]
+
+
 def render_bands(bands: dict | None) -> list[str]:
     if not bands:
         return []
@@ -856,6 +884,7 @@ def render_doc(record: dict) -> str:
             )
     lines.append("")
     lines += render_rule_choice(record.get("rule_choice"))
+    lines += render_report_cost(record.get("report_cost"))
     lines += render_tie_check(record.get("tie_check"))
     lose = where_we_lose(record["summary"])
     for r in at_equal_compute(record["summary"], record.get("frontier") or {}):
@@ -1041,6 +1070,13 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None, help="only the methods whose name contains this")
     ap.add_argument("--out", default=None, help="write the record (JSON) here")
     ap.add_argument("--doc", default=None, help="render docs/sweeps.md from this record and exit")
+    ap.add_argument(
+        "--put",
+        nargs="+",
+        default=(),
+        help="with --doc: KEY=FILE puts the JSON of FILE under KEY of the record first "
+        "(rule_choice: a benchmarks.sweep_rule record; report_cost: a record of this benchmark)",
+    )
     ap.add_argument("--merge", nargs="+", default=None, help="merge these records into --out and exit")
     ap.add_argument("--measured-at", default=None, help="with --merge: the code the records were measured on")
     ap.add_argument("--rank-cost", type=int, default=None, help="only time grpofit rank on this many runs")
@@ -1093,6 +1129,11 @@ def main(argv=None) -> int:
         return 0
     if a.doc:
         rec = json.loads(Path(a.doc).read_text())
+        for item in a.put:
+            key, _, path = item.partition("=")
+            rec[key] = json.loads(Path(path).read_text())
+        if a.put:
+            Path(a.doc).write_text(json.dumps(rec, indent=1) + "\n")
         Path(a.doc).with_suffix(".md").write_text(render_doc(rec))
         return 0
     gen = generated_sweeps(a.generated, runs=a.runs, steps=a.steps, seed=a.seed)[a.first :]

@@ -17,8 +17,8 @@ def reward(trial: int, step: int) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("direction", ["maximize", "minimize"])
-def test_optuna_pruner_prunes_the_losers_only(direction):
+@pytest.mark.parametrize("direction,population", [("maximize", False), ("minimize", False), ("maximize", True)])
+def test_optuna_pruner_prunes_the_losers_only(direction, population):
     optuna = pytest.importorskip("optuna")
     from grpofit.integrations.optuna import GrpofitPruner
 
@@ -35,7 +35,8 @@ def test_optuna_pruner_prunes_the_losers_only(direction):
         return v
 
     study = optuna.create_study(
-        direction=direction, pruner=GrpofitPruner(H, margin=0.02, tolerance=0.0, check_every=25, min_step=25)
+        direction=direction,
+        pruner=GrpofitPruner(H, margin=0.02, tolerance=0.0, check_every=25, min_step=25, population=population),
     )
     study.optimize(objective, n_trials=len(PLATEAUS))
     states = [t.state.name for t in study.trials]

@@ -112,3 +112,37 @@ def test_sweep_rule_sequential_uses_the_finished_runs_prior():
         assert sequential(sw, fc, {**rule, "population": True})[3] == 80.0
     finally:
         sr.trial_order = order
+
+
+def test_sweep_doc_renders_the_report_cost_and_the_bands():
+    from benchmarks.sweeps import render_bands, render_report_cost
+
+    rec = {
+        "sweeps": [
+            {
+                "sweep": "s",
+                "methods": {
+                    "ray: grpofit (every 5% from 10%)": {
+                        "regret": 0.0,
+                        "best_killed": False,
+                        "compute": 0.5,
+                        "per_report_ms": {"mean": 41.25, "max": 900.0, "cpu_mean": 40.0, "cpu_max": 880.0},
+                    }
+                },
+            }
+        ]
+    }
+    text = "\n".join(render_report_cost(rec))
+    assert "| s | ray: grpofit (every 5% from 10%) | 0.0000 | no | 50% | 41.2 / 900 | 40.0 / 880 |" in text
+    bands = {
+        "tune": {
+            "10%": {
+                "runs": 4,
+                "open_ended": 1,
+                "own": {"with_band": 3, "width": 0.5, "coverage": 1.0},
+                "prior": {"with_band": 0, "width": None, "coverage": None},
+            }
+        }
+    }
+    assert "| tune | 10% | 4 | 1 | 0.500 / 100% (3) | - |" in "\n".join(render_bands(bands))
+    assert render_bands(None) == [] and render_report_cost(None) == []
