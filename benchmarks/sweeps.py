@@ -735,7 +735,20 @@ def rule_picks(choice: dict) -> list[dict]:
     groups: dict = {}
     for row in choice["table"]:
         groups.setdefault((row["checks_name"], bool(row.get("population"))), []).append(row)
-    return [choose(rows) for rows in groups.values()]
+    picks = [choose(rows) for rows in groups.values()]
+    defaults = [r for r in choice["table"] if is_default_rule(r) and r not in picks]
+    return defaults + picks
+
+
+def is_default_rule(row: dict) -> bool:
+    """The pruners' defaults: a decision every 20% from 20%, no margin or tolerance, 0.95."""
+    return (
+        row["checks_name"] == "20%, then every 20%"
+        and not row.get("population")
+        and row["margin"] == 0.0
+        and row.get("tolerance", 0.0) == 0.0
+        and row["confidence"] == 0.95
+    )
 
 
 RULE_KEYS = ("checks_name", "margin", "tolerance", "confidence", "population")
@@ -754,7 +767,7 @@ def render_rule_choice(choice: dict | None) -> list[str]:
     lines = [
         "## Choosing grpofit's rule on other sweeps",
         "",
-        f"`python -m benchmarks.sweep_rule`: {sz.get('generated')} generated sweeps of generator seed "
+        f"`python -m benchmarks.sweep_rule`: {len(named.get('tune', [])) or sz.get('generated')} generated sweeps of generator seed "
         f"{sz.get('tune_seed')} (tune), every rule replayed from forecasts made once per checkpoint"
         + (
             "; evaluated on " + ", ".join(f"{k} ({len(v)} sweeps)" for k, v in named.items() if k != "tune")
@@ -766,8 +779,8 @@ def render_rule_choice(choice: dict | None) -> list[str]:
         "population prior of the trials already finished (`population`). Criterion fixed before looking: "
         "the true best killed in at most 5% of the tune sweeps under both harnesses, then the least "
         "compute, then the least regret. Below, per schedule and population setting, the row the "
-        f"criterion picks among the {len(choice['table'])} rules (all in docs/sweeps.json); the one it "
-        "picks overall in **bold**. Margin: a run that may end within it of the best is kept; tolerance: a "
+        f"criterion picks among the {len(choice['table'])} rules (all in docs/sweeps.json), after the pruners' "
+        "defaults (first row, *italic*); the one it picks overall in **bold**. Margin: a run that may end within it of the best is kept; tolerance: a "
         "run is let go when it would end at most that much above the best of the runs still going (with "
         "the runs already stopped: regret accepted).",
         "",
@@ -776,7 +789,7 @@ def render_rule_choice(choice: dict | None) -> list[str]:
     ]
     chosen = choice["chosen"]
     for row in rule_picks(choice):
-        mark = "**" if all(row.get(k) == chosen.get(k) for k in RULE_KEYS) else ""
+        mark = "**" if all(row.get(k) == chosen.get(k) for k in RULE_KEYS) else "*" if is_default_rule(row) else ""
         lines.append(
             f"| {mark}{row['checks_name']}{mark} | {'yes' if row.get('population') else 'no'} | {row['margin']} | "
             f"{row.get('tolerance', 0.0)} | {row['confidence']} | {_rule_cells(row, sets)} |"
