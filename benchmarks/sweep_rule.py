@@ -345,6 +345,8 @@ def main(argv=None) -> int:
         sets = {k: [sw for sw in v if _kept(a.keep, sw.name).exists()] for k, v in sets.items()}
     sets = {k: v for k, v in sets.items() if v}
     caches = {k: load(v, a.jobs, a.keep) for k, v in sets.items()}
+    if "tune" not in sets:  # only the forecasts were wanted (--keep): nothing to choose from
+        return 0
     table = []
     for rule in rules():
         row = dict(rule)
