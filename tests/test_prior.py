@@ -427,3 +427,40 @@ def test_learning_rate_is_learnt_where_the_law_extrapolates_worse_than_it_fits()
     other = prior.forecast(s[seen], 3.0 * v[seen] + 1.0, s[w], fraction=0.25)
     lo, hi = other.final["pi95"]
     assert other.tempering < 0.5 and lo <= 3.0 * actual + 1.0 <= hi
+
+
+def test_law_jacobian_matches_finite_differences():
+    """The summaries' and the MAP fit's Jacobian is analytic (in the log parameters)."""
+    from grpofit.forecasting.prior import _law, _law_jacobian
+
+    t = np.linspace(0.0, 500.0, 60)
+    for z in ([0.7, 0.2, math.log(50.0), math.log(5.0)], [0.3, 0.1, math.log(10.0), math.log(40.0)]):
+        z = np.array(z)
+        num = np.column_stack([(_law(t, z + 1e-6 * e) - _law(t, z - 1e-6 * e)) / 2e-6 for e in np.eye(4)])
+        assert np.allclose(_law_jacobian(t, z), num, atol=1e-7)
+
+
+def test_ridge_leverage_from_the_hat_diagonal_matches_the_full_hat_matrix():
+    """The ridge's leave-one-out choice uses the hat matrix's diagonal only (n x n never formed)."""
+    from grpofit.forecasting.prior import _ridge
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 3))
+    y = X @ np.array([0.5, -0.2, 0.0]) + 0.1 * rng.normal(size=30)
+    x0 = np.array([0.3, 0.1, -0.2])
+    pred, rv, lev, r = _ridge(X, y, x0)
+    Z = (X - X.mean(0)) / X.std(0)
+    z0 = (x0 - X.mean(0)) / X.std(0)
+    yc = y - y.mean()
+    best = None
+    for lam in (0.01, 0.1, 1.0, 10.0, 100.0, 1e4):  # the explicit computation
+        A = np.linalg.inv(Z.T @ Z + lam * np.eye(3))
+        H = Z @ A @ Z.T + 1.0 / 30
+        res = yc - Z @ A @ Z.T @ yc
+        score = np.mean((res / (1 - np.diag(H))) ** 2)
+        if best is None or score < best[0]:
+            best = (score, A, res, H)
+    _, A, res, H = best
+    assert pred == pytest.approx(y.mean() + z0 @ A @ Z.T @ yc, rel=1e-9)
+    assert rv == pytest.approx(res @ res / (30 - np.trace(H)), rel=1e-9)
+    assert lev == pytest.approx(1.0 / 30 + z0 @ A @ z0, rel=1e-9)
