@@ -442,13 +442,13 @@ def test_law_jacobian_matches_finite_differences():
 
 def test_ridge_leverage_from_the_hat_diagonal_matches_the_full_hat_matrix():
     """The ridge's leave-one-out choice uses the hat matrix's diagonal only (n x n never formed)."""
-    from grpofit.forecasting.prior import _ridge
+    from grpofit.forecasting.prior import _ridge_fit
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(30, 3))
     y = X @ np.array([0.5, -0.2, 0.0]) + 0.1 * rng.normal(size=30)
     x0 = np.array([0.3, 0.1, -0.2])
-    pred, rv, lev, r = _ridge(X, y, x0)
+    pred, rv, lev, r, _ = _ridge_fit(X, y, x0)
     Z = (X - X.mean(0)) / X.std(0)
     z0 = (x0 - X.mean(0)) / X.std(0)
     yc = y - y.mean()
@@ -464,3 +464,24 @@ def test_ridge_leverage_from_the_hat_diagonal_matches_the_full_hat_matrix():
     assert pred == pytest.approx(y.mean() + z0 @ A @ Z.T @ yc, rel=1e-9)
     assert rv == pytest.approx(res @ res / (30 - np.trace(H)), rel=1e-9)
     assert lev == pytest.approx(1.0 / 30 + z0 @ A @ z0, rel=1e-9)
+
+
+def test_a_run_whose_fit_went_astray_does_not_widen_the_population():
+    """One run's summary with a timescale of a few steps (a fit that went astray) is left out of
+    the population's spread: the log timescale's sd stays that of the other runs."""
+    from grpofit.forecasting.prior import RunSummary, population
+
+    rng = np.random.default_rng(4)
+    runs = []
+    for i in range(16):
+        lr = float(np.exp(rng.uniform(np.log(0.01), np.log(0.08))))
+        p = {"plateau": 0.7 + 0.01 * rng.normal(), "initial": 0.2 + 0.01 * rng.normal()}
+        p.update({"log_timescale": math.log(2.0 / lr) + 0.1 * rng.normal(), "log_inertia": 1.5 + 0.1 * rng.normal()})
+        p["log_noise"] = math.log(0.02)
+        runs.append(RunSummary(f"r{i}", p, 0.7, 0.0, 400.0, 400, {"lr": lr}, [0.5] * 19))
+    clean = population(runs, {"lr": 0.03})
+    runs[3].params["log_timescale"] = math.log(3.0)
+    astray = population(runs, {"lr": 0.03})
+    sd = lambda pop: math.sqrt(pop.cov[2, 2])
+    assert sd(astray) == pytest.approx(sd(clean), rel=0.3)
+    assert sd(astray) < 0.3  # with the astray run in the spread: 0.9

@@ -240,8 +240,9 @@ def _inflate(n: int) -> float:
     return (1.0 + 1.0 / max(n, 1)) * t_var
 
 
-def _ridge(X: np.ndarray, y: np.ndarray, x0: np.ndarray):
-    """Ridge prediction at ``x0``, residual variance and leverage; lambda by leave-one-out."""
+def _ridge_fit(X: np.ndarray, y: np.ndarray, x0: np.ndarray):
+    """Ridge prediction at ``x0``, residual variance, leverage, residuals and the predictor;
+    lambda by leave-one-out."""
     n = X.shape[0]
     mu_x, sd_x = X.mean(axis=0), X.std(axis=0)
     sd_x[sd_x == 0] = 1.0
@@ -260,10 +261,37 @@ def _ridge(X: np.ndarray, y: np.ndarray, x0: np.ndarray):
         if best is None or score < best[0]:
             best = (score, Ainv, r, h)
     _, Ainv, r, h = best
-    pred = ybar + float(z0 @ (Ainv @ Zty))
+    beta = Ainv @ Zty
+    pred = ybar + float(z0 @ beta)
     lev = 1.0 / n + float(z0 @ Ainv @ z0)
     dof = max(n - float(h.sum()), 1.0)
-    return pred, float(r @ r) / dof, lev, r
+    return pred, float(r @ r) / dof, lev, r, lambda Xa: ybar + ((Xa - mu_x) / sd_x) @ beta
+
+
+#: a run whose residual lies beyond this many robust sds (1.4826 MAD) is left out of its population
+OUTLIER_SDS = 3.0
+
+
+def _inliers(r: np.ndarray) -> np.ndarray:
+    """The residuals within :data:`OUTLIER_SDS` robust sds of their median (all of them when the
+    robust sd is 0)."""
+    med = float(np.median(r))
+    scale = 1.4826 * float(np.median(np.abs(r - med)))
+    return np.abs(r - med) <= OUTLIER_SDS * scale if scale > 0 else np.ones(r.size, bool)
+
+
+def _ridge(X: np.ndarray, y: np.ndarray, x0: np.ndarray):
+    """Ridge prediction at ``x0``, residual variance, leverage and residuals (lambda by
+    leave-one-out). Runs whose residuals are outliers (:func:`_inliers`) are left out and the
+    ridge refitted once: a run whose summary fit went astray (a timescale of 3 steps on a run
+    that settled within two bins) neither moves nor widens the population of every target. Their
+    residuals (from the refit) are kept for the parameters' correlations."""
+    fit = _ridge_fit(X, y, x0)
+    keep = _inliers(fit[3])
+    if keep.all() or keep.sum() < X.shape[1] + 3:
+        return fit[:4]
+    pred, var, lev, _, predict = _ridge_fit(X[keep], y[keep], x0)
+    return pred, var, lev, y - predict(X)
 
 
 def _used(summaries, covariates) -> list:
@@ -298,9 +326,11 @@ def regress(summaries, Y: np.ndarray, covariates, used=None):
             mean[j], resid[:, j] = pred, r
             var[j] = rv * (1.0 + lev) * _inflate(n) / (1.0 + 1.0 / n)
     else:
-        mean = Y.mean(axis=0)
+        for j in range(k):  # the mean and spread of the runs that are not outliers (:func:`_ridge`)
+            keep = _inliers(Y[:, j] - np.median(Y[:, j])) if n >= 4 else np.ones(n, bool)
+            mean[j] = Y[keep, j].mean()
+            var[j] = Y[keep, j].var(ddof=1) * _inflate(n) if keep.sum() > 1 else np.nan
         resid = Y - mean
-        var = Y.var(axis=0, ddof=1) * _inflate(n) if n > 1 else np.full(k, np.nan)
     return mean, var, resid, used
 
 
