@@ -270,8 +270,9 @@ def forecast_series(
     }
     saturated = _saturation_seen(draws, fits)
     doc["plateau"] = _plateau(link.metric(draws.plateau), now, drift.rising, bounds.two_sided or saturated)
-    doc["steps_to_90"] = _steps_to(draws.t90, step0, _no_rise(baseline))
-    doc["steps_to_95"] = _steps_to(draws.t95, step0, _no_rise(baseline))
+    quiet = _no_rise(baseline)
+    doc["steps_to_90"] = _withheld(quiet) if quiet else _steps_to(draws.t90, step0)
+    doc["steps_to_95"] = _withheld(quiet) if quiet else _steps_to(draws.t95, step0)
     doc["remaining_gain"] = _remaining_gain(h_cols, now, horizon_t)
     doc["recommendation"] = None if lean else _recommend(doc, steps, horizon_step, _small_gain(bounds, values))
     doc["note"] = _horizon_note(horizon_step, horizon_t, step0)
@@ -457,7 +458,7 @@ def _after_collapse(collapse, steps, values, fits, bounds: Bounds, options: dict
     fc = forecast_series(steps[after], values[after], **options)
     if not recovered and _still_falling(fc.extra.get("baseline")):
         for key in ("steps_to_90", "steps_to_95"):  # the rest of the fall is no gain to reach a share of
-            fc.doc[key] = _steps_to(np.array([]), 0.0, f"no gain after the collapse at step {_step_out(collapse.step)}")
+            fc.doc[key] = _withheld(f"no gain after the collapse at step {_step_out(collapse.step)}")
     fc.doc["seen"] = {"steps": [_step_out(steps[0]), _step_out(steps[-1])], "n_points": int(steps.size)}
     fc.doc["collapse"] = {
         "step": _step_out(collapse.step),
@@ -676,12 +677,14 @@ def _still_falling(fit) -> bool:
     return float(plateau.value) < float(initial.value)
 
 
-def _steps_to(times: np.ndarray, step0: float, withheld: str | None = None) -> dict:
+def _withheld(reason: str) -> dict:
+    """A step reaching a share of the gain that is not given, and why."""
+    return {"value": None, "ci95": None, "kind": None, "reason": reason}
+
+
+def _steps_to(times: np.ndarray, step0: float) -> dict:
     """The step reaching a share of the gain: the draws' median and 95% interval (an end the
-    draws put beyond 60 slowest timescales is null: not reached). ``withheld``: the reason there
-    is none (no significant gain seen)."""
-    if withheld is not None:
-        return {"value": None, "ci95": None, "kind": None, "reason": withheld}
+    draws put beyond 60 slowest timescales is null: not reached)."""
     ok = times[~np.isnan(times)]
     if ok.size < 0.5 * times.size:
         return {"value": None, "ci95": None, "kind": None}

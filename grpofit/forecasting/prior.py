@@ -327,7 +327,7 @@ def regress(summaries, Y: np.ndarray, covariates, used=None):
             var[j] = rv * (1.0 + lev) * _inflate(n) / (1.0 + 1.0 / n)
     else:
         for j in range(k):  # the mean and spread of the runs that are not outliers (:func:`_ridge`)
-            keep = _inliers(Y[:, j] - np.median(Y[:, j])) if n >= 4 else np.ones(n, bool)
+            keep = _inliers(Y[:, j]) if n >= 4 else np.ones(n, bool)
             mean[j] = Y[keep, j].mean()
             var[j] = Y[keep, j].var(ddof=1) * _inflate(n) if keep.sum() > 1 else np.nan
         resid = Y - mean
