@@ -328,6 +328,8 @@ def load(
     try:
         while writer.poll() is None:
             time.sleep(interval)
+            if watch.poll() is not None:
+                raise RuntimeError(f"the watch process exited early (exit code {watch.returncode}): {' '.join(cmd)}")
             cpu, rss = _proc_stat(watch.pid)
             samples.append((time.time() - t0, cpu, rss))
     finally:

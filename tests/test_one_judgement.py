@@ -115,8 +115,10 @@ def check_one_path(capsys, tmp_path, path: Path) -> None:
     gate_failed = not diag["gate"]["passed"]
     assert code == (1 if gate_failed else 0), (path.name, code, err)  # watch --once exits as the gate does
     events = [json.loads(line) for line in jsonl.read_text().splitlines()]
-    watched, watched_collapse = {}, {}
+    watched, watched_collapse, alerts = {}, {}, {}
     for e in events:
+        if e["event"] == "alert":
+            alerts[(e["run"], e["mode"])] = e
         if e["event"] == "forecast":
             watched[e["run"]] = e["verdicts"]
             watched_collapse[e["run"]] = _collapse_of(e)
@@ -130,6 +132,11 @@ def check_one_path(capsys, tmp_path, path: Path) -> None:
         where = f"{path.name} :: {name}"
         assert {m: v["status"] for m, v in api_runs[name]["diagnostics"].items()} == verdicts, where
         assert watched.get(name) == verdicts, where
+        for mode, v in r["diagnostics"].items():  # a whole run's alerts quote diagnose's evidence and onset
+            a = alerts.get((name, mode))
+            assert (a is not None) == (v["status"] in ("warn", "fail")), (where, mode)
+            if a is not None:
+                assert (a["status"], a["evidence"], a["onset"]) == (v["status"], v["evidence"], v["start_step"]), where
         if name in runs:
             assert _callback_verdicts(runs[name]) == verdicts, where
         collapse = _collapse_of(r)

@@ -244,7 +244,9 @@ class Monitor:
         st.last_step = float(s[-1])
         st.reward = float(v[-1])
         st.level = float(np.median(v[-min(s.size, 9) :]))
-        if self.rules:
+        if self.rules and not final:
+            # the live rules are causal early warnings for a run in progress; a whole run
+            # (``final``) is judged as ``diagnose`` judges it, with its evidence and onset
             for sig in self._rules(run, st, s, v):
                 events += self._alert(
                     st,
