@@ -220,6 +220,41 @@ def test_bad_parameters_raise():
         sim.fixed_point(8, 1, 0.0)
 
 
+def test_a_kl_too_weak_for_an_interior_fixed_point_still_simulates(capsys, tmp_path):
+    """At beta 0.2 with 20 arms the std-normalised push beats the KL pull near p = 1: the exact
+    flow has no interior fixed point. The run is still simulated (as at beta 0), with no p* and
+    a note saying why, instead of refusing a setting users train with."""
+    with pytest.raises(sim.NoInteriorFixedPoint):
+        sim.fixed_point(20, 2, 0.2, 0)
+    run = sim.simulate_bandit(arms=20, correct=2, lr=0.3, group_size=0, beta=0.2, steps=200)
+    doc = run.summary()
+    assert doc["fixed_point"] is None and doc["curvature"] is None
+    assert "no interior fixed point" in doc["fixed_point_note"]
+    assert run.columns["expected_reward"][-1] > 0.95  # it does rise towards 1
+    from tests.conftest import run_cli
+
+    out = tmp_path / "b.csv"
+    code, text, err = run_cli(
+        capsys,
+        "simulate",
+        "bandit",
+        "--arms",
+        "20",
+        "--correct",
+        "2",
+        "--beta",
+        "0.2",
+        "--group-size",
+        "0",
+        "--steps",
+        "50",
+        "--out",
+        out,
+    )
+    assert code == 0, err
+    assert "no interior fixed point" in text and out.exists()
+
+
 # ----------------------------------------------------------------------------- noise is not instability
 
 

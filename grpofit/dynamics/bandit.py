@@ -215,6 +215,11 @@ def surrogate(
 # --------------------------------------------------------------------------- fixed point and K
 
 
+class NoInteriorFixedPoint(UsageError):
+    """The flow has no fixed point inside (0, 1): the reward rises to 1 (beta 0, or a KL pull
+    that the std-normalised push beats near p = 1)."""
+
+
 @dataclass(frozen=True)
 class FixedPoint:
     """Fixed point of the mean-field flow ``d theta/dt = g(theta)`` and its relaxation rate.
@@ -267,7 +272,7 @@ def _solve_theta(arms, correct, beta, ref, group_size, advantage, eps) -> np.nda
             vals = np.array([f(x) for x in grid])
             down = np.flatnonzero((vals[:-1] > 0) & (vals[1:] <= 0))
         if not len(down):
-            raise UsageError("no interior fixed point of the bandit flow", fix="use a larger beta")
+            raise NoInteriorFixedPoint("no interior fixed point of the bandit flow", fix="use a larger beta")
         i = int(down[0])
         return th(brentq(f, grid[i], grid[i + 1], xtol=1e-14, rtol=1e-14, maxiter=500))
     theta = _log_ref(arms, ref).copy()
@@ -293,7 +298,7 @@ def fixed_point(
 ) -> FixedPoint:
     """Fixed point ``p*`` of the exact (finite-``G`` or ``G -> inf``) mean-field flow and ``K``."""
     if beta <= 0:
-        raise UsageError("with beta = 0 the bandit has no interior fixed point (p -> 1)", fix="use beta > 0")
+        raise NoInteriorFixedPoint("with beta = 0 the bandit has no interior fixed point (p -> 1)", fix="use beta > 0")
     theta = _solve_theta(arms, correct, beta, ref, group_size, advantage, eps)
     kw = dict(
         correct=correct,

@@ -52,6 +52,7 @@ from grpofit.dynamics.bandit import (  # the theory; re-exported for existing ca
     ADVANTAGES,
     EPS,
     FixedPoint,
+    NoInteriorFixedPoint,
     _advantages,
     _kl_grad,
     _kl_theta,
@@ -70,6 +71,7 @@ __all__ = [
     "EPS",
     "COLUMNS",
     "FixedPoint",
+    "NoInteriorFixedPoint",
     "BanditRun",
     "group_signal",
     "mean_field_gradient",
@@ -84,6 +86,13 @@ __all__ = [
 
 COLUMNS = ("step", "reward", "reward_std", "frac_reward_zero_std", "entropy", "kl", "grad_norm", "expected_reward")
 SCHEMA = SCHEMAS["bandit"]
+
+
+#: what the sidecar says where the flow has no interior fixed point (p*, K and D are null)
+NO_FIXED_POINT = (
+    "no interior fixed point: the expected reward rises to 1 (beta 0, or a KL pull that the "
+    "std-normalised push beats near p = 1); p*, K and D are not defined"
+)
 
 
 @dataclass
@@ -294,19 +303,29 @@ def simulate_bandit(
         "reference": "uniform" if ref is None else [float(x) for x in np.exp(log_ref)],
     }
     fp = plateau = D = None
+    extra: dict[str, Any] = {}
+    if measure and beta == 0:
+        extra["fixed_point_note"] = NO_FIXED_POINT
     if measure and beta > 0:
-        fp = fixed_point(
-            arms,
-            correct,
-            beta,
-            G,
-            ref=ref,
-            advantage=advantage,
-            eps=eps,
-            importance_ratio=importance_ratio,
-            kl_at=kl_at,
-        )
-        plateau = fp.p if G == 0 else fixed_point(arms, correct, beta, 0, ref=ref, advantage=advantage, eps=eps).p
+        try:
+            fp = fixed_point(
+                arms,
+                correct,
+                beta,
+                G,
+                ref=ref,
+                advantage=advantage,
+                eps=eps,
+                importance_ratio=importance_ratio,
+                kl_at=kl_at,
+            )
+        except NoInteriorFixedPoint:  # the reward rises to 1: simulated all the same, with no p* to measure
+            extra["fixed_point_note"] = NO_FIXED_POINT
+    if fp is not None:
+        try:
+            plateau = fp.p if G == 0 else fixed_point(arms, correct, beta, 0, ref=ref, advantage=advantage, eps=eps).p
+        except NoInteriorFixedPoint:
+            plateau = None
         if G > 0:
             var = _noise_force_variance(
                 fp,
@@ -322,7 +341,7 @@ def simulate_bandit(
                 seed=seed,
             )
             D = lr**2 * G * var  # so that D / G is the variance of the force on e per step
-    return BanditRun(params, cols, fp, plateau, D, diverged)
+    return BanditRun(params, cols, fp, plateau, D, diverged, extra)
 
 
 def classify_trajectory(

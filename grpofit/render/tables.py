@@ -910,7 +910,10 @@ def simulate_tables(doc: dict, out: str) -> list[Any]:
         ("log", out),
         ("sidecar", out + ".meta.json"),
         ("rows", doc.get("n_rows")),
-        ("fixed point p* (this G)", doc.get("fixed_point")),
+        (
+            "fixed point p* (this G)",
+            doc.get("fixed_point") if doc.get("fixed_point") is not None else doc.get("fixed_point_note"),
+        ),
         ("plateau, exact mean field", doc.get("plateau_exact")),
         ("curvature K (Jacobian at p*)", doc.get("curvature")),
         ("noise strength D (measured)", doc.get("noise_D")),
