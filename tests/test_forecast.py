@@ -286,6 +286,10 @@ def test_recommendation_from_the_remaining_gains_interval():
     doc["remaining_gain"] = {"value": 0.0, "ci95": [-0.01, 0.01]}
     doc["steps_to_95"] = {"value": 120, "ci95": [100, 150]}
     assert _recommend(doc, steps, 1000, 0.02).startswith("done: within 5% of the plateau")
+    doc["steps_to_95"] = {"value": 28.12, "ci95": [23.6, 36.6]}  # an estimated step reads as a step
+    assert "since about step 28;" in _recommend(doc, steps, 1000, 0.02)
+    doc["steps_to_95"] = {"value": 1.789, "ci95": [1.5, 2.0]}  # epochs keep their digits
+    assert "since about step 1.79;" in _recommend(doc, steps, 1000, 0.02)
     assert _recommend(doc, steps, 300, 0.02).startswith("done: the planned end")
 
 

@@ -71,6 +71,13 @@ def _step_out(x):
     return int(round(v)) if abs(v - round(v)) < 1e-6 or abs(v) > 100 else round(v, 3)
 
 
+def _about_step(x) -> str:
+    """An estimated step in a sentence: whole steps from 10 on (``28``, not ``28.12``), three
+    significant digits below (fractional steps such as epochs: ``1.79``)."""
+    v = float(x)
+    return str(int(round(v))) if abs(v) >= 10 else f"{v:.3g}"
+
+
 def empty_doc(steps, horizon_step, horizon_source, at_steps, note: str) -> dict:
     """Every field present, every number null, and the reason in ``note``."""
     seen = {
@@ -721,7 +728,7 @@ def _recommend(doc: dict, steps: np.ndarray, horizon_step, small: float) -> str 
     if hi <= small:
         s95 = doc["steps_to_95"]
         if s95.get("ci95") and s95["ci95"][1] is not None and s95["ci95"][1] <= last:
-            return f"done: within 5% of the plateau since about step {s95['value']}; at most {hi:.3g} more expected by step {h}"
+            return f"done: within 5% of the plateau since about step {_about_step(s95['value'])}; at most {hi:.3g} more expected by step {h}"
         return f"no further gain expected: the reward is expected to change by {g} before step {h}"
     if lo > small:
         return f"keep going: {g} of reward still expected before step {h}"
