@@ -116,7 +116,7 @@ def test_model_weight_from_the_rolling_origin_errors():
 
 def test_bounds_from_the_metric_the_config_and_the_option():
     from grpofit.core.errors import UsageError
-    from grpofit.forecasting.bounds import Bounds, lattice, metric_bounds, parse_bounds
+    from grpofit.fitting.bounds import Bounds, lattice, metric_bounds, parse_bounds
 
     v = np.array([0.2, 0.5, 0.7])
     assert metric_bounds("val/accuracy", v).source == "metric: val/accuracy is a rate"
@@ -198,7 +198,7 @@ def test_deterministic_run_at_the_bound_is_inside_its_band(setting):
 
 
 def test_a_band_reaches_a_bound_only_when_its_end_is_within_a_share_of_its_width():
-    from grpofit.forecasting.bounds import UNBOUNDED, Bounds
+    from grpofit.fitting.bounds import UNBOUNDED, Bounds
     from grpofit.forecasting.engine import NEAR_BOUND, _band
 
     unit = Bounds(0.0, 1.0, "test")
@@ -216,7 +216,8 @@ def test_a_band_reaches_a_bound_only_when_its_end_is_within_a_share_of_its_width
 @pytest.mark.slow
 def test_the_fit_plateau_the_forecast_states_stays_inside_the_bounds(capsys):
     """verl's off-policy twin cut at step 40: the fit's law puts the plateau's 95% interval past 1
-    ([0.942, 1.02]) for a score in [0, 1]; the forecast holds it at the bound and says so."""
+    ([0.942, 1.02]) for a score in [0, 1]; the fit holds it at the bound and the forecast, which
+    states the fit's plateau, says so. Uncut, ``fit`` itself printed [0.957, 1.01]."""
     from tests.reallogs import real_log
 
     log = real_log("verl_grpo_qwen2_7b_fsdp_offpolicy.tfevents")
@@ -227,6 +228,11 @@ def test_the_fit_plateau_the_forecast_states_stays_inside_the_bounds(capsys):
     assert p["source"] == "fit" and p["kind"] == "estimate"
     assert p["ci95"][1] == pytest.approx(1.0) and p["ci95"][0] < p["value"] < 1.0
     assert "[0, 1]" in p["ci95_clipped"]
+    code, out, _ = run_cli(capsys, "fit", log, "--format", "json")
+    for law in json.loads(out)["runs"][0]["models"].values():
+        q = law["params"]["plateau"]
+        assert q["ci95"][1] <= 1.0 and q["value"] <= 1.0
+        assert "held inside the metric's bounds [0, 1]" in q["note"]
 
 
 @pytest.mark.parametrize("n,p", [(64, 0.7), (32, 0.4), (128, 0.93)])
@@ -238,7 +244,7 @@ def test_a_band_of_lattice_draws_holds_its_level_not_its_end_values_whole(n, p):
     value's mass, on average over positions of the mass's centre."""
     from scipy.stats import binom
 
-    from grpofit.forecasting.bounds import Bounds
+    from grpofit.fitting.bounds import Bounds
     from grpofit.forecasting.engine import _band
 
     unit = Bounds(0.0, 1.0, "test")
@@ -259,3 +265,31 @@ def test_a_band_of_lattice_draws_holds_its_level_not_its_end_values_whole(n, p):
     # without a lattice step, the band is the draws' own percentiles (as before)
     d = np.random.default_rng(0).binomial(n, p, 1500) / n
     assert _band(d, 80.0, unit, 0.0) == _band(d, 80.0, unit)
+
+
+def test_fit_holds_a_rates_levels_inside_its_bounds_unless_the_values_alone_guessed_them():
+    """A rising accuracy whose law's 95% interval for p* passes 1 is held at 1 (named a rate);
+    with bounds guessed from values in [0, 1] only the interval ends of a p* inside them are
+    held: a law whose own p* lies past 1 says the metric may be a sum still below 1."""
+    from grpofit.fitting import fit_series
+    from grpofit.fitting.bounds import Bounds, metric_bounds
+
+    rng = np.random.default_rng(5)
+    t = np.arange(1.0, 121.0)
+    y = np.clip(1.15 - 1.1 * np.exp(-t / 150.0) + rng.normal(0, 0.02, t.size), 0, 1)  # still rising at 0.6
+    assert metric_bounds("accuracy", y).guessed is False and metric_bounds("reward", y).guessed is True
+    named = fit_series(t, y, metric="accuracy")
+    raw = fit_series(t, y, metric="reward", bounds=Bounds(None, None, None))
+    guessed = fit_series(t, y, metric="reward")
+    for law, m in named.models.items():
+        p_raw, p_named, p_guess = (
+            raw.models[law].params["plateau"],
+            m.params["plateau"],
+            guessed.models[law].params["plateau"],
+        )
+        assert p_named.value <= 1.0 and p_named.ci95[1] <= 1.0
+        if p_raw.value > 1.0:  # the law says past 1: held when named, left when guessed
+            assert p_named.value == 1.0 and "held inside the metric's bounds [0, 1]" in p_named.note
+            assert p_guess.value == pytest.approx(p_raw.value) and p_guess.ci95 == pytest.approx(p_raw.ci95)
+        elif p_raw.ci95[1] > 1.0:
+            assert p_guess.ci95[1] == 1.0 and "taken as a rate" in p_guess.note

@@ -17,7 +17,7 @@ def _rising(n=120, seed=0, plateau=0.8, tau=60.0):
 
 
 def test_from_link_is_the_logistic_without_overflow():
-    from grpofit.forecasting.bounds import Bounds
+    from grpofit.fitting.bounds import Bounds
 
     b = Bounds(-1.0, 3.0, "test")
     z = np.array([-1e4, -800.0, -30.0, -1.0, 0.0, 0.5, 30.0, 800.0, np.inf, -np.inf])
@@ -30,7 +30,7 @@ def test_from_link_is_the_logistic_without_overflow():
 
 def test_gain_times_in_blocks_equal_one_draw_at_a_time():
     """More draws than a block: each row is what the draw alone gives."""
-    from grpofit.forecasting.bounds import Bounds
+    from grpofit.fitting.bounds import Bounds
     from grpofit.forecasting.predictive import GAIN_BLOCK, _gain_times_link
 
     rng = np.random.default_rng(4)

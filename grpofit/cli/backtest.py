@@ -48,7 +48,7 @@ def backtest(
         raise UsageError(
             f"--batch-size {batch_size} is not positive", fix="pass the number of rewards averaged per logged step"
         )
-    from grpofit.forecasting.bounds import parse_bounds
+    from grpofit.fitting.bounds import parse_bounds
 
     parse_bounds(bounds)
     if plot_dir is not None:

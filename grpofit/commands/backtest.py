@@ -85,8 +85,8 @@ def backtest_series(
     from grpofit.core.errors import GrpofitError
     from grpofit.fitting import MIN_POINTS as FIT_MIN
     from grpofit.fitting import fit_series
+    from grpofit.fitting.bounds import metric_bounds
     from grpofit.fitting.drift import persistence
-    from grpofit.forecasting.bounds import metric_bounds
     from grpofit.forecasting.engine import forecast_series
     from grpofit.laws.models import exponential
 
@@ -135,7 +135,7 @@ def backtest_series(
         base = fc.extra.get("baseline")
         if base is None and s.size >= FIT_MIN:
             try:
-                base = fit_series(s, v)
+                base = fit_series(s, v, bounds=bounds)
             except GrpofitError:
                 base = None
         est = [base.param(k, "exponential") for k in ("plateau", "initial", "timescale")] if base else []
@@ -168,8 +168,8 @@ def backtest_series(
 def backtest_run(run, *, metric=None, cuts=DEFAULT_CUTS, batch_size=None, seed=0, bounds=None) -> dict:
     """``bounds``: ``"LO,HI"`` (the option) or None (from the metric, the config, the values)."""
     from grpofit.fitting.analysis import resolve_column
+    from grpofit.fitting.bounds import metric_bounds, parse_bounds
     from grpofit.fitting.outliers import exclude
-    from grpofit.forecasting.bounds import metric_bounds, parse_bounds
     from grpofit.readers.plan import batch_size as find_batch
 
     column = resolve_column(run, "reward", metric)

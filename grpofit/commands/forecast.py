@@ -43,7 +43,7 @@ def check_options(opts: ForecastOptions) -> None:
         check_step("--at", s, example="500")
     if opts.until is not None:
         check_step("--until", opts.until, example="250")
-    from grpofit.forecasting.bounds import parse_bounds
+    from grpofit.fitting.bounds import parse_bounds
 
     parse_bounds(opts.bounds)
     if opts.batch_size is not None and opts.batch_size < 1:
@@ -56,8 +56,8 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
     """``(entry, Forecast, rest)`` for one run; ``rest`` are the points after ``--until``
     (``warm``: see :func:`~grpofit.forecasting.engine.forecast_series`)."""
     from grpofit.fitting.analysis import resolve_column
+    from grpofit.fitting.bounds import metric_bounds, parse_bounds
     from grpofit.fitting.outliers import exclude
-    from grpofit.forecasting.bounds import metric_bounds, parse_bounds
     from grpofit.forecasting.engine import forecast_series
     from grpofit.readers.plan import batch_size, planned_last_step
 
@@ -128,7 +128,11 @@ def _fit_plateau(entry: dict, fc, run, column: str, steps, values, *, cut: bool,
     extra = getattr(fc, "extra", None) or {}
     fit = extra.get("baseline") if extra.get("collapse") is None else extra.get("before")
     if fit is None:
-        fit = fit_series(steps, values, run=run.name, metric=column) if cut else fit_run(run, metric=column)
+        fit = (
+            fit_series(steps, values, run=run.name, metric=column, bounds=bounds)
+            if cut
+            else fit_run(run, metric=column)
+        )
     st = plateau_statement(fit)
     if st is None:
         return
@@ -140,6 +144,9 @@ def _fit_plateau(entry: dict, fc, run, column: str, steps, values, *, cut: bool,
         "law_value": st["law_value"],
         "source": "fit",
     }
+    held = str(getattr(fit.param("plateau"), "note", None) or "")
+    if "held inside the metric's bounds" in held:  # the fit held its law's interval at a bound
+        entry["plateau"]["ci95_clipped"] = held[held.index("held inside the metric's bounds") :]
     _clip_to_bounds(entry["plateau"], bounds)
 
 

@@ -113,12 +113,15 @@ def fit_run(
             ),
         )
     collapse, result = None, None
+    from grpofit.fitting.bounds import metric_bounds
     from grpofit.fitting.fitcheck import metric_kind
+
+    bounds = metric_bounds(column, values, config=getattr(run, "config", None))  # the whole run's, for every part
 
     if cut_collapse and metric_kind(column) == "decays":
         cut_collapse = False  # a loss, KL or cost falls by design: its fall is fitted as a decay
     if cut_collapse:
-        collapse, result = _confirmed_collapse(run, column, steps, values, seed, collapse_options or {}, warm)
+        collapse, result = _confirmed_collapse(run, column, steps, values, seed, collapse_options or {}, warm, bounds)
     if result is None:
         result = fit_series(
             steps,
@@ -128,6 +131,7 @@ def fit_run(
             step_column=run.step_column,
             seed=seed,
             warm=None if warm is None else warm.setdefault("whole", {}),
+            bounds=bounds,
         )
     from grpofit.core.roles import choose_reward
 
@@ -155,7 +159,7 @@ def _release_if_long(n: int) -> None:
 MAX_COLLAPSE_CANDIDATES = 4
 
 
-def _confirmed_collapse(run, column, steps, values, seed, options, warm=None):
+def _confirmed_collapse(run, column, steps, values, seed, options, warm=None, bounds=None):
     """``(collapse, fit of the part before it)`` or ``(None, fit of the whole run | None)``:
     :func:`confirmed_collapse` with this run's names and warm starts."""
     from grpofit.fitting import fit_series
@@ -169,12 +173,13 @@ def _confirmed_collapse(run, column, steps, values, seed, options, warm=None):
             step_column=run.step_column,
             seed=seed,
             warm=None if warm is None else warm.setdefault(part, {}),
+            bounds=bounds,
         )
 
     return confirmed_collapse(steps, values, options=options, fit=fit)
 
 
-def confirmed_collapse(steps, values, *, options: dict | None = None, fit=None, whole=None):
+def confirmed_collapse(steps, values, *, options: dict | None = None, fit=None, whole=None, bounds=None):
     """The run's collapse: ``(collapse, fit of the part before it)`` or ``(None, fit of the
     whole run | None)``. The one computation every surface takes (``fit``, ``diagnose``,
     ``watch``, ``forecast``, ``compare``, the API), so they name the same collapse at the same step.
@@ -185,14 +190,14 @@ def confirmed_collapse(steps, values, *, options: dict | None = None, fit=None, 
     settled at. A candidate with fewer than ``MIN_POINTS`` before its onset has no settled
     level to fall from and ends the search. ``fit(steps, values, part)`` fits a part
     (default :func:`~grpofit.fitting.fit_series`, seed 0); ``whole``: the whole run's fit when
-    the caller has it already."""
+    the caller has it already; ``bounds``: the metric's, for the default ``fit``."""
     from grpofit.fitting import MIN_POINTS, fit_series
     from grpofit.fitting.collapse import explained_by_law, find_collapse
 
     if fit is None:
 
         def fit(s, v, part="whole"):
-            return fit_series(s, v)
+            return fit_series(s, v, bounds=bounds)
 
     options = options or {}
     after = None

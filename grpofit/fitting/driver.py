@@ -55,7 +55,15 @@ def _clean(steps, values, run: str, metric: str):
 
 
 def fit_series(
-    steps, values, *, run: str = "", metric: str = "", step_column: str = "", seed: int = 0, warm: dict | None = None
+    steps,
+    values,
+    *,
+    run: str = "",
+    metric: str = "",
+    step_column: str = "",
+    seed: int = 0,
+    warm: dict | None = None,
+    bounds=None,
 ) -> FitResult:
     """Fit every law of :data:`grpofit.laws.registry.MODELS` to ``values`` against ``steps``
     (non-finite points are dropped).
@@ -70,6 +78,10 @@ def fit_series(
     squares start there instead of at the grid's best point, and the start is kept only when the
     solve ends no higher than that grid point (else it is solved from the grid, as cold): the
     same optimum for fewer evaluations. The optima found are stored back into it.
+
+    ``bounds``: the metric's range (:class:`grpofit.fitting.bounds.Bounds`); by default it is
+    read from ``metric`` and the values (:func:`grpofit.fitting.bounds.metric_bounds`). Every
+    law's plateau and start are held inside it (:func:`grpofit.fitting.bounds.hold_levels`).
     """
     steps, values = _clean(steps, values, run, metric)
     with np.errstate(all="ignore"):  # every non-finite intermediate is handled explicitly
@@ -82,6 +94,9 @@ def fit_series(
     from grpofit.fitting.overshoot import apply_to_fit
 
     apply_to_fit(res)  # "underdamped" needs an overshoot observed in the data
+    from grpofit.fitting.bounds import hold_levels, metric_bounds
+
+    hold_levels(res, metric_bounds(metric, values) if bounds is None else bounds)
     return res
 
 

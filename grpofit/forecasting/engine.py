@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grpofit.core.numbers import finite as _num
+from grpofit.fitting.bounds import Bounds, edge, lattice, metric_bounds
 from grpofit.fitting.drift import late_slope, persistence
-from grpofit.forecasting.bounds import Bounds, edge, lattice, metric_bounds
 from grpofit.forecasting.discrepancy import add_rate_error, add_validation_error, tail_noise_var, vouched_slope
 from grpofit.forecasting.likelihood import fit_law, reduce_series
 from grpofit.forecasting.predictive import TEMPER, law_weights, sample_future
@@ -187,9 +187,11 @@ def forecast_series(
 
     # the whole run's fit: lean, only where the collapse check needs it (a candidate collapse to
     # test), the same call it would make (``extra["baseline"]`` is then not kept)
-    baseline = None if lean else fit_series(steps, values)
+    baseline = None if lean else fit_series(steps, values, bounds=bounds)
     # the collapse fit and diagnose name (one computation for every surface)
-    collapse, before = confirmed_collapse(steps, values, whole=baseline) if collapse_check else (None, None)
+    collapse, before = (
+        confirmed_collapse(steps, values, whole=baseline, bounds=bounds) if collapse_check else (None, None)
+    )
     if collapse is not None:
         return _after_collapse(
             collapse,

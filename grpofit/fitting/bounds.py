@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["Bounds", "metric_bounds", "parse_bounds", "lattice", "edge", "RATE_WORDS"]
+__all__ = ["Bounds", "metric_bounds", "parse_bounds", "lattice", "edge", "hold_levels", "RATE_WORDS"]
 
 #: words in a metric's name that make it a share in [0, 1]
 RATE_WORDS = (
@@ -48,6 +48,8 @@ RATE_WORDS = (
 #: observed values are kept this share of the range away from the bounds before the logit
 #: (at least; a lattice of logged values or a batch size sets it when known)
 MIN_EDGE = 1e-5
+#: where the bounds of a metric come from the values alone
+GUESSED_SOURCE = "every value seen lies in [0, 1] (taken as a rate; pass --bounds LO,HI to change)"
 #: the largest batch :func:`lattice` infers from the logged values
 MAX_LATTICE = 4096
 
@@ -57,6 +59,9 @@ class Bounds:
     low: float | None
     high: float | None
     source: str | None
+    #: taken from the values alone (every value seen lies in [0, 1]), not from the metric's
+    #: name, the config, a batch of binary rewards or the option
+    guessed: bool = False
 
     @property
     def two_sided(self) -> bool:
@@ -157,7 +162,7 @@ def metric_bounds(
         return Bounds(0.0, 1.0, f"metric: {metric} is a rate")
     if batch:
         return Bounds(0.0, 1.0, f"binary rewards, batch {batch}")
-    return Bounds(0.0, 1.0, "every value seen lies in [0, 1] (taken as a rate; pass --bounds LO,HI to change)")
+    return Bounds(0.0, 1.0, GUESSED_SOURCE, guessed=True)
 
 
 def lattice(bounds: Bounds, values: np.ndarray) -> int | None:
@@ -186,3 +191,39 @@ def edge(bounds: Bounds, values: np.ndarray, batch: int | None) -> float:
     if n:
         return float(min(max(0.5 / n, MIN_EDGE), 0.02))
     return MIN_EDGE
+
+
+#: the fitted parameters that are levels of the metric itself, held inside its bounds
+LEVELS = ("plateau", "initial")
+
+
+def hold_levels(result: Any, bounds: Bounds | None) -> None:
+    """Hold every law's levels (:data:`LEVELS`: the plateau ``p*`` and the start ``p0``),
+    their values and 95% interval ends, inside the metric's two-sided ``bounds``, saying so in
+    the estimate's note: a rate's plateau cannot exceed 1, whatever the law's least squares
+    reach on noisy points. Every surface states the fit's plateau from these estimates
+    (``fit``, ``diagnose``, ``compare``, ``forecast``, ``watch``, the API and the plots).
+
+    Bounds guessed from the values alone (:attr:`Bounds.guessed`) hold only the interval ends
+    of a level whose value lies inside them: a law whose own value lies past 1 says the metric
+    may not be a rate (a sum of reward functions still below 1), and is left as fitted."""
+    if bounds is None or not bounds.two_sided:
+        return
+    lo, hi = bounds.low, bounds.high
+    why = f"held inside the metric's bounds [{lo:g}, {hi:g}] (" + (
+        "every value seen lies in [0, 1]: taken as a rate)" if bounds.guessed else f"{bounds.source})"
+    )
+    for law in (getattr(result, "models", None) or {}).values():
+        for name in LEVELS:
+            est = (getattr(law, "params", None) or {}).get(name)
+            if est is None or (bounds.guessed and est.value is not None and not lo <= est.value <= hi):
+                continue
+            held = est.value is not None and not lo <= est.value <= hi
+            if est.value is not None:
+                est.value = min(max(est.value, lo), hi)
+            if est.ci95 is not None:
+                a, b = est.ci95
+                held = held or (a is not None and a < lo) or (b is not None and b > hi)
+                est.ci95 = (None if a is None else min(max(a, lo), hi), None if b is None else min(max(b, lo), hi))
+            if held:
+                est.note = f"{est.note}; {why}" if est.note else why
