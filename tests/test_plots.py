@@ -168,3 +168,22 @@ def test_log_ticks_are_few_plain_and_inside_the_range():
         ticks = log_ticks(lo, hi)
         assert 1 <= len(ticks) <= 5 and all(lo <= t <= hi for t in ticks)
     assert log_ticks(0, 1) == [] and log_ticks(1, 1) == []
+
+
+def test_a_run_no_law_beats_a_constant_is_drawn_as_its_level():
+    """A flat noisy run: the laws' curves ring through the noise (R² < 0.1); the figure labels
+    them as no better than a constant, draws them faint, and names the line the run's level."""
+    import numpy as np
+
+    from grpofit.fitting import fit_series
+    from grpofit.render.plotting import fit_figure
+
+    rng = np.random.default_rng(3)
+    t = np.arange(1.0, 61.0)
+    res = fit_series(t, np.clip(0.45 + rng.normal(0, 0.25, t.size), 0, 1), run="flat", metric="reward")
+    assert res.signal.get("detected") is False
+    ax = fit_figure([res]).axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert any(lab.startswith("the run's level (no significant rise)") for lab in labels)
+    laws = [line for line in ax.get_lines() if "no better than a constant" in str(line.get_label())]
+    assert laws and all(line.get_alpha() < 1 for line in laws)

@@ -205,6 +205,9 @@ def draw_fit(
             if name != result.preferred and np.nanmax(np.abs(curves[name] - curves[result.preferred])) <= 0.01 * span:
                 same[result.preferred].append(name)
                 del curves[name]
+    # no law beats a constant: the curves are drawn faint, so a ringing fit of noise is not read
+    # as dynamics, and the plateau is the run's level (what the tables say)
+    flat = (getattr(result, "signal", None) or {}).get("detected") is False
     for name, model in result.models.items():
         if name not in curves:
             continue
@@ -213,7 +216,9 @@ def draw_fit(
         label = f"{name} (R² {r2:.3f})" if r2 is not None else name
         if same[name]:
             label += f"; {', '.join(same[name])}: the same curve"
-        ax_data.plot(grid, curves[name], lw=1.8, label=label, **style)
+        if flat:
+            label += ", no better than a constant"
+        ax_data.plot(grid, curves[name], lw=0.8 if flat else 1.8, alpha=0.45 if flat else 1.0, label=label, **style)
         if ax_resid is not None:
             ax_resid.plot(
                 steps,
@@ -238,7 +243,8 @@ def draw_fit(
         )
     elif plateau is not None:  # one legend entry for the line and its band (each entry costs a figure ~4 ms)
         band = " and its 95% interval" if plateau["ci95"] else ""
-        ax_data.axhline(plateau["value"], color="tab:blue", lw=1, label=f"plateau p* ({result.preferred}){band}")
+        what = "the run's level (no significant rise)" if flat else f"plateau p* ({result.preferred})"
+        ax_data.axhline(plateau["value"], color="tab:blue", lw=1, label=f"{what}{band}")
         if plateau["ci95"]:
             ax_data.axhspan(*plateau["ci95"], color="tab:blue", alpha=0.12)
     collapse = result.collapse
