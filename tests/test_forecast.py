@@ -688,3 +688,18 @@ def test_readme_generated_forecast_blocks_are_their_records():
     assert not [s for s in update_readme.stale_generated(text) if s[0] in names]
     edited = text.replace("| forcing sd 0.03, underdamped |", "| forcing sd 0.03, underdamped (edited) |", 1)
     assert "forecast-forced" in [s[0] for s in update_readme.stale_generated(edited)]
+
+
+def test_until_without_a_plan_forecasts_to_where_the_run_ended(capsys):
+    """A finished run replayed with ``--until`` and no plan length: the horizon is its last
+    logged step (it was 'cannot forecast yet: no plan length'), with the source saying so."""
+    from tests.reallogs import real_log
+
+    log = real_log("deepgrpo_wandb_val_gsm8k_treerl_instability.csv")
+    code, out, _ = run_cli(capsys, "forecast", log, "--until", "60", "--format", "json")
+    assert code == 0
+    r = json.loads(out)["runs"][0]
+    assert r["horizon"]["step"] == 925 and "last logged step" in r["horizon"]["source"]
+    assert r["at"] and r["at"][0]["step"] == 925 and r["at"][0]["pi95"][0] < r["at"][0]["mean"]
+    code, out, _ = run_cli(capsys, "forecast", log, "--format", "json")  # uncut: no plan, no horizon
+    assert json.loads(out)["runs"][0]["horizon"]["step"] is None

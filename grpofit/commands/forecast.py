@@ -70,6 +70,9 @@ def forecast_run(run, opts: ForecastOptions, *, final_steps=None, warm=None):
         rest = (steps[~keep], values[~keep])
         steps, values = steps[keep], values[keep]
     horizon, source = planned_last_step(run.config, opts.horizon)
+    if horizon is None and rest is not None and rest[0].size:
+        # a finished run replayed: where it ended is the end a forecast at the cut would aim at
+        horizon, source = float(rest[0][-1]), "the run's last logged step (--until replays the run)"
     batch, batch_source = batch_size(run.config, opts.batch_size)
     bounds = metric_bounds(column, values, option=parse_bounds(opts.bounds), config=run.config, batch=batch)
     fc = forecast_series(
