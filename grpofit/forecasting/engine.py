@@ -279,7 +279,7 @@ def forecast_series(
     }
     saturated = _saturation_seen(draws, fits)
     doc["plateau"] = _plateau(link.metric(draws.plateau), now, drift.rising, bounds.two_sided or saturated)
-    quiet = _no_rise(baseline) or _timescale_open(baseline)
+    quiet = _no_rise(baseline)
     doc["steps_to_90"] = _withheld(quiet) if quiet else _steps_to(draws.t90, step0)
     doc["steps_to_95"] = _withheld(quiet) if quiet else _steps_to(draws.t95, step0)
     doc["remaining_gain"] = _remaining_gain(h_cols, now, horizon_t)
@@ -675,19 +675,6 @@ def _no_rise(baseline) -> str | None:
     reason = str(sig.get("reason") or "")
     if sig.get("detected") is False and reason.startswith("no significant"):
         return reason.split(";")[0] + " in the steps seen"
-    return None
-
-
-def _timescale_open(baseline) -> str | None:
-    """Why the steps to 90/95% of the gain are not given where ``fit`` finds the timescale not
-    pinned down (its 95% interval runs to the fit's bound: the box's, not the data's), or None.
-    The draws' steps then come from the search range, which grows with the horizon asked for:
-    on deepgrpo's TreeRL run cut at step 60 the step reaching 90% of the gain was 116 [9.75,
-    600] without a horizon (600: the range's end), 317 [26.5, 4654] with one, and 23 to 166
-    under four seeds."""
-    ts = baseline.param("timescale") if baseline is not None else None
-    if ts is not None and "not pinned down" in str(getattr(ts, "note", None) or ""):
-        return "the timescale is not pinned down by the steps seen (its 95% interval runs to the fit's bound)"
     return None
 
 
