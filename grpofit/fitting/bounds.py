@@ -227,3 +227,6 @@ def hold_levels(result: Any, bounds: Bounds | None) -> None:
                 est.ci95 = (None if a is None else min(max(a, lo), hi), None if b is None else min(max(b, lo), hi))
             if held:
                 est.note = f"{est.note}; {why}" if est.note else why
+                if est.stderr is not None:  # the held interval is no longer value +- 1.96 stderr
+                    est.stderr = None
+                    est.note += "; no ± stderr: the interval is not value ± 1.96 stderr"
