@@ -605,6 +605,101 @@ static PyObject *columns(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+   The least-squares fit's own arithmetic (grpofit/fitting/profile.py and grpofit/fitting/solve.py),
+   compiled: each routine performs the operations of the numpy function it stands for, in the
+   same order where it matters (sums over the bins in order), so both agree to round-off
+   (tests/test_fit_kernel.py compares them by tolerance).
+   - profile_grid: the damping ratio's profile grid (profile._evaluate_numpy: the relaxation
+     shapes, then the levels' 2 x 2 least squares and the bounds);
+   - relaxation: the oscillator's unit response and its derivatives in the timescale and the
+     inertia at scalar times (grpofit.laws.oscillator.raw_relaxation_derivatives, the scalar
+     path: the overdamped form, else the series or the closed form near and below critical). */
+
+/* exp(max(x, -700)) (grpofit.laws.base.exp_neg) */
+static inline double exp_floor(double x) { return exp(x >= -700.0 || x != x ? x : -700.0); }
+
+/* profile_grid(R, M, nb, t, w, y, yy, sw, wy, zeta, ts, lo, hi, ssr, plat, init, g): for each row
+   r (damping ratio zeta[r], inf: inertia 0) and timescale ts[r, j], the relaxation shape at the
+   bins g[r, j, :] = g(t / ts; zeta), the levels' weighted least squares and its SSR (inf where
+   singular or the levels leave [lo, hi]) */
+static PyObject *profile_grid(PyObject *self, PyObject *args) {
+    PyObject *o[9];
+    Py_ssize_t R, M, nb;
+    double yy, sw, wy, lo, hi;
+    if (!PyArg_ParseTuple(args, "nnnOOOdddOOddOOOO", &R, &M, &nb, &o[0], &o[1], &o[2], &yy, &sw, &wy, &o[3], &o[4],
+                          &lo, &hi, &o[5], &o[6], &o[7], &o[8]))
+        return NULL;
+    if (R < 0 || M < 0 || nb < 1) {
+        PyErr_SetString(PyExc_ValueError, "profile_grid: bad sizes");
+        return NULL;
+    }
+    Py_buffer v[9];
+    const Py_ssize_t RM = mul(R, M);
+    const Py_ssize_t items[9] = {nb, nb, nb, R, RM, RM, RM, RM, mul(RM, nb)};
+    const char *names[9] = {"t", "w", "y", "zeta", "ts", "ssr", "plat", "init", "g"};
+    if (get_all(o, v, 9, 0, 5, items, names) < 0)
+        return NULL;
+    const double *t = (const double *)v[0].buf, *w = (const double *)v[1].buf, *y = (const double *)v[2].buf;
+    const double *zeta = (const double *)v[3].buf, *ts = (const double *)v[4].buf;
+    double *ssr = (double *)v[5].buf, *plat = (double *)v[6].buf, *init = (double *)v[7].buf, *g = (double *)v[8].buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < R; r++) {
+        /* the row's coefficients (grpofit.laws.oscillator._shape_plan) */
+        double z = zeta[r];
+        if (fabs(z - 1.0) < 1e-7)
+            z = z < 1.0 ? 1.0 - 1e-7 : 1.0 + 1e-7;
+        const int kind = isinf(z) ? 2 : (z < 1.0 ? 0 : 1);
+        double k0 = 0.0, k1 = 0.0, k2 = 0.0, k3 = 0.0;
+        if (kind == 0) {
+            const double a = (2.0 * z) * z, wd = (2.0 * z) * sqrt(1.0 - z * z);
+            k0 = wd, k1 = a / wd, k2 = -a;
+        } else if (kind == 1) {
+            const double u = sqrt(1.0 - 1.0 / (z * z));
+            const double t1 = 0.5 * (1.0 + u), t2 = 1.0 / (((2.0 * z) * z) * (1.0 + u));
+            k0 = -1.0 / t1, k1 = t1 / u, k2 = -1.0 / t2, k3 = t2 / u;
+        }
+        for (Py_ssize_t j = 0; j < M; j++) {
+            const Py_ssize_t c = r * M + j;
+            double *gc = g + c * nb;
+            const double T = ts[c];
+            double s1 = 0.0, s2 = 0.0, y1 = 0.0;
+            for (Py_ssize_t i = 0; i < nb; i++) {
+                const double x = t[i] / T;
+                double gi;
+                if (kind == 2)
+                    gi = exp_floor(-x);
+                else if (kind == 0) {
+                    const double wx = k0 * x;
+                    gi = exp_floor(k2 * x) * (cos(wx) + sin(wx) * k1);
+                } else
+                    gi = exp_floor(x * k0) * k1 - exp_floor(x * k2) * k3;
+                gc[i] = gi;
+                const double gw = gi * w[i];
+                s1 += gw;
+                s2 += gw * gi;
+                y1 += gw * y[i];
+            }
+            /* profile.linear_levels */
+            const double det = sw * s2 - s1 * s1;
+            const double alpha = (s2 * wy - s1 * y1) / det;
+            const double beta = (sw * y1 - s1 * wy) / det;
+            double q = (yy - alpha * wy) - beta * y1;
+            const int bad = !(det > (1e-12 * sw) * np_max(s2, 1e-300)) || !isfinite(q);
+            q = bad ? INFINITY : np_max(q, 0.0);
+            const double p = alpha, p0 = alpha + beta;
+            if (!(p >= lo && p <= hi && p0 >= lo && p0 <= hi))
+                q = INFINITY;
+            ssr[c] = q;
+            plat[c] = p;
+            init[c] = p0;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(v, 9);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
    The forecaster's search objective (grpofit/forecasting/filtered.py): the negative log marginal
    likelihood of one law with its random-walk level drift, by a Kalman filter over the points
    instead of the dense covariance's Cholesky factor (grpofit/forecasting/walk.py's
@@ -843,6 +938,10 @@ static PyObject *walk_nll(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
+    /* the least-squares fit's arithmetic */
+    {"profile_grid", profile_grid, METH_VARARGS,
+     "profile_grid(R, M, nb, t, w, y, yy, sw, wy, zeta, ts, lo, hi, ssr, plat, init, g): the damping ratio's profile grid: shapes into g (R, M, nb), levels and SSR into ssr, plat, init (R, M)"},
+    /* the state-space intervals' and the forecaster's arithmetic */
     {"innovations", innovations, METH_VARARGS,
      "innovations(n, m, K, S, modes, step_of, FQ, y, cols, wb, count, width, r, G, logdet): the Gram matrices of the filter's standardised innovations into G and log determinants into logdet"},
     {"mixture", mixture, METH_VARARGS,

@@ -1,0 +1,99 @@
+"""The compiled least-squares arithmetic (grpofit/_filter.c's fit block) against the numpy code
+it stands for: the damping ratio's profile grid (:func:`grpofit.fitting.profile._evaluate`).
+
+Every call the fits below make is run through both and compared to round-off (the kernel calls
+libm's exp, sin and cos where numpy may use its own vectorised ones, and sums the bins in
+order)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from grpofit.fitting import fit_series, profile
+from grpofit.testing.synthetic import forced_recovery_set
+
+try:  # the built extension itself, whatever GRPOFIT_PURE_PYTHON says
+    from grpofit import _filter as kernel
+except ImportError:
+    kernel = None
+needs_kernel = pytest.mark.skipif(kernel is None, reason="grpofit._filter was not built (no C compiler)")
+
+RTOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def grid_calls():
+    """The arguments of every profile-grid evaluation made while fitting forced runs of each
+    regime, a long binned run of each kind and a short one."""
+    seen = []
+    real = profile._evaluate
+
+    def record(*args):
+        seen.append(args)
+        return real(*args)
+
+    profile._evaluate = record
+    try:
+        for _, table in forced_recovery_set(1, seed=7, levels=(0.0, 0.02)):
+            fit_series(table["step"], table["reward"])
+        rng = np.random.default_rng(3)
+        t = np.arange(2000.0)
+        fit_series(t, 0.8 - 0.6 * np.exp(-t / 300.0) + 0.05 * rng.standard_normal(t.size))
+        fit_series(t, 0.7 - 0.5 * np.exp(-t / 200.0) * np.cos(t / 60.0) + 0.02 * rng.standard_normal(t.size))
+        t = np.arange(30.0)
+        fit_series(t, 0.8 - 0.6 * np.exp(-t / 8.0) + 0.03 * rng.standard_normal(t.size))
+    finally:
+        profile._evaluate = real
+    return seen
+
+
+def _close(a, b, scale=None) -> bool:
+    """Equal to round-off: the same infinities, finite values within RTOL of the larger of the
+    two magnitudes (or of ``scale``, for a quantity that cancels)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if not np.array_equal(np.isinf(a), np.isinf(b)) or not np.array_equal(np.isnan(a), np.isnan(b)):
+        return False
+    fin = np.isfinite(a)
+    ref = np.maximum(np.abs(a[fin]), np.abs(b[fin])) if scale is None else scale
+    return bool(np.all(np.abs(a[fin] - b[fin]) <= RTOL * np.maximum(ref, 1e-300)))
+
+
+@needs_kernel
+def test_profile_grid_matches_numpy(grid_calls, monkeypatch):
+    assert len(grid_calls) > 20
+    rows = 0
+    for b, zetas, ts, lv in grid_calls:
+        got = profile._evaluate(b, zetas, ts, lv)
+        want = profile._evaluate_numpy(b, zetas, ts, lv)
+        ssr_scale = max(b.yy, 1e-300)  # the SSR is yy less the fitted part: round-off of yy's size
+        assert _close(got[0], want[0], ssr_scale), "ssr"
+        for x, y in zip(got[1:3], want[1:3]):  # the levels, where the system is not singular
+            ok = np.isfinite(want[0])
+            assert _close(x[ok], y[ok]), "levels"
+        assert _close(got[3], want[3]), "shapes"
+        rows += zetas.size
+    assert rows > 500
+
+
+@needs_kernel
+def test_profile_grid_every_kind_of_row():
+    """Underdamped, near-critical (nudged), overdamped and inertia-0 rows, out-of-bounds levels
+    and a singular system (one bin), against numpy."""
+    t = np.array([0.0, 1.0, 2.0, 4.0, 7.0, 12.0, 20.0, 33.0])
+    y = 0.7 - 0.5 * np.exp(-t / 6.0)
+    w = np.array([1.0, 1.0, 1.0, 2.0, 3.0, 4.0, 6.0, 9.0])
+    b = profile.Binned(t, y, w, float(w @ (y * y)), float(w.sum()), float(w @ y))
+    zetas = np.array([0.15, 0.5, 1.0 - 1e-9, 1.0, 1.0 + 5e-8, 2.0, 12.0, math.inf])
+    ts = np.exp(np.linspace(-3.0, 5.0, 9))[None, :].repeat(zetas.size, axis=0)
+    for lv in ((-10.0, 10.0), (0.3, 0.65)):
+        got = profile._evaluate(b, zetas, ts, lv)
+        want = profile._evaluate_numpy(b, zetas, ts, lv)
+        assert _close(got[0], want[0], b.yy) and _close(got[3], want[3])
+    assert np.isinf(profile._evaluate(b, zetas, ts, (0.3, 0.65))[0]).any()  # levels out of bounds
+    one = profile.Binned(t[:1], y[:1], w[:1], float(y[0] ** 2), 1.0, float(y[0]))
+    np.seterr(all="ignore")  # the numpy code runs under the fit's errstate
+    ssr = profile._evaluate(one, zetas, ts[:, :2], (-10.0, 10.0))[0]
+    assert np.all(np.isinf(ssr)) and np.all(np.isinf(profile._evaluate_numpy(one, zetas, ts[:, :2], (-10.0, 10.0))[0]))
