@@ -699,6 +699,101 @@ static PyObject *profile_grid(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* the oscillator's unit response g and its derivatives in the timescale and the inertia at one
+   time (grpofit.laws.oscillator: _overdamped where disc >= u_switch2, else _near_critical with
+   _nc_series where |z| < z_series and _nc_closed elsewhere), scalar parameters */
+static inline void relaxation_at(double t, double ts, double ti, double disc, int over, double a, double beta,
+                                 double z_series, const double *series, double *g_out, double *dts_out,
+                                 double *dti_out) {
+    if (over) {
+        const double u = sqrt(disc);
+        const double t1 = (0.5 * ts) * (1.0 + u), t2 = (2.0 * ti) / (1.0 + u), d = ts * u;
+        const double x1 = t / t1;
+        const double e1 = exp_floor(-x1);
+        double x2 = t / np_max(t2, 1e-300);
+        x2 = (x2 <= 700.0 || x2 != x2) ? x2 : 700.0; /* np.minimum(x2, -EXP_FLOOR) */
+        const double e2 = exp(-x2);
+        const double g = (t1 * e1 - t2 * e2) / d;
+        const double fp1 = e1 * (1.0 + x1), fp2 = e2 * (1.0 + x2);
+        const double dg1 = (fp1 - g) / d, dg2 = (g - fp2) / d;
+        *g_out = g;
+        *dts_out = (dg1 * (t1 - ti) + dg2 * (ti - t2)) / d;
+        *dti_out = (dg2 - dg1) / u;
+        return;
+    }
+    const double z = (beta * t) * t;
+    double ec, es, esp;
+    if (fabs(z) < z_series) { /* C, S, S' by their power series in z (series: 6 x 3, by rows) */
+        double acc0 = 0.0, acc1 = 0.0, acc2 = 0.0, zk = 1.0;
+        for (int k = 0; k < 6; k++) {
+            zk = k == 0 ? 1.0 : (k == 1 ? z : zk * z);
+            acc0 += zk * series[3 * k];
+            acc1 += zk * series[3 * k + 1];
+            acc2 += zk * series[3 * k + 2];
+        }
+        const double e = exp(-a * t);
+        ec = e * acc0, es = e * acc1, esp = e * acc2;
+    } else {
+        const double x = sqrt(fabs(z));
+        if (beta > 0.0) {
+            const double b = sqrt(beta);
+            const double ep = exp(-(a - b) * t), em = exp(-(a + b) * t);
+            ec = 0.5 * (ep + em);
+            es = (0.5 * (ep - em)) / x;
+        } else {
+            const double e = exp(-a * t);
+            ec = e * cos(x);
+            es = (e * sin(x)) / x;
+        }
+        esp = (ec - es) / (2.0 * z);
+    }
+    /* _nc_finish */
+    const double g = ec + (a * t) * es;
+    const double dg_da = t * (es - g);
+    const double dg_db2 = (t * t) * (0.5 * es + (a * t) * esp);
+    *g_out = g;
+    *dti_out = dg_da * ((-2.0 * a) * a) + dg_db2 * (((4.0 * a) * a) * (1.0 / ts - a));
+    *dts_out = dg_db2 * (((2.0 * a) / ts) / ts);
+}
+
+/* oscillator_jacobian(n, t, plateau, initial, ts, ti, u_switch2, z_series, series, jac): the
+   oscillator's Jacobian at n times (grpofit.laws.oscillator.raw_oscillator_jacobian, scalar
+   parameters) into jac (4, n): 1 - g, g, gain dg/dTs, gain dg/dTi */
+static PyObject *oscillator_jacobian(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    Py_ssize_t n;
+    double plateau, initial, ts, ti_in, u_switch2, z_series;
+    if (!PyArg_ParseTuple(args, "nOddddddOO", &n, &o[0], &plateau, &initial, &ts, &ti_in, &u_switch2, &z_series,
+                          &o[1], &o[2]))
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "oscillator_jacobian: bad sizes");
+        return NULL;
+    }
+    Py_buffer v[3];
+    const Py_ssize_t items[3] = {n, 18, mul(4, n)};
+    const char *names[3] = {"t", "series", "jac"};
+    if (get_all(o, v, 3, 0, 2, items, names) < 0)
+        return NULL;
+    const double *t = (const double *)v[0].buf, *series = (const double *)v[1].buf;
+    double *jac = (double *)v[2].buf;
+    const double ti = 0.0 > ti_in ? 0.0 : ti_in; /* Python's max(inertia, 0.0) */
+    const double disc = 1.0 - (4.0 * ti) / ts;
+    const int over = disc >= u_switch2;
+    const double a = 0.5 / ti, beta = (a * a) * disc;
+    const double gain = initial - plateau;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double g, dts, dti;
+        relaxation_at(t[i], ts, ti, disc, over, a, beta, z_series, series, &g, &dts, &dti);
+        jac[i] = 1.0 - g;
+        jac[n + i] = g;
+        jac[2 * n + i] = dts * gain;
+        jac[3 * n + i] = dti * gain;
+    }
+    release(v, 3);
+    Py_RETURN_NONE;
+}
+
 /* ---------------------------------------------------------------------------------------------
    The forecaster's search objective (grpofit/forecasting/filtered.py): the negative log marginal
    likelihood of one law with its random-walk level drift, by a Kalman filter over the points
@@ -941,6 +1036,8 @@ static PyMethodDef methods[] = {
     /* the least-squares fit's arithmetic */
     {"profile_grid", profile_grid, METH_VARARGS,
      "profile_grid(R, M, nb, t, w, y, yy, sw, wy, zeta, ts, lo, hi, ssr, plat, init, g): the damping ratio's profile grid: shapes into g (R, M, nb), levels and SSR into ssr, plat, init (R, M)"},
+    {"oscillator_jacobian", oscillator_jacobian, METH_VARARGS,
+     "oscillator_jacobian(n, t, plateau, initial, ts, ti, u_switch2, z_series, series, jac): the oscillator's Jacobian at n times into jac (4, n)"},
     /* the state-space intervals' and the forecaster's arithmetic */
     {"innovations", innovations, METH_VARARGS,
      "innovations(n, m, K, S, modes, step_of, FQ, y, cols, wb, count, width, r, G, logdet): the Gram matrices of the filter's standardised innovations into G and log determinants into logdet"},

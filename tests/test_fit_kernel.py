@@ -97,3 +97,24 @@ def test_profile_grid_every_kind_of_row():
     np.seterr(all="ignore")  # the numpy code runs under the fit's errstate
     ssr = profile._evaluate(one, zetas, ts[:, :2], (-10.0, 10.0))[0]
     assert np.all(np.isinf(ssr)) and np.all(np.isinf(profile._evaluate_numpy(one, zetas, ts[:, :2], (-10.0, 10.0))[0]))
+
+
+@needs_kernel
+def test_oscillator_jacobian_matches_numpy():
+    """Every branch of the oscillator's response (overdamped, near-critical by series and closed
+    form, underdamped, inertia 0 and tiny), on binned and raw times, against numpy."""
+    from grpofit.fitting.jacobians import oscillator_jacobian, raw_jacobian
+    from grpofit.laws.models import EXPONENTIAL, OSCILLATOR
+    from grpofit.laws.oscillator import raw_oscillator_jacobian
+
+    assert raw_jacobian(OSCILLATOR) is oscillator_jacobian
+    assert raw_jacobian(EXPONENTIAL) is (EXPONENTIAL.raw_jacobian or EXPONENTIAL.jacobian)
+    t = np.concatenate([np.arange(10.0), np.geomspace(10.0, 3000.0, 40)])
+    ts = 60.0
+    for ti in (0.0, 1e-9, 0.5, 10.0, 14.9, 15.0, 15.0 + 1e-9, 15.1, 20.0, 200.0, 3000.0):
+        with np.errstate(all="ignore"):
+            got = oscillator_jacobian(t, 0.8, 0.2, ts, ti)
+            want = raw_oscillator_jacobian(t, 0.8, 0.2, ts, ti)
+        assert got.shape == want.shape == (t.size, 4)
+        scale = np.max(np.abs(want), axis=0)  # each column's own size: values near 0 cancel
+        assert np.all(np.abs(got - want) <= 1e-9 * np.maximum(scale, 1e-300)), ti

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpofit.fitting.jacobians import raw_jacobian
 from grpofit.fitting.lm import levenberg_marquardt
 from grpofit.fitting.profile import Binned
 from grpofit.laws.models import CurveModel
@@ -91,7 +92,7 @@ class _Problem:
     def __init__(self, model: CurveModel, b: Binned, x_full: np.ndarray, free: np.ndarray):
         self.model, self.b = model, b
         # the solver runs inside np.errstate(all="ignore"): the law's Jacobian without its own
-        self.raw_jacobian = model.raw_jacobian or model.jacobian
+        self.raw_jacobian = raw_jacobian(model)
         self.sw = np.sqrt(b.w)
         self.x_full = x_full.copy()
         self.free = free

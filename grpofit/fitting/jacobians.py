@@ -1,0 +1,53 @@
+"""The laws' Jacobians as the least-squares fit evaluates them (inside its ``np.errstate``): the
+law's own ``raw_jacobian``, except the oscillator's where grpofit's compiled kernel was built
+(``grpofit/_filter.c``, ``oscillator_jacobian``). The fit asks for it some ten times per run on
+a few dozen bins or a few hundred points; in numpy its near-critical and overdamped branches are
+a few dozen array operations each, so the operations' own overhead was most of its cost. The
+kernel performs the same operations per point (the same branches, the series and the closed
+form), so both agree to round-off (``tests/test_fit_kernel.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grpofit.laws import oscillator as _osc
+from grpofit.laws.models import CurveModel
+from grpofit.runtime.compiled import compiled_filter
+
+__all__ = ["raw_jacobian"]
+
+#: the oscillator's branch switches and series coefficients, as its numpy code uses them
+_U_SWITCH2 = _osc._U_SWITCH**2
+_SERIES = np.ascontiguousarray(_osc._SERIES_T, dtype=np.float64)
+
+
+def raw_jacobian(model: CurveModel):
+    """``model``'s Jacobian without an ``np.errstate`` of its own: the compiled oscillator's
+    where the kernel was built, else the law's ``raw_jacobian`` (or ``jacobian``)."""
+    own = model.raw_jacobian or model.jacobian
+    if own is _osc.raw_oscillator_jacobian and compiled_filter() is not None:
+        return oscillator_jacobian
+    return own
+
+
+def oscillator_jacobian(t, plateau, initial, timescale, inertia):
+    """:func:`grpofit.laws.oscillator.raw_oscillator_jacobian` by the compiled kernel (scalar
+    parameters; anything else goes to the numpy code): ``(n, 4)``."""
+    kernel = compiled_filter()
+    if kernel is None or np.ndim(timescale) or np.ndim(inertia) or np.ndim(plateau) or np.ndim(initial):
+        return _osc.raw_oscillator_jacobian(t, plateau, initial, timescale, inertia)
+    t = np.ascontiguousarray(t, dtype=np.float64).ravel()
+    jac = np.empty((4, t.size))
+    kernel.oscillator_jacobian(
+        t.size,
+        t,
+        float(plateau),
+        float(initial),
+        float(timescale),
+        float(inertia),
+        _U_SWITCH2,
+        _osc._Z_SERIES,
+        _SERIES,
+        jac,
+    )
+    return jac.T
