@@ -14,7 +14,7 @@ from grpofit.laws import oscillator as _osc
 from grpofit.laws.models import CurveModel
 from grpofit.runtime.compiled import compiled_filter
 
-__all__ = ["raw_jacobian"]
+__all__ = ["raw_jacobian", "oscillator_jacobian", "relaxation_derivatives"]
 
 #: the oscillator's branch switches and series coefficients, as its numpy code uses them
 _U_SWITCH2 = _osc._U_SWITCH**2
@@ -51,3 +51,15 @@ def oscillator_jacobian(t, plateau, initial, timescale, inertia):
         jac,
     )
     return jac.T
+
+
+def relaxation_derivatives(t, timescale: float, inertia: float):
+    """``(g, dg/dtimescale, dg/dinertia)`` of the oscillator's unit response at ``t``
+    (:func:`grpofit.laws.models.relaxation_derivatives`, scalar times): the compiled kernel's
+    where it was built (the Jacobian of the curve from 0 to 1), else the law's."""
+    if compiled_filter() is None:
+        from grpofit.laws.models import relaxation_derivatives as numpy_derivatives
+
+        return numpy_derivatives(t, timescale, inertia)
+    jac = oscillator_jacobian(t, 0.0, 1.0, timescale, inertia)
+    return jac[:, 1], jac[:, 2], jac[:, 3]
