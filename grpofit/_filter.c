@@ -794,6 +794,50 @@ static PyObject *oscillator_jacobian(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* oscillator_residuals(n, t, sw, y, plateau, initial, ts, ti, u_switch2, z_series, series, c_ts,
+   c_ti, r, jac): the least-squares solve's weighted residuals and Jacobian in its internal
+   coordinates (grpofit/fitting/solve.py, _Problem.evaluate with every parameter free): r =
+   sw ((plateau + gain g) - y) into r (n), the Jacobian's rows weighted by sw, the timescale's
+   and the inertia's multiplied by their chain factors c_ts (the timescale) and c_ti (2 sqrt
+   inertia) into jac (4, n) */
+static PyObject *oscillator_residuals(PyObject *self, PyObject *args) {
+    PyObject *o[6];
+    Py_ssize_t n;
+    double plateau, initial, ts, ti_in, u_switch2, z_series, c_ts, c_ti;
+    if (!PyArg_ParseTuple(args, "nOOOddddddOddOO", &n, &o[0], &o[1], &o[2], &plateau, &initial, &ts, &ti_in,
+                          &u_switch2, &z_series, &o[3], &c_ts, &c_ti, &o[4], &o[5]))
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "oscillator_residuals: bad sizes");
+        return NULL;
+    }
+    Py_buffer v[6];
+    const Py_ssize_t items[6] = {n, n, n, 18, n, mul(4, n)};
+    const char *names[6] = {"t", "sw", "y", "series", "r", "jac"};
+    if (get_all(o, v, 6, 0, 4, items, names) < 0)
+        return NULL;
+    const double *t = (const double *)v[0].buf, *sw = (const double *)v[1].buf, *y = (const double *)v[2].buf;
+    const double *series = (const double *)v[3].buf;
+    double *r = (double *)v[4].buf, *jac = (double *)v[5].buf;
+    const double ti = 0.0 > ti_in ? 0.0 : ti_in;
+    const double disc = 1.0 - (4.0 * ti) / ts;
+    const int over = disc >= u_switch2;
+    const double a = 0.5 / ti, beta = (a * a) * disc;
+    const double gain = initial - plateau;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double g, dts, dti;
+        relaxation_at(t[i], ts, ti, disc, over, a, beta, z_series, series, &g, &dts, &dti);
+        const double w = sw[i];
+        r[i] = w * ((plateau + gain * g) - y[i]);
+        jac[i] = (1.0 - g) * w;
+        jac[n + i] = g * w;
+        jac[2 * n + i] = ((dts * gain) * w) * c_ts;
+        jac[3 * n + i] = ((dti * gain) * w) * c_ti;
+    }
+    release(v, 6);
+    Py_RETURN_NONE;
+}
+
 /* ---------------------------------------------------------------------------------------------
    The forecaster's search objective (grpofit/forecasting/filtered.py): the negative log marginal
    likelihood of one law with its random-walk level drift, by a Kalman filter over the points
@@ -1038,6 +1082,8 @@ static PyMethodDef methods[] = {
      "profile_grid(R, M, nb, t, w, y, yy, sw, wy, zeta, ts, lo, hi, ssr, plat, init, g): the damping ratio's profile grid: shapes into g (R, M, nb), levels and SSR into ssr, plat, init (R, M)"},
     {"oscillator_jacobian", oscillator_jacobian, METH_VARARGS,
      "oscillator_jacobian(n, t, plateau, initial, ts, ti, u_switch2, z_series, series, jac): the oscillator's Jacobian at n times into jac (4, n)"},
+    {"oscillator_residuals", oscillator_residuals, METH_VARARGS,
+     "oscillator_residuals(n, t, sw, y, plateau, initial, ts, ti, u_switch2, z_series, series, c_ts, c_ti, r, jac): the solve's weighted residuals into r (n) and chained Jacobian into jac (4, n)"},
     /* the state-space intervals' and the forecaster's arithmetic */
     {"innovations", innovations, METH_VARARGS,
      "innovations(n, m, K, S, modes, step_of, FQ, y, cols, wb, count, width, r, G, logdet): the Gram matrices of the filter's standardised innovations into G and log determinants into logdet"},

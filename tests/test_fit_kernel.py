@@ -118,3 +118,27 @@ def test_oscillator_jacobian_matches_numpy():
         assert got.shape == want.shape == (t.size, 4)
         scale = np.max(np.abs(want), axis=0)  # each column's own size: values near 0 cancel
         assert np.all(np.abs(got - want) <= 1e-9 * np.maximum(scale, 1e-300)), ti
+
+
+@needs_kernel
+def test_oscillator_residuals_match_numpy():
+    """The solve's residuals and chained Jacobian in one compiled pass, against the numpy
+    evaluation of the same problem (overdamped, near-critical and underdamped points)."""
+    from grpofit.fitting import solve
+    from grpofit.laws.models import OSCILLATOR
+
+    rng = np.random.default_rng(5)
+    t = np.arange(300.0)
+    y = 0.7 - 0.5 * np.exp(-t / 40.0) + 0.01 * rng.standard_normal(t.size)
+    b = profile.log_bins(t, y)
+    for ti in (0.5, 9.9, 10.0, 30.0, 400.0):
+        x0 = np.array([0.7, 0.2, 40.0, ti])
+        prob = solve._Problem(OSCILLATOR, b, x0, np.ones(4, dtype=bool))
+        assert prob.compiled
+        q = prob.to_internal(x0)
+        got = prob.evaluate(q)
+        prob.compiled = False
+        want = prob.evaluate(q)
+        for a, c in zip(got, want):
+            scale = np.max(np.abs(c), axis=0)
+            assert a.shape == c.shape and np.all(np.abs(a - c) <= 1e-9 * np.maximum(scale, 1e-300)), ti

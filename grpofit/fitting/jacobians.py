@@ -14,7 +14,7 @@ from grpofit.laws import oscillator as _osc
 from grpofit.laws.models import CurveModel
 from grpofit.runtime.compiled import compiled_filter
 
-__all__ = ["raw_jacobian", "oscillator_jacobian", "relaxation_derivatives"]
+__all__ = ["raw_jacobian", "oscillator_jacobian", "oscillator_residuals", "relaxation_derivatives"]
 
 #: the oscillator's branch switches and series coefficients, as its numpy code uses them
 _U_SWITCH2 = _osc._U_SWITCH**2
@@ -63,3 +63,19 @@ def relaxation_derivatives(t, timescale: float, inertia: float):
         return numpy_derivatives(t, timescale, inertia)
     jac = oscillator_jacobian(t, 0.0, 1.0, timescale, inertia)
     return jac[:, 1], jac[:, 2], jac[:, 3]
+
+
+def oscillator_residuals(t, sw, y, x: list, c_ts: float, c_ti: float):
+    """The oscillator's weighted residuals ``sw (curve - y)`` and its weighted Jacobian ``(n,
+    4)`` with the timescale's and inertia's columns multiplied by ``c_ts`` and ``c_ti`` (the
+    solve's chain rule to its internal coordinates), by the compiled kernel in one pass
+    (``None`` where it was not built): :meth:`grpofit.fitting.solve._Problem.evaluate`."""
+    kernel = compiled_filter()
+    if kernel is None:
+        return None
+    n = t.size
+    r, jac = np.empty(n), np.empty((4, n))
+    kernel.oscillator_residuals(
+        n, t, sw, y, x[0], x[1], x[2], x[3], _U_SWITCH2, _osc._Z_SERIES, _SERIES, c_ts, c_ti, r, jac
+    )
+    return r, jac.T
