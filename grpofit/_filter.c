@@ -464,7 +464,27 @@ static PyObject *transitions(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < K; k++) {
         const double rr = r[k] * r[k];
-        for (Py_ssize_t j = 0; j < S; j++) {
+        /* the grids list the forcing ratios innermost: a cell with the previous cell's times has
+           its F (the exponentials) already; Q is the same arithmetic on it, times its own r^2 */
+        const int same = k > 0 && ts[k] == ts[k - 1] && ti[k] == ti[k - 1];
+        for (Py_ssize_t j = 0; same && j < S; j++) {
+            double *e = FQ + j * K + k;
+            const double g11 = e[-1], g12 = e[SK - 1], g21 = e[2 * SK - 1], g22 = e[3 * SK - 1];
+            e[0] = g11;
+            e[SK] = g12;
+            e[2 * SK] = g21;
+            e[3 * SK] = g22;
+            if (ti[k] <= 0) {
+                e[5 * SK] = e[6 * SK] = 0.0;
+                e[4 * SK] = rr * (1.0 - g11 * g11);
+                continue;
+            }
+            const double w2 = 1.0 / (ti[k] * ts[k]);
+            e[4 * SK] = rr * ((1.0 - g11 * g11) - (w2 * g12) * g12);
+            e[5 * SK] = rr * ((-g11 * g21) - (w2 * g12) * g22);
+            e[6 * SK] = rr * ((w2 - g21 * g21) - (w2 * g22) * g22);
+        }
+        for (Py_ssize_t j = 0; !same && j < S; j++) {
             double *e = FQ + j * K + k;
             if (ti[k] <= 0) {
                 const double f = exp(-dt[j] / ts[k]);
