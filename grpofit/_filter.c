@@ -631,9 +631,13 @@ static PyObject *columns(PyObject *self, PyObject *args) {
    (tests/test_fit_kernel.py compares them by tolerance).
    - profile_grid: the damping ratio's profile grid (profile._evaluate_numpy: the relaxation
      shapes, then the levels' 2 x 2 least squares and the bounds);
-   - relaxation: the oscillator's unit response and its derivatives in the timescale and the
-     inertia at scalar times (grpofit.laws.oscillator.raw_relaxation_derivatives, the scalar
-     path: the overdamped form, else the series or the closed form near and below critical). */
+   - oscillator_jacobian, oscillator_residuals: the oscillator's unit response and its
+     derivatives in the timescale and the inertia at scalar times
+     (grpofit.laws.oscillator.raw_relaxation_derivatives, the scalar path: the overdamped form,
+     else the series or the closed form near and below critical), as the law's Jacobian or as
+     the solve's weighted residuals and chained Jacobian (grpofit/fitting/jacobians.py);
+   - rolling_median: the collapse and overshoot checks' centred rolling median
+     (grpofit/fitting/collapse.py; order statistics, so the same values exactly). */
 
 /* exp(max(x, -700)) (grpofit.laws.base.exp_neg) */
 static inline double exp_floor(double x) { return exp(x >= -700.0 || x != x ? x : -700.0); }
@@ -855,6 +859,70 @@ static PyObject *oscillator_residuals(PyObject *self, PyObject *args) {
         jac[3 * n + i] = ((dti * gain) * w) * c_ti;
     }
     release(v, 6);
+    Py_RETURN_NONE;
+}
+
+/* rolling_median(n, h, v, out): the centred rolling median of v over 2h + 1 points, the window
+   shrinking at both ends (grpofit/fitting/collapse.py, rolling_median, for finite values):
+   the window's values kept sorted as it slides (the point leaving found by bisection and taken
+   out, the one entering put in at its place), so every median is the same order statistic, or
+   the mean of the two middle ones of an even edge window, 0.5 (a + b), as numpy takes them */
+static PyObject *rolling_median(PyObject *self, PyObject *args) {
+    PyObject *o[2];
+    Py_ssize_t n, h;
+    if (!PyArg_ParseTuple(args, "nnOO", &n, &h, &o[0], &o[1]))
+        return NULL;
+    if (n < 1 || h < 0) {
+        PyErr_SetString(PyExc_ValueError, "rolling_median: bad sizes");
+        return NULL;
+    }
+    Py_buffer v[2];
+    const Py_ssize_t items[2] = {n, n};
+    const char *names[2] = {"v", "out"};
+    if (get_all(o, v, 2, 0, 1, items, names) < 0)
+        return NULL;
+    const double *x = (const double *)v[0].buf;
+    double *out = (double *)v[1].buf;
+    double *buf = PyMem_Malloc((size_t)(2 * h + 2) * sizeof(double));
+    if (buf == NULL) {
+        release(v, 2);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t c = 0; /* values in the window */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i - h - 1 >= 0) { /* the point leaving: the first slot holding its value */
+            const double a = x[i - h - 1];
+            Py_ssize_t lo = 0, hi = c;
+            while (lo < hi) {
+                const Py_ssize_t mid = (lo + hi) / 2;
+                if (buf[mid] < a)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            memmove(buf + lo, buf + lo + 1, (size_t)(c - lo - 1) * sizeof(double));
+            c--;
+        }
+        for (Py_ssize_t j = i == 0 ? 0 : i + h; j <= i + h && j < n; j++) { /* the points entering */
+            const double a = x[j];
+            Py_ssize_t lo = 0, hi = c;
+            while (lo < hi) {
+                const Py_ssize_t mid = (lo + hi) / 2;
+                if (buf[mid] <= a)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            memmove(buf + lo + 1, buf + lo, (size_t)(c - lo) * sizeof(double));
+            buf[lo] = a;
+            c++;
+        }
+        out[i] = c == 2 * h + 1 ? buf[h] : 0.5 * (buf[(c - 1) / 2] + buf[c / 2]);
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(buf);
+    release(v, 2);
     Py_RETURN_NONE;
 }
 
@@ -1104,6 +1172,8 @@ static PyMethodDef methods[] = {
      "oscillator_jacobian(n, t, plateau, initial, ts, ti, u_switch2, z_series, series, jac): the oscillator's Jacobian at n times into jac (4, n)"},
     {"oscillator_residuals", oscillator_residuals, METH_VARARGS,
      "oscillator_residuals(n, t, sw, y, plateau, initial, ts, ti, u_switch2, z_series, series, c_ts, c_ti, r, jac): the solve's weighted residuals into r (n) and chained Jacobian into jac (4, n)"},
+    {"rolling_median", rolling_median, METH_VARARGS,
+     "rolling_median(n, h, v, out): the centred rolling median of v (finite) over 2h + 1 points, shrinking at the ends, into out"},
     /* the state-space intervals' and the forecaster's arithmetic */
     {"innovations", innovations, METH_VARARGS,
      "innovations(n, m, K, S, modes, step_of, FQ, y, cols, wb, count, width, r, G, logdet): the Gram matrices of the filter's standardised innovations into G and log determinants into logdet"},

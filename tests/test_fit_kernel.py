@@ -142,3 +142,27 @@ def test_oscillator_residuals_match_numpy():
         for a, c in zip(got, want):
             scale = np.max(np.abs(c), axis=0)
             assert a.shape == c.shape and np.all(np.abs(a - c) <= 1e-9 * np.maximum(scale, 1e-300)), ti
+
+
+@needs_kernel
+def test_rolling_median_matches_numpy():
+    """The sliding sorted window against numpy's partition: the same order statistics exactly,
+    ties included, every window length the checks use (infinities and NaN: numpy's path)."""
+    from grpofit.fitting.collapse import _rolling_median_numpy, rolling_median
+
+    rng = np.random.default_rng(11)
+    for n in (8, 30, 301, 2000):
+        for v in (
+            rng.standard_normal(n),
+            np.round(rng.standard_normal(n), 1),  # many ties
+            np.concatenate([rng.standard_normal(n - 3), [np.inf, -np.inf, 1e308]]),
+        ):
+            for window in (3, 4, 7, 9, 51):
+                if n <= window:
+                    continue
+                with np.errstate(all="ignore"):
+                    got, want = rolling_median(v, window), _rolling_median_numpy(v, window // 2)
+                np.testing.assert_array_equal(got, want)
+    v = rng.standard_normal(100)
+    v[40] = np.nan  # NaN: numpy's path
+    np.testing.assert_array_equal(rolling_median(v, 9), _rolling_median_numpy(v, 4))
