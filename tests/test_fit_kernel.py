@@ -166,3 +166,18 @@ def test_rolling_median_matches_numpy():
     v = rng.standard_normal(100)
     v[40] = np.nan  # NaN: numpy's path
     np.testing.assert_array_equal(rolling_median(v, 9), _rolling_median_numpy(v, 4))
+
+
+@needs_kernel
+def test_late_check_median_matches_numpy(monkeypatch):
+    """The late check's centred 5-point median by the compiled window: numpy's values."""
+    from grpofit.fitting import fitcheck
+    from grpofit.runtime import compiled
+
+    rng = np.random.default_rng(2)
+    cases = [rng.standard_normal(n) for n in (6, 7, 40, 333)] + [np.round(rng.standard_normal(50), 1)]
+    got = [fitcheck._centred_median5(x) for x in cases]
+    monkeypatch.setattr(compiled, "compiled_filter", lambda: None)
+    monkeypatch.setattr(fitcheck, "compiled_filter", lambda: None)
+    for g, x in zip(got, cases):
+        np.testing.assert_allclose(g, fitcheck._centred_median5(x), rtol=1e-15, atol=0)
