@@ -33,7 +33,8 @@ N_RUNS = 240
 def inputs(workdir: Path) -> list[Path]:
     from benchmarks import data
 
-    real = sorted(p for p in REAL.iterdir() if p.name != "NOTICE.md")
+    # relative to the checkout (the fits run there): the same run names from any checkout
+    real = sorted(p.relative_to(ROOT) for p in REAL.iterdir() if p.name != "NOTICE.md")
     generated = [p for p, _ in data.heldout_fit_inputs(workdir / "heldout", N_RUNS, n_steps=300)]
     return real + generated
 
@@ -56,7 +57,7 @@ def fit_all(paths: list[Path]) -> dict:
             raise SystemExit(f"grpofit fit failed ({proc.returncode}): {proc.stderr[-500:]}")
         doc = json.loads(proc.stdout)
         for run in doc["runs"]:
-            out[Path(run["run"].split("::")[0]).name + "::" + run["run"].split("::", 1)[-1]] = run
+            out[run["run"]] = run
         out.setdefault("_errors", []).extend(ln for ln in proc.stderr.splitlines() if ln.startswith("error"))
     return out
 
