@@ -464,7 +464,27 @@ static PyObject *transitions(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < K; k++) {
         const double rr = r[k] * r[k];
-        for (Py_ssize_t j = 0; j < S; j++) {
+        /* the grids list the forcing ratios innermost: a cell with the previous cell's times has
+           its F (the exponentials) already; Q is the same arithmetic on it, times its own r^2 */
+        const int same = k > 0 && ts[k] == ts[k - 1] && ti[k] == ti[k - 1];
+        for (Py_ssize_t j = 0; same && j < S; j++) {
+            double *e = FQ + j * K + k;
+            const double g11 = e[-1], g12 = e[SK - 1], g21 = e[2 * SK - 1], g22 = e[3 * SK - 1];
+            e[0] = g11;
+            e[SK] = g12;
+            e[2 * SK] = g21;
+            e[3 * SK] = g22;
+            if (ti[k] <= 0) {
+                e[5 * SK] = e[6 * SK] = 0.0;
+                e[4 * SK] = rr * (1.0 - g11 * g11);
+                continue;
+            }
+            const double w2 = 1.0 / (ti[k] * ts[k]);
+            e[4 * SK] = rr * ((1.0 - g11 * g11) - (w2 * g12) * g12);
+            e[5 * SK] = rr * ((-g11 * g21) - (w2 * g12) * g22);
+            e[6 * SK] = rr * ((w2 - g21 * g21) - (w2 * g22) * g22);
+        }
+        for (Py_ssize_t j = 0; !same && j < S; j++) {
             double *e = FQ + j * K + k;
             if (ti[k] <= 0) {
                 const double f = exp(-dt[j] / ts[k]);
@@ -601,6 +621,308 @@ static PyObject *columns(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     release(v, 5);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
+   The least-squares fit's own arithmetic (grpofit/fitting/profile.py and grpofit/fitting/solve.py),
+   compiled: each routine performs the operations of the numpy function it stands for, in the
+   same order where it matters (sums over the bins in order), so both agree to round-off
+   (tests/test_fit_kernel.py compares them by tolerance).
+   - profile_grid: the damping ratio's profile grid (profile._evaluate_numpy: the relaxation
+     shapes, then the levels' 2 x 2 least squares and the bounds);
+   - oscillator_jacobian, oscillator_residuals: the oscillator's unit response and its
+     derivatives in the timescale and the inertia at scalar times
+     (grpofit.laws.oscillator.raw_relaxation_derivatives, the scalar path: the overdamped form,
+     else the series or the closed form near and below critical), as the law's Jacobian or as
+     the solve's weighted residuals and chained Jacobian (grpofit/fitting/jacobians.py);
+   - rolling_median: the collapse and overshoot checks' centred rolling median
+     (grpofit/fitting/collapse.py; order statistics, so the same values exactly). */
+
+/* exp(max(x, -700)) (grpofit.laws.base.exp_neg) */
+static inline double exp_floor(double x) { return exp(x >= -700.0 || x != x ? x : -700.0); }
+
+/* profile_grid(R, M, nb, t, w, y, yy, sw, wy, zeta, ts, lo, hi, ssr, plat, init, g): for each row
+   r (damping ratio zeta[r], inf: inertia 0) and timescale ts[r, j], the relaxation shape at the
+   bins g[r, j, :] = g(t / ts; zeta), the levels' weighted least squares and its SSR (inf where
+   singular or the levels leave [lo, hi]) */
+static PyObject *profile_grid(PyObject *self, PyObject *args) {
+    PyObject *o[9];
+    Py_ssize_t R, M, nb;
+    double yy, sw, wy, lo, hi;
+    if (!PyArg_ParseTuple(args, "nnnOOOdddOOddOOOO", &R, &M, &nb, &o[0], &o[1], &o[2], &yy, &sw, &wy, &o[3], &o[4],
+                          &lo, &hi, &o[5], &o[6], &o[7], &o[8]))
+        return NULL;
+    if (R < 0 || M < 0 || nb < 1) {
+        PyErr_SetString(PyExc_ValueError, "profile_grid: bad sizes");
+        return NULL;
+    }
+    Py_buffer v[9];
+    const Py_ssize_t RM = mul(R, M);
+    const Py_ssize_t items[9] = {nb, nb, nb, R, RM, RM, RM, RM, mul(RM, nb)};
+    const char *names[9] = {"t", "w", "y", "zeta", "ts", "ssr", "plat", "init", "g"};
+    if (get_all(o, v, 9, 0, 5, items, names) < 0)
+        return NULL;
+    const double *t = (const double *)v[0].buf, *w = (const double *)v[1].buf, *y = (const double *)v[2].buf;
+    const double *zeta = (const double *)v[3].buf, *ts = (const double *)v[4].buf;
+    double *ssr = (double *)v[5].buf, *plat = (double *)v[6].buf, *init = (double *)v[7].buf, *g = (double *)v[8].buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < R; r++) {
+        /* the row's coefficients (grpofit.laws.oscillator._shape_plan) */
+        double z = zeta[r];
+        if (fabs(z - 1.0) < 1e-7)
+            z = z < 1.0 ? 1.0 - 1e-7 : 1.0 + 1e-7;
+        const int kind = isinf(z) ? 2 : (z < 1.0 ? 0 : 1);
+        double k0 = 0.0, k1 = 0.0, k2 = 0.0, k3 = 0.0;
+        if (kind == 0) {
+            const double a = (2.0 * z) * z, wd = (2.0 * z) * sqrt(1.0 - z * z);
+            k0 = wd, k1 = a / wd, k2 = -a;
+        } else if (kind == 1) {
+            const double u = sqrt(1.0 - 1.0 / (z * z));
+            const double t1 = 0.5 * (1.0 + u), t2 = 1.0 / (((2.0 * z) * z) * (1.0 + u));
+            k0 = -1.0 / t1, k1 = t1 / u, k2 = -1.0 / t2, k3 = t2 / u;
+        }
+        for (Py_ssize_t j = 0; j < M; j++) {
+            const Py_ssize_t c = r * M + j;
+            double *gc = g + c * nb;
+            const double T = ts[c];
+            double s1 = 0.0, s2 = 0.0, y1 = 0.0;
+            for (Py_ssize_t i = 0; i < nb; i++) {
+                const double x = t[i] / T;
+                double gi;
+                if (kind == 2)
+                    gi = exp_floor(-x);
+                else if (kind == 0) {
+                    const double wx = k0 * x;
+                    gi = exp_floor(k2 * x) * (cos(wx) + sin(wx) * k1);
+                } else
+                    gi = exp_floor(x * k0) * k1 - exp_floor(x * k2) * k3;
+                gc[i] = gi;
+                const double gw = gi * w[i];
+                s1 += gw;
+                s2 += gw * gi;
+                y1 += gw * y[i];
+            }
+            /* profile.linear_levels */
+            const double det = sw * s2 - s1 * s1;
+            const double alpha = (s2 * wy - s1 * y1) / det;
+            const double beta = (sw * y1 - s1 * wy) / det;
+            double q = (yy - alpha * wy) - beta * y1;
+            const int bad = !(det > (1e-12 * sw) * np_max(s2, 1e-300)) || !isfinite(q);
+            q = bad ? INFINITY : np_max(q, 0.0);
+            const double p = alpha, p0 = alpha + beta;
+            if (!(p >= lo && p <= hi && p0 >= lo && p0 <= hi))
+                q = INFINITY;
+            ssr[c] = q;
+            plat[c] = p;
+            init[c] = p0;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(v, 9);
+    Py_RETURN_NONE;
+}
+
+/* the oscillator's unit response g and its derivatives in the timescale and the inertia at one
+   time (grpofit.laws.oscillator: _overdamped where disc >= u_switch2, else _near_critical with
+   _nc_series where |z| < z_series and _nc_closed elsewhere), scalar parameters */
+static inline void relaxation_at(double t, double ts, double ti, double disc, int over, double a, double beta,
+                                 double z_series, const double *series, double *g_out, double *dts_out,
+                                 double *dti_out) {
+    if (over) {
+        const double u = sqrt(disc);
+        const double t1 = (0.5 * ts) * (1.0 + u), t2 = (2.0 * ti) / (1.0 + u), d = ts * u;
+        const double x1 = t / t1;
+        const double e1 = exp_floor(-x1);
+        double x2 = t / np_max(t2, 1e-300);
+        x2 = (x2 <= 700.0 || x2 != x2) ? x2 : 700.0; /* np.minimum(x2, -EXP_FLOOR) */
+        const double e2 = exp(-x2);
+        const double g = (t1 * e1 - t2 * e2) / d;
+        const double fp1 = e1 * (1.0 + x1), fp2 = e2 * (1.0 + x2);
+        const double dg1 = (fp1 - g) / d, dg2 = (g - fp2) / d;
+        *g_out = g;
+        *dts_out = (dg1 * (t1 - ti) + dg2 * (ti - t2)) / d;
+        *dti_out = (dg2 - dg1) / u;
+        return;
+    }
+    const double z = (beta * t) * t;
+    double ec, es, esp;
+    if (fabs(z) < z_series) { /* C, S, S' by their power series in z (series: 6 x 3, by rows) */
+        double acc0 = 0.0, acc1 = 0.0, acc2 = 0.0, zk = 1.0;
+        for (int k = 0; k < 6; k++) {
+            zk = k == 0 ? 1.0 : (k == 1 ? z : zk * z);
+            acc0 += zk * series[3 * k];
+            acc1 += zk * series[3 * k + 1];
+            acc2 += zk * series[3 * k + 2];
+        }
+        const double e = exp(-a * t);
+        ec = e * acc0, es = e * acc1, esp = e * acc2;
+    } else {
+        const double x = sqrt(fabs(z));
+        if (beta > 0.0) {
+            const double b = sqrt(beta);
+            const double ep = exp(-(a - b) * t), em = exp(-(a + b) * t);
+            ec = 0.5 * (ep + em);
+            es = (0.5 * (ep - em)) / x;
+        } else {
+            const double e = exp(-a * t);
+            ec = e * cos(x);
+            es = (e * sin(x)) / x;
+        }
+        esp = (ec - es) / (2.0 * z);
+    }
+    /* _nc_finish */
+    const double g = ec + (a * t) * es;
+    const double dg_da = t * (es - g);
+    const double dg_db2 = (t * t) * (0.5 * es + (a * t) * esp);
+    *g_out = g;
+    *dti_out = dg_da * ((-2.0 * a) * a) + dg_db2 * (((4.0 * a) * a) * (1.0 / ts - a));
+    *dts_out = dg_db2 * (((2.0 * a) / ts) / ts);
+}
+
+/* oscillator_jacobian(n, t, plateau, initial, ts, ti, u_switch2, z_series, series, jac): the
+   oscillator's Jacobian at n times (grpofit.laws.oscillator.raw_oscillator_jacobian, scalar
+   parameters) into jac (4, n): 1 - g, g, gain dg/dTs, gain dg/dTi */
+static PyObject *oscillator_jacobian(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    Py_ssize_t n;
+    double plateau, initial, ts, ti_in, u_switch2, z_series;
+    if (!PyArg_ParseTuple(args, "nOddddddOO", &n, &o[0], &plateau, &initial, &ts, &ti_in, &u_switch2, &z_series,
+                          &o[1], &o[2]))
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "oscillator_jacobian: bad sizes");
+        return NULL;
+    }
+    Py_buffer v[3];
+    const Py_ssize_t items[3] = {n, 18, mul(4, n)};
+    const char *names[3] = {"t", "series", "jac"};
+    if (get_all(o, v, 3, 0, 2, items, names) < 0)
+        return NULL;
+    const double *t = (const double *)v[0].buf, *series = (const double *)v[1].buf;
+    double *jac = (double *)v[2].buf;
+    const double ti = 0.0 > ti_in ? 0.0 : ti_in; /* Python's max(inertia, 0.0) */
+    const double disc = 1.0 - (4.0 * ti) / ts;
+    const int over = disc >= u_switch2;
+    const double a = 0.5 / ti, beta = (a * a) * disc;
+    const double gain = initial - plateau;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double g, dts, dti;
+        relaxation_at(t[i], ts, ti, disc, over, a, beta, z_series, series, &g, &dts, &dti);
+        jac[i] = 1.0 - g;
+        jac[n + i] = g;
+        jac[2 * n + i] = dts * gain;
+        jac[3 * n + i] = dti * gain;
+    }
+    release(v, 3);
+    Py_RETURN_NONE;
+}
+
+/* oscillator_residuals(n, t, sw, y, plateau, initial, ts, ti, u_switch2, z_series, series, c_ts,
+   c_ti, r, jac): the least-squares solve's weighted residuals and Jacobian in its internal
+   coordinates (grpofit/fitting/solve.py, _Problem.evaluate with every parameter free): r =
+   sw ((plateau + gain g) - y) into r (n), the Jacobian's rows weighted by sw, the timescale's
+   and the inertia's multiplied by their chain factors c_ts (the timescale) and c_ti (2 sqrt
+   inertia) into jac (4, n) */
+static PyObject *oscillator_residuals(PyObject *self, PyObject *args) {
+    PyObject *o[6];
+    Py_ssize_t n;
+    double plateau, initial, ts, ti_in, u_switch2, z_series, c_ts, c_ti;
+    if (!PyArg_ParseTuple(args, "nOOOddddddOddOO", &n, &o[0], &o[1], &o[2], &plateau, &initial, &ts, &ti_in,
+                          &u_switch2, &z_series, &o[3], &c_ts, &c_ti, &o[4], &o[5]))
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "oscillator_residuals: bad sizes");
+        return NULL;
+    }
+    Py_buffer v[6];
+    const Py_ssize_t items[6] = {n, n, n, 18, n, mul(4, n)};
+    const char *names[6] = {"t", "sw", "y", "series", "r", "jac"};
+    if (get_all(o, v, 6, 0, 4, items, names) < 0)
+        return NULL;
+    const double *t = (const double *)v[0].buf, *sw = (const double *)v[1].buf, *y = (const double *)v[2].buf;
+    const double *series = (const double *)v[3].buf;
+    double *r = (double *)v[4].buf, *jac = (double *)v[5].buf;
+    const double ti = 0.0 > ti_in ? 0.0 : ti_in;
+    const double disc = 1.0 - (4.0 * ti) / ts;
+    const int over = disc >= u_switch2;
+    const double a = 0.5 / ti, beta = (a * a) * disc;
+    const double gain = initial - plateau;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double g, dts, dti;
+        relaxation_at(t[i], ts, ti, disc, over, a, beta, z_series, series, &g, &dts, &dti);
+        const double w = sw[i];
+        r[i] = w * ((plateau + gain * g) - y[i]);
+        jac[i] = (1.0 - g) * w;
+        jac[n + i] = g * w;
+        jac[2 * n + i] = ((dts * gain) * w) * c_ts;
+        jac[3 * n + i] = ((dti * gain) * w) * c_ti;
+    }
+    release(v, 6);
+    Py_RETURN_NONE;
+}
+
+/* rolling_median(n, h, v, out): the centred rolling median of v over 2h + 1 points, the window
+   shrinking at both ends (grpofit/fitting/collapse.py, rolling_median, for finite values):
+   the window's values kept sorted as it slides (the point leaving found by bisection and taken
+   out, the one entering put in at its place), so every median is the same order statistic, or
+   the mean of the two middle ones of an even edge window, 0.5 (a + b), as numpy takes them */
+static PyObject *rolling_median(PyObject *self, PyObject *args) {
+    PyObject *o[2];
+    Py_ssize_t n, h;
+    if (!PyArg_ParseTuple(args, "nnOO", &n, &h, &o[0], &o[1]))
+        return NULL;
+    if (n < 1 || h < 0) {
+        PyErr_SetString(PyExc_ValueError, "rolling_median: bad sizes");
+        return NULL;
+    }
+    Py_buffer v[2];
+    const Py_ssize_t items[2] = {n, n};
+    const char *names[2] = {"v", "out"};
+    if (get_all(o, v, 2, 0, 1, items, names) < 0)
+        return NULL;
+    const double *x = (const double *)v[0].buf;
+    double *out = (double *)v[1].buf;
+    double *buf = PyMem_Malloc((size_t)(2 * h + 2) * sizeof(double));
+    if (buf == NULL) {
+        release(v, 2);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t c = 0; /* values in the window */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i - h - 1 >= 0) { /* the point leaving: the first slot holding its value */
+            const double a = x[i - h - 1];
+            Py_ssize_t lo = 0, hi = c;
+            while (lo < hi) {
+                const Py_ssize_t mid = (lo + hi) / 2;
+                if (buf[mid] < a)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            memmove(buf + lo, buf + lo + 1, (size_t)(c - lo - 1) * sizeof(double));
+            c--;
+        }
+        for (Py_ssize_t j = i == 0 ? 0 : i + h; j <= i + h && j < n; j++) { /* the points entering */
+            const double a = x[j];
+            Py_ssize_t lo = 0, hi = c;
+            while (lo < hi) {
+                const Py_ssize_t mid = (lo + hi) / 2;
+                if (buf[mid] <= a)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            memmove(buf + lo + 1, buf + lo, (size_t)(c - lo) * sizeof(double));
+            buf[lo] = a;
+            c++;
+        }
+        out[i] = c == 2 * h + 1 ? buf[h] : 0.5 * (buf[(c - 1) / 2] + buf[c / 2]);
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(buf);
+    release(v, 2);
     Py_RETURN_NONE;
 }
 
@@ -843,6 +1165,16 @@ static PyObject *walk_nll(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
+    /* the least-squares fit's arithmetic */
+    {"profile_grid", profile_grid, METH_VARARGS,
+     "profile_grid(R, M, nb, t, w, y, yy, sw, wy, zeta, ts, lo, hi, ssr, plat, init, g): the damping ratio's profile grid: shapes into g (R, M, nb), levels and SSR into ssr, plat, init (R, M)"},
+    {"oscillator_jacobian", oscillator_jacobian, METH_VARARGS,
+     "oscillator_jacobian(n, t, plateau, initial, ts, ti, u_switch2, z_series, series, jac): the oscillator's Jacobian at n times into jac (4, n)"},
+    {"oscillator_residuals", oscillator_residuals, METH_VARARGS,
+     "oscillator_residuals(n, t, sw, y, plateau, initial, ts, ti, u_switch2, z_series, series, c_ts, c_ti, r, jac): the solve's weighted residuals into r (n) and chained Jacobian into jac (4, n)"},
+    {"rolling_median", rolling_median, METH_VARARGS,
+     "rolling_median(n, h, v, out): the centred rolling median of v (finite) over 2h + 1 points, shrinking at the ends, into out"},
+    /* the state-space intervals' and the forecaster's arithmetic */
     {"innovations", innovations, METH_VARARGS,
      "innovations(n, m, K, S, modes, step_of, FQ, y, cols, wb, count, width, r, G, logdet): the Gram matrices of the filter's standardised innovations into G and log determinants into logdet"},
     {"mixture", mixture, METH_VARARGS,

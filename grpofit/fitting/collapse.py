@@ -57,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpofit.laws.models import median
+from grpofit.runtime.compiled import compiled_filter
 
 MIN_WINDOW = 7
 MAX_WINDOW = 51
@@ -80,6 +81,17 @@ def rolling_median(values: np.ndarray, window: int) -> np.ndarray:
     h = window // 2
     if n <= window:
         return np.array([np.median(v[max(0, i - h) : i + h + 1]) for i in range(n)])
+    kernel = compiled_filter()
+    if kernel is not None and np.isfinite(v).all():  # one sliding sorted window, compiled
+        out = np.empty(n)
+        kernel.rolling_median(n, h, np.ascontiguousarray(v), out)
+        return out
+    return _rolling_median_numpy(v, h)
+
+
+def _rolling_median_numpy(v: np.ndarray, h: int) -> np.ndarray:
+    """:func:`rolling_median` in numpy (``n`` above the window's ``2 h + 1`` points)."""
+    n = v.size
     out = np.empty(n)
     # one padded sliding view: rows h..n-h-1 are the full windows, the h rows at either end
     # the shrunken edge windows (padding NaN, ignored there)

@@ -19,6 +19,7 @@ from grpofit.fitting.assemble import (
 )
 from grpofit.fitting.hac import bandwidth, critical_value, noise_floor
 from grpofit.fitting.intervals import Ctx, reconcile_stderr
+from grpofit.fitting.jacobians import raw_jacobian
 from grpofit.fitting.profile import log_bins, profile
 from grpofit.fitting.regime import PREFER_DELTA_BIC, signal_test
 from grpofit.fitting.results import Estimate, FitResult, ModelFit
@@ -279,7 +280,7 @@ def _on_points(model, sol, t, y):
     """``(Jacobian, residuals)`` of a solution on every point (``None`` if it failed)."""
     if not sol.ok:
         return None
-    return on_points(model.raw_jacobian or model.jacobian, sol.x, t, y)  # inside fit_series' errstate
+    return on_points(raw_jacobian(model), sol.x, t, y)  # inside fit_series' errstate
 
 
 def _result(run, metric, step_column, steps, values, models, noise_sd, ctx: Ctx, signal) -> FitResult:

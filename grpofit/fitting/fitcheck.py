@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from grpofit.runtime.compiled import compiled_filter
+
 #: standard errors of the late mean by which the late data must lie past p*, and standard
 #: errors of the level reached by which a bound on the plateau stays short of that level
 #: (:func:`plateau_bound`, :func:`statement_bound`)
@@ -102,8 +104,12 @@ def _centred_median5(x: np.ndarray) -> np.ndarray:
     from grpofit.laws.models import median  # np.median's value on finite windows, without its overhead
 
     k, h, n = 5, 2, x.size
-    med = np.empty(n)
     finite = bool(np.isfinite(x).all())
+    if finite and n > k and compiled_filter() is not None:  # the same medians, by the compiled window
+        from grpofit.fitting.collapse import rolling_median
+
+        return rolling_median(x, k)
+    med = np.empty(n)
     if n >= k:
         windows = sliding_window_view(x, k)
         # finite windows of 5: the median is the middle order statistic

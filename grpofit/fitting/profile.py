@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpofit.laws.models import median, raw_relaxation_shape
+from grpofit.runtime.compiled import compiled_filter
 
 __all__ = ["Binned", "log_bins", "linear_levels", "Profile", "profile", "refine", "at_timescales", "ZETA_GRID"]
 
@@ -147,7 +148,40 @@ class Profile:
 
 def _evaluate(b: Binned, zetas: np.ndarray, ts: np.ndarray, lv):
     """SSR, levels and relaxation ``g`` at the bins for each ``(zeta_r, ts[r, j])`` (``ts``
-    shape ``(R, M)``)."""
+    shape ``(R, M)``): the compiled kernel where it was built (``grpofit/_filter.c``,
+    ``profile_grid``: the same operations, the bins summed in order), else
+    :func:`_evaluate_numpy`."""
+    kernel = compiled_filter()
+    R, M = ts.shape
+    if kernel is None or R * M == 0 or b.t.size == 0:
+        return _evaluate_numpy(b, zetas, ts, lv)
+    f64 = np.ascontiguousarray
+    ssr, plat, init = np.empty((R, M)), np.empty((R, M)), np.empty((R, M))
+    g = np.empty((R, M, b.t.size))
+    kernel.profile_grid(
+        R,
+        M,
+        b.t.size,
+        f64(b.t, dtype=float),
+        f64(b.w, dtype=float),
+        f64(b.y, dtype=float),
+        float(b.yy),
+        float(b.sw),
+        float(b.wy),
+        f64(zetas, dtype=float),
+        f64(ts, dtype=float),
+        float(lv[0]),
+        float(lv[1]),
+        ssr,
+        plat,
+        init,
+        g,
+    )
+    return ssr, plat, init, g
+
+
+def _evaluate_numpy(b: Binned, zetas: np.ndarray, ts: np.ndarray, lv):
+    """:func:`_evaluate` in numpy."""
     g = raw_relaxation_shape(b.t[None, None, :] / ts[:, :, None], zetas)
     ssr, plat, init = linear_levels(b, g)
     ssr = np.where(_in_bounds(plat, init, lv), ssr, np.inf)

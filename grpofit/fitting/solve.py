@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpofit.fitting.jacobians import oscillator_jacobian, oscillator_residuals, raw_jacobian
 from grpofit.fitting.lm import levenberg_marquardt
 from grpofit.fitting.profile import Binned
 from grpofit.laws.models import CurveModel
@@ -91,7 +92,7 @@ class _Problem:
     def __init__(self, model: CurveModel, b: Binned, x_full: np.ndarray, free: np.ndarray):
         self.model, self.b = model, b
         # the solver runs inside np.errstate(all="ignore"): the law's Jacobian without its own
-        self.raw_jacobian = model.raw_jacobian or model.jacobian
+        self.raw_jacobian = raw_jacobian(model)
         self.sw = np.sqrt(b.w)
         self.x_full = x_full.copy()
         self.free = free
@@ -103,6 +104,18 @@ class _Problem:
         self.log_rows = [(i, int(rows[i])) for i in self.log_idx if free[i]]
         self.sqrt_rows = [int(rows[i]) for i in self.sqrt_idx if free[i]]
         self.sqrt_free = [i for i in self.sqrt_idx if free[i]]
+        # the compiled oscillator's residuals and chained Jacobian at once (its coordinates
+        # are (plateau, initial, log timescale, sqrt inertia), every one free)
+        self.compiled = (
+            self.raw_jacobian is oscillator_jacobian
+            and self.all_free
+            and self.log_rows == [(2, 2)]
+            and self.sqrt_rows == [3]
+            and b.t.flags.c_contiguous
+            and b.y.flags.c_contiguous
+            and b.t.dtype == np.float64
+            and b.y.dtype == np.float64
+        )
 
     def to_internal(self, x: np.ndarray) -> np.ndarray:
         q = x.copy()
@@ -155,6 +168,8 @@ class _Problem:
         for :mod:`.lm`: one evaluation of the law's Jacobian gives both (its ``initial`` column
         is the relaxation ``g``, the curve is ``plateau + (initial - plateau) g``)."""
         x = self._external(q)
+        if self.compiled:  # the oscillator, every parameter free: one compiled pass
+            return oscillator_residuals(self.b.t, self.sw, self.b.y, x, x[2], 2.0 * float(q[3]))
         jac = self.raw_jacobian(self.b.t, *x)
         r = self.sw * (x[0] + (x[1] - x[0]) * jac[:, 1] - self.b.y)
         return r, self._chain(jac.T, x, q).T

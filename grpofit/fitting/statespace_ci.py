@@ -675,12 +675,12 @@ class Spec:
 
 def _ridge_slope(t, ts, ti) -> float:
     """``d log Ti / d log Ts`` along the oscillator's least-squares ridge at ``(ts, ti)``: the
-    curve's derivatives in the log times (analytic, :func:`~grpofit.laws.models.relaxation_derivatives`),
+    curve's derivatives in the log times (analytic, :func:`~grpofit.fitting.jacobians.relaxation_derivatives`),
     with the levels (constant and curve) projected out (Gram-Schmidt on the at most
     :data:`MAX_POINTS` points)."""
-    from grpofit.laws.models import relaxation_derivatives
+    from grpofit.fitting.jacobians import relaxation_derivatives
 
-    g, g_ts, g_ti = relaxation_derivatives(t, ts, ti)
+    g, g_ts, g_ti = relaxation_derivatives(t, float(ts), float(ti))
     gc = g - g.mean()
     gg = float(gc @ gc)
 

@@ -17,9 +17,12 @@ PURE_ENV = "GRPOFIT_PURE_PYTHON"
 
 @functools.cache
 def compiled_filter():
-    """grpofit's compiled state-space arithmetic (``grpofit/_filter.c``: columns, transitions,
-    Kalman filter, levels, mixture quantiles; used by
-    :mod:`grpofit.fitting.statespace_ci`), or ``None`` where it was not built (no C compiler at
+    """grpofit's compiled arithmetic (``grpofit/_filter.c``: the state-space intervals' columns,
+    transitions, Kalman filter, levels and mixture quantiles, used by
+    :mod:`grpofit.fitting.statespace_ci`; the least-squares fit's profile grid, oscillator
+    Jacobian and rolling median, used by :mod:`grpofit.fitting.profile`,
+    :mod:`grpofit.fitting.jacobians` and :mod:`grpofit.fitting.collapse`; the forecaster's walk
+    likelihood), or ``None`` where it was not built (no C compiler at
     install time: the numpy code gives the same results to round-off, more slowly) or
     :data:`PURE_ENV` is set."""
     import os
