@@ -671,54 +671,26 @@ static int lyapunov_small(int m, const double *A, const double *W, double *S) {
     return isfinite(x) && isfinite(y) && isfinite(z);
 }
 
-/* walk_nll(n, m, p, D, known, qw, u2, sd2, step_of, A, W, H, dts, resid, X, obs_var): the negative log
-   marginal likelihood (inf where the filter fails: a variance not positive, a value not finite).
-   A, W = B B' at unit forcing sd (m x m; the forcing's covariance is sd2 times that), H (m);
-   dts (D): the distinct spacings, step_of (n, int64): the spacing
-   before each point (from t = 0); resid (n): y less the levels' prior mean; X (n, p); obs_var (n);
-   known: the observation variance is absolute (else profiled: its scale is maximised out). */
-static PyObject *walk_nll(PyObject *self, PyObject *args) {
-    PyObject *o[8];
-    Py_ssize_t n, m, p, D;
-    int known;
-    double qw, u2, sd2;
-    if (!PyArg_ParseTuple(args, "nnnnpdddOOOOOOOO", &n, &m, &p, &D, &known, &qw, &u2, &sd2, &o[0], &o[1], &o[2], &o[3],
-                          &o[4], &o[5], &o[6], &o[7]))
-        return NULL;
-    if (n < 1 || m < 1 || m > 2 || p < 1 || p > 3 || D < 1) {
-        PyErr_SetString(PyExc_ValueError, "walk_nll: bad sizes");
-        return NULL;
-    }
-    /* step_of (n) int64; A, W (m, m); H (m); dts (D); resid (n); X (n, p); obs_var (n) */
-    Py_buffer v[8];
-    const Py_ssize_t items[8] = {n, m * m, m * m, m, D, n, mul(n, p), n};
-    const char *names[8] = {"step_of", "A", "W", "H", "dts", "resid", "X", "obs_var"};
-    if (get_all(o, v, 8, 1, 8, items, names) < 0)
-        return NULL;
-    const int64_t *step_of = (const int64_t *)v[0].buf;
-    const double *A = (const double *)v[1].buf, *W = (const double *)v[2].buf, *H = (const double *)v[3].buf;
-    const double *dts = (const double *)v[4].buf, *resid = (const double *)v[5].buf, *X = (const double *)v[6].buf;
-    const double *obs_var = (const double *)v[7].buf;
-    for (Py_ssize_t j = 0; j < n; j++)
-        if (step_of[j] < 0 || step_of[j] >= D) {
-            release(v, 8);
-            PyErr_SetString(PyExc_ValueError, "walk_nll: step_of out of range");
-            return NULL;
-        }
-    double *FQ = PyMem_Malloc(8 * D * sizeof(double)); /* per spacing: F (m x m), then Q (m x m) */
-    if (FQ == NULL) {
-        release(v, 8);
-        return PyErr_NoMemory();
-    }
-    double nll = INFINITY;
-    Py_BEGIN_ALLOW_THREADS
+/* The augmented filter's state after the last point: the forcing's and the walk's covariance P
+   (M x M, M = m + 1), the filtered state of each column a (column 0 the residual, then X's), the
+   Gram matrix G of the standardised innovations (lower triangle) and the innovations' log
+   determinant. */
+typedef struct {
+    double P[3][3], a[4][3], G[4][4], logdet;
+} WalkState;
+
+/* The filter over the n points (see walk_nll for the arguments); FQ: scratch of 8 D doubles.
+   0 where it fails (a variance not positive, a value not finite). */
+static int walk_run(Py_ssize_t n, int m, int p, Py_ssize_t D, double qw, double sd2, const int64_t *step_of,
+                    const double *A, const double *W, const double *H, const double *dts, const double *resid,
+                    const double *X, const double *obs_var, double *FQ, WalkState *st) {
     double Sig[4], Ws[4];
     for (int i = 0; i < m * m; i++)
         Ws[i] = sd2 * W[i];
-    int ok = lyapunov_small((int)m, A, Ws, Sig);
+    int ok = lyapunov_small(m, A, Ws, Sig);
     for (Py_ssize_t k = 0; ok && k < D; k++) { /* Q = Sig - F Sig F' */
         double *F = FQ + 8 * k, *Q = F + 4;
-        expm_small((int)m, A, dts[k], F);
+        expm_small(m, A, dts[k], F);
         for (int i = 0; i < m; i++)
             for (int j = 0; j < m; j++) {
                 double acc = 0.0;
@@ -728,8 +700,9 @@ static PyObject *walk_nll(PyObject *self, PyObject *args) {
                 Q[i * m + j] = Sig[i * m + j] - acc;
             }
     }
-    const int M = (int)m + 1, C = (int)p + 1; /* states (the forcing's, then the walk); columns */
-    double P[3][3] = {{0.0}}, a[4][3] = {{0.0}}, G[4][4] = {{0.0}}, h[3];
+    const int M = m + 1, C = p + 1; /* states (the forcing's, then the walk); columns */
+    double(*P)[3] = st->P, (*a)[3] = st->a, (*G)[4] = st->G, h[3];
+    memset(st, 0, sizeof(*st));
     for (int i = 0; i < m; i++)
         h[i] = H[i];
     h[m] = 1.0;
@@ -800,46 +773,206 @@ static PyObject *walk_nll(PyObject *self, PyObject *args) {
             for (int b = 0; b < M; b++)
                 P[i][b] -= Ph[i] * Ph[b] / s;
     }
-    if (ok) { /* the levels: Woodbury with N = I / u2 + X' K^-1 X, by its Cholesky factor */
-        double L[3][3] = {{0.0}}, z[3];
-        double quad = G[0][0], logdet_n = 0.0;
-        for (int i = 0; ok && i < p; i++) {
-            for (int j = 0; j <= i; j++) {
-                double acc = G[1 + i][1 + j] + (i == j ? 1.0 / u2 : 0.0);
-                for (int b = 0; b < j; b++)
-                    acc -= L[i][b] * L[j][b];
-                if (i == j) {
-                    if (!(acc > 0.0)) {
-                        ok = 0;
-                        break;
-                    }
-                    L[i][i] = sqrt(acc);
-                } else
-                    L[i][j] = acc / L[j][j];
-            }
+    st->logdet = logdet;
+    return ok;
+}
+
+/* The levels' solve after the filter (Woodbury with N = I / u2 + X' K^-1 X, by its Cholesky
+   factor L, p x p) and the negative log marginal likelihood (inf where it fails); z = L^-1 X' K^-1 r
+   and quad = r' K^-1 r - z'z, for a caller that needs the levels' posterior. */
+static double walk_finish(Py_ssize_t n, int p, int known, double u2, const WalkState *st, double L[3][3],
+                          double z[3], double *quad_out) {
+    const double(*G)[4] = st->G;
+    double quad = G[0][0], logdet_n = 0.0;
+    memset(L, 0, 9 * sizeof(double));
+    for (int i = 0; i < p; i++) {
+        for (int j = 0; j <= i; j++) {
+            double acc = G[1 + i][1 + j] + (i == j ? 1.0 / u2 : 0.0);
+            for (int b = 0; b < j; b++)
+                acc -= L[i][b] * L[j][b];
+            if (i == j) {
+                if (!(acc > 0.0))
+                    return INFINITY;
+                L[i][i] = sqrt(acc);
+            } else
+                L[i][j] = acc / L[j][j];
         }
-        for (int i = 0; ok && i < p; i++) {
-            double acc = G[1 + i][0];
-            for (int b = 0; b < i; b++)
-                acc -= L[i][b] * z[b];
-            z[i] = acc / L[i][i];
-            quad -= z[i] * z[i];
-            logdet_n += 2.0 * log(L[i][i]);
+    }
+    for (int i = 0; i < p; i++) {
+        double acc = G[1 + i][0];
+        for (int b = 0; b < i; b++)
+            acc -= L[i][b] * z[b];
+        z[i] = acc / L[i][i];
+        quad -= z[i] * z[i];
+        logdet_n += 2.0 * log(L[i][i]);
+    }
+    *quad_out = quad;
+    double nll = INFINITY;
+    const double ld = st->logdet + (double)p * log(u2) + logdet_n, LOG2PI = log(2.0 * M_PI);
+    if (known)
+        nll = 0.5 * (quad + ld + (double)n * LOG2PI);
+    else if (quad > 0.0)
+        nll = 0.5 * ((double)n * log(quad / (double)n) + ld + (double)n * (LOG2PI + 1.0));
+    return isfinite(nll) ? nll : INFINITY;
+}
+
+/* walk_nll(n, m, p, D, known, qw, u2, sd2, step_of, A, W, H, dts, resid, X, obs_var): the negative log
+   marginal likelihood (inf where the filter fails: a variance not positive, a value not finite).
+   A, W = B B' at unit forcing sd (m x m; the forcing's covariance is sd2 times that), H (m);
+   dts (D): the distinct spacings, step_of (n, int64): the spacing
+   before each point (from t = 0); resid (n): y less the levels' prior mean; X (n, p); obs_var (n);
+   known: the observation variance is absolute (else profiled: its scale is maximised out). */
+static PyObject *walk_nll(PyObject *self, PyObject *args) {
+    PyObject *o[8];
+    Py_ssize_t n, m, p, D;
+    int known;
+    double qw, u2, sd2;
+    if (!PyArg_ParseTuple(args, "nnnnpdddOOOOOOOO", &n, &m, &p, &D, &known, &qw, &u2, &sd2, &o[0], &o[1], &o[2], &o[3],
+                          &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    if (n < 1 || m < 1 || m > 2 || p < 1 || p > 3 || D < 1) {
+        PyErr_SetString(PyExc_ValueError, "walk_nll: bad sizes");
+        return NULL;
+    }
+    /* step_of (n) int64; A, W (m, m); H (m); dts (D); resid (n); X (n, p); obs_var (n) */
+    Py_buffer v[8];
+    const Py_ssize_t items[8] = {n, m * m, m * m, m, D, n, mul(n, p), n};
+    const char *names[8] = {"step_of", "A", "W", "H", "dts", "resid", "X", "obs_var"};
+    if (get_all(o, v, 8, 1, 8, items, names) < 0)
+        return NULL;
+    const int64_t *step_of = (const int64_t *)v[0].buf;
+    const double *A = (const double *)v[1].buf, *W = (const double *)v[2].buf, *H = (const double *)v[3].buf;
+    const double *dts = (const double *)v[4].buf, *resid = (const double *)v[5].buf, *X = (const double *)v[6].buf;
+    const double *obs_var = (const double *)v[7].buf;
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (step_of[j] < 0 || step_of[j] >= D) {
+            release(v, 8);
+            PyErr_SetString(PyExc_ValueError, "walk_nll: step_of out of range");
+            return NULL;
         }
-        if (ok) {
-            const double ld = logdet + (double)p * log(u2) + logdet_n, LOG2PI = log(2.0 * M_PI);
-            if (known)
-                nll = 0.5 * (quad + ld + (double)n * LOG2PI);
-            else if (quad > 0.0)
-                nll = 0.5 * ((double)n * log(quad / (double)n) + ld + (double)n * (LOG2PI + 1.0));
-            if (!isfinite(nll))
-                nll = INFINITY;
-        }
+    double *FQ = PyMem_Malloc(8 * D * sizeof(double)); /* per spacing: F (m x m), then Q (m x m) */
+    if (FQ == NULL) {
+        release(v, 8);
+        return PyErr_NoMemory();
+    }
+    double nll = INFINITY;
+    Py_BEGIN_ALLOW_THREADS
+    WalkState st;
+    if (walk_run(n, (int)m, (int)p, D, qw, sd2, step_of, A, W, H, dts, resid, X, obs_var, FQ, &st)) {
+        double L[3][3], z[3], quad;
+        nll = walk_finish(n, (int)p, known, u2, &st, L, z, &quad);
     }
     Py_END_ALLOW_THREADS
     PyMem_Free(FQ);
     release(v, 8);
     return PyFloat_FromDouble(nll);
+}
+
+/* ---------------------------------------------------------------------------------------------
+   The forecaster's search at many points in one call (grpofit/forecasting/filtered.py): for each
+   parameter point, the law's times from their log coordinates and its forcing's system, then the
+   filter above. L-BFGS-B's finite-difference gradient (1 + k points) and the Laplace Hessian
+   (1 + 2k^2 points) are each one call, where they were one Python evaluation per point. The
+   system performs the operations of the law's Python form (grpofit/laws/exponential.py,
+   two_modes.py and oscillator.py: from_log, then kalman at forcing sd 1, W = B B'), so the
+   values are filtered.py's walk_nll evaluations to the bit; the mean's design (the law's
+   columns) comes from Python, one per distinct set of times. The codes are filtered.py's
+   LAW_CODES. */
+
+enum { LAW_ONE = 0, LAW_TWO = 1, LAW_OSCILLATOR = 2 };
+
+/* the number of log coordinates of a law's search vector (its times, log sd, log q), its states
+   and its levels; 0: no such law */
+static int law_sizes(int code, int *m, int *p) {
+    *m = code == LAW_OSCILLATOR ? 2 : 1;
+    *p = code == LAW_TWO ? 3 : 2;
+    return code == LAW_ONE ? 3 : (code == LAW_TWO || code == LAW_OSCILLATOR) ? 4 : 0;
+}
+
+/* One law's forcing at one point theta (its log times, then log sd, then log q): A, W = B B'
+   (forcing sd 1), H, and sd2, qw */
+static void law_system(int code, const double *theta, int k, double *A, double *W, double *H, double *sd2,
+                       double *qw) {
+    *sd2 = exp(2.0 * theta[k - 2]);
+    *qw = exp(theta[k - 1]);
+    if (code == LAW_OSCILLATOR) { /* times (exp th0, exp th1); B = (0, q / ti)' */
+        const double ts = exp(theta[0]), ti = exp(theta[1]), q = sqrt(2.0 * 1.0 * 1.0 / ts), b = q / ti;
+        A[0] = 0.0;
+        A[1] = 1.0;
+        A[2] = -1.0 / (ti * ts);
+        A[3] = -1.0 / ti;
+        W[0] = W[1] = W[2] = 0.0 * 0.0;
+        W[3] = b * b;
+        H[0] = 1.0;
+        H[1] = 0.0;
+        return;
+    }
+    /* one: T = exp th0; two: times (slow / (2 exp th1), slow = exp th0), the forcing on the slow one */
+    const double T = exp(theta[0]), b = sqrt(2.0 * 1.0 * 1.0 / T);
+    A[0] = -1.0 / T;
+    W[0] = b * b;
+    H[0] = 1.0;
+}
+
+/* walk_search(code, n, D, known, u2, K, U, step_of, dts, resid, obs_var, thetas, X, xi, out): the
+   negative log marginal likelihood (walk_nll's) of law ``code`` at each row of thetas (K x k, k its
+   coordinates) into out (K); X (U, n, p): the law's designs at the seen points, row r's is
+   X[xi[r]] (xi: K int64); the rest as walk_nll. */
+static PyObject *walk_search(PyObject *self, PyObject *args) {
+    PyObject *o[8];
+    int code, known, m, p;
+    Py_ssize_t n, D, K, U;
+    double u2;
+    if (!PyArg_ParseTuple(args, "innpdnnOOOOOOOO", &code, &n, &D, &known, &u2, &K, &U, &o[0], &o[1], &o[2], &o[3],
+                          &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    const int k = law_sizes(code, &m, &p);
+    if (n < 1 || D < 1 || K < 0 || U < 0 || k == 0) {
+        PyErr_SetString(PyExc_ValueError, "walk_search: bad sizes or law");
+        return NULL;
+    }
+    /* step_of (n), xi (K) int64; dts (D); resid, obs_var (n); thetas (K, k); X (U, n, p); out (K) */
+    PyObject *order[8] = {o[0], o[6], o[1], o[2], o[3], o[4], o[5], o[7]};
+    Py_buffer v[8];
+    const Py_ssize_t items[8] = {n, K, D, n, n, mul(K, k), mul(U, mul(n, p)), K};
+    const char *names[8] = {"step_of", "xi", "dts", "resid", "obs_var", "thetas", "X", "out"};
+    if (get_all(order, v, 8, 2, 7, items, names) < 0)
+        return NULL;
+    const int64_t *step_of = (const int64_t *)v[0].buf, *xi = (const int64_t *)v[1].buf;
+    const double *dts = (const double *)v[2].buf, *resid = (const double *)v[3].buf;
+    const double *obs_var = (const double *)v[4].buf, *thetas = (const double *)v[5].buf, *X = (const double *)v[6].buf;
+    double *out = (double *)v[7].buf;
+    const char *bad = NULL;
+    for (Py_ssize_t j = 0; j < n && !bad; j++)
+        if (step_of[j] < 0 || step_of[j] >= D)
+            bad = "walk_search: step_of out of range";
+    for (Py_ssize_t r = 0; r < K && !bad; r++)
+        if (xi[r] < 0 || xi[r] >= U)
+            bad = "walk_search: xi out of range";
+    if (bad) {
+        release(v, 8);
+        PyErr_SetString(PyExc_ValueError, bad);
+        return NULL;
+    }
+    double *FQ = PyMem_Malloc(8 * D * sizeof(double));
+    if (FQ == NULL) {
+        release(v, 8);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < K; r++) {
+        double A[4], W[4], H[2], sd2, qw, L[3][3], z[3], quad;
+        WalkState st;
+        law_system(code, thetas + r * k, k, A, W, H, &sd2, &qw);
+        out[r] = INFINITY;
+        if (isfinite(sd2) && isfinite(qw) &&
+            walk_run(n, m, p, D, qw, sd2, step_of, A, W, H, dts, resid, X + xi[r] * n * p, obs_var, FQ, &st))
+            out[r] = walk_finish(n, p, known, u2, &st, L, z, &quad);
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(FQ);
+    release(v, 8);
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
@@ -855,6 +988,8 @@ static PyMethodDef methods[] = {
      "levels(m, K, n_obs, noise_var, q, G, logdet, nll, mean, var, ml, resid): each cell's levels' solve from its Gram matrix (noise_var < 0: unknown)"},
     {"walk_nll", walk_nll, METH_VARARGS,
      "walk_nll(n, m, p, D, known, qw, u2, sd2, step_of, A, W, H, dts, resid, X, obs_var): a law's negative log marginal likelihood with its walk, by a Kalman filter"},
+    {"walk_search", walk_search, METH_VARARGS,
+     "walk_search(code, n, D, known, u2, K, U, step_of, dts, resid, obs_var, thetas, X, xi, out): walk_nll of law code at each of the K rows of thetas (design X[xi[r]]) into out"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,7 +13,7 @@ import pytest
 
 from grpofit.forecasting import filtered
 from grpofit.forecasting.likelihood import bounds_for, reduce_series
-from grpofit.forecasting.statespace import LAWS
+from grpofit.forecasting.statespace import LAWS, design
 from grpofit.forecasting.walk import dense_objective, fit_walk_law, search_objective, walk_bounds
 
 try:  # the built extension itself, whatever GRPOFIT_PURE_PYTHON says
@@ -145,3 +145,68 @@ def test_the_filter_is_continuous_through_critical_damping():
     for rel in (-1e-6, -1e-7, -1e-8, 0.0, 1e-8, 1e-7, 3e-7, 1e-6):
         assert at(fast, rel) == pytest.approx(lo + (hi - lo) * (rel + 1e-5) / 2e-5, abs=1e-6)
     assert abs(at(dense, 1e-7) - at(fast, 1e-7)) > 0.1  # the dense band this replaces
+
+
+@needs_kernel
+@pytest.mark.parametrize("known", [False, True])
+@pytest.mark.parametrize("law", list(LAWS))
+def test_many_points_at_once_are_the_points_one_at_a_time(law, known):
+    """``f.many`` (the kernel's ``walk_search``: the law's system built in C, its design once per
+    distinct set of times) gives each row exactly the value of the kernel's one-point filter
+    (``walk_nll`` with the parts built by the law's Python form), and the dense value to round-off;
+    a finite-difference gradient's points (rows sharing their times) and rows out of order too."""
+    series = _series(known, 600)
+    fast = filtered.filtered_objective(law, series)
+    assert fast is not None and fast.many is not None
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(filtered, "LAW_CODES", {})
+    one_at_a_time = filtered.filtered_objective(law, series)
+    monkey.undo()
+    assert not hasattr(one_at_a_time, "many")
+    dense = dense_objective(law, series)
+    rng = np.random.default_rng(5)
+    thetas = _thetas(law, series, rng, 12)
+    base = thetas[0]
+    steps = base + np.vstack([np.zeros(base.size), 1e-5 * np.eye(base.size)])  # a gradient's points
+    rows = np.vstack([steps, np.array(thetas)[::-1], steps[:2]])
+    values = fast.many(rows)
+    assert values.shape == (rows.shape[0],)
+    for row, v in zip(rows, values):
+        assert v == one_at_a_time(row)  # the same bits
+        d = dense(row)
+        if math.isfinite(d):
+            assert v == pytest.approx(d, rel=RTOL, abs=RTOL)
+
+
+def test_the_designs_at_once_are_each_design():
+    t = np.concatenate([np.arange(25.0), np.linspace(25.0, 300.0, 65)])
+    cases = {
+        "one": [(3.0,), (250.0,), (1e-3,)],
+        "two": [(2.0, 80.0), (0.5, 4000.0)],
+        # over-, near-critically (both sides, the series and the closed form) and underdamped
+        "oscillator": [(40.0, 1.0), (40.0, 10.0 * (1 + 1e-6)), (40.0, 10.0 * (1 - 1e-4)), (40.0, 9.5), (40.0, 30.0)],
+    }
+    for law, times in cases.items():
+        X = filtered.designs(law, t, times)
+        assert X.shape == (len(times), t.size, len(LAWS[law].levels))
+        for u, tm in enumerate(times):
+            assert np.array_equal(X[u], design(law, t, tm))
+
+
+@needs_kernel
+def test_many_refuses_bad_arguments():
+    series = _series(False, 40)
+    dts, step_of = filtered.spacings(series)
+    n, D = series.t.size, dts.size
+    X = filtered.designs("one", series.t, [(30.0,)])
+    th = np.array([[math.log(30.0), math.log(0.5), -6.0]])
+    out = np.empty(1)
+    args = (0, n, D, False, 1.0, 1, 1, step_of, dts, series.y, series.obs_var(), th)
+    kernel.walk_search(*args, X, np.zeros(1, dtype=np.int64), out)
+    assert math.isfinite(out[0])
+    with pytest.raises(ValueError):  # a design index out of range
+        kernel.walk_search(*args, X, np.ones(1, dtype=np.int64), out)
+    with pytest.raises(ValueError):  # no such law
+        kernel.walk_search(7, *args[1:], X, np.zeros(1, dtype=np.int64), out)
+    with pytest.raises(ValueError):  # a design of the wrong size
+        kernel.walk_search(*args, X[:, :-1], np.zeros(1, dtype=np.int64), out)

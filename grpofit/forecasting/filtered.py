@@ -11,6 +11,13 @@ likelihood is a state-space model with at most three states (the law's forcing, 
 columns through the same filter (the augmented filter) and solving ``p x p`` at the end.
 ``tests/test_filtered.py`` checks it against the dense evaluation (to round-off) on every law.
 
+For the laws the kernel knows (:data:`LAW_CODES`) the objective also evaluates many points in
+one call (``f.many(thetas)``, the kernel's ``walk_search``: the law's system is built in C by
+its Python form's operations, its design here once per distinct set of times: the same bits as
+one evaluation at a time): L-BFGS-B's finite-difference gradient
+(:func:`~.lbfgsb.forward_gradient`) and the Laplace Hessian (:func:`~.likelihood.laplace_cov`)
+take all their points at once.
+
 Without the kernel (no C compiler at install, or ``GRPOFIT_PURE_PYTHON`` set), or for a law
 without a Kalman form, :func:`filtered_objective` gives ``None`` and the dense evaluation runs.
 """
@@ -25,7 +32,11 @@ from grpofit.forecasting.likelihood import Series, _static, memo, prior_unit, re
 from grpofit.forecasting.statespace import LAWS, design
 from grpofit.runtime.compiled import compiled_filter
 
-__all__ = ["filtered_objective", "spacings"]
+__all__ = ["filtered_objective", "spacings", "LAW_CODES"]
+
+#: the laws whose forcing the kernel builds itself (``walk_search``'s codes; a law not listed is
+#: evaluated one point at a time, its system built by its Python form)
+LAW_CODES = {"one": 0, "two": 1, "oscillator": 2}
 
 #: the law's times whose parts (system, design) an objective keeps (the search's steps along the
 #: forcing sd and the walk, and the Laplace Hessian's, come back to them)
@@ -61,6 +72,9 @@ def filtered_objective(law: str, series: Series):
     resid = np.ascontiguousarray(series.y - series.level, dtype=float)
     n, p, D = int(series.t.size), len(form.levels), int(dts.size)
     u2 = unit * unit
+    code = LAW_CODES.get(law)
+    if code is not None and getattr(kernel, "walk_search", None) is not None:
+        return _searched(kernel.walk_search, law, code, series, known, u2, dts, step_of, resid, obs_var)
     walk_nll = kernel.walk_nll
     kalman, from_log = form.kalman, form.from_log
     parts: dict = {}
@@ -93,3 +107,50 @@ def filtered_objective(law: str, series: Series):
         return walk_nll(n, A.shape[0], p, D, known, qw, u2, sd2, step_of, A, W, h, dts, resid, X, obs_var)
 
     return remembered(nll)
+
+
+def _searched(walk_search, law: str, code: int, series: Series, known: bool, u2: float, dts, step_of, resid, obs_var):
+    """The objective of a law the kernel knows: ``f(theta)``, and ``f.many(thetas)`` the values at
+    the rows of ``thetas`` in one call. The law's design is built here, once per distinct set of
+    times among the rows, by the law's own columns (:func:`designs`); the kernel builds the rest."""
+    t = np.ascontiguousarray(series.t, dtype=float)
+    n, D = int(t.size), int(dts.size)
+    form = LAWS[law]
+    k = len(form.times)
+
+    def many(thetas) -> np.ndarray:
+        thetas = np.ascontiguousarray(thetas, dtype=float)
+        rows: dict = {}
+        xi = np.array([rows.setdefault(row[:k].tobytes(), len(rows)) for row in thetas], dtype=np.int64)
+        firsts = {v: i for i, v in reversed(list(enumerate(xi.tolist())))}
+        times = [form.from_log(thetas[firsts[u]]) for u in range(len(rows))]
+        X = designs(law, t, times)
+        out = np.empty(thetas.shape[0])
+        walk_search(code, n, D, known, u2, thetas.shape[0], len(rows), step_of, dts, resid, obs_var, thetas, X, xi, out)
+        return out
+
+    def nll(theta) -> float:
+        return float(many(theta[None, :])[0])
+
+    f = remembered(nll)
+    f.many = many
+    return f
+
+
+def designs(law: str, t: np.ndarray, times: list) -> np.ndarray:
+    """``design(law, t, times[u])`` for every ``u``, stacked ``(U, n, levels)``: the law's columns
+    taken with its times as columns of arrays (every entry the same operations, so the same
+    bits as one :func:`~.statespace.design` per set of times)."""
+    cols = np.array(times, dtype=float)  # (U, number of times)
+    t = np.asarray(t, dtype=float)[None, :]
+    if law == "oscillator":  # its form's columns take scalar times: the same relaxation, broadcast
+        from grpofit.laws.oscillator import relaxation
+
+        parts = (relaxation(t, cols[:, :1], cols[:, 1:2]),)
+    else:
+        parts = LAWS[law].columns(t, tuple(cols[:, i : i + 1] for i in range(cols.shape[1])))
+    X = np.empty((cols.shape[0], t.size, len(parts) + 1))
+    X[..., 0] = 1.0
+    for i, col in enumerate(parts, start=1):
+        X[..., i] = col
+    return X

@@ -24,13 +24,14 @@ def forward_gradient(f, lo, hi, eps: float):
     """``x -> (f(x), gradient)``: forward differences of absolute step ``eps``, as scipy's
     ``approx_derivative(f, x, method="2-point", abs_step=eps, bounds=(lo, hi))`` takes them (a
     step that would leave the bounds goes the other way; one wider than the room on either side
-    shrinks to the wider room)."""
+    shrinks to the wider room). Where ``f`` has ``many`` (``thetas -> values`` at the rows, the
+    compiled objective of :mod:`.filtered`) the ``1 + n`` points are evaluated in one call."""
     lo = np.asarray(lo, dtype=float)
     hi = np.asarray(hi, dtype=float)
+    many = getattr(f, "many", None)
 
     def fg(x):
         x = np.array(x, dtype=float)
-        f0 = f(x)
         h = np.full(x.shape, float(eps))
         sign = (x >= 0).astype(float) * 2 - 1
         h = np.where((x + h) - x == 0, _FALLBACK * sign * np.maximum(1.0, np.abs(x)), h)
@@ -41,6 +42,12 @@ def forward_gradient(f, lo, hi, eps: float):
         h[up] = above[up]
         down = (above < below) & ~fitting
         h[down] = -below[down]
+        if many is not None:  # every point in one call: x, then x + h_i e_i
+            points = np.repeat(x[None, :], x.size + 1, axis=0)
+            np.einsum("ii->i", points[1:])[...] += h
+            values = many(points)
+            return float(values[0]), (values[1:] - values[0]) / ((x + h) - x)
+        f0 = f(x)
         g = np.empty(x.size)
         for i in range(x.size):
             x1 = x.copy()
