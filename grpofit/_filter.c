@@ -889,12 +889,9 @@ static int law_sizes(int code, int *m, int *p) {
     return code == LAW_ONE ? 3 : (code == LAW_TWO || code == LAW_OSCILLATOR) ? 4 : 0;
 }
 
-/* One law's forcing at one point theta (its log times, then log sd, then log q): A, W = B B'
-   (forcing sd 1), H, and sd2, qw */
-static void law_system(int code, const double *theta, int k, double *A, double *W, double *H, double *sd2,
-                       double *qw) {
-    *sd2 = exp(2.0 * theta[k - 2]);
-    *qw = exp(theta[k - 1]);
+/* One law's forcing at the log times theta (the first coordinates of its search vector): A, W = B B'
+   (forcing sd 1) and H */
+static void law_system(int code, const double *theta, double *A, double *W, double *H) {
     if (code == LAW_OSCILLATOR) { /* times (exp th0, exp th1); B = (0, q / ti)' */
         const double ts = exp(theta[0]), ti = exp(theta[1]), q = sqrt(2.0 * 1.0 * 1.0 / ts), b = q / ti;
         A[0] = 0.0;
@@ -963,7 +960,9 @@ static PyObject *walk_search(PyObject *self, PyObject *args) {
     for (Py_ssize_t r = 0; r < K; r++) {
         double A[4], W[4], H[2], sd2, qw, L[3][3], z[3], quad;
         WalkState st;
-        law_system(code, thetas + r * k, k, A, W, H, &sd2, &qw);
+        law_system(code, thetas + r * k, A, W, H);
+        sd2 = exp(2.0 * thetas[r * k + k - 2]);
+        qw = exp(thetas[r * k + k - 1]);
         out[r] = INFINITY;
         if (isfinite(sd2) && isfinite(qw) &&
             walk_run(n, m, p, D, qw, sd2, step_of, A, W, H, dts, resid, X + xi[r] * n * p, obs_var, FQ, &st))
@@ -973,6 +972,188 @@ static PyObject *walk_search(PyObject *self, PyObject *args) {
     PyMem_Free(FQ);
     release(v, 8);
     Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
+   The predictive of a law at one parameter point by the same filter (grpofit/forecasting/filtered.py's
+   conditional, standing for grpofit/forecasting/predictive.py's dense _conditional: the same
+   Gaussian conditional to round-off, tests/test_filtered.py). After the last seen point (time T)
+   the filter holds, for the levels' offsets d = beta - b0 given, the state s_T ~ N(a0 - A_X d, P);
+   the offsets' posterior is N(mu, Sigma), Sigma = N^-1 (walk_finish's factor L of N). A future time
+   tau >= T has s(tau) = Phi(tau - T) s_T + eta(tau) (Phi: the forcing's F, the walk's 1; eta the
+   noise gained since T, Cov(eta_i, eta_j) = Phi(tau_j - tau_i) Q(tau_i - T) for tau_i <= tau_j) and
+   the latent z(tau) = Xf(tau) (b0 + d) + c' s(tau), c = (H, 1). With g = Phi' c and
+   u = Xf - g' A_X: mean = Xf b0 + u mu + g' a0, cov_ij = u_i Sigma u_j' + g_i' P g_j + c' Phi Q c. */
+
+/* the forcing's stationary covariance (sd2 W) and, over dt, F and the noise gained Q = Sig - F Sig F' */
+static void gained(int m, const double *A, const double *Sig, double dt, double *F, double *Q) {
+    expm_small(m, A, dt, F);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++) {
+            double acc = 0.0;
+            for (int a = 0; a < m; a++)
+                for (int b = 0; b < m; b++)
+                    acc += F[i * m + a] * Sig[a * m + b] * F[j * m + b];
+            Q[i * m + j] = Sig[i * m + j] - acc;
+        }
+}
+
+/* walk_conditional(code, n, D, nf, known, u2, sd2, qw, T, times, step_of, dts, resid, X, obs_var, tf, Xf,
+   b0, mean, cov, beta, beta_cov): the latent at the nf times tf (each >= T, the last seen time) given
+   the seen points, for law ``code`` at log times ``times`` with forcing sd^2 sd2 and walk qw: its mean
+   (nf) and covariance (nf x nf), the levels' posterior mean (p) and covariance (p x p), all in units
+   of the profiled scale when the noise is not known; returns (nll, quad) (quad: the residual's
+   quadratic form, the profiled scale's n times), or None where the filter fails. The rest as
+   walk_nll; Xf (nf, p) the design at tf, b0 (p) the levels' prior mean. */
+static PyObject *walk_conditional(PyObject *self, PyObject *args) {
+    PyObject *o[13];
+    int code, known, m, p;
+    Py_ssize_t n, D, nf;
+    double u2, sd2, qw, T;
+    if (!PyArg_ParseTuple(args, "innnpddddOOOOOOOOOOOOO", &code, &n, &D, &nf, &known, &u2, &sd2, &qw, &T, &o[0], &o[1],
+                          &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12]))
+        return NULL;
+    const int k = law_sizes(code, &m, &p);
+    if (n < 1 || D < 1 || nf < 1 || k == 0) {
+        PyErr_SetString(PyExc_ValueError, "walk_conditional: bad sizes or law");
+        return NULL;
+    }
+    /* times (k - 2); step_of (n) int64; dts (D); resid (n); X (n, p); obs_var (n); tf (nf); Xf (nf, p);
+       b0 (p); out: mean (nf), cov (nf, nf), beta (p), beta_cov (p, p) */
+    PyObject *order[13] = {o[1], o[0], o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11], o[12]};
+    Py_buffer v[13];
+    const Py_ssize_t items[13] = {n, k - 2, D, n, mul(n, p), n, nf, mul(nf, p), p, nf, mul(nf, nf), p, p * p};
+    const char *names[13] = {"step_of", "times", "dts", "resid", "X", "obs_var", "tf", "Xf", "b0", "mean", "cov",
+                             "beta", "beta_cov"};
+    if (get_all(order, v, 13, 1, 9, items, names) < 0)
+        return NULL;
+    const int64_t *step_of = (const int64_t *)v[0].buf;
+    const double *times = (const double *)v[1].buf, *dts = (const double *)v[2].buf, *resid = (const double *)v[3].buf;
+    const double *X = (const double *)v[4].buf, *obs_var = (const double *)v[5].buf, *tf = (const double *)v[6].buf;
+    const double *Xf = (const double *)v[7].buf, *b0 = (const double *)v[8].buf;
+    double *mean = (double *)v[9].buf, *cov = (double *)v[10].buf, *beta = (double *)v[11].buf;
+    double *bcov = (double *)v[12].buf;
+    const char *bad = NULL;
+    for (Py_ssize_t j = 0; j < n && !bad; j++)
+        if (step_of[j] < 0 || step_of[j] >= D)
+            bad = "walk_conditional: step_of out of range";
+    for (Py_ssize_t i = 0; i < nf && !bad; i++)
+        if (!(tf[i] >= T))
+            bad = "walk_conditional: a time before the last seen one";
+    if (bad) {
+        release(v, 13);
+        PyErr_SetString(PyExc_ValueError, bad);
+        return NULL;
+    }
+    const int M = m + 1;
+    double *FQ = PyMem_Malloc((8 * D + (Py_ssize_t)(2 * M + 3) * nf) * sizeof(double));
+    if (FQ == NULL) {
+        release(v, 13);
+        return PyErr_NoMemory();
+    }
+    double *G = FQ + 8 * D, *Qc = G + M * nf, *U = Qc + M * nf; /* per future time: g, Q c, u */
+    int ok;
+    double nll = INFINITY, quad = 0.0;
+    Py_BEGIN_ALLOW_THREADS
+    double A[4], W[4], H[2], Ws[4], Sig[4];
+    WalkState st;
+    law_system(code, times, A, W, H);
+    ok = isfinite(sd2) && isfinite(qw) &&
+         walk_run(n, m, p, D, qw, sd2, step_of, A, W, H, dts, resid, X, obs_var, FQ, &st);
+    double L[3][3], z[3], mu[3], S[3][3], Li[3][3];
+    if (ok) {
+        nll = walk_finish(n, p, known, u2, &st, L, z, &quad);
+        for (int i = 0; i < p && ok; i++)
+            ok = L[i][i] > 0.0;
+    }
+    if (ok) {
+        for (int i = 0; i < m * m; i++)
+            Ws[i] = sd2 * W[i];
+        lyapunov_small(m, A, Ws, Sig);
+        for (int i = p - 1; i >= 0; i--) { /* mu = L^-T z */
+            double acc = z[i];
+            for (int b = i + 1; b < p; b++)
+                acc -= L[b][i] * mu[b];
+            mu[i] = acc / L[i][i];
+        }
+        for (int c = 0; c < p; c++) /* Li = L^-1 (lower), then Sigma = Li' Li */
+            for (int i = 0; i < p; i++) {
+                double acc = i == c ? 1.0 : 0.0;
+                for (int b = c; b < i; b++)
+                    acc -= L[i][b] * Li[b][c];
+                Li[i][c] = i < c ? 0.0 : acc / L[i][i];
+            }
+        for (int i = 0; i < p; i++)
+            for (int j = 0; j < p; j++) {
+                double acc = 0.0;
+                for (int b = 0; b < p; b++)
+                    acc += Li[b][i] * Li[b][j];
+                S[i][j] = acc;
+            }
+        for (int i = 0; i < p; i++) {
+            beta[i] = b0[i] + mu[i];
+            for (int j = 0; j < p; j++)
+                bcov[i * p + j] = S[i][j];
+        }
+        for (Py_ssize_t i = 0; i < nf; i++) {
+            double F[4], Q[4], *g = G + M * i, *qc = Qc + M * i, *u = U + 3 * i;
+            const double dt = tf[i] - T;
+            gained(m, A, Sig, dt, F, Q);
+            for (int a = 0; a < m; a++) { /* g = F' h (then the walk's 1); Q c */
+                double acc = 0.0, accq = 0.0;
+                for (int b = 0; b < m; b++) {
+                    acc += F[b * m + a] * H[b];
+                    accq += Q[a * m + b] * H[b];
+                }
+                g[a] = acc;
+                qc[a] = accq;
+            }
+            g[m] = 1.0;
+            qc[m] = qw * dt;
+            double mi = 0.0;
+            for (int c = 0; c < p; c++) {
+                double acc = Xf[i * p + c];
+                for (int a = 0; a < M; a++)
+                    acc -= g[a] * st.a[c + 1][a];
+                u[c] = acc;
+                mi += Xf[i * p + c] * b0[c] + acc * mu[c];
+            }
+            for (int a = 0; a < M; a++)
+                mi += g[a] * st.a[0][a];
+            mean[i] = mi;
+        }
+        for (Py_ssize_t i = 0; i < nf; i++)
+            for (Py_ssize_t j = i; j < nf; j++) {
+                const double *ui = U + 3 * i, *uj = U + 3 * j, *gi = G + M * i, *gj = G + M * j;
+                double acc = 0.0;
+                for (int a = 0; a < p; a++)
+                    for (int b = 0; b < p; b++)
+                        acc += ui[a] * S[a][b] * uj[b];
+                for (int a = 0; a < M; a++)
+                    for (int b = 0; b < M; b++)
+                        acc += gi[a] * st.P[a][b] * gj[b];
+                /* the noise gained since T: c' Phi(later - earlier) Q(earlier - T) c */
+                const Py_ssize_t lo = tf[i] <= tf[j] ? i : j, hi = lo == i ? j : i;
+                double F[4], gl[3];
+                expm_small(m, A, tf[hi] - tf[lo], F);
+                for (int a = 0; a < m; a++) {
+                    double s = 0.0;
+                    for (int b = 0; b < m; b++)
+                        s += F[b * m + a] * H[b];
+                    gl[a] = s;
+                }
+                gl[m] = 1.0;
+                for (int a = 0; a < M; a++)
+                    acc += gl[a] * Qc[M * lo + a];
+                cov[i * nf + j] = cov[j * nf + i] = acc;
+            }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(FQ);
+    release(v, 13);
+    if (!ok)
+        Py_RETURN_NONE;
+    return Py_BuildValue("dd", nll, quad);
 }
 
 static PyMethodDef methods[] = {
@@ -990,6 +1171,8 @@ static PyMethodDef methods[] = {
      "walk_nll(n, m, p, D, known, qw, u2, sd2, step_of, A, W, H, dts, resid, X, obs_var): a law's negative log marginal likelihood with its walk, by a Kalman filter"},
     {"walk_search", walk_search, METH_VARARGS,
      "walk_search(code, n, D, known, u2, K, U, step_of, dts, resid, obs_var, thetas, X, xi, out): walk_nll of law code at each of the K rows of thetas (design X[xi[r]]) into out"},
+    {"walk_conditional", walk_conditional, METH_VARARGS,
+     "walk_conditional(code, n, D, nf, known, u2, sd2, qw, T, times, step_of, dts, resid, X, obs_var, tf, Xf, b0, mean, cov, beta, beta_cov): the latent at tf given the seen points, by the filter; (nll, quad) or None"},
     {NULL, NULL, 0, NULL},
 };
 

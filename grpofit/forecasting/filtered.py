@@ -32,7 +32,7 @@ from grpofit.forecasting.likelihood import Series, _static, memo, prior_unit, re
 from grpofit.forecasting.statespace import LAWS, design
 from grpofit.runtime.compiled import compiled_filter
 
-__all__ = ["filtered_objective", "spacings", "LAW_CODES"]
+__all__ = ["filtered_objective", "filtered_conditional", "designs", "spacings", "LAW_CODES"]
 
 #: the laws whose forcing the kernel builds itself (``walk_search``'s codes; a law not listed is
 #: evaluated one point at a time, its system built by its Python form)
@@ -138,19 +138,79 @@ def _searched(walk_search, law: str, code: int, series: Series, known: bool, u2:
 
 
 def designs(law: str, t: np.ndarray, times: list) -> np.ndarray:
-    """``design(law, t, times[u])`` for every ``u``, stacked ``(U, n, levels)``: the law's columns
-    taken with its times as columns of arrays (every entry the same operations, so the same
-    bits as one :func:`~.statespace.design` per set of times)."""
+    """``design(law, t, times[u])`` for every ``u``, stacked ``(U, n, levels)``, the same bits as
+    one :func:`~.statespace.design` per set of times: a law whose columns are plain
+    exponentials takes them with its times as columns of arrays (every entry the same
+    operations); the oscillator's relaxation is cheaper one set of times at a time (its
+    scalar path)."""
+    t = np.asarray(t, dtype=float)
+    if law == "oscillator" or len(times) == 1:
+        return np.stack([design(law, t, tm) for tm in times])
     cols = np.array(times, dtype=float)  # (U, number of times)
-    t = np.asarray(t, dtype=float)[None, :]
-    if law == "oscillator":  # its form's columns take scalar times: the same relaxation, broadcast
-        from grpofit.laws.oscillator import relaxation
-
-        parts = (relaxation(t, cols[:, :1], cols[:, 1:2]),)
-    else:
-        parts = LAWS[law].columns(t, tuple(cols[:, i : i + 1] for i in range(cols.shape[1])))
+    parts = LAWS[law].columns(t[None, :], tuple(cols[:, i : i + 1] for i in range(cols.shape[1])))
     X = np.empty((cols.shape[0], t.size, len(parts) + 1))
     X[..., 0] = 1.0
     for i, col in enumerate(parts, start=1):
         X[..., i] = col
     return X
+
+
+def filtered_conditional(law: str, theta, q: float, series: Series, tf: np.ndarray):
+    """``(mean, cov, beta, beta_cov, nll, quad)`` of :func:`~.predictive._conditional` by the
+    kernel's filter (``walk_conditional``): the latent at ``tf`` given the seen points for the
+    law's ``theta`` (its log times, then log sd; no walk coordinate) and walk variance ``q``
+    per step, in units of the profiled scale when the noise is not known (``quad``: the
+    residual's quadratic form that scale is drawn from). ``None`` where the kernel or the law's
+    code is missing, a time of ``tf`` lies before the last seen point (that would need a
+    smoother), or the filter fails: the dense conditional runs then."""
+    kernel = compiled_filter()
+    code = LAW_CODES.get(law)
+    tf = np.ascontiguousarray(tf, dtype=float)
+    T = float(series.t[-1])
+    if kernel is None or code is None or getattr(kernel, "walk_conditional", None) is None:
+        return None
+    if not tf.size or not bool(np.all(tf >= T)):
+        return None
+    form = LAWS[law]
+    theta = np.asarray(theta, dtype=float)
+    k = len(form.times)
+    times = form.from_log(theta)
+    sd = math.exp(float(theta[k]))
+    unit = prior_unit(series)
+    dts, step_of = spacings(series)
+    X = design(law, series.t, times)
+    Xf = design(law, tf, times)
+    p = X.shape[1]
+    b0 = np.zeros(p)
+    b0[0] = series.level
+    resid = np.ascontiguousarray(series.y - series.level, dtype=float)
+    obs_var = np.ascontiguousarray(_static(series).obs_var, dtype=float)
+    mean, cov = np.empty(tf.size), np.empty((tf.size, tf.size))
+    beta, beta_cov = np.empty(p), np.empty((p, p))
+    got = kernel.walk_conditional(
+        code,
+        int(series.t.size),
+        int(dts.size),
+        int(tf.size),
+        series.point_var is not None,
+        unit * unit,
+        sd * sd,
+        float(q),
+        T,
+        np.ascontiguousarray(theta[:k]),
+        step_of,
+        dts,
+        resid,
+        X,
+        obs_var,
+        tf,
+        Xf,
+        b0,
+        mean,
+        cov,
+        beta,
+        beta_cov,
+    )
+    if got is None:
+        return None
+    return mean, cov, beta, beta_cov, got[0], got[1]

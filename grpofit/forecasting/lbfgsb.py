@@ -18,6 +18,7 @@ __all__ = ["minimize", "forward_gradient", "preload"]
 
 #: the relative step scipy falls back to when ``x + eps`` rounds back to ``x`` (``2-point``)
 _FALLBACK = np.finfo(float).eps ** 0.5
+_FALLBACK_F = float(_FALLBACK)
 
 
 def forward_gradient(f, lo, hi, eps: float):
@@ -29,9 +30,13 @@ def forward_gradient(f, lo, hi, eps: float):
     lo = np.asarray(lo, dtype=float)
     hi = np.asarray(hi, dtype=float)
     many = getattr(f, "many", None)
+    lo_list, hi_list = lo.tolist(), hi.tolist()
 
     def fg(x):
         x = np.array(x, dtype=float)
+        if many is not None:
+            return _at_once(many, x, lo_list, hi_list, float(eps))
+        f0 = f(x)
         h = np.full(x.shape, float(eps))
         sign = (x >= 0).astype(float) * 2 - 1
         h = np.where((x + h) - x == 0, _FALLBACK * sign * np.maximum(1.0, np.abs(x)), h)
@@ -42,12 +47,6 @@ def forward_gradient(f, lo, hi, eps: float):
         h[up] = above[up]
         down = (above < below) & ~fitting
         h[down] = -below[down]
-        if many is not None:  # every point in one call: x, then x + h_i e_i
-            points = np.repeat(x[None, :], x.size + 1, axis=0)
-            np.einsum("ii->i", points[1:])[...] += h
-            values = many(points)
-            return float(values[0]), (values[1:] - values[0]) / ((x + h) - x)
-        f0 = f(x)
         g = np.empty(x.size)
         for i in range(x.size):
             x1 = x.copy()
@@ -56,6 +55,31 @@ def forward_gradient(f, lo, hi, eps: float):
         return f0, g
 
     return fg
+
+
+def _at_once(many, x: np.ndarray, lo: list, hi: list, eps: float):
+    """:func:`forward_gradient`'s ``(f(x), gradient)`` with the ``1 + n`` points evaluated by one
+    call of ``many``: the same steps by the same operations, on Python floats (the search's
+    vectors have a few entries, where numpy's per-call cost is most of the time)."""
+    xs = x.tolist()
+    hs = []
+    for xi, lo_i, hi_i in zip(xs, lo, hi):
+        h = eps
+        if (xi + h) - xi == 0:
+            h = _FALLBACK_F * (1.0 if xi >= 0 else -1.0) * max(1.0, abs(xi))
+        below, above = xi - lo_i, hi_i - xi
+        if abs(h) <= max(below, above):
+            if xi + h < lo_i or xi + h > hi_i:
+                h = -h
+        elif above >= below:
+            h = above
+        else:
+            h = -below
+        hs.append(h)
+    rows = [xs] + [xs[:i] + [xs[i] + hs[i]] + xs[i + 1 :] for i in range(len(xs))]
+    values = many(np.array(rows)).tolist()
+    f0 = values[0]
+    return f0, np.array([(v - f0) / ((xi + h) - xi) for v, xi, h in zip(values[1:], xs, hs)])
 
 
 def preload() -> None:
