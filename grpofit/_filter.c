@@ -680,8 +680,10 @@ typedef struct {
 } WalkState;
 
 /* The filter over the n points (see walk_nll for the arguments); FQ: scratch of 8 D doubles.
-   0 where it fails (a variance not positive, a value not finite). */
-static int walk_run(Py_ssize_t n, int m, int p, Py_ssize_t D, double qw, double sd2, const int64_t *step_of,
+   0 where it fails (a variance not positive, a value not finite). Inlined into walk_run for each
+   (m, p) with both constant, so that the compiler unrolls the small loops (the same operations
+   in the same order: the same bits). */
+static inline __attribute__((always_inline)) int walk_run_mp(Py_ssize_t n, const int m, const int p, Py_ssize_t D, double qw, double sd2, const int64_t *step_of,
                     const double *A, const double *W, const double *H, const double *dts, const double *resid,
                     const double *X, const double *obs_var, double *FQ, WalkState *st) {
     double Sig[4], Ws[4];
@@ -775,6 +777,21 @@ static int walk_run(Py_ssize_t n, int m, int p, Py_ssize_t D, double qw, double 
     }
     st->logdet = logdet;
     return ok;
+}
+
+static int walk_run(Py_ssize_t n, int m, int p, Py_ssize_t D, double qw, double sd2, const int64_t *step_of,
+                    const double *A, const double *W, const double *H, const double *dts, const double *resid,
+                    const double *X, const double *obs_var, double *FQ, WalkState *st) {
+#define WALK_RUN(M_, P_) walk_run_mp(n, M_, P_, D, qw, sd2, step_of, A, W, H, dts, resid, X, obs_var, FQ, st)
+    switch (m * 4 + p) {
+    case 1 * 4 + 1: return WALK_RUN(1, 1);
+    case 1 * 4 + 2: return WALK_RUN(1, 2);
+    case 1 * 4 + 3: return WALK_RUN(1, 3);
+    case 2 * 4 + 1: return WALK_RUN(2, 1);
+    case 2 * 4 + 2: return WALK_RUN(2, 2);
+    default: return WALK_RUN(2, 3);
+    }
+#undef WALK_RUN
 }
 
 /* The levels' solve after the filter (Woodbury with N = I / u2 + X' K^-1 X, by its Cholesky
@@ -985,6 +1002,63 @@ static PyObject *walk_search(PyObject *self, PyObject *args) {
    the latent z(tau) = Xf(tau) (b0 + d) + c' s(tau), c = (H, 1). With g = Phi' c and
    u = Xf - g' A_X: mean = Xf b0 + u mu + g' a0, cov_ij = u_i Sigma u_j' + g_i' P g_j + c' Phi Q c. */
 
+/* The oscillator's unit response started at rest, as grpofit/laws/oscillator.py's scalar path computes
+   it (_overdamped, or _near_critical's series / closed form; its exp is the C library's, not
+   numpy's: equal to round-off, which the predictive, unlike the search's path, does not amplify) */
+static double osc_relaxation(double t, double ts, double ti) {
+    static const double Cs[6] = {1.0, 1.0 / 2.0, 1.0 / 24.0, 1.0 / 720.0, 1.0 / 40320.0, 1.0 / 3628800.0};
+    static const double Ss[6] = {1.0, 1.0 / 6.0, 1.0 / 120.0, 1.0 / 5040.0, 1.0 / 362880.0, 1.0 / 39916800.0};
+    ti = np_max(ti, 0.0);
+    const double disc = 1.0 - 4.0 * ti / ts;
+    if (disc >= 0.3 * 0.3) { /* _overdamped */
+        const double u = sqrt(disc), t1 = 0.5 * ts * (1.0 + u), t2 = 2.0 * ti / (1.0 + u), d = ts * u;
+        const double e1 = exp(np_max(-(t / t1), -700.0));
+        const double x2 = -np_max(-(t / np_max(t2, 1e-300)), -700.0);
+        return (t1 * e1 - t2 * exp(-x2)) / d;
+    }
+    const double a = 0.5 / ti, beta = a * a * disc, z = beta * t * t; /* _near_critical */
+    double ec, es;
+    if (fabs(z) < 0.05) { /* _nc_series */
+        double zk = 1.0, c = 0.0, s = 0.0;
+        for (int k = 0; k < 6; k++) {
+            c += zk * Cs[k];
+            s += zk * Ss[k];
+            zk *= z;
+        }
+        const double e = exp(-a * t);
+        ec = e * c;
+        es = e * s;
+    } else if (beta > 0.0) { /* _nc_closed, overdamped side */
+        const double x = sqrt(fabs(z)), b = sqrt(beta), ep = exp(-(a - b) * t), em = exp(-(a + b) * t);
+        ec = 0.5 * (ep + em);
+        es = 0.5 * (ep - em) / x;
+    } else { /* _nc_closed, underdamped side */
+        const double x = sqrt(fabs(z)), e = exp(-a * t);
+        ec = e * cos(x);
+        es = e * sin(x) / x;
+    }
+    return ec + a * t * es;
+}
+
+/* the law's design (its statespace design: 1, then its columns) at the n times t into X (n, p), for
+   its log times theta */
+static void law_design(int code, const double *theta, Py_ssize_t n, const double *t, double *X) {
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (code == LAW_OSCILLATOR) {
+            X[2 * j] = 1.0;
+            X[2 * j + 1] = osc_relaxation(t[j], exp(theta[0]), exp(theta[1]));
+        } else if (code == LAW_TWO) {
+            const double slow = exp(theta[0]), fast = slow / (2.0 * exp(theta[1]));
+            X[3 * j] = 1.0;
+            X[3 * j + 1] = exp(-t[j] / fast);
+            X[3 * j + 2] = exp(-t[j] / slow);
+        } else {
+            X[2 * j] = 1.0;
+            X[2 * j + 1] = exp(-t[j] / exp(theta[0]));
+        }
+    }
+}
+
 /* the forcing's stationary covariance (sd2 W) and, over dt, F and the noise gained Q = Sig - F Sig F' */
 static void gained(int m, const double *A, const double *Sig, double dt, double *F, double *Q) {
     expm_small(m, A, dt, F);
@@ -998,41 +1072,42 @@ static void gained(int m, const double *A, const double *Sig, double dt, double 
         }
 }
 
-/* walk_conditional(code, n, D, nf, known, u2, sd2, qw, T, times, step_of, dts, resid, X, obs_var, tf, Xf,
-   b0, mean, cov, beta, beta_cov): the latent at the nf times tf (each >= T, the last seen time) given
-   the seen points, for law ``code`` at log times ``times`` with forcing sd^2 sd2 and walk qw: its mean
-   (nf) and covariance (nf x nf), the levels' posterior mean (p) and covariance (p x p), all in units
-   of the profiled scale when the noise is not known; returns (nll, quad) (quad: the residual's
-   quadratic form, the profiled scale's n times), or None where the filter fails. The rest as
-   walk_nll; Xf (nf, p) the design at tf, b0 (p) the levels' prior mean. */
+/* walk_conditional(code, n, D, nf, known, u2, sd2, qw, times, step_of, dts, t, resid, obs_var, tf, b0, mean,
+   cov, beta, beta_cov): the latent at the nf times tf (each >= t[n - 1], the last seen time) given
+   the seen points at times t, for law ``code`` at log times ``times`` with forcing sd^2 sd2 and walk
+   qw: its mean (nf) and covariance (nf x nf), the levels' posterior mean (p) and covariance
+   (p x p), all in units of the profiled scale when the noise is not known; returns (nll, quad)
+   (quad: the residual's quadratic form, the profiled scale's n times), or None where the filter
+   fails. The rest as walk_nll; b0 (p) the levels' prior mean. */
 static PyObject *walk_conditional(PyObject *self, PyObject *args) {
-    PyObject *o[13];
+    PyObject *o[12];
     int code, known, m, p;
     Py_ssize_t n, D, nf;
-    double u2, sd2, qw, T;
-    if (!PyArg_ParseTuple(args, "innnpddddOOOOOOOOOOOOO", &code, &n, &D, &nf, &known, &u2, &sd2, &qw, &T, &o[0], &o[1],
-                          &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12]))
+    double u2, sd2, qw;
+    if (!PyArg_ParseTuple(args, "innnpdddOOOOOOOOOOOO", &code, &n, &D, &nf, &known, &u2, &sd2, &qw, &o[0], &o[1], &o[2],
+                          &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11]))
         return NULL;
     const int k = law_sizes(code, &m, &p);
     if (n < 1 || D < 1 || nf < 1 || k == 0) {
         PyErr_SetString(PyExc_ValueError, "walk_conditional: bad sizes or law");
         return NULL;
     }
-    /* times (k - 2); step_of (n) int64; dts (D); resid (n); X (n, p); obs_var (n); tf (nf); Xf (nf, p);
-       b0 (p); out: mean (nf), cov (nf, nf), beta (p), beta_cov (p, p) */
-    PyObject *order[13] = {o[1], o[0], o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11], o[12]};
-    Py_buffer v[13];
-    const Py_ssize_t items[13] = {n, k - 2, D, n, mul(n, p), n, nf, mul(nf, p), p, nf, mul(nf, nf), p, p * p};
-    const char *names[13] = {"step_of", "times", "dts", "resid", "X", "obs_var", "tf", "Xf", "b0", "mean", "cov",
-                             "beta", "beta_cov"};
-    if (get_all(order, v, 13, 1, 9, items, names) < 0)
+    /* step_of (n) int64; times (k - 2); dts (D); t, resid, obs_var (n); tf (nf); b0 (p);
+       out: mean (nf), cov (nf, nf), beta (p), beta_cov (p, p) */
+    PyObject *order[12] = {o[1], o[0], o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11]};
+    Py_buffer v[12];
+    const Py_ssize_t items[12] = {n, k - 2, D, n, n, n, nf, p, nf, mul(nf, nf), p, p * p};
+    const char *names[12] = {"step_of", "times", "dts", "t", "resid", "obs_var", "tf", "b0", "mean", "cov", "beta",
+                             "beta_cov"};
+    if (get_all(order, v, 12, 1, 8, items, names) < 0)
         return NULL;
     const int64_t *step_of = (const int64_t *)v[0].buf;
-    const double *times = (const double *)v[1].buf, *dts = (const double *)v[2].buf, *resid = (const double *)v[3].buf;
-    const double *X = (const double *)v[4].buf, *obs_var = (const double *)v[5].buf, *tf = (const double *)v[6].buf;
-    const double *Xf = (const double *)v[7].buf, *b0 = (const double *)v[8].buf;
-    double *mean = (double *)v[9].buf, *cov = (double *)v[10].buf, *beta = (double *)v[11].buf;
-    double *bcov = (double *)v[12].buf;
+    const double *times = (const double *)v[1].buf, *dts = (const double *)v[2].buf, *t = (const double *)v[3].buf;
+    const double *resid = (const double *)v[4].buf, *obs_var = (const double *)v[5].buf, *tf = (const double *)v[6].buf;
+    const double *b0 = (const double *)v[7].buf;
+    double *mean = (double *)v[8].buf, *cov = (double *)v[9].buf, *beta = (double *)v[10].buf;
+    double *bcov = (double *)v[11].buf;
+    const double T = t[n - 1];
     const char *bad = NULL;
     for (Py_ssize_t j = 0; j < n && !bad; j++)
         if (step_of[j] < 0 || step_of[j] >= D)
@@ -1041,23 +1116,26 @@ static PyObject *walk_conditional(PyObject *self, PyObject *args) {
         if (!(tf[i] >= T))
             bad = "walk_conditional: a time before the last seen one";
     if (bad) {
-        release(v, 13);
+        release(v, 12);
         PyErr_SetString(PyExc_ValueError, bad);
         return NULL;
     }
     const int M = m + 1;
-    double *FQ = PyMem_Malloc((8 * D + (Py_ssize_t)(2 * M + 3) * nf) * sizeof(double));
+    double *FQ = PyMem_Malloc((8 * D + (Py_ssize_t)(2 * M + 3 + p) * nf + (Py_ssize_t)p * n) * sizeof(double));
     if (FQ == NULL) {
-        release(v, 13);
+        release(v, 12);
         return PyErr_NoMemory();
     }
     double *G = FQ + 8 * D, *Qc = G + M * nf, *U = Qc + M * nf; /* per future time: g, Q c, u */
+    double *Xf = U + 3 * nf, *X = Xf + p * nf; /* the designs at tf and at t */
     int ok;
     double nll = INFINITY, quad = 0.0;
     Py_BEGIN_ALLOW_THREADS
     double A[4], W[4], H[2], Ws[4], Sig[4];
     WalkState st;
     law_system(code, times, A, W, H);
+    law_design(code, times, n, t, X);
+    law_design(code, times, nf, tf, Xf);
     ok = isfinite(sd2) && isfinite(qw) &&
          walk_run(n, m, p, D, qw, sd2, step_of, A, W, H, dts, resid, X, obs_var, FQ, &st);
     double L[3][3], z[3], mu[3], S[3][3], Li[3][3];
@@ -1150,7 +1228,7 @@ static PyObject *walk_conditional(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     PyMem_Free(FQ);
-    release(v, 13);
+    release(v, 12);
     if (!ok)
         Py_RETURN_NONE;
     return Py_BuildValue("dd", nll, quad);
@@ -1172,7 +1250,7 @@ static PyMethodDef methods[] = {
     {"walk_search", walk_search, METH_VARARGS,
      "walk_search(code, n, D, known, u2, K, U, step_of, dts, resid, obs_var, thetas, X, xi, out): walk_nll of law code at each of the K rows of thetas (design X[xi[r]]) into out"},
     {"walk_conditional", walk_conditional, METH_VARARGS,
-     "walk_conditional(code, n, D, nf, known, u2, sd2, qw, T, times, step_of, dts, resid, X, obs_var, tf, Xf, b0, mean, cov, beta, beta_cov): the latent at tf given the seen points, by the filter; (nll, quad) or None"},
+     "walk_conditional(code, n, D, nf, known, u2, sd2, qw, times, step_of, dts, t, resid, obs_var, tf, b0, mean, cov, beta, beta_cov): the latent at tf given the seen points, by the filter; (nll, quad) or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -210,3 +210,84 @@ def test_many_refuses_bad_arguments():
         kernel.walk_search(7, *args[1:], X, np.zeros(1, dtype=np.int64), out)
     with pytest.raises(ValueError):  # a design of the wrong size
         kernel.walk_search(*args, X[:, :-1], np.zeros(1, dtype=np.int64), out)
+
+
+def _dense_conditional(fit, theta, series, tf):
+    """predictive._conditional with the compiled filter off (the dense Cholesky conditional)."""
+    from grpofit.forecasting import predictive
+
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(filtered, "LAW_CODES", {})
+    try:
+        return predictive._conditional(fit, theta, series, tf, np.random.default_rng(1))
+    finally:
+        monkey.undo()
+
+
+@needs_kernel
+@pytest.mark.parametrize("n", [40, 600])
+@pytest.mark.parametrize("known", [False, True])
+@pytest.mark.parametrize("law", list(LAWS))
+def test_the_filtered_conditional_is_the_dense_one(law, known, n):
+    """The kernel's ``walk_conditional`` (the latent at future times from the filtered state)
+    gives the dense conditional's mean, covariance, levels' posterior, drawn noise sd and
+    likelihood to round-off, at the fit and at points around it (for the oscillator also
+    under- and near-critically damped ones), future times in any order and repeated."""
+    from grpofit.forecasting import predictive
+
+    series = _series(known, n)
+    fit = fit_walk_law(law, series, t_guess=60.0, t_max=6.0 * float(series.t[-1]))
+    last = float(series.t[-1])
+    tf = np.concatenate([[last, 3.0 * last], np.linspace(last, 3.0 * last, 12)[::-1], [last + 1e-3]])
+    rng = np.random.default_rng(9)
+    points = [fit.theta] + [fit.theta + 0.3 * rng.standard_normal(fit.theta.size) for _ in range(4)]
+    if law == "oscillator":
+        for ratio in (0.2, 0.25 * (1 + 1e-6), 0.25 * (1 - 1e-4), 0.7):  # inertia / timescale
+            th = fit.theta.copy()
+            th[1] = th[0] + math.log(ratio)
+            points.append(th)
+    checked = 0
+    for theta in points:
+        assert filtered.filtered_conditional(law, theta[:-1], math.exp(theta[-1]), series, tf) is not None
+        fast = predictive._conditional(fit, theta, series, tf, np.random.default_rng(1))
+        dense = _dense_conditional(fit, theta, series, tf)
+        if not math.isfinite(dense[6]):
+            continue
+        checked += 1
+        assert fast[6] == pytest.approx(dense[6], rel=RTOL, abs=RTOL)
+        scale = np.abs(dense[1]).max()
+        np.testing.assert_allclose(fast[0], dense[0], rtol=1e-8, atol=1e-8 * np.abs(dense[0]).max())
+        np.testing.assert_allclose(fast[1], dense[1], rtol=0, atol=1e-7 * scale)
+        np.testing.assert_allclose(fast[2], dense[2], rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(fast[3], dense[3], rtol=0, atol=1e-8 * np.abs(dense[3]).max())
+        assert (fast[4] is None) == (dense[4] is None) == known
+        if not known:
+            assert fast[4] == pytest.approx(dense[4], rel=1e-8)
+        assert fast[5] == pytest.approx(dense[5])
+    assert checked >= 4
+
+
+@needs_kernel
+def test_a_time_before_the_last_seen_point_takes_the_dense_conditional():
+    """The filter predicts forward only: a time before the last seen point would need a smoother,
+    so there the dense conditional runs (and gives that time's smoothed latent)."""
+    series = _series(False, 40)
+    fit = fit_walk_law("one", series, t_guess=60.0, t_max=240.0)
+    last = float(series.t[-1])
+    assert filtered.filtered_conditional("one", fit.theta[:-1], 1e-4, series, np.array([last - 1.0, last])) is None
+    assert filtered.filtered_conditional("one", fit.theta[:-1], 1e-4, series, np.array([last, last + 5])) is not None
+
+
+@needs_kernel
+@pytest.mark.parametrize("known", [False, True])
+def test_the_fits_levels_by_the_filter_are_the_dense_ones(known):
+    from grpofit.forecasting import walk
+
+    series = _series(known, 600)
+    for law in LAWS:
+        fit = fit_walk_law(law, series, t_guess=60.0, t_max=3000.0)
+        a, b = walk._levels_at(law, fit.theta, series), walk._nll(law, fit.theta, series)
+        assert a[0] == pytest.approx(b[0], rel=RTOL)
+        np.testing.assert_allclose(a[1][0], b[1][0], rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(a[1][1], b[1][1], rtol=0, atol=1e-8 * np.abs(b[1][1]).max())
+        assert (a[1][2] is None) == known and (known or a[1][2] == pytest.approx(b[1][2], rel=1e-9))

@@ -166,25 +166,20 @@ def filtered_conditional(law: str, theta, q: float, series: Series, tf: np.ndarr
     kernel = compiled_filter()
     code = LAW_CODES.get(law)
     tf = np.ascontiguousarray(tf, dtype=float)
-    T = float(series.t[-1])
     if kernel is None or code is None or getattr(kernel, "walk_conditional", None) is None:
         return None
-    if not tf.size or not bool(np.all(tf >= T)):
+    if not tf.size or not bool(np.all(tf >= series.t[-1])):
         return None
     form = LAWS[law]
     theta = np.asarray(theta, dtype=float)
     k = len(form.times)
-    times = form.from_log(theta)
     sd = math.exp(float(theta[k]))
     unit = prior_unit(series)
     dts, step_of = spacings(series)
-    X = design(law, series.t, times)
-    Xf = design(law, tf, times)
-    p = X.shape[1]
+    p = len(form.levels)
     b0 = np.zeros(p)
     b0[0] = series.level
-    resid = np.ascontiguousarray(series.y - series.level, dtype=float)
-    obs_var = np.ascontiguousarray(_static(series).obs_var, dtype=float)
+    static = _static(series)
     mean, cov = np.empty(tf.size), np.empty((tf.size, tf.size))
     beta, beta_cov = np.empty(p), np.empty((p, p))
     got = kernel.walk_conditional(
@@ -196,15 +191,13 @@ def filtered_conditional(law: str, theta, q: float, series: Series, tf: np.ndarr
         unit * unit,
         sd * sd,
         float(q),
-        T,
         np.ascontiguousarray(theta[:k]),
         step_of,
         dts,
-        resid,
-        X,
-        obs_var,
+        np.ascontiguousarray(series.t, dtype=float),
+        np.ascontiguousarray(series.y - series.level, dtype=float),
+        np.ascontiguousarray(static.obs_var, dtype=float),
         tf,
-        Xf,
         b0,
         mean,
         cov,
