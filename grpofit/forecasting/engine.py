@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grpofit.core.numbers import finite as _num
-from grpofit.fitting.bounds import Bounds, edge, lattice, metric_bounds
+from grpofit.fitting.bounds import Bounds, edge_of, lattice, metric_bounds
 from grpofit.fitting.drift import late_slope, persistence
 from grpofit.forecasting.discrepancy import add_rate_error, add_validation_error, tail_noise_var, vouched_slope
 from grpofit.forecasting.likelihood import fit_law, reduce_series
@@ -514,8 +514,9 @@ class _Link:
             self.z = values
             self.level_sd = None
             return
-        self.edge = edge(bounds, values, batch)
-        self.lattice = self.batch or lattice(bounds, values)
+        found = None if (batch and self.batch) else lattice(bounds, values)  # taken once
+        self.edge = edge_of(batch or found)
+        self.lattice = self.batch or found
         self.z = bounds.to_link(values, self.edge)
         self.level_sd = self.LEVEL_SD
         p = self._smooth(bounds.position(values))
