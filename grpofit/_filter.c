@@ -1043,18 +1043,19 @@ static double osc_relaxation(double t, double ts, double ti) {
 /* the law's design (its statespace design: 1, then its columns) at the n times t into X (n, p), for
    its log times theta */
 static void law_design(int code, const double *theta, Py_ssize_t n, const double *t, double *X) {
+    const double t0 = exp(theta[0]), t1 = code == LAW_ONE ? 0.0 : exp(theta[1]);
+    const double fast = t0 / (2.0 * t1); /* two's times: (slow / (2 exp th1), slow = exp th0) */
     for (Py_ssize_t j = 0; j < n; j++) {
         if (code == LAW_OSCILLATOR) {
             X[2 * j] = 1.0;
-            X[2 * j + 1] = osc_relaxation(t[j], exp(theta[0]), exp(theta[1]));
+            X[2 * j + 1] = osc_relaxation(t[j], t0, t1);
         } else if (code == LAW_TWO) {
-            const double slow = exp(theta[0]), fast = slow / (2.0 * exp(theta[1]));
             X[3 * j] = 1.0;
             X[3 * j + 1] = exp(-t[j] / fast);
-            X[3 * j + 2] = exp(-t[j] / slow);
+            X[3 * j + 2] = exp(-t[j] / t0);
         } else {
             X[2 * j] = 1.0;
-            X[2 * j + 1] = exp(-t[j] / exp(theta[0]));
+            X[2 * j + 1] = exp(-t[j] / t0);
         }
     }
 }
@@ -1121,13 +1122,16 @@ static PyObject *walk_conditional(PyObject *self, PyObject *args) {
         return NULL;
     }
     const int M = m + 1;
-    double *FQ = PyMem_Malloc((8 * D + (Py_ssize_t)(2 * M + 3 + p) * nf + (Py_ssize_t)p * n) * sizeof(double));
-    if (FQ == NULL) {
+    double *FQ = PyMem_Malloc((8 * D + (Py_ssize_t)(2 * M + 3 + p + 4) * nf + (Py_ssize_t)p * n) * sizeof(double));
+    Py_ssize_t *seq = PyMem_Malloc(nf * sizeof(Py_ssize_t));
+    if (FQ == NULL || seq == NULL) {
+        PyMem_Free(FQ);
+        PyMem_Free(seq);
         release(v, 12);
         return PyErr_NoMemory();
     }
     double *G = FQ + 8 * D, *Qc = G + M * nf, *U = Qc + M * nf; /* per future time: g, Q c, u */
-    double *Xf = U + 3 * nf, *X = Xf + p * nf; /* the designs at tf and at t */
+    double *Xf = U + 3 * nf, *X = Xf + p * nf, *Fn = X + p * n; /* the designs at tf and at t; steps */
     int ok;
     double nll = INFINITY, quad = 0.0;
     Py_BEGIN_ALLOW_THREADS
@@ -1200,34 +1204,74 @@ static PyObject *walk_conditional(PyObject *self, PyObject *args) {
                 mi += g[a] * st.a[0][a];
             mean[i] = mi;
         }
-        for (Py_ssize_t i = 0; i < nf; i++)
-            for (Py_ssize_t j = i; j < nf; j++) {
-                const double *ui = U + 3 * i, *uj = U + 3 * j, *gi = G + M * i, *gj = G + M * j;
+        for (Py_ssize_t i = 0; i < nf; i++) {
+            /* (Sigma u_i, P g_i) into this time's own part of the scratch, then a dot product per pair */
+            double su[3], pg[3];
+            const double *ui = U + 3 * i, *gi = G + M * i;
+            for (int a = 0; a < p; a++) {
                 double acc = 0.0;
-                for (int a = 0; a < p; a++)
-                    for (int b = 0; b < p; b++)
-                        acc += ui[a] * S[a][b] * uj[b];
-                for (int a = 0; a < M; a++)
-                    for (int b = 0; b < M; b++)
-                        acc += gi[a] * st.P[a][b] * gj[b];
-                /* the noise gained since T: c' Phi(later - earlier) Q(earlier - T) c */
-                const Py_ssize_t lo = tf[i] <= tf[j] ? i : j, hi = lo == i ? j : i;
-                double F[4], gl[3];
-                expm_small(m, A, tf[hi] - tf[lo], F);
-                for (int a = 0; a < m; a++) {
-                    double s = 0.0;
-                    for (int b = 0; b < m; b++)
-                        s += F[b * m + a] * H[b];
-                    gl[a] = s;
-                }
-                gl[m] = 1.0;
-                for (int a = 0; a < M; a++)
-                    acc += gl[a] * Qc[M * lo + a];
-                cov[i * nf + j] = cov[j * nf + i] = acc;
+                for (int b = 0; b < p; b++)
+                    acc += S[a][b] * ui[b];
+                su[a] = acc;
             }
+            for (int a = 0; a < M; a++) {
+                double acc = 0.0;
+                for (int b = 0; b < M; b++)
+                    acc += st.P[a][b] * gi[b];
+                pg[a] = acc;
+            }
+            for (Py_ssize_t j = i; j < nf; j++) {
+                const double *uj = U + 3 * j, *gj = G + M * j;
+                double acc = su[0] * uj[0] + pg[0] * gj[0] + pg[1] * gj[1];
+                for (int a = 1; a < p; a++)
+                    acc += su[a] * uj[a];
+                for (int a = 2; a < M; a++)
+                    acc += pg[a] * gj[a];
+                cov[i * nf + j] = acc;
+            }
+        }
+        /* the noise gained since T: c' Phi(later - earlier) Q(earlier - T) c, the times in increasing
+           order (seq), Phi' c carried from each time to the later ones by the steps between
+           neighbours (exp(A x) exp(A y) = exp(A (x + y))) */
+        for (Py_ssize_t i = 0; i < nf; i++) { /* insertion sort of the indices by time */
+            Py_ssize_t j = i;
+            for (; j > 0 && tf[seq[j - 1]] > tf[i]; j--)
+                seq[j] = seq[j - 1];
+            seq[j] = i;
+        }
+        for (Py_ssize_t b = 0; b + 1 < nf; b++)
+            expm_small(m, A, tf[seq[b + 1]] - tf[seq[b]], Fn + 4 * b);
+        for (Py_ssize_t a = 0; a < nf; a++) {
+            const Py_ssize_t lo = seq[a];
+            double gl[3] = {H[0], m > 1 ? H[1] : 0.0, 0.0};
+            gl[m] = 1.0;
+            for (Py_ssize_t b = a; b < nf; b++) {
+                if (b > a) {
+                    const double *F = Fn + 4 * (b - 1);
+                    double z0 = 0.0, z1 = 0.0;
+                    for (int y = 0; y < m; y++) {
+                        z0 += F[y * m] * gl[y];
+                        if (m > 1)
+                            z1 += F[y * m + 1] * gl[y];
+                    }
+                    gl[0] = z0;
+                    if (m > 1)
+                        gl[1] = z1;
+                }
+                double acc = 0.0;
+                for (int x = 0; x < M; x++)
+                    acc += gl[x] * Qc[M * lo + x];
+                const Py_ssize_t hi = seq[b], i = lo < hi ? lo : hi, j = lo < hi ? hi : lo;
+                cov[i * nf + j] += acc;
+            }
+        }
+        for (Py_ssize_t i = 0; i < nf; i++)
+            for (Py_ssize_t j = 0; j < i; j++)
+                cov[i * nf + j] = cov[j * nf + i];
     }
     Py_END_ALLOW_THREADS
     PyMem_Free(FQ);
+    PyMem_Free(seq);
     release(v, 12);
     if (!ok)
         Py_RETURN_NONE;

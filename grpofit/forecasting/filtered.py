@@ -165,38 +165,34 @@ def filtered_conditional(law: str, theta, q: float, series: Series, tf: np.ndarr
     smoother), or the filter fails: the dense conditional runs then."""
     kernel = compiled_filter()
     code = LAW_CODES.get(law)
-    tf = np.ascontiguousarray(tf, dtype=float)
     if kernel is None or code is None or getattr(kernel, "walk_conditional", None) is None:
         return None
-    if not tf.size or not bool(np.all(tf >= series.t[-1])):
+    tf = np.ascontiguousarray(tf, dtype=float)
+    if not tf.size or not tf.min() >= series.t[-1]:
         return None
-    form = LAWS[law]
-    theta = np.asarray(theta, dtype=float)
-    k = len(form.times)
-    sd = math.exp(float(theta[k]))
-    unit = prior_unit(series)
-    dts, step_of = spacings(series)
-    p = len(form.levels)
+    k = len(LAWS[law].times)
+    p = len(LAWS[law].levels)
+    t, resid, obs_var, u2, D, step_of, dts = _seen_parts(series)
     b0 = np.zeros(p)
     b0[0] = series.level
-    static = _static(series)
     mean, cov = np.empty(tf.size), np.empty((tf.size, tf.size))
     beta, beta_cov = np.empty(p), np.empty((p, p))
+    sd = math.exp(float(theta[k]))
     got = kernel.walk_conditional(
         code,
-        int(series.t.size),
-        int(dts.size),
-        int(tf.size),
+        t.size,
+        D,
+        tf.size,
         series.point_var is not None,
-        unit * unit,
+        u2,
         sd * sd,
         float(q),
-        np.ascontiguousarray(theta[:k]),
+        np.ascontiguousarray(theta[:k], dtype=float),
         step_of,
         dts,
-        np.ascontiguousarray(series.t, dtype=float),
-        np.ascontiguousarray(series.y - series.level, dtype=float),
-        np.ascontiguousarray(static.obs_var, dtype=float),
+        t,
+        resid,
+        obs_var,
         tf,
         b0,
         mean,
@@ -207,3 +203,25 @@ def filtered_conditional(law: str, theta, q: float, series: Series, tf: np.ndarr
     if got is None:
         return None
     return mean, cov, beta, beta_cov, got[0], got[1]
+
+
+def _seen_parts(series: Series) -> tuple:
+    """What the filtered conditional reads of the seen points, built once per series: the times,
+    the residual from the levels' prior mean, the observation variances, the levels' prior
+    variance and the spacings."""
+
+    def build():
+        dts, step_of = spacings(series)
+        unit = prior_unit(series)
+        return (
+            np.ascontiguousarray(series.t, dtype=float),
+            np.ascontiguousarray(series.y - series.level, dtype=float),
+            np.ascontiguousarray(_static(series).obs_var, dtype=float),
+            unit * unit,
+            int(dts.size),
+            step_of,
+            dts,
+        )
+
+    inputs = (series.t, series.y, series.count, series.point_var, series.rel_var, series.level, series.level_sd)
+    return memo(series, "seen_parts", inputs, build)
