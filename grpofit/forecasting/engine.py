@@ -255,13 +255,13 @@ def forecast_series(
     add_validation_error(draws, point, tf - t_last, target, noise_var, np.random.default_rng(seed + 2))
     add_rate_error(draws, vouched_slope(t, link.z), tf - t_last, np.random.default_rng(seed + 3))
     rng = np.random.default_rng(seed + 1)
-    lat = link.metric(draws.latent)
 
     def logged(j0: int, j1: int) -> np.ndarray:
         """Draws of the logged reward at columns ``j0:j1``: the expected one plus observation noise."""
         return link.logged(draws.latent[:, j0:j1], draws.obs_sd, rng)
 
     offs = np.cumsum([0] + sizes)
+    lat = link.metric(draws.latent[:, : offs[2]])  # now and the horizon (the metric is elementwise)
     now = lat[:, 0]
     h_cols = lat[:, offs[1] : offs[2]]
     at_entries = _at_entries(horizon_step, horizon_t, at_steps, step0, logged, offs, bounds, link.lattice_step)
