@@ -141,14 +141,21 @@ def designs(law: str, t: np.ndarray, times: list) -> np.ndarray:
     """``design(law, t, times[u])`` for every ``u``, stacked ``(U, n, levels)``, the same bits as
     one :func:`~.statespace.design` per set of times: a law whose columns are plain
     exponentials takes them with its times as columns of arrays (every entry the same
-    operations); the oscillator's relaxation is cheaper one set of times at a time (its
-    scalar path)."""
+    operations); the oscillator's relaxation one set of times at a time by its scalar path
+    (cheaper than its array path), under one ``errstate``."""
     t = np.asarray(t, dtype=float)
-    if law == "oscillator" or len(times) == 1:
-        return np.stack([design(law, t, tm) for tm in times])
-    cols = np.array(times, dtype=float)  # (U, number of times)
-    parts = LAWS[law].columns(t[None, :], tuple(cols[:, i : i + 1] for i in range(cols.shape[1])))
-    X = np.empty((cols.shape[0], t.size, len(parts) + 1))
+    if law == "oscillator":
+        from grpofit.laws.base import huge_ok
+        from grpofit.laws.oscillator import raw_relaxation_derivatives
+
+        with huge_ok():  # relaxation's own errstate, once
+            parts = ([raw_relaxation_derivatives(t, float(a), float(b), derivatives=False)[0] for a, b in times],)
+    elif len(times) == 1:
+        return design(law, t, times[0])[None]
+    else:
+        cols = np.array(times, dtype=float)  # (U, number of times)
+        parts = LAWS[law].columns(t[None, :], tuple(cols[:, i : i + 1] for i in range(cols.shape[1])))
+    X = np.empty((len(times), t.size, len(parts) + 1))
     X[..., 0] = 1.0
     for i, col in enumerate(parts, start=1):
         X[..., i] = col
