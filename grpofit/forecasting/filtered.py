@@ -120,13 +120,21 @@ def _searched(walk_search, law: str, code: int, series: Series, known: bool, u2:
 
     def many(thetas) -> np.ndarray:
         thetas = np.ascontiguousarray(thetas, dtype=float)
-        rows: dict = {}
-        xi = np.array([rows.setdefault(row[:k].tobytes(), len(rows)) for row in thetas], dtype=np.int64)
-        firsts = {v: i for i, v in reversed(list(enumerate(xi.tolist())))}
-        times = [form.from_log(thetas[firsts[u]]) for u in range(len(rows))]
+        rows: dict = {}  # the law's times of each row -> its design's index
+        times, index = [], []
+        for row in thetas:
+            key = row[:k].tobytes()
+            u = rows.get(key)
+            if u is None:
+                u = rows[key] = len(times)
+                times.append(form.from_log(row))
+            index.append(u)
         X = designs(law, t, times)
+        xi = np.array(index, dtype=np.int64)
         out = np.empty(thetas.shape[0])
-        walk_search(code, n, D, known, u2, thetas.shape[0], len(rows), step_of, dts, resid, obs_var, thetas, X, xi, out)
+        walk_search(
+            code, n, D, known, u2, thetas.shape[0], len(times), step_of, dts, resid, obs_var, thetas, X, xi, out
+        )
         return out
 
     def nll(theta) -> float:

@@ -97,7 +97,7 @@ def minimize(f, x0, lo, hi, *, maxiter: int, eps: float, ftol: float) -> tuple[n
 
     lo = np.asarray(lo, dtype=float)
     hi = np.asarray(hi, dtype=float)
-    x0 = np.clip(np.atleast_1d(np.asarray(x0, dtype=float)).ravel(), lo, hi)
+    x0 = np.minimum(np.maximum(np.atleast_1d(np.asarray(x0, dtype=float)).ravel(), lo), hi)  # np.clip
     res = scipy_minimize(
         forward_gradient(f, lo, hi, eps),
         x0,
