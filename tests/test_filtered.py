@@ -291,3 +291,42 @@ def test_the_fits_levels_by_the_filter_are_the_dense_ones(known):
         np.testing.assert_allclose(a[1][0], b[1][0], rtol=1e-8, atol=1e-10)
         np.testing.assert_allclose(a[1][1], b[1][1], rtol=0, atol=1e-8 * np.abs(b[1][1]).max())
         assert (a[1][2] is None) == known and (known or a[1][2] == pytest.approx(b[1][2], rel=1e-9))
+
+
+@needs_kernel
+def test_the_conditional_kernel_refuses_bad_arguments():
+    series = _series(False, 40)
+    t, resid, obs_var, u2, D, step_of, dts = filtered._seen_parts(series)
+    last = float(series.t[-1])
+
+    def call(tf, code=0, times=np.array([math.log(30.0)])):
+        tf = np.asarray(tf, dtype=float)
+        outs = (np.empty(tf.size), np.empty((tf.size, tf.size)), np.empty(2), np.empty((2, 2)))
+        return kernel.walk_conditional(
+            code,
+            t.size,
+            D,
+            tf.size,
+            False,
+            u2,
+            0.25,
+            1e-6,
+            times,
+            step_of,
+            dts,
+            t,
+            resid,
+            obs_var,
+            tf,
+            np.array([series.level, 0.0]),
+            *outs,
+        )
+
+    nll, quad = call([last, last + 10.0])
+    assert math.isfinite(nll) and quad > 0
+    with pytest.raises(ValueError):  # a time before the last seen one (the filter does not smooth)
+        call([last - 1.0, last])
+    with pytest.raises(ValueError):  # no such law
+        call([last], code=9)
+    with pytest.raises(ValueError):  # the law's times of the wrong size
+        call([last], times=np.zeros(2))
