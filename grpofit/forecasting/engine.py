@@ -289,7 +289,7 @@ def forecast_series(
     doc["current"] = {
         "step": _step_out(steps[-1]),
         "mean": float(np.mean(now)),
-        "ci95": [float(v) for v in np.percentile(now, [2.5, 97.5])],
+        "ci95": np.percentile(now, [2.5, 97.5]).tolist(),
     }
     doc["point"] = {"method": "model", "persistence": pers, "model_weight": 1.0, "floor": None, "validation": point}
     doc["still_rising"] = bool(drift.rising)
@@ -408,7 +408,7 @@ def _remaining_gain(h_cols: np.ndarray, now: np.ndarray, horizon_t) -> dict:
         gain = h_cols[:, 0] - now
         return {
             "value": float(np.mean(gain)),
-            "ci95": [float(v) for v in np.percentile(gain, [2.5, 97.5])],
+            "ci95": np.percentile(gain, [2.5, 97.5]).tolist(),
             "kind": "estimate",
         }
     return {"value": None, "ci95": None, "kind": None}
