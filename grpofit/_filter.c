@@ -993,54 +993,28 @@ static int lyapunov_small(int m, const double *A, const double *W, double *S) {
     return isfinite(x) && isfinite(y) && isfinite(z);
 }
 
-/* walk_nll(n, m, p, D, known, qw, u2, sd2, step_of, A, W, H, dts, resid, X, obs_var): the negative log
-   marginal likelihood (inf where the filter fails: a variance not positive, a value not finite).
-   A, W = B B' at unit forcing sd (m x m; the forcing's covariance is sd2 times that), H (m);
-   dts (D): the distinct spacings, step_of (n, int64): the spacing
-   before each point (from t = 0); resid (n): y less the levels' prior mean; X (n, p); obs_var (n);
-   known: the observation variance is absolute (else profiled: its scale is maximised out). */
-static PyObject *walk_nll(PyObject *self, PyObject *args) {
-    PyObject *o[8];
-    Py_ssize_t n, m, p, D;
-    int known;
-    double qw, u2, sd2;
-    if (!PyArg_ParseTuple(args, "nnnnpdddOOOOOOOO", &n, &m, &p, &D, &known, &qw, &u2, &sd2, &o[0], &o[1], &o[2], &o[3],
-                          &o[4], &o[5], &o[6], &o[7]))
-        return NULL;
-    if (n < 1 || m < 1 || m > 2 || p < 1 || p > 3 || D < 1) {
-        PyErr_SetString(PyExc_ValueError, "walk_nll: bad sizes");
-        return NULL;
-    }
-    /* step_of (n) int64; A, W (m, m); H (m); dts (D); resid (n); X (n, p); obs_var (n) */
-    Py_buffer v[8];
-    const Py_ssize_t items[8] = {n, m * m, m * m, m, D, n, mul(n, p), n};
-    const char *names[8] = {"step_of", "A", "W", "H", "dts", "resid", "X", "obs_var"};
-    if (get_all(o, v, 8, 1, 8, items, names) < 0)
-        return NULL;
-    const int64_t *step_of = (const int64_t *)v[0].buf;
-    const double *A = (const double *)v[1].buf, *W = (const double *)v[2].buf, *H = (const double *)v[3].buf;
-    const double *dts = (const double *)v[4].buf, *resid = (const double *)v[5].buf, *X = (const double *)v[6].buf;
-    const double *obs_var = (const double *)v[7].buf;
-    for (Py_ssize_t j = 0; j < n; j++)
-        if (step_of[j] < 0 || step_of[j] >= D) {
-            release(v, 8);
-            PyErr_SetString(PyExc_ValueError, "walk_nll: step_of out of range");
-            return NULL;
-        }
-    double *FQ = PyMem_Malloc(8 * D * sizeof(double)); /* per spacing: F (m x m), then Q (m x m) */
-    if (FQ == NULL) {
-        release(v, 8);
-        return PyErr_NoMemory();
-    }
-    double nll = INFINITY;
-    Py_BEGIN_ALLOW_THREADS
+/* The augmented filter's state after the last point: the forcing's and the walk's covariance P
+   (M x M, M = m + 1), the filtered state of each column a (column 0 the residual, then X's), the
+   Gram matrix G of the standardised innovations (lower triangle) and the innovations' log
+   determinant. */
+typedef struct {
+    double P[3][3], a[4][3], G[4][4], logdet;
+} WalkState;
+
+/* The filter over the n points (see walk_nll for the arguments); FQ: scratch of 8 D doubles.
+   0 where it fails (a variance not positive, a value not finite). Inlined into walk_run for each
+   (m, p) with both constant, so that the compiler unrolls the small loops (the same operations
+   in the same order: the same bits). */
+static inline __attribute__((always_inline)) int walk_run_mp(Py_ssize_t n, const int m, const int p, Py_ssize_t D, double qw, double sd2, const int64_t *step_of,
+                    const double *A, const double *W, const double *H, const double *dts, const double *resid,
+                    const double *X, const double *obs_var, double *FQ, WalkState *st) {
     double Sig[4], Ws[4];
     for (int i = 0; i < m * m; i++)
         Ws[i] = sd2 * W[i];
-    int ok = lyapunov_small((int)m, A, Ws, Sig);
+    int ok = lyapunov_small(m, A, Ws, Sig);
     for (Py_ssize_t k = 0; ok && k < D; k++) { /* Q = Sig - F Sig F' */
         double *F = FQ + 8 * k, *Q = F + 4;
-        expm_small((int)m, A, dts[k], F);
+        expm_small(m, A, dts[k], F);
         for (int i = 0; i < m; i++)
             for (int j = 0; j < m; j++) {
                 double acc = 0.0;
@@ -1050,8 +1024,9 @@ static PyObject *walk_nll(PyObject *self, PyObject *args) {
                 Q[i * m + j] = Sig[i * m + j] - acc;
             }
     }
-    const int M = (int)m + 1, C = (int)p + 1; /* states (the forcing's, then the walk); columns */
-    double P[3][3] = {{0.0}}, a[4][3] = {{0.0}}, G[4][4] = {{0.0}}, h[3];
+    const int M = m + 1, C = p + 1; /* states (the forcing's, then the walk); columns */
+    double(*P)[3] = st->P, (*a)[3] = st->a, (*G)[4] = st->G, h[3];
+    memset(st, 0, sizeof(*st));
     for (int i = 0; i < m; i++)
         h[i] = H[i];
     h[m] = 1.0;
@@ -1122,46 +1097,507 @@ static PyObject *walk_nll(PyObject *self, PyObject *args) {
             for (int b = 0; b < M; b++)
                 P[i][b] -= Ph[i] * Ph[b] / s;
     }
-    if (ok) { /* the levels: Woodbury with N = I / u2 + X' K^-1 X, by its Cholesky factor */
-        double L[3][3] = {{0.0}}, z[3];
-        double quad = G[0][0], logdet_n = 0.0;
-        for (int i = 0; ok && i < p; i++) {
-            for (int j = 0; j <= i; j++) {
-                double acc = G[1 + i][1 + j] + (i == j ? 1.0 / u2 : 0.0);
-                for (int b = 0; b < j; b++)
-                    acc -= L[i][b] * L[j][b];
-                if (i == j) {
-                    if (!(acc > 0.0)) {
-                        ok = 0;
-                        break;
-                    }
-                    L[i][i] = sqrt(acc);
-                } else
-                    L[i][j] = acc / L[j][j];
-            }
+    st->logdet = logdet;
+    return ok;
+}
+
+static int walk_run(Py_ssize_t n, int m, int p, Py_ssize_t D, double qw, double sd2, const int64_t *step_of,
+                    const double *A, const double *W, const double *H, const double *dts, const double *resid,
+                    const double *X, const double *obs_var, double *FQ, WalkState *st) {
+#define WALK_RUN(M_, P_) walk_run_mp(n, M_, P_, D, qw, sd2, step_of, A, W, H, dts, resid, X, obs_var, FQ, st)
+    switch (m * 4 + p) {
+    case 1 * 4 + 1: return WALK_RUN(1, 1);
+    case 1 * 4 + 2: return WALK_RUN(1, 2);
+    case 1 * 4 + 3: return WALK_RUN(1, 3);
+    case 2 * 4 + 1: return WALK_RUN(2, 1);
+    case 2 * 4 + 2: return WALK_RUN(2, 2);
+    default: return WALK_RUN(2, 3);
+    }
+#undef WALK_RUN
+}
+
+/* The levels' solve after the filter (Woodbury with N = I / u2 + X' K^-1 X, by its Cholesky
+   factor L, p x p) and the negative log marginal likelihood (inf where it fails); z = L^-1 X' K^-1 r
+   and quad = r' K^-1 r - z'z, for a caller that needs the levels' posterior. */
+static double walk_finish(Py_ssize_t n, int p, int known, double u2, const WalkState *st, double L[3][3],
+                          double z[3], double *quad_out) {
+    const double(*G)[4] = st->G;
+    double quad = G[0][0], logdet_n = 0.0;
+    memset(L, 0, 9 * sizeof(double));
+    for (int i = 0; i < p; i++) {
+        for (int j = 0; j <= i; j++) {
+            double acc = G[1 + i][1 + j] + (i == j ? 1.0 / u2 : 0.0);
+            for (int b = 0; b < j; b++)
+                acc -= L[i][b] * L[j][b];
+            if (i == j) {
+                if (!(acc > 0.0))
+                    return INFINITY;
+                L[i][i] = sqrt(acc);
+            } else
+                L[i][j] = acc / L[j][j];
         }
-        for (int i = 0; ok && i < p; i++) {
-            double acc = G[1 + i][0];
-            for (int b = 0; b < i; b++)
-                acc -= L[i][b] * z[b];
-            z[i] = acc / L[i][i];
-            quad -= z[i] * z[i];
-            logdet_n += 2.0 * log(L[i][i]);
+    }
+    for (int i = 0; i < p; i++) {
+        double acc = G[1 + i][0];
+        for (int b = 0; b < i; b++)
+            acc -= L[i][b] * z[b];
+        z[i] = acc / L[i][i];
+        quad -= z[i] * z[i];
+        logdet_n += 2.0 * log(L[i][i]);
+    }
+    *quad_out = quad;
+    double nll = INFINITY;
+    const double ld = st->logdet + (double)p * log(u2) + logdet_n, LOG2PI = log(2.0 * M_PI);
+    if (known)
+        nll = 0.5 * (quad + ld + (double)n * LOG2PI);
+    else if (quad > 0.0)
+        nll = 0.5 * ((double)n * log(quad / (double)n) + ld + (double)n * (LOG2PI + 1.0));
+    return isfinite(nll) ? nll : INFINITY;
+}
+
+/* walk_nll(n, m, p, D, known, qw, u2, sd2, step_of, A, W, H, dts, resid, X, obs_var): the negative log
+   marginal likelihood (inf where the filter fails: a variance not positive, a value not finite).
+   A, W = B B' at unit forcing sd (m x m; the forcing's covariance is sd2 times that), H (m);
+   dts (D): the distinct spacings, step_of (n, int64): the spacing
+   before each point (from t = 0); resid (n): y less the levels' prior mean; X (n, p); obs_var (n);
+   known: the observation variance is absolute (else profiled: its scale is maximised out). */
+static PyObject *walk_nll(PyObject *self, PyObject *args) {
+    PyObject *o[8];
+    Py_ssize_t n, m, p, D;
+    int known;
+    double qw, u2, sd2;
+    if (!PyArg_ParseTuple(args, "nnnnpdddOOOOOOOO", &n, &m, &p, &D, &known, &qw, &u2, &sd2, &o[0], &o[1], &o[2], &o[3],
+                          &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    if (n < 1 || m < 1 || m > 2 || p < 1 || p > 3 || D < 1) {
+        PyErr_SetString(PyExc_ValueError, "walk_nll: bad sizes");
+        return NULL;
+    }
+    /* step_of (n) int64; A, W (m, m); H (m); dts (D); resid (n); X (n, p); obs_var (n) */
+    Py_buffer v[8];
+    const Py_ssize_t items[8] = {n, m * m, m * m, m, D, n, mul(n, p), n};
+    const char *names[8] = {"step_of", "A", "W", "H", "dts", "resid", "X", "obs_var"};
+    if (get_all(o, v, 8, 1, 8, items, names) < 0)
+        return NULL;
+    const int64_t *step_of = (const int64_t *)v[0].buf;
+    const double *A = (const double *)v[1].buf, *W = (const double *)v[2].buf, *H = (const double *)v[3].buf;
+    const double *dts = (const double *)v[4].buf, *resid = (const double *)v[5].buf, *X = (const double *)v[6].buf;
+    const double *obs_var = (const double *)v[7].buf;
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (step_of[j] < 0 || step_of[j] >= D) {
+            release(v, 8);
+            PyErr_SetString(PyExc_ValueError, "walk_nll: step_of out of range");
+            return NULL;
         }
-        if (ok) {
-            const double ld = logdet + (double)p * log(u2) + logdet_n, LOG2PI = log(2.0 * M_PI);
-            if (known)
-                nll = 0.5 * (quad + ld + (double)n * LOG2PI);
-            else if (quad > 0.0)
-                nll = 0.5 * ((double)n * log(quad / (double)n) + ld + (double)n * (LOG2PI + 1.0));
-            if (!isfinite(nll))
-                nll = INFINITY;
-        }
+    double *FQ = PyMem_Malloc(8 * D * sizeof(double)); /* per spacing: F (m x m), then Q (m x m) */
+    if (FQ == NULL) {
+        release(v, 8);
+        return PyErr_NoMemory();
+    }
+    double nll = INFINITY;
+    Py_BEGIN_ALLOW_THREADS
+    WalkState st;
+    if (walk_run(n, (int)m, (int)p, D, qw, sd2, step_of, A, W, H, dts, resid, X, obs_var, FQ, &st)) {
+        double L[3][3], z[3], quad;
+        nll = walk_finish(n, (int)p, known, u2, &st, L, z, &quad);
     }
     Py_END_ALLOW_THREADS
     PyMem_Free(FQ);
     release(v, 8);
     return PyFloat_FromDouble(nll);
+}
+
+/* ---------------------------------------------------------------------------------------------
+   The forecaster's search at many points in one call (grpofit/forecasting/filtered.py): for each
+   parameter point, the law's times from their log coordinates and its forcing's system, then the
+   filter above. L-BFGS-B's finite-difference gradient (1 + k points) and the Laplace Hessian
+   (1 + 2k^2 points) are each one call, where they were one Python evaluation per point. The
+   system performs the operations of the law's Python form (grpofit/laws/exponential.py,
+   two_modes.py and oscillator.py: from_log, then kalman at forcing sd 1, W = B B'), so the
+   values are filtered.py's walk_nll evaluations to the bit; the mean's design (the law's
+   columns) comes from Python, one per distinct set of times. The codes are filtered.py's
+   LAW_CODES. */
+
+enum { LAW_ONE = 0, LAW_TWO = 1, LAW_OSCILLATOR = 2 };
+
+/* the number of log coordinates of a law's search vector (its times, log sd, log q), its states
+   and its levels; 0: no such law */
+static int law_sizes(int code, int *m, int *p) {
+    *m = code == LAW_OSCILLATOR ? 2 : 1;
+    *p = code == LAW_TWO ? 3 : 2;
+    return code == LAW_ONE ? 3 : (code == LAW_TWO || code == LAW_OSCILLATOR) ? 4 : 0;
+}
+
+/* One law's forcing at the log times theta (the first coordinates of its search vector): A, W = B B'
+   (forcing sd 1) and H */
+static void law_system(int code, const double *theta, double *A, double *W, double *H) {
+    if (code == LAW_OSCILLATOR) { /* times (exp th0, exp th1); B = (0, q / ti)' */
+        const double ts = exp(theta[0]), ti = exp(theta[1]), q = sqrt(2.0 * 1.0 * 1.0 / ts), b = q / ti;
+        A[0] = 0.0;
+        A[1] = 1.0;
+        A[2] = -1.0 / (ti * ts);
+        A[3] = -1.0 / ti;
+        W[0] = W[1] = W[2] = 0.0 * 0.0;
+        W[3] = b * b;
+        H[0] = 1.0;
+        H[1] = 0.0;
+        return;
+    }
+    /* one: T = exp th0; two: times (slow / (2 exp th1), slow = exp th0), the forcing on the slow one */
+    const double T = exp(theta[0]), b = sqrt(2.0 * 1.0 * 1.0 / T);
+    A[0] = -1.0 / T;
+    W[0] = b * b;
+    H[0] = 1.0;
+}
+
+/* walk_search(code, n, D, known, u2, K, U, step_of, dts, resid, obs_var, thetas, X, xi, out): the
+   negative log marginal likelihood (walk_nll's) of law ``code`` at each row of thetas (K x k, k its
+   coordinates) into out (K); X (U, n, p): the law's designs at the seen points, row r's is
+   X[xi[r]] (xi: K int64); the rest as walk_nll. */
+static PyObject *walk_search(PyObject *self, PyObject *args) {
+    PyObject *o[8];
+    int code, known, m, p;
+    Py_ssize_t n, D, K, U;
+    double u2;
+    if (!PyArg_ParseTuple(args, "innpdnnOOOOOOOO", &code, &n, &D, &known, &u2, &K, &U, &o[0], &o[1], &o[2], &o[3],
+                          &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    const int k = law_sizes(code, &m, &p);
+    if (n < 1 || D < 1 || K < 0 || U < 0 || k == 0) {
+        PyErr_SetString(PyExc_ValueError, "walk_search: bad sizes or law");
+        return NULL;
+    }
+    /* step_of (n), xi (K) int64; dts (D); resid, obs_var (n); thetas (K, k); X (U, n, p); out (K) */
+    PyObject *order[8] = {o[0], o[6], o[1], o[2], o[3], o[4], o[5], o[7]};
+    Py_buffer v[8];
+    const Py_ssize_t items[8] = {n, K, D, n, n, mul(K, k), mul(U, mul(n, p)), K};
+    const char *names[8] = {"step_of", "xi", "dts", "resid", "obs_var", "thetas", "X", "out"};
+    if (get_all(order, v, 8, 2, 7, items, names) < 0)
+        return NULL;
+    const int64_t *step_of = (const int64_t *)v[0].buf, *xi = (const int64_t *)v[1].buf;
+    const double *dts = (const double *)v[2].buf, *resid = (const double *)v[3].buf;
+    const double *obs_var = (const double *)v[4].buf, *thetas = (const double *)v[5].buf, *X = (const double *)v[6].buf;
+    double *out = (double *)v[7].buf;
+    const char *bad = NULL;
+    for (Py_ssize_t j = 0; j < n && !bad; j++)
+        if (step_of[j] < 0 || step_of[j] >= D)
+            bad = "walk_search: step_of out of range";
+    for (Py_ssize_t r = 0; r < K && !bad; r++)
+        if (xi[r] < 0 || xi[r] >= U)
+            bad = "walk_search: xi out of range";
+    if (bad) {
+        release(v, 8);
+        PyErr_SetString(PyExc_ValueError, bad);
+        return NULL;
+    }
+    double *FQ = PyMem_Malloc(8 * D * sizeof(double));
+    if (FQ == NULL) {
+        release(v, 8);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < K; r++) {
+        double A[4], W[4], H[2], sd2, qw, L[3][3], z[3], quad;
+        WalkState st;
+        law_system(code, thetas + r * k, A, W, H);
+        sd2 = exp(2.0 * thetas[r * k + k - 2]);
+        qw = exp(thetas[r * k + k - 1]);
+        out[r] = INFINITY;
+        if (isfinite(sd2) && isfinite(qw) &&
+            walk_run(n, m, p, D, qw, sd2, step_of, A, W, H, dts, resid, X + xi[r] * n * p, obs_var, FQ, &st))
+            out[r] = walk_finish(n, p, known, u2, &st, L, z, &quad);
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(FQ);
+    release(v, 8);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
+   The predictive of a law at one parameter point by the same filter (grpofit/forecasting/filtered.py's
+   conditional, standing for grpofit/forecasting/predictive.py's dense _conditional: the same
+   Gaussian conditional to round-off, tests/test_filtered.py). After the last seen point (time T)
+   the filter holds, for the levels' offsets d = beta - b0 given, the state s_T ~ N(a0 - A_X d, P);
+   the offsets' posterior is N(mu, Sigma), Sigma = N^-1 (walk_finish's factor L of N). A future time
+   tau >= T has s(tau) = Phi(tau - T) s_T + eta(tau) (Phi: the forcing's F, the walk's 1; eta the
+   noise gained since T, Cov(eta_i, eta_j) = Phi(tau_j - tau_i) Q(tau_i - T) for tau_i <= tau_j) and
+   the latent z(tau) = Xf(tau) (b0 + d) + c' s(tau), c = (H, 1). With g = Phi' c and
+   u = Xf - g' A_X: mean = Xf b0 + u mu + g' a0, cov_ij = u_i Sigma u_j' + g_i' P g_j + c' Phi Q c. */
+
+/* The oscillator's unit response started at rest, as grpofit/laws/oscillator.py's scalar path computes
+   it (_overdamped, or _near_critical's series / closed form; its exp is the C library's, not
+   numpy's: equal to round-off, which the predictive, unlike the search's path, does not amplify) */
+static double osc_relaxation(double t, double ts, double ti) {
+    static const double Cs[6] = {1.0, 1.0 / 2.0, 1.0 / 24.0, 1.0 / 720.0, 1.0 / 40320.0, 1.0 / 3628800.0};
+    static const double Ss[6] = {1.0, 1.0 / 6.0, 1.0 / 120.0, 1.0 / 5040.0, 1.0 / 362880.0, 1.0 / 39916800.0};
+    ti = np_max(ti, 0.0);
+    const double disc = 1.0 - 4.0 * ti / ts;
+    if (disc >= 0.3 * 0.3) { /* _overdamped */
+        const double u = sqrt(disc), t1 = 0.5 * ts * (1.0 + u), t2 = 2.0 * ti / (1.0 + u), d = ts * u;
+        const double e1 = exp(np_max(-(t / t1), -700.0));
+        const double x2 = -np_max(-(t / np_max(t2, 1e-300)), -700.0);
+        return (t1 * e1 - t2 * exp(-x2)) / d;
+    }
+    const double a = 0.5 / ti, beta = a * a * disc, z = beta * t * t; /* _near_critical */
+    double ec, es;
+    if (fabs(z) < 0.05) { /* _nc_series */
+        double zk = 1.0, c = 0.0, s = 0.0;
+        for (int k = 0; k < 6; k++) {
+            c += zk * Cs[k];
+            s += zk * Ss[k];
+            zk *= z;
+        }
+        const double e = exp(-a * t);
+        ec = e * c;
+        es = e * s;
+    } else if (beta > 0.0) { /* _nc_closed, overdamped side */
+        const double x = sqrt(fabs(z)), b = sqrt(beta), ep = exp(-(a - b) * t), em = exp(-(a + b) * t);
+        ec = 0.5 * (ep + em);
+        es = 0.5 * (ep - em) / x;
+    } else { /* _nc_closed, underdamped side */
+        const double x = sqrt(fabs(z)), e = exp(-a * t);
+        ec = e * cos(x);
+        es = e * sin(x) / x;
+    }
+    return ec + a * t * es;
+}
+
+/* the law's design (its statespace design: 1, then its columns) at the n times t into X (n, p), for
+   its log times theta */
+static void law_design(int code, const double *theta, Py_ssize_t n, const double *t, double *X) {
+    const double t0 = exp(theta[0]), t1 = code == LAW_ONE ? 0.0 : exp(theta[1]);
+    const double fast = t0 / (2.0 * t1); /* two's times: (slow / (2 exp th1), slow = exp th0) */
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (code == LAW_OSCILLATOR) {
+            X[2 * j] = 1.0;
+            X[2 * j + 1] = osc_relaxation(t[j], t0, t1);
+        } else if (code == LAW_TWO) {
+            X[3 * j] = 1.0;
+            X[3 * j + 1] = exp(-t[j] / fast);
+            X[3 * j + 2] = exp(-t[j] / t0);
+        } else {
+            X[2 * j] = 1.0;
+            X[2 * j + 1] = exp(-t[j] / t0);
+        }
+    }
+}
+
+/* the forcing's stationary covariance (sd2 W) and, over dt, F and the noise gained Q = Sig - F Sig F' */
+static void gained(int m, const double *A, const double *Sig, double dt, double *F, double *Q) {
+    expm_small(m, A, dt, F);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++) {
+            double acc = 0.0;
+            for (int a = 0; a < m; a++)
+                for (int b = 0; b < m; b++)
+                    acc += F[i * m + a] * Sig[a * m + b] * F[j * m + b];
+            Q[i * m + j] = Sig[i * m + j] - acc;
+        }
+}
+
+/* walk_conditional(code, n, D, nf, known, u2, sd2, qw, times, step_of, dts, t, resid, obs_var, tf, b0, mean,
+   cov, beta, beta_cov): the latent at the nf times tf (each >= t[n - 1], the last seen time) given
+   the seen points at times t, for law ``code`` at log times ``times`` with forcing sd^2 sd2 and walk
+   qw: its mean (nf) and covariance (nf x nf), the levels' posterior mean (p) and covariance
+   (p x p), all in units of the profiled scale when the noise is not known; returns (nll, quad)
+   (quad: the residual's quadratic form, the profiled scale's n times), or None where the filter
+   fails. The rest as walk_nll; b0 (p) the levels' prior mean. */
+static PyObject *walk_conditional(PyObject *self, PyObject *args) {
+    PyObject *o[12];
+    int code, known, m, p;
+    Py_ssize_t n, D, nf;
+    double u2, sd2, qw;
+    if (!PyArg_ParseTuple(args, "innnpdddOOOOOOOOOOOO", &code, &n, &D, &nf, &known, &u2, &sd2, &qw, &o[0], &o[1], &o[2],
+                          &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11]))
+        return NULL;
+    const int k = law_sizes(code, &m, &p);
+    if (n < 1 || D < 1 || nf < 1 || k == 0) {
+        PyErr_SetString(PyExc_ValueError, "walk_conditional: bad sizes or law");
+        return NULL;
+    }
+    /* step_of (n) int64; times (k - 2); dts (D); t, resid, obs_var (n); tf (nf); b0 (p);
+       out: mean (nf), cov (nf, nf), beta (p), beta_cov (p, p) */
+    PyObject *order[12] = {o[1], o[0], o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11]};
+    Py_buffer v[12];
+    const Py_ssize_t items[12] = {n, k - 2, D, n, n, n, nf, p, nf, mul(nf, nf), p, p * p};
+    const char *names[12] = {"step_of", "times", "dts", "t", "resid", "obs_var", "tf", "b0", "mean", "cov", "beta",
+                             "beta_cov"};
+    if (get_all(order, v, 12, 1, 8, items, names) < 0)
+        return NULL;
+    const int64_t *step_of = (const int64_t *)v[0].buf;
+    const double *times = (const double *)v[1].buf, *dts = (const double *)v[2].buf, *t = (const double *)v[3].buf;
+    const double *resid = (const double *)v[4].buf, *obs_var = (const double *)v[5].buf, *tf = (const double *)v[6].buf;
+    const double *b0 = (const double *)v[7].buf;
+    double *mean = (double *)v[8].buf, *cov = (double *)v[9].buf, *beta = (double *)v[10].buf;
+    double *bcov = (double *)v[11].buf;
+    const double T = t[n - 1];
+    const char *bad = NULL;
+    for (Py_ssize_t j = 0; j < n && !bad; j++)
+        if (step_of[j] < 0 || step_of[j] >= D)
+            bad = "walk_conditional: step_of out of range";
+    for (Py_ssize_t i = 0; i < nf && !bad; i++)
+        if (!(tf[i] >= T))
+            bad = "walk_conditional: a time before the last seen one";
+    if (bad) {
+        release(v, 12);
+        PyErr_SetString(PyExc_ValueError, bad);
+        return NULL;
+    }
+    const int M = m + 1;
+    double *FQ = PyMem_Malloc((8 * D + (Py_ssize_t)(2 * M + 3 + p + 4) * nf + (Py_ssize_t)p * n) * sizeof(double));
+    Py_ssize_t *seq = PyMem_Malloc(nf * sizeof(Py_ssize_t));
+    if (FQ == NULL || seq == NULL) {
+        PyMem_Free(FQ);
+        PyMem_Free(seq);
+        release(v, 12);
+        return PyErr_NoMemory();
+    }
+    double *G = FQ + 8 * D, *Qc = G + M * nf, *U = Qc + M * nf; /* per future time: g, Q c, u */
+    double *Xf = U + 3 * nf, *X = Xf + p * nf, *Fn = X + p * n; /* the designs at tf and at t; steps */
+    int ok;
+    double nll = INFINITY, quad = 0.0;
+    Py_BEGIN_ALLOW_THREADS
+    double A[4], W[4], H[2], Ws[4], Sig[4];
+    WalkState st;
+    law_system(code, times, A, W, H);
+    law_design(code, times, n, t, X);
+    law_design(code, times, nf, tf, Xf);
+    ok = isfinite(sd2) && isfinite(qw) &&
+         walk_run(n, m, p, D, qw, sd2, step_of, A, W, H, dts, resid, X, obs_var, FQ, &st);
+    double L[3][3], z[3], mu[3], S[3][3], Li[3][3];
+    if (ok) {
+        nll = walk_finish(n, p, known, u2, &st, L, z, &quad);
+        for (int i = 0; i < p && ok; i++)
+            ok = L[i][i] > 0.0;
+    }
+    if (ok) {
+        for (int i = 0; i < m * m; i++)
+            Ws[i] = sd2 * W[i];
+        lyapunov_small(m, A, Ws, Sig);
+        for (int i = p - 1; i >= 0; i--) { /* mu = L^-T z */
+            double acc = z[i];
+            for (int b = i + 1; b < p; b++)
+                acc -= L[b][i] * mu[b];
+            mu[i] = acc / L[i][i];
+        }
+        for (int c = 0; c < p; c++) /* Li = L^-1 (lower), then Sigma = Li' Li */
+            for (int i = 0; i < p; i++) {
+                double acc = i == c ? 1.0 : 0.0;
+                for (int b = c; b < i; b++)
+                    acc -= L[i][b] * Li[b][c];
+                Li[i][c] = i < c ? 0.0 : acc / L[i][i];
+            }
+        for (int i = 0; i < p; i++)
+            for (int j = 0; j < p; j++) {
+                double acc = 0.0;
+                for (int b = 0; b < p; b++)
+                    acc += Li[b][i] * Li[b][j];
+                S[i][j] = acc;
+            }
+        for (int i = 0; i < p; i++) {
+            beta[i] = b0[i] + mu[i];
+            for (int j = 0; j < p; j++)
+                bcov[i * p + j] = S[i][j];
+        }
+        for (Py_ssize_t i = 0; i < nf; i++) {
+            double F[4], Q[4], *g = G + M * i, *qc = Qc + M * i, *u = U + 3 * i;
+            const double dt = tf[i] - T;
+            gained(m, A, Sig, dt, F, Q);
+            for (int a = 0; a < m; a++) { /* g = F' h (then the walk's 1); Q c */
+                double acc = 0.0, accq = 0.0;
+                for (int b = 0; b < m; b++) {
+                    acc += F[b * m + a] * H[b];
+                    accq += Q[a * m + b] * H[b];
+                }
+                g[a] = acc;
+                qc[a] = accq;
+            }
+            g[m] = 1.0;
+            qc[m] = qw * dt;
+            double mi = 0.0;
+            for (int c = 0; c < p; c++) {
+                double acc = Xf[i * p + c];
+                for (int a = 0; a < M; a++)
+                    acc -= g[a] * st.a[c + 1][a];
+                u[c] = acc;
+                mi += Xf[i * p + c] * b0[c] + acc * mu[c];
+            }
+            for (int a = 0; a < M; a++)
+                mi += g[a] * st.a[0][a];
+            mean[i] = mi;
+        }
+        for (Py_ssize_t i = 0; i < nf; i++) {
+            /* (Sigma u_i, P g_i) into this time's own part of the scratch, then a dot product per pair */
+            double su[3], pg[3];
+            const double *ui = U + 3 * i, *gi = G + M * i;
+            for (int a = 0; a < p; a++) {
+                double acc = 0.0;
+                for (int b = 0; b < p; b++)
+                    acc += S[a][b] * ui[b];
+                su[a] = acc;
+            }
+            for (int a = 0; a < M; a++) {
+                double acc = 0.0;
+                for (int b = 0; b < M; b++)
+                    acc += st.P[a][b] * gi[b];
+                pg[a] = acc;
+            }
+            for (Py_ssize_t j = i; j < nf; j++) {
+                const double *uj = U + 3 * j, *gj = G + M * j;
+                double acc = su[0] * uj[0] + pg[0] * gj[0] + pg[1] * gj[1];
+                for (int a = 1; a < p; a++)
+                    acc += su[a] * uj[a];
+                for (int a = 2; a < M; a++)
+                    acc += pg[a] * gj[a];
+                cov[i * nf + j] = acc;
+            }
+        }
+        /* the noise gained since T: c' Phi(later - earlier) Q(earlier - T) c, the times in increasing
+           order (seq), Phi' c carried from each time to the later ones by the steps between
+           neighbours (exp(A x) exp(A y) = exp(A (x + y))) */
+        for (Py_ssize_t i = 0; i < nf; i++) { /* insertion sort of the indices by time */
+            Py_ssize_t j = i;
+            for (; j > 0 && tf[seq[j - 1]] > tf[i]; j--)
+                seq[j] = seq[j - 1];
+            seq[j] = i;
+        }
+        for (Py_ssize_t b = 0; b + 1 < nf; b++)
+            expm_small(m, A, tf[seq[b + 1]] - tf[seq[b]], Fn + 4 * b);
+        for (Py_ssize_t a = 0; a < nf; a++) {
+            const Py_ssize_t lo = seq[a];
+            double gl[3] = {H[0], m > 1 ? H[1] : 0.0, 0.0};
+            gl[m] = 1.0;
+            for (Py_ssize_t b = a; b < nf; b++) {
+                if (b > a) {
+                    const double *F = Fn + 4 * (b - 1);
+                    double z0 = 0.0, z1 = 0.0;
+                    for (int y = 0; y < m; y++) {
+                        z0 += F[y * m] * gl[y];
+                        if (m > 1)
+                            z1 += F[y * m + 1] * gl[y];
+                    }
+                    gl[0] = z0;
+                    if (m > 1)
+                        gl[1] = z1;
+                }
+                double acc = 0.0;
+                for (int x = 0; x < M; x++)
+                    acc += gl[x] * Qc[M * lo + x];
+                const Py_ssize_t hi = seq[b], i = lo < hi ? lo : hi, j = lo < hi ? hi : lo;
+                cov[i * nf + j] += acc;
+            }
+        }
+        for (Py_ssize_t i = 0; i < nf; i++)
+            for (Py_ssize_t j = 0; j < i; j++)
+                cov[i * nf + j] = cov[j * nf + i];
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(FQ);
+    PyMem_Free(seq);
+    release(v, 12);
+    if (!ok)
+        Py_RETURN_NONE;
+    return Py_BuildValue("dd", nll, quad);
 }
 
 static PyMethodDef methods[] = {
@@ -1187,6 +1623,10 @@ static PyMethodDef methods[] = {
      "levels(m, K, n_obs, noise_var, q, G, logdet, nll, mean, var, ml, resid): each cell's levels' solve from its Gram matrix (noise_var < 0: unknown)"},
     {"walk_nll", walk_nll, METH_VARARGS,
      "walk_nll(n, m, p, D, known, qw, u2, sd2, step_of, A, W, H, dts, resid, X, obs_var): a law's negative log marginal likelihood with its walk, by a Kalman filter"},
+    {"walk_search", walk_search, METH_VARARGS,
+     "walk_search(code, n, D, known, u2, K, U, step_of, dts, resid, obs_var, thetas, X, xi, out): walk_nll of law code at each of the K rows of thetas (design X[xi[r]]) into out"},
+    {"walk_conditional", walk_conditional, METH_VARARGS,
+     "walk_conditional(code, n, D, nf, known, u2, sd2, qw, times, step_of, dts, t, resid, obs_var, tf, b0, mean, cov, beta, beta_cov): the latent at tf given the seen points, by the filter; (nll, quad) or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -99,3 +99,33 @@ def test_the_search_is_scipys_own_with_its_finite_differences():
     )
     np.testing.assert_allclose(x, res.x, rtol=1e-12, atol=1e-14)
     assert fun == pytest.approx(res.fun, rel=1e-12)
+
+
+def _with_many(f):
+    """``f`` with ``many`` (values at the rows at once), as the compiled objective has it."""
+
+    def g(x):
+        return f(x)
+
+    g.many = lambda rows: np.array([f(r) for r in np.asarray(rows)])
+    return g
+
+
+def test_points_at_once_give_the_same_search_and_hessian():
+    """An objective that takes its points at once (``many``: the gradient's 1 + n points, the
+    Laplace Hessian's) gives the same gradient, search and covariance to the bit as one taken a
+    point at a time (the Hessian's points outside the bounds clipped)."""
+    from grpofit.forecasting.lbfgsb import forward_gradient
+    from grpofit.forecasting.likelihood import laplace_cov
+
+    lo, hi = np.array([-2.0, -2.0, -2.0]), np.array([2.0, 0.5, 2.0])
+    both = _with_many(rosen)
+    for x in ([0.2, -0.7, 0.3], [1.9999999, 0.5, -2.0]):
+        a = forward_gradient(rosen, lo, hi, 1e-5)(np.array(x))
+        b = forward_gradient(both, lo, hi, 1e-5)(np.array(x))
+        assert a[0] == b[0] and np.array_equal(a[1], b[1])
+    xa, fa = minimize(rosen, [-1.2, 1.0, 0.5], lo, hi, maxiter=40, eps=1e-5, ftol=1e-7)
+    xb, fb = minimize(both, [-1.2, 1.0, 0.5], lo, hi, maxiter=40, eps=1e-5, ftol=1e-7)
+    assert np.array_equal(xa, xb) and fa == fb
+    theta = np.array([0.4, 0.49, 1.99])  # steps of 0.02 leave the bounds: clipped
+    assert np.array_equal(laplace_cov(rosen, theta, lo, hi), laplace_cov(both, theta, lo, hi))

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["Bounds", "metric_bounds", "parse_bounds", "lattice", "edge", "hold_levels", "RATE_WORDS"]
+__all__ = ["Bounds", "metric_bounds", "parse_bounds", "lattice", "edge", "edge_of", "hold_levels", "RATE_WORDS"]
 
 #: words in a metric's name that make it a share in [0, 1]
 RATE_WORDS = (
@@ -174,10 +174,13 @@ def lattice(bounds: Bounds, values: np.ndarray) -> int | None:
     gaps = gaps[gaps > 1e-9]
     if gaps.size == 0:
         return None
-    ns = np.arange(1, MAX_LATTICE + 1, dtype=float)[:, None]
-    head = p[:20]  # candidates from a few values, then checked on all of them
-    x = head[None, :] * ns
-    for n in ns[np.all(np.abs(x - np.round(x)) < 1e-6, axis=1), 0]:
+    ns = np.arange(1, MAX_LATTICE + 1, dtype=float)
+    for v in p[:20]:  # candidates from a few values (one at a time: few survive), then all of them
+        x = v * ns
+        ns = ns[np.abs(x - np.round(x)) < 1e-6]
+        if not ns.size:
+            return None
+    for n in ns:
         if np.all(np.abs(p * n - np.round(p * n)) < 1e-6):
             return int(n)
     return None
@@ -187,7 +190,11 @@ def edge(bounds: Bounds, values: np.ndarray, batch: int | None) -> float:
     """How far inside the bounds (a share of the range) observed values are held for the logit:
     half a batch's resolution when the batch is known or the values lie on a lattice
     (:func:`lattice`), else :data:`MIN_EDGE`."""
-    n = batch or lattice(bounds, values)
+    return edge_of(batch or lattice(bounds, values))
+
+
+def edge_of(n: int | None) -> float:
+    """:func:`edge` for a batch or lattice of ``n`` (``None``: neither)."""
     if n:
         return float(min(max(0.5 / n, MIN_EDGE), 0.02))
     return MIN_EDGE

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grpofit.core.numbers import finite as _num
-from grpofit.fitting.bounds import Bounds, edge, lattice, metric_bounds
+from grpofit.fitting.bounds import Bounds, edge_of, lattice, metric_bounds
 from grpofit.fitting.drift import late_slope, persistence
 from grpofit.forecasting.discrepancy import add_rate_error, add_validation_error, tail_noise_var, vouched_slope
 from grpofit.forecasting.likelihood import fit_law, reduce_series
@@ -255,13 +255,13 @@ def forecast_series(
     add_validation_error(draws, point, tf - t_last, target, noise_var, np.random.default_rng(seed + 2))
     add_rate_error(draws, vouched_slope(t, link.z), tf - t_last, np.random.default_rng(seed + 3))
     rng = np.random.default_rng(seed + 1)
-    lat = link.metric(draws.latent)
 
     def logged(j0: int, j1: int) -> np.ndarray:
         """Draws of the logged reward at columns ``j0:j1``: the expected one plus observation noise."""
         return link.logged(draws.latent[:, j0:j1], draws.obs_sd, rng)
 
     offs = np.cumsum([0] + sizes)
+    lat = link.metric(draws.latent[:, : offs[2]])  # now and the horizon (the metric is elementwise)
     now = lat[:, 0]
     h_cols = lat[:, offs[1] : offs[2]]
     at_entries = _at_entries(horizon_step, horizon_t, at_steps, step0, logged, offs, bounds, link.lattice_step)
@@ -289,7 +289,7 @@ def forecast_series(
     doc["current"] = {
         "step": _step_out(steps[-1]),
         "mean": float(np.mean(now)),
-        "ci95": [float(np.percentile(now, 2.5)), float(np.percentile(now, 97.5))],
+        "ci95": np.percentile(now, [2.5, 97.5]).tolist(),
     }
     doc["point"] = {"method": "model", "persistence": pers, "model_weight": 1.0, "floor": None, "validation": point}
     doc["still_rising"] = bool(drift.rising)
@@ -408,7 +408,7 @@ def _remaining_gain(h_cols: np.ndarray, now: np.ndarray, horizon_t) -> dict:
         gain = h_cols[:, 0] - now
         return {
             "value": float(np.mean(gain)),
-            "ci95": [float(np.percentile(gain, 2.5)), float(np.percentile(gain, 97.5))],
+            "ci95": np.percentile(gain, [2.5, 97.5]).tolist(),
             "kind": "estimate",
         }
     return {"value": None, "ci95": None, "kind": None}
@@ -514,8 +514,9 @@ class _Link:
             self.z = values
             self.level_sd = None
             return
-        self.edge = edge(bounds, values, batch)
-        self.lattice = self.batch or lattice(bounds, values)
+        found = None if (batch and self.batch) else lattice(bounds, values)  # taken once
+        self.edge = edge_of(batch or found)
+        self.lattice = self.batch or found
         self.z = bounds.to_link(values, self.edge)
         self.level_sd = self.LEVEL_SD
         p = self._smooth(bounds.position(values))
@@ -616,7 +617,7 @@ def _band(draws: np.ndarray, level: float, bounds: Bounds, step: float = 0.0) ->
     if step > 0:
         draws = np.clip(draws + step * (_spread(draws.size) - 0.5), bounds.low, bounds.high)
     tail = 0.5 * (100.0 - level)
-    lo, hi = float(np.percentile(draws, tail)), float(np.percentile(draws, 100.0 - tail))
+    lo, hi = (float(v) for v in np.percentile(draws, [tail, 100.0 - tail]))
     if bounds.two_sided:
         near = NEAR_BOUND * max(hi - lo, 0.0)
         if bounds.high - hi <= near:
@@ -646,7 +647,7 @@ def _plateau(p: np.ndarray, now: np.ndarray, rising: bool, upper_known: bool) ->
     """The plateau's median and 95% interval from its draws (on the metric); still rising: a
     lower bound at least where the run already is, its upper end from the draws where the
     metric is bounded or the draws hold the rise's end (``upper_known``), else null."""
-    lo, mid, hi = (float(np.percentile(p, q)) for q in (2.5, 50.0, 97.5))
+    lo, mid, hi = (float(v) for v in np.percentile(p, [2.5, 50.0, 97.5]))
     if not rising:
         return {"value": mid, "ci95": [lo, hi], "kind": "estimate"}
     value = max(lo, float(np.percentile(now, 50.0)))
@@ -697,8 +698,7 @@ def _steps_to(times: np.ndarray, step0: float) -> dict:
     ok = times[~np.isnan(times)]
     if ok.size < 0.5 * times.size:
         return {"value": None, "ci95": None, "kind": None}
-    mid = float(np.percentile(ok, 50.0))
-    lo, hi = float(np.percentile(ok, 2.5)), float(np.percentile(ok, 97.5))
+    lo, mid, hi = (float(v) for v in np.percentile(ok, [2.5, 50.0, 97.5]))
     conv = lambda x: _step_out(step0 + x) if math.isfinite(x) else None
     return {"value": conv(mid), "ci95": [conv(lo), conv(hi)], "kind": "estimate"}
 

@@ -73,6 +73,9 @@ def _conditional(fit: LawFit, theta, series: Series, tf: np.ndarray, rng):
     from grpofit.forecasting.walk import walk_q, walk_system
 
     q = walk_q(fit, theta)
+    fast = _filtered(fit, theta, q, series, tf, rng)
+    if fast is not None:
+        return fast
     times, sd, Xs, b0, Sb, S = walk_system(fit.law, theta, series, walk=q > 0)
     ts = series.t
     Xf = design(fit.law, tf, times)
@@ -103,6 +106,24 @@ def _conditional(fit: LawFit, theta, series: Series, tf: np.ndarray, rng):
         s2 = q / rng.chisquare(n)
         cov, beta_cov, sigma = cov * s2, beta_cov * s2, math.sqrt(s2)
     return mean, 0.5 * (cov + cov.T), beta, 0.5 * (beta_cov + beta_cov.T), sigma, times, nll
+
+
+def _filtered(fit: LawFit, theta, q: float, series: Series, tf: np.ndarray, rng):
+    """:func:`_conditional` by the compiled filter (:func:`~.filtered.filtered_conditional`, the
+    same Gaussian conditional to round-off, in time linear in the seen points), or ``None`` where
+    it does not apply (then the dense conditional runs)."""
+    from grpofit.forecasting.filtered import filtered_conditional
+
+    law_theta = theta[:-1] if getattr(fit, "walk", False) else theta
+    got = filtered_conditional(fit.law, law_theta, q, series, tf)
+    if got is None:
+        return None
+    mean, cov, beta, beta_cov, nll, quad = got
+    sigma = None
+    if not fit.known_noise:
+        s2 = quad / rng.chisquare(series.t.size)
+        cov, beta_cov, sigma = cov * s2, beta_cov * s2, math.sqrt(s2)
+    return mean, cov, beta, beta_cov, sigma, LAWS[fit.law].from_log(law_theta), nll
 
 
 def _gain_times(law: str, times, betas: np.ndarray, fractions=(0.9, 0.95)) -> np.ndarray:

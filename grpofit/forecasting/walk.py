@@ -111,6 +111,24 @@ def _nll(law: str, theta, series: Series, levels: bool = True) -> tuple[float, o
     return nll, (b0 + V.T @ w, s2 * (Sb - V.T @ V), None if known else math.sqrt(s2))
 
 
+def _levels_at(law: str, theta, series: Series) -> tuple[float, object]:
+    """:func:`_nll` at the search's maximum, by the compiled filter where it applies
+    (:func:`~.filtered.filtered_conditional`, the same numbers to round-off, in time linear in
+    the points), else the dense evaluation."""
+    from grpofit.forecasting.filtered import filtered_conditional
+
+    got = filtered_conditional(law, theta[:-1], math.exp(float(theta[-1])), series, series.t[-1:])
+    if got is None:
+        return _nll(law, theta, series)
+    _, _, beta, beta_cov, nll, quad = got
+    if not math.isfinite(nll):
+        return math.inf, None
+    if series.point_var is not None:
+        return nll, (beta, beta_cov, None)
+    s2 = quad / series.t.size  # the profiled scale, as the dense evaluation takes it
+    return nll, (beta, s2 * beta_cov, math.sqrt(s2))
+
+
 def search_objective(law: str, series: Series):
     """``theta -> _nll(law, theta, series, levels=False)[0]`` for the search's and the Laplace
     Hessian's thousands of evaluations: by a Kalman filter where the compiled kernel is built
@@ -178,7 +196,7 @@ def fit_walk_law(law: str, series: Series, *, t_guess: float, t_max: float, prio
     if best is None:
         return None
     theta = np.clip(best.x, lo, hi)
-    nll, levels = _nll(law, theta, series)
+    nll, levels = _levels_at(law, theta, series)
     if not math.isfinite(nll):
         return None
     beta, beta_cov, sigma = levels
