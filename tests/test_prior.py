@@ -448,7 +448,7 @@ def test_ridge_leverage_from_the_hat_diagonal_matches_the_full_hat_matrix():
     X = rng.normal(size=(30, 3))
     y = X @ np.array([0.5, -0.2, 0.0]) + 0.1 * rng.normal(size=30)
     x0 = np.array([0.3, 0.1, -0.2])
-    pred, rv, lev, r, _ = _ridge_fit(X, y, x0)
+    pred, rv, lev, r, _, _ = _ridge_fit(X, y, x0)
     Z = (X - X.mean(0)) / X.std(0)
     z0 = (x0 - X.mean(0)) / X.std(0)
     yc = y - y.mean()

@@ -241,8 +241,8 @@ def _inflate(n: int) -> float:
 
 
 def _ridge_fit(X: np.ndarray, y: np.ndarray, x0: np.ndarray):
-    """Ridge prediction at ``x0``, residual variance, leverage, residuals and the predictor;
-    lambda by leave-one-out."""
+    """Ridge prediction at ``x0``, residual variance, leverage, residuals, the predictor and the
+    leave-one-out mean squared error; lambda by leave-one-out."""
     n = X.shape[0]
     mu_x, sd_x = X.mean(axis=0), X.std(axis=0)
     sd_x[sd_x == 0] = 1.0
@@ -265,7 +265,7 @@ def _ridge_fit(X: np.ndarray, y: np.ndarray, x0: np.ndarray):
     pred = ybar + float(z0 @ beta)
     lev = 1.0 / n + float(z0 @ Ainv @ z0)
     dof = max(n - float(h.sum()), 1.0)
-    return pred, float(r @ r) / dof, lev, r, lambda Xa: ybar + ((Xa - mu_x) / sd_x) @ beta
+    return pred, float(r @ r) / dof, lev, r, lambda Xa: ybar + ((Xa - mu_x) / sd_x) @ beta, best[0]
 
 
 #: a run whose residual lies beyond this many robust sds (1.4826 MAD) is left out of its population
@@ -280,18 +280,56 @@ def _inliers(r: np.ndarray) -> np.ndarray:
     return np.abs(r - med) <= OUTLIER_SDS * scale if scale > 0 else np.ones(r.size, bool)
 
 
-def _ridge(X: np.ndarray, y: np.ndarray, x0: np.ndarray):
-    """Ridge prediction at ``x0``, residual variance, leverage and residuals (lambda by
-    leave-one-out). Runs whose residuals are outliers (:func:`_inliers`) are left out and the
-    ridge refitted once: a run whose summary fit went astray (a timescale of 3 steps on a run
-    that settled within two bins) neither moves nor widens the population of every target. Their
-    residuals (from the refit) are kept for the parameters' correlations."""
-    fit = _ridge_fit(X, y, x0)
+#: the Gaussian-process regression (:mod:`.gp`) is tried with at least this many runs per
+#: coefficient of its linear mean (covariates + 1)
+GP_RUNS_PER_COEF = 3
+_GP_CACHE: dict = {}
+
+
+def _gp_cached(X: np.ndarray, y: np.ndarray):
+    """:func:`.gp.gp_fit`, memoised on the data (a prior's calibration regresses the same runs'
+    parameters at every cut)."""
+    from grpofit.forecasting.gp import gp_fit
+
+    key = (X.shape, X.tobytes(), y.tobytes())
+    if key not in _GP_CACHE:
+        if len(_GP_CACHE) > 4096:
+            _GP_CACHE.clear()
+        _GP_CACHE[key] = gp_fit(X, y)
+    return _GP_CACHE[key]
+
+
+def _regression(X: np.ndarray, y: np.ndarray, x0: np.ndarray, gp: bool = False):
+    """The ridge (:func:`_ridge_fit`) or, with enough runs, the Gaussian process
+    (:func:`.gp.gp_fit`: a linear mean plus a smooth deviation), whichever has the smaller
+    leave-one-out mean squared error: (prediction, residual variance, leverage, residuals,
+    predictor). The GP's residual variance is its noise variance, its leverage the variance of
+    its regression function at ``x0`` over it; its residuals are its leave-one-out residuals."""
+    ridge = _ridge_fit(X, y, x0)
+    n, d = X.shape
+    if not gp or GP_RUNS_PER_COEF <= 0 or n < GP_RUNS_PER_COEF * (d + 1):
+        return ridge[:5]
+    gp = _gp_cached(X, y)
+    if gp is None or not float(np.mean(gp.loo**2)) < ridge[5]:
+        return ridge[:5]
+    sn2 = max(gp.noise_var, 1e-300)
+    return float(gp.predict(x0)[0]), sn2, gp.f_var(x0) / sn2, gp.loo, gp.predict
+
+
+def _ridge(X: np.ndarray, y: np.ndarray, x0: np.ndarray, gp: bool = False):
+    """The population regression's prediction at ``x0``, residual variance, leverage and
+    residuals (:func:`_regression`). Runs whose residuals are outliers (:func:`_inliers`) are left
+    out and the regression refitted once: a run whose summary fit went astray (a timescale of 3
+    steps on a run that settled within two bins) neither moves nor widens the population of every
+    target. Their residuals (from the refit) are kept for the parameters' correlations."""
+    fit = _regression(X, y, x0, gp)
     keep = _inliers(fit[3])
     if keep.all() or keep.sum() < X.shape[1] + 3:
         return fit[:4]
-    pred, var, lev, _, predict = _ridge_fit(X[keep], y[keep], x0)
-    return pred, var, lev, y - predict(X)
+    pred, var, lev, r, predict = _regression(X[keep], y[keep], x0, gp)
+    out = y - predict(X)
+    out[keep] = r  # the kept runs' own residuals (the GP's: leave-one-out)
+    return pred, var, lev, out
 
 
 def _used(summaries, covariates) -> list:
@@ -310,7 +348,7 @@ def _used(summaries, covariates) -> list:
     return used[: max(0, n - 3)]
 
 
-def regress(summaries, Y: np.ndarray, covariates, used=None):
+def regress(summaries, Y: np.ndarray, covariates, used=None, gp: bool = False):
     """Per column of ``Y`` (runs x k): the population mean at the target's covariates, the
     predictive variance of a new member (residual variance x (1 + leverage), Student-inflated)
     and the residuals (for correlations)."""
@@ -322,7 +360,7 @@ def regress(summaries, Y: np.ndarray, covariates, used=None):
         X = np.array([[_transform(u, s.covariates[u]) for u in used] for s in summaries], dtype=float)
         x0 = np.array([_transform(u, covariates[u]) for u in used], dtype=float)
         for j in range(k):
-            pred, rv, lev, r = _ridge(X, Y[:, j], x0)
+            pred, rv, lev, r = _ridge(X, Y[:, j], x0, gp)
             mean[j], resid[:, j] = pred, r
             var[j] = rv * (1.0 + lev) * _inflate(n) / (1.0 + 1.0 / n)
     else:
@@ -592,7 +630,7 @@ def _gain_draws(summaries, covariates, frac, level_now, w, rng, own_var=0.0):
         Y = np.array([[s.final_level - level_at(s.levels, frac)] for s in summaries])
         base = level_now
         noise = float(np.mean([_noise_var(s, frac) for s in summaries]))
-    mean, var, _, _ = regress(summaries, Y, covariates)
+    mean, var, _, _ = regress(summaries, Y, covariates, gp=level_now is None)
     var_raw = float(var[0]) / _inflate(n) * (1.0 + 1.0 / n) if n > 1 else 1.0
     dof = max(n - 1, 1)
     w = max(w, 1e-6)
