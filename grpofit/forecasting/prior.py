@@ -12,7 +12,9 @@ run's own data (docs/prior.md).
    the covariates that the prior's runs vary and the target names (transformed as the closed
    forms of theory.md §2 suggest: log rate, log(1 - momentum), log refresh interval, log group
    size, log model size); the spread is the residuals' (a Student-style inflation for few runs,
-   correlations shrunk towards none) plus the regression's own uncertainty at the target.
+   correlations shrunk towards none) plus the regression's own uncertainty at the target. Before
+   the first step the final levels are regressed by a Gaussian process (:mod:`.gp`) where it
+   predicts them better leave-one-out (:func:`_regression`).
 3. **Similarity.** The run's seen steps are checked against the prior's predictive distribution
    (their mean level and their noise level): a run unlike the prior's runs (another task, another
    reward scale) gets a tempered prior (weight ``w`` < 1: its precision times ``w``), so its own
