@@ -285,6 +285,8 @@ def _inliers(r: np.ndarray) -> np.ndarray:
 #: the Gaussian-process regression (:mod:`.gp`) is tried with at least this many runs per
 #: coefficient of its linear mean (covariates + 1)
 GP_RUNS_PER_COEF = 3
+#: ... and at most this many runs (its cost grows as the cube of the runs; beyond, the ridge)
+GP_MAX_RUNS = 200
 _GP_CACHE: dict = {}
 
 
@@ -302,14 +304,14 @@ def _gp_cached(X: np.ndarray, y: np.ndarray):
 
 
 def _regression(X: np.ndarray, y: np.ndarray, x0: np.ndarray, gp: bool = False):
-    """The ridge (:func:`_ridge_fit`) or, with enough runs, the Gaussian process
+    """The ridge (:func:`_ridge_fit`) or, with enough runs (and not too many), the Gaussian process
     (:func:`.gp.gp_fit`: a linear mean plus a smooth deviation), whichever has the smaller
     leave-one-out mean squared error: (prediction, residual variance, leverage, residuals,
     predictor). The GP's residual variance is its noise variance, its leverage the variance of
     its regression function at ``x0`` over it; its residuals are its leave-one-out residuals."""
     ridge = _ridge_fit(X, y, x0)
     n, d = X.shape
-    if not gp or GP_RUNS_PER_COEF <= 0 or n < GP_RUNS_PER_COEF * (d + 1):
+    if not gp or GP_RUNS_PER_COEF <= 0 or n < GP_RUNS_PER_COEF * (d + 1) or n > GP_MAX_RUNS:
         return ridge[:5]
     gp = _gp_cached(X, y)
     if gp is None or not float(np.mean(gp.loo**2)) < ridge[5]:
