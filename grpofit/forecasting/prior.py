@@ -283,8 +283,8 @@ def _inliers(r: np.ndarray) -> np.ndarray:
 
 
 #: the Gaussian-process regression (:mod:`.gp`) is tried with at least this many runs per
-#: coefficient of its linear mean (covariates + 1)
-GP_RUNS_PER_COEF = 3
+#: parameter it fits (the linear mean's d + 1 coefficients, d + 2 scales: 2 d + 3)
+GP_RUNS_PER_COEF = 2
 #: ... and at most this many runs (its cost grows as the cube of the runs; beyond, the ridge)
 GP_MAX_RUNS = 200
 _GP_CACHE: dict = {}
@@ -311,7 +311,7 @@ def _regression(X: np.ndarray, y: np.ndarray, x0: np.ndarray, gp: bool = False):
     its regression function at ``x0`` over it; its residuals are its leave-one-out residuals."""
     ridge = _ridge_fit(X, y, x0)
     n, d = X.shape
-    if not gp or GP_RUNS_PER_COEF <= 0 or n < GP_RUNS_PER_COEF * (d + 1) or n > GP_MAX_RUNS:
+    if not gp or GP_RUNS_PER_COEF <= 0 or n < GP_RUNS_PER_COEF * (2 * d + 3) or n > GP_MAX_RUNS:
         return ridge[:5]
     gp = _gp_cached(X, y)
     if gp is None or not float(np.mean(gp.loo**2)) < ridge[5]:
