@@ -286,7 +286,7 @@ def _inliers(r: np.ndarray) -> np.ndarray:
 #: parameter it fits (the linear mean's d + 1 coefficients, d + 2 scales: 2 d + 3)
 GP_RUNS_PER_COEF = 2
 #: ... and at most this many runs (its cost grows as the cube of the runs; beyond, the ridge)
-GP_MAX_RUNS = 200
+GP_MAX_RUNS = 100
 _GP_CACHE: dict = {}
 
 
