@@ -84,18 +84,33 @@ class RankOutcome:
 
 def _draws_one(item: RankItem, extra) -> object:
     """The run's :class:`~grpofit.forecasting.horizon.HorizonDraws`, with only what the document
-    and the figure read: the entry's ``at`` and ``note``, and a forecast that keeps the fan alone
-    (not the engine's joint draws at every time, ~400 KB a run), so the parent's memory and the
-    workers' pipes carry ~11 KB a run (the draws at the horizon, 1,200 numbers)."""
+    and the figure read: the entry's ``at`` and ``note`` (and ``final``, the level's mean and
+    intervals from the draws where the engine gives none), a forecast that keeps the fan alone
+    (not the engine's joint draws at every time, ~400 KB a run), and the draws at the horizon as
+    their quantiles (:func:`~grpofit.forecasting.rank.summarise`, 128 float32 numbers, not 1,200
+    float64): the parent's memory and the workers' pipes carry ~1.5 KB a run for the ranking."""
     from grpofit.forecasting.engine import Forecast
     from grpofit.forecasting.horizon import horizon_draws
+    from grpofit.forecasting.rank import summarise
 
     horizon, source, seed, fans = extra
     res = horizon_draws(
         item.steps, item.values, horizon, horizon_source=source, batch=item.batch, seed=seed, lean=not fans
     )
     fan = getattr(res.forecast, "fan", None)
-    res.entry = {k: res.entry[k] for k in ("at", "note") if k in res.entry}  # what the document reads
+    entry = {k: res.entry[k] for k in ("at", "note") if k in res.entry}  # what the document reads
+    at = entry.get("at", [{}])[0] if entry.get("at") else {}
+    if _num(at.get("mean")) is None and res.draws is not None:  # the level seen, or held
+        d = res.draws
+        entry["final"] = {
+            "mean": float(d.mean()),
+            "pi80": [float(np.percentile(d, 10)), float(np.percentile(d, 90))],
+            "pi95": [float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))],
+        }
+    if res.draws is not None and res.ess is None:  # independent draws
+        res.ess = float(np.size(res.draws))
+    res.entry = entry
+    res.draws = summarise(res.draws)
     res.forecast = Forecast(res.entry, fan=fan) if fan is not None else None
     return res
 
@@ -145,19 +160,15 @@ def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: Ran
         confidence=opts.confidence,
         seed=opts.seed,
         open_ended=[r.open_ended for r in results],
+        ess=[r.ess for r in results],
     )
     runs = []
     for item, res, v in zip(items, results, verdicts):
         at = res.entry.get("at", [{}])[0] if res.entry.get("at") else {}
         last = float(item.steps[-1]) if item.steps.size else None
         final = {"mean": _num(at.get("mean")), "pi80": at.get("pi80"), "pi95": at.get("pi95")}
-        if final["mean"] is None and res.draws is not None:  # the level seen, or held
-            d = res.draws
-            final = {
-                "mean": float(d.mean()),
-                "pi80": [float(np.percentile(d, 10)), float(np.percentile(d, 90))],
-                "pi95": [float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))],
-            }
+        if final["mean"] is None and res.entry.get("final"):  # the level seen, or held
+            final = res.entry["final"]
         left = max(0.0, float(horizon) - last) if last is not None else 0.0
         saved = {"steps": None, "gpu_hours": None, "hours": None}
         if v["recommendation"] == STOP:
@@ -180,6 +191,8 @@ def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: Ran
                 "final": final,
                 "p_best": v["p_best"],
                 "p_within_margin": v["p_within_margin"],
+                "p_best_error": v.get("p_best_error"),
+                "p_within_error": v.get("p_within_error"),
                 "recommendation": v["recommendation"],
                 "saved": saved,
                 "basis": res.kind,
