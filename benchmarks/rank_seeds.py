@@ -56,7 +56,7 @@ def rank_one(args) -> dict:
         {k: r[k] for k in ("run", "p_best", "p_within_margin", "recommendation", "basis")} for r in done.doc["runs"]
     ]
     extra = [
-        {k: r.get(k) for k in ("p_best_error", "p_within_error")} for r in done.doc["runs"]
+        {k: r.get(k) for k in ("p_best_error", "p_within_error", "borderline")} for r in done.doc["runs"]
     ]  # the Monte-Carlo errors, where the document gives them
     return {"sweep": name, "seed": seed, "cpu_s": cpu, "runs": runs, "errors": extra}
 

@@ -94,3 +94,16 @@ def test_ranking_memory_does_not_hold_the_draws():
         tracemalloc.stop()
     assert peak < 5_000_000  # ~3.4 MB: 3.4 KB a run
     assert sum(o["p_best"] for o in out) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_borderline_when_a_threshold_is_within_two_errors():
+    from grpofit.forecasting.rank import judge, near_threshold
+
+    assert near_threshold(0.47, 0.02, 0.95) and not near_threshold(0.40, 0.02, 0.95)
+    assert near_threshold(0.07, 0.02, 0.95) and not near_threshold(0.07, 0.02, 0.95, can_stop=False)
+    assert not near_threshold(0.001, 0.005, 0.95)
+    lead, tied, behind = exact_normal(0.60, 0.02), exact_normal(0.60, 0.02), exact_normal(0.40, 0.02)
+    out = judge([lead, tied, behind], margin=0.0, ess=[20.0, 20.0, 20.0], open_ended=[False, True, False])
+    assert out[0]["p_within_margin"] == pytest.approx(0.5, abs=0.01)
+    assert out[0]["borderline"] and out[1]["borderline"]  # at 50%, error 0.11
+    assert not out[2]["borderline"] and out[2]["recommendation"] == "stop"  # far below 5%

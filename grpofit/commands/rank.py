@@ -194,6 +194,7 @@ def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: Ran
                 "p_best_error": v.get("p_best_error"),
                 "p_within_error": v.get("p_within_error"),
                 "recommendation": v["recommendation"],
+                "borderline": v.get("borderline"),
                 "saved": saved,
                 "basis": res.kind,
                 "note": note,

@@ -59,6 +59,18 @@ def summarise(draws) -> np.ndarray | None:
     return np.sort(d).astype(np.float32)
 
 
+#: a probability within this many Monte-Carlo errors of a threshold decides nothing by itself
+BORDERLINE_ERRORS = 2.0
+
+
+def near_threshold(p: float, error: float, confidence: float, can_stop: bool = True) -> bool:
+    """Whether ``p`` lies within :data:`BORDERLINE_ERRORS` Monte-Carlo errors of a threshold
+    :func:`decide` reads (``1 - confidence`` when the run can be stopped, and 0.5): another seed
+    may then give the other recommendation."""
+    band = BORDERLINE_ERRORS * error
+    return bool(abs(p - 0.5) < band or (can_stop and abs(p - round(1.0 - confidence, 12)) < band))
+
+
 def judge(
     draws: list[np.ndarray | None],
     *,
@@ -89,8 +101,9 @@ def judge(
     ``ess[i]``: the effective number of independent draws behind run i's (the parameter draws'
     importance weights, :attr:`~.horizon.HorizonDraws.ess`); each run's entry then carries
     ``p_best_error`` / ``p_within_error``, the Monte-Carlo standard error of its probabilities
-    from its own draws (``sqrt(p (1 - p) / ess)``: the draws of one parameter draw counted as
-    one).
+    from its own draws (``sqrt(p (1 - p) / ess)``, the other runs' draws taken as exact), and
+    ``borderline``: the probability the recommendation reads is within :data:`BORDERLINE_ERRORS`
+    such errors of a threshold (:func:`near_threshold`), so another seed may change it.
 
     The recommendation reads ``p_within_margin`` unless a pruner passes ``alive`` or
     ``tolerance`` (:class:`~.prune.SweepJudge`): then it reads ``p_matters``, the probability
@@ -121,6 +134,8 @@ def judge(
             n = max(float(ess[i]), 1.0)
             out[i]["p_best_error"] = math.sqrt(p_best[k] * (1.0 - p_best[k]) / n)
             out[i]["p_within_error"] = math.sqrt(pw * (1.0 - pw) / n)
+            can_stop = open_ended is None or not open_ended[i]
+            out[i]["borderline"] = near_threshold(p, math.sqrt(p * (1.0 - p) / n), confidence, can_stop)
         if pruning:
             out[i]["p_matters"] = p
     return out
