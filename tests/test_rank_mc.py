@@ -107,3 +107,27 @@ def test_borderline_when_a_threshold_is_within_two_errors():
     assert out[0]["p_within_margin"] == pytest.approx(0.5, abs=0.01)
     assert out[0]["borderline"] and out[1]["borderline"]  # at 50%, error 0.11
     assert not out[2]["borderline"] and out[2]["recommendation"] == "stop"  # far below 5%
+
+
+@pytest.mark.slow
+def test_two_seeds_on_a_near_tie_differ_within_the_stated_errors():
+    """A near-tied sweep ranked under two seeds: each run's probabilities differ by less than
+    three of the errors stated, and a recommendation that changes is flagged borderline."""
+    from grpofit.commands.rank import RankItem, RankOptions, rank_series
+
+    rng = np.random.default_rng(11)
+    items = []
+    for k, (plateau, tau) in enumerate(((0.70, 40), (0.71, 45), (0.69, 35), (0.55, 40))):
+        s = np.arange(1, 121, dtype=float)
+        v = rng.binomial(64, 0.1 + (plateau - 0.1) * (1 - np.exp(-s / tau))) / 64.0
+        items.append(RankItem(f"run{k}", "reward", s, v, 64, None, None))
+    docs = [
+        rank_series(items, horizon=300.0, source="--horizon", opts=RankOptions(seed=seed, fans=False)).doc
+        for seed in (0, 1)
+    ]
+    for a, b in zip(docs[0]["runs"], docs[1]["runs"]):
+        assert a["p_best_error"] is not None and 0 < a["p_within_error"] < 0.5
+        for key, err in (("p_best", "p_best_error"), ("p_within_margin", "p_within_error")):
+            assert abs(a[key] - b[key]) < 3 * math.hypot(a[err], b[err])
+        if a["recommendation"] != b["recommendation"]:
+            assert a["borderline"] or b["borderline"]
