@@ -73,6 +73,20 @@ class RankItem:
     gpus: int | None
     rest: tuple | None = None  #: the points after ``--until`` (plots)
     full_last: float | None = None  #: the last step logged, before any ``--until`` cut
+    n_points: int | None = None  #: the points seen, once ``steps`` is cut to its ends (:func:`_slim`)
+
+
+def _slim(item: RankItem) -> None:
+    """Once the run is forecast, without a figure to draw: its first and last step and the
+    number of points are all the document reads of its points (memory flat in the runs)."""
+    item.n_points = int(item.steps.size)
+    if item.steps.size > 2:
+        item.steps = item.steps[[0, -1]].copy()
+        item.values = item.values[[0, -1]].copy()
+
+
+def _seen(item: RankItem) -> int:
+    return item.n_points if item.n_points is not None else int(item.steps.size)
 
 
 @dataclass
@@ -115,8 +129,17 @@ def _draws_one(item: RankItem, extra) -> object:
     return res
 
 
-def _forecast_all(items: list[RankItem], horizon, source, seed, jobs, fans: bool = True) -> list:
+def _forecast_all(items: list[RankItem], horizon, source, seed, jobs, fans: bool = True, slim: bool = False) -> list:
+    """Each run's draws, in order; with ``slim`` each item is slimmed (:func:`_slim`) as its
+    result comes in, so the runs' points and their results are not all held at once."""
     extra = (horizon, source, seed, fans)
+    results: list = []
+
+    def take(res) -> None:
+        if slim:
+            _slim(items[len(results)])
+        results.append(res)
+
     if jobs > 1 and len(items) > 1:
         from grpofit.core.limits import cap_jobs
 
@@ -130,10 +153,13 @@ def _forecast_all(items: list[RankItem], horizon, source, seed, jobs, fans: bool
         preload()
 
         try:
-            return map_items(_draws_one, items, extra, jobs=jobs, lost=_lost, chunk=1)
-        except OSError:
+            map_items(_draws_one, items, extra, jobs=jobs, lost=_lost, chunk=1, sink=take)
+            return results
+        except OSError:  # no pool: the runs not done yet in this process
             pass
-    return [_draws_one(it, extra) for it in items]
+    for it in items[len(results) :]:
+        take(_draws_one(it, extra))
+    return results
 
 
 def _lost(item: RankItem):
@@ -148,12 +174,16 @@ def _num(x):
     return finite(x)
 
 
-def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: RankOptions) -> RankOutcome:
-    """The ``grpofit.rank/1`` document for runs already read and cut."""
+def rank_series(
+    items: list[RankItem], *, horizon: float, source: str, opts: RankOptions, slim: bool = False
+) -> RankOutcome:
+    """The ``grpofit.rank/1`` document for runs already read and cut. ``slim``: the items are
+    the caller's to give up: each is cut to its first and last point once forecast
+    (:func:`_slim`; not with ``opts.fans``, whose figure draws the points)."""
     from grpofit.core.vocabulary import SCHEMAS
     from grpofit.forecasting.engine import _step_out
 
-    results = _forecast_all(items, horizon, source, opts.seed, opts.jobs, opts.fans)
+    results = _forecast_all(items, horizon, source, opts.seed, opts.jobs, opts.fans, slim and not opts.fans)
     verdicts = judge(
         [r.draws for r in results],
         margin=opts.margin,
@@ -165,7 +195,7 @@ def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: Ran
     runs = []
     for item, res, v in zip(items, results, verdicts):
         at = res.entry.get("at", [{}])[0] if res.entry.get("at") else {}
-        last = float(item.steps[-1]) if item.steps.size else None
+        last = float(item.steps[-1]) if item.steps.size else None  # kept by _slim
         final = {"mean": _num(at.get("mean")), "pi80": at.get("pi80"), "pi95": at.get("pi95")}
         if final["mean"] is None and res.entry.get("final"):  # the level seen, or held
             final = res.entry["final"]
@@ -186,7 +216,7 @@ def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: Ran
                 "metric": item.metric,
                 "seen": {
                     "steps": [_step_out(item.steps[0]), _step_out(last)] if item.steps.size else [None, None],
-                    "n_points": int(item.steps.size),
+                    "n_points": _seen(item),
                 },
                 "final": final,
                 "p_best": v["p_best"],
@@ -298,7 +328,7 @@ def rank_paths(paths: list[str], opts: RankOptions) -> RankOutcome:
     if len(empty) == len(items):
         raise UsageError(f"no run has a step at or before --until {opts.until}", fix="pass a later --until step")
     horizon, source = common_horizon(configs, items, opts.horizon)
-    done = rank_series(items, horizon=horizon, source=source, opts=opts)
+    done = rank_series(items, horizon=horizon, source=source, opts=opts, slim=True)
     done.warnings = warnings
     if errors:
         done.doc["errors"] = errors
