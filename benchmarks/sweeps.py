@@ -1017,7 +1017,8 @@ def render_tie_check(tc: dict | None) -> list[str]:
 def rank_cost(n_runs: int, steps: int = 300, jobs: int = 2) -> dict:
     """``grpofit rank`` on ``n_runs`` bandit runs (CSV files) cut at 40%: wall seconds and CPU
     seconds of the whole process (on a loaded machine the CPU seconds over the cores are the
-    figure to compare with the 10 s target)."""
+    figure to compare with the 10 s target), and the peak RSS of its largest process (the
+    children's ``ru_maxrss``: measured in a fresh process, it is the command's own)."""
     import resource
     import subprocess
     import tempfile
@@ -1059,6 +1060,7 @@ def rank_cost(n_runs: int, steps: int = 300, jobs: int = 2) -> dict:
         load1 = os.getloadavg()[0]
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {
+        "peak_rss_mb": after.ru_maxrss / 1024.0,  # the largest process's (the parent's, or a worker's)
         "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load": [load0, load1],
         "runs": k,

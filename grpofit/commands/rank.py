@@ -73,6 +73,20 @@ class RankItem:
     gpus: int | None
     rest: tuple | None = None  #: the points after ``--until`` (plots)
     full_last: float | None = None  #: the last step logged, before any ``--until`` cut
+    n_points: int | None = None  #: the points seen, once ``steps`` is cut to its ends (:func:`_slim`)
+
+
+def _slim(item: RankItem) -> None:
+    """Once the run is forecast, without a figure to draw: its first and last step and the
+    number of points are all the document reads of its points (memory flat in the runs)."""
+    item.n_points = int(item.steps.size)
+    if item.steps.size > 2:
+        item.steps = item.steps[[0, -1]].copy()
+        item.values = item.values[[0, -1]].copy()
+
+
+def _seen(item: RankItem) -> int:
+    return item.n_points if item.n_points is not None else int(item.steps.size)
 
 
 @dataclass
@@ -84,24 +98,48 @@ class RankOutcome:
 
 def _draws_one(item: RankItem, extra) -> object:
     """The run's :class:`~grpofit.forecasting.horizon.HorizonDraws`, with only what the document
-    and the figure read: the entry's ``at`` and ``note``, and a forecast that keeps the fan alone
-    (not the engine's joint draws at every time, ~400 KB a run), so the parent's memory and the
-    workers' pipes carry ~11 KB a run (the draws at the horizon, 1,200 numbers)."""
+    and the figure read: the entry's ``at`` and ``note`` (and ``final``, the level's mean and
+    intervals from the draws where the engine gives none), a forecast that keeps the fan alone
+    (not the engine's joint draws at every time, ~400 KB a run), and the draws at the horizon as
+    their quantiles (:func:`~grpofit.forecasting.rank.summarise`, 128 float32 numbers, not 1,200
+    float64): the parent's memory and the workers' pipes carry ~1.5 KB a run for the ranking."""
     from grpofit.forecasting.engine import Forecast
     from grpofit.forecasting.horizon import horizon_draws
+    from grpofit.forecasting.rank import summarise
 
     horizon, source, seed, fans = extra
     res = horizon_draws(
         item.steps, item.values, horizon, horizon_source=source, batch=item.batch, seed=seed, lean=not fans
     )
     fan = getattr(res.forecast, "fan", None)
-    res.entry = {k: res.entry[k] for k in ("at", "note") if k in res.entry}  # what the document reads
+    entry = {k: res.entry[k] for k in ("at", "note") if k in res.entry}  # what the document reads
+    at = entry.get("at", [{}])[0] if entry.get("at") else {}
+    if _num(at.get("mean")) is None and res.draws is not None:  # the level seen, or held
+        d = res.draws
+        entry["final"] = {
+            "mean": float(d.mean()),
+            "pi80": [float(np.percentile(d, 10)), float(np.percentile(d, 90))],
+            "pi95": [float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))],
+        }
+    if res.draws is not None and res.ess is None:  # independent draws
+        res.ess = float(np.size(res.draws))
+    res.entry = entry
+    res.draws = summarise(res.draws)
     res.forecast = Forecast(res.entry, fan=fan) if fan is not None else None
     return res
 
 
-def _forecast_all(items: list[RankItem], horizon, source, seed, jobs, fans: bool = True) -> list:
+def _forecast_all(items: list[RankItem], horizon, source, seed, jobs, fans: bool = True, slim: bool = False) -> list:
+    """Each run's draws, in order; with ``slim`` each item is slimmed (:func:`_slim`) as its
+    result comes in, so the runs' points and their results are not all held at once."""
     extra = (horizon, source, seed, fans)
+    results: list = []
+
+    def take(res) -> None:
+        if slim:
+            _slim(items[len(results)])
+        results.append(res)
+
     if jobs > 1 and len(items) > 1:
         from grpofit.core.limits import cap_jobs
 
@@ -115,10 +153,13 @@ def _forecast_all(items: list[RankItem], horizon, source, seed, jobs, fans: bool
         preload()
 
         try:
-            return map_items(_draws_one, items, extra, jobs=jobs, lost=_lost, chunk=1)
-        except OSError:
+            map_items(_draws_one, items, extra, jobs=jobs, lost=_lost, chunk=1, sink=take)
+            return results
+        except OSError:  # no pool: the runs not done yet in this process
             pass
-    return [_draws_one(it, extra) for it in items]
+    for it in items[len(results) :]:
+        take(_draws_one(it, extra))
+    return results
 
 
 def _lost(item: RankItem):
@@ -133,31 +174,31 @@ def _num(x):
     return finite(x)
 
 
-def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: RankOptions) -> RankOutcome:
-    """The ``grpofit.rank/1`` document for runs already read and cut."""
+def rank_series(
+    items: list[RankItem], *, horizon: float, source: str, opts: RankOptions, slim: bool = False
+) -> RankOutcome:
+    """The ``grpofit.rank/1`` document for runs already read and cut. ``slim``: the items are
+    the caller's to give up: each is cut to its first and last point once forecast
+    (:func:`_slim`; not with ``opts.fans``, whose figure draws the points)."""
     from grpofit.core.vocabulary import SCHEMAS
     from grpofit.forecasting.engine import _step_out
 
-    results = _forecast_all(items, horizon, source, opts.seed, opts.jobs, opts.fans)
+    results = _forecast_all(items, horizon, source, opts.seed, opts.jobs, opts.fans, slim and not opts.fans)
     verdicts = judge(
         [r.draws for r in results],
         margin=opts.margin,
         confidence=opts.confidence,
         seed=opts.seed,
         open_ended=[r.open_ended for r in results],
+        ess=[r.ess for r in results],
     )
     runs = []
     for item, res, v in zip(items, results, verdicts):
         at = res.entry.get("at", [{}])[0] if res.entry.get("at") else {}
-        last = float(item.steps[-1]) if item.steps.size else None
+        last = float(item.steps[-1]) if item.steps.size else None  # kept by _slim
         final = {"mean": _num(at.get("mean")), "pi80": at.get("pi80"), "pi95": at.get("pi95")}
-        if final["mean"] is None and res.draws is not None:  # the level seen, or held
-            d = res.draws
-            final = {
-                "mean": float(d.mean()),
-                "pi80": [float(np.percentile(d, 10)), float(np.percentile(d, 90))],
-                "pi95": [float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))],
-            }
+        if final["mean"] is None and res.entry.get("final"):  # the level seen, or held
+            final = res.entry["final"]
         left = max(0.0, float(horizon) - last) if last is not None else 0.0
         saved = {"steps": None, "gpu_hours": None, "hours": None}
         if v["recommendation"] == STOP:
@@ -175,12 +216,15 @@ def rank_series(items: list[RankItem], *, horizon: float, source: str, opts: Ran
                 "metric": item.metric,
                 "seen": {
                     "steps": [_step_out(item.steps[0]), _step_out(last)] if item.steps.size else [None, None],
-                    "n_points": int(item.steps.size),
+                    "n_points": _seen(item),
                 },
                 "final": final,
                 "p_best": v["p_best"],
                 "p_within_margin": v["p_within_margin"],
+                "p_best_error": v.get("p_best_error"),
+                "p_within_error": v.get("p_within_error"),
                 "recommendation": v["recommendation"],
+                "borderline": v.get("borderline"),
                 "saved": saved,
                 "basis": res.kind,
                 "note": note,
@@ -284,7 +328,7 @@ def rank_paths(paths: list[str], opts: RankOptions) -> RankOutcome:
     if len(empty) == len(items):
         raise UsageError(f"no run has a step at or before --until {opts.until}", fix="pass a later --until step")
     horizon, source = common_horizon(configs, items, opts.horizon)
-    done = rank_series(items, horizon=horizon, source=source, opts=opts)
+    done = rank_series(items, horizon=horizon, source=source, opts=opts, slim=True)
     done.warnings = warnings
     if errors:
         done.doc["errors"] = errors

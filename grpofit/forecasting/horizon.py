@@ -50,6 +50,10 @@ class HorizonDraws:
     #: the run is still rising (late slope significantly positive) or its forecast has no upper
     #: end at the horizon: the draws' upper tail is the law's guess, so the run is not stopped on it
     open_ended: bool = False
+    #: the effective number of independent draws: what the draws of one parameter draw of the
+    #: engine's importance sampling have in common counted once (:func:`~.predictive.cluster_ess`;
+    #: None: the draws are independent, ``kind`` "seen" or "current level")
+    ess: float | None = None
 
 
 def _bounded(values: np.ndarray) -> bool:
@@ -93,6 +97,7 @@ def horizon_draws(
     far (see the module docstring for what is drawn when the engine refuses). ``lean``: the
     engine's lean forecast (no steps to 90/95%, no fan chart; the same draws and intervals)."""
     from grpofit.forecasting.engine import forecast_series
+    from grpofit.forecasting.predictive import cluster_ess
 
     steps = np.asarray(steps, dtype=float)
     values = np.asarray(values, dtype=float)
@@ -121,7 +126,8 @@ def horizon_draws(
             or p95[1] is None
             or (bool(doc.get("still_rising")) and _accelerating(steps, values))
         )
-        return HorizonDraws(lat[pick], doc, "forecast", None, fc, open_ended)
+        ess = cluster_ess(lat[pick], draws.theta[pick]) if draws.theta is not None else None
+        return HorizonDraws(lat[pick], doc, "forecast", None, fc, open_ended, ess)
     note = doc.get("note")
     if steps.size >= 3 and seen_all:
         return HorizonDraws(

@@ -27,7 +27,7 @@ import numpy as np
 from grpofit.forecasting.likelihood import LOG2PI, LawFit, Series, lags, tri_solve
 from grpofit.forecasting.statespace import LAWS, design, process_cov
 
-__all__ = ["Draws", "law_weights", "sample_future"]
+__all__ = ["Draws", "cluster_ess", "law_weights", "sample_future"]
 
 #: parameter draws per forecast and latent draws per parameter draw
 N_PARAM = 80
@@ -54,6 +54,9 @@ class Draws:
     t95: np.ndarray
     slow: np.ndarray  #: (N,) the slowest timescale of the draw's law
     law: np.ndarray  #: (N,) index into the fits list
+    #: (N,) which parameter draw (over all laws) each draw comes from: the draws of one share it,
+    #: so the number of independent draws is about that of the parameter draws (:func:`cluster_ess`)
+    theta: np.ndarray | None = None
 
 
 def law_weights(fits: list[LawFit], temper: float = 1.0) -> np.ndarray:
@@ -240,7 +243,7 @@ def sample_future(
     rng = np.random.default_rng(seed)
     tf = np.asarray(tf, dtype=float)
     weights = law_weights(fits, temper)
-    latent, obs_sd, plateau, t90, t95, slow, which = [], [], [], [], [], [], []
+    latent, obs_sd, plateau, t90, t95, slow, which, group = [], [], [], [], [], [], [], []
     for li, (fit, lw) in enumerate(zip(fits, weights)):
         if lw <= 0:
             continue
@@ -279,6 +282,7 @@ def sample_future(
             obs_sd.append(np.full(k, 0.0 if sigma is None else sigma))
             slow.append(np.full(k, LAWS[fit.law].slowest(times)))
             which.append(np.full(k, li))
+            group.append(np.full(k, len(group)))
             if not gain_times:
                 gt = np.full((k, 2), np.nan)
             elif unlink is None:
@@ -298,4 +302,32 @@ def sample_future(
         np.asarray(t95),
         np.concatenate(slow),
         np.concatenate(which),
+        np.concatenate(group),
     )
+
+
+def cluster_ess(values: np.ndarray, groups: np.ndarray, probs=(0.1, 0.25, 0.5, 0.75, 0.9)) -> float:
+    """The effective number of independent draws behind a share of ``values`` that come in
+    groups (the draws of one parameter draw share it): for the indicator of each quantile
+    ``probs`` of the values, ``p (1 - p) / var`` with ``var`` the grouped (importance-sampling)
+    variance of the share, ``sum_c n_c^2 (share_c - p)^2 / N^2``; the smallest over ``probs``.
+    Draws of one group that all fall on the same side count as one, draws that spread across
+    the quantile as nearly independent."""
+    values = np.asarray(values, dtype=float)
+    groups = np.asarray(groups, dtype=np.int64)
+    n = values.size
+    if not n:
+        return 0.0
+    counts = np.bincount(groups).astype(float)
+    used = counts > 0
+    out = float(n)
+    for p in probs:
+        below = values <= np.quantile(values, p)
+        share = below.mean()
+        if not 0.0 < share < 1.0:
+            continue
+        per = np.bincount(groups, weights=below.astype(float))[used] / counts[used]
+        var = float(np.sum(counts[used] ** 2 * (per - share) ** 2)) / n**2
+        if var > 0:
+            out = min(out, share * (1.0 - share) / var)
+    return out

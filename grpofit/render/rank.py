@@ -11,7 +11,8 @@ HEAD = ["run", "seen to", "final at horizon (80% / 95%)", "p best", "p within ma
 
 def _pct(p) -> str:
     """A probability in whole percents: its Monte-Carlo error (the draws come from a few dozen
-    parameter draws per run) is about a point, so a tenth would be noise (JSON keeps the share)."""
+    parameter draws per run) is a few points, so a tenth would be noise (JSON keeps the share
+    and its error)."""
     if p is None:
         return "-"
     if 0 < p < 0.005:
@@ -86,6 +87,12 @@ def _summary_lines(doc: dict) -> list[str]:
     if doc.get("until") is not None:
         lines.append(f"runs cut at step {num(doc['until'])} (--until)")
     lines.append(f"most likely best: {doc['best']}" if doc.get("best") else "most likely best: cannot tell")
+    near = [r["run"] for r in doc["runs"] if r.get("borderline")]
+    if near:
+        lines.append(
+            f"{len(near)} recommendation(s) within 2 Monte-Carlo errors of a threshold (another --seed may "
+            "change them): " + ", ".join(near[:5]) + (f" and {len(near) - 5} more" if len(near) > 5 else "")
+        )
     stop = [r for r in doc["runs"] if r["recommendation"] == "stop"]
     if stop:
         steps = sum(r["saved"]["steps"] or 0 for r in stop)
