@@ -131,3 +131,21 @@ def test_two_seeds_on_a_near_tie_differ_within_the_stated_errors():
             assert abs(a[key] - b[key]) < 3 * math.hypot(a[err], b[err])
         if a["recommendation"] != b["recommendation"]:
             assert a["borderline"] or b["borderline"]
+
+
+def test_the_safe_choice_is_never_stopped_in_favour_of_a_wide_slow_starter():
+    """Three settled runs near 0.67 and a slow starter forecast 0.87 with a wide upper tail: the
+    settled runs are unlikely to end within 0.01 of the best, but the one whose forecast's low
+    end is highest is kept (``safe_choice``); the others may be stopped."""
+    from grpofit.forecasting.rank import KEEP, STOP, judge
+
+    rng = np.random.default_rng(0)
+    # the slow starter: mostly near 0.9, with a tail down to 0.38 (its rise may end early)
+    slow = np.concatenate([np.clip(rng.normal(0.9, 0.04, 1110), 0, 1), rng.uniform(0.38, 0.7, 90)])
+    settled = [rng.normal(m, s, 1200) for m, s in ((0.661, 0.05), (0.674, 0.03), (0.675, 0.04))]
+    out = judge([slow, *settled], margin=0.01, confidence=0.95)
+    assert [o.get("safe_choice", False) for o in out] == [False, False, True, False]  # sd 0.04: the highest low end
+    assert out[2]["recommendation"] == KEEP and out[2]["p_within_margin"] < 0.05
+    assert out[1]["recommendation"] == STOP and out[3]["recommendation"] == STOP
+    alone = judge([settled[1]], margin=0.01, confidence=0.95)  # one run: nothing to hedge
+    assert "safe_choice" not in alone[0]

@@ -225,6 +225,7 @@ def rank_series(
                 "p_within_error": v.get("p_within_error"),
                 "recommendation": v["recommendation"],
                 "borderline": v.get("borderline"),
+                "safe_choice": bool(v.get("safe_choice")),
                 "saved": saved,
                 "basis": res.kind,
                 "note": note,

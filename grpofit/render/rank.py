@@ -93,6 +93,12 @@ def _summary_lines(doc: dict) -> list[str]:
             f"{len(near)} recommendation(s) within 2 Monte-Carlo errors of a threshold (another --seed may "
             "change them): " + ", ".join(near[:5]) + (f" and {len(near) - 5} more" if len(near) > 5 else "")
         )
+    safe = [r for r in doc["runs"] if r.get("safe_choice") and (r.get("p_within_margin") or 0) < 1 - doc["confidence"]]
+    if safe:
+        lines.append(
+            f"kept as the safe choice: {safe[0]['run']} (the highest low end of a forecast: the best run if every "
+            "forecast ends low, where the runs still rising may not reach the levels their wide forecasts allow)"
+        )
     stop = [r for r in doc["runs"] if r["recommendation"] == "stop"]
     if stop:
         steps = sum(r["saved"]["steps"] or 0 for r in stop)
