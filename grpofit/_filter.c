@@ -780,6 +780,32 @@ static inline void relaxation_at(double t, double ts, double ti, double disc, in
     *dts_out = dg_db2 * (((2.0 * a) / ts) / ts);
 }
 
+/* one oscillator's parameters for relaxation_at at many times: Python's max(inertia, 0.0), the
+   discriminant, the overdamped branch and its rates, computed once */
+typedef struct {
+    double ts, ti, disc, a, beta, z_series;
+    int over;
+    const double *series;
+} Relaxation;
+
+static inline Relaxation relaxation_setup(double ts, double ti_in, double u_switch2, double z_series,
+                                          const double *series) {
+    Relaxation rx;
+    rx.ts = ts;
+    rx.ti = 0.0 > ti_in ? 0.0 : ti_in;
+    rx.disc = 1.0 - (4.0 * rx.ti) / ts;
+    rx.over = rx.disc >= u_switch2;
+    rx.a = 0.5 / rx.ti;
+    rx.beta = (rx.a * rx.a) * rx.disc;
+    rx.z_series = z_series;
+    rx.series = series;
+    return rx;
+}
+
+static inline void relaxation_of(const Relaxation *rx, double t, double *g, double *dts, double *dti) {
+    relaxation_at(t, rx->ts, rx->ti, rx->disc, rx->over, rx->a, rx->beta, rx->z_series, rx->series, g, dts, dti);
+}
+
 /* oscillator_jacobian(n, t, plateau, initial, ts, ti, u_switch2, z_series, series, jac): the
    oscillator's Jacobian at n times (grpofit.laws.oscillator.raw_oscillator_jacobian, scalar
    parameters) into jac (4, n): 1 - g, g, gain dg/dTs, gain dg/dTi */
@@ -801,14 +827,11 @@ static PyObject *oscillator_jacobian(PyObject *self, PyObject *args) {
         return NULL;
     const double *t = (const double *)v[0].buf, *series = (const double *)v[1].buf;
     double *jac = (double *)v[2].buf;
-    const double ti = 0.0 > ti_in ? 0.0 : ti_in; /* Python's max(inertia, 0.0) */
-    const double disc = 1.0 - (4.0 * ti) / ts;
-    const int over = disc >= u_switch2;
-    const double a = 0.5 / ti, beta = (a * a) * disc;
+    const Relaxation rx = relaxation_setup(ts, ti_in, u_switch2, z_series, series);
     const double gain = initial - plateau;
     for (Py_ssize_t i = 0; i < n; i++) {
         double g, dts, dti;
-        relaxation_at(t[i], ts, ti, disc, over, a, beta, z_series, series, &g, &dts, &dti);
+        relaxation_of(&rx, t[i], &g, &dts, &dti);
         jac[i] = 1.0 - g;
         jac[n + i] = g;
         jac[2 * n + i] = dts * gain;
@@ -843,14 +866,11 @@ static PyObject *oscillator_residuals(PyObject *self, PyObject *args) {
     const double *t = (const double *)v[0].buf, *sw = (const double *)v[1].buf, *y = (const double *)v[2].buf;
     const double *series = (const double *)v[3].buf;
     double *r = (double *)v[4].buf, *jac = (double *)v[5].buf;
-    const double ti = 0.0 > ti_in ? 0.0 : ti_in;
-    const double disc = 1.0 - (4.0 * ti) / ts;
-    const int over = disc >= u_switch2;
-    const double a = 0.5 / ti, beta = (a * a) * disc;
+    const Relaxation rx = relaxation_setup(ts, ti_in, u_switch2, z_series, series);
     const double gain = initial - plateau;
     for (Py_ssize_t i = 0; i < n; i++) {
         double g, dts, dti;
-        relaxation_at(t[i], ts, ti, disc, over, a, beta, z_series, series, &g, &dts, &dti);
+        relaxation_of(&rx, t[i], &g, &dts, &dti);
         const double w = sw[i];
         r[i] = w * ((plateau + gain * g) - y[i]);
         jac[i] = (1.0 - g) * w;
@@ -1001,6 +1021,19 @@ typedef struct {
     double P[3][3], a[4][3], G[4][4], logdet;
 } WalkState;
 
+/* the forcing's stationary covariance (sd2 W) and, over dt, F and the noise gained Q = Sig - F Sig F' */
+static void gained(int m, const double *A, const double *Sig, double dt, double *F, double *Q) {
+    expm_small(m, A, dt, F);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++) {
+            double acc = 0.0;
+            for (int a = 0; a < m; a++)
+                for (int b = 0; b < m; b++)
+                    acc += F[i * m + a] * Sig[a * m + b] * F[j * m + b];
+            Q[i * m + j] = Sig[i * m + j] - acc;
+        }
+}
+
 /* The filter over the n points (see walk_nll for the arguments); FQ: scratch of 8 D doubles.
    0 where it fails (a variance not positive, a value not finite). Inlined into walk_run for each
    (m, p) with both constant, so that the compiler unrolls the small loops (the same operations
@@ -1012,18 +1045,8 @@ static inline __attribute__((always_inline)) int walk_run_mp(Py_ssize_t n, const
     for (int i = 0; i < m * m; i++)
         Ws[i] = sd2 * W[i];
     int ok = lyapunov_small(m, A, Ws, Sig);
-    for (Py_ssize_t k = 0; ok && k < D; k++) { /* Q = Sig - F Sig F' */
-        double *F = FQ + 8 * k, *Q = F + 4;
-        expm_small(m, A, dts[k], F);
-        for (int i = 0; i < m; i++)
-            for (int j = 0; j < m; j++) {
-                double acc = 0.0;
-                for (int a = 0; a < m; a++)
-                    for (int b = 0; b < m; b++)
-                        acc += F[i * m + a] * Sig[a * m + b] * F[j * m + b];
-                Q[i * m + j] = Sig[i * m + j] - acc;
-            }
-    }
+    for (Py_ssize_t k = 0; ok && k < D; k++) /* Q = Sig - F Sig F' */
+        gained(m, A, Sig, dts[k], FQ + 8 * k, FQ + 8 * k + 4);
     const int M = m + 1, C = p + 1; /* states (the forcing's, then the walk); columns */
     double(*P)[3] = st->P, (*a)[3] = st->a, (*G)[4] = st->G, h[3];
     memset(st, 0, sizeof(*st));
@@ -1380,19 +1403,6 @@ static void law_design(int code, const double *theta, Py_ssize_t n, const double
             X[2 * j + 1] = exp(-t[j] / t0);
         }
     }
-}
-
-/* the forcing's stationary covariance (sd2 W) and, over dt, F and the noise gained Q = Sig - F Sig F' */
-static void gained(int m, const double *A, const double *Sig, double dt, double *F, double *Q) {
-    expm_small(m, A, dt, F);
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < m; j++) {
-            double acc = 0.0;
-            for (int a = 0; a < m; a++)
-                for (int b = 0; b < m; b++)
-                    acc += F[i * m + a] * Sig[a * m + b] * F[j * m + b];
-            Q[i * m + j] = Sig[i * m + j] - acc;
-        }
 }
 
 /* walk_conditional(code, n, D, nf, known, u2, sd2, qw, times, step_of, dts, t, resid, obs_var, tf, b0, mean,
