@@ -3,17 +3,18 @@
 Every run is forecast to one common horizon (``--horizon``, else the latest planned end in the
 runs' configs, else the last step of the longest run), so runs of different lengths are compared
 where they will end, not at the step they share. :func:`~.horizon.horizon_draws` gives each run's
-draws of its expected reward there; :func:`judge` turns the runs' draws into joint draws (one
-draw of every run per row, independent across runs) and reads off, per run,
+draws of its expected reward there; :func:`judge` reads off, per run, from the runs'
+distributions there (the runs are forecast independently: integrals over their quantiles),
 
-- ``p_best``: the share of rows where it is the highest (sums to 1 over the runs with draws);
-- ``p_within_margin``: the share of rows where it is within ``margin`` of the row's highest;
+- ``p_best``: the probability that it ends highest (sums to 1 over the runs with draws);
+- ``p_within_margin``: the probability that it ends within ``margin`` of the highest;
 - the recommendation (:func:`decide`): ``stop`` when ``p_within_margin < 1 - confidence`` (it
   will not end within the margin of the best, with the stated confidence), ``keep`` when it is
   at least as likely as not to end within the margin, ``cannot tell yet`` otherwise, when the
   run has no draws (too few points, no rise yet), and instead of ``stop`` while the run is still
   rising and speeding up, or its forecast has no upper end (a slow starter: the law's extrapolation of a rise
-  under way is not to be trusted with a stop).
+  under way is not to be trusted with a stop); the safe choice (:func:`_keep_the_safe_choice`)
+  is never stopped.
 
 The same :func:`judge` decides for the Optuna pruner and the Ray Tune stopper
 (:mod:`grpofit.integrations.optuna`, :mod:`grpofit.integrations.ray`); reading the runs and the
@@ -31,11 +32,17 @@ __all__ = ["judge", "decide", "summarise", "N_QUANTILES", "step_seconds", "gpu_c
 KEEP, STOP, UNSURE = "keep", "stop", "cannot tell yet"
 
 
+def _stop_below(confidence: float) -> float:
+    """The probability below which a run is stopped: ``1 - confidence`` (rounded: 1 - 0.95 is
+    0.050000000000000044)."""
+    return round(1.0 - confidence, 12)
+
+
 def decide(p_within: float | None, confidence: float) -> str:
     """``stop`` / ``keep`` / ``cannot tell yet`` from the probability of ending within the margin."""
     if p_within is None:
         return UNSURE
-    if p_within < round(1.0 - confidence, 12):  # 1 - 0.95 is 0.050000000000000044
+    if p_within < _stop_below(confidence):
         return STOP
     return KEEP if p_within >= 0.5 else UNSURE
 
@@ -68,7 +75,7 @@ def near_threshold(p: float, error: float, confidence: float, can_stop: bool = T
     :func:`decide` reads (``1 - confidence`` when the run can be stopped, and 0.5): another seed
     may then give the other recommendation."""
     band = BORDERLINE_ERRORS * error
-    return bool(abs(p - 0.5) < band or (can_stop and abs(p - round(1.0 - confidence, 12)) < band))
+    return bool(abs(p - 0.5) < band or (can_stop and abs(p - _stop_below(confidence)) < band))
 
 
 def judge(

@@ -93,7 +93,10 @@ def _summary_lines(doc: dict) -> list[str]:
             f"{len(near)} recommendation(s) within 2 Monte-Carlo errors of a threshold (another --seed may "
             "change them): " + ", ".join(near[:5]) + (f" and {len(near) - 5} more" if len(near) > 5 else "")
         )
-    safe = [r for r in doc["runs"] if r.get("safe_choice") and (r.get("p_within_margin") or 0) < 1 - doc["confidence"]]
+    from grpofit.forecasting.rank import STOP, decide
+
+    # the safe choice that the rule alone would have stopped
+    safe = [r for r in doc["runs"] if r.get("safe_choice") and decide(r["p_within_margin"], doc["confidence"]) == STOP]
     if safe:
         lines.append(
             f"kept as the safe choice: {safe[0]['run']} (the highest low end of a forecast: the best run if every "
