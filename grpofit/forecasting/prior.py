@@ -311,13 +311,13 @@ def _regression(X: np.ndarray, y: np.ndarray, x0: np.ndarray, gp: bool = False):
     its regression function at ``x0`` over it; its residuals are its leave-one-out residuals."""
     ridge = _ridge_fit(X, y, x0)
     n, d = X.shape
-    if not gp or GP_RUNS_PER_COEF <= 0 or n < GP_RUNS_PER_COEF * (2 * d + 3) or n > GP_MAX_RUNS:
+    if not gp or n < GP_RUNS_PER_COEF * (2 * d + 3) or n > GP_MAX_RUNS:
         return ridge[:5]
-    gp = _gp_cached(X, y)
-    if gp is None or not float(np.mean(gp.loo**2)) < ridge[5]:
+    proc = _gp_cached(X, y)
+    if proc is None or not float(np.mean(proc.loo**2)) < ridge[5]:
         return ridge[:5]
-    sn2 = max(gp.noise_var, 1e-300)
-    return float(gp.predict(x0)[0]), sn2, gp.f_var(x0) / sn2, gp.loo, gp.predict
+    sn2 = max(proc.noise_var, 1e-300)
+    return float(proc.predict(x0)[0]), sn2, proc.f_var(x0) / sn2, proc.loo, proc.predict
 
 
 def _ridge(X: np.ndarray, y: np.ndarray, x0: np.ndarray, gp: bool = False):
