@@ -283,7 +283,7 @@ def _inliers(r: np.ndarray) -> np.ndarray:
 
 
 #: the Gaussian-process regression (:mod:`.gp`) is tried with at least this many runs per
-#: parameter it fits (the linear mean's d + 1 coefficients, d + 2 scales: 2 d + 3)
+#: parameter it fits (the linear mean's d + 1 coefficients, d + 2 scales: 2 d + 3); 0: never
 GP_RUNS_PER_COEF = 2
 #: ... and at most this many runs (its cost grows as the cube of the runs; beyond, the ridge)
 GP_MAX_RUNS = 100
@@ -311,7 +311,7 @@ def _regression(X: np.ndarray, y: np.ndarray, x0: np.ndarray, gp: bool = False):
     its regression function at ``x0`` over it; its residuals are its leave-one-out residuals."""
     ridge = _ridge_fit(X, y, x0)
     n, d = X.shape
-    if not gp or n < GP_RUNS_PER_COEF * (2 * d + 3) or n > GP_MAX_RUNS:
+    if not gp or GP_RUNS_PER_COEF <= 0 or n < GP_RUNS_PER_COEF * (2 * d + 3) or n > GP_MAX_RUNS:
         return ridge[:5]
     proc = _gp_cached(X, y)
     if proc is None or not float(np.mean(proc.loo**2)) < ridge[5]:
